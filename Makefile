@@ -1,0 +1,33 @@
+# The two commands that head the README: `make run` and `make test`.
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint check bench clean
+
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is needed (Python 3.11)"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt -c constraints.txt
+	touch $(STAMP)
+
+## Run Muster on this machine with its embedded defaults: SQLite, the embedded broker, the simulated cluster.
+run: $(STAMP)
+	VENV=$(VENV) scripts/run-local.sh
+
+## Run the whole test suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set).
+test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) manage.py check
+	$(PY) manage.py makemigrations --check --dry-run
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+clean:
+	rm -rf var .pytest_cache

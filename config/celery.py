@@ -1,0 +1,22 @@
+"""The Celery app. Workers and beat load it with `celery -A config ...`."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("muster", task_cls="celery.contrib.django.task:DjangoTask")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+@app.on_after_finalize.connect
+def _schedule_cycles(sender: Celery, **_: object) -> None:
+    from django.conf import settings
+
+    interval = settings.MUSTER_CYCLE_INTERVAL_SECONDS
+    # expires: a tick nobody picked up in time is dropped, the next one does the work.
+    sender.add_periodic_task(interval, sender.signature("jobs.tasks.scheduling_cycle", expires=max(interval, 1.0)), name="scheduling cycle")

@@ -1,0 +1,240 @@
+"""Settings, all from the environment with safe local defaults (12-factor).
+
+With nothing set, Muster runs on a laptop: SQLite, an embedded Celery transport
+(a spool directory, no server) and the simulated cluster. Production and the test
+suite set DATABASE_URL, REDIS_URL and MUSTER_CLUSTER.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from exc
+
+
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return float(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be a number, got {value!r}") from exc
+
+
+DEBUG = env_bool("DJANGO_DEBUG", False)
+# Where the embedded defaults keep their files (SQLite database, broker spool).
+DATA_DIR = Path(os.environ.get("MUSTER_DATA_DIR", BASE_DIR / "var"))
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not env_bool("MUSTER_DEV", True):
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when MUSTER_DEV=0")
+    # Local-only key: production sets MUSTER_DEV=0, which makes the key mandatory.
+    SECRET_KEY = "muster-local-development-key-not-for-production"
+
+ALLOWED_HOSTS = [h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h.strip()]
+CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "quotas",
+    "jobs",
+    "telemetry",
+    "frontend",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "frontend.context_processors.cluster",
+            ],
+        },
+    },
+]
+
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+DATABASES = {
+    "default": dj_database_url.config(
+        env="DATABASE_URL",
+        default=f"sqlite:///{DATA_DIR / 'muster.sqlite3'}",
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Web, worker and beat share one SQLite file: wait for the writer instead of failing.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    DATABASES["default"]["OPTIONS"]["transaction_mode"] = "IMMEDIATE"
+    DATABASES["default"]["OPTIONS"]["init_command"] = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "frontend:job-list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = os.environ.get("MUSTER_TIME_ZONE", "UTC")
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = Path(os.environ.get("MUSTER_STATIC_ROOT", DATA_DIR / "static"))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Serve static files straight from the apps in development and tests (no collectstatic needed).
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+# Request bodies: a job submission is small; refuse anything large before parsing it.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MUSTER_MAX_REQUEST_BYTES", 256 * 1024)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PARSER_CLASSES": ["jobs.api.parsers.BoundedJSONParser"],
+    "EXCEPTION_HANDLER": "jobs.api.errors.exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Muster API",
+    "DESCRIPTION": "Submit, queue and follow multi-node GPU jobs on a shared cluster.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI served from the installed sidecar package: the docs work offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# --- Celery -----------------------------------------------------------------
+REDIS_URL = os.environ.get("REDIS_URL", "")
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    # The embedded broker: a spool directory shared by web, worker and beat on one machine.
+    _spool = DATA_DIR / "broker"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_spool / "queue"),
+        "data_folder_out": str(_spool / "queue"),
+        "processed_folder": str(_spool / "processed"),
+        "store_processed": False,
+    }
+    for _folder in ("queue", "processed"):
+        (_spool / _folder).mkdir(parents=True, exist_ok=True)
+else:
+    # Longer than any task's hard time limit, so an unacked task is not redelivered while it runs.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "muster")
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_TIME_LIMIT = 300
+CELERY_TASK_SOFT_TIME_LIMIT = 240
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = TIME_ZONE
+
+# --- Muster -----------------------------------------------------------------
+MUSTER_CLUSTER = os.environ.get("MUSTER_CLUSTER", "simulated")
+if MUSTER_CLUSTER not in {"simulated", "kubernetes"}:
+    raise ImproperlyConfigured(f"MUSTER_CLUSTER must be 'simulated' or 'kubernetes', got {MUSTER_CLUSTER!r}")
+
+# Seconds between scheduling cycles fired by beat; submits, finishes and cancels fire one at once.
+MUSTER_CYCLE_INTERVAL_SECONDS = env_float("MUSTER_CYCLE_INTERVAL_SECONDS", 2.0)
+# Longest wall time a job may ask for (site maximum), 14 days by default.
+MUSTER_MAX_WALL_TIME_SECONDS = env_int("MUSTER_MAX_WALL_TIME_SECONDS", 14 * 24 * 3600)
+MUSTER_MAX_RESTARTS = env_int("MUSTER_MAX_RESTARTS", 10)
+# Priority classes, highest first. Their order is the scheduling order in this version.
+MUSTER_PRIORITY_CLASSES = [
+    c.strip() for c in os.environ.get("MUSTER_PRIORITY_CLASSES", "production,normal,preemptible").split(",") if c.strip()
+]
+MUSTER_DEFAULT_PRIORITY_CLASS = os.environ.get("MUSTER_DEFAULT_PRIORITY_CLASS", "normal")
+if MUSTER_DEFAULT_PRIORITY_CLASS not in MUSTER_PRIORITY_CLASSES:
+    raise ImproperlyConfigured("MUSTER_DEFAULT_PRIORITY_CLASS must be one of MUSTER_PRIORITY_CLASSES")
+# How many jobs one cycle examines, so a huge queue cannot stall the cycle.
+MUSTER_CYCLE_MAX_JOBS = env_int("MUSTER_CYCLE_MAX_JOBS", 5000)
+
+# The simulated cluster (the embedded default): N nodes x G GPUs spread over R racks.
+MUSTER_SIM_NODES = env_int("MUSTER_SIM_NODES", 16)
+MUSTER_SIM_GPUS_PER_NODE = env_int("MUSTER_SIM_GPUS_PER_NODE", 8)
+MUSTER_SIM_RACKS = env_int("MUSTER_SIM_RACKS", 2)
+# Seconds a simulated pod takes to start, and how long a job runs when it says nothing.
+MUSTER_SIM_START_SECONDS = env_float("MUSTER_SIM_START_SECONDS", 1.0)
+MUSTER_SIM_DEFAULT_DURATION_SECONDS = env_float("MUSTER_SIM_DEFAULT_DURATION_SECONDS", 30.0)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("MUSTER_LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
+# A gang whose pods are not all running this long after launch is torn down and requeued.
+MUSTER_LAUNCH_TIMEOUT_SECONDS = env_int("MUSTER_LAUNCH_TIMEOUT_SECONDS", 600)

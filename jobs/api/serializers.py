@@ -1,0 +1,183 @@
+"""Input and output shapes of the jobs API."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from jobs import validators
+from jobs.models import Job, JobEvent, Node
+from jobs.selectors import job_assigned_nodes
+
+
+class StrictSerializer(serializers.Serializer):
+    """Rejects fields it does not know, instead of silently dropping a typo."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        return super().to_internal_value(data)
+
+
+class SimulateSerializer(StrictSerializer):
+    duration_seconds = serializers.FloatField(min_value=0, max_value=30 * 24 * 3600, required=False)
+    exit_code = serializers.IntegerField(min_value=0, max_value=255, required=False)
+
+
+class JobSubmitSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=100)
+    image = serializers.CharField(max_length=validators.IMAGE_MAX_LENGTH)
+    command = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=validators.COMMAND_MAX_BYTES),
+        allow_empty=False,
+        max_length=validators.COMMAND_MAX_ARGS,
+    )
+    nodes = serializers.IntegerField(min_value=1, max_value=100_000)
+    gpus_per_node = serializers.IntegerField(min_value=1, max_value=1024)
+    wall_time_seconds = serializers.IntegerField(min_value=1)
+    env = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=validators.ENV_MAX_BYTES),
+        required=False,
+        default=dict,
+    )
+    priority_class = serializers.CharField(required=False)
+    max_restarts = serializers.IntegerField(min_value=0, required=False, default=0)
+    team = serializers.CharField(required=False, allow_null=True, default=None)
+    simulate = SimulateSerializer(required=False, allow_null=True, default=None)
+
+    def validate_name(self, value: str) -> str:
+        value = value.strip()
+        if not value or not validators.JOB_NAME.match(value):
+            raise serializers.ValidationError("A name is 1-100 printable characters.")
+        return value
+
+    def validate_image(self, value: str) -> str:
+        error = validators.image_reference_error(value)
+        if error:
+            raise serializers.ValidationError(error)
+        return value
+
+    def validate_command(self, value: list[str]) -> list[str]:
+        errors = validators.command_errors(value)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+    def validate_env(self, value: dict[str, str]) -> dict[str, str]:
+        errors = validators.env_errors(value)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+    def validate_wall_time_seconds(self, value: int) -> int:
+        limit = settings.MUSTER_MAX_WALL_TIME_SECONDS
+        if value > limit:
+            raise serializers.ValidationError(f"The site maximum wall time is {limit} seconds; asked for {value}.")
+        return value
+
+    def validate_priority_class(self, value: str) -> str:
+        if value not in settings.MUSTER_PRIORITY_CLASSES:
+            raise serializers.ValidationError(
+                f"Unknown priority class {value!r}; choose one of {', '.join(settings.MUSTER_PRIORITY_CLASSES)}."
+            )
+        return value
+
+    def validate_max_restarts(self, value: int) -> int:
+        if value > settings.MUSTER_MAX_RESTARTS:
+            raise serializers.ValidationError(f"At most {settings.MUSTER_MAX_RESTARTS} restarts.")
+        return value
+
+    def validate_team(self, value: str | None) -> Any:
+        user = self.context["request"].user
+        teams = {t.name: t for t in user.teams.all()}
+        if value is None:
+            # A member of exactly one team submits for it without saying so.
+            return next(iter(teams.values())) if len(teams) == 1 else None
+        if value not in teams:
+            raise serializers.ValidationError(f"You are not a member of a team named {value!r}.")
+        return teams[value]
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # Whether the job fits the cluster at all is checked by `job_submit` itself.
+        attrs.setdefault("priority_class", settings.MUSTER_DEFAULT_PRIORITY_CLASS)
+        return attrs
+
+
+class JobEventSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = JobEvent
+        fields = ["at", "from_state", "to_state", "reason", "attempt"]
+
+
+class PendingReasonSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
+class JobSerializer(serializers.ModelSerializer):
+    owner = serializers.CharField(source="owner.username", read_only=True)
+    team = serializers.CharField(source="team.name", read_only=True, allow_null=True, default=None)
+    gpus = serializers.IntegerField(read_only=True)
+    pending_reason = serializers.SerializerMethodField()
+    assigned_nodes = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Job
+        fields = [
+            "id", "name", "owner", "team", "state", "state_reason", "pending_reason", "image", "command",
+            "nodes", "gpus_per_node", "gpus", "wall_time_seconds", "priority_class", "max_restarts",
+            "attempt", "restarts", "exit_code", "assigned_nodes",
+            "submitted_at", "scheduled_at", "started_at", "finished_at",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    @extend_schema_field(PendingReasonSerializer(allow_null=True))
+    def get_pending_reason(self, job: Job) -> dict[str, str] | None:
+        if job.state != "PENDING":
+            return None
+        return {"code": job.pending_reason_code, "message": job.pending_reason}
+
+    def get_assigned_nodes(self, job: Job) -> list[str]:
+        return job_assigned_nodes(job)
+
+
+class JobDetailSerializer(JobSerializer):
+    events = JobEventSerializer(many=True, read_only=True)
+
+    class Meta(JobSerializer.Meta):
+        fields = [*JobSerializer.Meta.fields, "env", "simulate", "events"]
+        read_only_fields = fields
+
+
+class NodeSerializer(serializers.ModelSerializer):
+    gpus_free = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Node
+        fields = ["name", "gpus_total", "gpus_free", "rack", "gpu_model", "state"]
+        read_only_fields = fields
+
+    def get_gpus_free(self, node: Node) -> int:
+        return max(0, node.gpus_total - (getattr(node, "gpus_held", 0) or 0))
+
+
+class QueueEntrySerializer(serializers.ModelSerializer):
+    position = serializers.IntegerField(read_only=True)
+    owner = serializers.CharField(source="owner.username", read_only=True)
+    team = serializers.CharField(source="team.name", read_only=True, allow_null=True, default=None)
+    pending_reason = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Job
+        fields = ["position", "id", "name", "owner", "team", "nodes", "gpus_per_node", "priority_class", "submitted_at", "pending_reason"]
+        read_only_fields = fields
+
+    @extend_schema_field(PendingReasonSerializer)
+    def get_pending_reason(self, job: Job) -> dict[str, str]:
+        return {"code": job.pending_reason_code, "message": job.pending_reason}

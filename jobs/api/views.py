@@ -1,0 +1,72 @@
+"""The jobs, nodes and queue resources. Thin: they validate, call a service, serialize."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.generics import ListAPIView
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from jobs.api.filters import JobFilter
+from jobs.api.serializers import JobDetailSerializer, JobSerializer, JobSubmitSerializer, NodeSerializer, QueueEntrySerializer
+from jobs.models import Job, Node
+from jobs.selectors import jobs_visible_to, nodes_with_usage, queue_jobs
+from jobs.services import job_cancel, job_submit
+
+
+class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    filterset_class = JobFilter
+
+    def get_queryset(self) -> QuerySet[Job]:
+        queryset = jobs_visible_to(self.request.user)
+        if self.action == "retrieve":
+            queryset = queryset.prefetch_related("events")
+        return queryset
+
+    def get_serializer_class(self) -> type:
+        if self.action == "create":
+            return JobSubmitSerializer
+        if self.action == "list":
+            return JobSerializer
+        return JobDetailSerializer
+
+    @extend_schema(request=JobSubmitSerializer, responses={201: JobDetailSerializer})
+    def create(self, request: Request, *args: object, **kwargs: object) -> Response:
+        serializer = JobSubmitSerializer(data=request.data, context=self.get_serializer_context())
+        serializer.is_valid(raise_exception=True)
+        job = job_submit(owner=request.user, **serializer.validated_data)
+        job = self.get_queryset().prefetch_related("events").get(pk=job.pk)
+        return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: JobDetailSerializer, 409: None})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        job = job_cancel(job=self.get_object(), by=request.user)
+        job = self.get_queryset().prefetch_related("events").get(pk=job.pk)
+        return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data)
+
+
+class NodeViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = NodeSerializer
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+    filterset_fields = ["rack", "state"]
+
+    def get_queryset(self) -> QuerySet[Node]:
+        return nodes_with_usage()
+
+
+class QueueView(ListAPIView):
+    """Pending jobs of every user in the order the scheduler considers them, with why each waits."""
+
+    serializer_class = QueueEntrySerializer
+    filter_backends: list[type] = []
+
+    def get_queryset(self) -> list[Job]:  # type: ignore[override]
+        jobs = queue_jobs()
+        for position, job in enumerate(jobs, start=1):
+            job.position = position
+        return jobs

@@ -1,0 +1,21 @@
+"""Cluster backends: the one small interface the scheduler drives, and its implementations."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from jobs.cluster.base import ClusterBackend, ClusterNode, ClusterUnavailable, GangSpec, PodPhase, PodStatus
+
+__all__ = ["ClusterBackend", "ClusterNode", "ClusterUnavailable", "GangSpec", "PodPhase", "PodStatus", "get_backend"]
+
+
+def get_backend() -> ClusterBackend:
+    """The backend chosen by MUSTER_CLUSTER."""
+    if settings.MUSTER_CLUSTER == "simulated":
+        from jobs.cluster.simulated import SimulatedCluster
+
+        return SimulatedCluster.from_settings()
+    raise ImproperlyConfigured(
+        f"MUSTER_CLUSTER={settings.MUSTER_CLUSTER!r}: the Kubernetes backend is not built yet; use MUSTER_CLUSTER=simulated."
+    )

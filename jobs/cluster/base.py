@@ -1,0 +1,73 @@
+"""The interface between the scheduler and a cluster: list nodes, launch, observe and tear down gangs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol
+
+
+class ClusterUnavailable(Exception):
+    """The cluster cannot be reached; jobs stay queued and nothing is lost."""
+
+
+@dataclass(frozen=True)
+class ClusterNode:
+    name: str
+    gpus_total: int
+    rack: str = ""
+    gpu_model: str = ""
+    schedulable: bool = True
+
+
+@dataclass(frozen=True)
+class GangSpec:
+    """Everything a backend needs to start one attempt of a job: one pod per node."""
+
+    job_id: int
+    attempt: int
+    name: str
+    image: str
+    command: tuple[str, ...]
+    env: dict[str, str]
+    node_names: tuple[str, ...]
+    gpus_per_node: int
+    wall_time_seconds: int
+    owner: str
+    team: str = ""
+    simulate: dict[str, float | int] = field(default_factory=dict)
+
+
+class PodPhase(StrEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+@dataclass(frozen=True)
+class PodStatus:
+    rank: int
+    node_name: str
+    phase: PodPhase
+    exit_code: int | None = None
+    message: str = ""
+
+
+class ClusterBackend(Protocol):
+    #: True for the built-in simulated cluster; the UI says so plainly.
+    simulated: bool
+
+    def list_nodes(self) -> list[ClusterNode]: ...
+
+    def launch_gang(self, spec: GangSpec) -> None:
+        """Create the gang's pods. Creating what already exists is success, so a retry never doubles a gang."""
+
+    def teardown_gang(self, job_id: int, attempt: int) -> None:
+        """Delete every pod of one attempt. Deleting what is gone is success."""
+
+    def observe_gang(self, job_id: int, attempt: int) -> list[PodStatus]:
+        """The pods of one attempt as they are now; an empty list means they are gone."""
+
+    def list_gangs(self) -> set[tuple[int, int]]:
+        """(job id, attempt) of every gang that has pods on the cluster, for reconciliation."""

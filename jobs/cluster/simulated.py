@@ -1,0 +1,96 @@
+"""The simulated cluster: N nodes x G GPUs in R racks where jobs "run" for a set time.
+
+It is the embedded default, so `make run` shows the whole platform on a laptop.
+Its pods live in the database (`SimulatedPod`), so web, worker and beat see the
+same cluster. A pod is Pending for a short start-up time, Running for the job's
+simulated duration, then Succeeded or Failed by the job's simulated exit code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from jobs.cluster.base import ClusterNode, GangSpec, PodPhase, PodStatus
+from jobs.models import SimulatedPod
+
+
+@dataclass
+class SimulatedCluster:
+    nodes: int = 16
+    gpus_per_node: int = 8
+    racks: int = 2
+    start_seconds: float = 1.0
+    default_duration_seconds: float = 30.0
+    simulated: bool = True
+    # Tests drive time through this instead of sleeping.
+    clock: Callable[[], datetime] = field(default=timezone.now)
+
+    @classmethod
+    def from_settings(cls) -> SimulatedCluster:
+        return cls(
+            nodes=settings.MUSTER_SIM_NODES,
+            gpus_per_node=settings.MUSTER_SIM_GPUS_PER_NODE,
+            racks=max(1, settings.MUSTER_SIM_RACKS),
+            start_seconds=settings.MUSTER_SIM_START_SECONDS,
+            default_duration_seconds=settings.MUSTER_SIM_DEFAULT_DURATION_SECONDS,
+        )
+
+    def list_nodes(self) -> list[ClusterNode]:
+        per_rack = -(-self.nodes // self.racks)
+        return [
+            ClusterNode(
+                name=f"sim-node-{i:03d}",
+                gpus_total=self.gpus_per_node,
+                rack=f"rack-{i // per_rack + 1}",
+                gpu_model="Simulated H100 80GB",
+            )
+            for i in range(self.nodes)
+        ]
+
+    def launch_gang(self, spec: GangSpec) -> None:
+        created = self.clock()
+        duration = float(spec.simulate.get("duration_seconds", self.default_duration_seconds))
+        exit_code = int(spec.simulate.get("exit_code", 0))
+        for rank, node_name in enumerate(spec.node_names):
+            try:
+                with transaction.atomic():
+                    SimulatedPod.objects.create(
+                        job_id=spec.job_id,
+                        attempt=spec.attempt,
+                        rank=rank,
+                        node_name=node_name,
+                        gpus=spec.gpus_per_node,
+                        duration_seconds=duration,
+                        # A failing job fails on its last rank, the way one bad rank takes a gang down.
+                        exit_code=exit_code if rank == len(spec.node_names) - 1 else 0,
+                        created_at=created,
+                    )
+            except IntegrityError:
+                continue  # already exists: a retried launch
+
+    def teardown_gang(self, job_id: int, attempt: int) -> None:
+        SimulatedPod.objects.filter(job_id=job_id, attempt=attempt).delete()
+
+    def observe_gang(self, job_id: int, attempt: int) -> list[PodStatus]:
+        now = self.clock()
+        pods = SimulatedPod.objects.filter(job_id=job_id, attempt=attempt).order_by("rank")
+        return [self._status(pod, now) for pod in pods]
+
+    def list_gangs(self) -> set[tuple[int, int]]:
+        return set(SimulatedPod.objects.values_list("job_id", "attempt").distinct())
+
+    def _status(self, pod: SimulatedPod, now: datetime) -> PodStatus:
+        started = pod.created_at + timedelta(seconds=self.start_seconds)
+        if now < started:
+            return PodStatus(pod.rank, pod.node_name, PodPhase.PENDING)
+        if now < started + timedelta(seconds=pod.duration_seconds):
+            return PodStatus(pod.rank, pod.node_name, PodPhase.RUNNING)
+        if pod.exit_code == 0:
+            return PodStatus(pod.rank, pod.node_name, PodPhase.SUCCEEDED, 0)
+        return PodStatus(pod.rank, pod.node_name, PodPhase.FAILED, pod.exit_code, f"rank {pod.rank} exited with code {pod.exit_code}")

@@ -1,0 +1,196 @@
+"""One scheduling cycle: observe running gangs, heal drift, admit gangs, launch them.
+
+The policy (`jobs.scheduling`) decides; this module reads the world into it and
+carries its decisions out. Only one cycle runs at a time cluster-wide.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from jobs.cluster import ClusterBackend, ClusterUnavailable, GangSpec, PodPhase, PodStatus, get_backend
+from jobs.errors import IllegalTransition
+from jobs.locks import cycle_lock
+from jobs.models import Allocation, Job, Node
+from jobs.scheduling.model import Placement, Snapshot
+from jobs.scheduling.policy import schedule
+from jobs.services import job_transition, nodes_sync
+from jobs.snapshot import node_views, pending_jobs
+from jobs.states import ACTIVE_STATES, JobState
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class CycleReport:
+    ran: bool
+    placed: list[int] = field(default_factory=list)
+    launched: list[int] = field(default_factory=list)
+    ended: dict[int, str] = field(default_factory=dict)
+    requeued: list[int] = field(default_factory=list)
+    orphans_removed: list[tuple[int, int]] = field(default_factory=list)
+    cluster_error: str = ""
+    seconds: float = 0.0
+
+
+def run_cycle(*, backend: ClusterBackend | None = None, now: datetime | None = None) -> CycleReport:
+    """Run one cycle if no other is running; return what it did."""
+    started = time.monotonic()
+    with cycle_lock() as acquired:
+        if not acquired:
+            return CycleReport(ran=False)
+        backend = backend or get_backend()
+        now = now or timezone.now()
+        report = CycleReport(ran=True)
+        try:
+            nodes_sync(cluster_nodes=backend.list_nodes())
+            _observe_active(backend, now, report)
+            _reconcile(backend, report)
+        except ClusterUnavailable as exc:
+            # Jobs stay queued and nothing is lost; the next cycle tries again.
+            report.cluster_error = str(exc)
+            logger.warning("cluster unavailable, skipping this cycle: %s", exc)
+            return report
+        placements = _admit(now, report)
+        _launch(backend, placements, now, report)
+        report.seconds = time.monotonic() - started
+        return report
+
+
+def _observe_active(backend: ClusterBackend, now: datetime, report: CycleReport) -> None:
+    for job in Job.objects.filter(state__in=ACTIVE_STATES).select_related("owner").order_by("id"):
+        pods = backend.observe_gang(job.pk, job.attempt)
+        try:
+            _follow(backend, job, pods, now, report)
+        except IllegalTransition as exc:
+            # Someone (a cancel) moved the job while we looked; their move stands.
+            logger.info("job %s moved during the cycle: %s", job.pk, exc)
+
+
+def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], now: datetime, report: CycleReport) -> None:
+    if job.state == JobState.RUNNING and job.started_at and now >= job.started_at + timedelta(seconds=job.wall_time_seconds):
+        job_transition(job, JobState.TIMED_OUT, reason=f"Stopped: wall time of {job.wall_time_seconds} s reached.", now=now)
+        backend.teardown_gang(job.pk, job.attempt)
+        report.ended[job.pk] = JobState.TIMED_OUT
+        return
+    if len(pods) < job.nodes:
+        _retry_or_fail(backend, job, now, report, f"{job.nodes - len(pods)} of {job.nodes} pods vanished from the cluster.", None)
+        return
+    failed = [p for p in pods if p.phase == PodPhase.FAILED]
+    if failed:
+        first = failed[0]
+        _retry_or_fail(backend, job, now, report, first.message or f"rank {first.rank} failed on {first.node_name}.", first.exit_code)
+        return
+    phases = {p.phase for p in pods}
+    if phases <= {PodPhase.RUNNING, PodPhase.SUCCEEDED} and job.state == JobState.SCHEDULED:
+        job = job_transition(job, JobState.RUNNING, reason=f"All {job.nodes} pods are running.", now=now, started_at=now)
+    if phases == {PodPhase.SUCCEEDED}:
+        job_transition(job, JobState.SUCCEEDED, reason="All pods exited with code 0.", now=now, exit_code=0)
+        backend.teardown_gang(job.pk, job.attempt)
+        report.ended[job.pk] = JobState.SUCCEEDED
+        return
+    if (
+        job.state == JobState.SCHEDULED
+        and job.scheduled_at
+        and now >= job.scheduled_at + timedelta(seconds=settings.MUSTER_LAUNCH_TIMEOUT_SECONDS)
+    ):
+        waiting = sum(1 for p in pods if p.phase == PodPhase.PENDING)
+        _requeue(
+            backend,
+            job,
+            now,
+            report,
+            f"{waiting} of {job.nodes} pods were not running {settings.MUSTER_LAUNCH_TIMEOUT_SECONDS} s after launch; requeued.",
+        )
+
+
+def _retry_or_fail(backend: ClusterBackend, job: Job, now: datetime, report: CycleReport, why: str, exit_code: int | None) -> None:
+    if job.restarts < job.max_restarts:
+        _requeue(
+            backend,
+            job,
+            now,
+            report,
+            f"Attempt {job.attempt} failed: {why} Restarting ({job.restarts + 1} of {job.max_restarts}).",
+            restarts=job.restarts + 1,
+        )
+        return
+    job_transition(job, JobState.FAILED, reason=f"Attempt {job.attempt} failed: {why}", now=now, exit_code=exit_code)
+    backend.teardown_gang(job.pk, job.attempt)
+    report.ended[job.pk] = JobState.FAILED
+
+
+def _requeue(backend: ClusterBackend, job: Job, now: datetime, report: CycleReport, why: str, **fields: int) -> None:
+    # The job keeps its submit time, so it keeps its place among jobs of its class.
+    job_transition(job, JobState.PENDING, reason=why, now=now, pending_reason_code="REQUEUED", pending_reason=why, **fields)
+    backend.teardown_gang(job.pk, job.attempt)
+    report.requeued.append(job.pk)
+
+
+def _reconcile(backend: ClusterBackend, report: CycleReport) -> None:
+    """Delete pods the database does not account for (finished, cancelled or unknown jobs)."""
+    live = set(Job.objects.filter(state__in=ACTIVE_STATES).values_list("id", "attempt"))
+    for job_id, attempt in sorted(backend.list_gangs() - live):
+        backend.teardown_gang(job_id, attempt)
+        report.orphans_removed.append((job_id, attempt))
+
+
+@transaction.atomic
+def _admit(now: datetime, report: CycleReport) -> list[Placement]:
+    decisions = schedule(Snapshot(nodes=node_views(), pending=pending_jobs()), max_jobs=settings.MUSTER_CYCLE_MAX_JOBS)
+    node_ids = dict(Node.objects.values_list("name", "id"))
+    jobs = Job.objects.in_bulk([p.job_id for p in decisions.placements] + [w.job_id for w in decisions.waiting])
+    for placement in decisions.placements:
+        job = jobs[placement.job_id]
+        attempt = job.attempt + 1
+        job_transition(
+            job, JobState.SCHEDULED, reason=f"Placed on {', '.join(placement.node_names)}.", now=now, attempt=attempt, scheduled_at=now
+        )
+        Allocation.objects.bulk_create(
+            Allocation(job=job, node_id=node_ids[name], attempt=attempt, rank=rank, gpus=gpus, allocated_at=now)
+            for rank, (name, gpus) in enumerate(zip(placement.node_names, placement.gpus_held, strict=True))
+        )
+        report.placed.append(job.pk)
+    for wait in decisions.waiting:
+        job = jobs[wait.job_id]
+        if (job.pending_reason_code, job.pending_reason) != (wait.reason_code, wait.reason):
+            Job.objects.filter(pk=job.pk, state=JobState.PENDING).update(pending_reason_code=wait.reason_code, pending_reason=wait.reason)
+    return list(decisions.placements)
+
+
+def _launch(backend: ClusterBackend, placements: list[Placement], now: datetime, report: CycleReport) -> None:
+    for placement in placements:
+        job = Job.objects.select_related("owner", "team").get(pk=placement.job_id)
+        if job.state != JobState.SCHEDULED:
+            continue  # cancelled between admission and launch
+        spec = GangSpec(
+            job_id=job.pk,
+            attempt=job.attempt,
+            name=job.name,
+            image=job.image,
+            command=tuple(job.command),
+            env=dict(job.env),
+            node_names=placement.node_names,
+            gpus_per_node=job.gpus_per_node,
+            wall_time_seconds=job.wall_time_seconds,
+            owner=job.owner.get_username(),
+            team=job.team.name if job.team else "",
+            simulate=dict(job.simulate or {}),
+        )
+        try:
+            backend.launch_gang(spec)
+        except Exception as exc:
+            logger.exception("launch of job %s attempt %s failed", job.pk, job.attempt)
+            try:
+                _requeue(backend, job, now, report, f"The cluster refused the launch: {exc}")
+            except IllegalTransition:
+                pass
+            continue
+        report.launched.append(job.pk)

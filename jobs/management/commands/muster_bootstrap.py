@@ -1,0 +1,43 @@
+"""Prepare a laptop install: load the node inventory and make sure there are users to log in with."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from jobs.cluster import get_backend
+from jobs.services import nodes_sync
+from quotas.models import Team
+
+
+class Command(BaseCommand):
+    help = "Load the cluster's nodes and create the local admin and demo researcher accounts if missing."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        nodes = nodes_sync(cluster_nodes=get_backend().list_nodes())
+        self.stdout.write(f"cluster: {settings.MUSTER_CLUSTER}, {len(nodes)} nodes, {sum(n.gpus_total for n in nodes)} GPUs")
+        credentials = settings.DATA_DIR / "local-logins.txt"
+        if credentials.exists():
+            self.stdout.write(credentials.read_text())
+            return
+        users = get_user_model()
+        lines = []
+        for username, staff in (("admin", True), ("researcher", False)):
+            if users.objects.filter(username=username).exists():
+                continue
+            password = secrets.token_urlsafe(12)
+            if staff:
+                users.objects.create_superuser(username=username, password=password, email="")
+            else:
+                user = users.objects.create_user(username=username, password=password)
+                team, _ = Team.objects.get_or_create(name="research", defaults={"description": "Demo team"})
+                team.members.add(user)
+            lines.append(f"  {username:<11} password: {password}")
+        text = "log in as:\n" + "\n".join(lines) + "\n" if lines else "log in with the accounts you created\n"
+        credentials.write_text(text)
+        credentials.chmod(0o600)
+        self.stdout.write(text)

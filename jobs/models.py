@@ -1,0 +1,152 @@
+"""Jobs, their state history, the node inventory and GPU allocations."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState
+
+
+class NodeState(models.TextChoices):
+    READY = "READY"
+    CORDONED = "CORDONED"
+    NOT_READY = "NOT_READY"
+    GONE = "GONE"
+
+
+class Node(models.Model):
+    """A cluster node as last seen by the cluster backend."""
+
+    name = models.CharField(max_length=253, unique=True)
+    gpus_total = models.PositiveIntegerField()
+    rack = models.CharField(max_length=253, blank=True)
+    gpu_model = models.CharField(max_length=200, blank=True)
+    state = models.CharField(max_length=16, choices=NodeState.choices, default=NodeState.READY)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Job(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="jobs")
+    team = models.ForeignKey("quotas.Team", on_delete=models.PROTECT, null=True, blank=True, related_name="jobs")
+    name = models.CharField(max_length=100)
+    image = models.CharField(max_length=512)
+    command = models.JSONField()
+    env = models.JSONField(default=dict, blank=True)
+    nodes = models.PositiveIntegerField()
+    gpus_per_node = models.PositiveIntegerField()
+    wall_time_seconds = models.PositiveIntegerField()
+    priority_class = models.CharField(max_length=50)
+    max_restarts = models.PositiveIntegerField(default=0)
+    # Read only by the simulated cluster and the test cluster: how long to "run" and how to exit.
+    simulate = models.JSONField(null=True, blank=True)
+
+    state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.PENDING)
+    # Why the job waits (a stable code plus plain text), or why it ended.
+    pending_reason_code = models.CharField(max_length=32, blank=True)
+    pending_reason = models.CharField(max_length=500, blank=True)
+    state_reason = models.CharField(max_length=500, blank=True)
+    # Launch attempts so far; cluster object names derive from (job id, attempt).
+    attempt = models.PositiveIntegerField(default=0)
+    restarts = models.PositiveIntegerField(default=0)
+    exit_code = models.IntegerField(null=True, blank=True)
+
+    submitted_at = models.DateTimeField()
+    scheduled_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-submitted_at", "-id"]
+        indexes = [
+            models.Index(fields=["state", "submitted_at"]),
+            models.Index(fields=["owner", "state"]),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(nodes__gte=1), name="job_nodes_positive"),
+            models.CheckConstraint(condition=Q(gpus_per_node__gte=1), name="job_gpus_positive"),
+            models.CheckConstraint(condition=Q(wall_time_seconds__gte=1), name="job_wall_time_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"job {self.pk} ({self.name})"
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    @property
+    def is_finished(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+
+class JobEvent(models.Model):
+    """One state transition: the job's history, append-only."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
+    at = models.DateTimeField()
+    from_state = models.CharField(max_length=16, choices=JobState.choices, blank=True)
+    to_state = models.CharField(max_length=16, choices=JobState.choices)
+    reason = models.CharField(max_length=500)
+    attempt = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}: {self.from_state or '-'} -> {self.to_state}"
+
+
+class Allocation(models.Model):
+    """GPUs on one node given to one attempt of a job. Released when the attempt ends."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="allocations")
+    node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="allocations")
+    attempt = models.PositiveIntegerField()
+    rank = models.PositiveIntegerField()
+    gpus = models.PositiveIntegerField()
+    allocated_at = models.DateTimeField()
+    released_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job_id", "attempt", "rank"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "attempt", "rank"], name="allocation_one_per_rank"),
+        ]
+        indexes = [models.Index(fields=["node"], condition=Q(released_at__isnull=True), name="allocation_live_by_node")]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} attempt {self.attempt} rank {self.rank} on node {self.node_id}"
+
+
+class SimulatedPod(models.Model):
+    """A pod of the simulated cluster. The database is its API server, so web, worker and beat agree."""
+
+    job_id = models.BigIntegerField()
+    attempt = models.PositiveIntegerField()
+    rank = models.PositiveIntegerField()
+    node_name = models.CharField(max_length=253)
+    gpus = models.PositiveIntegerField()
+    duration_seconds = models.FloatField()
+    exit_code = models.IntegerField(default=0)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job_id", "attempt", "rank"], name="simulated_pod_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} attempt {self.attempt} rank {self.rank} on {self.node_name}"

@@ -1,0 +1,171 @@
+"""Writes to jobs: submit, transition, cancel, and the node inventory."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from jobs.cluster import ClusterBackend, ClusterNode, get_backend
+from jobs.errors import IllegalTransition, JobFinished
+from jobs.models import Allocation, Job, JobEvent, Node, NodeState
+from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState, can_transition
+from quotas.models import Team
+
+logger = logging.getLogger(__name__)
+
+
+def cycle_trigger() -> None:
+    """Run a scheduling cycle soon after the current transaction commits."""
+    from jobs.tasks import scheduling_cycle
+
+    scheduling_cycle.delay_on_commit()
+
+
+def nodes_sync(*, cluster_nodes: Iterable[ClusterNode]) -> list[Node]:
+    """Make the Node table match what the cluster reports; nodes it no longer reports are GONE."""
+    seen: list[Node] = []
+    names = set()
+    for cn in cluster_nodes:
+        names.add(cn.name)
+        node, _ = Node.objects.update_or_create(
+            name=cn.name,
+            defaults={
+                "gpus_total": cn.gpus_total,
+                "rack": cn.rack,
+                "gpu_model": cn.gpu_model,
+                "state": NodeState.READY if cn.schedulable else NodeState.CORDONED,
+            },
+        )
+        seen.append(node)
+    Node.objects.exclude(name__in=names).exclude(state=NodeState.GONE).update(state=NodeState.GONE)
+    return seen
+
+
+def nodes_ensure_known(*, backend: ClusterBackend | None = None) -> None:
+    """Load the node inventory once, so a submit before the first cycle can be checked against it."""
+    if not Node.objects.exists():
+        nodes_sync(cluster_nodes=(backend or get_backend()).list_nodes())
+
+
+def job_check_fits_cluster(*, nodes: int, gpus_per_node: int) -> None:
+    """Reject a job that could never run on this cluster, however empty it became."""
+    known = list(Node.objects.exclude(state=NodeState.GONE).values_list("gpus_total", flat=True))
+    largest = max(known, default=0)
+    if gpus_per_node > largest:
+        raise ValidationError({"gpus_per_node": [f"No node has {gpus_per_node} GPUs; the largest node has {largest}."]})
+    big_enough = sum(1 for g in known if g >= gpus_per_node)
+    if nodes > big_enough:
+        raise ValidationError(
+            {
+                "nodes": [
+                    f"The job needs {nodes} nodes with at least {gpus_per_node} GPUs each, "
+                    f"but the whole cluster has {big_enough} such nodes ({sum(known)} GPUs in all)."
+                ]
+            }
+        )
+
+
+@transaction.atomic
+def job_submit(
+    *,
+    owner: AbstractBaseUser,
+    name: str,
+    image: str,
+    command: Sequence[str],
+    nodes: int,
+    gpus_per_node: int,
+    wall_time_seconds: int,
+    priority_class: str,
+    max_restarts: int = 0,
+    env: Mapping[str, str] | None = None,
+    team: Team | None = None,
+    simulate: Mapping[str, Any] | None = None,
+) -> Job:
+    """Queue a job. The job row and its first event are written together, or not at all."""
+    nodes_ensure_known()
+    job_check_fits_cluster(nodes=nodes, gpus_per_node=gpus_per_node)
+    now = timezone.now()
+    job = Job.objects.create(
+        owner=owner,
+        team=team,
+        name=name,
+        image=image,
+        command=list(command),
+        env=dict(env or {}),
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        wall_time_seconds=wall_time_seconds,
+        priority_class=priority_class,
+        max_restarts=max_restarts,
+        simulate=dict(simulate) if simulate else None,
+        state=JobState.PENDING,
+        pending_reason_code="NEW",
+        pending_reason="Waiting for the next scheduling cycle.",
+        submitted_at=now,
+    )
+    JobEvent.objects.create(job=job, at=now, from_state="", to_state=JobState.PENDING, reason=f"Submitted by {owner.get_username()}.")
+    cycle_trigger()
+    return job
+
+
+def job_transition(job: Job, to_state: str, *, reason: str, now: datetime | None = None, **fields: Any) -> Job:
+    """Move a job to another state, with an event, refusing illegal or concurrent moves.
+
+    The update is conditional on the state the caller saw, so two writers can
+    never both move the same job. Leaving SCHEDULED/RUNNING releases its GPUs.
+    """
+    from_state = job.state
+    if not can_transition(from_state, to_state):
+        raise IllegalTransition(job.pk, from_state, to_state)
+    now = now or timezone.now()
+    if to_state in TERMINAL_STATES:
+        fields.setdefault("finished_at", now)
+    if to_state != JobState.PENDING:
+        fields.setdefault("pending_reason_code", "")
+        fields.setdefault("pending_reason", "")
+    fields.setdefault("state_reason", reason)
+    with transaction.atomic():
+        updated = Job.objects.filter(pk=job.pk, state=from_state).update(state=to_state, updated_at=now, **fields)
+        if not updated:
+            current = Job.objects.filter(pk=job.pk).values_list("state", flat=True).first()
+            raise IllegalTransition(job.pk, current or from_state, to_state)
+        JobEvent.objects.create(
+            job=job, at=now, from_state=from_state, to_state=to_state, reason=reason, attempt=fields.get("attempt", job.attempt)
+        )
+        if from_state in ACTIVE_STATES and to_state not in ACTIVE_STATES:
+            Allocation.objects.filter(job=job, released_at__isnull=True).update(released_at=now)
+    job.state = to_state
+    for key, value in fields.items():
+        setattr(job, key, value)
+    job.updated_at = now
+    return job
+
+
+def job_cancel(*, job: Job, by: AbstractBaseUser, backend: ClusterBackend | None = None) -> Job:
+    """Cancel a job in any state that has not ended. Its pods are deleted after the commit."""
+    with transaction.atomic():
+        job = Job.objects.select_for_update().get(pk=job.pk)
+        if job.state in TERMINAL_STATES:
+            raise JobFinished(f"Job {job.pk} has already ended ({job.state}); there is nothing to cancel.")
+        had_pods = job.state in ACTIVE_STATES
+        job = job_transition(job, JobState.CANCELLED, reason=f"Cancelled by {by.get_username()}.")
+        if had_pods:
+            attempt = job.attempt
+            transaction.on_commit(lambda: _teardown_quietly(backend or get_backend(), job.pk, attempt))
+        cycle_trigger()
+    return job
+
+
+def _teardown_quietly(backend: ClusterBackend, job_id: int, attempt: int) -> None:
+    # The reconcile step of the next cycle deletes whatever this misses.
+    try:
+        backend.teardown_gang(job_id, attempt)
+    except Exception:
+        logger.exception("teardown of job %s attempt %s failed; the next cycle will retry", job_id, attempt)

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Starts Muster on one machine: web (gunicorn), a Celery worker and Celery beat, with the
+# embedded defaults unless the environment says otherwise. Ctrl-C stops all three.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+BIN="$VENV/bin"
+PORT=${PORT:-8000}
+HOST=${HOST:-127.0.0.1}
+export MUSTER_DATA_DIR=${MUSTER_DATA_DIR:-$PWD/var}
+mkdir -p "$MUSTER_DATA_DIR"
+
+"$BIN/python" manage.py migrate --noinput -v 0
+"$BIN/python" manage.py muster_bootstrap
+
+pids=()
+stop() {
+  trap - INT TERM EXIT
+  echo; echo "stopping Muster..."
+  kill "${pids[@]}" 2>/dev/null || true
+  wait "${pids[@]}" 2>/dev/null || true
+}
+trap stop INT TERM EXIT
+
+"$BIN/gunicorn" config.wsgi --bind "$HOST:$PORT" --workers 2 --access-logfile - --log-level warning &
+pids+=($!)
+"$BIN/celery" -A config worker --loglevel WARNING --concurrency 1 --hostname "muster@%h" &
+pids+=($!)
+"$BIN/celery" -A config beat --loglevel WARNING --schedule "$MUSTER_DATA_DIR/celerybeat-schedule" &
+pids+=($!)
+
+cat <<MSG
+
+  Muster is running at http://$HOST:$PORT/
+  API docs: http://$HOST:$PORT/api/docs/   Django admin: http://$HOST:$PORT/admin/
+  Cluster: ${MUSTER_CLUSTER:-simulated}   Data: $MUSTER_DATA_DIR
+  Logins are above (also in $MUSTER_DATA_DIR/local-logins.txt). Ctrl-C stops everything.
+
+MSG
+# Exit (and stop the others) as soon as any one of the three dies.
+wait -n "${pids[@]}"
+echo "a Muster process exited; stopping the rest" >&2
+exit 1
