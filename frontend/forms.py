@@ -8,36 +8,67 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
+from frontend.templatetags.muster import duration
+
+MONO = {"class": "mono", "spellcheck": "false", "autocapitalize": "off", "autocomplete": "off"}
+
 
 class JobForm(forms.Form):
-    name = forms.CharField(max_length=100)
-    image = forms.CharField(max_length=512, help_text="e.g. nvcr.io/nvidia/pytorch:24.05-py3")
-    command = forms.CharField(max_length=65536, help_text="Split like a shell would: torchrun --nproc-per-node 8 train.py")
-    nodes = forms.IntegerField(min_value=1, initial=1)
+    name = forms.CharField(max_length=100, help_text="A label for you; it need not be unique.")
+    image = forms.CharField(max_length=512, help_text="e.g. nvcr.io/nvidia/pytorch:24.05-py3", widget=forms.TextInput(attrs=MONO))
+    command = forms.CharField(
+        max_length=65536,
+        help_text="Split like a shell would: torchrun --nproc-per-node 8 train.py --config 'my run.yaml'",
+        widget=forms.TextInput(attrs=MONO),
+    )
+    env = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3, **MONO}), required=False, help_text="One NAME=value per line.", label="Environment"
+    )
+    nodes = forms.IntegerField(min_value=1, initial=1, help_text="A multi-node job takes whole nodes.")
     gpus_per_node = forms.IntegerField(min_value=1, initial=8, label="GPUs per node")
     wall_time_minutes = forms.IntegerField(min_value=1, initial=60, label="Wall time (minutes)")
-    priority_class = forms.ChoiceField(choices=())
-    max_restarts = forms.IntegerField(min_value=0, initial=0)
+    priority_class = forms.ChoiceField(choices=(), help_text="Higher classes are scheduled first.")
+    max_restarts = forms.IntegerField(min_value=0, initial=0, help_text="Times a failed job is started again.")
     team = forms.ChoiceField(choices=(), required=False)
-    env = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3}), required=False, help_text="One NAME=value per line.", label="Environment"
-    )
     sim_duration_seconds = forms.FloatField(min_value=0, required=False, label="Simulated run time (seconds)")
-    sim_exit_code = forms.IntegerField(min_value=0, max_value=255, required=False, label="Simulated exit code")
+    sim_exit_code = forms.IntegerField(
+        min_value=0, max_value=255, required=False, label="Simulated exit code", help_text="0 succeeds (the default); anything else fails."
+    )
 
     # Where the API's error keys land on this form.
     FIELD_FOR_API = {"wall_time_seconds": "wall_time_minutes", "simulate": "sim_duration_seconds"}
+    SECTIONS = (
+        ("What to run", ("name", "image", "command", "env")),
+        ("Resources", ("nodes", "gpus_per_node", "wall_time_minutes", "priority_class", "max_restarts", "team")),
+        ("Simulated cluster", ("sim_duration_seconds", "sim_exit_code")),
+    )
 
     def __init__(self, *args: Any, team_names: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["priority_class"].choices = [(c, c) for c in settings.MUSTER_PRIORITY_CLASSES]
         self.fields["priority_class"].initial = settings.MUSTER_DEFAULT_PRIORITY_CLASS
-        self.fields["team"].choices = [("", "(none)")] + [(t, t) for t in team_names]
-        if len(team_names) == 1:
-            self.fields["team"].initial = team_names[0]
-        if settings.MUSTER_CLUSTER != "simulated":
+        self.fields["wall_time_minutes"].help_text = (
+            f"The job is stopped after this long. Site maximum: {settings.MUSTER_MAX_WALL_TIME_SECONDS // 60} minutes"
+            f" ({duration(settings.MUSTER_MAX_WALL_TIME_SECONDS)})."
+        )
+        if team_names:
+            self.fields["team"].choices = [("", "(none)")] + [(t, t) for t in team_names]
+            self.fields["team"].help_text = "The team whose quota this job counts against."
+            if len(team_names) == 1:
+                self.fields["team"].initial = team_names[0]
+        else:
+            del self.fields["team"]  # nothing to choose
+        if settings.MUSTER_CLUSTER == "simulated":
+            default = settings.MUSTER_SIM_DEFAULT_DURATION_SECONDS
+            self.fields["sim_duration_seconds"].help_text = f'How long the job "runs"; {default:g} s when left empty.'
+        else:
             del self.fields["sim_duration_seconds"]
             del self.fields["sim_exit_code"]
+
+    def sections(self) -> list[tuple[str, list[forms.BoundField]]]:
+        """The fields in titled groups, for the template; groups with no fields left are dropped."""
+        groups = [(title, [self[name] for name in names if name in self.fields]) for title, names in self.SECTIONS]
+        return [(title, fields) for title, fields in groups if fields]
 
     def clean_command(self) -> list[str]:
         try:
@@ -57,19 +88,16 @@ class JobForm(forms.Form):
         return env
 
     def api_payload(self) -> dict[str, Any]:
+        """The API's request body from the fields that are clean (others are left out: they already have an error)."""
         data = self.cleaned_data
         payload: dict[str, Any] = {
-            "name": data["name"],
-            "image": data["image"],
-            "command": data["command"],
-            "nodes": data["nodes"],
-            "gpus_per_node": data["gpus_per_node"],
-            "wall_time_seconds": data["wall_time_minutes"] * 60,
-            "priority_class": data["priority_class"],
-            "max_restarts": data["max_restarts"],
-            "env": data["env"],
-            "team": data.get("team") or None,
+            key: data[key]
+            for key in ("name", "image", "command", "nodes", "gpus_per_node", "priority_class", "max_restarts", "env")
+            if data.get(key) is not None
         }
+        if data.get("wall_time_minutes") is not None:
+            payload["wall_time_seconds"] = data["wall_time_minutes"] * 60
+        payload["team"] = data.get("team") or None
         simulate = {}
         if data.get("sim_duration_seconds") is not None:
             simulate["duration_seconds"] = data["sim_duration_seconds"]
@@ -80,8 +108,11 @@ class JobForm(forms.Form):
         return payload
 
     def add_api_errors(self, errors: dict[str, Any]) -> None:
+        """Show the API's errors beside the fields they are about; a field the form already faulted keeps its own."""
         for key, messages in errors.items():
             field = self.FIELD_FOR_API.get(key, key)
+            if field in self.errors:
+                continue
             if isinstance(messages, dict):
                 messages = [f"{k}: {' '.join(map(str, v))}" for k, v in messages.items()]
             for message in messages if isinstance(messages, list) else [messages]:

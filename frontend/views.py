@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -9,13 +10,12 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
-from rest_framework.request import Request
 
 from frontend.forms import JobForm
 from jobs.api.serializers import JobSubmitSerializer
 from jobs.errors import JobFinished
 from jobs.selectors import job_assigned_nodes, jobs_visible_to, nodes_with_usage, queue_jobs
-from jobs.services import job_cancel, job_submit
+from jobs.services import job_cancel, job_check_fits_cluster, job_submit, nodes_ensure_known
 from jobs.states import ACTIVE_STATES, JobState
 
 
@@ -32,10 +32,20 @@ def job_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def job_new(request: HttpRequest) -> HttpResponse:
     team_names = list(request.user.teams.values_list("name", flat=True))
-    form = JobForm(request.POST or None, team_names=team_names)
-    if request.method == "POST" and form.is_valid():
-        serializer = JobSubmitSerializer(data=form.api_payload(), context={"request": Request(request)})
-        if serializer.is_valid():
+    form = JobForm(request.POST if request.method == "POST" else None, team_names=team_names)
+    if request.method == "POST":
+        # The form turns text into the API's shape, the API's serializer validates it; both run on
+        # every post, so all the mistakes in a submission are shown at once, each beside its field.
+        form.is_valid()
+        # The plain HttpRequest (the serializer reads only `.user`). A bare DRF `Request(request)` has no
+        # authenticators: its `.user` is AnonymousUser, and reading it sets the Django request's user to that too.
+        serializer = JobSubmitSerializer(data=form.api_payload(), context={"request": request})
+        errors = {} if serializer.is_valid() else dict(serializer.errors)
+        data = form.cleaned_data
+        if "nodes" in data and "gpus_per_node" in data and not {"nodes", "gpus_per_node"} & set(errors):
+            errors.update(_cluster_fit_errors(nodes=data["nodes"], gpus_per_node=data["gpus_per_node"]))
+        form.add_api_errors(errors)
+        if form.is_valid():
             try:
                 job = job_submit(owner=request.user, **serializer.validated_data)
             except DjangoValidationError as exc:
@@ -43,15 +53,26 @@ def job_new(request: HttpRequest) -> HttpResponse:
             else:
                 messages.success(request, f"Job {job.pk} submitted.")
                 return redirect("frontend:job-detail", pk=job.pk)
-        else:
-            form.add_api_errors(serializer.errors)
     return render(request, "frontend/job_new.html", {"form": form})
+
+
+def _cluster_fit_errors(*, nodes: int, gpus_per_node: int) -> dict[str, list[str]]:
+    """What `job_submit` would say about the job's size, asked early to show it with the other errors."""
+    try:
+        nodes_ensure_known()
+        job_check_fits_cluster(nodes=nodes, gpus_per_node=gpus_per_node)
+    except DjangoValidationError as exc:
+        return exc.message_dict
+    return {}
 
 
 @login_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(jobs_visible_to(request.user).prefetch_related("events"), pk=pk)
-    position = None
+    position = simulated_run = None
+    if settings.MUSTER_CLUSTER == "simulated":
+        simulate = job.simulate or {}
+        simulated_run = (simulate.get("duration_seconds", settings.MUSTER_SIM_DEFAULT_DURATION_SECONDS), simulate.get("exit_code", 0))
     if job.state == JobState.PENDING:
         position = next((i for i, j in enumerate(queue_jobs(), start=1) if j.pk == job.pk), None)
     return render(
@@ -61,6 +82,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "job": job,
             "assigned_nodes": job_assigned_nodes(job),
             "queue_position": position,
+            "simulated_run": simulated_run,
             "live": job.state in ACTIVE_STATES or job.state == JobState.PENDING,
         },
     )
@@ -81,10 +103,15 @@ def job_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def cluster_view(request: HttpRequest) -> HttpResponse:
-    nodes = list(nodes_with_usage())
+    nodes = sorted(nodes_with_usage(), key=lambda n: (n.rack, n.name))
     for node in nodes:
-        node.gpus_free = max(0, node.gpus_total - (node.gpus_held or 0))
+        held = min(node.gpus_held or 0, node.gpus_total)
+        node.gpus_free = node.gpus_total - held
+        # One cell per GPU, so a glance shows which nodes are whole, partly used or full.
+        node.gpu_cells = [True] * held + [False] * node.gpus_free
     total = sum(n.gpus_total for n in nodes)
     free = sum(n.gpus_free for n in nodes)
     queue = queue_jobs()
+    for job in queue:
+        job.visible = request.user.is_staff or job.owner_id == request.user.pk
     return render(request, "frontend/cluster.html", {"nodes": nodes, "gpus_total": total, "gpus_free": free, "queue": queue})

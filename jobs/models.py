@@ -103,7 +103,8 @@ class JobEvent(models.Model):
     attempt = models.PositiveIntegerField(default=0)
 
     class Meta:
-        ordering = ["at", "id"]
+        # Insertion order is the true order of a job's history, whatever clocks wrote the timestamps.
+        ordering = ["id"]
 
     def __str__(self) -> str:
         return f"{self.job_id}: {self.from_state or '-'} -> {self.to_state}"

@@ -6,14 +6,20 @@ import re
 
 # The container image reference grammar (distribution/reference): [registry[:port]/]path[:tag][@digest].
 _DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
-_DOMAIN = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
+# The first component is a registry only when it looks like one (a dot, a port, localhost or an IPv6
+# address), as Docker decides; otherwise it is a path component, which must be lowercase ("UPPER/case").
+_DOMAIN = (
+    rf"(?:(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})+|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
+    rf"|{_DOMAIN_COMPONENT}:[0-9]+|localhost)"
+)
 _PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _TAG = r"[\w][\w.-]{0,127}"
 _DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
-IMAGE_REFERENCE = re.compile(rf"^(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*(?::{_TAG})?(?:@{_DIGEST})?$")
+# Matched with fullmatch (`$` would accept a trailing newline), ASCII-only like the Go grammar's \w.
+IMAGE_REFERENCE = re.compile(rf"(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*(?::{_TAG})?(?:@{_DIGEST})?", re.ASCII)
 IMAGE_MAX_LENGTH = 512
 
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # fullmatch
 # Names Muster sets itself in every pod (rendezvous, telemetry); a job may not override them.
 RESERVED_ENV_PREFIXES = ("MUSTER_",)
 RESERVED_ENV_NAMES = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "NODE_RANK", "NPROC_PER_NODE"})
@@ -23,13 +29,13 @@ ENV_MAX_BYTES = 64 * 1024
 COMMAND_MAX_ARGS = 4096
 COMMAND_MAX_BYTES = 64 * 1024
 
-JOB_NAME = re.compile(r"^[^\x00-\x1f\x7f]+$")
+JOB_NAME = re.compile(r"[^\x00-\x1f\x7f]+")  # fullmatch
 
 
 def image_reference_error(image: str) -> str | None:
     if len(image) > IMAGE_MAX_LENGTH:
         return f"An image reference is at most {IMAGE_MAX_LENGTH} characters."
-    if not IMAGE_REFERENCE.match(image):
+    if not IMAGE_REFERENCE.fullmatch(image):
         return f"{image!r} is not a valid container image reference (expected e.g. nvcr.io/nvidia/pytorch:24.05-py3)."
     return None
 
@@ -39,7 +45,7 @@ def env_errors(env: dict[str, str]) -> list[str]:
     if len(env) > ENV_MAX_ENTRIES:
         errors.append(f"At most {ENV_MAX_ENTRIES} variables.")
     for name in env:
-        if not ENV_NAME.match(name):
+        if not ENV_NAME.fullmatch(name):
             errors.append(f"{name!r} is not a valid variable name (letters, digits and _, not starting with a digit).")
         elif name in RESERVED_ENV_NAMES or name.startswith(RESERVED_ENV_PREFIXES):
             errors.append(f"{name} is set by Muster itself and cannot be overridden.")

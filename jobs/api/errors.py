@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import status
@@ -28,7 +29,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, JobFinished | IllegalTransition):
         exc = Conflict(str(exc))
     elif isinstance(exc, RequestDataTooBig):
-        exc = PayloadTooLarge("The request body is too large.")
+        # Django refuses the body before any parser sees it (DRF reads `request.body` for JSON).
+        exc = PayloadTooLarge(f"The request body is too large; the limit is {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.")
     elif isinstance(exc, DjangoValidationError):
         exc = ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages})
     return drf_exception_handler(exc, context)

@@ -53,7 +53,7 @@ class JobSubmitSerializer(StrictSerializer):
 
     def validate_name(self, value: str) -> str:
         value = value.strip()
-        if not value or not validators.JOB_NAME.match(value):
+        if not value or not validators.JOB_NAME.fullmatch(value):
             raise serializers.ValidationError("A name is 1-100 printable characters.")
         return value
 

@@ -93,4 +93,4 @@ class SimulatedCluster:
             return PodStatus(pod.rank, pod.node_name, PodPhase.RUNNING)
         if pod.exit_code == 0:
             return PodStatus(pod.rank, pod.node_name, PodPhase.SUCCEEDED, 0)
-        return PodStatus(pod.rank, pod.node_name, PodPhase.FAILED, pod.exit_code, f"rank {pod.rank} exited with code {pod.exit_code}")
+        return PodStatus(pod.rank, pod.node_name, PodPhase.FAILED, pod.exit_code, f"rank {pod.rank} exited with code {pod.exit_code}.")

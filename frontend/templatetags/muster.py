@@ -1,0 +1,47 @@
+"""Small filters that make the pages read like a person wrote them."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from django import template
+from django.utils import timezone
+from django.utils.timesince import timesince
+
+register = template.Library()
+
+
+@register.filter
+def shell_line(command: Sequence[str]) -> str:
+    """A command as one shell line that splits back into the same arguments."""
+    return shlex.join(command or [])
+
+
+@register.filter
+def env_lines(env: Mapping[str, str]) -> str:
+    return "\n".join(f"{name}={value}" for name, value in sorted((env or {}).items()))
+
+
+@register.filter
+def duration(seconds: float | int | None) -> str:
+    """3600 -> '1 h', 5400 -> '1 h 30 min', 90 -> '1 min 30 s'."""
+    if seconds is None:
+        return ""
+    total = round(float(seconds))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{n} {unit}" for n, unit in ((days, "d"), (hours, "h"), (minutes, "min"), (secs, "s")) if n]
+    return " ".join(parts[:2]) or "0 s"
+
+
+@register.filter
+def ago(moment: datetime | None) -> str:
+    """'just now' under a minute, then '5 minutes ago', '2 hours, 3 minutes ago'."""
+    if moment is None:
+        return ""
+    if (timezone.now() - moment).total_seconds() < 60:
+        return "just now"
+    return f"{timesince(moment)} ago"

@@ -1,0 +1,198 @@
+"""Shared fixtures: users, API clients, a simulated cluster on a controllable clock."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import factory
+import pytest
+from django.db import connection
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from jobs.cluster.simulated import SimulatedCluster
+from jobs.cycle import CycleReport, run_cycle
+from jobs.services import nodes_sync
+from quotas.models import Team
+
+# CI sets this: a test that needs PostgreSQL or Redis fails instead of skipping.
+REQUIRE_SERVICES = os.environ.get("MUSTER_REQUIRE_SERVICES") == "1"
+PASSWORD = "correct-horse-battery-staple"
+
+
+def need_service(available: bool, what: str) -> None:
+    if available:
+        return
+    if REQUIRE_SERVICES:
+        pytest.fail(f"{what} is required (MUSTER_REQUIRE_SERVICES=1) but not configured")
+    pytest.skip(f"{what} not configured; set DATABASE_URL/REDIS_URL (make test in CI does)")
+
+
+@pytest.fixture
+def require_postgres() -> None:
+    need_service(connection.vendor == "postgresql", "PostgreSQL")
+
+
+@pytest.fixture
+def require_redis() -> None:
+    need_service(bool(os.environ.get("REDIS_URL")), "Redis")
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings: Any) -> None:
+    # The real hasher costs ~1 s per user created; tests check access rules, not hashing strength.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "auth.User"
+        skip_postgeneration_save = True
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    password = factory.PostGenerationMethodCall("set_password", PASSWORD)
+
+
+class TeamFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Team
+
+    name = factory.Sequence(lambda n: f"team-{n}")
+
+
+@pytest.fixture
+def user(db: None) -> Any:
+    u = UserFactory(username="alice")
+    u.save()
+    return u
+
+
+@pytest.fixture
+def other_user(db: None) -> Any:
+    u = UserFactory(username="bob")
+    u.save()
+    return u
+
+
+@pytest.fixture
+def admin_user(db: None) -> Any:
+    u = UserFactory(username="root", is_staff=True, is_superuser=True)
+    u.save()
+    return u
+
+
+def client_for(u: Any) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(u)
+    return client
+
+
+@pytest.fixture
+def api(user: Any) -> APIClient:
+    return client_for(user)
+
+
+@pytest.fixture
+def other_api(other_user: Any) -> APIClient:
+    return client_for(other_user)
+
+
+@pytest.fixture
+def admin_api(admin_user: Any) -> APIClient:
+    return client_for(admin_user)
+
+
+@dataclass
+class Clock:
+    now: datetime
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> datetime:
+        self.now += timedelta(seconds=seconds)
+        return self.now
+
+
+@dataclass
+class SimHarness:
+    """A simulated cluster whose time the test moves, and a cycle driven by hand."""
+
+    clock: Clock
+    cluster: SimulatedCluster
+
+    def cycle(self) -> CycleReport:
+        report = run_cycle(backend=self.cluster, now=self.clock())
+        assert report.ran, "another cycle held the scheduler lock"
+        return report
+
+    def advance(self, seconds: float) -> CycleReport:
+        self.clock.advance(seconds)
+        return self.cycle()
+
+
+def make_sim(settings: Any) -> SimHarness:
+    """16 nodes x 8 GPUs in 2 racks (the default cluster), 1 s pod start-up, time under test control."""
+    settings.MUSTER_SIM_NODES = 16
+    settings.MUSTER_SIM_GPUS_PER_NODE = 8
+    settings.MUSTER_SIM_RACKS = 2
+    settings.MUSTER_SIM_START_SECONDS = 1.0
+    clock = Clock(timezone.now())
+    cluster = SimulatedCluster.from_settings()
+    cluster.clock = clock
+    nodes_sync(cluster_nodes=cluster.list_nodes())
+    return SimHarness(clock=clock, cluster=cluster)
+
+
+@pytest.fixture
+def sim(db: None, settings: Any) -> SimHarness:
+    return make_sim(settings)
+
+
+def job_payload(**overrides: Any) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "name": "train-llm",
+        "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+        "command": ["torchrun", "--nproc-per-node", "8", "train.py"],
+        "nodes": 2,
+        "gpus_per_node": 8,
+        "wall_time_seconds": 3600,
+        "simulate": {"duration_seconds": 30},
+    }
+    payload.update(overrides)
+    return {k: v for k, v in payload.items() if v is not None}
+
+
+@pytest.fixture
+def submit(api: APIClient, sim: SimHarness) -> Callable[..., dict[str, Any]]:
+    """Submit a job through the API as the default user; returns the created job's JSON."""
+
+    def _submit(client: APIClient | None = None, **overrides: Any) -> dict[str, Any]:
+        response = (client or api).post("/api/v1/jobs/", job_payload(**overrides), format="json")
+        assert response.status_code == 201, response.content
+        return response.json()
+
+    return _submit
+
+
+@pytest.fixture
+def tx_sim(transactional_db: None, settings: Any) -> SimHarness:
+    """The `sim` harness over committed data, for tests that use several connections or processes."""
+    return make_sim(settings)
+
+
+@pytest.fixture
+def tx_submit(transactional_db: None, tx_sim: SimHarness, django_user_model: Any) -> Callable[..., dict[str, Any]]:
+    owner = django_user_model.objects.create_user(username="carol", password=PASSWORD)
+    client = client_for(owner)
+
+    def _submit(**overrides: Any) -> dict[str, Any]:
+        response = client.post("/api/v1/jobs/", job_payload(**overrides), format="json")
+        assert response.status_code == 201, response.content
+        return response.json()
+
+    return _submit

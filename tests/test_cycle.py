@@ -1,0 +1,212 @@
+"""The scheduling cycle on the simulated cluster, driven step by step on a controlled clock."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+
+from django.db.models import Sum
+
+from jobs.cluster import ClusterUnavailable
+from jobs.cycle import run_cycle
+from jobs.models import Allocation, Job, JobEvent, Node, SimulatedPod
+from jobs.states import JobState
+
+
+def states(job_id: int) -> list[str]:
+    return list(JobEvent.objects.filter(job_id=job_id).values_list("to_state", flat=True))
+
+
+def assert_no_gpu_overcommitted() -> None:
+    """Checked from both sides: the scheduler's allocations and the pods on the cluster."""
+    totals = dict(Node.objects.values_list("name", "gpus_total"))
+    held = Allocation.objects.filter(released_at__isnull=True).values("node__name").annotate(gpus=Sum("gpus"))
+    for row in held:
+        assert row["gpus"] <= totals[row["node__name"]], row
+    pods: dict[str, int] = defaultdict(int)
+    for pod in SimulatedPod.objects.all():
+        pods[pod.node_name] += pod.gpus
+    for name, gpus in pods.items():
+        assert gpus <= totals[name], (name, gpus)
+    # A node with a multi-node rank on it runs nothing else.
+    for name in pods:
+        jobs_on_node = {p.job_id for p in SimulatedPod.objects.filter(node_name=name)}
+        multi = Job.objects.filter(pk__in=jobs_on_node, nodes__gt=1)
+        assert not multi.exists() or len(jobs_on_node) == 1, (name, jobs_on_node)
+
+
+def test_two_node_job_runs_start_to_finish(submit, sim) -> None:
+    job_id = submit(nodes=2, gpus_per_node=8, simulate={"duration_seconds": 5})["id"]
+    report = sim.cycle()
+    assert report.placed == [job_id] and report.launched == [job_id]
+    job = Job.objects.get(pk=job_id)
+    assert job.state == JobState.SCHEDULED and job.attempt == 1
+    assert SimulatedPod.objects.filter(job_id=job_id).count() == 2
+    sim.advance(1.5)
+    assert Job.objects.get(pk=job_id).state == JobState.RUNNING
+    sim.advance(3)
+    assert Job.objects.get(pk=job_id).state == JobState.RUNNING
+    sim.advance(3)
+    job.refresh_from_db()
+    assert job.state == JobState.SUCCEEDED and job.exit_code == 0
+    assert states(job_id) == ["PENDING", "SCHEDULED", "RUNNING", "SUCCEEDED"]
+    assert not Allocation.objects.filter(job_id=job_id, released_at__isnull=True).exists()
+    assert not SimulatedPod.objects.filter(job_id=job_id).exists()
+    # The history keeps where it ran.
+    assert Allocation.objects.filter(job_id=job_id).count() == 2
+
+
+def test_twenty_jobs_needing_three_clusters_never_overcommit_and_all_finish(submit, sim) -> None:
+    rnd = random.Random(20)
+    sizes = [(4, 8), (2, 8), (1, 8), (1, 4), (1, 2), (3, 8), (8, 8), (1, 1)]
+    ids, gpus = [], 0
+    while len(ids) < 20:
+        nodes, per_node = rnd.choice(sizes)
+        ids.append(submit(nodes=nodes, gpus_per_node=per_node, simulate={"duration_seconds": rnd.randint(5, 40)})["id"])
+        gpus += nodes * per_node
+    # Pad the demand to three times the 128-GPU cluster with whole-cluster-half jobs.
+    while gpus < 3 * 128:
+        ids.append(submit(nodes=8, gpus_per_node=8, simulate={"duration_seconds": 20})["id"])
+        gpus += 64
+    for _ in range(600):
+        sim.advance(1)
+        assert_no_gpu_overcommitted()
+        if not Job.objects.exclude(state=JobState.SUCCEEDED).exists():
+            break
+    assert set(Job.objects.values_list("state", flat=True)) == {JobState.SUCCEEDED}
+    for job_id in ids:
+        assert states(job_id) == ["PENDING", "SCHEDULED", "RUNNING", "SUCCEEDED"]
+
+
+def test_waiting_job_says_why(submit, sim) -> None:
+    big = submit(nodes=12, gpus_per_node=8)["id"]
+    waiting = submit(nodes=8, gpus_per_node=8)["id"]
+    sim.cycle()
+    assert Job.objects.get(pk=big).state == JobState.SCHEDULED
+    job = Job.objects.get(pk=waiting)
+    assert job.state == JobState.PENDING
+    assert job.pending_reason_code == "NO_ROOM"
+    assert job.pending_reason == "Needs 8 whole nodes with 8 GPUs; 4 are free."
+
+
+def test_failed_rank_fails_the_gang_and_restarts_within_the_limit(submit, sim) -> None:
+    job_id = submit(nodes=2, max_restarts=1, simulate={"duration_seconds": 2, "exit_code": 3})["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    report = sim.advance(2)  # attempt 1 fails: the gang is torn down, requeued, and placed again at once
+    assert report.requeued == [job_id] and report.placed == [job_id]
+    job = Job.objects.get(pk=job_id)
+    assert job.state == JobState.SCHEDULED and job.restarts == 1 and job.attempt == 2
+    requeue = JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last()
+    assert requeue.reason == "Attempt 1 failed: rank 1 exited with code 3. Restarting (1 of 1)."
+    assert not SimulatedPod.objects.filter(job_id=job_id, attempt=1).exists()
+    assert SimulatedPod.objects.filter(job_id=job_id, attempt=2).count() == 2
+    sim.advance(1.5)
+    sim.advance(2)
+    job.refresh_from_db()
+    assert job.state == JobState.FAILED and job.exit_code == 3
+    assert job.state_reason == "Attempt 2 failed: rank 1 exited with code 3."
+    assert states(job_id) == ["PENDING", "SCHEDULED", "RUNNING", "PENDING", "SCHEDULED", "RUNNING", "FAILED"]
+    assert not SimulatedPod.objects.filter(job_id=job_id).exists()
+
+
+def test_job_past_its_wall_time_is_stopped_and_timed_out(submit, sim) -> None:
+    job_id = submit(nodes=1, wall_time_seconds=10, simulate={"duration_seconds": 3600})["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    assert Job.objects.get(pk=job_id).state == JobState.RUNNING
+    sim.advance(9)
+    assert Job.objects.get(pk=job_id).state == JobState.RUNNING
+    report = sim.advance(1)
+    job = Job.objects.get(pk=job_id)
+    assert report.ended == {job_id: JobState.TIMED_OUT}
+    assert job.state == JobState.TIMED_OUT and "wall time of 10 s" in job.state_reason
+    assert not SimulatedPod.objects.filter(job_id=job_id).exists()
+    assert not Allocation.objects.filter(job_id=job_id, released_at__isnull=True).exists()
+
+
+def test_cancel_of_a_running_job_removes_its_pods(submit, sim, api, django_capture_on_commit_callbacks) -> None:
+    job_id = submit(nodes=2)["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.post(f"/api/v1/jobs/{job_id}/cancel/").status_code == 200
+    assert not SimulatedPod.objects.filter(job_id=job_id).exists()
+    assert Job.objects.get(pk=job_id).state == JobState.CANCELLED
+
+
+def test_reconcile_deletes_pods_of_jobs_the_database_does_not_run(submit, sim) -> None:
+    job_id = submit(nodes=1)["id"]
+    sim.cycle()
+    # Pods left behind: a job that ended while its teardown was lost, and one Muster never knew.
+    Job.objects.filter(pk=job_id).update(state=JobState.CANCELLED)
+    Allocation.objects.filter(job_id=job_id).update(released_at=sim.clock())
+    SimulatedPod.objects.create(
+        job_id=999999, attempt=1, rank=0, node_name="sim-node-005", gpus=8, duration_seconds=60, created_at=sim.clock()
+    )
+    report = sim.cycle()
+    assert sorted(report.orphans_removed) == [(job_id, 1), (999999, 1)]
+    assert not SimulatedPod.objects.exists()
+
+
+def test_vanished_pods_requeue_a_running_job(submit, sim) -> None:
+    job_id = submit(nodes=2, max_restarts=2)["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    SimulatedPod.objects.filter(job_id=job_id, rank=1).delete()
+    sim.cycle()
+    job = Job.objects.get(pk=job_id)
+    # Requeued and, the nodes being free again, placed anew in the same cycle.
+    assert job.restarts == 1 and job.attempt == 2 and job.state == JobState.SCHEDULED
+    assert "1 of 2 pods vanished" in JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last().reason
+
+
+class RefusingCluster:
+    """The simulated cluster, except that its API server refuses to create pods or is down."""
+
+    def __init__(self, inner, *, down: bool = False) -> None:
+        self.inner, self.down, self.simulated = inner, down, True
+
+    def list_nodes(self):
+        if self.down:
+            raise ClusterUnavailable("connection refused")
+        return self.inner.list_nodes()
+
+    def launch_gang(self, spec) -> None:
+        raise RuntimeError("admission webhook denied the request")
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_refused_launch_requeues_the_job_and_frees_its_gpus(submit, sim) -> None:
+    job_id = submit(nodes=2)["id"]
+    report = run_cycle(backend=RefusingCluster(sim.cluster), now=sim.clock())
+    assert report.requeued == [job_id] and report.launched == []
+    job = Job.objects.get(pk=job_id)
+    assert job.state == JobState.PENDING
+    assert "admission webhook denied" in job.pending_reason
+    assert not Allocation.objects.filter(released_at__isnull=True).exists()
+    # With a healthy cluster the next cycle starts it as attempt 2.
+    sim.cycle()
+    assert Job.objects.get(pk=job_id).attempt == 2
+
+
+def test_unreachable_cluster_keeps_jobs_queued(submit, sim) -> None:
+    job_id = submit(nodes=1)["id"]
+    report = run_cycle(backend=RefusingCluster(sim.cluster, down=True), now=sim.clock())
+    assert report.cluster_error == "connection refused" and report.placed == []
+    assert Job.objects.get(pk=job_id).state == JobState.PENDING
+    sim.cycle()
+    assert Job.objects.get(pk=job_id).state == JobState.SCHEDULED
+
+
+def test_nodes_the_cluster_stops_reporting_are_not_used(submit, sim) -> None:
+    sim.cluster.nodes = 2
+    sim.cycle()
+    assert Node.objects.filter(state="GONE").count() == 14
+    job_id = submit(nodes=2)["id"]
+    other = submit(nodes=1)["id"]
+    sim.cycle()
+    assert set(Allocation.objects.filter(job_id=job_id).values_list("node__name", flat=True)) == {"sim-node-000", "sim-node-001"}
+    assert Job.objects.get(pk=other).state == JobState.PENDING
