@@ -32,3 +32,15 @@ def test_required_top_level_entries_exist() -> None:
 def test_manage_py_check_passes() -> None:
     result = subprocess.run([sys.executable, "manage.py", "check", "--fail-level", "WARNING"], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_compose_stack_runs_every_part_from_the_environment() -> None:
+    import yaml
+
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    assert {"postgres", "redis", "web", "worker", "beat"} <= set(compose["services"])
+    for name in ("web", "worker", "beat"):
+        env = compose["services"][name]["environment"]
+        assert env["DATABASE_URL"].startswith("postgres://") and env["REDIS_URL"].startswith("redis://")
+        assert env["MUSTER_DEV"] == "0", "production refuses to start without DJANGO_SECRET_KEY"
+    assert "manage.py migrate" in " ".join(compose["services"]["web"]["command"])

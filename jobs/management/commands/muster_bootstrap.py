@@ -7,7 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from jobs.cluster import get_backend
 from jobs.services import nodes_sync
@@ -17,9 +17,14 @@ from quotas.models import Team
 class Command(BaseCommand):
     help = "Load the cluster's nodes and create the local admin and demo researcher accounts if missing."
 
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--nodes-only", action="store_true", help="Only load the node inventory; create no accounts (production).")
+
     def handle(self, *args: Any, **options: Any) -> None:
         nodes = nodes_sync(cluster_nodes=get_backend().list_nodes())
         self.stdout.write(f"cluster: {settings.MUSTER_CLUSTER}, {len(nodes)} nodes, {sum(n.gpus_total for n in nodes)} GPUs")
+        if options["nodes_only"]:
+            return
         credentials = settings.DATA_DIR / "local-logins.txt"
         if credentials.exists():
             self.stdout.write(credentials.read_text())
