@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -23,24 +24,22 @@ def env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def env_int(name: str, default: int) -> int:
+def env_number(name: str, default: float, cast: type = float) -> Any:
     value = os.environ.get(name)
     if value is None or value == "":
         return default
     try:
-        return int(value)
+        return cast(value)
     except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from exc
+        raise ImproperlyConfigured(f"{name} must be {'an integer' if cast is int else 'a number'}, got {value!r}") from exc
+
+
+def env_int(name: str, default: int) -> int:
+    return env_number(name, default, int)
 
 
 def env_float(name: str, default: float) -> float:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return float(value)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be a number, got {value!r}") from exc
+    return env_number(name, default, float)
 
 
 DEBUG = env_bool("DJANGO_DEBUG", False)

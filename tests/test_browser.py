@@ -24,12 +24,11 @@ from django.conf import settings as django_settings
 from django.test import Client
 from django.utils import timezone
 
-from jobs.cluster.simulated import SimulatedCluster
 from jobs.cycle import CycleReport
 from jobs.models import Job
-from jobs.services import job_submit, nodes_sync
+from jobs.services import job_submit
 from jobs.states import JobState
-from tests.conftest import PASSWORD, REQUIRE_SERVICES, Clock, SimHarness, UserFactory, need_service
+from tests.conftest import PASSWORD, REQUIRE_SERVICES, SimHarness, UserFactory, make_sim, need_service
 
 try:
     from playwright import sync_api
@@ -101,17 +100,10 @@ class BrowserSim(SimHarness):
 def sim(transactional_db: None, settings: Any, monkeypatch: pytest.MonkeyPatch) -> BrowserSim:
     """16 nodes x 8 GPUs in 2 racks, cycles run only when the test says so."""
     settings.MUSTER_CLUSTER = "simulated"
-    settings.MUSTER_SIM_NODES = 16
-    settings.MUSTER_SIM_GPUS_PER_NODE = 8
-    settings.MUSTER_SIM_RACKS = 2
-    settings.MUSTER_SIM_START_SECONDS = 1.0
     # No Celery message per submit/cancel: the test runs the cycles itself.
     monkeypatch.setattr("jobs.services.cycle_trigger", lambda: None)
-    clock = Clock(timezone.now())
-    cluster = SimulatedCluster.from_settings()
-    cluster.clock = clock
-    nodes_sync(cluster_nodes=cluster.list_nodes())
-    return BrowserSim(clock=clock, cluster=cluster)
+    harness = make_sim(settings)
+    return BrowserSim(clock=harness.clock, cluster=harness.cluster)
 
 
 @pytest.fixture
