@@ -45,6 +45,8 @@ class Job(models.Model):
     wall_time_seconds = models.PositiveIntegerField()
     priority_class = models.CharField(max_length=50)
     max_restarts = models.PositiveIntegerField(default=0)
+    # May run on idle GPUs beyond its owner's quota, and is the first to be preempted.
+    preemptible = models.BooleanField(default=False)
     # Read only by the simulated cluster and the test cluster: how long to "run" and how to exit.
     simulate = models.JSONField(null=True, blank=True)
 
@@ -57,6 +59,12 @@ class Job(models.Model):
     attempt = models.PositiveIntegerField(default=0)
     restarts = models.PositiveIntegerField(default=0)
     exit_code = models.IntegerField(null=True, blank=True)
+    # Admitted beyond its owner's max_gpus (borrowing idle GPUs): first in line for preemption.
+    over_quota = models.BooleanField(default=False)
+    # From the reservation plan: when a reserved job expects to start; null when unknown.
+    estimated_start = models.DateTimeField(null=True, blank=True)
+    # Usage is charged to the ledger up to this instant.
+    charged_until = models.DateTimeField(null=True, blank=True)
 
     submitted_at = models.DateTimeField()
     scheduled_at = models.DateTimeField(null=True, blank=True)

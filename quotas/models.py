@@ -1,10 +1,11 @@
-"""Teams (accounts). Quotas and the usage ledger hang off these."""
+"""Teams (accounts), quotas on users and teams, and the usage ledger."""
 
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.validators import RegexValidator
+from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
+from django.db.models import Q
 
 team_name_validator = RegexValidator(
     r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",
@@ -23,3 +24,56 @@ class Team(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Quota(models.Model):
+    """Limits on one user or one team. A user with no row gets the site default (settings).
+
+    Null means unlimited. `max_gpus` is the guaranteed share: GPUs held at once by
+    non-preemptible jobs; preemptible jobs may borrow idle GPUs beyond it.
+    """
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="quota")
+    team = models.OneToOneField(Team, on_delete=models.CASCADE, null=True, blank=True, related_name="quota")
+    max_gpus = models.PositiveIntegerField(null=True, blank=True)
+    max_wall_time_seconds = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
+    max_node_hours_per_job = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0)])
+    node_hours_per_period = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0)])
+    fair_share_weight = models.FloatField(default=1.0, validators=[MinValueValidator(0.001)])
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(user__isnull=False) & Q(team__isnull=True)) | (Q(user__isnull=True) & Q(team__isnull=False)),
+                name="quota_on_exactly_one_account",
+            ),
+            models.CheckConstraint(condition=Q(fair_share_weight__gt=0), name="quota_weight_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"quota of {'team ' + self.team.name if self.team_id else 'user ' + str(self.user)}"
+
+
+class UsageCharge(models.Model):
+    """The ledger: what one job used in one budget period, charged as it runs.
+
+    node-seconds count a node's share held (GPUs held / GPUs on the node), so a job
+    holding a whole node pays one node-hour per hour and a 2-GPU job on an 8-GPU
+    node pays a quarter.
+    """
+
+    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="charges")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="charges")
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, null=True, blank=True, related_name="charges")
+    period_start = models.DateTimeField()
+    node_seconds = models.FloatField(default=0)
+    gpu_seconds = models.FloatField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "period_start"], name="charge_one_per_job_period")]
+        indexes = [models.Index(fields=["period_start", "user"]), models.Index(fields=["period_start", "team"])]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} in period {self.period_start:%Y-%m-%d}: {self.node_seconds / 3600:.2f} node-hours"

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+def user_key(username: str) -> str:
+    return f"user:{username}"
+
+
+def team_key(team: str) -> str:
+    return f"team:{team}"
 
 
 @dataclass(frozen=True)
@@ -21,24 +30,106 @@ class NodeView:
 
 
 @dataclass(frozen=True)
+class Account:
+    """A user's or team's limits and recent usage, keyed `user:<name>` / `team:<name>`.
+
+    None means unlimited. Usage is decayed with the fair-share half-life: each
+    GPU-second (node-second) counts 2^(-age / half-life).
+    """
+
+    key: str
+    max_gpus: int | None = None
+    node_hours_left: float | None = None
+    # Seconds since the epoch when the budget period ends (shown in BUDGET reasons).
+    budget_resets_at: float | None = None
+    weight: float = 1.0
+    usage_gpu_seconds: float = 0.0
+    usage_node_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
 class PendingJob:
     id: int
     nodes: int
     gpus_per_node: int
     # 0 is the highest priority class.
     class_rank: int
-    # Seconds since the epoch; older jobs go first within a class.
+    # Seconds since the epoch; the job keeps it across requeues.
     submitted_at: float
+    user: str = ""
+    team: str | None = None
+    # May borrow idle GPUs beyond its owner's max_gpus (and is then preempted first).
+    preemptible: bool = False
+    wall_seconds: float = 3600.0
 
     @property
     def gpus(self) -> int:
         return self.nodes * self.gpus_per_node
+
+    @property
+    def node_hours(self) -> float:
+        """The most node-hours the job can use: nodes x wall time."""
+        return self.nodes * self.wall_seconds / 3600
+
+
+@dataclass(frozen=True)
+class RunningJob:
+    """A job holding GPUs (SCHEDULED or RUNNING)."""
+
+    id: int
+    node_names: tuple[str, ...]
+    gpus_held: tuple[int, ...]
+    class_rank: int
+    started_at: float
+    # started_at + wall time: when its GPUs are free at the latest.
+    ends_at: float
+    user: str = ""
+    team: str | None = None
+    preemptible: bool = False
+    over_quota: bool = False
+
+    @property
+    def gpus(self) -> int:
+        return sum(self.gpus_held)
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """The knobs of the policy, from settings (see docs/scheduling.md)."""
+
+    weight_fair_share: float = 1000.0
+    weight_age: float = 500.0
+    weight_class: float = 10000.0
+    weight_size: float = 100.0
+    # Age factor reaches 1 after this long in the queue.
+    age_max_seconds: float = 7 * 24 * 3600.0
+    half_life_seconds: float = 7 * 24 * 3600.0
+    class_count: int = 3
+    # A job waiting this long gets a reservation; at most this many at once.
+    starvation_seconds: float = 3600.0
+    max_reservations: int = 4
+    # Running jobs younger than this are never preempted (anti-thrash).
+    preemption_min_runtime_seconds: float = 600.0
+    preemption: bool = True
+    max_jobs: int | None = None
 
 
 @dataclass(frozen=True)
 class Snapshot:
     nodes: tuple[NodeView, ...]
     pending: tuple[PendingJob, ...]
+    running: tuple[RunningJob, ...] = ()
+    accounts: Mapping[str, Account] = field(default_factory=dict)
+    # Seconds since the epoch.
+    now: float = 0.0
+
+
+@dataclass(frozen=True)
+class Priority:
+    """A job's priority and each factor: (factor in [0, 1], weighted contribution)."""
+
+    total: float
+    factors: Mapping[str, tuple[float, float]]
 
 
 @dataclass(frozen=True)
@@ -48,6 +139,22 @@ class Placement:
     # A multi-node job holds its nodes whole, whatever it asked per node.
     node_names: tuple[str, ...]
     gpus_held: tuple[int, ...]
+    over_quota: bool = False
+
+
+@dataclass(frozen=True)
+class Preemption:
+    job_id: int
+    for_job_id: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Reservation:
+    job_id: int
+    node_names: tuple[str, ...]
+    # Seconds since the epoch when the reserved nodes are free for the gang.
+    start: float
 
 
 @dataclass(frozen=True)
@@ -56,9 +163,12 @@ class Waiting:
     position: int
     reason_code: str
     reason: str
+    estimated_start: float | None = None
 
 
 @dataclass(frozen=True)
 class Decisions:
     placements: tuple[Placement, ...]
     waiting: tuple[Waiting, ...]
+    preemptions: tuple[Preemption, ...] = ()
+    reservations: tuple[Reservation, ...] = ()
