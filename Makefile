@@ -31,3 +31,7 @@ lint: $(STAMP)
 
 clean:
 	rm -rf var .pytest_cache
+
+## Scheduler benchmark: one JSON line per case (see benchmarks/bench_scheduler.py for the bar).
+bench: $(STAMP)
+	$(PY) -m benchmarks.bench_scheduler

@@ -42,6 +42,15 @@ def env_float(name: str, default: float) -> float:
     return env_number(name, default, float)
 
 
+def env_optional_int(name: str) -> int | None:
+    """An integer, or None (unlimited) when the variable is unset or empty."""
+    return env_number(name, None, int)
+
+
+def env_optional_float(name: str) -> float | None:
+    return env_number(name, None, float)
+
+
 DEBUG = env_bool("DJANGO_DEBUG", False)
 # Where the embedded defaults keep their files (SQLite database, broker spool).
 DATA_DIR = Path(os.environ.get("MUSTER_DATA_DIR", BASE_DIR / "var"))
@@ -241,3 +250,45 @@ LOGGING = {
 }
 # A gang whose pods are not all running this long after launch is torn down and requeued.
 MUSTER_LAUNCH_TIMEOUT_SECONDS = env_int("MUSTER_LAUNCH_TIMEOUT_SECONDS", 600)
+
+# --- Quotas and the usage ledger ----------------------------------------------
+# The site default quota, for users with no quota of their own (unset = unlimited).
+# Teams with no quota are unlimited, with weight 1.
+MUSTER_DEFAULT_MAX_GPUS = env_optional_int("MUSTER_DEFAULT_MAX_GPUS")
+MUSTER_DEFAULT_MAX_WALL_TIME_SECONDS = env_optional_int("MUSTER_DEFAULT_MAX_WALL_TIME_SECONDS")
+MUSTER_DEFAULT_MAX_NODE_HOURS_PER_JOB = env_optional_float("MUSTER_DEFAULT_MAX_NODE_HOURS_PER_JOB")
+MUSTER_DEFAULT_NODE_HOURS_PER_PERIOD = env_optional_float("MUSTER_DEFAULT_NODE_HOURS_PER_PERIOD")
+MUSTER_DEFAULT_FAIR_SHARE_WEIGHT = env_float("MUSTER_DEFAULT_FAIR_SHARE_WEIGHT", 1.0)
+if MUSTER_DEFAULT_FAIR_SHARE_WEIGHT <= 0:
+    raise ImproperlyConfigured("MUSTER_DEFAULT_FAIR_SHARE_WEIGHT must be greater than 0")
+for _name, _least in (
+    ("MUSTER_DEFAULT_MAX_GPUS", 0),
+    ("MUSTER_DEFAULT_MAX_WALL_TIME_SECONDS", 1),
+    ("MUSTER_DEFAULT_MAX_NODE_HOURS_PER_JOB", 0),
+    ("MUSTER_DEFAULT_NODE_HOURS_PER_PERIOD", 0),
+):
+    if globals()[_name] is not None and globals()[_name] < _least:
+        raise ImproperlyConfigured(f"{_name} must be at least {_least}, or unset for unlimited")
+# Node-hour budgets reset every calendar month or ISO week (Monday), in TIME_ZONE.
+MUSTER_BUDGET_PERIOD = os.environ.get("MUSTER_BUDGET_PERIOD", "month")
+if MUSTER_BUDGET_PERIOD not in {"month", "week"}:
+    raise ImproperlyConfigured(f"MUSTER_BUDGET_PERIOD must be 'month' or 'week', got {MUSTER_BUDGET_PERIOD!r}")
+# Fair share counts past usage decayed by half every this many seconds (7 days by default).
+MUSTER_FAIR_SHARE_HALF_LIFE_SECONDS = env_float("MUSTER_FAIR_SHARE_HALF_LIFE_SECONDS", 7 * 24 * 3600.0)
+if MUSTER_FAIR_SHARE_HALF_LIFE_SECONDS <= 0:
+    raise ImproperlyConfigured("MUSTER_FAIR_SHARE_HALF_LIFE_SECONDS must be greater than 0")
+
+# --- The fair-share queue (docs/architecture.md, "The policy") ----------------------
+MUSTER_PRIORITY_WEIGHT_FAIR_SHARE = env_float("MUSTER_PRIORITY_WEIGHT_FAIR_SHARE", 1000.0)
+MUSTER_PRIORITY_WEIGHT_AGE = env_float("MUSTER_PRIORITY_WEIGHT_AGE", 500.0)
+MUSTER_PRIORITY_WEIGHT_CLASS = env_float("MUSTER_PRIORITY_WEIGHT_CLASS", 10000.0)
+MUSTER_PRIORITY_WEIGHT_SIZE = env_float("MUSTER_PRIORITY_WEIGHT_SIZE", 100.0)
+# The age factor reaches 1 after a job has waited this long.
+MUSTER_PRIORITY_AGE_MAX_SECONDS = env_float("MUSTER_PRIORITY_AGE_MAX_SECONDS", 7 * 24 * 3600)
+# A job waiting this long gets a reservation; at most this many reservations at once.
+MUSTER_STARVATION_SECONDS = env_float("MUSTER_STARVATION_SECONDS", 3600)
+MUSTER_MAX_RESERVATIONS = env_int("MUSTER_MAX_RESERVATIONS", 4)
+MUSTER_PREEMPTION = env_bool("MUSTER_PREEMPTION", True)
+# Jobs younger than this are not preempted (anti-thrash); preempted jobs get this long to checkpoint.
+MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = env_float("MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS", 600)
+MUSTER_PREEMPTION_GRACE_SECONDS = env_int("MUSTER_PREEMPTION_GRACE_SECONDS", 30)

@@ -30,6 +30,9 @@ class JobForm(forms.Form):
     priority_class = forms.ChoiceField(choices=(), help_text="Higher classes are scheduled first.")
     max_restarts = forms.IntegerField(min_value=0, initial=0, help_text="Times a failed job is started again.")
     team = forms.ChoiceField(choices=(), required=False)
+    preemptible = forms.BooleanField(
+        required=False, help_text="May run on idle GPUs beyond your quota; stopped and requeued first when they are needed."
+    )
     sim_duration_seconds = forms.FloatField(min_value=0, required=False, label="Simulated run time (seconds)")
     sim_exit_code = forms.IntegerField(
         min_value=0, max_value=255, required=False, label="Simulated exit code", help_text="0 succeeds (the default); anything else fails."
@@ -39,7 +42,7 @@ class JobForm(forms.Form):
     FIELD_FOR_API = {"wall_time_seconds": "wall_time_minutes", "simulate": "sim_duration_seconds"}
     SECTIONS = (
         ("What to run", ("name", "image", "command", "env")),
-        ("Resources", ("nodes", "gpus_per_node", "wall_time_minutes", "priority_class", "max_restarts", "team")),
+        ("Resources", ("nodes", "gpus_per_node", "wall_time_minutes", "priority_class", "max_restarts", "team", "preemptible")),
         ("Simulated cluster", ("sim_duration_seconds", "sim_exit_code")),
     )
 
@@ -98,6 +101,7 @@ class JobForm(forms.Form):
         if data.get("wall_time_minutes") is not None:
             payload["wall_time_seconds"] = data["wall_time_minutes"] * 60
         payload["team"] = data.get("team") or None
+        payload["preemptible"] = bool(data.get("preemptible"))
         simulate = {}
         if data.get("sim_duration_seconds") is not None:
             simulate["duration_seconds"] = data["sim_duration_seconds"]

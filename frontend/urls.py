@@ -1,6 +1,6 @@
 from django.urls import path
 
-from frontend import views
+from frontend import quota_views, views
 
 app_name = "frontend"
 
@@ -10,4 +10,10 @@ urlpatterns = [
     path("jobs/<int:pk>/", views.job_detail, name="job-detail"),
     path("jobs/<int:pk>/cancel/", views.job_cancel_view, name="job-cancel"),
     path("cluster/", views.cluster_view, name="cluster"),
+    path("usage/", quota_views.usage_view, name="usage"),
+    path("quotas/", quota_views.quotas_view, name="quotas"),
+    path("quotas/users/<str:name>/", quota_views.quota_edit, {"kind": "user"}, name="quota-user"),
+    path("quotas/users/<str:name>/reset/", quota_views.quota_reset_view, {"kind": "user"}, name="quota-user-reset"),
+    path("quotas/teams/<str:name>/", quota_views.quota_edit, {"kind": "team"}, name="quota-team"),
+    path("quotas/teams/<str:name>/reset/", quota_views.quota_reset_view, {"kind": "team"}, name="quota-team-reset"),
 ]

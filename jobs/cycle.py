@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -19,10 +19,10 @@ from jobs.cluster import ClusterBackend, ClusterUnavailable, GangSpec, PodPhase,
 from jobs.errors import IllegalTransition
 from jobs.locks import cycle_lock
 from jobs.models import Allocation, Job, Node
-from jobs.scheduling.model import Placement, Snapshot
+from jobs.scheduling.model import Decisions
 from jobs.scheduling.policy import schedule
 from jobs.services import job_transition, nodes_sync
-from jobs.snapshot import node_views, pending_jobs
+from jobs.snapshot import build_snapshot, policy_config
 from jobs.states import ACTIVE_STATES, JobState
 
 logger = logging.getLogger(__name__)
@@ -35,6 +35,7 @@ class CycleReport:
     launched: list[int] = field(default_factory=list)
     ended: dict[int, str] = field(default_factory=dict)
     requeued: list[int] = field(default_factory=list)
+    preempted: list[int] = field(default_factory=list)
     orphans_removed: list[tuple[int, int]] = field(default_factory=list)
     cluster_error: str = ""
     seconds: float = 0.0
@@ -51,6 +52,7 @@ def run_cycle(*, backend: ClusterBackend | None = None, now: datetime | None = N
         report = CycleReport(ran=True)
         try:
             nodes_sync(cluster_nodes=backend.list_nodes())
+            _charge_active(now)
             _observe_active(backend, now, report)
             _reconcile(backend, report)
         except ClusterUnavailable as exc:
@@ -58,8 +60,11 @@ def run_cycle(*, backend: ClusterBackend | None = None, now: datetime | None = N
             report.cluster_error = str(exc)
             logger.warning("cluster unavailable, skipping this cycle: %s", exc)
             return report
-        placements = _admit(now, report)
-        _launch(backend, placements, now, report)
+        decisions, stopped = _admit(now, report)
+        # Preempted gangs get the grace period to checkpoint on SIGTERM.
+        for job_id, attempt in stopped:
+            backend.teardown_gang(job_id, attempt, grace_seconds=settings.MUSTER_PREEMPTION_GRACE_SECONDS)
+        _launch(backend, decisions, now, report)
         report.seconds = time.monotonic() - started
         return report
 
@@ -142,16 +147,42 @@ def _reconcile(backend: ClusterBackend, report: CycleReport) -> None:
         report.orphans_removed.append((job_id, attempt))
 
 
+def _charge_active(now: datetime) -> None:
+    """Bring the ledger up to now for every job holding GPUs, so budgets are current for this cycle."""
+    from quotas.services import ledger_charge
+
+    for job in Job.objects.filter(state__in=ACTIVE_STATES):
+        ledger_charge(job=job, until=now)
+
+
 @transaction.atomic
-def _admit(now: datetime, report: CycleReport) -> list[Placement]:
-    decisions = schedule(Snapshot(nodes=node_views(), pending=pending_jobs()), max_jobs=settings.MUSTER_CYCLE_MAX_JOBS)
+def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[int, int]]]:
+    decisions = schedule(build_snapshot(now), policy_config())
     node_ids = dict(Node.objects.values_list("name", "id"))
-    jobs = Job.objects.in_bulk([p.job_id for p in decisions.placements] + [w.job_id for w in decisions.waiting])
+    ids = [p.job_id for p in decisions.placements] + [w.job_id for w in decisions.waiting] + [p.job_id for p in decisions.preemptions]
+    jobs = Job.objects.in_bulk(ids)
+    stopped: list[tuple[int, int]] = []
+    for preemption in decisions.preemptions:
+        job = job_transition(jobs[preemption.job_id], JobState.PREEMPTED, reason=preemption.reason, now=now)
+        stopped.append((job.pk, job.attempt))
+        # Requeued at once, keeping its submit time and so its age.
+        why = f"Requeued after preemption by job {preemption.for_job_id}."
+        job_transition(job, JobState.PENDING, reason=why, now=now, pending_reason_code="PREEMPTED", pending_reason=why, over_quota=False)
+        report.preempted.append(job.pk)
     for placement in decisions.placements:
         job = jobs[placement.job_id]
         attempt = job.attempt + 1
         job_transition(
-            job, JobState.SCHEDULED, reason=f"Placed on {', '.join(placement.node_names)}.", now=now, attempt=attempt, scheduled_at=now
+            job,
+            JobState.SCHEDULED,
+            reason=f"Placed on {', '.join(placement.node_names)}"
+            + (" (borrowing idle GPUs beyond its quota)." if placement.over_quota else "."),
+            now=now,
+            attempt=attempt,
+            scheduled_at=now,
+            over_quota=placement.over_quota,
+            estimated_start=None,
+            charged_until=now,
         )
         Allocation.objects.bulk_create(
             Allocation(job=job, node_id=node_ids[name], attempt=attempt, rank=rank, gpus=gpus, allocated_at=now)
@@ -160,13 +191,16 @@ def _admit(now: datetime, report: CycleReport) -> list[Placement]:
         report.placed.append(job.pk)
     for wait in decisions.waiting:
         job = jobs[wait.job_id]
-        if (job.pending_reason_code, job.pending_reason) != (wait.reason_code, wait.reason):
-            Job.objects.filter(pk=job.pk, state=JobState.PENDING).update(pending_reason_code=wait.reason_code, pending_reason=wait.reason)
-    return list(decisions.placements)
+        estimated = datetime.fromtimestamp(wait.estimated_start, UTC) if wait.estimated_start is not None else None
+        if (job.pending_reason_code, job.pending_reason, job.estimated_start) != (wait.reason_code, wait.reason, estimated):
+            Job.objects.filter(pk=job.pk, state=JobState.PENDING).update(
+                pending_reason_code=wait.reason_code, pending_reason=wait.reason, estimated_start=estimated
+            )
+    return decisions, stopped
 
 
-def _launch(backend: ClusterBackend, placements: list[Placement], now: datetime, report: CycleReport) -> None:
-    for placement in placements:
+def _launch(backend: ClusterBackend, decisions: Decisions, now: datetime, report: CycleReport) -> None:
+    for placement in decisions.placements:
         job = Job.objects.select_related("owner", "team").get(pk=placement.job_id)
         if job.state != JobState.SCHEDULED:
             continue  # cancelled between admission and launch

@@ -87,10 +87,16 @@ def job_submit(
     env: Mapping[str, str] | None = None,
     team: Team | None = None,
     simulate: Mapping[str, Any] | None = None,
+    preemptible: bool = False,
 ) -> Job:
     """Queue a job. The job row and its first event are written together, or not at all."""
+    from quotas.services import quota_check_job
+
     nodes_ensure_known()
     job_check_fits_cluster(nodes=nodes, gpus_per_node=gpus_per_node)
+    quota_check_job(
+        owner=owner, team=team, nodes=nodes, gpus_per_node=gpus_per_node, wall_time_seconds=wall_time_seconds, preemptible=preemptible
+    )
     now = timezone.now()
     job = Job.objects.create(
         owner=owner,
@@ -104,6 +110,7 @@ def job_submit(
         wall_time_seconds=wall_time_seconds,
         priority_class=priority_class,
         max_restarts=max_restarts,
+        preemptible=preemptible,
         simulate=dict(simulate) if simulate else None,
         state=JobState.PENDING,
         pending_reason_code="NEW",
@@ -121,6 +128,8 @@ def job_transition(job: Job, to_state: str, *, reason: str, now: datetime | None
     The update is conditional on the state the caller saw, so two writers can
     never both move the same job. Leaving SCHEDULED/RUNNING releases its GPUs.
     """
+    from quotas.services import ledger_charge
+
     from_state = job.state
     if not can_transition(from_state, to_state):
         raise IllegalTransition(job.pk, from_state, to_state)
@@ -140,6 +149,8 @@ def job_transition(job: Job, to_state: str, *, reason: str, now: datetime | None
             job=job, at=now, from_state=from_state, to_state=to_state, reason=reason, attempt=fields.get("attempt", job.attempt)
         )
         if from_state in ACTIVE_STATES and to_state not in ACTIVE_STATES:
+            # Charge the ledger up to this instant while the allocations are still live.
+            ledger_charge(job=job, until=now)
             Allocation.objects.filter(job=job, released_at__isnull=True).update(released_at=now)
     job.state = to_state
     for key, value in fields.items():

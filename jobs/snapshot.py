@@ -1,18 +1,38 @@
-"""Reads the database into the policy's plain data: node capacity and the pending queue."""
+"""Reads the database into the policy's plain data: nodes, running and pending jobs, accounts, knobs."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from datetime import datetime
+
 from django.conf import settings
 
-from jobs.models import Job, NodeState
-from jobs.scheduling.model import NodeView, PendingJob
+from jobs.models import Allocation, Job, NodeState
+from jobs.scheduling.model import NodeView, PendingJob, PolicyConfig, RunningJob, Snapshot
 from jobs.selectors import nodes_with_usage
-from jobs.states import JobState
+from jobs.states import ACTIVE_STATES, JobState
 
 
 def class_rank(priority_class: str) -> int:
     classes = settings.MUSTER_PRIORITY_CLASSES
     return classes.index(priority_class) if priority_class in classes else len(classes)
+
+
+def policy_config() -> PolicyConfig:
+    return PolicyConfig(
+        weight_fair_share=settings.MUSTER_PRIORITY_WEIGHT_FAIR_SHARE,
+        weight_age=settings.MUSTER_PRIORITY_WEIGHT_AGE,
+        weight_class=settings.MUSTER_PRIORITY_WEIGHT_CLASS,
+        weight_size=settings.MUSTER_PRIORITY_WEIGHT_SIZE,
+        age_max_seconds=settings.MUSTER_PRIORITY_AGE_MAX_SECONDS,
+        half_life_seconds=settings.MUSTER_FAIR_SHARE_HALF_LIFE_SECONDS,
+        class_count=len(settings.MUSTER_PRIORITY_CLASSES),
+        starvation_seconds=settings.MUSTER_STARVATION_SECONDS,
+        max_reservations=settings.MUSTER_MAX_RESERVATIONS,
+        preemption_min_runtime_seconds=settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS,
+        preemption=settings.MUSTER_PREEMPTION,
+        max_jobs=settings.MUSTER_CYCLE_MAX_JOBS,
+    )
 
 
 def node_views() -> tuple[NodeView, ...]:
@@ -30,8 +50,81 @@ def node_views() -> tuple[NodeView, ...]:
 
 
 def pending_jobs() -> tuple[PendingJob, ...]:
-    rows = Job.objects.filter(state=JobState.PENDING).values_list("id", "nodes", "gpus_per_node", "priority_class", "submitted_at")
+    rows = Job.objects.filter(state=JobState.PENDING).values_list(
+        "id",
+        "nodes",
+        "gpus_per_node",
+        "priority_class",
+        "submitted_at",
+        "owner__username",
+        "team__name",
+        "preemptible",
+        "wall_time_seconds",
+    )
     return tuple(
-        PendingJob(id=pk, nodes=nodes, gpus_per_node=gpus, class_rank=class_rank(pc), submitted_at=submitted.timestamp())
-        for pk, nodes, gpus, pc, submitted in rows
+        PendingJob(
+            id=pk,
+            nodes=nodes,
+            gpus_per_node=gpus,
+            class_rank=class_rank(pc),
+            submitted_at=submitted.timestamp(),
+            user=user,
+            team=team,
+            preemptible=preemptible,
+            wall_seconds=float(wall),
+        )
+        for pk, nodes, gpus, pc, submitted, user, team, preemptible, wall in rows
+    )
+
+
+def running_jobs() -> tuple[RunningJob, ...]:
+    """Jobs holding GPUs, with where (their live allocations) and until when (start + wall time)."""
+    held: dict[int, list[tuple[int, str, int]]] = defaultdict(list)
+    for job_id, rank, node, gpus in Allocation.objects.filter(released_at__isnull=True).values_list("job_id", "rank", "node__name", "gpus"):
+        held[job_id].append((rank, node, gpus))
+    rows = Job.objects.filter(state__in=ACTIVE_STATES).values_list(
+        "id",
+        "priority_class",
+        "scheduled_at",
+        "started_at",
+        "wall_time_seconds",
+        "owner__username",
+        "team__name",
+        "preemptible",
+        "over_quota",
+    )
+    result = []
+    for pk, pc, scheduled, started, wall, user, team, preemptible, over_quota in rows:
+        ranks = sorted(held.get(pk, []))
+        start = (started or scheduled).timestamp()
+        result.append(
+            RunningJob(
+                id=pk,
+                node_names=tuple(n for _, n, _ in ranks),
+                gpus_held=tuple(g for _, _, g in ranks),
+                class_rank=class_rank(pc),
+                started_at=start,
+                ends_at=start + wall,
+                user=user,
+                team=team,
+                preemptible=preemptible,
+                over_quota=over_quota,
+            )
+        )
+    return tuple(result)
+
+
+def build_snapshot(now: datetime) -> Snapshot:
+    from quotas.selectors import accounts_snapshot
+
+    pending = pending_jobs()
+    running = running_jobs()
+    users = {j.user for j in (*pending, *running)}
+    teams = {j.team for j in (*pending, *running) if j.team}
+    return Snapshot(
+        nodes=node_views(),
+        pending=pending,
+        running=running,
+        accounts=accounts_snapshot(now=now, users=users, teams=teams),
+        now=now.timestamp(),
     )

@@ -45,3 +45,11 @@ def ago(moment: datetime | None) -> str:
     if (timezone.now() - moment).total_seconds() < 60:
         return "just now"
     return f"{timesince(moment)} ago"
+
+
+@register.filter
+def limit(value: float | int | None) -> str:
+    """A quota limit: 'unlimited' for None, else the number without trailing zeros."""
+    if value is None:
+        return "unlimited"
+    return f"{value:g}" if isinstance(value, float) else str(value)

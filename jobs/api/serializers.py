@@ -50,6 +50,9 @@ class JobSubmitSerializer(StrictSerializer):
     max_restarts = serializers.IntegerField(min_value=0, required=False, default=0)
     team = serializers.CharField(required=False, allow_null=True, default=None)
     simulate = SimulateSerializer(required=False, allow_null=True, default=None)
+    preemptible = serializers.BooleanField(
+        required=False, default=False, help_text="May borrow idle GPUs beyond its owner's quota; preempted first when they are needed."
+    )
 
     def validate_name(self, value: str) -> str:
         value = value.strip()
@@ -132,7 +135,7 @@ class JobSerializer(serializers.ModelSerializer):
         fields = [
             "id", "name", "owner", "team", "state", "state_reason", "pending_reason", "image", "command",
             "nodes", "gpus_per_node", "gpus", "wall_time_seconds", "priority_class", "max_restarts",
-            "attempt", "restarts", "exit_code", "assigned_nodes",
+            "attempt", "restarts", "exit_code", "assigned_nodes", "preemptible", "over_quota", "estimated_start",
             "submitted_at", "scheduled_at", "started_at", "finished_at",
         ]  # fmt: skip
         read_only_fields = fields

@@ -63,8 +63,8 @@ class ClusterBackend(Protocol):
     def launch_gang(self, spec: GangSpec) -> None:
         """Create the gang's pods. Creating what already exists is success, so a retry never doubles a gang."""
 
-    def teardown_gang(self, job_id: int, attempt: int) -> None:
-        """Delete every pod of one attempt. Deleting what is gone is success."""
+    def teardown_gang(self, job_id: int, attempt: int, grace_seconds: int | None = None) -> None:
+        """Delete every pod of one attempt, giving them `grace_seconds` after SIGTERM. Deleting what is gone is success."""
 
     def observe_gang(self, job_id: int, attempt: int) -> list[PodStatus]:
         """The pods of one attempt as they are now; an empty list means they are gone."""

@@ -74,7 +74,8 @@ class SimulatedCluster:
             except IntegrityError:
                 continue  # already exists: a retried launch
 
-    def teardown_gang(self, job_id: int, attempt: int) -> None:
+    def teardown_gang(self, job_id: int, attempt: int, grace_seconds: int | None = None) -> None:
+        # Simulated pods hold no state to checkpoint: they stop at once, whatever the grace period.
         SimulatedPod.objects.filter(job_id=job_id, attempt=attempt).delete()
 
     def observe_gang(self, job_id: int, attempt: int) -> list[PodStatus]:

@@ -1,0 +1,84 @@
+"""The browser's quota editor and usage-report form. Quota rules are the API serializer's; this only converts units."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from quotas.limits import Limits
+
+UNLIMITED = {"placeholder": "unlimited"}
+
+
+class QuotaForm(forms.Form):
+    max_gpus = forms.IntegerField(
+        required=False,
+        label="Max GPUs at once",
+        widget=forms.NumberInput(attrs=UNLIMITED),
+        help_text="Guaranteed share; blank = unlimited.",
+    )
+    max_wall_time_minutes = forms.IntegerField(
+        required=False, label="Max wall time per job (minutes)", widget=forms.NumberInput(attrs=UNLIMITED), help_text="Blank = unlimited."
+    )
+    max_node_hours_per_job = forms.FloatField(
+        required=False,
+        label="Max node-hours per job",
+        widget=forms.NumberInput(attrs={**UNLIMITED, "step": "any"}),
+        help_text="Nodes x wall time: 128 lets a 16-node job run 8 hours. Blank = unlimited.",
+    )
+    node_hours_per_period = forms.FloatField(
+        required=False,
+        label="Node-hour budget per period",
+        widget=forms.NumberInput(attrs={**UNLIMITED, "step": "any"}),
+        help_text="Charged as jobs run; resets each period. Blank = unlimited.",
+    )
+    fair_share_weight = forms.FloatField(
+        label="Fair-share weight", widget=forms.NumberInput(attrs={"step": "any"}), help_text="Shares against other accounts; above 0."
+    )
+
+    # Where the API's error keys land on this form.
+    FIELD_FOR_API = {"max_wall_time_seconds": "max_wall_time_minutes"}
+
+    @classmethod
+    def initial_from(cls, limits: Limits) -> dict[str, Any]:
+        seconds = limits.max_wall_time_seconds
+        return {
+            "max_gpus": limits.max_gpus,
+            "max_wall_time_minutes": None if seconds is None else -(-seconds // 60),
+            "max_node_hours_per_job": limits.max_node_hours_per_job,
+            "node_hours_per_period": limits.node_hours_per_period,
+            "fair_share_weight": limits.fair_share_weight,
+        }
+
+    def api_payload(self) -> dict[str, Any]:
+        """The API's request body (PUT: every limit) from the cleaned fields."""
+        data = self.cleaned_data
+        minutes = data.get("max_wall_time_minutes")
+        return {
+            "max_gpus": data.get("max_gpus"),
+            "max_wall_time_seconds": None if minutes is None else minutes * 60,
+            "max_node_hours_per_job": data.get("max_node_hours_per_job"),
+            "node_hours_per_period": data.get("node_hours_per_period"),
+            "fair_share_weight": data.get("fair_share_weight"),
+        }
+
+    def add_api_errors(self, errors: dict[str, Any]) -> None:
+        for key, messages in errors.items():
+            field = self.FIELD_FOR_API.get(key, key)
+            if field in self.errors:
+                continue
+            for message in messages if isinstance(messages, list) else [messages]:
+                self.add_error(field if field in self.fields else None, str(message))
+
+
+class UsageReportForm(forms.Form):
+    start = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}), label="From")
+    end = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}), label="To (included)")
+    group_by = forms.ChoiceField(choices=[("user", "user"), ("team", "team")], label="Group by")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("start") and data.get("end") and data["end"] < data["start"]:
+            self.add_error("end", "The end date is before the start date.")
+        return data

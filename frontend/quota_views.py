@@ -1,0 +1,113 @@
+"""Usage (every user) and quota administration (admins) pages, over the quotas selectors and services."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.paginator import Paginator
+from django.db.models import Model
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from frontend.quota_forms import QuotaForm, UsageReportForm
+from quotas.api.serializers import QuotaInputSerializer
+from quotas.limits import effective_limits
+from quotas.models import Team
+from quotas.periods import day_range, local_today, period_bounds
+from quotas.selectors import account_usages, usage_report, usage_summary
+from quotas.services import quota_reset, quota_save
+
+
+def _staff_only(request: HttpRequest) -> None:
+    if not request.user.is_staff:
+        raise PermissionDenied("Only admins manage quotas.")
+
+
+@login_required
+def usage_view(request: HttpRequest) -> HttpResponse:
+    summary = usage_summary(request.user)
+    context: dict[str, Any] = {"summary": summary}
+    if "start" in request.GET or "end" in request.GET:
+        form = UsageReportForm(request.GET)
+    else:
+        form = UsageReportForm(initial={"start": local_today(summary.period_start), "end": local_today(), "group_by": "user"})
+    if form.is_bound and form.is_valid():
+        first, last, group_by = form.cleaned_data["start"], form.cleaned_data["end"], form.cleaned_data["group_by"]
+        start, end = day_range(first, last)
+        context["report"] = usage_report(start=start, end=end, group_by=group_by, viewer=request.user)
+        context["report_group_by"] = group_by
+        query = urlencode({"start": first.isoformat(), "end": last.isoformat(), "group_by": group_by, "format": "csv"})
+        context["csv_url"] = f"{reverse('usage-report')}?{query}"
+    context["form"] = form
+    return render(request, "frontend/usage.html", context)
+
+
+@login_required
+def quotas_view(request: HttpRequest) -> HttpResponse:
+    _staff_only(request)
+    users_page = Paginator(get_user_model().objects.order_by("username"), 50).get_page(request.GET.get("users_page"))
+    teams_page = Paginator(Team.objects.order_by("name"), 50).get_page(request.GET.get("teams_page"))
+    period_start, period_end = period_bounds(timezone.now())
+    return render(
+        request,
+        "frontend/quotas.html",
+        {
+            "users_page": users_page,
+            "teams_page": teams_page,
+            "user_usages": account_usages(users=list(users_page)),
+            "team_usages": account_usages(teams=list(teams_page)),
+            "period_start": period_start,
+            "period_last_day": local_today(period_end - timedelta(microseconds=1)),
+        },
+    )
+
+
+def _account(kind: str, name: str) -> Model:
+    if kind == "user":
+        return get_object_or_404(get_user_model(), username=name)
+    return get_object_or_404(Team, name=name)
+
+
+@login_required
+def quota_edit(request: HttpRequest, kind: str, name: str) -> HttpResponse:
+    _staff_only(request)
+    account = _account(kind, name)
+    limits = effective_limits(**{kind: account})
+    if request.method == "POST":
+        form = QuotaForm(request.POST)
+        form.is_valid()
+        serializer = QuotaInputSerializer(data=form.api_payload())
+        # Both run, so every mistake is shown at once, each beside its field.
+        form.add_api_errors({} if serializer.is_valid() else dict(serializer.errors))
+        if form.is_valid():
+            try:
+                quota_save(**{kind: account}, values=serializer.validated_data)
+            except DjangoValidationError as exc:
+                form.add_api_errors(exc.message_dict)
+            else:
+                messages.success(request, f"Saved the quota of {kind} {name}. It applies from the next scheduling cycle.")
+                return redirect("frontend:quotas")
+    else:
+        form = QuotaForm(initial=QuotaForm.initial_from(limits))
+    usage = account_usages(**{f"{kind}s": [account]})[0]
+    return render(request, "frontend/quota_edit.html", {"form": form, "kind": kind, "name": name, "limits": limits, "usage": usage})
+
+
+@login_required
+@require_POST
+def quota_reset_view(request: HttpRequest, kind: str, name: str) -> HttpResponse:
+    _staff_only(request)
+    quota_reset(**{kind: _account(kind, name)})
+    fallback = "the site default" if kind == "user" else "no limits"
+    messages.success(request, f"The quota of {kind} {name} is back to {fallback}.")
+    return redirect("frontend:quotas")

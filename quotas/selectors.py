@@ -1,0 +1,309 @@
+"""Reads of quotas and usage: limits with current usage, the scheduler's accounts, usage reports.
+
+Every function here runs a fixed number of queries, however many accounts it covers.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import FloatField, Q, QuerySet, Sum
+from django.db.models.functions import Cast
+from django.utils import timezone
+
+from jobs.models import Allocation
+from jobs.scheduling.model import Account, team_key, user_key
+from quotas.limits import LIMIT_FIELDS, Limits, effective_limits, limits_of
+from quotas.models import Quota, Team, UsageCharge
+from quotas.periods import decayed_seconds, local_today, overlap_seconds, period_bounds
+
+__all__ = [
+    "AccountUsage",
+    "ReportRow",
+    "UsageSummary",
+    "account_usages",
+    "accounts_snapshot",
+    "effective_limits",
+    "period_bounds",
+    "teams_visible_to",
+    "usage_report",
+    "usage_summary",
+    "users_visible_to",
+]
+
+# Allocations released longer ago than this many half-lives weigh under 0.1% and are not read.
+DECAY_HORIZON_HALF_LIVES = 10
+
+# The share of its node one allocation holds: GPUs held / GPUs on the node.
+NODE_SHARE = Cast("gpus", FloatField()) / Cast("node__gpus_total", FloatField())
+
+
+@dataclass(frozen=True)
+class AccountUsage:
+    """One account's limits and what it uses now and in the current budget period."""
+
+    limits: Limits
+    gpus_in_use: int
+    node_hours_used: float
+    gpu_hours_used: float
+    period_start: datetime
+    period_end: datetime
+
+    @property
+    def node_hours_left(self) -> float | None:
+        budget = self.limits.node_hours_per_period
+        return None if budget is None else max(0.0, budget - self.node_hours_used)
+
+    @property
+    def budget_fraction_used(self) -> float | None:
+        """Share of the period's budget used, 0..1 (for bars); None without a budget."""
+        budget = self.limits.node_hours_per_period
+        if budget is None:
+            return None
+        return 1.0 if budget <= 0 else min(1.0, self.node_hours_used / budget)
+
+
+@dataclass(frozen=True)
+class UsageSummary:
+    username: str
+    period_start: datetime
+    period_end: datetime
+    # The user first, then each of their teams by name.
+    accounts: list[AccountUsage]
+
+    @property
+    def period_last_day(self) -> date:
+        """The last day of the budget period (the end is exclusive: midnight after it)."""
+        return local_today(self.period_end - timedelta(microseconds=1))
+
+    @property
+    def user_account(self) -> AccountUsage:
+        return self.accounts[0]
+
+    @property
+    def team_accounts(self) -> list[AccountUsage]:
+        return self.accounts[1:]
+
+
+@dataclass(frozen=True)
+class ReportRow:
+    name: str
+    jobs: int
+    gpu_hours: float
+    node_hours: float
+
+
+# --- who may see which accounts ----------------------------------------------------------------
+
+
+def users_visible_to(viewer: AbstractBaseUser) -> QuerySet[Any]:
+    """Staff see every user's quota; others only their own. One rule for list and detail."""
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects.order_by("username")
+    return users if getattr(viewer, "is_staff", False) else users.filter(pk=viewer.pk)
+
+
+def teams_visible_to(viewer: AbstractBaseUser) -> QuerySet[Team]:
+    """Staff see every team; others the teams they belong to."""
+    teams = Team.objects.order_by("name")
+    return teams if getattr(viewer, "is_staff", False) else teams.filter(members=viewer)
+
+
+# --- limits with usage ---------------------------------------------------------------------------
+
+
+def account_usages(*, users: Sequence[Any] = (), teams: Sequence[Team] = (), now: datetime | None = None) -> list[AccountUsage]:
+    """Limits, GPUs in use and this period's ledger totals for the given users then teams (three queries)."""
+    now = now or timezone.now()
+    period_start, period_end = period_bounds(now)
+    user_ids = [u.pk for u in users]
+    team_ids = [t.pk for t in teams]
+    if not user_ids and not team_ids:
+        return []
+    rows = {
+        ("user", q["user_id"]) if q["user_id"] else ("team", q["team_id"]): q
+        for q in Quota.objects.filter(Q(user_id__in=user_ids) | Q(team_id__in=team_ids)).values("user_id", "team_id", *LIMIT_FIELDS)
+    }
+    in_use: dict[tuple[str, int], int] = defaultdict(int)
+    live = (
+        Allocation.objects.filter(released_at__isnull=True)
+        .filter(Q(job__owner_id__in=user_ids) | Q(job__team_id__in=team_ids))
+        .values("job__owner_id", "job__team_id")
+        .annotate(gpus_held=Sum("gpus"))
+    )
+    for row in live:
+        in_use["user", row["job__owner_id"]] += row["gpus_held"]
+        if row["job__team_id"] is not None:
+            in_use["team", row["job__team_id"]] += row["gpus_held"]
+    charged: dict[tuple[str, int], tuple[float, float]] = defaultdict(lambda: (0.0, 0.0))
+    charges = (
+        UsageCharge.objects.filter(period_start__gte=period_start, period_start__lt=period_end)
+        .filter(Q(user_id__in=user_ids) | Q(team_id__in=team_ids))
+        .values("user_id", "team_id")
+        .annotate(node_seconds=Sum("node_seconds"), gpu_seconds=Sum("gpu_seconds"))
+    )
+    for row in charges:
+        for key in (("user", row["user_id"]), ("team", row["team_id"])):
+            if key[1] is not None:
+                node, gpu = charged[key]
+                charged[key] = (node + row["node_seconds"], gpu + row["gpu_seconds"])
+
+    def usage(kind: str, pk: int, name: str) -> AccountUsage:
+        node_seconds, gpu_seconds = charged[kind, pk]
+        return AccountUsage(
+            limits=limits_of(kind, name, rows.get((kind, pk))),
+            gpus_in_use=in_use[kind, pk],
+            node_hours_used=node_seconds / 3600,
+            gpu_hours_used=gpu_seconds / 3600,
+            period_start=period_start,
+            period_end=period_end,
+        )
+
+    return [usage("user", u.pk, u.get_username()) for u in users] + [usage("team", t.pk, t.name) for t in teams]
+
+
+def usage_summary(user: AbstractBaseUser, *, now: datetime | None = None) -> UsageSummary:
+    """What the user and each of their teams use now and this period, against their limits."""
+    now = now or timezone.now()
+    period_start, period_end = period_bounds(now)
+    teams = list(Team.objects.filter(members=user).order_by("name"))
+    return UsageSummary(
+        username=user.get_username(),
+        period_start=period_start,
+        period_end=period_end,
+        accounts=account_usages(users=[user], teams=teams, now=now),
+    )
+
+
+# --- the scheduler's view ----------------------------------------------------------------------
+
+
+def accounts_snapshot(*, now: datetime, users: Iterable[str], teams: Iterable[str]) -> dict[str, Account]:
+    """The policy's `Account` for each username and team name, keyed `user:<name>` / `team:<name>`.
+
+    Limits come from quota rows (or the defaults); `node_hours_left` from this period's
+    ledger; decayed usage exactly from allocations, each GPU-second weighted
+    2^(-age / half-life). At most three queries, whatever the number of accounts.
+    """
+    users = sorted(set(users))
+    teams = sorted(set(teams))
+    limits: dict[str, Limits] = {}
+    quota_rows = Quota.objects.filter(Q(user__username__in=users) | Q(team__name__in=teams)).values(
+        "user__username", "team__name", *LIMIT_FIELDS
+    )
+    found = {("user", r["user__username"]) if r["user__username"] else ("team", r["team__name"]): r for r in quota_rows}
+    for kind, names in (("user", users), ("team", teams)):
+        for name in names:
+            account = limits_of(kind, name, found.get((kind, name)))
+            limits[account.key] = account
+
+    period_start, period_end = period_bounds(now)
+    used_node_seconds = _period_node_seconds(limits.values(), period_start, period_end)
+    usage = _decayed_usage(now=now, users=users, teams=teams)
+    accounts: dict[str, Account] = {}
+    for key, account in limits.items():
+        budget = account.node_hours_per_period
+        gpu_seconds, node_seconds = usage.get(key, (0.0, 0.0))
+        accounts[key] = Account(
+            key=key,
+            max_gpus=account.max_gpus,
+            node_hours_left=None if budget is None else max(0.0, budget - used_node_seconds.get(key, 0.0) / 3600),
+            budget_resets_at=period_end.timestamp(),
+            weight=account.fair_share_weight,
+            usage_gpu_seconds=gpu_seconds,
+            usage_node_seconds=node_seconds,
+        )
+    return accounts
+
+
+def _period_node_seconds(accounts: Iterable[Limits], period_start: datetime, period_end: datetime) -> dict[str, float]:
+    """Node-seconds charged this period to the accounts that have a budget (one query; none if no budgets)."""
+    budgeted = [a for a in accounts if a.node_hours_per_period is not None]
+    users = [a.name for a in budgeted if a.kind == "user"]
+    teams = [a.name for a in budgeted if a.kind == "team"]
+    if not budgeted:
+        return {}
+    rows = (
+        UsageCharge.objects.filter(period_start__gte=period_start, period_start__lt=period_end)
+        .filter(Q(user__username__in=users) | Q(team__name__in=teams))
+        .values("user__username", "team__name")
+        .annotate(node_seconds=Sum("node_seconds"))
+    )
+    used: dict[str, float] = defaultdict(float)
+    for row in rows:
+        used[user_key(row["user__username"])] += row["node_seconds"]
+        if row["team__name"] is not None:
+            used[team_key(row["team__name"])] += row["node_seconds"]
+    return used
+
+
+def _decayed_usage(*, now: datetime, users: Sequence[str], teams: Sequence[str]) -> dict[str, tuple[float, float]]:
+    """Decayed (GPU-seconds, node-seconds) per account key from live and recently released allocations."""
+    half_life = settings.MUSTER_FAIR_SHARE_HALF_LIFE_SECONDS
+    horizon = now - timedelta(seconds=DECAY_HORIZON_HALF_LIVES * half_life)
+    # Ranks of one attempt share their times, so grouping by them sums a gang in the database.
+    rows = (
+        Allocation.objects.filter(Q(released_at__isnull=True) | Q(released_at__gte=horizon))
+        .filter(Q(job__owner__username__in=users) | Q(job__team__name__in=teams))
+        .values_list("job__owner__username", "job__team__name", "allocated_at", "released_at")
+        .annotate(gpus_held=Sum("gpus"), node_share=Sum(NODE_SHARE))
+        .order_by()
+    )
+    usage: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    team_names = set(teams)
+    for owner, team, allocated_at, released_at, gpus_held, node_share in rows:
+        weight = decayed_seconds(allocated_at, released_at or now, now=now, half_life=half_life)
+        keys = [user_key(owner)] + ([team_key(team)] if team in team_names else [])
+        for key in keys:
+            usage[key][0] += weight * gpus_held
+            usage[key][1] += weight * node_share
+    return {key: (gpu, node) for key, (gpu, node) in usage.items()}
+
+
+# --- reports -------------------------------------------------------------------------------------
+
+
+def usage_report(
+    *, start: datetime, end: datetime, group_by: str, viewer: AbstractBaseUser | None = None, now: datetime | None = None
+) -> list[ReportRow]:
+    """Jobs run, GPU-hours and node-hours per user or team in [start, end), sorted by name.
+
+    Each allocation counts only the part of its time inside the range (like Slurm's
+    sreport). A viewer who is not staff sees only their own user row, or their teams.
+    Jobs with no team are left out of a report by team.
+    """
+    if group_by not in {"user", "team"}:
+        raise ValueError(f"group_by must be 'user' or 'team', not {group_by!r}")
+    now = now or timezone.now()
+    account = "job__owner__username" if group_by == "user" else "job__team__name"
+    allocations = Allocation.objects.filter(allocated_at__lt=end).filter(Q(released_at__isnull=True) | Q(released_at__gt=start))
+    if group_by == "team":
+        allocations = allocations.filter(job__team__isnull=False)
+    if viewer is not None and not getattr(viewer, "is_staff", False):
+        allocations = allocations.filter(job__owner=viewer) if group_by == "user" else allocations.filter(job__team__members=viewer)
+    rows = (
+        allocations.values_list(account, "job_id", "allocated_at", "released_at")
+        .annotate(gpus_held=Sum("gpus"), node_share=Sum(NODE_SHARE))
+        .order_by()
+    )
+    jobs: dict[str, set[int]] = defaultdict(set)
+    gpu_seconds: dict[str, float] = defaultdict(float)
+    node_seconds: dict[str, float] = defaultdict(float)
+    for name, job_id, allocated_at, released_at, gpus_held, node_share in rows:
+        seconds = overlap_seconds(allocated_at, min(released_at or now, now), start, end)
+        if seconds <= 0:
+            continue
+        jobs[name].add(job_id)
+        gpu_seconds[name] += seconds * gpus_held
+        node_seconds[name] += seconds * node_share
+    return [
+        ReportRow(name=name, jobs=len(jobs[name]), gpu_hours=gpu_seconds[name] / 3600, node_hours=node_seconds[name] / 3600)
+        for name in sorted(jobs)
+    ]

@@ -1,0 +1,210 @@
+"""Writes for quotas and the usage ledger, and the submit-time quota check."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from jobs.models import Allocation, Job
+from jobs.states import ACTIVE_STATES
+from quotas.limits import LIMIT_FIELDS, Limits, default_values, effective_limits
+from quotas.models import Quota, Team, UsageCharge
+from quotas.periods import period_segments
+
+
+def _hours(seconds: float) -> str:
+    hours = seconds / 3600
+    return f"{hours:g} h" if hours >= 1 else f"{seconds / 60:g} min"
+
+
+def _whose(limits: Limits) -> str:
+    return f"your quota (user {limits.name})" if limits.kind == "user" else f"the quota of your team {limits.name}"
+
+
+def quota_check_job(
+    *,
+    owner: AbstractBaseUser,
+    team: Team | None,
+    nodes: int,
+    gpus_per_node: int,
+    wall_time_seconds: int,
+    preemptible: bool = False,
+) -> None:
+    """Reject a job that its owner's or team's limits could never let run, naming each limit.
+
+    Raises ValidationError({field: [messages]}). Limits that can pass later (GPUs in
+    use, node-hours left this period) are not checked here: such jobs wait. A
+    preemptible job may exceed `max_gpus` by borrowing idle GPUs.
+    """
+    errors: dict[str, list[str]] = {}
+    gpus = nodes * gpus_per_node
+    node_hours = nodes * wall_time_seconds / 3600
+    accounts = [effective_limits(user=owner)] + ([effective_limits(team=team)] if team is not None else [])
+    for limits in accounts:
+        whose = _whose(limits)
+        if not preemptible and limits.max_gpus is not None and gpus > limits.max_gpus:
+            errors.setdefault("nodes", []).append(
+                f"The job needs {gpus} GPUs; {whose} allows at most {limits.max_gpus} at once. "
+                "A preemptible job may borrow idle GPUs beyond it."
+            )
+        if limits.max_wall_time_seconds is not None and wall_time_seconds > limits.max_wall_time_seconds:
+            errors.setdefault("wall_time_seconds", []).append(
+                f"The wall time is {wall_time_seconds} s ({_hours(wall_time_seconds)}); {whose} allows at most "
+                f"{limits.max_wall_time_seconds} s ({_hours(limits.max_wall_time_seconds)}) per job."
+            )
+        if limits.max_node_hours_per_job is not None and node_hours > limits.max_node_hours_per_job:
+            errors.setdefault("nodes", []).append(
+                f"The job may use {node_hours:g} node-hours ({nodes} node{'s' if nodes != 1 else ''} x "
+                f"{_hours(wall_time_seconds)}); {whose} allows at most {limits.max_node_hours_per_job:g} node-hours per job."
+            )
+    if errors:
+        raise ValidationError(errors)
+
+
+def ledger_charge(*, job: Job, until: datetime) -> None:
+    """Charge what the job held since it was last charged, up to `until`, to the ledger.
+
+    Covers max(job.charged_until, start of its live allocations) .. until, split at
+    budget-period boundaries: node-seconds = seconds x Σ(GPUs held / GPUs on the node),
+    GPU-seconds = seconds x Σ GPUs held, over the live allocations of the current
+    attempt. Idempotent: charging twice up to the same instant adds nothing. The job's
+    row is locked while it is charged, so concurrent callers never charge the same
+    interval twice.
+    """
+    with transaction.atomic():
+        locked = Job.objects.select_for_update().filter(pk=job.pk).values_list("attempt", "charged_until").first()
+        if locked is None:
+            return
+        attempt, charged_until = locked
+        live = list(
+            Allocation.objects.filter(job_id=job.pk, attempt=attempt, released_at__isnull=True).values_list(
+                "gpus", "node__gpus_total", "allocated_at"
+            )
+        )
+        pieces = _pieces(live, charged_until, until)
+        if not pieces:
+            return
+        Job.objects.filter(pk=job.pk).update(charged_until=until)
+        for period_start, (node_seconds, gpu_seconds) in pieces.items():
+            _charge_add(job, period_start, node_seconds=node_seconds, gpu_seconds=gpu_seconds)
+    job.charged_until = until
+
+
+def _pieces(live: list[tuple[int, int, datetime]], charged_until: datetime | None, until: datetime) -> dict[datetime, tuple[float, float]]:
+    """(node-seconds, GPU-seconds) per period start for allocations (GPUs, node GPUs, allocated_at) not yet charged."""
+    if not live:
+        return {}
+    earliest = min(allocated_at for _, _, allocated_at in live)
+    start = earliest if charged_until is None else max(charged_until, earliest)
+    gpus = sum(g for g, _, _ in live)
+    node_share = sum(g / total for g, total, _ in live)
+    return {period_start: (seconds * node_share, seconds * gpus) for period_start, seconds in period_segments(start, until)}
+
+
+def ledger_charge_active(*, until: datetime) -> int:
+    """`ledger_charge` for every SCHEDULED/RUNNING job at once, in a fixed number of queries; returns jobs charged.
+
+    For the cycle: the active jobs' rows locked in id order, one read of their live
+    allocations, one update of `charged_until` and one upsert of the ledger rows,
+    however many jobs run. Same arithmetic and idempotence as `ledger_charge`, and
+    safe beside it (both charge under the job's row lock).
+    """
+    with transaction.atomic():
+        jobs = {
+            pk: (owner_id, team_id, charged_until)
+            for pk, owner_id, team_id, charged_until in Job.objects.select_for_update()
+            .filter(state__in=ACTIVE_STATES)
+            .order_by("pk")
+            .values_list("pk", "owner_id", "team_id", "charged_until")
+        }
+        held: dict[int, list[tuple[int, int, datetime]]] = defaultdict(list)
+        live = Allocation.objects.filter(job_id__in=list(jobs), released_at__isnull=True, attempt=F("job__attempt")).values_list(
+            "job_id", "gpus", "node__gpus_total", "allocated_at"
+        )
+        for job_id, gpus, total, allocated_at in live:
+            held[job_id].append((gpus, total, allocated_at))
+        totals: dict[tuple[int, datetime], list[float]] = {}
+        for job_id, allocations in held.items():
+            for period_start, (node_seconds, gpu_seconds) in _pieces(allocations, jobs[job_id][2], until).items():
+                totals[job_id, period_start] = [node_seconds, gpu_seconds]
+        charged = sorted({job_id for job_id, _ in totals})
+        if not charged:
+            return 0
+        Job.objects.filter(pk__in=charged).update(charged_until=until)
+        existing = UsageCharge.objects.filter(job_id__in=charged, period_start__in={p for _, p in totals}).values_list(
+            "job_id", "period_start", "node_seconds", "gpu_seconds"
+        )
+        for job_id, period_start, node_seconds, gpu_seconds in existing:
+            if (job_id, period_start) in totals:
+                totals[job_id, period_start][0] += node_seconds
+                totals[job_id, period_start][1] += gpu_seconds
+        UsageCharge.objects.bulk_create(
+            [
+                UsageCharge(
+                    job_id=job_id,
+                    user_id=jobs[job_id][0],
+                    team_id=jobs[job_id][1],
+                    period_start=period_start,
+                    node_seconds=node_seconds,
+                    gpu_seconds=gpu_seconds,
+                )
+                for (job_id, period_start), (node_seconds, gpu_seconds) in sorted(totals.items())
+            ],
+            update_conflicts=True,
+            unique_fields=["job", "period_start"],
+            update_fields=["node_seconds", "gpu_seconds", "updated_at"],
+            batch_size=1000,
+        )
+    return len(charged)
+
+
+def _charge_add(job: Job, period_start: datetime, *, node_seconds: float, gpu_seconds: float) -> None:
+    increments = {"node_seconds": F("node_seconds") + node_seconds, "gpu_seconds": F("gpu_seconds") + gpu_seconds}
+    if UsageCharge.objects.filter(job_id=job.pk, period_start=period_start).update(**increments):
+        return
+    try:
+        with transaction.atomic():
+            UsageCharge.objects.create(
+                job_id=job.pk,
+                user_id=job.owner_id,
+                team_id=job.team_id,
+                period_start=period_start,
+                node_seconds=node_seconds,
+                gpu_seconds=gpu_seconds,
+            )
+    except IntegrityError:
+        # Created by someone else between our update and insert: add to theirs.
+        UsageCharge.objects.filter(job_id=job.pk, period_start=period_start).update(**increments)
+
+
+def quota_save(*, user: AbstractBaseUser | None = None, team: Team | None = None, values: Mapping[str, Any]) -> Quota:
+    """Set some or all limits of one account. Limits not given keep their current (or default) value."""
+    if (user is None) == (team is None):
+        raise TypeError("quota_save takes exactly one of user= or team=")
+    unknown = set(values) - set(LIMIT_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown quota fields: {', '.join(sorted(unknown))}")
+    with transaction.atomic():
+        account = {"user": user} if user is not None else {"team": team}
+        quota = Quota.objects.select_for_update().filter(**account).first()
+        if quota is None:
+            quota = Quota(**account, **default_values("user" if user is not None else "team"))
+        for name, value in values.items():
+            setattr(quota, name, value)
+        quota.full_clean(exclude=["user", "team"])
+        quota.save()
+    return quota
+
+
+def quota_reset(*, user: AbstractBaseUser | None = None, team: Team | None = None) -> None:
+    """Drop an account's own quota: a user falls back to the site default, a team to unlimited."""
+    if (user is None) == (team is None):
+        raise TypeError("quota_reset takes exactly one of user= or team=")
+    Quota.objects.filter(**({"user": user} if user is not None else {"team": team})).delete()
