@@ -19,6 +19,8 @@ SHAPES = [
     ((32, 8), 1),
     ((64, 8), 1),
 ]
+# What is already running: 2,000 of these average ~3.6 GPUs, so they fill ~90% of 1,000 x 8 GPUs.
+RUNNING_SHAPES = [((1, 1), 40), ((1, 2), 25), ((1, 4), 20), ((1, 8), 10), ((2, 8), 3), ((4, 8), 2)]
 
 
 def synthetic_snapshot(*, nodes: int = 1000, gpus: int = 8, running: int = 2000, pending: int = 10_000, seed: int = 1) -> Snapshot:
@@ -28,24 +30,27 @@ def synthetic_snapshot(*, nodes: int = 1000, gpus: int = 8, running: int = 2000,
     teams = [f"t{i:02d}" for i in range(20)]
     team_of = {u: teams[i % len(teams)] for i, u in enumerate(users)}
     shapes, weights = zip(*SHAPES, strict=True)
+    run_shapes, run_weights = zip(*RUNNING_SHAPES, strict=True)
     free = {f"n{i:04d}": gpus for i in range(nodes)}
     names = sorted(free)
     running_jobs: list[RunningJob] = []
     job_id = 0
+    misses = 0
     # Fill the cluster with running jobs: whole nodes for gangs, packed GPUs for small jobs.
     while len(running_jobs) < running:
-        job_id += 1
-        (n, g) = rnd.choices(shapes[:6], weights[:6])[0]
+        (n, g) = rnd.choices(run_shapes, run_weights)[0]
+        sample = rnd.sample(names, min(len(names), 64))
         if n == 1:
-            fits = [x for x in rnd.sample(names, 20) if free[x] >= g]
-            if not fits:
-                continue
-            chosen, held = [fits[0]], (g,)
+            chosen = [x for x in sample if free[x] >= g][:1]
         else:
-            idle = [x for x in rnd.sample(names, min(len(names), 200)) if free[x] == gpus][:n]
-            if len(idle) < n:
-                continue
-            chosen, held = idle, tuple(gpus for _ in idle)
+            chosen = [x for x in sample if free[x] == gpus][:n]
+        if len(chosen) < n:
+            misses += 1
+            if misses > 100 * running:
+                raise ValueError(f"cannot fit {running} running jobs on {nodes} x {gpus} GPUs")
+            continue
+        job_id += 1
+        held = (g,) if n == 1 else tuple(gpus for _ in chosen)
         for x, h in zip(chosen, held, strict=True):
             free[x] -= h
         user = rnd.choice(users)

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from frontend.forms import JobForm
 from jobs.api.serializers import JobSubmitSerializer
 from jobs.errors import JobFinished
-from jobs.selectors import job_assigned_nodes, jobs_visible_to, nodes_with_usage, queue_jobs
+from jobs.selectors import job_assigned_nodes, jobs_visible_to, nodes_with_usage, queue_plan
 from jobs.services import job_cancel, job_check_fits_cluster, job_submit, nodes_ensure_known
 from jobs.states import ACTIVE_STATES, JobState
 
@@ -69,19 +69,19 @@ def _cluster_fit_errors(*, nodes: int, gpus_per_node: int) -> dict[str, list[str
 @login_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(jobs_visible_to(request.user).prefetch_related("events"), pk=pk)
-    position = simulated_run = None
+    entry = simulated_run = None
     if settings.MUSTER_CLUSTER == "simulated":
         simulate = job.simulate or {}
         simulated_run = (simulate.get("duration_seconds", settings.MUSTER_SIM_DEFAULT_DURATION_SECONDS), simulate.get("exit_code", 0))
     if job.state == JobState.PENDING:
-        position = next((i for i, j in enumerate(queue_jobs(), start=1) if j.pk == job.pk), None)
+        entry = queue_plan().by_job.get(job.pk)
     return render(
         request,
         "frontend/job_detail.html",
         {
             "job": job,
             "assigned_nodes": job_assigned_nodes(job),
-            "queue_position": position,
+            "queue_entry": entry,
             "simulated_run": simulated_run,
             "live": job.state in ACTIVE_STATES or job.state == JobState.PENDING,
         },
@@ -111,7 +111,10 @@ def cluster_view(request: HttpRequest) -> HttpResponse:
         node.gpu_cells = [True] * held + [False] * node.gpus_free
     total = sum(n.gpus_total for n in nodes)
     free = sum(n.gpus_free for n in nodes)
-    queue = queue_jobs()
-    for job in queue:
-        job.visible = request.user.is_staff or job.owner_id == request.user.pk
-    return render(request, "frontend/cluster.html", {"nodes": nodes, "gpus_total": total, "gpus_free": free, "queue": queue})
+    plan = queue_plan()
+    visible = {e.job.pk for e in plan.entries if request.user.is_staff or e.job.owner_id == request.user.pk}
+    return render(
+        request,
+        "frontend/cluster.html",
+        {"nodes": nodes, "gpus_total": total, "gpus_free": free, "plan": plan, "visible": visible},
+    )

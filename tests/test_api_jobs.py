@@ -295,7 +295,7 @@ def test_queue_lists_pending_jobs_in_scheduling_order(api: APIClient, other_api:
     pre = submit(name="pre", priority_class="preemptible", nodes=1, gpus_per_node=1)
     normal_old = submit(name="normal-old", nodes=1, gpus_per_node=1)
     prod = submit(client=other_api, name="prod", priority_class="production")
-    normal_new = submit(name="normal-new")
+    normal_new = submit(name="normal-new", nodes=1, gpus_per_node=1)
     sim.cycle()
 
     response = api.get(QUEUE)
@@ -310,6 +310,23 @@ def test_queue_lists_pending_jobs_in_scheduling_order(api: APIClient, other_api:
         assert entry["pending_reason"]["code"] == "NO_ROOM"
         assert entry["pending_reason"]["message"]
     assert blocker["id"] not in [e["id"] for e in entries]
+    # Each entry shows its priority and the parts it is made of, highest first.
+    totals = [e["priority"]["total"] for e in entries]
+    assert totals == sorted(totals, reverse=True)
+    for entry in entries:
+        factors = entry["priority"]["factors"]
+        assert set(factors) == {"fair_share", "age", "class", "size"}
+        assert entry["priority"]["total"] == pytest.approx(sum(f["weighted"] for f in factors.values()), abs=0.01)
+    assert entries[0]["priority"]["factors"]["class"]["value"] == 1.0
+    assert entries[-1]["priority"]["factors"]["class"]["value"] == 0.0
+    # The whole queue is counted, with what holds GPUs within and beyond quotas.
+    assert body["summary"] == {
+        "pending": 4,
+        "pending_by_reason": {"NO_ROOM": 4},
+        "running_within_quota": 1,
+        "running_over_quota": 0,
+        "gpus_over_quota": 0,
+    }
 
     # Positions count over the whole queue, not within a page.
     page = api.get(QUEUE, {"limit": 2, "offset": 2}).json()
@@ -318,6 +335,11 @@ def test_queue_lists_pending_jobs_in_scheduling_order(api: APIClient, other_api:
     # The job that waits shows the same reason on its own page.
     detail = api.get(job_url(normal_new["id"])).json()
     assert detail["pending_reason"] == entries[2]["pending_reason"]
+    assert detail["queue_position"] == 3
+    assert detail["priority"]["factors"]["class"] == entries[2]["priority"]["factors"]["class"]
+    listed = {j["id"]: j for j in api.get(JOBS).json()["results"]}
+    assert listed[normal_new["id"]]["queue_position"] == 3
+    assert listed[blocker["id"]]["queue_position"] is None and listed[blocker["id"]]["priority"] is None
 
 
 def test_queue_is_empty_when_nothing_waits(api: APIClient, submit: Any, sim: Any) -> None:

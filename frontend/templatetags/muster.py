@@ -53,3 +53,19 @@ def limit(value: float | int | None) -> str:
     if value is None:
         return "unlimited"
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+FACTOR_LABELS = {"fair_share": "Fair share", "age": "Age", "class": "Priority class", "size": "Size"}
+
+
+@register.filter
+def factor_rows(factors: Mapping[str, tuple[float, float]]) -> list[tuple[str, float, float]]:
+    """A priority's factors as (label, factor in [0, 1], weighted contribution), largest contribution first."""
+    rows = [(FACTOR_LABELS.get(name, name), value, weighted) for name, (value, weighted) in factors.items()]
+    return sorted(rows, key=lambda r: -r[2])
+
+
+@register.filter
+def factor_summary(factors: Mapping[str, tuple[float, float]]) -> str:
+    """One line for a tooltip: 'Fair share 512.3, Age 20.1, ...'."""
+    return ", ".join(f"{label} {weighted:.1f}" for label, _, weighted in factor_rows(factors))

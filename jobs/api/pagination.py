@@ -1,4 +1,7 @@
+from typing import Any
+
 from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.response import Response
 
 
 class Pagination(LimitOffsetPagination):
@@ -6,3 +9,22 @@ class Pagination(LimitOffsetPagination):
 
     default_limit = 50
     max_limit = 500
+
+
+class QueuePagination(Pagination):
+    """The queue's pages also carry a summary of the whole queue (set by the view before paginating)."""
+
+    summary: dict[str, Any] = {}
+
+    def get_paginated_response(self, data: Any) -> Response:
+        response = super().get_paginated_response(data)
+        response.data["summary"] = self.summary
+        return response
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        from drf_spectacular.plumbing import build_basic_type
+        from drf_spectacular.types import OpenApiTypes
+
+        paginated = super().get_paginated_response_schema(schema)
+        paginated["properties"]["summary"] = build_basic_type(OpenApiTypes.OBJECT)
+        return paginated

@@ -11,7 +11,8 @@ from rest_framework import serializers
 
 from jobs import validators
 from jobs.models import Job, JobEvent, Node
-from jobs.selectors import job_assigned_nodes
+from jobs.scheduling.model import Priority
+from jobs.selectors import QueueEntry, QueuePlan, job_assigned_nodes, queue_plan
 
 
 class StrictSerializer(serializers.Serializer):
@@ -123,17 +124,44 @@ class PendingReasonSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
+class PriorityFactorSerializer(serializers.Serializer):
+    value = serializers.FloatField(help_text="The factor, between 0 and 1.")
+    weighted = serializers.FloatField(help_text="The factor times its weight: what it adds to the priority.")
+
+
+class PrioritySerializer(serializers.Serializer):
+    total = serializers.FloatField(help_text="The sum of the weighted factors; the queue runs highest first.")
+    factors = serializers.DictField(child=PriorityFactorSerializer(), help_text="fair_share, age, class and size.")
+
+
+def priority_data(priority: Priority) -> dict[str, Any]:
+    return {
+        "total": round(priority.total, 3),
+        "factors": {name: {"value": round(v, 6), "weighted": round(w, 3)} for name, (v, w) in priority.factors.items()},
+    }
+
+
+def _plan_from_context(context: dict[str, Any]) -> QueuePlan:
+    # Computed at most once per response, and only when it shows a pending job.
+    if "queue_plan" not in context:
+        context["queue_plan"] = queue_plan()
+    return context["queue_plan"]
+
+
 class JobSerializer(serializers.ModelSerializer):
     owner = serializers.CharField(source="owner.username", read_only=True)
     team = serializers.CharField(source="team.name", read_only=True, allow_null=True, default=None)
     gpus = serializers.IntegerField(read_only=True)
     pending_reason = serializers.SerializerMethodField()
     assigned_nodes = serializers.SerializerMethodField()
+    queue_position = serializers.SerializerMethodField(help_text="1 is next; null unless the job is pending.")
+    priority = serializers.SerializerMethodField(help_text="The priority and each factor's part; null unless the job is pending.")
 
     class Meta:
         model = Job
         fields = [
-            "id", "name", "owner", "team", "state", "state_reason", "pending_reason", "image", "command",
+            "id", "name", "owner", "team", "state", "state_reason", "pending_reason", "queue_position", "priority",
+            "image", "command",
             "nodes", "gpus_per_node", "gpus", "wall_time_seconds", "priority_class", "max_restarts",
             "attempt", "restarts", "exit_code", "assigned_nodes", "preemptible", "over_quota", "estimated_start",
             "submitted_at", "scheduled_at", "started_at", "finished_at",
@@ -148,6 +176,20 @@ class JobSerializer(serializers.ModelSerializer):
 
     def get_assigned_nodes(self, job: Job) -> list[str]:
         return job_assigned_nodes(job)
+
+    def _entry(self, job: Job) -> QueueEntry | None:
+        if job.state != "PENDING":
+            return None
+        return _plan_from_context(self.context).by_job.get(job.pk)
+
+    def get_queue_position(self, job: Job) -> int | None:
+        entry = self._entry(job)
+        return entry.position if entry else None
+
+    @extend_schema_field(PrioritySerializer(allow_null=True))
+    def get_priority(self, job: Job) -> dict[str, Any] | None:
+        entry = self._entry(job)
+        return priority_data(entry.priority) if entry else None
 
 
 class JobDetailSerializer(JobSerializer):
@@ -170,17 +212,45 @@ class NodeSerializer(serializers.ModelSerializer):
         return max(0, node.gpus_total - (getattr(node, "gpus_held", 0) or 0))
 
 
-class QueueEntrySerializer(serializers.ModelSerializer):
-    position = serializers.IntegerField(read_only=True)
-    owner = serializers.CharField(source="owner.username", read_only=True)
-    team = serializers.CharField(source="team.name", read_only=True, allow_null=True, default=None)
-    pending_reason = serializers.SerializerMethodField()
+class QueueEntrySerializer(serializers.Serializer):
+    """One pending job, in the order the scheduler considers it, with why it waits and its priority."""
 
-    class Meta:
-        model = Job
-        fields = ["position", "id", "name", "owner", "team", "nodes", "gpus_per_node", "priority_class", "submitted_at", "pending_reason"]
-        read_only_fields = fields
+    position = serializers.IntegerField()
+    id = serializers.IntegerField(source="job.pk")
+    name = serializers.CharField(source="job.name")
+    owner = serializers.CharField(source="job.owner.username")
+    team = serializers.CharField(source="job.team.name", allow_null=True, default=None)
+    nodes = serializers.IntegerField(source="job.nodes")
+    gpus_per_node = serializers.IntegerField(source="job.gpus_per_node")
+    priority_class = serializers.CharField(source="job.priority_class")
+    preemptible = serializers.BooleanField(source="job.preemptible")
+    submitted_at = serializers.DateTimeField(source="job.submitted_at")
+    estimated_start = serializers.DateTimeField(source="job.estimated_start", allow_null=True)
+    pending_reason = serializers.SerializerMethodField()
+    priority = serializers.SerializerMethodField()
 
     @extend_schema_field(PendingReasonSerializer)
-    def get_pending_reason(self, job: Job) -> dict[str, str]:
-        return {"code": job.pending_reason_code, "message": job.pending_reason}
+    def get_pending_reason(self, entry: QueueEntry) -> dict[str, str]:
+        return {"code": entry.job.pending_reason_code, "message": entry.job.pending_reason}
+
+    @extend_schema_field(PrioritySerializer)
+    def get_priority(self, entry: QueueEntry) -> dict[str, Any]:
+        return priority_data(entry.priority)
+
+
+class QueueSummarySerializer(serializers.Serializer):
+    pending = serializers.IntegerField()
+    pending_by_reason = serializers.DictField(child=serializers.IntegerField(), help_text="Pending jobs per pending_reason code.")
+    running_within_quota = serializers.IntegerField(help_text="Jobs holding GPUs within their owners' quotas.")
+    running_over_quota = serializers.IntegerField(help_text="Preemptible jobs borrowing idle GPUs beyond their owners' quotas.")
+    gpus_over_quota = serializers.IntegerField()
+
+
+def queue_summary(plan: QueuePlan) -> dict[str, Any]:
+    return {
+        "pending": len(plan.entries),
+        "pending_by_reason": plan.reasons(),
+        "running_within_quota": plan.running_within_quota,
+        "running_over_quota": plan.running_over_quota,
+        "gpus_over_quota": plan.gpus_over_quota,
+    }

@@ -11,9 +11,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from jobs.api.filters import JobFilter
-from jobs.api.serializers import JobDetailSerializer, JobSerializer, JobSubmitSerializer, NodeSerializer, QueueEntrySerializer
+from jobs.api.pagination import QueuePagination
+from jobs.api.serializers import (
+    JobDetailSerializer,
+    JobSerializer,
+    JobSubmitSerializer,
+    NodeSerializer,
+    QueueEntrySerializer,
+    queue_summary,
+)
 from jobs.models import Job, Node
-from jobs.selectors import jobs_visible_to, nodes_with_usage, queue_jobs
+from jobs.selectors import QueueEntry, jobs_visible_to, nodes_with_usage, queue_plan
 from jobs.services import job_cancel, job_submit
 
 
@@ -60,13 +68,15 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class QueueView(ListAPIView):
-    """Pending jobs of every user in the order the scheduler considers them, with why each waits."""
+    """Pending jobs of every user in the order the scheduler considers them: position, priority breakdown,
+    why each waits and when it is expected to start; `summary` counts the whole queue, and the jobs running
+    within and over their owners' quotas."""
 
     serializer_class = QueueEntrySerializer
+    pagination_class = QueuePagination
     filter_backends: list[type] = []
 
-    def get_queryset(self) -> list[Job]:  # type: ignore[override]
-        jobs = queue_jobs()
-        for position, job in enumerate(jobs, start=1):
-            job.position = position
-        return jobs
+    def get_queryset(self) -> list[QueueEntry]:  # type: ignore[override]
+        plan = queue_plan()
+        self.paginator.summary = queue_summary(plan)
+        return plan.entries
