@@ -24,6 +24,7 @@ from jobs.scheduling.policy import schedule
 from jobs.services import job_transition, nodes_sync
 from jobs.snapshot import build_snapshot, policy_config
 from jobs.states import ACTIVE_STATES, JobState
+from quotas.services import ledger_charge_active
 
 logger = logging.getLogger(__name__)
 
@@ -149,10 +150,7 @@ def _reconcile(backend: ClusterBackend, report: CycleReport) -> None:
 
 def _charge_active(now: datetime) -> None:
     """Bring the ledger up to now for every job holding GPUs, so budgets are current for this cycle."""
-    from quotas.services import ledger_charge
-
-    for job in Job.objects.filter(state__in=ACTIVE_STATES):
-        ledger_charge(job=job, until=now)
+    ledger_charge_active(until=now)
 
 
 @transaction.atomic

@@ -17,6 +17,7 @@ from jobs.errors import IllegalTransition, JobFinished
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState, can_transition
 from quotas.models import Team
+from quotas.services import ledger_charge, quota_check_job
 
 logger = logging.getLogger(__name__)
 
@@ -90,8 +91,6 @@ def job_submit(
     preemptible: bool = False,
 ) -> Job:
     """Queue a job. The job row and its first event are written together, or not at all."""
-    from quotas.services import quota_check_job
-
     nodes_ensure_known()
     job_check_fits_cluster(nodes=nodes, gpus_per_node=gpus_per_node)
     quota_check_job(
@@ -128,8 +127,6 @@ def job_transition(job: Job, to_state: str, *, reason: str, now: datetime | None
     The update is conditional on the state the caller saw, so two writers can
     never both move the same job. Leaving SCHEDULED/RUNNING releases its GPUs.
     """
-    from quotas.services import ledger_charge
-
     from_state = job.state
     if not can_transition(from_state, to_state):
         raise IllegalTransition(job.pk, from_state, to_state)

@@ -11,6 +11,7 @@ from jobs.models import Allocation, Job, NodeState
 from jobs.scheduling.model import NodeView, PendingJob, PolicyConfig, RunningJob, Snapshot
 from jobs.selectors import nodes_with_usage
 from jobs.states import ACTIVE_STATES, JobState
+from quotas.selectors import accounts_snapshot
 
 
 def class_rank(priority_class: str) -> int:
@@ -115,8 +116,6 @@ def running_jobs() -> tuple[RunningJob, ...]:
 
 
 def build_snapshot(now: datetime) -> Snapshot:
-    from quotas.selectors import accounts_snapshot
-
     pending = pending_jobs()
     running = running_jobs()
     users = {j.user for j in (*pending, *running)}
