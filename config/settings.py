@@ -292,3 +292,34 @@ MUSTER_PREEMPTION = env_bool("MUSTER_PREEMPTION", True)
 # Jobs younger than this are not preempted (anti-thrash); preempted jobs get this long to checkpoint.
 MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = env_float("MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS", 600)
 MUSTER_PREEMPTION_GRACE_SECONDS = env_int("MUSTER_PREEMPTION_GRACE_SECONDS", 30)
+
+# --- Kubernetes backend (MUSTER_CLUSTER=kubernetes) -------------------------------------------
+
+
+def env_mapping(name: str) -> dict[str, str]:
+    """`a=1,b=2` -> {"a": "1", "b": "2"}: resource names and annotations from one variable."""
+    pairs = [p.strip() for p in os.environ.get(name, "").split(",") if p.strip()]
+    if any("=" not in p for p in pairs):
+        raise ImproperlyConfigured(f"{name} must be comma-separated key=value pairs")
+    return dict(p.split("=", 1) for p in pairs)
+
+
+# Path to a kubeconfig; empty means the in-cluster service account.
+MUSTER_K8S_KUBECONFIG = os.environ.get("MUSTER_K8S_KUBECONFIG", os.environ.get("KUBECONFIG", ""))
+MUSTER_K8S_NAMESPACE = os.environ.get("MUSTER_K8S_NAMESPACE", "muster-jobs")
+MUSTER_K8S_GPU_RESOURCE = os.environ.get("MUSTER_K8S_GPU_RESOURCE", "nvidia.com/gpu")
+MUSTER_K8S_RACK_LABEL = os.environ.get("MUSTER_K8S_RACK_LABEL", "topology.kubernetes.io/zone")
+MUSTER_K8S_GPU_MODEL_LABEL = os.environ.get("MUSTER_K8S_GPU_MODEL_LABEL", "nvidia.com/gpu.product")
+MUSTER_K8S_CPU_PER_GPU = os.environ.get("MUSTER_K8S_CPU_PER_GPU", "8")
+MUSTER_K8S_MEMORY_PER_GPU = os.environ.get("MUSTER_K8S_MEMORY_PER_GPU", "64Gi")
+MUSTER_K8S_SHM_SIZE = os.environ.get("MUSTER_K8S_SHM_SIZE", "32Gi")
+MUSTER_K8S_MASTER_PORT = env_int("MUSTER_K8S_MASTER_PORT", 29500)
+MUSTER_K8S_TERMINATION_GRACE_SECONDS = env_int("MUSTER_K8S_TERMINATION_GRACE_SECONDS", 30)
+# e.g. "rdma/hca_shared_devices_a=1" (RDMA) or an SR-IOV VF resource, added to every pod's requests.
+MUSTER_K8S_EXTRA_RESOURCES = env_mapping("MUSTER_K8S_EXTRA_RESOURCES")
+# e.g. "k8s.v1.cni.cncf.io/networks=roce-net" for a multus secondary network.
+MUSTER_K8S_POD_ANNOTATIONS = env_mapping("MUSTER_K8S_POD_ANNOTATIONS")
+MUSTER_K8S_HOST_NETWORK_TEAMS = [t.strip() for t in os.environ.get("MUSTER_K8S_HOST_NETWORK_TEAMS", "").split(",") if t.strip()]
+MUSTER_K8S_IMAGE_PULL_SECRET = os.environ.get("MUSTER_K8S_IMAGE_PULL_SECRET", "")
+MUSTER_K8S_SERVICE_ACCOUNT = os.environ.get("MUSTER_K8S_SERVICE_ACCOUNT", "")
+MUSTER_K8S_REQUEST_TIMEOUT_SECONDS = env_float("MUSTER_K8S_REQUEST_TIMEOUT_SECONDS", 10.0)

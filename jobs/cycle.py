@@ -16,9 +16,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs.cluster import ClusterBackend, ClusterUnavailable, GangSpec, PodPhase, PodStatus, get_backend
+from jobs.cluster.base import DEADLINE_EXCEEDED
 from jobs.errors import IllegalTransition
 from jobs.locks import cycle_lock
-from jobs.models import Allocation, Job, Node
+from jobs.models import Allocation, ClusterHealth, Job, Node
 from jobs.scheduling.model import Decisions
 from jobs.scheduling.policy import schedule
 from jobs.services import job_transition, nodes_sync
@@ -48,19 +49,22 @@ def run_cycle(*, backend: ClusterBackend | None = None, now: datetime | None = N
     with cycle_lock() as acquired:
         if not acquired:
             return CycleReport(ran=False)
-        backend = backend or get_backend()
         now = now or timezone.now()
         report = CycleReport(ran=True)
         try:
+            backend = backend or get_backend()
             nodes_sync(cluster_nodes=backend.list_nodes())
             _charge_active(now)
-            _observe_active(backend, now, report)
-            _reconcile(backend, report)
+            gangs = backend.observe_gangs()
+            followed = _observe_active(backend, gangs, now, report)
+            _reconcile(backend, set(gangs) - followed, report)
         except ClusterUnavailable as exc:
             # Jobs stay queued and nothing is lost; the next cycle tries again.
             report.cluster_error = str(exc)
             logger.warning("cluster unavailable, skipping this cycle: %s", exc)
+            _record_health(now, str(exc))
             return report
+        _record_health(now, "")
         decisions, stopped = _admit(now, report)
         # Preempted gangs get the grace period to checkpoint on SIGTERM.
         for job_id, attempt in stopped:
@@ -70,14 +74,20 @@ def run_cycle(*, backend: ClusterBackend | None = None, now: datetime | None = N
         return report
 
 
-def _observe_active(backend: ClusterBackend, now: datetime, report: CycleReport) -> None:
+def _observe_active(
+    backend: ClusterBackend, gangs: dict[tuple[int, int], list[PodStatus]], now: datetime, report: CycleReport
+) -> set[tuple[int, int]]:
+    """Move every SCHEDULED/RUNNING job by what its pods do; returns the gangs it looked at."""
+    followed: set[tuple[int, int]] = set()
     for job in Job.objects.filter(state__in=ACTIVE_STATES).select_related("owner").order_by("id"):
-        pods = backend.observe_gang(job.pk, job.attempt)
+        followed.add((job.pk, job.attempt))
+        pods = gangs.get((job.pk, job.attempt), [])
         try:
             _follow(backend, job, pods, now, report)
         except IllegalTransition as exc:
             # Someone (a cancel) moved the job while we looked; their move stands.
             logger.info("job %s moved during the cycle: %s", job.pk, exc)
+    return followed
 
 
 def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], now: datetime, report: CycleReport) -> None:
@@ -90,6 +100,12 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], now: datet
         _retry_or_fail(backend, job, now, report, f"{job.nodes - len(pods)} of {job.nodes} pods vanished from the cluster.", None)
         return
     failed = [p for p in pods if p.phase == PodPhase.FAILED]
+    if any(p.reason == DEADLINE_EXCEEDED for p in failed):
+        # The cluster enforced the wall time (activeDeadlineSeconds) before this cycle saw it pass.
+        job_transition(job, JobState.TIMED_OUT, reason=f"Stopped: wall time of {job.wall_time_seconds} s reached.", now=now)
+        backend.teardown_gang(job.pk, job.attempt)
+        report.ended[job.pk] = JobState.TIMED_OUT
+        return
     if failed:
         first = failed[0]
         _retry_or_fail(backend, job, now, report, first.message or f"rank {first.rank} failed on {first.node_name}.", first.exit_code)
@@ -136,14 +152,24 @@ def _retry_or_fail(backend: ClusterBackend, job: Job, now: datetime, report: Cyc
 def _requeue(backend: ClusterBackend, job: Job, now: datetime, report: CycleReport, why: str, **fields: int) -> None:
     # The job keeps its submit time, so it keeps its place among jobs of its class.
     job_transition(job, JobState.PENDING, reason=why, now=now, pending_reason_code="REQUEUED", pending_reason=why, **fields)
-    backend.teardown_gang(job.pk, job.attempt)
+    try:
+        backend.teardown_gang(job.pk, job.attempt)
+    except ClusterUnavailable:
+        # The attempt is no longer live, so reconciliation deletes what is left once the cluster answers.
+        logger.warning("could not tear down job %s attempt %s now; reconciliation will", job.pk, job.attempt)
     report.requeued.append(job.pk)
 
 
-def _reconcile(backend: ClusterBackend, report: CycleReport) -> None:
-    """Delete pods the database does not account for (finished, cancelled or unknown jobs)."""
+def _record_health(now: datetime, error: str) -> None:
+    health, _ = ClusterHealth.objects.get_or_create(pk=1)
+    down_since = None if not error else (health.down_since if not health.reachable else now)
+    ClusterHealth.objects.filter(pk=1).update(last_cycle_at=now, reachable=not error, error=error, down_since=down_since)
+
+
+def _reconcile(backend: ClusterBackend, unfollowed: set[tuple[int, int]], report: CycleReport) -> None:
+    """Delete gangs the database does not account for (finished, cancelled or unknown jobs)."""
     live = set(Job.objects.filter(state__in=ACTIVE_STATES).values_list("id", "attempt"))
-    for job_id, attempt in sorted(backend.list_gangs() - live):
+    for job_id, attempt in sorted(unfollowed - live):
         backend.teardown_gang(job_id, attempt)
         report.orphans_removed.append((job_id, attempt))
 

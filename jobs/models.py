@@ -159,3 +159,16 @@ class SimulatedPod(models.Model):
 
     def __str__(self) -> str:
         return f"job {self.job_id} attempt {self.attempt} rank {self.rank} on {self.node_name}"
+
+
+class ClusterHealth(models.Model):
+    """One row: what the last scheduling cycle found of the cluster, so every page can say when it is unreachable."""
+
+    last_cycle_at = models.DateTimeField(null=True)
+    reachable = models.BooleanField(default=True)
+    error = models.TextField(blank=True)
+    # When the cluster was first found unreachable in the current outage.
+    down_since = models.DateTimeField(null=True)
+
+    def __str__(self) -> str:
+        return "reachable" if self.reachable else f"unreachable since {self.down_since}: {self.error}"

@@ -6,6 +6,7 @@ import random
 from collections import defaultdict
 
 from django.db.models import Sum
+from django.test import Client
 
 from jobs.cluster import ClusterUnavailable
 from jobs.cycle import run_cycle
@@ -197,8 +198,14 @@ def test_unreachable_cluster_keeps_jobs_queued(submit, sim) -> None:
     report = run_cycle(backend=RefusingCluster(sim.cluster, down=True), now=sim.clock())
     assert report.cluster_error == "connection refused" and report.placed == []
     assert Job.objects.get(pk=job_id).state == JobState.PENDING
+    # Every page says so plainly while it lasts.
+    page = Client()
+    page.force_login(Job.objects.get(pk=job_id).owner)
+    banner = page.get("/jobs/").content.decode()
+    assert 'data-testid="cluster-down-banner"' in banner and "connection refused" in banner
     sim.cycle()
     assert Job.objects.get(pk=job_id).state == JobState.SCHEDULED
+    assert 'data-testid="cluster-down-banner"' not in page.get("/jobs/").content.decode()
 
 
 def test_nodes_the_cluster_stops_reporting_are_not_used(submit, sim) -> None:

@@ -16,6 +16,8 @@ def get_backend() -> ClusterBackend:
         from jobs.cluster.simulated import SimulatedCluster
 
         return SimulatedCluster.from_settings()
-    raise ImproperlyConfigured(
-        f"MUSTER_CLUSTER={settings.MUSTER_CLUSTER!r}: the Kubernetes backend is not built yet; use MUSTER_CLUSTER=simulated."
-    )
+    if settings.MUSTER_CLUSTER == "kubernetes":
+        from jobs.cluster.kubernetes import KubernetesCluster
+
+        return KubernetesCluster.from_settings()
+    raise ImproperlyConfigured(f"MUSTER_CLUSTER={settings.MUSTER_CLUSTER!r}: choose simulated or kubernetes.")

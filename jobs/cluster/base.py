@@ -52,6 +52,11 @@ class PodStatus:
     phase: PodPhase
     exit_code: int | None = None
     message: str = ""
+    # The cluster's short reason, e.g. "DeadlineExceeded" when the pod outlived activeDeadlineSeconds.
+    reason: str = ""
+
+
+DEADLINE_EXCEEDED = "DeadlineExceeded"
 
 
 class ClusterBackend(Protocol):
@@ -66,8 +71,7 @@ class ClusterBackend(Protocol):
     def teardown_gang(self, job_id: int, attempt: int, grace_seconds: int | None = None) -> None:
         """Delete every pod of one attempt, giving them `grace_seconds` after SIGTERM. Deleting what is gone is success."""
 
-    def observe_gang(self, job_id: int, attempt: int) -> list[PodStatus]:
-        """The pods of one attempt as they are now; an empty list means they are gone."""
+    def observe_gangs(self) -> dict[tuple[int, int], list[PodStatus]]:
+        """Every gang with pods on the cluster, by (job id, attempt), its pods by rank: one read per cycle.
 
-    def list_gangs(self) -> set[tuple[int, int]]:
-        """(job id, attempt) of every gang that has pods on the cluster, for reconciliation."""
+        A gang missing from the result has no pods left."""

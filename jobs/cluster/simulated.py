@@ -78,10 +78,12 @@ class SimulatedCluster:
         # Simulated pods hold no state to checkpoint: they stop at once, whatever the grace period.
         SimulatedPod.objects.filter(job_id=job_id, attempt=attempt).delete()
 
-    def observe_gang(self, job_id: int, attempt: int) -> list[PodStatus]:
+    def observe_gangs(self) -> dict[tuple[int, int], list[PodStatus]]:
         now = self.clock()
-        pods = SimulatedPod.objects.filter(job_id=job_id, attempt=attempt).order_by("rank")
-        return [self._status(pod, now) for pod in pods]
+        gangs: dict[tuple[int, int], list[PodStatus]] = {}
+        for pod in SimulatedPod.objects.order_by("job_id", "attempt", "rank"):
+            gangs.setdefault((pod.job_id, pod.attempt), []).append(self._status(pod, now))
+        return gangs
 
     def list_gangs(self) -> set[tuple[int, int]]:
         return set(SimulatedPod.objects.values_list("job_id", "attempt").distinct())

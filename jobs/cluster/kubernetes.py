@@ -1,0 +1,243 @@
+"""The Kubernetes backend: each job attempt is a headless Service and one pod per node (jobs/cluster/manifests.py).
+
+Talks to the API server with the official client. Every call that fails because
+the server cannot be reached (connection errors, 5xx, 429) raises
+`ClusterUnavailable`, so the cycle keeps jobs queued and tries again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from django.conf import settings
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from jobs.cluster.base import ClusterNode, ClusterUnavailable, GangSpec, PodPhase, PodStatus
+from jobs.cluster.manifests import (
+    LABEL_ATTEMPT,
+    LABEL_JOB,
+    LABEL_MANAGED,
+    LABEL_RANK,
+    MANAGED_BY,
+    PodOptions,
+    gang_name,
+    gang_selector,
+    pod_manifest,
+    pod_name,
+    service_manifest,
+)
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# Taints that keep Muster's pods off a node; the GPU operator's own taint is tolerated (see manifests).
+_BLOCKING_TAINT_EFFECTS = {"NoSchedule", "NoExecute"}
+
+
+def options_from_settings() -> PodOptions:
+    return PodOptions(
+        namespace=settings.MUSTER_K8S_NAMESPACE,
+        gpu_resource=settings.MUSTER_K8S_GPU_RESOURCE,
+        cpu_per_gpu=settings.MUSTER_K8S_CPU_PER_GPU,
+        memory_per_gpu=settings.MUSTER_K8S_MEMORY_PER_GPU,
+        shm_size=settings.MUSTER_K8S_SHM_SIZE,
+        master_port=settings.MUSTER_K8S_MASTER_PORT,
+        termination_grace_seconds=settings.MUSTER_K8S_TERMINATION_GRACE_SECONDS,
+        extra_resources=dict(settings.MUSTER_K8S_EXTRA_RESOURCES),
+        pod_annotations=dict(settings.MUSTER_K8S_POD_ANNOTATIONS),
+        host_network_teams=frozenset(settings.MUSTER_K8S_HOST_NETWORK_TEAMS),
+        image_pull_secret=settings.MUSTER_K8S_IMAGE_PULL_SECRET,
+        service_account=settings.MUSTER_K8S_SERVICE_ACCOUNT,
+    )
+
+
+def api_client_from_settings() -> client.ApiClient:
+    """From KUBECONFIG (or MUSTER_K8S_KUBECONFIG), else the in-cluster service account."""
+    path = settings.MUSTER_K8S_KUBECONFIG
+    try:
+        if path:
+            return config.new_client_from_config(config_file=path)
+        configuration = client.Configuration()
+        config.load_incluster_config(client_configuration=configuration)
+        return client.ApiClient(configuration)
+    except (config.ConfigException, OSError) as exc:
+        raise ClusterUnavailable(f"no Kubernetes configuration: {exc}") from exc
+
+
+def _unavailable(exc: Exception) -> bool:
+    if isinstance(exc, ApiException):
+        return exc.status is None or exc.status == 0 or exc.status == 429 or exc.status >= 500
+    return isinstance(exc, HTTPError | OSError)
+
+
+@dataclass
+class KubernetesCluster:
+    api: client.ApiClient
+    options: PodOptions = field(default_factory=PodOptions)
+    rack_label: str = "topology.kubernetes.io/zone"
+    gpu_model_label: str = "nvidia.com/gpu.product"
+    request_timeout: float = 10.0
+    simulated: bool = False
+
+    @classmethod
+    def from_settings(cls) -> KubernetesCluster:
+        return cls(
+            api=api_client_from_settings(),
+            options=options_from_settings(),
+            rack_label=settings.MUSTER_K8S_RACK_LABEL,
+            gpu_model_label=settings.MUSTER_K8S_GPU_MODEL_LABEL,
+            request_timeout=settings.MUSTER_K8S_REQUEST_TIMEOUT_SECONDS,
+        )
+
+    @property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api)
+
+    def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(*args, _request_timeout=self.request_timeout, **kwargs)
+        except Exception as exc:
+            if _unavailable(exc):
+                raise ClusterUnavailable(f"Kubernetes API server unreachable ({what}): {exc}") from exc
+            raise
+
+    # --- nodes -----------------------------------------------------------------------------------
+
+    def list_nodes(self) -> list[ClusterNode]:
+        nodes = self._call("list nodes", self.core.list_node).items
+        return sorted((self._node(n) for n in nodes if self._gpus(n) > 0), key=lambda n: n.name)
+
+    def _gpus(self, node: client.V1Node) -> int:
+        allocatable = (node.status and node.status.allocatable) or {}
+        try:
+            return int(allocatable.get(self.options.gpu_resource, 0))
+        except ValueError:
+            return 0
+
+    def _node(self, node: client.V1Node) -> ClusterNode:
+        labels = node.metadata.labels or {}
+        return ClusterNode(
+            name=node.metadata.name,
+            gpus_total=self._gpus(node),
+            rack=labels.get(self.rack_label, ""),
+            gpu_model=labels.get(self.gpu_model_label, ""),
+            schedulable=_schedulable(node, self.options.gpu_resource),
+        )
+
+    # --- gangs -----------------------------------------------------------------------------------
+
+    def launch_gang(self, spec: GangSpec) -> None:
+        """Create the Service, then every pod owned by it. What already exists is kept: a retry never doubles a gang."""
+        service = self._create("service", self.core.create_namespaced_service, service_manifest(spec, self.options))
+        if service is None:
+            service = self._call(
+                "read service", self.core.read_namespaced_service, gang_name(spec.job_id, spec.attempt), self.options.namespace
+            )
+        uid = service.metadata.uid
+        for rank in range(len(spec.node_names)):
+            self._create("pod", self.core.create_namespaced_pod, pod_manifest(spec, rank, self.options, owner_uid=uid))
+
+    def _create(self, what: str, fn: Callable[..., T], body: dict[str, Any]) -> T | None:
+        try:
+            return self._call(f"create {what}", fn, self.options.namespace, body)
+        except ApiException as exc:
+            if exc.status == 409:  # AlreadyExists: a retried launch found its own object
+                return None
+            raise
+
+    def teardown_gang(self, job_id: int, attempt: int, grace_seconds: int | None = None) -> None:
+        """Delete the gang's pods (with the grace period, so training code can checkpoint on SIGTERM) and its Service."""
+        grace = self.options.termination_grace_seconds if grace_seconds is None else grace_seconds
+        namespace = self.options.namespace
+        self._call(
+            "delete pods",
+            self.core.delete_collection_namespaced_pod,
+            namespace,
+            label_selector=gang_selector(job_id, attempt),
+            grace_period_seconds=grace,
+        )
+        try:
+            self._call(
+                "delete service",
+                self.core.delete_namespaced_service,
+                gang_name(job_id, attempt),
+                namespace,
+                body=client.V1DeleteOptions(propagation_policy="Background", grace_period_seconds=grace),
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    def observe_gangs(self) -> dict[tuple[int, int], list[PodStatus]]:
+        pods = self._call(
+            "list pods", self.core.list_namespaced_pod, self.options.namespace, label_selector=f"{LABEL_MANAGED}={MANAGED_BY}"
+        ).items
+        gangs: dict[tuple[int, int], list[PodStatus]] = {}
+        for pod in pods:
+            key = _gang_key(pod)
+            if key is None or pod.metadata.deletion_timestamp is not None:
+                continue  # a pod being deleted no longer counts for its gang
+            gangs.setdefault(key, []).append(_pod_status(pod))
+        for statuses in gangs.values():
+            statuses.sort(key=lambda s: s.rank)
+        return gangs
+
+    def list_gangs(self) -> set[tuple[int, int]]:
+        return set(self.observe_gangs())
+
+    def read_logs(self, job_id: int, attempt: int, rank: int, tail: int | None = None) -> str:
+        try:
+            return self._call(
+                "read logs", self.core.read_namespaced_pod_log, pod_name(job_id, attempt, rank), self.options.namespace, tail_lines=tail
+            )
+        except ApiException as exc:
+            if exc.status in (400, 404):
+                return ""
+            raise
+
+
+def _gang_key(pod: client.V1Pod) -> tuple[int, int] | None:
+    labels = pod.metadata.labels or {}
+    try:
+        return int(labels[LABEL_JOB]), int(labels[LABEL_ATTEMPT])
+    except (KeyError, ValueError):
+        return None
+
+
+def _pod_status(pod: client.V1Pod) -> PodStatus:
+    labels = pod.metadata.labels or {}
+    status = pod.status or client.V1PodStatus()
+    phase = {p.value: p for p in PodPhase}.get(status.phase or "Pending", PodPhase.PENDING)
+    exit_code = None
+    message = status.message or ""
+    for container in status.container_statuses or []:
+        terminated = container.state and container.state.terminated
+        if terminated is not None:
+            exit_code = terminated.exit_code
+            if terminated.exit_code:
+                message = message or f"container {container.name} exited with code {terminated.exit_code} ({terminated.reason or 'Error'})."
+    return PodStatus(
+        rank=int(labels.get(LABEL_RANK, 0)),
+        node_name=pod.spec.node_name or "",
+        phase=phase,
+        exit_code=exit_code,
+        message=message,
+        reason=status.reason or "",
+    )
+
+
+def _schedulable(node: client.V1Node, gpu_resource: str) -> bool:
+    if node.spec and node.spec.unschedulable:
+        return False
+    ready = any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
+    if not ready:
+        return False
+    for taint in (node.spec.taints if node.spec else None) or []:
+        if taint.effect in _BLOCKING_TAINT_EFFECTS and taint.key != gpu_resource:
+            return False
+    return True

@@ -1,0 +1,201 @@
+"""The Kubernetes objects of one gang attempt, as plain dicts: pure, so they are unit-tested and dry-run as they are.
+
+One attempt of a job is a headless Service (rendezvous, and the owner of the rest,
+so one delete removes the gang) and one pod per node, each pinned to the node the
+scheduler chose by required node affinity, so kube-scheduler still validates and
+binds it. Names derive from job id and attempt, so a retried launch finds its own
+objects instead of doubling the gang.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from jobs.cluster.base import GangSpec
+
+LABEL_JOB = "muster.io/job-id"
+LABEL_ATTEMPT = "muster.io/attempt"
+LABEL_RANK = "muster.io/rank"
+LABEL_USER = "muster.io/user"
+LABEL_TEAM = "muster.io/team"
+LABEL_MANAGED = "app.kubernetes.io/managed-by"
+MANAGED_BY = "muster"
+# Read only by the test cluster's KWOK stages: how long a fake pod "runs" and how it exits.
+ANNOTATION_SIM_DURATION = "muster.io/sim-duration"
+ANNOTATION_SIM_EXIT_CODE = "muster.io/sim-exit-code"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+@dataclass(frozen=True)
+class PodOptions:
+    """What a site sets about the pods Muster creates (settings MUSTER_K8S_*)."""
+
+    namespace: str = "muster-jobs"
+    gpu_resource: str = "nvidia.com/gpu"
+    cpu_per_gpu: str = "8"
+    memory_per_gpu: str = "64Gi"
+    shm_size: str = "32Gi"
+    master_port: int = 29500
+    termination_grace_seconds: int = 30
+    # Extra resources per pod, e.g. {"rdma/hca_shared_devices_a": "1"} or an SR-IOV VF resource.
+    extra_resources: dict[str, str] = field(default_factory=dict)
+    # e.g. {"k8s.v1.cni.cncf.io/networks": "roce-net"} for multus.
+    pod_annotations: dict[str, str] = field(default_factory=dict)
+    # Teams whose pods may use the host network (an admin's choice; off for everyone else).
+    host_network_teams: frozenset[str] = frozenset()
+    image_pull_secret: str = ""
+    service_account: str = ""
+
+
+def gang_name(job_id: int, attempt: int) -> str:
+    return f"muster-{job_id}-{attempt}"
+
+
+def pod_name(job_id: int, attempt: int, rank: int) -> str:
+    return f"{gang_name(job_id, attempt)}-{rank}"
+
+
+def label_value(text: str) -> str:
+    """A string as a valid label value (<= 63 chars of [A-Za-z0-9._-], alphanumeric at both ends)."""
+    value = re.sub(r"[^A-Za-z0-9._-]", "_", text)[:63]
+    return value.strip("._-")
+
+
+def gang_selector(job_id: int, attempt: int | None = None) -> str:
+    selector = f"{LABEL_JOB}={job_id}"
+    return selector if attempt is None else f"{selector},{LABEL_ATTEMPT}={attempt}"
+
+
+def gang_labels(spec: GangSpec) -> dict[str, str]:
+    labels = {
+        LABEL_MANAGED: MANAGED_BY,
+        LABEL_JOB: str(spec.job_id),
+        LABEL_ATTEMPT: str(spec.attempt),
+        LABEL_USER: label_value(spec.owner),
+    }
+    if spec.team:
+        labels[LABEL_TEAM] = label_value(spec.team)
+    return labels
+
+
+def service_manifest(spec: GangSpec, options: PodOptions) -> dict[str, Any]:
+    """Headless Service: stable DNS names `<pod>.<service>` for rendezvous, and the owner of the gang's pods."""
+    labels = gang_labels(spec)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": gang_name(spec.job_id, spec.attempt), "namespace": options.namespace, "labels": labels},
+        "spec": {
+            "clusterIP": "None",
+            "selector": {LABEL_JOB: labels[LABEL_JOB], LABEL_ATTEMPT: labels[LABEL_ATTEMPT]},
+            "ports": [{"name": "rendezvous", "port": options.master_port, "targetPort": options.master_port}],
+            # Ranks must resolve each other before they are ready: rendezvous is what makes them ready.
+            "publishNotReadyAddresses": True,
+        },
+    }
+
+
+def rendezvous_env(spec: GangSpec, rank: int, options: PodOptions) -> dict[str, str]:
+    """What torchrun (and most launchers) read; rank 0's pod is the master."""
+    service = gang_name(spec.job_id, spec.attempt)
+    return {
+        "MASTER_ADDR": f"{pod_name(spec.job_id, spec.attempt, 0)}.{service}.{options.namespace}.svc",
+        "MASTER_PORT": str(options.master_port),
+        "WORLD_SIZE": str(len(spec.node_names)),
+        "NODE_RANK": str(rank),
+        "NPROC_PER_NODE": str(spec.gpus_per_node),
+        "MUSTER_JOB_ID": str(spec.job_id),
+        "MUSTER_ATTEMPT": str(spec.attempt),
+        # One line per rank's host, for MPI launchers (`mpirun --hostfile`).
+        "MUSTER_HOSTS": ",".join(f"{pod_name(spec.job_id, spec.attempt, r)}.{service}" for r in range(len(spec.node_names))),
+    }
+
+
+def pod_manifest(spec: GangSpec, rank: int, options: PodOptions, owner_uid: str | None = None) -> dict[str, Any]:
+    node = spec.node_names[rank]
+    labels = {**gang_labels(spec), LABEL_RANK: str(rank)}
+    annotations = dict(options.pod_annotations)
+    if spec.simulate:
+        annotations[ANNOTATION_SIM_DURATION] = f"{float(spec.simulate.get('duration_seconds', 30)):g}s"
+        # A failing job fails on its last rank, the way one bad rank takes a gang down (as in the simulated cluster).
+        exit_code = int(spec.simulate.get("exit_code", 0)) if rank == len(spec.node_names) - 1 else 0
+        annotations[ANNOTATION_SIM_EXIT_CODE] = str(exit_code)
+    gpus = str(spec.gpus_per_node)
+    cpu = _times(options.cpu_per_gpu, spec.gpus_per_node)
+    memory = _times(options.memory_per_gpu, spec.gpus_per_node)
+    resources = {options.gpu_resource: gpus, "cpu": cpu, "memory": memory, **options.extra_resources}
+    env = {**spec.env, **rendezvous_env(spec, rank, options)}
+    metadata: dict[str, Any] = {
+        "name": pod_name(spec.job_id, spec.attempt, rank),
+        "namespace": options.namespace,
+        "labels": labels,
+        "annotations": annotations,
+    }
+    if owner_uid:
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "name": gang_name(spec.job_id, spec.attempt),
+                "uid": owner_uid,
+                "blockOwnerDeletion": True,
+            }
+        ]
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "hostname": pod_name(spec.job_id, spec.attempt, rank),
+        "subdomain": gang_name(spec.job_id, spec.attempt),
+        "activeDeadlineSeconds": int(spec.wall_time_seconds),
+        "terminationGracePeriodSeconds": options.termination_grace_seconds,
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "hostNetwork": spec.team in options.host_network_teams if spec.team else False,
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": [node]}]}]
+                }
+            }
+        },
+        # The GPU operator taints GPU nodes; Muster's pods are meant for them.
+        "tolerations": [{"key": options.gpu_resource, "operator": "Exists", "effect": "NoSchedule"}],
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [
+            {
+                "name": "main",
+                "image": spec.image,
+                "command": list(spec.command),
+                "env": [{"name": k, "value": v} for k, v in sorted(env.items())],
+                "resources": {"requests": resources, "limits": resources},
+                "ports": [{"name": "rendezvous", "containerPort": options.master_port}],
+                "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "privileged": False,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+            }
+        ],
+        # NCCL needs a large /dev/shm; the default 64 MiB makes multi-GPU collectives fail.
+        "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": options.shm_size}}],
+    }
+    if options.image_pull_secret:
+        pod_spec["imagePullSecrets"] = [{"name": options.image_pull_secret}]
+    if options.service_account:
+        pod_spec["serviceAccountName"] = options.service_account
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
+
+
+_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([A-Za-z]*)$")
+
+
+def _times(quantity: str, n: int) -> str:
+    """'64Gi' x 8 -> '512Gi'; '8' x 2 -> '16'; '500m' x 3 -> '1500m'."""
+    match = _QUANTITY.match(quantity.strip())
+    if not match:
+        raise ValueError(f"not a Kubernetes quantity: {quantity!r}")
+    number, unit = match.groups()
+    value = float(number) * n
+    return f"{value:g}{unit}" if value != int(value) else f"{int(value)}{unit}"
