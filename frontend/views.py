@@ -13,7 +13,9 @@ from django.views.decorators.http import require_POST
 
 from frontend.forms import JobForm
 from jobs.api.serializers import JobSubmitSerializer
+from jobs.cluster import ClusterUnavailable, get_backend
 from jobs.errors import JobFinished
+from jobs.models import Job
 from jobs.selectors import job_assigned_nodes, jobs_visible_to, nodes_with_usage, queue_plan
 from jobs.services import job_cancel, job_check_fits_cluster, job_submit, nodes_ensure_known
 from jobs.states import ACTIVE_STATES, JobState
@@ -66,6 +68,9 @@ def _cluster_fit_errors(*, nodes: int, gpus_per_node: int) -> dict[str, list[str
     return {}
 
 
+LOG_TAIL_LINES = 200
+
+
 @login_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(jobs_visible_to(request.user).prefetch_related("events"), pk=pk)
@@ -75,6 +80,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         simulated_run = (simulate.get("duration_seconds", settings.MUSTER_SIM_DEFAULT_DURATION_SECONDS), simulate.get("exit_code", 0))
     if job.state == JobState.PENDING:
         entry = queue_plan().by_job.get(job.pk)
+    logs = _logs(job, request.GET.get("rank", "0"))
     return render(
         request,
         "frontend/job_detail.html",
@@ -82,10 +88,24 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "job": job,
             "assigned_nodes": job_assigned_nodes(job),
             "queue_entry": entry,
+            "logs": logs,
             "simulated_run": simulated_run,
             "live": job.state in ACTIVE_STATES or job.state == JobState.PENDING,
         },
     )
+
+
+def _logs(job: Job, rank_param: str) -> dict[str, object] | None:
+    """The last lines of one rank's pod, or why there are none; None before the job first starts."""
+    if job.attempt == 0:
+        return None
+    rank = int(rank_param) if rank_param.isdigit() and int(rank_param) < job.nodes else 0
+    try:
+        text = get_backend().read_logs(job.pk, job.attempt, rank, LOG_TAIL_LINES)
+        error = ""
+    except ClusterUnavailable as exc:
+        text, error = "", f"The cluster cannot be reached: {exc}"
+    return {"rank": rank, "ranks": range(job.nodes), "text": text, "error": error, "tail": LOG_TAIL_LINES}
 
 
 @login_required

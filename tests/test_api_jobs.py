@@ -405,3 +405,24 @@ def test_api_docs_render_for_a_logged_in_user(user: Any) -> None:
     response = client.get("/api/docs/")
     assert response.status_code == 200
     assert b"swagger" in response.content.lower()
+
+
+# --- logs --------------------------------------------------------------------------------------
+
+
+def test_logs_of_a_rank(api: APIClient, other_api: APIClient, submit: Any, sim: Any) -> None:
+    job = submit(nodes=2)
+    url = job_url(job["id"]) + "logs/"
+    response = api.get(url)
+    assert response.status_code == 409 and "has not started" in response.json()["detail"]
+    sim.cycle()
+    node = api.get(job_url(job["id"])).json()["assigned_nodes"][1]
+    body = api.get(url, {"rank": 1, "tail": 5}).json()
+    assert body["rank"] == 1 and body["attempt"] == 1
+    assert f"rank 1 on {node}" in body["logs"]
+    assert api.get(url, {"tail": 1}).json()["logs"].count("\n") == 1
+    bad = api.get(url, {"rank": 2})
+    assert bad.status_code == 400 and "0 to 1" in bad.json()["rank"][0]
+    assert api.get(url, {"tail": 0}).status_code == 400
+    assert api.get(url, {"lines": 3}).json() == {"lines": ["Unknown field."]}
+    assert other_api.get(url).status_code == 404

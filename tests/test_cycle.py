@@ -217,3 +217,13 @@ def test_nodes_the_cluster_stops_reporting_are_not_used(submit, sim) -> None:
     sim.cycle()
     assert set(Allocation.objects.filter(job_id=job_id).values_list("node__name", flat=True)) == {"sim-node-000", "sim-node-001"}
     assert Job.objects.get(pk=other).state == JobState.PENDING
+
+
+def test_job_page_shows_a_ranks_logs(submit, sim) -> None:
+    job_id = submit(nodes=2)["id"]
+    page = Client()
+    page.force_login(Job.objects.get(pk=job_id).owner)
+    assert 'data-testid="logs"' not in page.get(f"/jobs/{job_id}/").content.decode()  # not started: no logs yet
+    sim.cycle()
+    html = page.get(f"/jobs/{job_id}/?rank=1").content.decode()
+    assert 'data-testid="logs"' in html and f"job {job_id} attempt 1 rank 1" in html

@@ -254,3 +254,21 @@ def queue_summary(plan: QueuePlan) -> dict[str, Any]:
         "running_over_quota": plan.running_over_quota,
         "gpus_over_quota": plan.gpus_over_quota,
     }
+
+
+class LogsQuerySerializer(StrictSerializer):
+    rank = serializers.IntegerField(min_value=0, default=0, help_text="Which rank's pod (0 is the master).")
+    tail = serializers.IntegerField(min_value=1, max_value=10_000, default=500, help_text="Last lines to return.")
+
+    def validate_rank(self, value: int) -> int:
+        job = self.context["job"]
+        if value >= job.nodes:
+            raise serializers.ValidationError(f"The job has {job.nodes} rank{'s' if job.nodes != 1 else ''}: 0 to {job.nodes - 1}.")
+        return value
+
+
+class LogsSerializer(serializers.Serializer):
+    job = serializers.IntegerField()
+    attempt = serializers.IntegerField()
+    rank = serializers.IntegerField()
+    logs = serializers.CharField()

@@ -10,16 +10,20 @@ from rest_framework.generics import ListAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from jobs.api.errors import Conflict
 from jobs.api.filters import JobFilter
 from jobs.api.pagination import QueuePagination
 from jobs.api.serializers import (
     JobDetailSerializer,
     JobSerializer,
     JobSubmitSerializer,
+    LogsQuerySerializer,
+    LogsSerializer,
     NodeSerializer,
     QueueEntrySerializer,
     queue_summary,
 )
+from jobs.cluster import get_backend
 from jobs.models import Job, Node
 from jobs.selectors import QueueEntry, jobs_visible_to, nodes_with_usage, queue_plan
 from jobs.services import job_cancel, job_submit
@@ -55,6 +59,19 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         job = job_cancel(job=self.get_object(), by=request.user)
         job = self.get_queryset().prefetch_related("events").get(pk=job.pk)
         return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data)
+
+    @extend_schema(parameters=[LogsQuerySerializer], responses={200: LogsSerializer, 409: None, 503: None})
+    @action(detail=True, methods=["get"])
+    def logs(self, request: Request, pk: str | None = None) -> Response:
+        """A rank's pod logs of the job's latest attempt, read from the cluster."""
+        job = self.get_object()
+        query = LogsQuerySerializer(data=request.query_params.dict(), context={"job": job})
+        query.is_valid(raise_exception=True)
+        if job.attempt == 0:
+            raise Conflict(f"Job {job.pk} has not started yet: it has no logs.")
+        rank, tail = query.validated_data["rank"], query.validated_data["tail"]
+        text = get_backend().read_logs(job.pk, job.attempt, rank, tail)
+        return Response({"job": job.pk, "attempt": job.attempt, "rank": rank, "logs": text})
 
 
 class NodeViewSet(viewsets.ReadOnlyModelViewSet):

@@ -75,3 +75,6 @@ class ClusterBackend(Protocol):
         """Every gang with pods on the cluster, by (job id, attempt), its pods by rank: one read per cycle.
 
         A gang missing from the result has no pods left."""
+
+    def read_logs(self, job_id: int, attempt: int, rank: int, tail: int | None = None) -> str:
+        """The last `tail` lines a rank's pod wrote (all when None); empty when the pod is gone."""

@@ -85,6 +85,17 @@ class SimulatedCluster:
             gangs.setdefault((pod.job_id, pod.attempt), []).append(self._status(pod, now))
         return gangs
 
+    def read_logs(self, job_id: int, attempt: int, rank: int, tail: int | None = None) -> str:
+        pod = SimulatedPod.objects.filter(job_id=job_id, attempt=attempt, rank=rank).first()
+        if pod is None:
+            return ""
+        status = self._status(pod, self.clock())
+        lines = [
+            f"[simulated cluster] no container runs: job {job_id} attempt {attempt} rank {rank} on {pod.node_name}",
+            f"[simulated cluster] pod is {status.phase.value}; simulated run time {pod.duration_seconds:g} s, exit code {pod.exit_code}",
+        ]
+        return "\n".join(lines[-tail:] if tail else lines) + "\n"
+
     def list_gangs(self) -> set[tuple[int, int]]:
         return set(SimulatedPod.objects.values_list("job_id", "attempt").distinct())
 
