@@ -28,6 +28,11 @@ pids+=($!)
 pids+=($!)
 "$BIN/celery" -A config beat --loglevel WARNING --schedule "$MUSTER_DATA_DIR/celerybeat-schedule" &
 pids+=($!)
+if [[ ${MUSTER_CLUSTER:-simulated} == kubernetes ]]; then
+  # Pod and node events trigger a cycle at once instead of waiting for beat's next tick.
+  "$BIN/python" manage.py muster_watch &
+  pids+=($!)
+fi
 
 cat <<MSG
 
@@ -37,7 +42,7 @@ cat <<MSG
   Logins are above (also in $MUSTER_DATA_DIR/local-logins.txt). Ctrl-C stops everything.
 
 MSG
-# Exit (and stop the others) as soon as any one of the three dies.
+# Exit (and stop the others) as soon as any one of them dies.
 wait -n "${pids[@]}"
 echo "a Muster process exited; stopping the rest" >&2
 exit 1

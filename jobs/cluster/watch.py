@@ -1,0 +1,117 @@
+"""Watches Muster's pods and the cluster's nodes, and asks for a scheduling cycle when something changes.
+
+The cycle stays the one place that moves jobs (it re-reads the whole world under its
+lock), so the watch only has to be prompt, not exact: every event that may change a
+job's state (a pod running, failing, succeeding or vanishing; a node appearing,
+going NotReady or disappearing) enqueues one cycle, at most one per `debounce`
+seconds. A `410 Gone` (the resource version fell out of the API server's window)
+relists and goes on; a lost connection waits and reconnects, while beat's periodic
+cycle keeps everything moving in between.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kubernetes import watch
+from kubernetes.client.exceptions import ApiException
+
+from jobs.cluster.kubernetes import KubernetesCluster
+from jobs.cluster.manifests import LABEL_MANAGED, MANAGED_BY
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Trigger:
+    """Calls `fire` at most once per `debounce` seconds, however many events arrive."""
+
+    fire: Callable[[], object]
+    debounce: float = 1.0
+    clock: Callable[[], float] = time.monotonic
+    _last: float = field(default=float("-inf"), init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def __call__(self) -> bool:
+        with self._lock:
+            now = self.clock()
+            if now - self._last < self.debounce:
+                return False
+            self._last = now
+        self.fire()
+        return True
+
+
+@dataclass
+class ResourceWatch:
+    """One watched collection: list once for a resource version, then follow events; relist on 410."""
+
+    name: str
+    list_fn: Callable[..., object]
+    on_event: Callable[[str, object], None]
+    kwargs: dict[str, object] = field(default_factory=dict)
+    resync_seconds: int = 300
+    relists: int = 0
+
+    def run(self, stop: threading.Event, retry_seconds: float = 2.0) -> None:
+        version = ""
+        while not stop.is_set():
+            try:
+                if not version:
+                    listed = self.list_fn(**self.kwargs)
+                    version = listed.metadata.resource_version
+                    self.relists += 1
+                    self.on_event("RELISTED", listed)
+                stream = watch.Watch().stream(
+                    self.list_fn, resource_version=version, timeout_seconds=self.resync_seconds, allow_watch_bookmarks=True, **self.kwargs
+                )
+                for event in stream:
+                    if stop.is_set():
+                        return
+                    obj = event["object"]
+                    version = obj.metadata.resource_version or version
+                    if event["type"] != "BOOKMARK":
+                        self.on_event(event["type"], obj)
+            except ApiException as exc:
+                if exc.status == 410:
+                    logger.info("%s watch: resource version %s is gone; relisting", self.name, version)
+                    version = ""
+                    continue
+                logger.warning("%s watch failed: %s; retrying in %.0f s", self.name, exc, retry_seconds)
+                stop.wait(retry_seconds)
+            except Exception as exc:  # connection lost, API server down: beat's cycles go on meanwhile
+                logger.warning("%s watch lost its connection: %s; retrying in %.0f s", self.name, exc, retry_seconds)
+                version = ""
+                stop.wait(retry_seconds)
+
+
+def watches_for(cluster: KubernetesCluster, trigger: Callable[[], object]) -> list[ResourceWatch]:
+    def on_event(kind: str, obj: object) -> None:
+        trigger()
+
+    core = cluster.core
+    return [
+        ResourceWatch(
+            name="pods",
+            list_fn=core.list_namespaced_pod,
+            on_event=on_event,
+            kwargs={"namespace": cluster.options.namespace, "label_selector": f"{LABEL_MANAGED}={MANAGED_BY}"},
+        ),
+        ResourceWatch(name="nodes", list_fn=core.list_node, on_event=on_event),
+    ]
+
+
+def watch_forever(cluster: KubernetesCluster, trigger: Callable[[], object], stop: threading.Event | None = None) -> None:
+    stop = stop or threading.Event()
+    threads = [threading.Thread(target=w.run, args=(stop,), name=f"watch-{w.name}", daemon=True) for w in watches_for(cluster, trigger)]
+    for thread in threads:
+        thread.start()
+    try:
+        while not stop.wait(1.0):
+            pass
+    finally:
+        stop.set()
