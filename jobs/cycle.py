@@ -53,10 +53,10 @@ def run_cycle(*, backend: ClusterBackend | None = None, now: datetime | None = N
         report = CycleReport(ran=True)
         try:
             backend = backend or get_backend()
-            nodes_sync(cluster_nodes=backend.list_nodes())
+            present = {n.name for n in nodes_sync(cluster_nodes=backend.list_nodes())}
             _charge_active(now)
             gangs = backend.observe_gangs()
-            followed = _observe_active(backend, gangs, now, report)
+            followed = _observe_active(backend, gangs, present, now, report)
             _reconcile(backend, set(gangs) - followed, report)
         except ClusterUnavailable as exc:
             # Jobs stay queued and nothing is lost; the next cycle tries again.
@@ -75,7 +75,7 @@ def run_cycle(*, backend: ClusterBackend | None = None, now: datetime | None = N
 
 
 def _observe_active(
-    backend: ClusterBackend, gangs: dict[tuple[int, int], list[PodStatus]], now: datetime, report: CycleReport
+    backend: ClusterBackend, gangs: dict[tuple[int, int], list[PodStatus]], present: set[str], now: datetime, report: CycleReport
 ) -> set[tuple[int, int]]:
     """Move every SCHEDULED/RUNNING job by what its pods do; returns the gangs it looked at."""
     followed: set[tuple[int, int]] = set()
@@ -83,18 +83,23 @@ def _observe_active(
         followed.add((job.pk, job.attempt))
         pods = gangs.get((job.pk, job.attempt), [])
         try:
-            _follow(backend, job, pods, now, report)
+            _follow(backend, job, pods, present, now, report)
         except IllegalTransition as exc:
             # Someone (a cancel) moved the job while we looked; their move stands.
             logger.info("job %s moved during the cycle: %s", job.pk, exc)
     return followed
 
 
-def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], now: datetime, report: CycleReport) -> None:
+def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: set[str], now: datetime, report: CycleReport) -> None:
     if job.state == JobState.RUNNING and job.started_at and now >= job.started_at + timedelta(seconds=job.wall_time_seconds):
         job_transition(job, JobState.TIMED_OUT, reason=f"Stopped: wall time of {job.wall_time_seconds} s reached.", now=now)
         backend.teardown_gang(job.pk, job.attempt)
         report.ended[job.pk] = JobState.TIMED_OUT
+        return
+    lost = sorted({p.node_name for p in pods if p.node_name and p.node_name not in present})
+    if lost:
+        # The cluster's fault, not the job's: back to the queue without spending a restart, to resume elsewhere.
+        _requeue(backend, job, now, report, f"Node {', '.join(lost)} left the cluster under attempt {job.attempt}; requeued.")
         return
     if len(pods) < job.nodes:
         _retry_or_fail(backend, job, now, report, f"{job.nodes - len(pods)} of {job.nodes} pods vanished from the cluster.", None)

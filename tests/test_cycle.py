@@ -227,3 +227,21 @@ def test_job_page_shows_a_ranks_logs(submit, sim) -> None:
     sim.cycle()
     html = page.get(f"/jobs/{job_id}/?rank=1").content.decode()
     assert 'data-testid="logs"' in html and f"job {job_id} attempt 1 rank 1" in html
+
+
+def test_a_node_leaving_under_a_running_job_requeues_it_without_spending_a_restart(submit, sim) -> None:
+    job_id = submit(nodes=1, max_restarts=0)["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    node = Allocation.objects.get(job_id=job_id).node.name
+    assert node == "sim-node-000"
+    sim.cluster.nodes = 15  # the last node leaves; move the job there first
+    Allocation.objects.filter(job_id=job_id).update(node=Node.objects.get(name="sim-node-015"))
+    SimulatedPod.objects.filter(job_id=job_id).update(node_name="sim-node-015")
+    sim.cycle()
+    job = Job.objects.get(pk=job_id)
+    reason = JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last().reason
+    assert "Node sim-node-015 left the cluster" in reason
+    # Not the job's fault: no restart spent, and it runs again elsewhere in the same cycle.
+    assert job.restarts == 0 and job.attempt == 2 and job.state == JobState.SCHEDULED
+    assert Allocation.objects.get(job_id=job_id, attempt=2).node.name != "sim-node-015"
