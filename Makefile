@@ -32,6 +32,7 @@ lint: $(STAMP)
 clean:
 	rm -rf var .pytest_cache
 
-## Scheduler benchmark: one JSON line per case (see benchmarks/bench_scheduler.py for the bar).
+## Benchmarks, one JSON line per case: the scheduler (benchmarks/bench_scheduler.py), and a 32-node launch on the test cluster.
 bench: $(STAMP)
 	$(PY) -m benchmarks.bench_scheduler
+	$(PY) -m benchmarks.bench_launch
