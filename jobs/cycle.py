@@ -29,6 +29,22 @@ from quotas.services import ledger_charge_active
 
 logger = logging.getLogger(__name__)
 
+# Reasons are stored in columns of this many characters (Job.pending_reason, Job.state_reason, JobEvent.reason).
+REASON_MAX_CHARS = 500
+# What `fit_reason` keeps of a long reason's end: the sentence saying what happens next.
+REASON_TAIL_CHARS = 160
+
+
+def fit_reason(text: str) -> str:
+    """A reason that fits its column. Long ones (a gang's node list) lose their middle, keeping how they end.
+
+    A reason too long for PostgreSQL's varchar(500) would make the write fail and with it the whole cycle.
+    """
+    if len(text) <= REASON_MAX_CHARS:
+        return text
+    head = REASON_MAX_CHARS - REASON_TAIL_CHARS - 1
+    return f"{text[:head]}…{text[-REASON_TAIL_CHARS:]}"
+
 
 @dataclass
 class CycleReport:
@@ -149,13 +165,14 @@ def _retry_or_fail(backend: ClusterBackend, job: Job, now: datetime, report: Cyc
             restarts=job.restarts + 1,
         )
         return
-    job_transition(job, JobState.FAILED, reason=f"Attempt {job.attempt} failed: {why}", now=now, exit_code=exit_code)
+    job_transition(job, JobState.FAILED, reason=fit_reason(f"Attempt {job.attempt} failed: {why}"), now=now, exit_code=exit_code)
     backend.teardown_gang(job.pk, job.attempt)
     report.ended[job.pk] = JobState.FAILED
 
 
 def _requeue(backend: ClusterBackend, job: Job, now: datetime, report: CycleReport, why: str, **fields: int) -> None:
     # The job keeps its submit time, so it keeps its place among jobs of its class.
+    why = fit_reason(why)
     job_transition(job, JobState.PENDING, reason=why, now=now, pending_reason_code="REQUEUED", pending_reason=why, **fields)
     try:
         backend.teardown_gang(job.pk, job.attempt)
@@ -192,7 +209,7 @@ def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[in
     jobs = Job.objects.in_bulk(ids)
     stopped: list[tuple[int, int]] = []
     for preemption in decisions.preemptions:
-        job = job_transition(jobs[preemption.job_id], JobState.PREEMPTED, reason=preemption.reason, now=now)
+        job = job_transition(jobs[preemption.job_id], JobState.PREEMPTED, reason=fit_reason(preemption.reason), now=now)
         stopped.append((job.pk, job.attempt))
         # Requeued at once, keeping its submit time and so its age.
         why = f"Requeued after preemption by job {preemption.for_job_id}."
@@ -204,8 +221,10 @@ def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[in
         job_transition(
             job,
             JobState.SCHEDULED,
-            reason=f"Placed on {', '.join(placement.node_names)}"
-            + (" (borrowing idle GPUs beyond its quota)." if placement.over_quota else "."),
+            reason=fit_reason(
+                f"Placed on {', '.join(placement.node_names)}"
+                + (" (borrowing idle GPUs beyond its quota)." if placement.over_quota else ".")
+            ),
             now=now,
             attempt=attempt,
             scheduled_at=now,
@@ -221,9 +240,10 @@ def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[in
     for wait in decisions.waiting:
         job = jobs[wait.job_id]
         estimated = datetime.fromtimestamp(wait.estimated_start, UTC) if wait.estimated_start is not None else None
-        if (job.pending_reason_code, job.pending_reason, job.estimated_start) != (wait.reason_code, wait.reason, estimated):
+        reason = fit_reason(wait.reason)
+        if (job.pending_reason_code, job.pending_reason, job.estimated_start) != (wait.reason_code, reason, estimated):
             Job.objects.filter(pk=job.pk, state=JobState.PENDING).update(
-                pending_reason_code=wait.reason_code, pending_reason=wait.reason, estimated_start=estimated
+                pending_reason_code=wait.reason_code, pending_reason=reason, estimated_start=estimated
             )
     return decisions, stopped
 
