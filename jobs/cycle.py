@@ -107,7 +107,9 @@ def _observe_active(
 
 
 def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: set[str], now: datetime, report: CycleReport) -> None:
-    if job.state == JobState.RUNNING and job.started_at and now >= job.started_at + timedelta(seconds=job.wall_time_seconds):
+    # Wall time counts from placement, when the GPUs were taken: the end the scheduler planned reservations by.
+    placed = job.scheduled_at or job.started_at
+    if placed and now >= placed + timedelta(seconds=job.wall_time_seconds):
         job_transition(job, JobState.TIMED_OUT, reason=f"Stopped: wall time of {job.wall_time_seconds} s reached.", now=now)
         backend.teardown_gang(job.pk, job.attempt)
         report.ended[job.pk] = JobState.TIMED_OUT

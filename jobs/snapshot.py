@@ -98,6 +98,8 @@ def running_jobs() -> tuple[RunningJob, ...]:
     for pk, pc, scheduled, started, wall, user, team, preemptible, over_quota in rows:
         ranks = sorted(held.get(pk, []))
         start = (started or scheduled).timestamp()
+        # Wall time counts from placement (the GPUs are held from then), so start-up time cannot push an end later.
+        placed = (scheduled or started).timestamp()
         result.append(
             RunningJob(
                 id=pk,
@@ -105,7 +107,7 @@ def running_jobs() -> tuple[RunningJob, ...]:
                 gpus_held=tuple(g for _, _, g in ranks),
                 class_rank=class_rank(pc),
                 started_at=start,
-                ends_at=start + wall,
+                ends_at=placed + wall,
                 user=user,
                 team=team,
                 preemptible=preemptible,

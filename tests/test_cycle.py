@@ -116,9 +116,10 @@ def test_job_past_its_wall_time_is_stopped_and_timed_out(submit, sim) -> None:
     sim.cycle()
     sim.advance(1.5)
     assert Job.objects.get(pk=job_id).state == JobState.RUNNING
-    sim.advance(9)
+    # Wall time counts from placement (1.5 s of start-up included), as the scheduler's reservations assume.
+    sim.advance(8)
     assert Job.objects.get(pk=job_id).state == JobState.RUNNING
-    report = sim.advance(1)
+    report = sim.advance(0.5)
     job = Job.objects.get(pk=job_id)
     assert report.ended == {job_id: JobState.TIMED_OUT}
     assert job.state == JobState.TIMED_OUT and "wall time of 10 s" in job.state_reason

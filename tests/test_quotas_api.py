@@ -251,7 +251,7 @@ def charge_running(sim: Any) -> None:
 
 def test_usage_after_a_job_runs(api: APIClient, user: Any, vision: Any, submit: Any, sim: Any) -> None:
     Quota.objects.create(user=user, node_hours_per_period=100.0)
-    submit(nodes=1, gpus_per_node=2, team="vision", simulate={"duration_seconds": 7200})
+    submit(nodes=1, gpus_per_node=2, team="vision", wall_time_seconds=4 * 3600, simulate={"duration_seconds": 7200})
     sim.cycle()
     sim.advance(3600)
     charge_running(sim)

@@ -83,9 +83,18 @@ class _Cycle:
                 self.on_node[name][r.id] = self.on_node[name].get(r.id, 0) + gpus
             if not r.over_quota:
                 self._count_quota(r.user, r.team, r.gpus)
+        # Budgets count what running jobs may still use by their wall time, not only what they used:
+        # the ledger charges it as they run, so leaving it out would let the budget be overspent.
         self.budget_used: Counter[str] = Counter()
+        node_size = {n.name: n.gpus_total for n in snapshot.nodes}
+        for r in self.running.values():
+            share = sum(gpus / node_size[name] for name, gpus in zip(r.node_names, r.gpus_held, strict=True) if node_size.get(name))
+            left_hours = max(0.0, r.ends_at - self.now) / 3600 * share
+            for key, _ in self._owners(r):
+                self.budget_used[key] += left_hours
         self.reserved: dict[str, tuple[float, int]] = {}  # node -> (start, job id)
         self.placements: list[Placement] = []
+        self.started: set[int] = set()  # placed in this cycle: never preempted in it, whatever the minimum run time
         self.waiting: list[Waiting] = []
         self.preemptions: list[Preemption] = []
         self.reservations: list[Reservation] = []
@@ -146,6 +155,7 @@ class _Cycle:
         if job.team:
             self.budget_used[team_key(job.team)] += job.node_hours
         self.placements.append(Placement(job.id, tuple(chosen), held, over_quota))
+        self.started.add(job.id)
 
     def _wait(self, job: PendingJob, code: str, text: str, estimated_start: float | None = None) -> None:
         self.waiting.append(Waiting(job.id, len(self.waiting) + 1, code, text, estimated_start))
@@ -166,12 +176,26 @@ class _Cycle:
         if team:
             self.in_quota[team_key(team)] += gpus
 
+    def _quota_gpus(self, job: PendingJob) -> int:
+        """What the job will hold: a gang holds its nodes whole, so at least the smallest nodes it fits on."""
+        sizes = [size for size in self.capacity.sizes if size >= job.gpus_per_node]
+        return job.nodes * sizes[0] if job.nodes > 1 and sizes else job.gpus
+
     def _quota_block(self, job: PendingJob) -> str | None:
+        needs = self._quota_gpus(job)
         for key, who in self._owners(job):
             limit = self._account(key).max_gpus
-            if limit is not None and self.in_quota[key] + job.gpus > limit:
-                return f"{self.in_quota[key]} of {limit} GPUs of the quota of {who} are in use; this job needs {job.gpus}."
+            if limit is not None and self.in_quota[key] + needs > limit:
+                return f"{self.in_quota[key]} of {limit} GPUs of the quota of {who} are in use; this job needs {needs}."
         return None
+
+    def _largest_node(self, job: PendingJob) -> int | None:
+        """For a gang within its quota: the largest nodes it may hold whole and stay within it (None: any)."""
+        limits = [(limit, key) for key, _ in self._owners(job) if (limit := self._account(key).max_gpus) is not None]
+        if job.nodes == 1 or not limits:
+            return None
+        room = min(limit - self.in_quota[key] for limit, key in limits)
+        return room // job.nodes if room >= self._quota_gpus(job) else None
 
     def _budget_hold(self, job: PendingJob) -> str | None:
         for key, who in self._owners(job):
@@ -190,12 +214,13 @@ class _Cycle:
     # --- placement -------------------------------------------------------------------------------
 
     def _allowed(self, job: PendingJob) -> Allowed:
-        if not self.reserved:
+        largest = self._largest_node(job)
+        if not self.reserved and largest is None:
             return None
         end = self.now + job.wall_seconds
-        reserved = self.reserved
+        reserved, total = self.reserved, self.capacity.total
         # Backfill: a reserved node only for a job that is gone (by its wall time) before the reservation starts.
-        return lambda name: name not in reserved or end <= reserved[name][0]
+        return lambda name: (largest is None or total[name] <= largest) and (name not in reserved or end <= reserved[name][0])
 
     def _fit(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
         if job.nodes == 1:
@@ -206,7 +231,7 @@ class _Cycle:
     # --- preemption ------------------------------------------------------------------------------
 
     def _may_preempt(self, job: PendingJob, victim: RunningJob) -> bool:
-        if self.now - victim.started_at < self.config.preemption_min_runtime_seconds:
+        if victim.id in self.started or self.now - victim.started_at < self.config.preemption_min_runtime_seconds:
             return False
         return victim.over_quota or victim.class_rank > job.class_rank
 
@@ -280,7 +305,8 @@ class _Cycle:
                 self.reservations.append(reservation)
                 for name in reservation.node_names:
                     self.reserved[name] = (reservation.start, job.id)
-                nodes = ", ".join(reservation.node_names)
+                names = reservation.node_names
+                nodes = ", ".join(names) if len(names) <= 4 else f"{len(names)} nodes ({names[0]} … {names[-1]})"
                 self._wait(
                     job,
                     NO_ROOM,
@@ -312,9 +338,10 @@ class _Cycle:
     def _reserve(self, job: PendingJob) -> Reservation | None:
         """The nodes that free up earliest for the whole gang, by the running jobs' wall-time ends."""
         cap = self.capacity
+        largest = self._largest_node(job)
         ready: list[tuple[float, str]] = []
         for name, total in cap.total.items():
-            if total < job.gpus_per_node or name in self.reserved:
+            if total < job.gpus_per_node or name in self.reserved or (largest is not None and total > largest):
                 continue
             ends = sorted((max(self.running[j].ends_at, self.now), gpus) for j, gpus in self.on_node.get(name, {}).items())
             if job.nodes > 1:

@@ -26,7 +26,8 @@ def prioritize(snapshot: Snapshot, config: PolicyConfig) -> dict[int, Priority]:
     cluster_nodes = sum(1 for n in snapshot.nodes if n.schedulable) or 1
     window = config.half_life_seconds / math.log(2)
     active = _active_accounts(snapshot)
-    weight_sums = {kind: sum(_account(snapshot, k).weight for k in keys) or 1.0 for kind, keys in active.items()}
+    # Summed in a fixed order, so float rounding cannot depend on the order the snapshot lists jobs in.
+    weight_sums = {kind: sum(_account(snapshot, k).weight for k in sorted(keys)) or 1.0 for kind, keys in active.items()}
     cache: dict[str, float] = {}
 
     def fair(key: str, kind: str) -> float:
