@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint check bench clean
+.PHONY: run test lint check bench clean testcluster-build testcluster-up testcluster-down testcluster-smoke
 
 $(STAMP): requirements.txt requirements-dev.txt constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is needed (Python 3.11)"; exit 1; }
@@ -32,7 +32,24 @@ lint: $(STAMP)
 clean:
 	rm -rf var .pytest_cache
 
-## Benchmarks, one JSON line per case: the scheduler (benchmarks/bench_scheduler.py), and a 32-node launch on the test cluster.
+## Benchmarks, one JSON line per case: the scheduler (benchmarks/bench_scheduler.py), a 32-node launch on the test cluster.
 bench: $(STAMP)
 	$(PY) -m benchmarks.bench_scheduler
 	$(PY) -m benchmarks.bench_launch
+
+## Local Kubernetes test cluster (platform/testcluster/README.md): a real API server, simulated GPU nodes.
+## Build its binaries into ~/.cache/muster-testcluster (slow the first time only).
+testcluster-build:
+	@platform/testcluster/build.sh
+
+## Start it; prints `export KUBECONFIG=...` (eval "$$(make testcluster-up)" sets it in your shell).
+testcluster-up: testcluster-build
+	@platform/testcluster/up.sh
+
+## Stop it and remove its run dir.
+testcluster-down:
+	platform/testcluster/down.sh
+
+## Check a running test cluster with kubectl: scheduling, simulated runs, GC, logs.
+testcluster-smoke:
+	platform/testcluster/smoke.sh

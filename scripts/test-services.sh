@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs (from Debian's packages) and starts the real parts the test suite runs against:
-# PostgreSQL, Redis and Chromium. Idempotent; needs root for the install step.
+# PostgreSQL, Redis and Chromium (the Kubernetes test cluster is `make testcluster-up`). Idempotent; needs root for the install step.
 # Prints the environment to use, e.g.: eval "$(scripts/test-services.sh)"
 set -euo pipefail
 
@@ -8,6 +8,9 @@ need=()
 command -v pg_ctlcluster >/dev/null || need+=(postgresql)
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v chromium >/dev/null || need+=(chromium)
+# The Kubernetes test cluster's scripts (platform/testcluster) and kubectl for the tests that compare with it.
+for tool in jq curl openssl; do command -v "$tool" >/dev/null || need+=("$tool"); done
+command -v kubectl >/dev/null || need+=(kubernetes-client)
 if ((${#need[@]})); then
   echo "installing ${need[*]}" >&2
   apt-get update -qq >&2

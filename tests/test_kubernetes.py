@@ -1,0 +1,202 @@
+"""Jobs as gangs of pods on a real Kubernetes API server (the test cluster: `make testcluster-up`).
+
+Pods are bound by the real kube-scheduler and run by KWOK on fake GPU nodes, which
+completes them after the job's `simulate.duration_seconds` with its `exit_code`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from rest_framework.test import APIClient
+
+from jobs.cluster.base import ClusterUnavailable, GangSpec
+from jobs.cluster.kubernetes import KubernetesCluster
+from jobs.cluster.manifests import PodOptions, gang_name, gang_selector, pod_manifest, service_manifest
+from jobs.cycle import run_cycle
+from jobs.models import Job
+from jobs.states import JobState
+from tests.conftest import job_payload, need_service
+from tests.kube import KubeHarness, kube_harness, kubeconfig_path, reachable_api
+
+pytestmark = pytest.mark.kubernetes
+
+
+@pytest.fixture(scope="session")
+def kube_api() -> client.ApiClient:
+    api = reachable_api()
+    need_service(api is not None, f"the Kubernetes test cluster (make testcluster-up; kubeconfig {kubeconfig_path()})")
+    return api
+
+
+@pytest.fixture
+def kube(kube_api: client.ApiClient, db: None) -> Iterator[KubeHarness]:
+    yield from kube_harness(kube_api)
+
+
+def submit(api: APIClient, **overrides: Any) -> dict[str, Any]:
+    response = api.post("/api/v1/jobs/", job_payload(**overrides), format="json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def state(job_id: int) -> str:
+    return Job.objects.get(pk=job_id).state
+
+
+def test_a_two_node_job_runs_as_a_gang_bound_to_its_planned_nodes(api: APIClient, kube: KubeHarness) -> None:
+    job = submit(api, nodes=2, gpus_per_node=8, simulate={"duration_seconds": 3})
+    kube.cycle()
+    detail = api.get(f"/api/v1/jobs/{job['id']}/").json()
+    assert detail["state"] == "SCHEDULED"
+    planned = detail["assigned_nodes"]
+    assert len(set(planned)) == 2
+
+    kube.cycle_until(lambda: state(job["id"]) != JobState.SCHEDULED)
+    pods = sorted(kube.pods(gang_selector(job["id"], 1)), key=lambda p: p.metadata.name)
+    # kube-scheduler bound each rank to the node Muster planned for it.
+    assert [p.spec.node_name for p in pods] == planned
+    assert state(job["id"]) == JobState.RUNNING
+    kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
+    # The finished gang is cleaned up: its Service goes, and its pods with it.
+    assert kube.services(gang_selector(job["id"])) == []
+    kube.cycle_until(lambda: kube.pods(gang_selector(job["id"])) == [], timeout=30)
+
+
+def test_a_failing_rank_tears_the_gang_down_retries_then_fails(api: APIClient, kube: KubeHarness) -> None:
+    job = submit(api, nodes=2, max_restarts=1, simulate={"duration_seconds": 1, "exit_code": 3})
+    kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).attempt == 2)
+    first = kube.pods(gang_selector(job["id"], 1))
+    assert all(p.metadata.deletion_timestamp for p in first)  # the failed gang is gone or going
+    kube.cycle_until(lambda: state(job["id"]) == JobState.FAILED)
+    failed = Job.objects.get(pk=job["id"])
+    assert failed.exit_code == 3 and failed.restarts == 1
+    assert "exited with code 3" in failed.state_reason
+
+
+def test_cancel_deletes_every_object_of_the_gang(api: APIClient, kube: KubeHarness) -> None:
+    job = submit(api, nodes=2, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    assert len(kube.pods(gang_selector(job["id"]))) == 2 and len(kube.services(gang_selector(job["id"]))) == 1
+    assert api.post(f"/api/v1/jobs/{job['id']}/cancel/").status_code == 200
+    kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"])) and not kube.services(gang_selector(job["id"])), timeout=30)
+    assert state(job["id"]) == JobState.CANCELLED
+
+
+def test_a_job_past_its_wall_time_is_timed_out_and_its_pods_are_gone(api: APIClient, kube: KubeHarness) -> None:
+    job = submit(api, nodes=1, wall_time_seconds=3, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.TIMED_OUT, timeout=60)
+    kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"])), timeout=30)
+
+
+def test_a_relaunch_after_a_crash_mid_launch_leaves_exactly_one_gang(api: APIClient, kube: KubeHarness) -> None:
+    """A worker killed half-way through a launch left the Service and one pod; the retried launch completes it once."""
+    nodes = [n.metadata.name for n in kube.core.list_node().items][:3]
+    spec = GangSpec(
+        job_id=990001, attempt=1, name="x", image="busybox:1.36", command=("true",), env={},
+        node_names=tuple(nodes), gpus_per_node=8, wall_time_seconds=600, owner="alice",
+    )  # fmt: skip
+    service = kube.core.create_namespaced_service(kube.namespace, service_manifest(spec, kube.cluster.options))
+    kube.core.create_namespaced_pod(kube.namespace, pod_manifest(spec, 0, kube.cluster.options, owner_uid=service.metadata.uid))
+    kube.cluster.launch_gang(spec)
+    kube.cluster.launch_gang(spec)
+    pods = kube.pods(gang_selector(990001, 1))
+    assert sorted(p.metadata.name for p in pods) == [f"{gang_name(990001, 1)}-{r}" for r in range(3)]
+    assert {p.metadata.owner_references[0].uid for p in pods} == {service.metadata.uid}
+    assert len(kube.services(gang_selector(990001))) == 1
+
+
+def test_a_node_deleted_under_a_running_job_requeues_it(api: APIClient, kube: KubeHarness) -> None:
+    job = submit(api, nodes=1, max_restarts=0, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    node_name = api.get(f"/api/v1/jobs/{job['id']}/").json()["assigned_nodes"][0]
+    node = kube.core.read_node(node_name)
+    kube.core.delete_node(node_name)
+    try:
+        kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).attempt >= 2 or state(job["id"]) == JobState.PENDING, timeout=90)
+        requeued = Job.objects.get(pk=job["id"])
+        # A vanished node is the cluster's fault, not the job's: it goes back to the queue and runs elsewhere.
+        assert "vanished" in requeued.pending_reason or requeued.attempt >= 2
+        kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+        assert api.get(f"/api/v1/jobs/{job['id']}/").json()["assigned_nodes"][0] != node_name
+    finally:
+        node.metadata.resource_version = None
+        node.metadata.uid = None
+        kube.core.create_node(node)
+
+
+def test_kubectl_shows_exactly_the_objects_muster_created(api: APIClient, kube: KubeHarness) -> None:
+    kubectl = shutil.which("kubectl")
+    need_service(kubectl is not None, "kubectl (Debian's kubernetes-client)")
+    job = submit(api, nodes=2, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    out = subprocess.run(
+        [kubectl, "--kubeconfig", kubeconfig_path(), "-n", kube.namespace, "get", "pods,services", "-o", "json"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    names = sorted(f"{o['kind']}/{o['metadata']['name']}" for o in json.loads(out)["items"])
+    prefix = gang_name(job["id"], 1)
+    assert names == [f"Pod/{prefix}-0", f"Pod/{prefix}-1", f"Service/{prefix}"]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"extra_resources": {"example.com/rdma": "1"}, "pod_annotations": {"k8s.v1.cni.cncf.io/networks": "roce"}},
+        {"host_network_teams": frozenset({"vision"}), "image_pull_secret": "registry", "service_account": "trainer"},
+    ],
+)
+def test_every_manifest_passes_a_server_side_dry_run(kube: KubeHarness, options: dict[str, Any]) -> None:
+    pod_options = PodOptions(namespace=kube.namespace, **options)
+    if pod_options.service_account:
+        kube.core.create_namespaced_service_account(kube.namespace, {"metadata": {"name": pod_options.service_account}})
+    spec = GangSpec(
+        job_id=7, attempt=1, name="x", image="nvcr.io/nvidia/pytorch:24.05-py3", command=("torchrun", "t.py"),
+        env={"A": "1"}, node_names=("n1", "n2"), gpus_per_node=4, wall_time_seconds=3600, owner="alice", team="vision",
+        simulate={"duration_seconds": 5, "exit_code": 1},
+    )  # fmt: skip
+    kube.core.create_namespaced_service(kube.namespace, service_manifest(spec, pod_options), dry_run="All")
+    for rank in range(2):
+        kube.core.create_namespaced_pod(kube.namespace, pod_manifest(spec, rank, pod_options, owner_uid="0" * 8), dry_run="All")
+    assert kube.pods() == []  # a dry run creates nothing
+
+
+def test_an_unreachable_api_server_keeps_jobs_queued(api: APIClient, kube: KubeHarness) -> None:
+    job = submit(api, nodes=1)
+    down = client.Configuration()
+    down.host = "https://127.0.0.1:9"  # nothing listens there
+    cluster = KubernetesCluster(api=client.ApiClient(down), request_timeout=2)
+    with pytest.raises(ClusterUnavailable):
+        cluster.list_nodes()
+    report = run_cycle(backend=cluster)
+    assert "unreachable" in report.cluster_error and report.placed == []
+    assert state(job["id"]) == JobState.PENDING
+    kube.cycle_until(lambda: state(job["id"]) != JobState.PENDING)
+
+
+def test_a_server_error_mid_launch_is_cleaned_up_and_retried(api: APIClient, kube: KubeHarness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API server will not fail on demand, so a 500 on the second pod's create is injected in front of the client."""
+    real = client.CoreV1Api.create_namespaced_pod
+    calls = {"n": 0}
+
+    def flaky(self: client.CoreV1Api, namespace: str, body: dict[str, Any], **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise ApiException(status=500, reason="injected")
+        return real(self, namespace, body, **kwargs)
+
+    monkeypatch.setattr(client.CoreV1Api, "create_namespaced_pod", flaky)
+    job = submit(api, nodes=2, simulate={"duration_seconds": 2})
+    report = kube.cycle()
+    # Refused half-way: the job goes back to the queue and the half gang is deleted.
+    assert report.requeued == [job["id"]] and state(job["id"]) == JobState.PENDING
+    kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
+    assert Job.objects.get(pk=job["id"]).attempt == 2
