@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
-from jobs.models import Allocation, Job
+from jobs.models import Allocation, Job, Node, NodeState
 from jobs.states import ACTIVE_STATES
 from quotas.limits import LIMIT_FIELDS, Limits, default_values, effective_limits
 from quotas.models import Quota, Team, UsageCharge
@@ -26,6 +26,14 @@ def _hours(seconds: float) -> str:
 
 def _whose(limits: Limits) -> str:
     return f"your quota (user {limits.name})" if limits.kind == "user" else f"the quota of your team {limits.name}"
+
+
+def _held_gpus(nodes: int, gpus_per_node: int) -> int:
+    """What the job will hold: a multi-node job takes whole nodes, at least the smallest ones it fits on (as the policy counts)."""
+    if nodes == 1:
+        return gpus_per_node
+    sizes = Node.objects.exclude(state=NodeState.GONE).filter(gpus_total__gte=gpus_per_node).values_list("gpus_total", flat=True)
+    return nodes * min(sizes, default=gpus_per_node)
 
 
 def quota_check_job(
@@ -44,14 +52,15 @@ def quota_check_job(
     preemptible job may exceed `max_gpus` by borrowing idle GPUs.
     """
     errors: dict[str, list[str]] = {}
-    gpus = nodes * gpus_per_node
+    gpus = _held_gpus(nodes, gpus_per_node)
     node_hours = nodes * wall_time_seconds / 3600
     accounts = [effective_limits(user=owner)] + ([effective_limits(team=team)] if team is not None else [])
     for limits in accounts:
         whose = _whose(limits)
         if not preemptible and limits.max_gpus is not None and gpus > limits.max_gpus:
+            held = "" if gpus == nodes * gpus_per_node else f" (a job of several nodes holds them whole: {nodes} x {gpus // nodes})"
             errors.setdefault("nodes", []).append(
-                f"The job needs {gpus} GPUs; {whose} allows at most {limits.max_gpus} at once. "
+                f"The job needs {gpus} GPUs{held}; {whose} allows at most {limits.max_gpus} at once. "
                 "A preemptible job may borrow idle GPUs beyond it."
             )
         if limits.max_wall_time_seconds is not None and wall_time_seconds > limits.max_wall_time_seconds:

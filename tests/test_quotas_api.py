@@ -204,6 +204,16 @@ def test_a_job_bigger_than_the_users_gpu_quota_is_rejected(api: APIClient, user:
     rejected(response, "nodes", "16 GPUs", "your quota (user alice)", "at most 8")
 
 
+def test_a_gang_counts_the_whole_nodes_it_will_hold_against_the_quota(api: APIClient, user: Any, sim: Any) -> None:
+    Quota.objects.create(user=user, max_gpus=8)
+    before = Job.objects.count()
+    # 2 x 4 GPUs asks 8, but on 8-GPU nodes it would hold 16: it could never run within the quota.
+    response = api.post("/api/v1/jobs/", job_payload(nodes=2, gpus_per_node=4), format="json")
+    rejected(response, "nodes", "16 GPUs", "holds them whole: 2 x 8", "at most 8")
+    assert Job.objects.count() == before
+    assert api.post("/api/v1/jobs/", job_payload(nodes=1, gpus_per_node=8), format="json").status_code == 201
+
+
 def test_a_preemptible_job_may_exceed_the_gpu_quota(api: APIClient, user: Any, sim: Any) -> None:
     Quota.objects.create(user=user, max_gpus=8)
     response = api.post("/api/v1/jobs/", job_payload(nodes=2, gpus_per_node=8, preemptible=True), format="json")
