@@ -9,17 +9,19 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from rest_framework.test import APIClient
 
 from jobs.cluster.base import ClusterUnavailable, GangSpec
 from jobs.cluster.kubernetes import KubernetesCluster
 from jobs.cluster.manifests import PodOptions, gang_name, gang_selector, pod_manifest, service_manifest
+from jobs.cluster.watch import watches_for
 from jobs.cycle import run_cycle
 from jobs.models import Job
 from jobs.states import JobState
@@ -200,3 +202,49 @@ def test_a_server_error_mid_launch_is_cleaned_up_and_retried(api: APIClient, kub
     assert report.requeued == [job["id"]] and state(job["id"]) == JobState.PENDING
     kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
     assert Job.objects.get(pk=job["id"]).attempt == 2
+
+
+# --- the watch -----------------------------------------------------------------------------------
+
+
+def test_the_watch_triggers_a_cycle_when_a_gang_pod_changes(kube: KubeHarness) -> None:
+    fired = threading.Event()
+    stop = threading.Event()
+    pods = next(w for w in watches_for(kube.cluster, fired.set) if w.name == "pods")
+    pods.resync_seconds = 2  # so the thread notices `stop` soon after the test
+    thread = threading.Thread(target=pods.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        assert fired.wait(10)  # the initial list
+        fired.clear()
+        spec = GangSpec(
+            job_id=990002, attempt=1, name="x", image="busybox:1.36", command=("true",), env={},
+            node_names=("gpu-node-00",), gpus_per_node=1, wall_time_seconds=600, owner="alice",
+        )  # fmt: skip
+        kube.cluster.launch_gang(spec)
+        assert fired.wait(10), "no cycle was triggered by the new pod"
+    finally:
+        stop.set()
+
+
+def test_a_watch_whose_resource_version_is_gone_relists_and_goes_on(kube: KubeHarness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API server answers 410 Gone when a watch's version was compacted away; injected here, it will not on demand."""
+    events: list[str] = []
+    stop = threading.Event()
+    real_stream = watch.Watch.stream
+    calls = {"n": 0}
+
+    def stream(self: watch.Watch, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ApiException(status=410, reason="Gone: too old resource version")
+        if calls["n"] > 2:
+            stop.set()
+        return real_stream(self, fn, *args, **{**kwargs, "timeout_seconds": 1})
+
+    monkeypatch.setattr(watch.Watch, "stream", stream)
+    pods = next(w for w in watches_for(kube.cluster, lambda: None) if w.name == "pods")
+    pods.on_event = lambda kind, obj: events.append(kind)
+    pods.run(stop, retry_seconds=0.1)
+    # Listed, was told its version is gone, listed again, and watched from the new version.
+    assert events[:2] == ["RELISTED", "RELISTED"] and pods.relists == 2 and calls["n"] >= 2
