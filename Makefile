@@ -32,10 +32,11 @@ lint: $(STAMP)
 clean:
 	rm -rf var .pytest_cache
 
-## Benchmarks, one JSON line per case: the scheduler (benchmarks/bench_scheduler.py), a 32-node launch on the test cluster.
+## Benchmarks, one JSON line per case: the scheduler (benchmarks/bench_scheduler.py), a 32-node launch on the test cluster, the job page's telemetry.
 bench: $(STAMP)
 	$(PY) -m benchmarks.bench_scheduler
 	$(PY) -m benchmarks.bench_launch
+	$(PY) -m benchmarks.bench_telemetry
 
 ## Local Kubernetes test cluster (platform/testcluster/README.md): a real API server, simulated GPU nodes.
 ## Build its binaries into ~/.cache/muster-testcluster (slow the first time only).

@@ -7,6 +7,7 @@ suite set DATABASE_URL, REDIS_URL and MUSTER_CLUSTER.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -150,6 +151,12 @@ STORAGES = {
 }
 # Serve static files straight from the apps in development and tests (no collectstatic needed).
 WHITENOISE_USE_FINDERS = True
+# Plotly's JavaScript comes from the installed plotly package (no CDN): a finder serves it and collectstatic copies it.
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "telemetry.staticfiles.PlotlyFinder",
+]
 WHITENOISE_AUTOREFRESH = DEBUG
 
 # Request bodies: a job submission is small; refuse anything large before parsing it.
@@ -323,3 +330,70 @@ MUSTER_K8S_HOST_NETWORK_TEAMS = [t.strip() for t in os.environ.get("MUSTER_K8S_H
 MUSTER_K8S_IMAGE_PULL_SECRET = os.environ.get("MUSTER_K8S_IMAGE_PULL_SECRET", "")
 MUSTER_K8S_SERVICE_ACCOUNT = os.environ.get("MUSTER_K8S_SERVICE_ACCOUNT", "")
 MUSTER_K8S_REQUEST_TIMEOUT_SECONDS = env_float("MUSTER_K8S_REQUEST_TIMEOUT_SECONDS", 10.0)
+# How a gang is made (jobs/cluster/crd_manifests.py): `pods` (any cluster), `podgroup` (plus a scheduler-plugins
+# coscheduling PodGroup; needs its CRD and scheduler) or `mpijob` (one Kubeflow MPIJob v2beta1; needs the MPI operator).
+MUSTER_K8S_LAUNCH_MODE = os.environ.get("MUSTER_K8S_LAUNCH_MODE", "pods").strip() or "pods"
+if MUSTER_K8S_LAUNCH_MODE not in {"pods", "podgroup", "mpijob"}:
+    raise ImproperlyConfigured(f"MUSTER_K8S_LAUNCH_MODE must be 'pods', 'podgroup' or 'mpijob', got {MUSTER_K8S_LAUNCH_MODE!r}")
+# spec.schedulerName of Muster's pods; set but empty means the default scheduler. Unset, podgroup mode uses the
+# scheduler-plugins Helm chart's second scheduler.
+MUSTER_K8S_SCHEDULER_NAME = os.environ.get(
+    "MUSTER_K8S_SCHEDULER_NAME", "scheduler-plugins-scheduler" if MUSTER_K8S_LAUNCH_MODE == "podgroup" else ""
+).strip()
+# PodGroup spec.scheduleTimeoutSeconds (podgroup mode); 0 leaves it out (the coscheduling plugin's default).
+MUSTER_K8S_PODGROUP_SCHEDULE_TIMEOUT_SECONDS = env_int("MUSTER_K8S_PODGROUP_SCHEDULE_TIMEOUT_SECONDS", 0)
+# What an MPIJob's launcher (mpirun; no GPU) requests (mpijob mode).
+MUSTER_K8S_MPI_LAUNCHER_CPU = os.environ.get("MUSTER_K8S_MPI_LAUNCHER_CPU", "1")
+MUSTER_K8S_MPI_LAUNCHER_MEMORY = os.environ.get("MUSTER_K8S_MPI_LAUNCHER_MEMORY", "2Gi")
+
+# --- Telemetry (telemetry/; docs/architecture.md, "Telemetry") -------------------------------------
+# Where per-job GPU and network series come from: `simulated` (built in) or `prometheus` (not built yet).
+MUSTER_TELEMETRY_SOURCE = os.environ.get("MUSTER_TELEMETRY_SOURCE", "simulated")
+if MUSTER_TELEMETRY_SOURCE not in {"simulated", "prometheus"}:
+    raise ImproperlyConfigured(f"MUSTER_TELEMETRY_SOURCE must be 'simulated' or 'prometheus', got {MUSTER_TELEMETRY_SOURCE!r}")
+# Renames of the catalogue's source series (telemetry/catalogue.py), e.g. "gpu_util=DCGM_FI_DEV_GPU_UTIL".
+MUSTER_TELEMETRY_METRIC_NAMES = env_mapping("MUSTER_TELEMETRY_METRIC_NAMES")
+MUSTER_TELEMETRY_PROMETHEUS_URL = os.environ.get("MUSTER_TELEMETRY_PROMETHEUS_URL", "")
+MUSTER_TELEMETRY_SCRAPE_SECONDS = env_int("MUSTER_TELEMETRY_SCRAPE_SECONDS", 30)
+# The DCGM exporter renamed its host label; both spellings are accepted.
+MUSTER_TELEMETRY_HOSTNAME_LABELS = [s.strip() for s in os.environ.get("MUSTER_TELEMETRY_HOSTNAME_LABELS", "Hostname,hostname").split(",")]
+# The label of node exporter's series that holds the Kubernetes node name.
+MUSTER_TELEMETRY_NODE_LABEL = os.environ.get("MUSTER_TELEMETRY_NODE_LABEL", "instance")
+# PromQL per (metric scope, level read); placeholders: name, agg (avg|min|max|count), rollup, namespace, pods, nodes,
+# node_label, step, rate_window. MUSTER_TELEMETRY_PROMQL (a JSON object) replaces any of them.
+_POD_SERIES = '{name}{{namespace="{namespace}",pod=~"{pods}"}}'
+_NODE_RATE = 'sum by ({node_label}) (rate({name}{{{node_label}=~"{nodes}"}}[{rate_window}s]))'
+MUSTER_TELEMETRY_PROMQL = {
+    "gpu_gpu": "{agg}_over_time(" + _POD_SERIES + "[{step}s])",
+    "gpu_node": "{rollup} by (Hostname, hostname) ({agg}_over_time(" + _POD_SERIES + "[{step}s]))",
+    "gpu_job": "{rollup}({agg}_over_time(" + _POD_SERIES + "[{step}s]))",
+    "node_node": "{agg}_over_time(" + _NODE_RATE + "[{step}s:])",
+    "node_job": "{rollup}({agg}_over_time(" + _NODE_RATE + "[{step}s:]))",
+    "job_job": "{rollup}({agg}_over_time(" + _POD_SERIES + "[{step}s]))",
+}
+try:
+    MUSTER_TELEMETRY_PROMQL.update(json.loads(os.environ.get("MUSTER_TELEMETRY_PROMQL", "") or "{}"))
+except (ValueError, TypeError) as _exc:
+    raise ImproperlyConfigured("MUSTER_TELEMETRY_PROMQL must be a JSON object of PromQL templates") from _exc
+# The simulated source samples every this many seconds (twice per bucket when buckets are longer).
+MUSTER_TELEMETRY_SIM_INTERVAL_SECONDS = env_int("MUSTER_TELEMETRY_SIM_INTERVAL_SECONDS", 5)
+# Charts: at most this many points per line trace, and time columns in the nodes x GPUs heatmap.
+MUSTER_TELEMETRY_MAX_POINTS = env_int("MUSTER_TELEMETRY_MAX_POINTS", 2000)
+MUSTER_TELEMETRY_HEATMAP_COLUMNS = env_int("MUSTER_TELEMETRY_HEATMAP_COLUMNS", 360)
+# The metrics API refuses to return more buckets per series than this.
+MUSTER_TELEMETRY_API_MAX_POINTS = env_int("MUSTER_TELEMETRY_API_MAX_POINTS", 11000)
+# A finished run is stored in at most this many buckets per series: 1-minute buckets for a 24-hour run.
+MUSTER_TELEMETRY_STORE_BUCKETS = env_int("MUSTER_TELEMETRY_STORE_BUCKETS", 1440)
+# Pushes of NCCL results (POST /api/v1/jobs/{id}/telemetry/): bounds per request and per job.
+MUSTER_TELEMETRY_PUSH_MAX_BYTES = min(env_int("MUSTER_TELEMETRY_PUSH_MAX_BYTES", 256 * 1024), DATA_UPLOAD_MAX_MEMORY_SIZE)
+MUSTER_TELEMETRY_PUSH_MAX_RECORDS = env_int("MUSTER_TELEMETRY_PUSH_MAX_RECORDS", 500)
+MUSTER_TELEMETRY_PUSHES_PER_MINUTE = env_int("MUSTER_TELEMETRY_PUSHES_PER_MINUTE", 30)
+MUSTER_TELEMETRY_MAX_SAMPLES_PER_JOB = env_int("MUSTER_TELEMETRY_MAX_SAMPLES_PER_JOB", 100_000)
+# Pods flush their last results as they stop: pushes are accepted this long after a job ends.
+MUSTER_TELEMETRY_PUSH_GRACE_SECONDS = env_int("MUSTER_TELEMETRY_PUSH_GRACE_SECONDS", 600)
+# Where pods reach Muster, for MUSTER_TELEMETRY_URL in their environment (e.g. http://muster-web.muster:8000).
+MUSTER_PUBLIC_URL = os.environ.get("MUSTER_PUBLIC_URL", "").rstrip("/")
+# Efficiency flags: a GPU below this utilisation for this long is idle; jobs of at least this many GPUs should use tensor cores.
+MUSTER_TELEMETRY_IDLE_PERCENT = env_float("MUSTER_TELEMETRY_IDLE_PERCENT", 5.0)
+MUSTER_TELEMETRY_IDLE_SECONDS = env_int("MUSTER_TELEMETRY_IDLE_SECONDS", 600)
+MUSTER_TELEMETRY_LARGE_JOB_GPUS = env_int("MUSTER_TELEMETRY_LARGE_JOB_GPUS", 8)

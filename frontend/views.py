@@ -19,6 +19,7 @@ from jobs.models import Job
 from jobs.selectors import job_assigned_nodes, jobs_visible_to, nodes_with_usage, queue_plan
 from jobs.services import job_cancel, job_check_fits_cluster, job_submit, nodes_ensure_known
 from jobs.states import ACTIVE_STATES, JobState
+from telemetry.page import job_telemetry_context
 
 
 @login_required
@@ -91,6 +92,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "logs": logs,
             "simulated_run": simulated_run,
             "live": job.state in ACTIVE_STATES or job.state == JobState.PENDING,
+            "telemetry": job_telemetry_context(job, request.GET),
         },
     )
 

@@ -18,6 +18,7 @@ from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState, can_transition
 from quotas.models import Team
 from quotas.services import ledger_charge, quota_check_job
+from telemetry.services import telemetry_job_left_running
 
 logger = logging.getLogger(__name__)
 
@@ -149,6 +150,9 @@ def job_transition(job: Job, to_state: str, *, reason: str, now: datetime | None
             # Charge the ledger up to this instant while the allocations are still live.
             ledger_charge(job=job, until=now)
             Allocation.objects.filter(job=job, released_at__isnull=True).update(released_at=now)
+        if from_state == JobState.RUNNING:
+            # The run's GPU and network series are downsampled and stored once this commits.
+            telemetry_job_left_running(job=job, attempt=job.attempt)
     job.state = to_state
     for key, value in fields.items():
         setattr(job, key, value)

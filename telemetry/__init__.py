@@ -1,5 +1,4 @@
-"""Per-job GPU and network series, scheduler metrics and their charts.
+"""Per-job GPU and network telemetry: sources, downsampled storage, summaries, efficiency flags, charts and API.
 
-Not built yet: issue 5 fills this app. It is installed now so its place in the
-layout is fixed.
+See docs/architecture.md, "Telemetry". Scheduler metrics and /metrics live elsewhere (not built yet).
 """

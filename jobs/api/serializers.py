@@ -13,6 +13,8 @@ from jobs import validators
 from jobs.models import Job, JobEvent, Node
 from jobs.scheduling.model import Priority
 from jobs.selectors import QueueEntry, QueuePlan, job_assigned_nodes, queue_plan
+from telemetry.api.summary import TelemetrySummarySerializer
+from telemetry.selectors import job_telemetry_summary
 
 
 class StrictSerializer(serializers.Serializer):
@@ -194,10 +196,18 @@ class JobSerializer(serializers.ModelSerializer):
 
 class JobDetailSerializer(JobSerializer):
     events = JobEventSerializer(many=True, read_only=True)
+    telemetry_summary = serializers.SerializerMethodField(
+        help_text="GPU and network summary of the job's stored runs; null until a run ends."
+    )
 
     class Meta(JobSerializer.Meta):
-        fields = [*JobSerializer.Meta.fields, "env", "simulate", "events"]
+        fields = [*JobSerializer.Meta.fields, "env", "simulate", "events", "telemetry_summary"]
         read_only_fields = fields
+
+    @extend_schema_field(TelemetrySummarySerializer(allow_null=True))
+    def get_telemetry_summary(self, job: Job) -> dict[str, Any] | None:
+        summary = job_telemetry_summary(job)
+        return TelemetrySummarySerializer(summary).data if summary else None
 
 
 class NodeSerializer(serializers.ModelSerializer):

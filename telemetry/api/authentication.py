@@ -1,0 +1,38 @@
+"""The push endpoint's authentication: a job's telemetry token, and nothing else (no user sessions or API tokens)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+
+from telemetry.tokens import ENV_TOKEN, InvalidToken, JobTokenAuth, telemetry_token_verify
+
+
+class JobTokenAuthentication(BaseAuthentication):
+    """`Authorization: Bearer <MUSTER_TELEMETRY_TOKEN>`. A wrong token is 401, never a silent anonymous request."""
+
+    def authenticate(self, request: Request) -> tuple[AnonymousUser, JobTokenAuth] | None:
+        header = get_authorization_header(request).split()
+        if not header or header[0].lower() != b"bearer":
+            return None
+        if len(header) != 2:
+            raise AuthenticationFailed(f"Send 'Authorization: Bearer <token>' with the job's {ENV_TOKEN}.")
+        try:
+            auth = telemetry_token_verify(header[1].decode("ascii"))
+        except (InvalidToken, UnicodeDecodeError) as exc:
+            raise AuthenticationFailed(str(exc) if isinstance(exc, InvalidToken) else "Malformed telemetry token.") from exc
+        return AnonymousUser(), auth
+
+    def authenticate_header(self, request: Request) -> str:
+        # Makes DRF answer 401 (with this challenge) rather than 403 when no token is sent.
+        return 'Bearer realm="muster-telemetry"'
+
+
+class HasJobToken(BasePermission):
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return isinstance(request.auth, JobTokenAuth)

@@ -1,0 +1,117 @@
+"""Efficiency flags: what a researcher should know about how their job uses its GPUs.
+
+Pure functions over a run's per-GPU utilisation and its job-wide means, so the job page (live)
+and the stored summary (when a run ends) flag the same things.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from telemetry.downsampling import samples_mean
+from telemetry.sources.base import Series
+
+# A rank is idle when its GPUs average below this while the other ranks average at least BUSY.
+IDLE_RANK_PERCENT = 10.0
+BUSY_PERCENT = 40.0
+# Tensor cores count as unused below this activity (ratio) when the GPUs are at least this busy.
+TENSOR_UNUSED_RATIO = 0.05
+TENSOR_BUSY_PERCENT = 30.0
+LISTED = 8
+
+
+@dataclass(frozen=True)
+class Flag:
+    code: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def longest_idle_seconds(series: Series, idle_percent: float) -> float:
+    """The longest stretch of consecutive buckets whose mean utilisation is below `idle_percent` (a gap ends a stretch)."""
+    longest = run = 0
+    for mean, count in zip(series.buckets.mean, series.buckets.count, strict=True):
+        if count and mean < idle_percent:
+            run += 1
+            longest = max(longest, run)
+        else:
+            run = 0
+    return longest * series.buckets.step
+
+
+def efficiency_flags(
+    *,
+    gpu_util: list[Series],
+    tensor_active_mean: float | None,
+    idle_percent: float,
+    idle_seconds: float,
+    large_job_gpus: int,
+) -> list[Flag]:
+    """Flags for one run from its per-GPU utilisation series (percent) and its mean tensor-core activity (ratio)."""
+    flags: list[Flag] = []
+    gpu_util = [s for s in gpu_util if s.buckets.samples]
+    if not gpu_util:
+        return flags
+    observed = max(sum(1 for c in s.buckets.count if c) * s.buckets.step for s in gpu_util)
+    by_rank: dict[int, list[Series]] = {}
+    for s in gpu_util:
+        by_rank.setdefault(s.rank if s.rank is not None else 0, []).append(s)
+
+    idle_ranks: set[int] = set()
+    if len(by_rank) > 1:
+        means = {rank: samples_mean(s.buckets for s in group) or 0.0 for rank, group in by_rank.items()}
+        for rank, mean in sorted(means.items()):
+            others = [m for r, m in means.items() if r != rank]
+            others_mean = sum(others) / len(others)
+            if mean < IDLE_RANK_PERCENT and others_mean >= BUSY_PERCENT:
+                idle_ranks.add(rank)
+                flags.append(
+                    Flag(
+                        "IDLE_RANK",
+                        f"Rank {rank} ({by_rank[rank][0].node}) averaged {mean:.0f}% GPU utilisation while the other ranks averaged "
+                        f"{others_mean:.0f}%: it may be stuck or starved of data, and the rest of the gang waits for it.",
+                    )
+                )
+
+    # Sustained: the idle-seconds setting, or half the run for runs shorter than twice that, and never
+    # fewer than three buckets (a run seconds old is still loading: that is not idleness).
+    step = gpu_util[0].buckets.step
+    needed = max(min(idle_seconds, observed / 2), 3 * step)
+    if observed >= needed:
+        idle = [s for s in gpu_util if (s.rank or 0) not in idle_ranks and longest_idle_seconds(s, idle_percent) >= needed]
+        if idle:
+            names = ", ".join(s.label for s in idle[:LISTED]) + (f" and {len(idle) - LISTED} more" if len(idle) > LISTED else "")
+            flags.append(
+                Flag(
+                    "IDLE_GPUS",
+                    f"{len(idle)} of {len(gpu_util)} GPUs sat idle (below {idle_percent:g}% utilisation) for "
+                    f"{_duration(needed)} or more: {names}. Idle GPUs are still charged to your quota.",
+                )
+            )
+
+    util_mean = samples_mean(s.buckets for s in gpu_util)
+    if (
+        len(gpu_util) >= large_job_gpus
+        and tensor_active_mean is not None
+        and util_mean is not None
+        and tensor_active_mean < TENSOR_UNUSED_RATIO
+        and util_mean >= TENSOR_BUSY_PERCENT
+    ):
+        flags.append(
+            Flag(
+                "TENSOR_CORES_UNUSED",
+                f"Tensor cores were nearly unused ({tensor_active_mean:.1%} active on average) while the {len(gpu_util)} GPUs were "
+                f"{util_mean:.0f}% busy: the model may be computing in FP32. Mixed precision (bf16/fp16) or TF32 would use them.",
+            )
+        )
+    return flags
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:g} h"
+    if seconds >= 60:
+        return f"{seconds / 60:g} min"
+    return f"{seconds:g} s"

@@ -1,0 +1,224 @@
+"""Reads of job telemetry: a job's runs, their series (stored when the run has ended and was stored,
+live from the source otherwise), pushed NCCL results and the summary."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.conf import settings
+from django.utils import timezone
+
+from jobs.cluster.manifests import gang_name
+from jobs.models import Job
+from jobs.states import JobState
+from telemetry.catalogue import Level, Metric
+from telemetry.downsampling import bucketize, step_for
+from telemetry.models import JobSeries, JobTelemetrySummary, NcclSample
+from telemetry.rollups import reshape
+from telemetry.sources import JobTarget, RankPlacement, Series, TelemetrySource
+
+PUSHED = "pushed"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One attempt of a job that reached RUNNING, from its RUNNING event to the event that ended it."""
+
+    attempt: int
+    started: datetime
+    ended: datetime | None
+
+    def window(self, now: datetime) -> tuple[float, float]:
+        """[start, end) in seconds since the epoch; a running run ends now."""
+        end = self.ended or max(now, self.started)
+        return self.started.timestamp(), end.timestamp()
+
+
+def job_runs(job: Job) -> list[Run]:
+    """Every run of the job, oldest first (uses prefetched events when there are)."""
+    runs: list[Run] = []
+    for event in job.events.all():
+        if event.to_state == JobState.RUNNING:
+            runs.append(Run(event.attempt, event.at, None))
+        elif runs and runs[-1].ended is None and event.from_state == JobState.RUNNING:
+            runs[-1] = Run(runs[-1].attempt, runs[-1].started, event.at)
+    return runs
+
+
+def job_run(job: Job, attempt: int | None = None) -> Run | None:
+    """The run of that attempt, else the latest run; None if the job never ran."""
+    runs = job_runs(job)
+    if attempt is None:
+        return runs[-1] if runs else None
+    return next((r for r in reversed(runs) if r.attempt == attempt), None)
+
+
+def expected_seconds(job: Job) -> float:
+    if settings.MUSTER_CLUSTER == "simulated":
+        return float((job.simulate or {}).get("duration_seconds", settings.MUSTER_SIM_DEFAULT_DURATION_SECONDS))
+    return float(job.wall_time_seconds)
+
+
+def job_target(job: Job, run: Run) -> JobTarget:
+    """Where and when one run of the job ran, as a telemetry source needs it (uses prefetched allocations)."""
+    allocations = sorted((a for a in job.allocations.all() if a.attempt == run.attempt), key=lambda a: a.rank)
+    return JobTarget(
+        job_id=job.pk,
+        attempt=run.attempt,
+        ranks=tuple(RankPlacement(a.rank, a.node.name, a.node.rack, a.gpus) for a in allocations),
+        started=run.started.timestamp(),
+        ended=run.ended.timestamp() if run.ended else None,
+        expected_seconds=expected_seconds(job),
+        namespace=settings.MUSTER_K8S_NAMESPACE,
+        pod_prefix=f"{gang_name(job.pk, run.attempt)}-",
+    )
+
+
+def stored_attempts(job: Job) -> set[int]:
+    return set(JobSeries.objects.filter(job=job).values_list("attempt", flat=True).distinct())
+
+
+def stored_step(job: Job, attempt: int) -> int | None:
+    return JobSeries.objects.filter(job=job, attempt=attempt).values_list("step_seconds", flat=True).first()
+
+
+@dataclass(frozen=True)
+class RunReader:
+    """Reads series of one run: from the database when the run is stored, from the source otherwise."""
+
+    job: Job
+    run: Run
+    source: TelemetrySource
+    stored: bool
+    resolution: int
+    now: datetime
+
+    @classmethod
+    def open(cls, job: Job, run: Run, source: TelemetrySource, *, now: datetime | None = None) -> RunReader:
+        step = stored_step(job, run.attempt)
+        now = now or timezone.now()
+        if step is not None:
+            return cls(job, run, source, True, step, now)
+        return cls(job, run, source, False, source.resolution(job_target(job, run)), now)
+
+    @property
+    def origin(self) -> str:
+        return "stored" if self.stored else self.source.name
+
+    def window(self) -> tuple[float, float]:
+        return self.run.window(self.now)
+
+    def step_for(self, step: int) -> int:
+        """The step actually used: at least the data's resolution, and a whole multiple of it."""
+        return max(1, math.ceil(max(step, 1) / self.resolution)) * self.resolution
+
+    def read(self, metric: Metric, *, level: Level, start: float, end: float, step: int, node: str | None = None) -> list[Series]:
+        """The metric at `level` over [start, end) in `step`-second buckets (step from `step_for`).
+
+        Raises TelemetryUnavailable when the run is not stored and the source cannot answer.
+        """
+        level = metric.finest_level(level)
+        if level == Level.JOB:
+            node = None  # a job-wide series (NCCL) belongs to no node: show it whatever node is picked
+        if self.stored:
+            rows = JobSeries.objects.filter(job=self.job, attempt=self.run.attempt, metric=metric.key, level=level)
+            if node is not None:
+                rows = rows.filter(node=node)
+            series = [
+                Series(r.metric, Level(r.level), r.node, r.gpu, r.rank, r.buckets(), r.sample_seconds, "stored", r.attempt)
+                for r in rows.order_by("rank", "node", "gpu")
+            ]
+        else:
+            series = self.source.read(job_target(self.job, self.run), metric, start=start, end=end, step=step, level=level)
+            if node is not None:
+                series = [s for s in series if s.node == node]
+        return reshape(series, start=start, end=end, step=step)
+
+    def pushed_nccl(self, *, start: float, end: float, step: int) -> Series | None:
+        """NCCL bus bandwidth the job pushed during this run, in the same buckets; None when it pushed nothing."""
+        rows = NcclSample.objects.filter(job=self.job, attempt=self.run.attempt).values_list("at", "busbw_gbs")
+        times, values = [], []
+        for at, busbw in rows:
+            times.append(at.timestamp())
+            values.append(busbw)
+        if not times:
+            return None
+        buckets = bucketize(times, values, step, start=start, end=end)
+        if not buckets.samples:
+            return None
+        return Series("nccl_busbw", Level.JOB, "", -1, None, buckets, 0.0, PUSHED, self.run.attempt)
+
+
+def job_telemetry_summary(job: Job) -> JobTelemetrySummary | None:
+    """The job's stored summary; None until one of its runs has ended and been stored."""
+    try:
+        return job.telemetry_summary
+    except JobTelemetrySummary.DoesNotExist:
+        return None
+
+
+@dataclass(frozen=True)
+class MetricRead:
+    """What `GET /api/v1/jobs/{id}/metrics/` returns: one metric of one run over a window."""
+
+    job: int
+    run: int
+    metric: Metric
+    level: Level
+    start: datetime
+    end: datetime
+    step: int
+    series: list[Series]
+
+
+class NoRun(Exception):
+    """The job has not run (or has no run of the attempt asked for)."""
+
+
+def job_metric_read(
+    job: Job,
+    metric: Metric,
+    *,
+    level: Level,
+    source: TelemetrySource,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    step: int | None = None,
+    node: str | None = None,
+    attempt: int | None = None,
+    now: datetime | None = None,
+) -> MetricRead:
+    """One metric of one run of a job, in buckets: stored if the run was stored, else live from the source.
+
+    The window is clipped to the run; the step is rounded up to a multiple of the data's
+    resolution (by default: the finest giving at most MUSTER_TELEMETRY_MAX_POINTS buckets).
+    NCCL bus bandwidth also returns what the job pushed, as a series of origin "pushed".
+    Raises NoRun, or TelemetryUnavailable when the source cannot answer.
+    """
+    run = job_run(job, attempt)
+    if run is None:
+        raise NoRun(f"Job {job.pk} has not run{'' if attempt is None else f' an attempt {attempt}'}: it has no telemetry.")
+    reader = RunReader.open(job, run, source, now=now)
+    run_start, run_end = reader.window()
+    lo = max(run_start, start.timestamp()) if start else run_start
+    hi = min(run_end, end.timestamp()) if end else run_end
+    hi = max(lo, hi)
+    chosen = reader.step_for(step or step_for(hi - lo, reader.resolution, settings.MUSTER_TELEMETRY_MAX_POINTS))
+    level = metric.finest_level(level)
+    series = reader.read(metric, level=level, start=lo, end=hi, step=chosen, node=node)
+    if metric.key == "nccl_busbw":
+        pushed = reader.pushed_nccl(start=lo, end=hi, step=chosen)
+        if pushed is not None:
+            series.append(pushed)
+    return MetricRead(
+        job=job.pk,
+        run=run.attempt,
+        metric=metric,
+        level=level,
+        start=datetime.fromtimestamp(lo, tz=UTC),
+        end=datetime.fromtimestamp(hi, tz=UTC),
+        step=chosen,
+        series=series,
+    )

@@ -1,0 +1,91 @@
+"""The interface between Muster and wherever a job's GPU and network series live."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from telemetry.catalogue import Level, Metric
+from telemetry.downsampling import Buckets
+
+
+class TelemetryUnavailable(Exception):
+    """The source cannot answer (down, not configured, not built): pages say so and still render."""
+
+
+@dataclass(frozen=True)
+class RankPlacement:
+    rank: int
+    node: str
+    rack: str
+    gpus: int
+
+
+@dataclass(frozen=True)
+class JobTarget:
+    """One attempt of a job, as a source needs to find its series: where each rank ran, and when."""
+
+    job_id: int
+    attempt: int
+    ranks: tuple[RankPlacement, ...]
+    # Seconds since the epoch; `ended` is None while the attempt runs.
+    started: float
+    ended: float | None
+    # How long the run was expected to last (the simulated duration, else the wall time).
+    expected_seconds: float
+    # Where its pods live on Kubernetes, and their name prefix (`muster-<job>-<attempt>-<rank>`).
+    namespace: str = ""
+    pod_prefix: str = ""
+
+    @property
+    def nodes(self) -> int:
+        return len(self.ranks)
+
+    @property
+    def gpus(self) -> int:
+        return sum(r.gpus for r in self.ranks)
+
+    @property
+    def racks(self) -> set[str]:
+        return {r.rack for r in self.ranks}
+
+
+@dataclass
+class Series:
+    """One series of one attempt, read at one level.
+
+    `node` is "" at job level; `gpu` is -1 above GPU level. `sample_seconds` is how long each
+    sample stands for (integrals of rates use it); `origin` says where the numbers came from.
+    """
+
+    metric: str
+    level: Level
+    node: str
+    gpu: int
+    rank: int | None
+    buckets: Buckets
+    sample_seconds: float
+    origin: str
+    attempt: int = 0
+
+    @property
+    def label(self) -> str:
+        if self.level == Level.JOB:
+            return "job"
+        where = f"rank {self.rank} · {self.node}" if self.rank is not None else self.node
+        return where if self.gpu < 0 else f"{where} · GPU {self.gpu}"
+
+
+class TelemetrySource(Protocol):
+    #: Shown on the job page and in the API (`origin` of the series it returns).
+    name: str
+
+    def resolution(self, target: JobTarget) -> int:
+        """The finest step, in seconds, this source can answer for the target."""
+
+    def read(self, target: JobTarget, metric: Metric, *, start: float, end: float, step: int, level: Level) -> list[Series]:
+        """The metric's series of one attempt over [start, end), in buckets of `step` seconds, at `level`.
+
+        A metric of a coarser scope than `level` answers at its own scope (see Metric.finest_level).
+        Raises TelemetryUnavailable when the source cannot answer.
+        """

@@ -1,0 +1,163 @@
+"""The job page's charts: their data match the stored series, stay within the point budget, and load offline."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from jobs.models import Job
+from telemetry.catalogue import Level
+from telemetry.downsampling import coarsen
+from telemetry.figures import as_plotly_figure, max_points
+from telemetry.models import JobSeries
+from telemetry.page import job_telemetry_context
+from telemetry.staticfiles import PLOTLY_JS
+from tests.telemetry_helpers import run_to_end, start_running, store_runs_when_they_end
+
+
+@pytest.fixture
+def finished(submit, sim, monkeypatch, django_capture_on_commit_callbacks) -> Job:
+    """A 2-node x 8-GPU job that ran an hour and was stored when it ended."""
+    store_runs_when_they_end(monkeypatch)
+    job_id = submit(nodes=2, gpus_per_node=8, simulate={"duration_seconds": 3600})["id"]
+    return run_to_end(sim, job_id, django_capture_on_commit_callbacks, step=600)
+
+
+def context(job: Job, **params: str) -> dict[str, Any]:
+    job = Job.objects.prefetch_related("events", "allocations__node").get(pk=job.pk)
+    return job_telemetry_context(job, params)
+
+
+def figure(ctx: dict[str, Any], key: str) -> dict[str, Any]:
+    return next(f["figure"] for f in ctx["figures"] if f["id"] == f"telemetry-{key}")
+
+
+def present(values: list[float], counts: list[int], decimals: int) -> list[float | None]:
+    return [(round(v, decimals) if decimals else round(v)) if c else None for v, c in zip(values, counts, strict=True)]
+
+
+def test_the_heatmap_is_every_gpu_of_the_stored_run(finished) -> None:
+    ctx = context(finished)
+    assert ctx["origin"] == "stored"
+    heat = figure(ctx, "heatmap")["data"][0]
+    rows = list(JobSeries.objects.filter(job=finished, metric="gpu_util", level=Level.GPU).order_by("rank", "gpu"))
+    assert len(heat["z"]) == len(rows) == 16
+    assert heat["y"][0] == f"rank 0 · {rows[0].node} · GPU 0" and heat["y"][-1] == f"rank 1 · {rows[-1].node} · GPU 7"
+    step = (heat["x"][1] - heat["x"][0]) // 1000
+    for z, row in zip(heat["z"], rows, strict=True):
+        coarse = coarsen(row.buckets(), step)
+        start = (coarse.first * step * 1000 - heat["x"][0]) // (step * 1000)
+        assert z[start : start + len(coarse)] == present(coarse.mean, coarse.count, 1)
+
+
+def test_job_lines_are_the_stored_mean_min_and_max(finished) -> None:
+    ctx = context(finished)
+    traces = figure(ctx, "gpu_util")["data"]
+    low, high, mean = traces
+    row = JobSeries.objects.get(job=finished, metric="gpu_util", level=Level.JOB).buckets()
+    assert mean["y"] == present(row.mean, row.count, 1)
+    assert low["y"] == present(row.min, row.count, 1) and high["y"] == present(row.max, row.count, 1)
+    assert mean["x"][0] == row.first * row.step * 1000
+    activity = figure(ctx, "activity")["data"]
+    assert [t["name"] for t in activity if t.get("showlegend") is not False] == ["SM activity", "Tensor-core activity"]
+    tensor = JobSeries.objects.get(job=finished, metric="tensor_active", level=Level.JOB).buckets()
+    assert activity[-1]["y"] == present(tensor.mean, tensor.count, 4)
+
+
+def test_per_node_and_per_gpu_lines(finished) -> None:
+    per_node = context(finished, view="node")
+    names = [t["name"] for t in figure(per_node, "gpu_util")["data"]]
+    assert len(names) == 2 and names[0].startswith("rank 0 · ")
+    node = JobSeries.objects.filter(job=finished, level=Level.NODE, rank=1).values_list("node", flat=True).first()
+    per_gpu = context(finished, view="gpu", node=node)
+    traces = figure(per_gpu, "gpu_util")["data"]
+    assert len(traces) == 8 and all(f"rank 1 · {node} · GPU" in t["name"] for t in traces)
+    row = JobSeries.objects.get(job=finished, metric="gpu_util", node=node, gpu=5).buckets()
+    assert traces[5]["y"] == present(row.mean, row.count, 1)
+    pcie = [t["name"] for t in figure(per_gpu, "pcie")["data"]]
+    assert pcie[0] == f"TX rank 1 · {node} · GPU 0" and pcie[-1] == f"RX rank 1 · {node} · GPU 7"
+    # NCCL bandwidth is job-wide: it shows whichever node's GPUs are picked.
+    assert len(figure(per_gpu, "nccl")["data"]) == 3
+    # Unknown options fall back to the defaults instead of failing the page.
+    assert context(finished, view="rack", range="1y", node="nope", run="9")["options"].view == "job"
+
+
+def test_every_figure_is_valid_plotly(finished) -> None:
+    for view in ("job", "node", "gpu"):
+        for entry in context(finished, view=view)["figures"]:
+            as_plotly_figure(entry["figure"])  # raises on a property Plotly does not know
+
+
+def test_no_trace_exceeds_the_point_budget_and_spikes_survive(finished, settings) -> None:
+    settings.MUSTER_TELEMETRY_MAX_POINTS = 20
+    settings.MUSTER_TELEMETRY_HEATMAP_COLUMNS = 10
+    ctx = context(finished)
+    assert ctx["max_points"] <= 20
+    assert max_points(figure(ctx, "heatmap")) <= 10
+    # The checkpoint's PCIe TX burst lasts a minute; at ~3-minute points it still shows in the band's maximum.
+    pcie = figure(ctx, "pcie")["data"]
+    stored = JobSeries.objects.get(job=finished, metric="pcie_tx", level=Level.JOB).buckets()
+    assert max(v for v in pcie[1]["y"] if v is not None) == round(max(v for v, c in zip(stored.max, stored.count, strict=True) if c))
+
+
+def test_a_time_range_shows_the_end_of_the_run(finished) -> None:
+    ctx = context(finished, range="15m")
+    x = figure(ctx, "gpu_util")["data"][2]["x"]
+    end = ctx["run"].ended.timestamp() * 1000
+    assert end - 16 * 60 * 1000 <= x[0] and x[-1] < end
+
+
+def test_the_job_page_draws_the_charts_with_plotly_served_by_muster(finished, user) -> None:
+    page = Client()
+    page.force_login(user)
+    html = page.get(f"/jobs/{finished.pk}/").content.decode()
+    script = re.search(r'<script src="([^"]*plotly[^"]*\.min\.js)"', html)
+    assert script and script.group(1).endswith(PLOTLY_JS) and "cdn" not in script.group(1)
+    figures = json.loads(re.search(r'<script id="telemetry-figures" type="application/json">(.*?)</script>', html, re.S).group(1))
+    assert [f["id"] for f in figures][:2] == ["telemetry-heatmap", "telemetry-gpu_util"]
+    assert all(f'id="{f["id"]}"' in html for f in figures)
+    assert 'data-testid="telemetry-summary"' in html and 'data-testid="efficiency-flags"' in html
+    js = page.get(script.group(1))
+    assert js.status_code == 200 and b"plotly.js v" in b"".join(js.streaming_content)[:200]
+
+
+def test_flags_show_on_the_page(submit, sim, monkeypatch, user) -> None:
+    from telemetry.sources.simulated import Profile, SimulatedTelemetry
+
+    monkeypatch.setattr("telemetry.page.get_source", lambda: SimulatedTelemetry(interval=5, profile_for=lambda job_id: Profile.IDLE_RANK))
+    job = start_running(submit, sim, nodes=3, gpus_per_node=8, simulate={"duration_seconds": 7200})
+    page = Client()
+    page.force_login(user)
+    html = page.get(f"/jobs/{job.pk}/").content.decode()
+    assert 'data-code="IDLE_RANK"' in html and "Rank 2 (" in html
+
+
+def test_a_running_job_is_charted_live(submit, sim, user) -> None:
+    job = start_running(submit, sim, nodes=1, gpus_per_node=4, simulate={"duration_seconds": 7200}, ran_for=600)
+    ctx = context(job)
+    assert ctx["origin"] == "simulated" and ctx["running"]
+    assert len(figure(ctx, "heatmap")["data"][0]["z"]) == 4
+    assert "telemetry-network" not in [f["id"] for f in ctx["figures"]]  # one node: no inter-node chart
+
+
+def test_a_job_that_has_not_run_says_so(submit, user) -> None:
+    job_id = submit()["id"]
+    page = Client()
+    page.force_login(user)
+    html = page.get(f"/jobs/{job_id}/").content.decode()
+    assert 'data-testid="telemetry-empty"' in html and "has not started running" in html
+    assert "telemetry-figures" not in html
+
+
+def test_the_page_still_renders_when_the_source_is_down(submit, sim, user, settings) -> None:
+    job = start_running(submit, sim, nodes=1, gpus_per_node=8)
+    settings.MUSTER_TELEMETRY_SOURCE = "prometheus"
+    page = Client()
+    page.force_login(user)
+    response = page.get(f"/jobs/{job.pk}/")
+    assert response.status_code == 200
+    assert 'data-testid="telemetry-error"' in response.content.decode() and "Telemetry is unavailable" in response.content.decode()

@@ -1,0 +1,163 @@
+"""The simulated source is plausible (what a GPU cluster would show) and deterministic; the efficiency flags fire on it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from telemetry.catalogue import METRICS, Level
+from telemetry.downsampling import bucketize, samples_max, samples_mean
+from telemetry.efficiency import efficiency_flags
+from telemetry.sources import JobTarget, RankPlacement, Series, get_source
+from telemetry.sources.prometheus import PrometheusTelemetry
+from telemetry.sources.simulated import Profile, SimulatedTelemetry, job_profile
+
+HOUR = 3600
+T0 = 1_779_998_400  # a fixed start on a whole hour, so every run of the test sees the same numbers
+
+
+def target(*racks: str, gpus: int = 8, job_id: int = 7, seconds: int = HOUR) -> JobTarget:
+    ranks = tuple(RankPlacement(rank, f"sim-node-{rank:03d}", rack, gpus) for rank, rack in enumerate(racks))
+    return JobTarget(job_id, 1, ranks, float(T0), float(T0 + seconds), float(seconds))
+
+
+def source(profile: Profile = Profile.HEALTHY) -> SimulatedTelemetry:
+    return SimulatedTelemetry(interval=5, profile_for=lambda job_id: profile)
+
+
+def job_mean(src: SimulatedTelemetry, t: JobTarget, metric: str, *, step: int = 60) -> float:
+    series = src.read(t, METRICS[metric], start=t.started, end=t.ended, step=step, level=Level.JOB)
+    return samples_mean(s.buckets for s in series)
+
+
+def test_a_gang_spanning_racks_gets_lower_nccl_bandwidth() -> None:
+    src = source()
+    one_rack = job_mean(src, target("rack-1", "rack-1", "rack-1", "rack-1"), "nccl_busbw")
+    two_racks = job_mean(src, target("rack-1", "rack-1", "rack-2", "rack-2"), "nccl_busbw")
+    one_node = job_mean(src, target("rack-1"), "nccl_busbw")
+    assert one_node > one_rack > two_racks > 0
+    assert two_racks < 0.7 * one_rack  # the spine between racks is the bottleneck
+    assert 100 < two_racks and one_node < 900  # GB/s a real H100 cluster reaches
+
+
+def test_utilisation_falls_with_job_size_and_stays_a_percentage() -> None:
+    src = source()
+    small = job_mean(src, target("rack-1", gpus=1), "gpu_util")
+    large = job_mean(src, target(*(["rack-1"] * 8)), "gpu_util")
+    assert 0 < large < small <= 100
+    series = src.read(target("rack-1"), METRICS["gpu_util"], start=T0, end=T0 + HOUR, step=60, level=Level.GPU)
+    assert len(series) == 8
+    assert all(0 <= v <= 100 for s in series for v, c in zip(s.buckets.min + s.buckets.max, s.buckets.count * 2, strict=True) if c)
+
+
+def test_every_metric_has_plausible_units() -> None:
+    src, t = source(), target("rack-1", "rack-1")
+    assert 0 < job_mean(src, t, "sm_active") <= 1 and 0 < job_mean(src, t, "tensor_active") < job_mean(src, t, "sm_active")
+    peak = samples_max(s.buckets for s in src.read(t, METRICS["fb_used"], start=T0, end=T0 + HOUR, step=60, level=Level.GPU))
+    assert 20_000 < peak <= 81_920  # MiB of an 80 GB GPU
+    assert 1e8 < job_mean(src, t, "pcie_rx") < 64e9  # bytes/s within PCIe 5 x16
+    assert 1e9 < job_mean(src, t, "nvlink_tx") < 900e9
+    assert 50 < job_mean(src, t, "power") < 800 and 20 < job_mean(src, t, "temp") < 95
+    single = target("rack-1", gpus=1)
+    assert job_mean(src, single, "nvlink_tx") == 0  # one GPU: nothing to talk to over NVLink
+    assert src.read(single, METRICS["nccl_busbw"], start=T0, end=T0 + HOUR, step=60, level=Level.JOB) == []
+
+
+def test_node_metrics_and_levels() -> None:
+    src, t = source(), target("rack-1", "rack-2")
+    assert len(src.read(t, METRICS["ib_tx"], start=T0, end=T0 + HOUR, step=60, level=Level.GPU)) == 2  # per node at finest
+    nodes = src.read(t, METRICS["gpu_util"], start=T0, end=T0 + HOUR, step=60, level=Level.NODE)
+    assert [(s.node, s.rank, s.gpu) for s in nodes] == [("sim-node-000", 0, -1), ("sim-node-001", 1, -1)]
+    assert job_mean(source(), target("rack-1"), "ib_tx") == 0  # one node: no inter-node traffic
+
+
+def test_series_are_deterministic_and_independent_of_the_window() -> None:
+    t = target("rack-1", "rack-2")
+    whole = source().read(t, METRICS["gpu_util"], start=T0, end=T0 + HOUR, step=60, level=Level.GPU)
+    again = source().read(t, METRICS["gpu_util"], start=T0, end=T0 + HOUR, step=60, level=Level.GPU)
+    half = source().read(t, METRICS["gpu_util"], start=T0 + 1800, end=T0 + HOUR, step=60, level=Level.GPU)
+    assert [s.buckets.mean for s in whole] == [s.buckets.mean for s in again]
+    assert whole[0].buckets.mean[30:] == half[0].buckets.mean
+
+
+def test_checkpoints_show_as_utilisation_dips_and_pcie_tx_spikes() -> None:
+    src, t = source(), target("rack-1")
+    util = src.read(t, METRICS["gpu_util"], start=T0, end=T0 + HOUR, step=60, level=Level.JOB)[0].buckets
+    pcie = src.read(t, METRICS["pcie_tx"], start=T0, end=T0 + HOUR, step=60, level=Level.JOB)[0].buckets
+    minute = 30  # the checkpoint at 30 min
+    assert util.mean[minute] < 10 < 60 < util.mean[minute - 5]
+    assert pcie.mean[minute] > 10 * pcie.mean[minute - 5]
+
+
+def test_the_source_is_chosen_by_settings(settings) -> None:
+    assert isinstance(get_source(), SimulatedTelemetry)
+    settings.MUSTER_TELEMETRY_SOURCE = "prometheus"
+    assert isinstance(get_source(), PrometheusTelemetry)
+
+
+def test_profiles_are_stable_and_a_quarter_have_problems() -> None:
+    profiles = [job_profile(i) for i in range(1, 2001)]
+    assert profiles == [job_profile(i) for i in range(1, 2001)]
+    problems = sum(p != Profile.HEALTHY for p in profiles) / len(profiles)
+    assert 0.18 < problems < 0.32
+
+
+# --- efficiency flags ----------------------------------------------------------------------------
+
+
+def flags_for(profile: Profile, t: JobTarget) -> dict[str, str]:
+    src = source(profile)
+    util = src.read(t, METRICS["gpu_util"], start=t.started, end=t.ended, step=60, level=Level.GPU)
+    tensor = job_mean(src, t, "tensor_active")
+    flags = efficiency_flags(gpu_util=util, tensor_active_mean=tensor, idle_percent=5, idle_seconds=600, large_job_gpus=8)
+    return {f.code: f.message for f in flags}
+
+
+def test_a_healthy_job_raises_no_flag() -> None:
+    assert flags_for(Profile.HEALTHY, target("rack-1", "rack-1")) == {}
+
+
+def test_an_idle_rank_is_named() -> None:
+    flags = flags_for(Profile.IDLE_RANK, target("rack-1", "rack-1", "rack-1"))
+    assert set(flags) == {"IDLE_RANK"}
+    assert re.match(r"Rank 2 \(sim-node-002\) averaged [0-5]% GPU utilisation while the other ranks averaged [6-9]\d%", flags["IDLE_RANK"])
+
+
+def test_idle_gpus_are_listed() -> None:
+    flags = flags_for(Profile.IDLE_GPUS, target("rack-1"))
+    assert set(flags) == {"IDLE_GPUS"}
+    assert "2 of 8 GPUs sat idle" in flags["IDLE_GPUS"] and "GPU 6" in flags["IDLE_GPUS"] and "GPU 7" in flags["IDLE_GPUS"]
+
+
+def test_unused_tensor_cores_on_a_large_job() -> None:
+    assert "TENSOR_CORES_UNUSED" in flags_for(Profile.FP32, target("rack-1", "rack-1"))
+    assert flags_for(Profile.FP32, target("rack-1", gpus=4)) == {}  # 4 GPUs: not a large job
+
+
+def test_idle_flags_need_a_sustained_stretch() -> None:
+    # A GPU idle for 9 of 60 minutes is not flagged at the 10-minute threshold; 10 minutes is.
+    def gpu(idle_minutes: int) -> Series:
+        values = [0.0] * idle_minutes + [80.0] * (60 - idle_minutes)
+        return Series("gpu_util", Level.GPU, "n", 0, 0, bucketize([i * 60 for i in range(60)], values, 60, start=0, end=3600), 60, "x")
+
+    def codes(idle_minutes: int) -> set[str]:
+        flags = efficiency_flags(gpu_util=[gpu(idle_minutes)], tensor_active_mean=0.5, idle_percent=5, idle_seconds=600, large_job_gpus=8)
+        return {f.code for f in flags}
+
+    assert codes(9) == set()
+    assert codes(10) == {"IDLE_GPUS"}
+
+
+@pytest.mark.parametrize("view_level", [Level.GPU, Level.NODE, Level.JOB])
+def test_prometheus_stub_renders_its_queries_and_says_it_is_not_built(settings, view_level) -> None:
+    settings.MUSTER_TELEMETRY_PROMETHEUS_URL = "http://prometheus:9090"
+    prom = PrometheusTelemetry.from_settings()
+    t = JobTarget(12, 3, (RankPlacement(0, "gpu-a", "r1", 8),), float(T0), None, 60.0, "muster-jobs", "muster-12-3-")
+    query = prom.query(t, METRICS["gpu_util"], step=60, level=view_level, aggregation="max")
+    assert 'DCGM_FI_DEV_GPU_UTIL{namespace="muster-jobs",pod=~"muster\\-12\\-3\\-[0-9]+"}' in query
+    assert "max_over_time(" in query and "[60s]" in query
+    from telemetry.sources import TelemetryUnavailable
+
+    with pytest.raises(TelemetryUnavailable, match="not built yet"):
+        prom.read(t, METRICS["gpu_util"], start=T0, end=T0 + 60, step=60, level=view_level)
