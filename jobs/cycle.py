@@ -26,6 +26,7 @@ from jobs.services import job_transition, nodes_sync
 from jobs.snapshot import build_snapshot, policy_config
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.services import ledger_charge_active
+from telemetry.tokens import telemetry_pod_env
 
 logger = logging.getLogger(__name__)
 
@@ -261,7 +262,8 @@ def _launch(backend: ClusterBackend, decisions: Decisions, now: datetime, report
             name=job.name,
             image=job.image,
             command=tuple(job.command),
-            env=dict(job.env),
+            # The job's own push token, so its pods can send NCCL results to its telemetry (and only its).
+            env={**job.env, **telemetry_pod_env(job.pk)},
             node_names=placement.node_names,
             gpus_per_node=job.gpus_per_node,
             wall_time_seconds=job.wall_time_seconds,

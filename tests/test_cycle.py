@@ -246,3 +246,18 @@ def test_a_node_leaving_under_a_running_job_requeues_it_without_spending_a_resta
     # Not the job's fault: no restart spent, and it runs again elsewhere in the same cycle.
     assert job.restarts == 0 and job.attempt == 2 and job.state == JobState.SCHEDULED
     assert Allocation.objects.get(job_id=job_id, attempt=2).node.name != "sim-node-015"
+
+
+def test_every_pod_of_a_gang_gets_its_jobs_telemetry_token(submit, sim) -> None:
+    from telemetry.tokens import telemetry_token_verify
+
+    launched = []
+    real_launch = sim.cluster.launch_gang
+    sim.cluster.launch_gang = lambda spec: (launched.append(spec), real_launch(spec))[1]
+    first, second = submit(nodes=1)["id"], submit(nodes=1)["id"]
+    sim.cycle()
+    tokens = {spec.job_id: spec.env["MUSTER_TELEMETRY_TOKEN"] for spec in launched}
+    assert set(tokens) == {first, second} and tokens[first] != tokens[second]
+    # Each token authenticates exactly its own job.
+    assert telemetry_token_verify(tokens[first]).job_id == first
+    assert telemetry_token_verify(tokens[second]).job_id == second
