@@ -7,9 +7,12 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 
 from jobs.cluster.kubernetes import KubernetesCluster
 from jobs.cluster.manifests import PodOptions
@@ -18,6 +21,8 @@ from jobs.services import nodes_sync
 
 # The label platform/testcluster/up.sh puts the fake nodes' racks in.
 TESTCLUSTER_RACK_LABEL = "muster.io/rack"
+# CRDs of the optional launch modes (PodGroup, MPIJob); see the comment at the top of each file.
+CRD_DIR = Path(__file__).parent / "crds"
 
 
 def kubeconfig_path() -> str:
@@ -84,3 +89,40 @@ def kube_harness(api: client.ApiClient, **options: Any) -> Iterator[KubeHarness]
         yield KubeHarness(api=api, cluster=cluster, namespace=namespace)
     finally:
         core.delete_namespace(namespace, grace_period_seconds=0)
+
+
+def install_crds(api: client.ApiClient, timeout: float = 30.0) -> list[str]:
+    """Install (or update) tests/crds/*.yaml and wait until the API server serves them. Cluster-scoped: left installed."""
+    extensions = client.ApiextensionsV1Api(api)
+    names = []
+    for path in sorted(CRD_DIR.glob("*.yaml")):
+        body = yaml.safe_load(path.read_text())
+        name = body["metadata"]["name"]
+        names.append(name)
+        try:
+            extensions.create_custom_resource_definition(body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            # Already there (an earlier run): bring it to this file's version.
+            body["metadata"]["resourceVersion"] = extensions.read_custom_resource_definition(name).metadata.resource_version
+            extensions.replace_custom_resource_definition(name, body)
+    deadline = time.monotonic() + timeout
+    custom = client.CustomObjectsApi(api)
+    for name in names:
+        while True:
+            crd = extensions.read_custom_resource_definition(name)
+            established = any(c.type == "Established" and c.status == "True" for c in (crd.status.conditions or []))
+            if established:
+                try:  # established is not yet served: wait for the REST endpoint too
+                    custom.list_namespaced_custom_object(
+                        crd.spec.group, crd.spec.versions[0].name, "default", crd.spec.names.plural, limit=1
+                    )
+                    break
+                except ApiException as exc:
+                    if exc.status != 404:
+                        raise
+            if time.monotonic() > deadline:
+                raise AssertionError(f"CRD {name} not served after {timeout} s")
+            time.sleep(0.2)
+    return names

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
-from jobs.cluster.base import GangSpec
+import pytest
+from kubernetes import client
+
+from jobs.cluster.base import GangSpec, PodPhase, PodStatus
+from jobs.cluster.crd_manifests import mpi_worker_pod, mpijob_manifest, podgroup_manifest
+from jobs.cluster.kubernetes import _pod_status, mpijob_statuses
 from jobs.cluster.manifests import PodOptions, gang_name, label_value, pod_manifest, rendezvous_env, service_manifest
 from jobs.cluster.watch import Trigger
 
@@ -110,3 +115,128 @@ def test_a_burst_of_watch_events_enqueues_one_cycle_per_debounce_window() -> Non
         now[0] = t
         trigger()
     assert fired == [0.0, 1.0, 3.0]
+
+
+# --- the optional launch modes (MUSTER_K8S_LAUNCH_MODE) --------------------------------------------------------------
+
+
+def test_an_unknown_launch_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="launch mode"):
+        PodOptions(launch_mode="volcano")
+
+
+def test_the_default_mode_uses_the_default_scheduler_and_no_pod_group() -> None:
+    pod = pod_manifest(spec(), 0, PodOptions())
+    assert "schedulerName" not in pod["spec"] and "scheduling.x-k8s.io/pod-group" not in pod["metadata"]["labels"]
+
+
+def test_podgroup_mode_adds_a_podgroup_of_the_gangs_size_owned_by_its_service() -> None:
+    options = PodOptions(namespace="ml", launch_mode="podgroup", scheduler_name="scheduler-plugins-scheduler")
+    group = podgroup_manifest(spec(), options, owner_uid="uid-1")
+    assert (group["apiVersion"], group["kind"]) == ("scheduling.x-k8s.io/v1alpha1", "PodGroup")
+    assert group["metadata"]["name"] == "muster-42-3" and group["metadata"]["namespace"] == "ml"
+    assert group["metadata"]["labels"]["muster.io/job-id"] == "42"
+    assert group["spec"] == {"minMember": 3}  # no timeout unless one is set
+    (owner,) = group["metadata"]["ownerReferences"]
+    assert owner["kind"] == "Service" and owner["name"] == "muster-42-3" and owner["uid"] == "uid-1"
+    timed = podgroup_manifest(spec(), PodOptions(launch_mode="podgroup", podgroup_schedule_timeout_seconds=120))
+    assert timed["spec"] == {"minMember": 3, "scheduleTimeoutSeconds": 120}
+    for rank in range(3):
+        pod = pod_manifest(spec(), rank, options, owner_uid="uid-1")
+        assert pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "muster-42-3"
+        assert pod["spec"]["schedulerName"] == "scheduler-plugins-scheduler"
+        # Still pinned: the coscheduling scheduler binds the gang together, to the nodes Muster planned.
+        terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        assert terms[0]["matchExpressions"][0]["values"] == [spec().node_names[rank]]
+    # An empty scheduler name keeps the default scheduler (the plugin may run as the default one's profile).
+    assert "schedulerName" not in pod_manifest(spec(), 0, PodOptions(launch_mode="podgroup"))["spec"]
+
+
+def _replicas(job: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    replicas = job["spec"]["mpiReplicaSpecs"]
+    return replicas["Launcher"], replicas["Worker"]
+
+
+def test_mpijob_mode_emits_one_mpijob_with_a_launcher_and_a_worker_per_node() -> None:
+    s = spec(simulate={"duration_seconds": 5, "exit_code": 2})
+    job = mpijob_manifest(s, PodOptions(namespace="ml", launch_mode="mpijob"))
+    assert (job["apiVersion"], job["kind"]) == ("kubeflow.org/v2beta1", "MPIJob")
+    assert job["metadata"]["name"] == "muster-42-3" and job["metadata"]["namespace"] == "ml"
+    assert job["metadata"]["labels"]["muster.io/job-id"] == "42" and job["metadata"]["labels"]["muster.io/attempt"] == "3"
+    assert job["spec"]["slotsPerWorker"] == 8
+    assert job["spec"]["runPolicy"] == {"cleanPodPolicy": "Running", "backoffLimit": 0, "activeDeadlineSeconds": 7200}
+    launcher, worker = _replicas(job)
+    assert (launcher["replicas"], launcher["restartPolicy"], worker["replicas"], worker["restartPolicy"]) == (1, "Never", 3, "Never")
+    for template, role in ((launcher["template"], "launcher"), (worker["template"], "worker")):
+        labels = template["metadata"]["labels"]
+        assert labels["muster.io/job-id"] == "42" and labels["muster.io/attempt"] == "3" and labels["muster.io/role"] == role
+        assert labels["app.kubernetes.io/managed-by"] == "muster" and "muster.io/rank" not in labels
+    # The launcher runs the job's command and holds no GPU; its exit is the job's (simulated) exit.
+    (main,) = launcher["template"]["spec"]["containers"]
+    assert main["command"] == ["torchrun", "train.py"] and main["resources"]["requests"] == {"cpu": "1", "memory": "2Gi"}
+    assert launcher["template"]["metadata"]["annotations"]["muster.io/sim-exit-code"] == "2"
+    env = {e["name"]: e["value"] for e in main["env"]}
+    assert (env["WORLD_SIZE"], env["NPROC_PER_NODE"], env["MUSTER_JOB_ID"], env["LR"]) == ("3", "8", "42", "0.1")
+
+
+def test_mpijob_workers_each_take_a_distinct_planned_node_and_its_gpus() -> None:
+    options = PodOptions(launch_mode="mpijob", extra_resources={"rdma/hca": "1"}, pod_annotations={"k8s.v1.cni.cncf.io/networks": "roce"})
+    _, worker = _replicas(mpijob_manifest(spec(), options))
+    pod = worker["template"]["spec"]
+    affinity = pod["affinity"]
+    terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["gpu-a", "gpu-b", "gpu-c"]}]}]
+    (apart,) = affinity["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert apart["topologyKey"] == "kubernetes.io/hostname"
+    assert apart["labelSelector"] == {"matchLabels": {"muster.io/job-id": "42", "muster.io/attempt": "3", "muster.io/role": "worker"}}
+    (container,) = pod["containers"]
+    assert "command" not in container  # the operator starts sshd in a worker without a command
+    assert container["resources"]["requests"] == {"nvidia.com/gpu": "8", "cpu": "64", "memory": "512Gi", "rdma/hca": "1"}
+    assert container["securityContext"]["privileged"] is False and pod["automountServiceAccountToken"] is False
+    assert pod["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}]
+    assert worker["template"]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] == "roce"
+    # What the operator makes of the template: the worker's index is its rank.
+    made = mpi_worker_pod(spec(), options, 2)
+    assert made["metadata"]["name"] == "muster-42-3-worker-2"
+    assert made["metadata"]["labels"]["training.kubeflow.org/replica-index"] == "2"
+
+
+def _worker(rank: int, phase: PodPhase = PodPhase.RUNNING) -> PodStatus:
+    return PodStatus(rank=rank, node_name=f"gpu-{rank}", phase=phase)
+
+
+def _mpijob(replicas: int = 2, *conditions: dict[str, str]) -> dict[str, Any]:
+    return {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": replicas}}}, "status": {"conditions": list(conditions)}}
+
+
+def test_an_mpijob_whose_operator_made_no_pods_yet_is_a_pending_gang() -> None:
+    """So the launch timeout requeues it on a cluster without the MPI operator, instead of it counting as vanished."""
+    statuses = mpijob_statuses(_mpijob(3), [_worker(1)], None)
+    assert [(s.rank, s.phase) for s in statuses] == [(0, PodPhase.PENDING), (1, PodPhase.RUNNING), (2, PodPhase.PENDING)]
+    assert statuses[0].node_name == ""  # not a lost node
+
+
+def test_the_launchers_end_is_the_mpijobs_end() -> None:
+    done = PodStatus(rank=0, node_name="cpu-0", phase=PodPhase.SUCCEEDED, exit_code=0)
+    assert {s.phase for s in mpijob_statuses(_mpijob(2), [_worker(0), _worker(1)], done)} == {PodPhase.SUCCEEDED}
+    # Workers already cleaned up by the operator: the Succeeded condition still says so.
+    succeeded = _mpijob(2, {"type": "Succeeded", "status": "True"})
+    assert [s.phase for s in mpijob_statuses(succeeded, [], None)] == [PodPhase.SUCCEEDED] * 2
+    crashed = PodStatus(rank=0, node_name="cpu-0", phase=PodPhase.FAILED, exit_code=3, message="container launcher exited with code 3")
+    failed = mpijob_statuses(_mpijob(2), [_worker(0), _worker(1)], crashed)
+    assert (failed[0].phase, failed[0].exit_code, failed[0].node_name) == (PodPhase.FAILED, 3, "gpu-0")
+    assert "MPI launcher failed" in failed[0].message and failed[1].phase == PodPhase.RUNNING
+    late = _mpijob(2, {"type": "Failed", "status": "True", "reason": "DeadlineExceeded", "message": "Job was active longer"})
+    (first, _) = mpijob_statuses(late, [], None)
+    assert (first.phase, first.reason) == (PodPhase.FAILED, "DeadlineExceeded") and "active longer" in first.message
+    not_yet = _mpijob(2, {"type": "Failed", "status": "False"})
+    assert {s.phase for s in mpijob_statuses(not_yet, [_worker(0), _worker(1)], None)} == {PodPhase.RUNNING}
+
+
+def test_an_mpi_workers_rank_is_the_operators_replica_index() -> None:
+    pod = client.V1Pod(
+        metadata=client.V1ObjectMeta(labels={"muster.io/job-id": "42", "training.kubeflow.org/replica-index": "5"}),
+        spec=client.V1PodSpec(containers=[], node_name="gpu-e"),
+        status=client.V1PodStatus(phase="Running"),
+    )
+    assert (_pod_status(pod).rank, _pod_status(pod).node_name) == (5, "gpu-e")

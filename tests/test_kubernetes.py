@@ -10,15 +10,26 @@ import json
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.utils.dateparse import parse_datetime as parse_time
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from rest_framework.test import APIClient
 
-from jobs.cluster.base import ClusterUnavailable, GangSpec
+from jobs.cluster.base import ClusterUnavailable, GangSpec, PodPhase
+from jobs.cluster.crd_manifests import (
+    MPIJOB,
+    PODGROUP,
+    CustomResource,
+    mpi_launcher_pod,
+    mpi_worker_pod,
+    mpijob_manifest,
+    podgroup_manifest,
+)
 from jobs.cluster.kubernetes import KubernetesCluster
 from jobs.cluster.manifests import PodOptions, gang_name, gang_selector, pod_manifest, service_manifest
 from jobs.cluster.watch import watches_for
@@ -26,7 +37,7 @@ from jobs.cycle import run_cycle
 from jobs.models import Job
 from jobs.states import JobState
 from tests.conftest import job_payload, need_service
-from tests.kube import KubeHarness, kube_harness, kubeconfig_path, reachable_api
+from tests.kube import KubeHarness, install_crds, kube_harness, kubeconfig_path, reachable_api
 
 pytestmark = pytest.mark.kubernetes
 
@@ -41,6 +52,18 @@ def kube_api() -> client.ApiClient:
 @pytest.fixture
 def kube(kube_api: client.ApiClient, db: None) -> Iterator[KubeHarness]:
     yield from kube_harness(kube_api)
+
+
+@pytest.fixture(scope="session")
+def crds(kube_api: client.ApiClient) -> list[str]:
+    """The PodGroup and MPIJob CRDs (tests/crds/), installed once and left installed (cluster-scoped; idempotent)."""
+    return install_crds(kube_api)
+
+
+@pytest.fixture
+def kube_mode(request: pytest.FixtureRequest, kube_api: client.ApiClient, db: None, crds: list[str]) -> Iterator[KubeHarness]:
+    """Like `kube`, with the PodOptions (launch mode...) the test is parametrized with (indirect=True)."""
+    yield from kube_harness(kube_api, **request.param)
 
 
 def submit(api: APIClient, **overrides: Any) -> dict[str, Any]:
@@ -169,6 +192,141 @@ def test_every_manifest_passes_a_server_side_dry_run(kube: KubeHarness, options:
     for rank in range(2):
         kube.core.create_namespaced_pod(kube.namespace, pod_manifest(spec, rank, pod_options, owner_uid="0" * 8), dry_run="All")
     assert kube.pods() == []  # a dry run creates nothing
+
+
+# --- the optional launch modes: PodGroup (scheduler-plugins coscheduling) and MPIJob (Kubeflow) ----------------------
+
+
+def _custom(kube: KubeHarness, resource: CustomResource, name: str) -> dict[str, Any] | None:
+    try:
+        return client.CustomObjectsApi(kube.api).get_namespaced_custom_object(
+            resource.group, resource.version, kube.namespace, resource.plural, name
+        )
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def _wait(done: Any, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"not done after {timeout} s"
+        time.sleep(0.2)
+
+
+def _mode_spec(job_id: int, nodes: tuple[str, ...], **overrides: Any) -> GangSpec:
+    values: dict[str, Any] = {
+        "job_id": job_id, "attempt": 1, "name": "x", "image": "nvcr.io/nvidia/pytorch:24.05-py3", "command": ("mpirun", "python", "t.py"),
+        "env": {"A": "1"}, "node_names": nodes, "gpus_per_node": 1, "wall_time_seconds": 600, "owner": "alice", "team": "vision",
+    }  # fmt: skip
+    return GangSpec(**{**values, **overrides})
+
+
+@pytest.mark.parametrize("mode", ["podgroup", "mpijob"])
+def test_every_manifest_of_the_optional_launch_modes_passes_a_server_side_dry_run(kube: KubeHarness, crds: list[str], mode: str) -> None:
+    """The custom objects go through the CRDs' schemas with strict field validation (a misspelt field is an error, not
+    silently pruned); the pods, and the MPIJob's pod templates as the pods the operator would make of them, through the
+    core API's full Pod validation."""
+    options = PodOptions(
+        namespace=kube.namespace, launch_mode=mode, scheduler_name="scheduler-plugins-scheduler" if mode == "podgroup" else "",
+        podgroup_schedule_timeout_seconds=60, extra_resources={"example.com/rdma": "1"},
+        pod_annotations={"k8s.v1.cni.cncf.io/networks": "roce"}, host_network_teams=frozenset({"vision"}), image_pull_secret="registry",
+    )  # fmt: skip
+    spec = _mode_spec(7, ("n1", "n2"), gpus_per_node=4, simulate={"duration_seconds": 5, "exit_code": 1})
+    custom = client.CustomObjectsApi(kube.api)
+
+    def dry_run(resource: CustomResource, body: dict[str, Any]) -> None:
+        custom.create_namespaced_custom_object(
+            resource.group, resource.version, kube.namespace, resource.plural, body, dry_run="All", field_validation="Strict"
+        )
+
+    if mode == "podgroup":
+        kube.core.create_namespaced_service(kube.namespace, service_manifest(spec, options), dry_run="All")
+        dry_run(PODGROUP, podgroup_manifest(spec, options, owner_uid="0" * 8))
+        pods = [pod_manifest(spec, rank, options, owner_uid="0" * 8) for rank in range(2)]
+    else:
+        dry_run(MPIJOB, mpijob_manifest(spec, options))
+        pods = [mpi_launcher_pod(spec, options)] + [mpi_worker_pod(spec, options, i) for i in range(2)]
+    for pod in pods:
+        kube.core.create_namespaced_pod(kube.namespace, pod, dry_run="All", field_validation="Strict")
+    # A misspelt field is refused, so the checks above mean something.
+    with pytest.raises(ApiException) as refused:
+        dry_run(PODGROUP, {**podgroup_manifest(spec, options), "spec": {"minMembers": 2}})
+    assert refused.value.status == 400
+    assert kube.pods() == []  # a dry run creates nothing
+
+
+@pytest.mark.parametrize("kube_mode", [{"launch_mode": "podgroup", "scheduler_name": "scheduler-plugins-scheduler"}], indirect=True)
+def test_podgroup_mode_creates_the_podgroup_then_labelled_pods_and_teardown_removes_all(kube_mode: KubeHarness) -> None:
+    """No scheduler-plugins scheduler runs in the test cluster, so these pods (schedulerName scheduler-plugins-scheduler)
+    stay Pending: the test checks what Muster creates and deletes, not coscheduling itself."""
+    kube, cluster = kube_mode, kube_mode.cluster
+    nodes = tuple(sorted(n.metadata.name for n in kube.core.list_node().items)[:2])
+    spec = _mode_spec(990101, nodes)
+    cluster.launch_gang(spec)
+    cluster.launch_gang(spec)  # a retried launch finds its own PodGroup and pods (409 is success)
+    name = gang_name(990101, 1)
+    (service,) = kube.services(gang_selector(990101))
+    group = _custom(kube, PODGROUP, name)
+    assert group is not None and group["spec"] == {"minMember": 2}
+    assert [o["uid"] for o in group["metadata"]["ownerReferences"]] == [service.metadata.uid]
+    pods = sorted(kube.pods(gang_selector(990101, 1)), key=lambda p: p.metadata.name)
+    assert [p.metadata.name for p in pods] == [f"{name}-0", f"{name}-1"]
+    for pod in pods:
+        assert pod.metadata.labels["scheduling.x-k8s.io/pod-group"] == name
+        assert pod.spec.scheduler_name == "scheduler-plugins-scheduler" and pod.spec.node_name is None
+        assert pod.metadata.creation_timestamp >= parse_time(group["metadata"]["creationTimestamp"])
+    assert [s.phase for s in cluster.observe_gangs()[(990101, 1)]] == [PodPhase.PENDING, PodPhase.PENDING]
+
+    cluster.teardown_gang(990101, 1)
+    _wait(lambda: not kube.pods(gang_selector(990101)) and not kube.services(gang_selector(990101)) and not _custom(kube, PODGROUP, name))
+    assert (990101, 1) not in cluster.observe_gangs()
+    cluster.teardown_gang(990101, 1)  # deleting what is gone is success
+
+
+@pytest.mark.parametrize("kube_mode", [{"launch_mode": "podgroup"}], indirect=True)
+def test_a_podgroup_job_with_the_default_scheduler_runs_to_success(api: APIClient, kube_mode: KubeHarness) -> None:
+    """With MUSTER_K8S_SCHEDULER_NAME empty (coscheduling as a profile of the default scheduler, or none), the gang runs."""
+    kube = kube_mode
+    job = submit(api, nodes=2, gpus_per_node=1, simulate={"duration_seconds": 2})
+    kube.cycle()
+    assert _custom(kube, PODGROUP, gang_name(job["id"], 1))["spec"]["minMember"] == 2
+    kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
+    _wait(lambda: _custom(kube, PODGROUP, gang_name(job["id"], 1)) is None and not kube.pods(gang_selector(job["id"])))
+
+
+@pytest.mark.parametrize("kube_mode", [{"launch_mode": "mpijob"}], indirect=True)
+def test_mpijob_mode_creates_one_mpijob_whose_pods_decide_the_gang_and_teardown_deletes_it(kube_mode: KubeHarness) -> None:
+    """No MPI operator runs in the test cluster, so the MPIJob never gets pods of its own: until it does, its ranks are
+    Pending (the launch timeout then requeues it). The test then stands in for the operator, making the pods it would make
+    from the templates (owned by the MPIJob), so kube-scheduler places the workers and KWOK runs them."""
+    kube, cluster = kube_mode, kube_mode.cluster
+    planned = tuple(sorted(n.metadata.name for n in kube.core.list_node().items)[2:4])
+    spec = _mode_spec(990102, planned, simulate={"duration_seconds": 2})
+    cluster.launch_gang(spec)
+    cluster.launch_gang(spec)  # a retried launch finds its own MPIJob
+    name = gang_name(990102, 1)
+    job = _custom(kube, MPIJOB, name)
+    assert job is not None and job["metadata"]["labels"]["muster.io/job-id"] == "990102"
+    assert kube.pods() == [] and kube.services() == []  # the operator's to make
+    assert [(s.rank, s.phase) for s in cluster.observe_gangs()[(990102, 1)]] == [(0, PodPhase.PENDING), (1, PodPhase.PENDING)]
+
+    owner = {"apiVersion": MPIJOB.api_version, "kind": MPIJOB.kind, "name": name, "uid": job["metadata"]["uid"], "controller": True}
+    for body in [mpi_worker_pod(spec, cluster.options, i) for i in range(2)] + [mpi_launcher_pod(spec, cluster.options)]:
+        body["metadata"]["ownerReferences"] = [owner]
+        kube.core.create_namespaced_pod(kube.namespace, body)
+    # Node affinity over the plan plus anti-affinity among the workers: one worker on each planned node.
+    _wait(lambda: all(p.spec.node_name for p in kube.pods("muster.io/role=worker")))
+    assert sorted(p.spec.node_name for p in kube.pods("muster.io/role=worker")) == sorted(planned)
+    # The launcher's end (KWOK ends it after simulate.duration_seconds) is the gang's end; ranks are the workers' indexes.
+    _wait(lambda: {s.phase for s in cluster.observe_gangs()[(990102, 1)]} == {PodPhase.SUCCEEDED})
+    assert [s.rank for s in cluster.observe_gangs()[(990102, 1)]] == [0, 1]
+
+    cluster.teardown_gang(990102, 1)
+    _wait(lambda: _custom(kube, MPIJOB, name) is None and not kube.pods(gang_selector(990102)))
+    assert (990102, 1) not in cluster.observe_gangs()
+    cluster.teardown_gang(990102, 1)  # deleting what is gone is success
 
 
 def test_an_unreachable_api_server_keeps_jobs_queued(api: APIClient, kube: KubeHarness) -> None:

@@ -1,5 +1,10 @@
 """The Kubernetes backend: each job attempt is a headless Service and one pod per node (jobs/cluster/manifests.py).
 
+MUSTER_K8S_LAUNCH_MODE picks how a gang is made (jobs/cluster/crd_manifests.py):
+`pods` (the default; any cluster), `podgroup` (the same plus a scheduler-plugins
+coscheduling PodGroup, created before the pods) or `mpijob` (one Kubeflow MPIJob whose
+operator makes the pods; its status and launcher decide the gang's outcome).
+
 Talks to the API server with the official client. Every call that fails because
 the server cannot be reached (connection errors, 5xx, 429) raises
 `ClusterUnavailable`, so the cycle keeps jobs queued and tries again.
@@ -18,12 +23,24 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from jobs.cluster.base import ClusterNode, ClusterUnavailable, GangSpec, PodPhase, PodStatus
+from jobs.cluster.base import DEADLINE_EXCEEDED, ClusterNode, ClusterUnavailable, GangSpec, PodPhase, PodStatus
+from jobs.cluster.crd_manifests import (
+    LABEL_ROLE,
+    MPI_REPLICA_INDEX_LABEL,
+    MPIJOB,
+    PODGROUP,
+    ROLE_LAUNCHER,
+    CustomResource,
+    mpijob_manifest,
+    podgroup_manifest,
+)
 from jobs.cluster.manifests import (
     LABEL_ATTEMPT,
     LABEL_JOB,
     LABEL_MANAGED,
     LABEL_RANK,
+    LAUNCH_MPIJOB,
+    LAUNCH_PODGROUP,
     MANAGED_BY,
     PodOptions,
     gang_name,
@@ -56,6 +73,11 @@ def options_from_settings() -> PodOptions:
         host_network_teams=frozenset(settings.MUSTER_K8S_HOST_NETWORK_TEAMS),
         image_pull_secret=settings.MUSTER_K8S_IMAGE_PULL_SECRET,
         service_account=settings.MUSTER_K8S_SERVICE_ACCOUNT,
+        launch_mode=settings.MUSTER_K8S_LAUNCH_MODE,
+        scheduler_name=settings.MUSTER_K8S_SCHEDULER_NAME,
+        podgroup_schedule_timeout_seconds=settings.MUSTER_K8S_PODGROUP_SCHEDULE_TIMEOUT_SECONDS,
+        mpi_launcher_cpu=settings.MUSTER_K8S_MPI_LAUNCHER_CPU,
+        mpi_launcher_memory=settings.MUSTER_K8S_MPI_LAUNCHER_MEMORY,
     )
 
 
@@ -104,6 +126,10 @@ class KubernetesCluster:
     def core(self) -> client.CoreV1Api:
         return client.CoreV1Api(self.api)
 
+    @property
+    def custom(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.api)
+
     def _call(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
             return fn(*args, _request_timeout=self.request_timeout, **kwargs)
@@ -138,13 +164,22 @@ class KubernetesCluster:
     # --- gangs -----------------------------------------------------------------------------------
 
     def launch_gang(self, spec: GangSpec) -> None:
-        """Create the Service, then every pod owned by it. What already exists is kept: a retry never doubles a gang."""
+        """Create the gang's objects. What already exists is kept: a retry never doubles a gang.
+
+        `pods`/`podgroup`: the Service, then (podgroup) the PodGroup, then every pod, all owned by the Service.
+        `mpijob`: the MPIJob alone; the MPI operator makes its pods."""
+        if self.options.launch_mode == LAUNCH_MPIJOB:
+            self._create_custom(MPIJOB, mpijob_manifest(spec, self.options))
+            return
         service = self._create("service", self.core.create_namespaced_service, service_manifest(spec, self.options))
         if service is None:
             service = self._call(
                 "read service", self.core.read_namespaced_service, gang_name(spec.job_id, spec.attempt), self.options.namespace
             )
         uid = service.metadata.uid
+        if self.options.launch_mode == LAUNCH_PODGROUP:
+            # Before the pods, so the coscheduling plugin knows the gang's size when the first pod arrives.
+            self._create_custom(PODGROUP, podgroup_manifest(spec, self.options, owner_uid=uid))
         bodies = [pod_manifest(spec, rank, self.options, owner_uid=uid) for rank in range(len(spec.node_names))]
         # Concurrent creates: a 64-node gang's pods reach the API server in a fraction of the sequential time.
         with ThreadPoolExecutor(max_workers=min(LAUNCH_CONCURRENCY, len(bodies))) as pool:
@@ -159,10 +194,36 @@ class KubernetesCluster:
                 return None
             raise
 
+    def _create_custom(self, resource: CustomResource, body: dict[str, Any]) -> None:
+        try:
+            self._call(
+                f"create {resource.kind}",
+                self.custom.create_namespaced_custom_object,
+                resource.group,
+                resource.version,
+                self.options.namespace,
+                resource.plural,
+                body,
+            )
+        except ApiException as exc:
+            if exc.status == 409:  # AlreadyExists: a retried launch found its own object
+                return
+            if exc.status == 404:
+                raise MissingCustomResource(
+                    f"{resource.kind} {resource.api_version} is not served here (MUSTER_K8S_LAUNCH_MODE="
+                    f"{self.options.launch_mode} needs the {resource.plural}.{resource.group} CRD), "
+                    f"or namespace {self.options.namespace} is missing: {exc.reason}"
+                ) from exc
+            raise
+
     def teardown_gang(self, job_id: int, attempt: int, grace_seconds: int | None = None) -> None:
-        """Delete the gang's pods (with the grace period, so training code can checkpoint on SIGTERM) and its Service."""
+        """Delete the gang's pods (with the grace period, so training code can checkpoint on SIGTERM) and what owns them."""
         grace = self.options.termination_grace_seconds if grace_seconds is None else grace_seconds
         namespace = self.options.namespace
+        name = gang_name(job_id, attempt)
+        if self.options.launch_mode == LAUNCH_MPIJOB:
+            # First the MPIJob, so its operator makes no new pods; its pods then go with the grace period below.
+            self._delete_custom(MPIJOB, name, grace)
         self._call(
             "delete pods",
             self.core.delete_collection_namespaced_pod,
@@ -170,11 +231,14 @@ class KubernetesCluster:
             label_selector=gang_selector(job_id, attempt),
             grace_period_seconds=grace,
         )
+        if self.options.launch_mode == LAUNCH_PODGROUP:
+            self._delete_custom(PODGROUP, name, grace)  # the Service owns it too, so garbage collection would
+        # Also in mpijob mode, where there is none unless the mode changed under a live gang: a 404 costs nothing.
         try:
             self._call(
                 "delete service",
                 self.core.delete_namespaced_service,
-                gang_name(job_id, attempt),
+                name,
                 namespace,
                 body=client.V1DeleteOptions(propagation_policy="Background", grace_period_seconds=grace),
             )
@@ -182,36 +246,125 @@ class KubernetesCluster:
             if exc.status != 404:
                 raise
 
+    def _delete_custom(self, resource: CustomResource, name: str, grace: int) -> None:
+        try:
+            self._call(
+                f"delete {resource.kind}",
+                self.custom.delete_namespaced_custom_object,
+                resource.group,
+                resource.version,
+                self.options.namespace,
+                resource.plural,
+                name,
+                grace_period_seconds=grace,
+                propagation_policy="Background",
+            )
+        except ApiException as exc:
+            if exc.status != 404:  # gone already (or the CRD is not installed: then there is nothing to delete)
+                raise
+
     def observe_gangs(self) -> dict[tuple[int, int], list[PodStatus]]:
         pods = self._call(
             "list pods", self.core.list_namespaced_pod, self.options.namespace, label_selector=f"{LABEL_MANAGED}={MANAGED_BY}"
         ).items
         gangs: dict[tuple[int, int], list[PodStatus]] = {}
+        launchers: dict[tuple[int, int], PodStatus] = {}
         for pod in pods:
-            key = _gang_key(pod)
+            key = _gang_key(pod.metadata.labels)
             if key is None or pod.metadata.deletion_timestamp is not None:
                 continue  # a pod being deleted no longer counts for its gang
+            if (pod.metadata.labels or {}).get(LABEL_ROLE) == ROLE_LAUNCHER:
+                launchers[key] = _pod_status(pod)  # an MPIJob's launcher is no rank: it decides the outcome below
+                continue
             gangs.setdefault(key, []).append(_pod_status(pod))
+        if self.options.launch_mode == LAUNCH_MPIJOB:
+            for job in self._list_mpijobs():
+                key = _gang_key(job["metadata"].get("labels"))
+                if key is None or job["metadata"].get("deletionTimestamp"):
+                    continue
+                gangs[key] = mpijob_statuses(job, gangs.get(key, []), launchers.get(key))
         for statuses in gangs.values():
             statuses.sort(key=lambda s: s.rank)
         return gangs
+
+    def _list_mpijobs(self) -> list[dict[str, Any]]:
+        listed = self._call(
+            "list MPIJobs",
+            self.custom.list_namespaced_custom_object,
+            MPIJOB.group,
+            MPIJOB.version,
+            self.options.namespace,
+            MPIJOB.plural,
+            label_selector=f"{LABEL_MANAGED}={MANAGED_BY}",
+        )
+        return list(listed.get("items") or [])
 
     def list_gangs(self) -> set[tuple[int, int]]:
         return set(self.observe_gangs())
 
     def read_logs(self, job_id: int, attempt: int, rank: int, tail: int | None = None) -> str:
+        """A rank's pod's log; for an MPIJob the launcher's, whatever the rank, since mpirun gathers every rank's output there."""
+        name = pod_name(job_id, attempt, rank)
+        if self.options.launch_mode == LAUNCH_MPIJOB:
+            launchers = self._call(
+                "list launcher pods",
+                self.core.list_namespaced_pod,
+                self.options.namespace,
+                label_selector=f"{gang_selector(job_id, attempt)},{LABEL_ROLE}={ROLE_LAUNCHER}",
+            ).items
+            if not launchers:
+                return ""
+            name = max(launchers, key=lambda p: p.metadata.creation_timestamp).metadata.name
         try:
-            return self._call(
-                "read logs", self.core.read_namespaced_pod_log, pod_name(job_id, attempt, rank), self.options.namespace, tail_lines=tail
-            )
+            return self._call("read logs", self.core.read_namespaced_pod_log, name, self.options.namespace, tail_lines=tail)
         except ApiException as exc:
             if exc.status in (400, 404):
                 return ""
             raise
 
 
-def _gang_key(pod: client.V1Pod) -> tuple[int, int] | None:
-    labels = pod.metadata.labels or {}
+class MissingCustomResource(RuntimeError):
+    """The launch mode needs a custom resource this cluster does not serve (its CRD is not installed)."""
+
+
+def mpijob_statuses(job: dict[str, Any], workers: list[PodStatus], launcher: PodStatus | None) -> list[PodStatus]:
+    """One status per worker rank of an MPIJob, from its worker pods, its launcher pod and its conditions.
+
+    The launcher's end is the job's end: workers (sshd) never finish on their own, and the
+    operator deletes them once the launcher is done (cleanPodPolicy Running). Ranks whose pod
+    the operator has not made yet are Pending, so the launch timeout covers a cluster
+    without the operator. A failure is reported on rank 0, with the launcher's exit code."""
+    worker_spec = ((job.get("spec") or {}).get("mpiReplicaSpecs") or {}).get("Worker") or {}
+    replicas = int(worker_spec.get("replicas") or 1)
+    conditions = {c.get("type"): c for c in (job.get("status") or {}).get("conditions") or [] if c.get("status") == "True"}
+    by_rank = {s.rank: s for s in workers}
+
+    def node(rank: int) -> str:
+        return by_rank[rank].node_name if rank in by_rank else ""
+
+    if "Succeeded" in conditions or (launcher is not None and launcher.phase == PodPhase.SUCCEEDED):
+        return [PodStatus(rank=r, node_name=node(r), phase=PodPhase.SUCCEEDED, exit_code=0) for r in range(replicas)]
+    statuses = [
+        by_rank.get(r) or PodStatus(rank=r, node_name="", phase=PodPhase.PENDING, message="not created yet by the MPI operator.")
+        for r in range(replicas)
+    ]
+    failed = conditions.get("Failed")
+    if failed is not None or (launcher is not None and launcher.phase == PodPhase.FAILED):
+        reason = (launcher.reason if launcher else "") or (failed or {}).get("reason", "")
+        detail = (launcher.message if launcher else "") or (failed or {}).get("message", "") or "it failed."
+        statuses[0] = PodStatus(
+            rank=0,
+            node_name=node(0),
+            phase=PodPhase.FAILED,
+            exit_code=launcher.exit_code if launcher else None,
+            message=f"the MPI launcher failed: {detail}",
+            reason=DEADLINE_EXCEEDED if DEADLINE_EXCEEDED in reason else reason,
+        )
+    return statuses
+
+
+def _gang_key(labels: dict[str, str] | None) -> tuple[int, int] | None:
+    labels = labels or {}
     try:
         return int(labels[LABEL_JOB]), int(labels[LABEL_ATTEMPT])
     except (KeyError, ValueError):
@@ -231,7 +384,8 @@ def _pod_status(pod: client.V1Pod) -> PodStatus:
             if terminated.exit_code:
                 message = message or f"container {container.name} exited with code {terminated.exit_code} ({terminated.reason or 'Error'})."
     return PodStatus(
-        rank=int(labels.get(LABEL_RANK, 0)),
+        # An MPIJob's workers carry the operator's index instead of Muster's rank (one template for all of them).
+        rank=int(labels.get(LABEL_RANK, labels.get(MPI_REPLICA_INDEX_LABEL, 0))),
         node_name=pod.spec.node_name or "",
         phase=phase,
         exit_code=exit_code,

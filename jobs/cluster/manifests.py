@@ -5,6 +5,11 @@ so one delete removes the gang) and one pod per node, each pinned to the node th
 scheduler chose by required node affinity, so kube-scheduler still validates and
 binds it. Names derive from job id and attempt, so a retried launch finds its own
 objects instead of doubling the gang.
+
+The optional launch modes (`MUSTER_K8S_LAUNCH_MODE`) add to this: `podgroup` labels the
+pods for a scheduler-plugins PodGroup, `mpijob` replaces Service and pods with a Kubeflow
+MPIJob; their custom objects are built in jobs/cluster/crd_manifests.py from the same
+pod parts as here.
 """
 
 from __future__ import annotations
@@ -26,6 +31,14 @@ MANAGED_BY = "muster"
 ANNOTATION_SIM_DURATION = "muster.io/sim-duration"
 ANNOTATION_SIM_EXIT_CODE = "muster.io/sim-exit-code"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+# The coscheduling plugin's label: which PodGroup a pod belongs to (scheduler-plugins >= v0.24.9).
+LABEL_POD_GROUP = "scheduling.x-k8s.io/pod-group"
+
+# MUSTER_K8S_LAUNCH_MODE: bare pods (any cluster), pods plus a coscheduling PodGroup, or one Kubeflow MPIJob.
+LAUNCH_PODS = "pods"
+LAUNCH_PODGROUP = "podgroup"
+LAUNCH_MPIJOB = "mpijob"
+LAUNCH_MODES = (LAUNCH_PODS, LAUNCH_PODGROUP, LAUNCH_MPIJOB)
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,18 @@ class PodOptions:
     host_network_teams: frozenset[str] = frozenset()
     image_pull_secret: str = ""
     service_account: str = ""
+    launch_mode: str = LAUNCH_PODS
+    # spec.schedulerName of every pod Muster makes; empty means the cluster's default scheduler.
+    scheduler_name: str = ""
+    # PodGroup spec.scheduleTimeoutSeconds; 0 leaves it to the coscheduling plugin's default.
+    podgroup_schedule_timeout_seconds: int = 0
+    # What an MPIJob's launcher (mpirun, no GPUs) requests.
+    mpi_launcher_cpu: str = "1"
+    mpi_launcher_memory: str = "2Gi"
+
+    def __post_init__(self) -> None:
+        if self.launch_mode not in LAUNCH_MODES:
+            raise ValueError(f"launch mode {self.launch_mode!r}: choose one of {', '.join(LAUNCH_MODES)}")
 
 
 def gang_name(job_id: int, attempt: int) -> str:
@@ -116,16 +141,11 @@ def rendezvous_env(spec: GangSpec, rank: int, options: PodOptions) -> dict[str, 
 def pod_manifest(spec: GangSpec, rank: int, options: PodOptions, owner_uid: str | None = None) -> dict[str, Any]:
     node = spec.node_names[rank]
     labels = {**gang_labels(spec), LABEL_RANK: str(rank)}
-    annotations = dict(options.pod_annotations)
-    if spec.simulate:
-        annotations[ANNOTATION_SIM_DURATION] = f"{float(spec.simulate.get('duration_seconds', 30)):g}s"
-        # A failing job fails on its last rank, the way one bad rank takes a gang down (as in the simulated cluster).
-        exit_code = int(spec.simulate.get("exit_code", 0)) if rank == len(spec.node_names) - 1 else 0
-        annotations[ANNOTATION_SIM_EXIT_CODE] = str(exit_code)
-    gpus = str(spec.gpus_per_node)
-    cpu = _times(options.cpu_per_gpu, spec.gpus_per_node)
-    memory = _times(options.memory_per_gpu, spec.gpus_per_node)
-    resources = {options.gpu_resource: gpus, "cpu": cpu, "memory": memory, **options.extra_resources}
+    if options.launch_mode == LAUNCH_PODGROUP:
+        labels[LABEL_POD_GROUP] = gang_name(spec.job_id, spec.attempt)
+    # A failing job fails on its last rank, the way one bad rank takes a gang down (as in the simulated cluster).
+    exit_code = int(spec.simulate.get("exit_code", 0)) if rank == len(spec.node_names) - 1 else 0
+    annotations = {**options.pod_annotations, **sim_annotations(spec, exit_code)}
     env = {**spec.env, **rendezvous_env(spec, rank, options)}
     metadata: dict[str, Any] = {
         "name": pod_name(spec.job_id, spec.attempt, rank),
@@ -134,58 +154,102 @@ def pod_manifest(spec: GangSpec, rank: int, options: PodOptions, owner_uid: str 
         "annotations": annotations,
     }
     if owner_uid:
-        metadata["ownerReferences"] = [
-            {
-                "apiVersion": "v1",
-                "kind": "Service",
-                "name": gang_name(spec.job_id, spec.attempt),
-                "uid": owner_uid,
-                "blockOwnerDeletion": True,
-            }
-        ]
+        metadata["ownerReferences"] = [service_owner_reference(spec, owner_uid)]
+    container = gpu_container(spec, options, "main", env, list(spec.command))
+    container["ports"] = [{"name": "rendezvous", "containerPort": options.master_port}]
+    pod_spec = gang_pod_spec(spec, options, container, node_affinity([node]))
+    pod_spec["hostname"] = pod_name(spec.job_id, spec.attempt, rank)
+    pod_spec["subdomain"] = gang_name(spec.job_id, spec.attempt)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
+
+
+# --- the parts every pod Muster makes shares (bare pods here, MPIJob templates in crd_manifests.py) --------------------
+
+
+def service_owner_reference(spec: GangSpec, owner_uid: str) -> dict[str, Any]:
+    """The gang's Service owns its pods (and its PodGroup): one delete removes the gang."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "name": gang_name(spec.job_id, spec.attempt),
+        "uid": owner_uid,
+        "blockOwnerDeletion": True,
+    }
+
+
+def sim_annotations(spec: GangSpec, exit_code: int) -> dict[str, str]:
+    """Read only by the test cluster's KWOK stages: how long the pod "runs" and how it exits."""
+    if not spec.simulate:
+        return {}
+    return {
+        ANNOTATION_SIM_DURATION: f"{float(spec.simulate.get('duration_seconds', 30)):g}s",
+        ANNOTATION_SIM_EXIT_CODE: str(exit_code),
+    }
+
+
+def node_affinity(nodes: list[str]) -> dict[str, Any]:
+    """Required: only these nodes (one for a pinned rank; the planned set for MPIJob workers)."""
+    term = {"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": list(nodes)}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+
+
+def locked_down_container(
+    name: str, image: str, command: list[str] | None, env: dict[str, str], resources: dict[str, str]
+) -> dict[str, Any]:
+    """No privilege, no added capabilities; `command` None keeps the image's entrypoint."""
+    container: dict[str, Any] = {"name": name, "image": image}
+    if command is not None:
+        container["command"] = command
+    container.update(
+        {
+            "env": [{"name": k, "value": v} for k, v in sorted(env.items())],
+            "resources": {"requests": resources, "limits": resources},
+            "securityContext": {"allowPrivilegeEscalation": False, "privileged": False, "capabilities": {"drop": ["ALL"]}},
+        }
+    )
+    return container
+
+
+def gpu_container(spec: GangSpec, options: PodOptions, name: str, env: dict[str, str], command: list[str] | None) -> dict[str, Any]:
+    """One node's share of the job: its GPUs, CPU and memory, extra (RDMA) resources, and /dev/shm for NCCL."""
+    cpu = _times(options.cpu_per_gpu, spec.gpus_per_node)
+    memory = _times(options.memory_per_gpu, spec.gpus_per_node)
+    resources = {options.gpu_resource: str(spec.gpus_per_node), "cpu": cpu, "memory": memory, **options.extra_resources}
+    container = locked_down_container(name, spec.image, command, env, resources)
+    container["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    return container
+
+
+def gang_pod_spec(spec: GangSpec, options: PodOptions, container: dict[str, Any], affinity: dict[str, Any]) -> dict[str, Any]:
+    """A GPU pod of the gang: restrictive, deadline-bound, tolerating the GPU taint, with a memory-backed /dev/shm."""
+    pod_spec = base_pod_spec(spec, options, container)
+    pod_spec["hostNetwork"] = spec.team in options.host_network_teams if spec.team else False
+    pod_spec["affinity"] = affinity
+    # The GPU operator taints GPU nodes; Muster's pods are meant for them.
+    pod_spec["tolerations"] = [{"key": options.gpu_resource, "operator": "Exists", "effect": "NoSchedule"}]
+    # NCCL needs a large /dev/shm; the default 64 MiB makes multi-GPU collectives fail.
+    pod_spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": options.shm_size}}]
+    return pod_spec
+
+
+def base_pod_spec(spec: GangSpec, options: PodOptions, container: dict[str, Any]) -> dict[str, Any]:
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
-        "hostname": pod_name(spec.job_id, spec.attempt, rank),
-        "subdomain": gang_name(spec.job_id, spec.attempt),
         "activeDeadlineSeconds": int(spec.wall_time_seconds),
         "terminationGracePeriodSeconds": options.termination_grace_seconds,
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
-        "hostNetwork": spec.team in options.host_network_teams if spec.team else False,
-        "affinity": {
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": [node]}]}]
-                }
-            }
-        },
-        # The GPU operator taints GPU nodes; Muster's pods are meant for them.
-        "tolerations": [{"key": options.gpu_resource, "operator": "Exists", "effect": "NoSchedule"}],
+        "hostNetwork": False,
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-        "containers": [
-            {
-                "name": "main",
-                "image": spec.image,
-                "command": list(spec.command),
-                "env": [{"name": k, "value": v} for k, v in sorted(env.items())],
-                "resources": {"requests": resources, "limits": resources},
-                "ports": [{"name": "rendezvous", "containerPort": options.master_port}],
-                "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
-                "securityContext": {
-                    "allowPrivilegeEscalation": False,
-                    "privileged": False,
-                    "capabilities": {"drop": ["ALL"]},
-                },
-            }
-        ],
-        # NCCL needs a large /dev/shm; the default 64 MiB makes multi-GPU collectives fail.
-        "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": options.shm_size}}],
+        "containers": [container],
     }
+    if options.scheduler_name:
+        pod_spec["schedulerName"] = options.scheduler_name
     if options.image_pull_secret:
         pod_spec["imagePullSecrets"] = [{"name": options.image_pull_secret}]
     if options.service_account:
         pod_spec["serviceAccountName"] = options.service_account
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
+    return pod_spec
 
 
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([A-Za-z]*)$")
