@@ -406,3 +406,35 @@ def test_a_watch_whose_resource_version_is_gone_relists_and_goes_on(kube: KubeHa
     pods.run(stop, retry_seconds=0.1)
     # Listed, was told its version is gone, listed again, and watched from the new version.
     assert events[:2] == ["RELISTED", "RELISTED"] and pods.relists == 2 and calls["n"] >= 2
+
+
+# --- nodes and logs ------------------------------------------------------------------------------
+
+
+def test_node_inventory_follows_the_cluster(kube: KubeHarness) -> None:
+    names = sorted(n.metadata.name for n in kube.core.list_node().items)
+    cordoned, tainted = names[0], names[1]
+    by_name = {n.name: n for n in kube.cluster.list_nodes()}
+    assert by_name[names[2]].gpus_total == 8 and by_name[names[2]].schedulable
+    assert by_name[names[2]].rack.startswith("rack-") and "H100" in by_name[names[2]].gpu_model
+    kube.core.patch_node(cordoned, {"spec": {"unschedulable": True}})
+    kube.core.patch_node(tainted, {"spec": {"taints": [{"key": "maintenance", "value": "true", "effect": "NoSchedule"}]}})
+    try:
+        by_name = {n.name: n for n in kube.cluster.list_nodes()}
+        # Cordoned and tainted-away nodes are not scheduled on; the GPU operator's own taint is tolerated.
+        assert not by_name[cordoned].schedulable and not by_name[tainted].schedulable
+        kube.core.patch_node(tainted, {"spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}})
+        assert {n.name: n for n in kube.cluster.list_nodes()}[tainted].schedulable
+    finally:
+        kube.core.patch_node(cordoned, {"spec": {"unschedulable": False}})
+        kube.core.patch_node(tainted, {"spec": {"taints": None}})
+
+
+def test_logs_of_a_rank_come_from_the_api_server(api: APIClient, kube: KubeHarness, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("jobs.api.views.get_backend", lambda: kube.cluster)
+    job = submit(api, nodes=2, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    body = api.get(f"/api/v1/jobs/{job['id']}/logs/", {"rank": 1, "tail": 2}).json()
+    assert body["rank"] == 1 and body["attempt"] == 1
+    expected = kube.core.read_namespaced_pod_log(f"{gang_name(job['id'], 1)}-1", kube.namespace, tail_lines=2)
+    assert body["logs"] == expected and body["logs"].strip()
