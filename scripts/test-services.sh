@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs (from Debian's packages) and starts the real parts the test suite runs against:
-# PostgreSQL, Redis and Chromium (the Kubernetes test cluster is `make testcluster-up`). Idempotent; needs root for the install step.
+# PostgreSQL, Redis, Chromium and Prometheus (the Kubernetes test cluster is `make testcluster-up`). Idempotent; needs root for
+# the install step.
 # Prints the environment to use, e.g.: eval "$(scripts/test-services.sh)"
 set -euo pipefail
 
@@ -8,6 +9,10 @@ need=()
 command -v pg_ctlcluster >/dev/null || need+=(postgresql)
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v chromium >/dev/null || need+=(chromium)
+# Prometheus and promtool for the Prometheus telemetry source's tests: they load recorded data into TSDB blocks and start
+# their own server on a free loopback port (tests/prometheus/recorded.py), never the package's service (prometheus.service
+# on :9090), which the init system may or may not start; nothing here depends on it.
+command -v promtool >/dev/null && command -v prometheus >/dev/null || need+=(prometheus)
 # The Kubernetes test cluster's scripts (platform/testcluster) and kubectl for the tests that compare with it.
 for tool in jq curl openssl; do command -v "$tool" >/dev/null || need+=("$tool"); done
 command -v kubectl >/dev/null || need+=(kubernetes-client)

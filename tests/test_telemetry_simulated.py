@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from telemetry.catalogue import METRICS, Level
 from telemetry.downsampling import bucketize, samples_max, samples_mean
 from telemetry.efficiency import efficiency_flags
@@ -147,17 +145,3 @@ def test_idle_flags_need_a_sustained_stretch() -> None:
 
     assert codes(9) == set()
     assert codes(10) == {"IDLE_GPUS"}
-
-
-@pytest.mark.parametrize("view_level", [Level.GPU, Level.NODE, Level.JOB])
-def test_prometheus_stub_renders_its_queries_and_says_it_is_not_built(settings, view_level) -> None:
-    settings.MUSTER_TELEMETRY_PROMETHEUS_URL = "http://prometheus:9090"
-    prom = PrometheusTelemetry.from_settings()
-    t = JobTarget(12, 3, (RankPlacement(0, "gpu-a", "r1", 8),), float(T0), None, 60.0, "muster-jobs", "muster-12-3-")
-    query = prom.query(t, METRICS["gpu_util"], step=60, level=view_level, aggregation="max")
-    assert 'DCGM_FI_DEV_GPU_UTIL{namespace="muster-jobs",pod=~"muster\\-12\\-3\\-[0-9]+"}' in query
-    assert "max_over_time(" in query and "[60s]" in query
-    from telemetry.sources import TelemetryUnavailable
-
-    with pytest.raises(TelemetryUnavailable, match="not built yet"):
-        prom.read(t, METRICS["gpu_util"], start=T0, end=T0 + 60, step=60, level=view_level)

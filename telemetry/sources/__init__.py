@@ -11,7 +11,7 @@ __all__ = ["JobTarget", "RankPlacement", "Series", "TelemetrySource", "Telemetry
 
 
 def get_source() -> TelemetrySource:
-    """The source chosen by MUSTER_TELEMETRY_SOURCE: `simulated` (default) or `prometheus` (not built yet)."""
+    """The source chosen by MUSTER_TELEMETRY_SOURCE: `simulated` (default) or `prometheus`."""
     if settings.MUSTER_TELEMETRY_SOURCE == "simulated":
         from telemetry.sources.simulated import SimulatedTelemetry
 
