@@ -347,7 +347,7 @@ MUSTER_K8S_MPI_LAUNCHER_CPU = os.environ.get("MUSTER_K8S_MPI_LAUNCHER_CPU", "1")
 MUSTER_K8S_MPI_LAUNCHER_MEMORY = os.environ.get("MUSTER_K8S_MPI_LAUNCHER_MEMORY", "2Gi")
 
 # --- Telemetry (telemetry/; docs/architecture.md, "Telemetry") -------------------------------------
-# Where per-job GPU and network series come from: `simulated` (built in) or `prometheus` (not built yet).
+# Where per-job GPU and network series come from: `simulated` (built in) or `prometheus` (DCGM/node exporter series).
 MUSTER_TELEMETRY_SOURCE = os.environ.get("MUSTER_TELEMETRY_SOURCE", "simulated")
 if MUSTER_TELEMETRY_SOURCE not in {"simulated", "prometheus"}:
     raise ImproperlyConfigured(f"MUSTER_TELEMETRY_SOURCE must be 'simulated' or 'prometheus', got {MUSTER_TELEMETRY_SOURCE!r}")
@@ -355,21 +355,28 @@ if MUSTER_TELEMETRY_SOURCE not in {"simulated", "prometheus"}:
 MUSTER_TELEMETRY_METRIC_NAMES = env_mapping("MUSTER_TELEMETRY_METRIC_NAMES")
 MUSTER_TELEMETRY_PROMETHEUS_URL = os.environ.get("MUSTER_TELEMETRY_PROMETHEUS_URL", "")
 MUSTER_TELEMETRY_SCRAPE_SECONDS = env_int("MUSTER_TELEMETRY_SCRAPE_SECONDS", 30)
+# How long one Prometheus query may take before the source is reported unavailable.
+MUSTER_TELEMETRY_PROMETHEUS_TIMEOUT_SECONDS = env_float("MUSTER_TELEMETRY_PROMETHEUS_TIMEOUT_SECONDS", 10.0)
 # The DCGM exporter renamed its host label; both spellings are accepted.
 MUSTER_TELEMETRY_HOSTNAME_LABELS = [s.strip() for s in os.environ.get("MUSTER_TELEMETRY_HOSTNAME_LABELS", "Hostname,hostname").split(",")]
 # The label of node exporter's series that holds the Kubernetes node name.
 MUSTER_TELEMETRY_NODE_LABEL = os.environ.get("MUSTER_TELEMETRY_NODE_LABEL", "instance")
-# PromQL per (metric scope, level read); placeholders: name, agg (avg|min|max|count), rollup, namespace, pods, nodes,
-# node_label, step, rate_window. MUSTER_TELEMETRY_PROMQL (a JSON object) replaces any of them.
+# PromQL per (metric scope, level read), one query per aggregation of a bucket's samples. Placeholders: name, over
+# (sum|min|max|count: the mean is sum / count), rollup (how that aggregation combines series: sum|min|max|sum), by
+# (the level's grouping labels: pod, gpu and the host labels; node_label; none for the job), namespace, pods and nodes
+# (regexes), node_label, window (the bucket, e.g. 59999ms), resolution (scrape seconds), rate_window (seconds), step.
+# MUSTER_TELEMETRY_PROMQL (a JSON object) replaces any of them.
 _POD_SERIES = '{name}{{namespace="{namespace}",pod=~"{pods}"}}'
 _NODE_RATE = 'sum by ({node_label}) (rate({name}{{{node_label}=~"{nodes}"}}[{rate_window}s]))'
+_POD_BUCKET = "{rollup} by ({by}) ({over}_over_time(" + _POD_SERIES + "[{window}]))"
+_NODE_BUCKET = "{rollup} by ({by}) ({over}_over_time(" + _NODE_RATE + "[{window}:{resolution}s]))"
 MUSTER_TELEMETRY_PROMQL = {
-    "gpu_gpu": "{agg}_over_time(" + _POD_SERIES + "[{step}s])",
-    "gpu_node": "{rollup} by (Hostname, hostname) ({agg}_over_time(" + _POD_SERIES + "[{step}s]))",
-    "gpu_job": "{rollup}({agg}_over_time(" + _POD_SERIES + "[{step}s]))",
-    "node_node": "{agg}_over_time(" + _NODE_RATE + "[{step}s:])",
-    "node_job": "{rollup}({agg}_over_time(" + _NODE_RATE + "[{step}s:]))",
-    "job_job": "{rollup}({agg}_over_time(" + _POD_SERIES + "[{step}s]))",
+    "gpu_gpu": _POD_BUCKET,
+    "gpu_node": _POD_BUCKET,
+    "gpu_job": _POD_BUCKET,
+    "node_node": _NODE_BUCKET,
+    "node_job": _NODE_BUCKET,
+    "job_job": _POD_BUCKET,
 }
 try:
     MUSTER_TELEMETRY_PROMQL.update(json.loads(os.environ.get("MUSTER_TELEMETRY_PROMQL", "") or "{}"))
@@ -397,3 +404,8 @@ MUSTER_PUBLIC_URL = os.environ.get("MUSTER_PUBLIC_URL", "").rstrip("/")
 MUSTER_TELEMETRY_IDLE_PERCENT = env_float("MUSTER_TELEMETRY_IDLE_PERCENT", 5.0)
 MUSTER_TELEMETRY_IDLE_SECONDS = env_int("MUSTER_TELEMETRY_IDLE_SECONDS", 600)
 MUSTER_TELEMETRY_LARGE_JOB_GPUS = env_int("MUSTER_TELEMETRY_LARGE_JOB_GPUS", 8)
+
+# --- /metrics (Prometheus) and the dashboard (jobs/metrics.py, jobs/dashboard.py) ---------------------
+# Bearer token Prometheus sends to /metrics (`authorization: {credentials: ...}` in its scrape config).
+# Empty: /metrics answers requests from loopback only (e.g. a sidecar or a node-local Prometheus).
+MUSTER_METRICS_TOKEN = os.environ.get("MUSTER_METRICS_TOKEN", "").strip()

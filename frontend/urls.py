@@ -10,6 +10,7 @@ urlpatterns = [
     path("jobs/<int:pk>/", views.job_detail, name="job-detail"),
     path("jobs/<int:pk>/cancel/", views.job_cancel_view, name="job-cancel"),
     path("cluster/", views.cluster_view, name="cluster"),
+    path("dashboard/", views.dashboard_view, name="dashboard"),
     path("usage/", quota_views.usage_view, name="usage"),
     path("quotas/", quota_views.quotas_view, name="quotas"),
     path("quotas/users/<str:name>/", quota_views.quota_edit, {"kind": "user"}, name="quota-user"),

@@ -14,12 +14,14 @@ from django.views.decorators.http import require_POST
 from frontend.forms import JobForm
 from jobs.api.serializers import JobSubmitSerializer
 from jobs.cluster import ClusterUnavailable, get_backend
+from jobs.dashboard import dashboard_context, node_grid
 from jobs.errors import JobFinished
 from jobs.models import Job
-from jobs.selectors import job_assigned_nodes, jobs_visible_to, nodes_with_usage, queue_plan
+from jobs.selectors import job_assigned_nodes, jobs_visible_to, queue_plan
 from jobs.services import job_cancel, job_check_fits_cluster, job_submit, nodes_ensure_known
 from jobs.states import ACTIVE_STATES, JobState
 from telemetry.page import job_telemetry_context
+from telemetry.staticfiles import PLOTLY_JS
 
 
 @login_required
@@ -125,12 +127,7 @@ def job_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def cluster_view(request: HttpRequest) -> HttpResponse:
-    nodes = sorted(nodes_with_usage(), key=lambda n: (n.rack, n.name))
-    for node in nodes:
-        held = min(node.gpus_held or 0, node.gpus_total)
-        node.gpus_free = node.gpus_total - held
-        # One cell per GPU, so a glance shows which nodes are whole, partly used or full.
-        node.gpu_cells = [True] * held + [False] * node.gpus_free
+    nodes = node_grid()
     total = sum(n.gpus_total for n in nodes)
     free = sum(n.gpus_free for n in nodes)
     plan = queue_plan()
@@ -140,3 +137,10 @@ def cluster_view(request: HttpRequest) -> HttpResponse:
         "frontend/cluster.html",
         {"nodes": nodes, "gpus_total": total, "gpus_free": free, "plan": plan, "visible": visible},
     )
+
+
+@login_required
+def dashboard_view(request: HttpRequest) -> HttpResponse:
+    """The cluster and scheduler dashboard (everyone signed in; per-team figures follow the usage report's rule)."""
+    context = dashboard_context(request.user, request.GET.get("window"))
+    return render(request, "frontend/dashboard.html", {**context, "plotly_js": PLOTLY_JS})

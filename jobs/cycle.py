@@ -19,6 +19,7 @@ from jobs.cluster import ClusterBackend, ClusterUnavailable, GangSpec, PodPhase,
 from jobs.cluster.base import DEADLINE_EXCEEDED
 from jobs.errors import IllegalTransition
 from jobs.locks import cycle_lock
+from jobs.metrics import cycle_counters_record
 from jobs.models import Allocation, ClusterHealth, Job, Node
 from jobs.scheduling.model import Decisions
 from jobs.scheduling.policy import schedule
@@ -55,13 +56,30 @@ class CycleReport:
     ended: dict[int, str] = field(default_factory=dict)
     requeued: list[int] = field(default_factory=list)
     preempted: list[int] = field(default_factory=list)
+    # Placed jobs whose launch the cluster refused (requeued): counted for /metrics.
+    launch_failed: list[int] = field(default_factory=list)
     orphans_removed: list[tuple[int, int]] = field(default_factory=list)
     cluster_error: str = ""
     seconds: float = 0.0
 
 
 def run_cycle(*, backend: ClusterBackend | None = None, now: datetime | None = None) -> CycleReport:
-    """Run one cycle if no other is running; return what it did."""
+    """Run one cycle if no other is running; return what it did, and add it to the counters /metrics exports."""
+    started = time.monotonic()
+    report = _run_cycle(backend=backend, now=now)
+    # Persisted, not kept in this process: the web process serves /metrics (jobs/metrics.py).
+    cycle_counters_record(
+        ran=report.ran,
+        seconds=report.seconds or (time.monotonic() - started),
+        launched=len(report.launched),
+        launch_failed=len(report.launch_failed),
+        preempted=len(report.preempted),
+        cluster_error=bool(report.cluster_error),
+    )
+    return report
+
+
+def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> CycleReport:
     started = time.monotonic()
     with cycle_lock() as acquired:
         if not acquired:
@@ -96,7 +114,7 @@ def _observe_active(
 ) -> set[tuple[int, int]]:
     """Move every SCHEDULED/RUNNING job by what its pods do; returns the gangs it looked at."""
     followed: set[tuple[int, int]] = set()
-    for job in Job.objects.filter(state__in=ACTIVE_STATES).select_related("owner").order_by("id"):
+    for job in Job.objects.filter(state__in=ACTIVE_STATES).select_related("owner", "team").order_by("id"):
         followed.add((job.pk, job.attempt))
         pods = gangs.get((job.pk, job.attempt), [])
         try:
@@ -119,6 +137,9 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
     if lost:
         # The cluster's fault, not the job's: back to the queue without spending a restart, to resume elsewhere.
         _requeue(backend, job, now, report, f"Node {', '.join(lost)} left the cluster under attempt {job.attempt}; requeued.")
+        return
+    if len(pods) < job.nodes and job.state == JobState.SCHEDULED:
+        _complete_launch(backend, job, now, report)
         return
     if len(pods) < job.nodes:
         _retry_or_fail(backend, job, now, report, f"{job.nodes - len(pods)} of {job.nodes} pods vanished from the cluster.", None)
@@ -251,30 +272,57 @@ def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[in
     return decisions, stopped
 
 
+def _gang_spec(job: Job, node_names: tuple[str, ...]) -> GangSpec:
+    return GangSpec(
+        job_id=job.pk,
+        attempt=job.attempt,
+        name=job.name,
+        image=job.image,
+        command=tuple(job.command),
+        # The job's own push token, so its pods can send NCCL results to its telemetry (and only its).
+        env={**job.env, **telemetry_pod_env(job.pk)},
+        node_names=node_names,
+        gpus_per_node=job.gpus_per_node,
+        wall_time_seconds=job.wall_time_seconds,
+        owner=job.owner.get_username(),
+        team=job.team.name if job.team else "",
+        simulate=dict(job.simulate or {}),
+    )
+
+
+def _complete_launch(backend: ClusterBackend, job: Job, now: datetime, report: CycleReport) -> None:
+    """A launch cut short (a worker killed half-way, a dropped connection) left part of a gang: create the rest.
+
+    Names derive from job and attempt and creating what exists is success, so this never doubles a gang.
+    """
+    if job.scheduled_at and now >= job.scheduled_at + timedelta(seconds=settings.MUSTER_LAUNCH_TIMEOUT_SECONDS):
+        _requeue(backend, job, now, report, f"The gang was not complete {settings.MUSTER_LAUNCH_TIMEOUT_SECONDS} s after launch; requeued.")
+        return
+    nodes = tuple(
+        Allocation.objects.filter(job=job, attempt=job.attempt, released_at__isnull=True)
+        .order_by("rank")
+        .values_list("node__name", flat=True)
+    )
+    try:
+        backend.launch_gang(_gang_spec(job, nodes))
+    except ClusterUnavailable:
+        raise
+    except Exception as exc:
+        logger.exception("completing the launch of job %s attempt %s failed", job.pk, job.attempt)
+        _requeue(backend, job, now, report, f"The cluster refused the launch: {exc}")
+
+
 def _launch(backend: ClusterBackend, decisions: Decisions, now: datetime, report: CycleReport) -> None:
     for placement in decisions.placements:
         job = Job.objects.select_related("owner", "team").get(pk=placement.job_id)
         if job.state != JobState.SCHEDULED:
             continue  # cancelled between admission and launch
-        spec = GangSpec(
-            job_id=job.pk,
-            attempt=job.attempt,
-            name=job.name,
-            image=job.image,
-            command=tuple(job.command),
-            # The job's own push token, so its pods can send NCCL results to its telemetry (and only its).
-            env={**job.env, **telemetry_pod_env(job.pk)},
-            node_names=placement.node_names,
-            gpus_per_node=job.gpus_per_node,
-            wall_time_seconds=job.wall_time_seconds,
-            owner=job.owner.get_username(),
-            team=job.team.name if job.team else "",
-            simulate=dict(job.simulate or {}),
-        )
+        spec = _gang_spec(job, placement.node_names)
         try:
             backend.launch_gang(spec)
         except Exception as exc:
             logger.exception("launch of job %s attempt %s failed", job.pk, job.attempt)
+            report.launch_failed.append(job.pk)
             try:
                 _requeue(backend, job, now, report, f"The cluster refused the launch: {exc}")
             except IllegalTransition:

@@ -113,6 +113,8 @@ class JobEvent(models.Model):
     class Meta:
         # Insertion order is the true order of a job's history, whatever clocks wrote the timestamps.
         ordering = ["id"]
+        # The dashboard replays the last day's or week's events (queue depth over time).
+        indexes = [models.Index(fields=["at"], name="job_event_at")]
 
     def __str__(self) -> str:
         return f"{self.job_id}: {self.from_state or '-'} -> {self.to_state}"
@@ -172,3 +174,24 @@ class ClusterHealth(models.Model):
 
     def __str__(self) -> str:
         return "reachable" if self.reachable else f"unreachable since {self.down_since}: {self.error}"
+
+
+class CycleCounter(models.Model):
+    """What only the scheduling cycle knows (its duration, launches, failures), kept as cumulative counters.
+
+    Web, worker and beat are separate processes, so in-process Prometheus counters in the worker would be
+    invisible to the web process that serves /metrics (and reset on every worker restart). Instead each
+    cycle adds to these rows with one UPDATE (F() expressions, so concurrent writers never lose an
+    increment), and /metrics reads them (jobs/metrics.py). `le` is the upper bound of a cumulative
+    histogram bucket (+inf as a very large number); 0 for plain counters.
+    """
+
+    name = models.CharField(max_length=64)
+    le = models.FloatField(default=0)
+    value = models.FloatField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["name", "le"], name="cycle_counter_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.name}{{le={self.le}}} = {self.value}"

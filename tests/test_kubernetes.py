@@ -7,8 +7,10 @@ completes them after the job's `simulate.duration_seconds` with its `exit_code`.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -438,3 +440,51 @@ def test_logs_of_a_rank_come_from_the_api_server(api: APIClient, kube: KubeHarne
     assert body["rank"] == 1 and body["attempt"] == 1
     expected = kube.core.read_namespaced_pod_log(f"{gang_name(job['id'], 1)}-1", kube.namespace, tail_lines=2)
     assert body["logs"] == expected and body["logs"].strip()
+
+
+# --- a process killed mid-launch -----------------------------------------------------------------
+
+DYING_CYCLE = """
+import os, signal, sys
+import django
+django.setup()
+from kubernetes import client, config
+from jobs.cluster.kubernetes import KubernetesCluster
+from jobs.cluster.manifests import PodOptions
+from jobs.cycle import run_cycle
+real = client.CoreV1Api.create_namespaced_pod
+calls = []
+def dying(self, *args, **kwargs):
+    calls.append(1)
+    if len(calls) == 3:
+        os.kill(os.getpid(), signal.SIGKILL)  # the worker dies half-way through creating the gang
+    return real(self, *args, **kwargs)
+client.CoreV1Api.create_namespaced_pod = dying
+api = config.new_client_from_config(config_file=sys.argv[1])
+run_cycle(backend=KubernetesCluster(api=api, options=PodOptions(namespace=sys.argv[2], termination_grace_seconds=0)))
+"""
+
+
+@pytest.fixture
+def tx_kube(kube_api: client.ApiClient, transactional_db: None, require_postgres: None) -> Iterator[KubeHarness]:
+    yield from kube_harness(kube_api)
+
+
+def test_a_worker_killed_mid_launch_leaves_exactly_one_gang(api: APIClient, tx_kube: KubeHarness) -> None:
+    from tests.test_worker import ROOT, database_url
+
+    job = submit(api, nodes=3, simulate={"duration_seconds": 600})
+    env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "config.settings"}
+    died = subprocess.run(
+        [sys.executable, "-c", DYING_CYCLE, kubeconfig_path(), tx_kube.namespace], cwd=ROOT, env=env, capture_output=True, timeout=60
+    )
+    assert died.returncode == -9, died.stderr.decode()[-2000:]
+    # The placement was committed before the launch, and the gang is incomplete.
+    assert state(job["id"]) == JobState.SCHEDULED
+    assert len(tx_kube.pods(gang_selector(job["id"]))) < 3
+    # Another worker's cycle finds the half gang and completes it: same attempt, no second gang.
+    tx_kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    pods = tx_kube.pods(gang_selector(job["id"]))
+    assert sorted(p.metadata.name for p in pods) == [f"{gang_name(job['id'], 1)}-{r}" for r in range(3)]
+    assert len(tx_kube.services(gang_selector(job["id"]))) == 1
+    assert Job.objects.get(pk=job["id"]).attempt == 1 and Job.objects.get(pk=job["id"]).restarts == 0
