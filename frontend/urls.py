@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.job_list, name="job-list"),
     path("jobs/new/", views.job_new, name="job-new"),
     path("jobs/<int:pk>/", views.job_detail, name="job-detail"),
+    path("jobs/<int:pk>/live/", views.job_live, name="job-live"),
     path("jobs/<int:pk>/cancel/", views.job_cancel_view, name="job-cancel"),
     path("cluster/", views.cluster_view, name="cluster"),
     path("dashboard/", views.dashboard_view, name="dashboard"),

@@ -7,9 +7,11 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
 
 from frontend.forms import JobForm
 from jobs.api.serializers import JobSubmitSerializer
@@ -94,9 +96,38 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "logs": logs,
             "simulated_run": simulated_run,
             "live": job.state in ACTIVE_STATES or job.state == JobState.PENDING,
+            "live_refresh_seconds": settings.MUSTER_LIVE_REFRESH_SECONDS,
+            "live_page": {
+                "url": reverse("frontend:job-live", args=[job.pk]),
+                "state": job.state,
+                "refresh_ms": settings.MUSTER_LIVE_REFRESH_SECONDS * 1000,
+            },
             "telemetry": job_telemetry_context(job, request.GET),
         },
     )
+
+
+@login_required
+@require_GET
+def job_live(request: HttpRequest, pk: int) -> JsonResponse:
+    """What the page of a running job redraws in place, without a reload: its state, telemetry and logs.
+
+    A whole-page reload every few seconds would throw away the reader's zoom on the charts and
+    re-render everything; the page script polls this with the page's own query string instead,
+    and reloads only when `state` is no longer the one it shows.
+    """
+    job = get_object_or_404(jobs_visible_to(request.user), pk=pk)
+    body: dict[str, object] = {"state": job.state, "attempt": job.attempt}
+    if job.state == JobState.RUNNING:
+        telemetry = job_telemetry_context(job, request.GET)
+        logs = _logs(job, request.GET.get("rank", "0"))
+        body.update(
+            figures=telemetry["figures"],
+            flags=telemetry.get("flags", []),
+            telemetry_status_html=render_to_string("frontend/telemetry_status.html", {"telemetry": telemetry}, request),
+            logs_html="" if logs is None else render_to_string("frontend/job_logs.html", {"job": job, "logs": logs}, request),
+        )
+    return JsonResponse(body)
 
 
 def _logs(job: Job, rank_param: str) -> dict[str, object] | None:

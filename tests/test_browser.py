@@ -16,19 +16,22 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
+from django.db.models import F
 from django.test import Client
 from django.utils import timezone
 
 from jobs.cycle import CycleReport
-from jobs.models import Job
+from jobs.models import Job, JobEvent
 from jobs.services import job_submit
 from jobs.states import JobState
 from tests.conftest import PASSWORD, REQUIRE_SERVICES, SimHarness, UserFactory, make_sim, need_service
+from tests.telemetry_helpers import store_runs_when_they_end
 
 try:
     from playwright import sync_api
@@ -396,3 +399,113 @@ def test_another_users_job_is_not_found(page: Any, log_in: LogIn, alice: Any, bo
     expect(page.get_by_role("link", name="mine", exact=True)).to_be_visible()
     expect(page.get_by_text("bobs-secret-run")).to_have_count(0)
     assert page.goto(f"/jobs/{mine.pk}/").status == 200
+
+
+def watch_the_network(page: Any, origin: str) -> tuple[list[str], list[str]]:
+    """Refuse every request that leaves Muster (the pages must work offline) and collect script errors."""
+    outside: list[str] = []
+    errors: list[str] = []
+
+    def route(r: Any) -> None:
+        if r.request.url.startswith(origin):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    return outside, errors
+
+
+def plot_js(page: Any, chart: str, expression: str) -> Any:
+    """Evaluate `expression` over the Plotly graph div `gd` of a chart."""
+    return page.evaluate(f"() => {{ const gd = document.getElementById('{chart}'); return {expression}; }}")
+
+
+def test_a_running_jobs_charts_draw_offline_and_update_in_place(
+    page: Any, log_in: LogIn, alice: Any, sim: BrowserSim, settings: Any, monkeypatch: pytest.MonkeyPatch, live_server: Any
+) -> None:
+    settings.MUSTER_LIVE_REFRESH_SECONDS = 1
+    settings.MUSTER_TELEMETRY_SIM_INTERVAL_SECONDS = 1
+    store_runs_when_they_end(monkeypatch)
+    job = submit_job(alice, name="watch-me", simulate={"duration_seconds": 600})
+    sim.cycle()
+    sim.advance(2)
+    assert Job.objects.get(pk=job.pk).state == JobState.RUNNING
+    # Telemetry is read up to the real now: give the run a minute of history to chart.
+    started = JobEvent.objects.get(job=job, to_state=JobState.RUNNING).at
+    JobEvent.objects.filter(job=job).update(at=F("at") - (started - timezone.now()) - timedelta(seconds=60))
+
+    outside, errors = watch_the_network(page, live_server.url)
+    log_in(page, alice)
+    page.goto(f"/jobs/{job.pk}/")
+    expect_state(page, "RUNNING")
+    expect(page.get_by_test_id("live-note")).to_contain_text("update every 1 seconds")
+    figures = page.evaluate("() => JSON.parse(document.getElementById('telemetry-figures').textContent).map(f => f.id)")
+    assert figures[:2] == ["telemetry-heatmap", "telemetry-gpu_util"] and "telemetry-network" in figures
+    # Every chart was drawn by plotly.js, served by Muster itself.
+    expect(page.locator("#telemetry .chart .main-svg").first).to_be_visible()
+    expect(page.locator("#telemetry .js-plotly-plot")).to_have_count(len(figures))
+    assert plot_js(page, "telemetry-heatmap", "gd.data[0].z.length") == 16  # 2 nodes x 8 GPUs
+    expect(page.get_by_test_id("efficiency-flags")).to_be_visible()
+    shoot(page, "job-telemetry-running")
+
+    # The reader zooms into the utilisation chart with the mouse...
+    drag = page.locator("#telemetry-gpu_util .nsewdrag")
+    drag.scroll_into_view_if_needed()
+    box = drag.bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.2, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.5, y, steps=8)
+    page.mouse.up()
+    page.wait_for_function("() => document.getElementById('telemetry-gpu_util').layout.xaxis.autorange === false")
+    zoomed = plot_js(page, "telemetry-gpu_util", "gd.layout.xaxis.range")
+    columns = plot_js(page, "telemetry-heatmap", "gd.data[0].x.length")
+    last_x = plot_js(page, "telemetry-heatmap", "gd.data[0].x[gd.data[0].x.length - 1]")
+
+    # ...and the charts keep growing in place, without a reload, and without undoing the zoom.
+    page.evaluate("() => { window.notReloaded = true; }")
+    page.wait_for_function(f"() => document.getElementById('telemetry-heatmap').data[0].x.slice(-1)[0] > {last_x}", timeout=15_000)
+    assert plot_js(page, "telemetry-heatmap", "gd.data[0].x.length") >= columns
+    assert page.evaluate("() => window.notReloaded") is True
+    assert plot_js(page, "telemetry-gpu_util", "gd.layout.xaxis.range") == zoomed
+
+    # When the job ends, the page reloads once to show it, with the run's stored summary.
+    sim.advance(600)
+    sim.cycle()
+    assert Job.objects.get(pk=job.pk).state == JobState.SUCCEEDED
+    expect_state(page, "SUCCEEDED")
+    expect(page.get_by_test_id("live-note")).to_have_count(0)
+    expect(page.get_by_test_id("telemetry-summary")).to_be_visible()
+    expect(page.locator("#telemetry .js-plotly-plot").first).to_be_visible()
+    assert outside == [] and errors == []
+
+
+def test_the_dashboard_draws_its_charts_offline(page: Any, log_in: LogIn, alice: Any, sim: BrowserSim, live_server: Any) -> None:
+    running = submit_job(alice, name="holds-gpus")
+    sim.cycle()
+    sim.advance(5)
+    submit_job(alice, name="waits", nodes=16)
+    sim.cycle()
+    assert Job.objects.get(pk=running.pk).state == JobState.RUNNING
+    # The harness' clock runs a little ahead of the real one, which the dashboard reads: move the history back.
+    ago = timedelta(minutes=10)
+    Job.objects.update(submitted_at=F("submitted_at") - ago, scheduled_at=F("scheduled_at") - ago, started_at=F("started_at") - ago)
+    JobEvent.objects.update(at=F("at") - ago)
+
+    outside, errors = watch_the_network(page, live_server.url)
+    log_in(page, alice)
+    page.goto("/dashboard/")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Cluster and scheduler dashboard")
+    figures = page.evaluate("() => JSON.parse(document.getElementById('telemetry-figures').textContent).map(f => f.id)")
+    assert {"dashboard-queue", "dashboard-latency", "dashboard-starvation", "dashboard-quota", "dashboard-allocation"} <= set(figures)
+    expect(page.locator(".js-plotly-plot")).to_have_count(len(figures))
+    for chart in figures:
+        expect(page.locator(f"#{chart} .main-svg").first).to_be_visible()
+    # Queue depth ends with what is queued now: one job pending, one holding GPUs.
+    expect(page.get_by_test_id("dashboard-summary")).to_contain_text("1 / 1")
+    shoot(page, "dashboard")
+    assert outside == [] and errors == []

@@ -161,3 +161,50 @@ def test_the_page_still_renders_when_the_source_is_down(submit, sim, user, setti
     response = page.get(f"/jobs/{job.pk}/")
     assert response.status_code == 200
     assert 'data-testid="telemetry-error"' in response.content.decode() and "Telemetry is unavailable" in response.content.decode()
+
+
+def live(client: Client, job: Job, query: str = "") -> Any:
+    return client.get(f"/jobs/{job.pk}/live/{query}")
+
+
+def test_a_running_jobs_page_redraws_in_place_from_the_live_view(submit, sim, user) -> None:
+    job = start_running(submit, sim, nodes=2, gpus_per_node=4, simulate={"duration_seconds": 7200}, ran_for=600)
+    page = Client()
+    page.force_login(user)
+    html = page.get(f"/jobs/{job.pk}/").content.decode()
+    # No whole-page refresh while it runs (it would lose the reader's zoom); the page script polls instead.
+    assert '<meta http-equiv="refresh" content="3">' not in html
+    config = json.loads(re.search(r'<script id="job-live" type="application/json">(.*?)</script>', html, re.S).group(1))
+    assert config == {"url": f"/jobs/{job.pk}/live/", "state": "RUNNING", "refresh_ms": 10_000}
+    assert "frontend/job_live.js" in html and 'data-testid="live-note"' in html
+
+    body = live(page, job, "?view=node&range=15m").json()
+    assert body["state"] == "RUNNING" and body["attempt"] == 1
+    # The same figures, for the same options, as the page itself would draw.
+    expected = context(job, view="node", range="15m")
+    assert [f["id"] for f in body["figures"]] == [f["id"] for f in expected["figures"]]
+    node_lines = figure({"figures": body["figures"]}, "gpu_util")["data"]
+    assert {t["name"] for t in node_lines} == {f"rank {r} · {a.node.name}" for r, a in enumerate(job.allocations.order_by("rank"))}
+    assert 'data-testid="efficiency-flags"' in body["telemetry_status_html"]
+    assert "Logs" in body["logs_html"] and "attempt 1" in body["logs_html"]
+
+
+def test_the_live_view_of_a_job_that_is_not_running_only_says_its_state(submit, sim, user) -> None:
+    job_id = submit(nodes=1, gpus_per_node=1)["id"]
+    page = Client()
+    page.force_login(user)
+    job = Job.objects.get(pk=job_id)
+    assert live(page, job).json() == {"state": "PENDING", "attempt": 0}
+    html = page.get(f"/jobs/{job_id}/").content.decode()
+    assert '<meta http-equiv="refresh" content="3">' in html and "job-live" not in html
+
+
+def test_the_live_view_is_private_and_read_only(submit, sim, user, other_user) -> None:
+    job = start_running(submit, sim, nodes=1, gpus_per_node=1)
+    stranger = Client()
+    stranger.force_login(other_user)
+    assert live(stranger, job).status_code == 404
+    assert live(Client(), job).status_code == 302  # to the login page
+    owner = Client()
+    owner.force_login(user)
+    assert owner.post(f"/jobs/{job.pk}/live/").status_code == 405

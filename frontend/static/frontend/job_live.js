@@ -1,0 +1,56 @@
+// Keeps the page of a running job current without reloading it: every few seconds it asks
+// /jobs/<id>/live/ (with the page's own query string, so the chosen run, range and view hold)
+// for the job's state, telemetry figures, flags and logs, and redraws them in place. When the
+// state is no longer the one on the page, or the set of charts changed, it reloads the page.
+(function () {
+  "use strict";
+  var config = JSON.parse(document.getElementById("job-live").textContent);
+  var timer = null;
+
+  function chartIds() {
+    return Array.prototype.map.call(document.querySelectorAll("#telemetry .chart"), function (el) { return el.id; }).join(",");
+  }
+
+  function replace(id, html) {
+    var element = document.getElementById(id);
+    if (element && typeof html === "string") { element.innerHTML = html; }
+  }
+
+  function apply(body) {
+    if (body.state !== config.state) { window.location.reload(); return false; }
+    var figures = body.figures || [];
+    if (figures.map(function (f) { return f.id; }).join(",") !== chartIds()) { window.location.reload(); return false; }
+    if (figures.length && window.musterDrawFigures) { window.musterDrawFigures(figures); }
+    replace("telemetry-status", body.telemetry_status_html);
+    replace("job-logs", body.logs_html);
+    document.body.dataset.liveUpdated = String(Date.now());
+    return true;
+  }
+
+  function poll() {
+    timer = null;
+    fetch(config.url + window.location.search, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (response) {
+        // A redirect (signed out) or an error page: a reload shows the reader what happened.
+        if (!response.ok || response.redirected) { throw new Error("live update: HTTP " + response.status); }
+        return response.json();
+      })
+      .then(function (body) { if (apply(body)) { schedule(); } })
+      .catch(function () { window.location.reload(); });
+  }
+
+  // The next request is timed from the end of the last, so a slow server is never asked twice at once,
+  // and a tab in the background asks nothing until it is shown again.
+  function schedule() {
+    if (timer === null && !document.hidden) { timer = window.setTimeout(poll, config.refresh_ms); }
+  }
+
+  document.addEventListener("visibilitychange", function () {
+    if (document.hidden) {
+      if (timer !== null) { window.clearTimeout(timer); timer = null; }
+    } else {
+      schedule();
+    }
+  });
+  schedule();
+})();
