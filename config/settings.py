@@ -257,6 +257,11 @@ LOGGING = {
 }
 # A gang whose pods are not all running this long after launch is torn down and requeued.
 MUSTER_LAUNCH_TIMEOUT_SECONDS = env_int("MUSTER_LAUNCH_TIMEOUT_SECONDS", 600)
+# A launch that does not come up (refused, or not running within the timeout) requeues the job held back
+# this long, doubling with each failure in a row up to the maximum; this many in a row fail the job.
+MUSTER_LAUNCH_BACKOFF_SECONDS = env_int("MUSTER_LAUNCH_BACKOFF_SECONDS", 15)
+MUSTER_LAUNCH_BACKOFF_MAX_SECONDS = env_int("MUSTER_LAUNCH_BACKOFF_MAX_SECONDS", 600)
+MUSTER_LAUNCH_MAX_FAILURES = max(1, env_int("MUSTER_LAUNCH_MAX_FAILURES", 5))
 
 # --- Quotas and the usage ledger ----------------------------------------------
 # The site default quota, for users with no quota of their own (unset = unlimited).

@@ -157,7 +157,15 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         return
     phases = {p.phase for p in pods}
     if phases <= {PodPhase.RUNNING, PodPhase.SUCCEEDED} and job.state == JobState.SCHEDULED:
-        job = job_transition(job, JobState.RUNNING, reason=f"All {job.nodes} pods are running.", now=now, started_at=now)
+        job = job_transition(
+            job,
+            JobState.RUNNING,
+            reason=f"All {job.nodes} pods are running.",
+            now=now,
+            started_at=now,
+            launch_failures=0,
+            launch_not_before=None,
+        )
     if phases == {PodPhase.SUCCEEDED}:
         job_transition(job, JobState.SUCCEEDED, reason="All pods exited with code 0.", now=now, exit_code=0)
         backend.teardown_gang(job.pk, job.attempt)
@@ -169,12 +177,12 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         and now >= job.scheduled_at + timedelta(seconds=settings.MUSTER_LAUNCH_TIMEOUT_SECONDS)
     ):
         waiting = sum(1 for p in pods if p.phase == PodPhase.PENDING)
-        _requeue(
+        _launch_failed(
             backend,
             job,
             now,
             report,
-            f"{waiting} of {job.nodes} pods were not running {settings.MUSTER_LAUNCH_TIMEOUT_SECONDS} s after launch; requeued.",
+            f"{waiting} of {job.nodes} pods were not running {settings.MUSTER_LAUNCH_TIMEOUT_SECONDS} s after launch.",
         )
 
 
@@ -194,7 +202,44 @@ def _retry_or_fail(backend: ClusterBackend, job: Job, now: datetime, report: Cyc
     report.ended[job.pk] = JobState.FAILED
 
 
-def _requeue(backend: ClusterBackend, job: Job, now: datetime, report: CycleReport, why: str, **fields: int) -> None:
+def _launch_failed(backend: ClusterBackend, job: Job, now: datetime, report: CycleReport, why: str, *, transient: bool = False) -> None:
+    """A launch that did not come up: back to the queue after a pause that doubles each time, or FAILED after too many.
+
+    Without the pause a launch that can never succeed (a manifest the API server rejects, an
+    admission policy, an image that never pulls) would be placed, fail and be requeued cycle
+    after cycle, holding GPUs others could use each time. Restarts are not spent: the job's
+    code never ran. A `transient` failure (the API server unreachable, overloaded, or failing
+    with a 5xx) backs off the same way but never fails the job: it is the cluster's trouble.
+    """
+    failures = job.launch_failures + 1
+    limit = settings.MUSTER_LAUNCH_MAX_FAILURES
+    if failures >= limit and not transient:
+        job_transition(
+            job,
+            JobState.FAILED,
+            reason=fit_reason(f"{failures} launches in a row did not come up; the last: {why}"),
+            now=now,
+            launch_failures=failures,
+        )
+        try:
+            backend.teardown_gang(job.pk, job.attempt)
+        except ClusterUnavailable:
+            logger.warning("could not tear down job %s attempt %s now; reconciliation will", job.pk, job.attempt)
+        report.ended[job.pk] = JobState.FAILED
+        return
+    delay = min(settings.MUSTER_LAUNCH_BACKOFF_MAX_SECONDS, settings.MUSTER_LAUNCH_BACKOFF_SECONDS * 2 ** (failures - 1))
+    _requeue(
+        backend,
+        job,
+        now,
+        report,
+        f"{why} Failed launch {failures}{'' if transient else f' of at most {limit}'} in a row; tried again in {delay} s.",
+        launch_failures=failures,
+        launch_not_before=now + timedelta(seconds=delay),
+    )
+
+
+def _requeue(backend: ClusterBackend, job: Job, now: datetime, report: CycleReport, why: str, **fields: object) -> None:
     # The job keeps its submit time, so it keeps its place among jobs of its class.
     why = fit_reason(why)
     job_transition(job, JobState.PENDING, reason=why, now=now, pending_reason_code="REQUEUED", pending_reason=why, **fields)
@@ -296,7 +341,7 @@ def _complete_launch(backend: ClusterBackend, job: Job, now: datetime, report: C
     Names derive from job and attempt and creating what exists is success, so this never doubles a gang.
     """
     if job.scheduled_at and now >= job.scheduled_at + timedelta(seconds=settings.MUSTER_LAUNCH_TIMEOUT_SECONDS):
-        _requeue(backend, job, now, report, f"The gang was not complete {settings.MUSTER_LAUNCH_TIMEOUT_SECONDS} s after launch; requeued.")
+        _launch_failed(backend, job, now, report, f"The gang was not complete {settings.MUSTER_LAUNCH_TIMEOUT_SECONDS} s after launch.")
         return
     nodes = tuple(
         Allocation.objects.filter(job=job, attempt=job.attempt, released_at__isnull=True)
@@ -309,7 +354,7 @@ def _complete_launch(backend: ClusterBackend, job: Job, now: datetime, report: C
         raise
     except Exception as exc:
         logger.exception("completing the launch of job %s attempt %s failed", job.pk, job.attempt)
-        _requeue(backend, job, now, report, f"The cluster refused the launch: {exc}")
+        _launch_failed(backend, job, now, report, f"The cluster refused the launch: {exc}")
 
 
 def _launch(backend: ClusterBackend, decisions: Decisions, now: datetime, report: CycleReport) -> None:
@@ -324,7 +369,10 @@ def _launch(backend: ClusterBackend, decisions: Decisions, now: datetime, report
             logger.exception("launch of job %s attempt %s failed", job.pk, job.attempt)
             report.launch_failed.append(job.pk)
             try:
-                _requeue(backend, job, now, report, f"The cluster refused the launch: {exc}")
+                if isinstance(exc, ClusterUnavailable):
+                    _launch_failed(backend, job, now, report, f"The cluster failed the launch: {exc}", transient=True)
+                else:
+                    _launch_failed(backend, job, now, report, f"The cluster refused the launch: {exc}")
             except IllegalTransition:
                 pass
             continue

@@ -58,6 +58,11 @@ class Job(models.Model):
     # Launch attempts so far; cluster object names derive from (job id, attempt).
     attempt = models.PositiveIntegerField(default=0)
     restarts = models.PositiveIntegerField(default=0)
+    # Launches in a row that did not come up (refused by the cluster, or not running within the launch
+    # timeout); reset by one that does. Each one holds the job back longer, and too many fail it.
+    launch_failures = models.PositiveIntegerField(default=0)
+    # After a failed launch the job is not placed again before this (the backoff).
+    launch_not_before = models.DateTimeField(null=True, blank=True)
     exit_code = models.IntegerField(null=True, blank=True)
     # Admitted beyond its owner's max_gpus (borrowing idle GPUs): first in line for preemption.
     over_quota = models.BooleanField(default=False)

@@ -61,6 +61,8 @@ def pending_jobs() -> tuple[PendingJob, ...]:
         "team__name",
         "preemptible",
         "wall_time_seconds",
+        "launch_failures",
+        "launch_not_before",
     )
     return tuple(
         PendingJob(
@@ -73,8 +75,10 @@ def pending_jobs() -> tuple[PendingJob, ...]:
             team=team,
             preemptible=preemptible,
             wall_seconds=float(wall),
+            launch_failures=failures,
+            not_before=not_before.timestamp() if not_before else None,
         )
-        for pk, nodes, gpus, pc, submitted, user, team, preemptible, wall in rows
+        for pk, nodes, gpus, pc, submitted, user, team, preemptible, wall, failures, not_before in rows
     )
 
 

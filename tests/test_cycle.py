@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from datetime import timedelta
 
 from django.db.models import Sum
 from django.test import Client
@@ -189,9 +190,59 @@ def test_refused_launch_requeues_the_job_and_frees_its_gpus(submit, sim) -> None
     assert job.state == JobState.PENDING
     assert "admission webhook denied" in job.pending_reason
     assert not Allocation.objects.filter(released_at__isnull=True).exists()
-    # With a healthy cluster the next cycle starts it as attempt 2.
+    # It is held back for the first backoff, even though the cluster is healthy again...
     sim.cycle()
-    assert Job.objects.get(pk=job_id).attempt == 2
+    job = Job.objects.get(pk=job_id)
+    assert (job.state, job.pending_reason_code, job.attempt) == (JobState.PENDING, "LAUNCH_BACKOFF", 1)
+    assert "did not come up" in job.pending_reason
+    # ...then starts as attempt 2, and coming up clears the count.
+    sim.advance(15)
+    sim.advance(2)
+    job = Job.objects.get(pk=job_id)
+    assert (job.state, job.attempt, job.launch_failures, job.launch_not_before) == (JobState.RUNNING, 2, 0, None)
+
+
+def test_a_launch_that_is_always_refused_backs_off_then_fails_and_blocks_nobody(submit, sim) -> None:
+    refusing = RefusingCluster(sim.cluster)
+    doomed = submit(nodes=16)["id"]  # the whole cluster
+    pauses = []
+    for failure in range(1, 5):
+        report = run_cycle(backend=refusing, now=sim.clock())
+        assert report.launch_failed == [doomed]
+        job = Job.objects.get(pk=doomed)
+        assert (job.state, job.launch_failures) == (JobState.PENDING, failure)
+        pauses.append((job.launch_not_before - sim.clock()).total_seconds())
+        assert f"Failed launch {failure} of at most 5 in a row" in job.pending_reason
+        # While it is held back, the GPUs it would take go to others.
+        other = submit(nodes=1, gpus_per_node=1, simulate={"duration_seconds": 1})["id"]
+        sim.cycle()
+        assert Job.objects.get(pk=other).state == JobState.SCHEDULED
+        assert Job.objects.get(pk=doomed).pending_reason_code == "LAUNCH_BACKOFF"
+        sim.clock.advance(pauses[-1] - 1)
+        early = run_cycle(backend=refusing, now=sim.clock())  # one second early: not tried, and the small job ends
+        assert early.launch_failed == [] and early.ended == {other: JobState.SUCCEEDED}
+        sim.clock.advance(1)
+    assert pauses == [15, 30, 60, 120]
+    report = run_cycle(backend=refusing, now=sim.clock())
+    job = Job.objects.get(pk=doomed)
+    assert job.state == JobState.FAILED and report.ended == {doomed: JobState.FAILED}
+    assert job.state_reason.startswith("5 launches in a row did not come up; the last: The cluster refused the launch: admission webhook")
+    assert job.restarts == 0  # its code never ran: no restart was spent
+    assert not Allocation.objects.filter(released_at__isnull=True).exists()
+
+
+def test_a_gang_that_never_comes_up_is_requeued_with_backoff(submit, sim, settings) -> None:
+    settings.MUSTER_LAUNCH_TIMEOUT_SECONDS = 60
+    sim.cluster.start_seconds = 3600.0  # pods stay Pending, like an image that never pulls
+    job_id = submit(nodes=2)["id"]
+    sim.cycle()
+    sim.advance(61)
+    job = Job.objects.get(pk=job_id)
+    assert (job.state, job.launch_failures, job.restarts) == (JobState.PENDING, 1, 0)
+    assert (
+        "2 of 2 pods were not running 60 s after launch" in JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last().reason
+    )
+    assert job.launch_not_before == sim.clock() + timedelta(seconds=15)
 
 
 def test_unreachable_cluster_keeps_jobs_queued(submit, sim) -> None:

@@ -344,7 +344,9 @@ def test_an_unreachable_api_server_keeps_jobs_queued(api: APIClient, kube: KubeH
     kube.cycle_until(lambda: state(job["id"]) != JobState.PENDING)
 
 
-def test_a_server_error_mid_launch_is_cleaned_up_and_retried(api: APIClient, kube: KubeHarness, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_server_error_mid_launch_is_cleaned_up_and_retried(
+    api: APIClient, kube: KubeHarness, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
     """The API server will not fail on demand, so a 500 on the second pod's create is injected in front of the client."""
     real = client.CoreV1Api.create_namespaced_pod
     calls = {"n": 0}
@@ -356,10 +358,15 @@ def test_a_server_error_mid_launch_is_cleaned_up_and_retried(api: APIClient, kub
         return real(self, namespace, body, **kwargs)
 
     monkeypatch.setattr(client.CoreV1Api, "create_namespaced_pod", flaky)
+    settings.MUSTER_LAUNCH_BACKOFF_SECONDS = 10
     job = submit(api, nodes=2, simulate={"duration_seconds": 2})
     report = kube.cycle()
     # Refused half-way: the job goes back to the queue and the half gang is deleted.
     assert report.requeued == [job["id"]] and state(job["id"]) == JobState.PENDING
+    assert kube.pods(f"muster.io/job-id={job['id']}") == []
+    # It is retried after a backoff, not in the very next cycle.
+    kube.cycle()
+    assert Job.objects.get(pk=job["id"]).pending_reason_code == "LAUNCH_BACKOFF"
     kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
     assert Job.objects.get(pk=job["id"]).attempt == 2
 

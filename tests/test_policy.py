@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobs.scheduling.model import NodeView, PendingJob, Snapshot
-from jobs.scheduling.policy import FRAGMENTATION, NO_ROOM, NOT_EXAMINED, queue_order, schedule
+from jobs.scheduling.policy import FRAGMENTATION, LAUNCH_BACKOFF, NO_ROOM, NOT_EXAMINED, queue_order, schedule
 
 
 def cluster(nodes: int = 4, gpus: int = 8, racks: int = 2, free: dict[str, int] | None = None) -> tuple[NodeView, ...]:
@@ -175,3 +176,16 @@ def test_a_waiting_job_really_did_not_fit(snapshot: Snapshot) -> None:
         else:
             whole = [n for n, f in free.items() if f == nodes[n].gpus_total and nodes[n].gpus_total >= j.gpus_per_node]
             assert len(whole) < j.nodes
+
+
+def test_a_job_backing_off_after_failed_launches_waits_and_blocks_nobody() -> None:
+    held = replace(job(1, nodes=4), launch_failures=2, not_before=1_000.0)
+    later = job(2, nodes=4)
+    decisions = schedule(Snapshot(cluster(nodes=4), (held, later), now=990.0))
+    # The older job is held back, and the nodes it would take go to the next one.
+    assert [p.job_id for p in decisions.placements] == [2]
+    (wait,) = decisions.waiting
+    assert (wait.job_id, wait.reason_code) == (1, LAUNCH_BACKOFF)
+    assert "Its last 2 launches in a row did not come up" in wait.reason and "00:16:40 UTC" in wait.reason
+    # Once the pause is over it is placed like any other job.
+    assert [p.job_id for p in schedule(Snapshot(cluster(nodes=4), (held,), now=1_000.0)).placements] == [1]

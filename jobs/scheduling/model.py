@@ -61,6 +61,9 @@ class PendingJob:
     # May borrow idle GPUs beyond its owner's max_gpus (and is then preempted first).
     preemptible: bool = False
     wall_seconds: float = 3600.0
+    # Its last launches failed (how many in a row): it is not placed before `not_before` (seconds since the epoch).
+    launch_failures: int = 0
+    not_before: float | None = None
 
     @property
     def gpus(self) -> int:

@@ -2,6 +2,7 @@
 
 In priority order (jobs/scheduling/priority.py), each pending job is:
 
+0. held back for a while after failed launches (LAUNCH_BACKOFF);
 1. held by its budget (BUDGET) or, unless it may borrow, by its GPU quota
    (QUOTA_GPUS);
 2. placed all-or-nothing if it fits now without touching a reservation it would
@@ -48,6 +49,7 @@ RESERVATION = "RESERVATION"
 QUOTA_GPUS = "QUOTA_GPUS"
 BUDGET = "BUDGET"
 NOT_EXAMINED = "NOT_EXAMINED"
+LAUNCH_BACKOFF = "LAUNCH_BACKOFF"
 
 # Bounds the cost of a cycle over a huge queue: each search looks at every node.
 MAX_PREEMPTION_SEARCHES = 32
@@ -113,6 +115,12 @@ class _Cycle:
         return Decisions(tuple(self.placements), tuple(self.waiting), tuple(self.preemptions), tuple(self.reservations))
 
     def _consider(self, job: PendingJob) -> None:
+        if job.not_before is not None and job.not_before > self.now:
+            # Held out of everything (no placement, preemption or reservation), so it blocks nobody meanwhile.
+            launches = "launch" if job.launch_failures == 1 else f"{job.launch_failures} launches in a row"
+            at = datetime.fromtimestamp(job.not_before, UTC).strftime("%H:%M:%S UTC")
+            self._wait(job, LAUNCH_BACKOFF, f"Its last {launches} did not come up (see its history); it is tried again after {at}.")
+            return
         held = self._budget_hold(job)
         if held:
             self._wait(job, BUDGET, held)
