@@ -360,6 +360,12 @@ if MUSTER_TELEMETRY_SOURCE not in {"simulated", "prometheus"}:
 MUSTER_TELEMETRY_METRIC_NAMES = env_mapping("MUSTER_TELEMETRY_METRIC_NAMES")
 MUSTER_TELEMETRY_PROMETHEUS_URL = os.environ.get("MUSTER_TELEMETRY_PROMETHEUS_URL", "")
 MUSTER_TELEMETRY_SCRAPE_SECONDS = env_int("MUSTER_TELEMETRY_SCRAPE_SECONDS", 30)
+# A Prometheus behind authentication: a bearer token, or basic auth (files, read at each request);
+# an https one with a private CA: that CA's bundle.
+MUSTER_TELEMETRY_PROMETHEUS_BEARER_TOKEN_FILE = os.environ.get("MUSTER_TELEMETRY_PROMETHEUS_BEARER_TOKEN_FILE", "")
+MUSTER_TELEMETRY_PROMETHEUS_USERNAME = os.environ.get("MUSTER_TELEMETRY_PROMETHEUS_USERNAME", "")
+MUSTER_TELEMETRY_PROMETHEUS_PASSWORD_FILE = os.environ.get("MUSTER_TELEMETRY_PROMETHEUS_PASSWORD_FILE", "")
+MUSTER_TELEMETRY_PROMETHEUS_CA_FILE = os.environ.get("MUSTER_TELEMETRY_PROMETHEUS_CA_FILE", "")
 # How long one Prometheus query may take before the source is reported unavailable.
 MUSTER_TELEMETRY_PROMETHEUS_TIMEOUT_SECONDS = env_float("MUSTER_TELEMETRY_PROMETHEUS_TIMEOUT_SECONDS", 10.0)
 # The DCGM exporter renamed its host label; both spellings are accepted.

@@ -30,7 +30,19 @@ from telemetry.services import telemetry_store_run
 from telemetry.sources import JobTarget, RankPlacement, Series, TelemetryUnavailable, get_source
 from telemetry.sources.prometheus import PrometheusTelemetry
 from tests.conftest import REQUIRE_SERVICES, need_service
-from tests.prometheus.recorded import ATTEMPT, JOB, NAMESPACE, NODES, POD_PREFIX, RUN_SECONDS, T0, PrometheusServer, free_port
+from tests.prometheus.recorded import (
+    ATTEMPT,
+    JOB,
+    NAMESPACE,
+    NODES,
+    PASSWORD,
+    POD_PREFIX,
+    RUN_SECONDS,
+    T0,
+    USERNAME,
+    PrometheusServer,
+    free_port,
+)
 from tests.telemetry_helpers import start_running
 
 STEP = 60
@@ -57,6 +69,16 @@ def prometheus_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     server = PrometheusServer(tmp_path_factory.mktemp("prometheus")).start()
     try:
         yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def secure_prometheus(prometheus_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusServer]:
+    """The same recorded data behind https (a CA made for the run) and basic auth, as Prometheus' web config does it."""
+    server = PrometheusServer(tmp_path_factory.mktemp("prometheus-secure"), secure=True).start()
+    try:
+        yield server
     finally:
         server.stop()
 
@@ -322,3 +344,76 @@ def test_when_prometheus_is_down_the_page_renders_and_says_so_and_the_api_is_503
     api_response = api.get(f"/api/v1/jobs/{job.pk}/metrics/", {"metric": "gpu_util"})
     assert api_response.status_code == 503
     assert api_response.json()["detail"].startswith(f"Telemetry is unavailable: Prometheus at {url} cannot be reached")
+
+
+# --- Prometheus behind authentication and TLS ----------------------------------------------------------
+
+
+@pytest.fixture
+def secure_settings(prom: PrometheusTelemetry, secure_prometheus: PrometheusServer, settings: Any, tmp_path: Any) -> Any:
+    """Point the source at the secure server (after `prom`, the plain one, was made)."""
+    password = tmp_path / "password"
+    password.write_text(PASSWORD + "\n")  # as a mounted Secret often has it
+    settings.MUSTER_TELEMETRY_SOURCE = "prometheus"
+    settings.MUSTER_TELEMETRY_PROMETHEUS_URL = secure_prometheus.url
+    settings.MUSTER_TELEMETRY_PROMETHEUS_USERNAME = USERNAME
+    settings.MUSTER_TELEMETRY_PROMETHEUS_PASSWORD_FILE = str(password)
+    settings.MUSTER_TELEMETRY_PROMETHEUS_CA_FILE = secure_prometheus.ca_file
+    return settings
+
+
+def refusal(**changes: str) -> str:
+    with pytest.raises(TelemetryUnavailable) as raised:
+        for name, value in changes.items():
+            setattr(django_settings, name, value)
+        read(get_source(), "gpu_util", Level.GPU)
+    return str(raised.value)
+
+
+def test_a_prometheus_behind_tls_and_basic_auth_gives_the_same_numbers(prom, secure_settings) -> None:
+    secure = get_source()
+    assert secure.url.startswith("https://")
+    plain = read(prom, "gpu_util", Level.GPU)
+    assert len(plain) == 16 and read(secure, "gpu_util", Level.GPU) == plain
+
+
+def test_credentials_and_certificates_that_do_not_fit_say_what_to_fix(secure_settings, tmp_path) -> None:
+    url = secure_settings.MUSTER_TELEMETRY_PROMETHEUS_URL
+    wrong = tmp_path / "wrong"
+    wrong.write_text("not-the-password")
+    message = refusal(MUSTER_TELEMETRY_PROMETHEUS_PASSWORD_FILE=str(wrong))
+    assert message.startswith(f"Prometheus at {url} refused the credentials given (HTTP 401")
+    assert "MUSTER_TELEMETRY_PROMETHEUS_PASSWORD_FILE" in message
+    assert "refused no credentials (HTTP 401" in refusal(MUSTER_TELEMETRY_PROMETHEUS_USERNAME="")
+    missing = str(tmp_path / "gone")
+    assert refusal(MUSTER_TELEMETRY_PROMETHEUS_USERNAME=USERNAME, MUSTER_TELEMETRY_PROMETHEUS_PASSWORD_FILE=missing).startswith(
+        f"Cannot read MUSTER_TELEMETRY_PROMETHEUS_PASSWORD_FILE ({missing}): No such file or directory"
+    )
+    message = refusal(MUSTER_TELEMETRY_PROMETHEUS_PASSWORD_FILE=str(wrong), MUSTER_TELEMETRY_PROMETHEUS_CA_FILE="")
+    assert message.startswith(f"Prometheus at {url} presented a certificate Muster does not trust (")
+    assert "set MUSTER_TELEMETRY_PROMETHEUS_CA_FILE" in message
+
+
+def test_a_bearer_token_is_sent_and_a_rotated_one_is_picked_up(fake_prometheus, settings, tmp_path) -> None:
+    token = tmp_path / "token"
+    seen: list[str] = []
+    ok = reply(200, b'{"status":"success","data":{"resultType":"matrix","result":[]}}')
+
+    def answer(handler: http.server.BaseHTTPRequestHandler) -> None:
+        seen.append(handler.headers.get("Authorization", ""))
+        if handler.headers.get("Authorization") == f"Bearer {token.read_text().strip()}":
+            ok(handler)
+        else:
+            reply(401, b"Unauthorized\n", "text/plain")(handler)
+
+    url = fake_prometheus(answer)
+    settings.MUSTER_TELEMETRY_SOURCE = "prometheus"
+    settings.MUSTER_TELEMETRY_PROMETHEUS_URL = url
+    settings.MUSTER_TELEMETRY_PROMETHEUS_BEARER_TOKEN_FILE = str(token)
+    token.write_text("first\n")
+    assert all(s.buckets.count == [0] * BUCKETS for s in read(get_source(), "gpu_util", Level.JOB))
+    assert set(seen) == {"Bearer first"}
+    token.write_text("second")  # rotated on disk: the next request carries the new one
+    seen.clear()
+    read(get_source(), "gpu_util", Level.JOB)
+    assert set(seen) == {"Bearer second"}

@@ -22,14 +22,22 @@ exactly its samples: `step` - 1 ms on Prometheus 2 (closed ranges), `step` on Pr
 Prometheus down, unreachable, slow past MUSTER_TELEMETRY_PROMETHEUS_TIMEOUT_SECONDS, answering
 an error or something that is not its JSON: TelemetryUnavailable, saying which and where, so the
 job page says telemetry is unavailable and still renders, and the metrics API answers 503.
+
+A Prometheus behind authentication is reached with a bearer token (an authenticating proxy, a
+Thanos or managed querier) or HTTP basic auth (Prometheus' own `--web.config.file`), each read
+from a file at every request so a rotated secret is picked up; an https URL is verified against
+the system's CAs or MUSTER_TELEMETRY_PROMETHEUS_CA_FILE. Credentials refused: TelemetryUnavailable
+naming the settings to check.
 """
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import math
 import re
+import ssl
 import time
 import urllib.error
 import urllib.parse
@@ -88,6 +96,11 @@ class PrometheusTelemetry:
     scrape_seconds: int = 30
     timeout: float = 10.0
     name: str = "prometheus"
+    # Authentication and TLS (all optional): files, read at each request.
+    bearer_token_file: str = ""
+    username: str = ""
+    password_file: str = ""
+    ca_file: str = ""
 
     @classmethod
     def from_settings(cls) -> PrometheusTelemetry:
@@ -98,6 +111,10 @@ class PrometheusTelemetry:
             node_label=settings.MUSTER_TELEMETRY_NODE_LABEL,
             scrape_seconds=settings.MUSTER_TELEMETRY_SCRAPE_SECONDS,
             timeout=settings.MUSTER_TELEMETRY_PROMETHEUS_TIMEOUT_SECONDS,
+            bearer_token_file=settings.MUSTER_TELEMETRY_PROMETHEUS_BEARER_TOKEN_FILE,
+            username=settings.MUSTER_TELEMETRY_PROMETHEUS_USERNAME,
+            password_file=settings.MUSTER_TELEMETRY_PROMETHEUS_PASSWORD_FILE,
+            ca_file=settings.MUSTER_TELEMETRY_PROMETHEUS_CA_FILE,
         )
 
     def resolution(self, target: JobTarget) -> int:
@@ -266,20 +283,50 @@ class PrometheusTelemetry:
             raise TelemetryUnavailable(f"Prometheus at {self.url} answered a query_range without a matrix result.")
         return data["result"]
 
+    def _secret(self, setting: str, path: str) -> str:
+        try:
+            with open(path, encoding="utf-8") as f:
+                return f.read().strip()
+        except OSError as exc:
+            raise TelemetryUnavailable(f"Cannot read {setting} ({path}): {exc.strerror or exc}.") from exc
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": "muster-telemetry"}
+        if self.bearer_token_file:
+            headers["Authorization"] = "Bearer " + self._secret("MUSTER_TELEMETRY_PROMETHEUS_BEARER_TOKEN_FILE", self.bearer_token_file)
+        elif self.username:
+            password = self._secret("MUSTER_TELEMETRY_PROMETHEUS_PASSWORD_FILE", self.password_file) if self.password_file else ""
+            headers["Authorization"] = "Basic " + base64.b64encode(f"{self.username}:{password}".encode()).decode()
+        return headers
+
+    def _tls(self) -> ssl.SSLContext | None:
+        if not self.url.startswith("https:"):
+            return None
+        try:
+            return ssl.create_default_context(cafile=self.ca_file or None)
+        except (OSError, ssl.SSLError) as exc:
+            raise TelemetryUnavailable(f"Cannot load MUSTER_TELEMETRY_PROMETHEUS_CA_FILE ({self.ca_file}): {exc}.") from exc
+
     def _get(self, path: str, params: dict[str, str], *, post: bool = False) -> dict:
         """The `data` of a Prometheus API answer; TelemetryUnavailable naming what went wrong."""
         url = self.url + path
         body = urllib.parse.urlencode(params).encode() if post else None
         if params and not post:
             url += "?" + urllib.parse.urlencode(params)
-        request = urllib.request.Request(url, data=body, headers={"Accept": "application/json", "User-Agent": "muster-telemetry"})
+        request = urllib.request.Request(url, data=body, headers=self._headers())
         where = f"Prometheus at {self.url}"
         deadline = time.monotonic() + self.timeout
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with urllib.request.urlopen(request, timeout=self.timeout, context=self._tls()) as response:
                 raw = _read_until(response, deadline)
         except urllib.error.HTTPError as exc:
             detail = _error_detail(exc)
+            if exc.code in (401, 403):
+                given = "no credentials" if "Authorization" not in request.headers else "the credentials given"
+                raise TelemetryUnavailable(
+                    f"{where} refused {given} (HTTP {exc.code}{detail}); check MUSTER_TELEMETRY_PROMETHEUS_BEARER_TOKEN_FILE, "
+                    "or MUSTER_TELEMETRY_PROMETHEUS_USERNAME and MUSTER_TELEMETRY_PROMETHEUS_PASSWORD_FILE."
+                ) from exc
             if 400 <= exc.code < 500 and exc.code != 429:
                 raise TelemetryUnavailable(f"{where} refused the query (HTTP {exc.code}{detail}); check MUSTER_TELEMETRY_PROMQL.") from exc
             raise TelemetryUnavailable(f"{where} answered HTTP {exc.code}{detail}.") from exc
@@ -289,6 +336,11 @@ class PrometheusTelemetry:
             reason = exc.reason
             if isinstance(reason, TimeoutError):
                 raise TelemetryUnavailable(f"{where} did not answer within {self.timeout:g} s.") from exc
+            if isinstance(reason, ssl.SSLCertVerificationError):
+                raise TelemetryUnavailable(
+                    f"{where} presented a certificate Muster does not trust ({reason.verify_message}); "
+                    "set MUSTER_TELEMETRY_PROMETHEUS_CA_FILE to the CA that signed it."
+                ) from exc
             raise TelemetryUnavailable(f"{where} cannot be reached: {reason}.") from exc
         except (OSError, ValueError, http.client.HTTPException) as exc:  # reset mid-answer, not HTTP, a malformed URL...
             raise TelemetryUnavailable(f"{where} cannot be reached: {exc}.") from exc

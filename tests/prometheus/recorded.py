@@ -17,12 +17,16 @@ scraped during one run of a 2-node x 8-GPU job (job 4242, attempt 1, pods muster
   job's in another namespace on gpu-d; and gpu-c's InfiniBand counters.
 
 `PrometheusServer.start()` turns it into TSDB blocks with `promtool tsdb create-blocks-from
-openmetrics` and starts `prometheus` on a free loopback port over them.
+openmetrics` and starts `prometheus` on a free loopback port over them. With `secure=True` it
+serves https only, with a certificate signed by a CA made for the run (`ca_file`), and asks for
+HTTP basic auth (`USERNAME` / `PASSWORD`), through Prometheus' own `--web.config.file`.
 """
 
 from __future__ import annotations
 
+import base64
 import socket
+import ssl
 import subprocess
 import time
 import urllib.request
@@ -133,13 +137,34 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+USERNAME = "muster"
+PASSWORD = "muster-test-password"
+# bcrypt of PASSWORD at cost 4 (Prometheus' web config wants bcrypt; made once with Python's crypt module).
+PASSWORD_BCRYPT = "$2b$04$eJeYcYy/vghlW1/V8aTiNuJLoaDAVb0M51UtyCQLqhDzUn1u1i1sC"
+
+
+def make_certificates(workdir: Path) -> tuple[Path, Path, Path]:
+    """A CA, and a certificate it signed for 127.0.0.1: (ca.crt, server.crt, server.key)."""
+    ca_key, ca, key, csr, cert, ext = (workdir / n for n in ("ca.key", "ca.crt", "server.key", "server.csr", "server.crt", "san.ext"))
+    ext.write_text("subjectAltName=IP:127.0.0.1\n")
+    for command in (
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca, "-days", "2", "-subj", "/CN=muster-test-ca"],
+        ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=127.0.0.1"],
+        ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", ext],
+    ):
+        subprocess.run(["openssl", *map(str, command)], check=True, capture_output=True, timeout=60)
+    return ca, cert, key
+
+
 @dataclass
 class PrometheusServer:
     """`prometheus` over TSDB blocks made from the recorded data, on a free loopback port."""
 
     workdir: Path
+    secure: bool = False
     process: subprocess.Popen | None = None
     url: str = ""
+    ca_file: str = ""
 
     def start(self, *, timeout: float = 60) -> PrometheusServer:
         data = self.workdir / "data"
@@ -153,10 +178,19 @@ class PrometheusServer:
         )
         config = self.workdir / "prometheus.yml"
         config.write_text("global:\n  scrape_interval: 30s\n")  # nothing to scrape: the blocks are all it serves
+        web: list[str] = []
+        if self.secure:
+            ca, cert, key = make_certificates(self.workdir)
+            self.ca_file = str(ca)
+            web_config = self.workdir / "web.yml"
+            web_config.write_text(
+                f"tls_server_config:\n  cert_file: {cert}\n  key_file: {key}\nbasic_auth_users:\n  {USERNAME}: '{PASSWORD_BCRYPT}'\n"
+            )
+            web = [f"--web.config.file={web_config}"]
         log = (self.workdir / "prometheus.log").open("wb")
         for _ in range(3):  # the port is free when picked; another process may take it before prometheus binds
             port = free_port()
-            self.url = f"http://127.0.0.1:{port}"
+            self.url = f"{'https' if self.secure else 'http'}://127.0.0.1:{port}"
             self.process = subprocess.Popen(
                 [
                     "prometheus",
@@ -164,6 +198,7 @@ class PrometheusServer:
                     f"--storage.tsdb.path={data}",
                     "--storage.tsdb.retention.time=100y",  # the recorded blocks are from 2024
                     f"--web.listen-address=127.0.0.1:{port}",
+                    *web,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -178,8 +213,13 @@ class PrometheusServer:
         while time.monotonic() < deadline:
             if self.process is None or self.process.poll() is not None:
                 return False
+            request = urllib.request.Request(f"{self.url}/-/ready")
+            context = None
+            if self.secure:
+                context = ssl.create_default_context(cafile=self.ca_file)
+                request.add_header("Authorization", "Basic " + base64.b64encode(f"{USERNAME}:{PASSWORD}".encode()).decode())
             try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as response:
+                with urllib.request.urlopen(request, timeout=2, context=context) as response:
                     if response.status == 200:
                         return True
             except OSError:
