@@ -331,6 +331,7 @@ def _gang_spec(job: Job, node_names: tuple[str, ...]) -> GangSpec:
         wall_time_seconds=job.wall_time_seconds,
         owner=job.owner.get_username(),
         team=job.team.name if job.team else "",
+        host_network=bool(job.team and job.team.allow_host_network),
         simulate=dict(job.simulate or {}),
     )
 

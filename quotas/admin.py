@@ -5,7 +5,8 @@ from quotas.models import Team
 
 @admin.register(Team)
 class TeamAdmin(admin.ModelAdmin):
-    list_display = ["name", "description", "member_count", "created_at"]
+    list_display = ["name", "description", "member_count", "allow_host_network", "created_at"]
+    list_filter = ["allow_host_network"]
     search_fields = ["name", "description", "members__username"]
     filter_horizontal = ["members"]
 

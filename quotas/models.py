@@ -17,6 +17,11 @@ class Team(models.Model):
     name = models.CharField(max_length=63, unique=True, validators=[team_name_validator])
     description = models.CharField(max_length=500, blank=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="teams", blank=True)
+    allow_host_network = models.BooleanField(
+        default=False,
+        help_text="Pods of this team's jobs share their node's network namespace (hostNetwork), e.g. for RDMA setups that need it. "
+        "Every other job's pods are refused it.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

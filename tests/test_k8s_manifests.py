@@ -79,8 +79,7 @@ def test_pods_are_locked_down_unless_an_admin_allows_host_networking() -> None:
     assert all("hostPath" not in v for v in pod["volumes"])
     assert pod["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}]
     assert pod["activeDeadlineSeconds"] == 7200 and pod["restartPolicy"] == "Never"
-    assert pod_manifest(spec(), 0, PodOptions(host_network_teams=frozenset({"vision"})))["spec"]["hostNetwork"] is True
-    assert pod_manifest(spec(team=""), 0, PodOptions(host_network_teams=frozenset({"vision"})))["spec"]["hostNetwork"] is False
+    assert pod_manifest(spec(host_network=True), 0, PodOptions())["spec"]["hostNetwork"] is True
 
 
 def test_rdma_resources_and_secondary_network_come_from_settings() -> None:

@@ -38,6 +38,7 @@ from jobs.cluster.watch import watches_for
 from jobs.cycle import run_cycle
 from jobs.models import Job
 from jobs.states import JobState
+from quotas.models import Team
 from tests.conftest import job_payload, need_service
 from tests.kube import KubeHarness, install_crds, kube_harness, kubeconfig_path, reachable_api
 
@@ -95,6 +96,17 @@ def test_a_two_node_job_runs_as_a_gang_bound_to_its_planned_nodes(api: APIClient
     # The finished gang is cleaned up: its Service goes, and its pods with it.
     assert kube.services(gang_selector(job["id"])) == []
     kube.cycle_until(lambda: kube.pods(gang_selector(job["id"])) == [], timeout=30)
+
+
+def test_only_a_team_an_admin_allowed_gets_the_host_network(api: APIClient, user: Any, kube: KubeHarness) -> None:
+    for name, allowed in (("rdma", True), ("nlp", False)):
+        Team.objects.create(name=name, allow_host_network=allowed).members.add(user)
+    allowed = submit(api, nodes=1, gpus_per_node=1, team="rdma", simulate={"duration_seconds": 60})
+    plain = submit(api, nodes=1, gpus_per_node=1, team="nlp", simulate={"duration_seconds": 60})
+    kube.cycle()
+    # What the API server stored, not only what Muster meant to send.
+    assert [p.spec.host_network for p in kube.pods(gang_selector(allowed["id"], 1))] == [True]
+    assert [bool(p.spec.host_network) for p in kube.pods(gang_selector(plain["id"], 1))] == [False]
 
 
 def test_a_failing_rank_tears_the_gang_down_retries_then_fails(api: APIClient, kube: KubeHarness) -> None:
@@ -178,16 +190,19 @@ def test_kubectl_shows_exactly_the_objects_muster_created(api: APIClient, kube: 
     [
         {},
         {"extra_resources": {"example.com/rdma": "1"}, "pod_annotations": {"k8s.v1.cni.cncf.io/networks": "roce"}},
-        {"host_network_teams": frozenset({"vision"}), "image_pull_secret": "registry", "service_account": "trainer"},
+        {"image_pull_secret": "registry", "service_account": "trainer", "host_network": True},
     ],
 )
 def test_every_manifest_passes_a_server_side_dry_run(kube: KubeHarness, options: dict[str, Any]) -> None:
+    options = dict(options)
+    host_network = options.pop("host_network", False)
     pod_options = PodOptions(namespace=kube.namespace, **options)
     if pod_options.service_account:
         kube.core.create_namespaced_service_account(kube.namespace, {"metadata": {"name": pod_options.service_account}})
     spec = GangSpec(
         job_id=7, attempt=1, name="x", image="nvcr.io/nvidia/pytorch:24.05-py3", command=("torchrun", "t.py"),
         env={"A": "1"}, node_names=("n1", "n2"), gpus_per_node=4, wall_time_seconds=3600, owner="alice", team="vision",
+        host_network=host_network,
         simulate={"duration_seconds": 5, "exit_code": 1},
     )  # fmt: skip
     kube.core.create_namespaced_service(kube.namespace, service_manifest(spec, pod_options), dry_run="All")
@@ -233,9 +248,9 @@ def test_every_manifest_of_the_optional_launch_modes_passes_a_server_side_dry_ru
     options = PodOptions(
         namespace=kube.namespace, launch_mode=mode, scheduler_name="scheduler-plugins-scheduler" if mode == "podgroup" else "",
         podgroup_schedule_timeout_seconds=60, extra_resources={"example.com/rdma": "1"},
-        pod_annotations={"k8s.v1.cni.cncf.io/networks": "roce"}, host_network_teams=frozenset({"vision"}), image_pull_secret="registry",
+        pod_annotations={"k8s.v1.cni.cncf.io/networks": "roce"}, image_pull_secret="registry",
     )  # fmt: skip
-    spec = _mode_spec(7, ("n1", "n2"), gpus_per_node=4, simulate={"duration_seconds": 5, "exit_code": 1})
+    spec = _mode_spec(7, ("n1", "n2"), gpus_per_node=4, simulate={"duration_seconds": 5, "exit_code": 1}, host_network=True)
     custom = client.CustomObjectsApi(kube.api)
 
     def dry_run(resource: CustomResource, body: dict[str, Any]) -> None:

@@ -35,6 +35,8 @@ class GangSpec:
     wall_time_seconds: int
     owner: str
     team: str = ""
+    # An admin allowed the job's team the host network (quotas.Team.allow_host_network).
+    host_network: bool = False
     simulate: dict[str, float | int] = field(default_factory=dict)
 
 

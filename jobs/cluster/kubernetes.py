@@ -70,7 +70,6 @@ def options_from_settings() -> PodOptions:
         termination_grace_seconds=settings.MUSTER_K8S_TERMINATION_GRACE_SECONDS,
         extra_resources=dict(settings.MUSTER_K8S_EXTRA_RESOURCES),
         pod_annotations=dict(settings.MUSTER_K8S_POD_ANNOTATIONS),
-        host_network_teams=frozenset(settings.MUSTER_K8S_HOST_NETWORK_TEAMS),
         image_pull_secret=settings.MUSTER_K8S_IMAGE_PULL_SECRET,
         service_account=settings.MUSTER_K8S_SERVICE_ACCOUNT,
         launch_mode=settings.MUSTER_K8S_LAUNCH_MODE,

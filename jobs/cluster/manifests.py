@@ -57,7 +57,6 @@ class PodOptions:
     # e.g. {"k8s.v1.cni.cncf.io/networks": "roce-net"} for multus.
     pod_annotations: dict[str, str] = field(default_factory=dict)
     # Teams whose pods may use the host network (an admin's choice; off for everyone else).
-    host_network_teams: frozenset[str] = frozenset()
     image_pull_secret: str = ""
     service_account: str = ""
     launch_mode: str = LAUNCH_PODS
@@ -223,7 +222,7 @@ def gpu_container(spec: GangSpec, options: PodOptions, name: str, env: dict[str,
 def gang_pod_spec(spec: GangSpec, options: PodOptions, container: dict[str, Any], affinity: dict[str, Any]) -> dict[str, Any]:
     """A GPU pod of the gang: restrictive, deadline-bound, tolerating the GPU taint, with a memory-backed /dev/shm."""
     pod_spec = base_pod_spec(spec, options, container)
-    pod_spec["hostNetwork"] = spec.team in options.host_network_teams if spec.team else False
+    pod_spec["hostNetwork"] = spec.host_network
     pod_spec["affinity"] = affinity
     # The GPU operator taints GPU nodes; Muster's pods are meant for them.
     pod_spec["tolerations"] = [{"key": options.gpu_resource, "operator": "Exists", "effect": "NoSchedule"}]
