@@ -8,8 +8,9 @@ monitoring stack:
 - queue depth over time: the JobEvent history replayed backwards from the current counts
   (pending now minus every change since the window began gives pending at its start);
 - GPUs allocated over time and GPU-hours per team: Allocation rows (allocated_at, released_at);
-- scheduling latency: submit to start (`Job.started_at`, the latest start) of jobs started in
-  the window; percentiles by nearest rank, so every figure is a latency some job really had;
+- scheduling latency: every start in the window, from when the job (re-)entered the queue
+  (`selectors.start_waits`); percentiles by nearest rank, so every figure is a wait that
+  really happened;
 - GPUs used: the telemetry summaries written when runs end (mean GPU utilisation x GPU-seconds).
   Running jobs have none yet, so "used now" is unknown rather than guessed.
 
@@ -32,7 +33,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
-from jobs.selectors import nodes_with_usage
+from jobs.selectors import nodes_with_usage, start_waits
 from jobs.states import ACTIVE_STATES, JobState
 
 Figure = dict[str, Any]
@@ -198,10 +199,9 @@ def _state_counts() -> list[tuple[str, int]]:
 
 
 def latency(window: Window, now: datetime) -> dict[str, Any]:
-    """Submit-to-start percentiles of the jobs that started in the window, overall and per latency_step bucket."""
+    """Queued-to-start percentiles of the starts in the window, overall and per latency_step bucket."""
     start = now - timedelta(seconds=window.seconds)
-    rows = Job.objects.filter(started_at__gt=start, started_at__lte=now).values_list("submitted_at", "started_at")
-    samples = [(started, max(0.0, (started - submitted).total_seconds())) for submitted, started in rows]
+    samples = list(start_waits(after=start, until=now))
     values = sorted(s for _, s in samples)
     buckets = math.ceil(window.seconds / window.latency_step)
     per_bucket: list[list[float]] = [[] for _ in range(buckets)]
@@ -368,7 +368,7 @@ def queue_figure(depth: dict[str, Any]) -> Figure:
 
 
 def latency_figure(lat: dict[str, Any]) -> Figure:
-    layout = _layout("Scheduling latency, submit to start (percentiles per interval)")
+    layout = _layout("Scheduling latency, queued to started (percentiles per interval)")
     layout["yaxis"] = {**layout["yaxis"], "title": {"text": "seconds"}}
     data = [_line(lat["x"], lat["series"][p], f"p{p}", COLORS[i], shape="linear", mode="lines+markers") for i, p in enumerate(PERCENTILES)]
     return {"data": data, "layout": layout}

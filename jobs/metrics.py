@@ -6,7 +6,7 @@ Everything /metrics exports is therefore read from the database when Prometheus 
 
 - queue depth, quota standing, starvation, GPUs and nodes: aggregates over Job, Allocation and
   Node (a handful of queries, whatever the size of the queue);
-- scheduling latency (submit to start): a histogram counted from the jobs that have started;
+- scheduling latency: a histogram of every start's wait since the job (re-)entered the queue;
 - what only the cycle knows (its duration, launches, launch failures, preemptions, cycles run
   or skipped): `CycleCounter` rows that `cycle_counters_record` adds to at the end of every
   cycle with a single UPDATE.
@@ -32,6 +32,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from jobs.models import Allocation, ClusterHealth, CycleCounter, Job, Node, NodeState
+from jobs.selectors import start_waits
 from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState
 
 logger = logging.getLogger(__name__)
@@ -228,15 +229,12 @@ class MusterCollector(Collector):
     def _latency(self) -> HistogramMetricFamily:
         # In Python rather than one COUNT per bucket in SQL: timestamp arithmetic differs between SQLite and
         # PostgreSQL, and reading two timestamps per started job is cheap next to a scrape interval.
-        latencies = [
-            (started - submitted).total_seconds()
-            for submitted, started in Job.objects.filter(started_at__isnull=False).values_list("submitted_at", "started_at").iterator()
-        ]
+        latencies = [seconds for _, seconds in start_waits()]
         counts = _cumulative(latencies, LATENCY_SECONDS_BUCKETS)
         buckets = [(_le(b), c) for b, c in zip(LATENCY_SECONDS_BUCKETS, counts, strict=True)] + [("+Inf", len(latencies))]
         return HistogramMetricFamily(
             "muster_scheduling_latency_seconds",
-            "Submit to start (all of the job's pods running, latest start) of every job that has started.",
+            "Queued (submitted, or requeued after a failed attempt or a preemption) to started (all pods running), per start.",
             buckets=buckets,
             sum_value=sum(latencies),
         )

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Prefetch, Q, QuerySet, Sum
+from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
-from jobs.models import Allocation, Job, Node, NodeState
+from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.scheduling.model import Priority
 from jobs.scheduling.priority import prioritize, priority_order
+from jobs.states import JobState
 
 
 def jobs_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Job]:
@@ -85,3 +87,23 @@ def queue_plan(*, now: datetime | None = None) -> QueuePlan:
         gpus_over_quota=sum(r.gpus for r in over),
         by_job={e.job.pk: e for e in entries},
     )
+
+
+def start_waits(*, after: datetime | None = None, until: datetime | None = None) -> Iterator[tuple[datetime, float]]:
+    """(start, seconds waited) for every start of every job (all pods running) in (after, until].
+
+    A wait runs from when the job last entered the queue, its submit or its requeue after a
+    failed attempt or a preemption, to that start. Counting restarts from the submit would add
+    the job's earlier runs to its wait, and one long job restarted once would look like a
+    starved queue.
+    """
+    queued = JobEvent.objects.filter(job=OuterRef("job"), to_state=JobState.PENDING, at__lte=OuterRef("at")).order_by("-at", "-id")
+    starts = JobEvent.objects.filter(to_state=JobState.RUNNING)
+    if after is not None:
+        starts = starts.filter(at__gt=after)
+    if until is not None:
+        starts = starts.filter(at__lte=until)
+    rows = starts.annotate(queued_at=Subquery(queued.values("at")[:1])).values_list("at", "queued_at")
+    for started, queued_at in rows.iterator():
+        if queued_at is not None:
+            yield started, max(0.0, (started - queued_at).total_seconds())

@@ -48,6 +48,13 @@ def event(job: Job, at: datetime, from_state: str, to_state: str) -> None:
     JobEvent.objects.create(job=job, at=at, from_state=from_state, to_state=to_state, reason="test")
 
 
+def started_job(owner: Any, submitted: datetime, started: datetime) -> Job:
+    job = make_job(owner, submitted_at=submitted, started_at=started)
+    event(job, submitted, "", JobState.PENDING)
+    event(job, started, JobState.SCHEDULED, JobState.RUNNING)
+    return job
+
+
 @pytest.fixture
 def now() -> datetime:
     # On a bucket boundary, so bucket arithmetic in the assertions is plain.
@@ -84,9 +91,9 @@ def test_step_levels_max_and_time_weighted_mean(now: datetime) -> None:
 def test_latency_percentiles_exact(user: Any, now: datetime) -> None:
     for i in range(1, 11):  # latencies 10, 20, ..., 100 s, started over the last hours
         started = now - timedelta(hours=i)
-        make_job(user, submitted_at=started - timedelta(seconds=10 * i), started_at=started)
+        started_job(user, started - timedelta(seconds=10 * i), started)
     # Started before the window: not counted.
-    make_job(user, submitted_at=now - timedelta(days=3), started_at=now - timedelta(hours=30))
+    started_job(user, now - timedelta(days=3), now - timedelta(hours=30))
     lat = latency(DAY, now)
     assert lat["count"] == 10
     assert lat["overall"] == {50: 50.0, 90: 90.0, 99: 100.0}
@@ -94,6 +101,17 @@ def test_latency_percentiles_exact(user: Any, now: datetime) -> None:
     # Per hour: the job started i hours ago sits alone in its bucket.
     assert lat["series"][50][24 - 3] == 30.0 and lat["counts"][24 - 3] == 1
     assert lat["series"][50][0] is None
+
+
+def test_a_restarted_job_waits_from_its_requeue_not_from_its_submit(user: Any, now: datetime) -> None:
+    submitted = now - timedelta(hours=5)
+    job = started_job(user, submitted, submitted + timedelta(seconds=30))
+    # Its first attempt failed after four hours; it was requeued and started again 20 s later.
+    failed = submitted + timedelta(hours=4)
+    event(job, failed, JobState.RUNNING, JobState.PENDING)
+    event(job, failed + timedelta(seconds=20), JobState.SCHEDULED, JobState.RUNNING)
+    lat = latency(DAY, now)
+    assert lat["count"] == 2 and lat["max"] == 30.0 and lat["overall"][50] == 20.0
 
 
 def test_queue_depth_replays_the_event_history(user: Any, now: datetime) -> None:
@@ -164,6 +182,7 @@ def test_page_renders_figures_plotly_accepts(user: Any, node: Node) -> None:
     done = make_job(user, team=team, submitted_at=now - timedelta(hours=2), started_at=now - timedelta(hours=2) + timedelta(seconds=30))
     event(done, done.submitted_at, "", JobState.PENDING)
     event(done, done.started_at, JobState.PENDING, JobState.SCHEDULED)
+    event(done, done.started_at, JobState.SCHEDULED, JobState.RUNNING)
     Allocation.objects.create(
         job=done, node=node, attempt=1, rank=0, gpus=8, allocated_at=done.started_at, released_at=now - timedelta(hours=1)
     )
