@@ -324,8 +324,9 @@ def _gang_spec(job: Job, node_names: tuple[str, ...]) -> GangSpec:
         name=job.name,
         image=job.image,
         command=tuple(job.command),
+        env=dict(job.env),
         # The job's own push token, so its pods can send NCCL results to its telemetry (and only its).
-        env={**job.env, **telemetry_pod_env(job.pk)},
+        secret_env=telemetry_pod_env(job.pk),
         node_names=node_names,
         gpus_per_node=job.gpus_per_node,
         wall_time_seconds=job.wall_time_seconds,

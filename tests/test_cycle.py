@@ -307,7 +307,8 @@ def test_every_pod_of_a_gang_gets_its_jobs_telemetry_token(submit, sim) -> None:
     sim.cluster.launch_gang = lambda spec: (launched.append(spec), real_launch(spec))[1]
     first, second = submit(nodes=1)["id"], submit(nodes=1)["id"]
     sim.cycle()
-    tokens = {spec.job_id: spec.env["MUSTER_TELEMETRY_TOKEN"] for spec in launched}
+    tokens = {spec.job_id: spec.secret_env["MUSTER_TELEMETRY_TOKEN"] for spec in launched}
+    assert not any("MUSTER_TELEMETRY_TOKEN" in spec.env for spec in launched)  # never in plain sight
     assert set(tokens) == {first, second} and tokens[first] != tokens[second]
     # Each token authenticates exactly its own job.
     assert telemetry_token_verify(tokens[first]).job_id == first

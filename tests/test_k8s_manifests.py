@@ -8,9 +8,18 @@ import pytest
 from kubernetes import client
 
 from jobs.cluster.base import GangSpec, PodPhase, PodStatus
-from jobs.cluster.crd_manifests import mpi_worker_pod, mpijob_manifest, podgroup_manifest
+from jobs.cluster.crd_manifests import mpi_launcher_pod, mpi_worker_pod, mpijob_manifest, podgroup_manifest
 from jobs.cluster.kubernetes import _pod_status, mpijob_statuses
-from jobs.cluster.manifests import PodOptions, gang_name, label_value, pod_manifest, rendezvous_env, service_manifest
+from jobs.cluster.manifests import (
+    PodOptions,
+    env_secret_manifest,
+    gang_name,
+    label_value,
+    pod_manifest,
+    rendezvous_env,
+    service_manifest,
+    service_owner_reference,
+)
 from jobs.cluster.watch import Trigger
 
 
@@ -63,6 +72,26 @@ def test_rendezvous_environment_for_torchrun_and_mpi() -> None:
     names = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
     assert names["LR"] == "0.1" and names["NODE_RANK"] == "2"
     assert pod["spec"]["hostname"] == "muster-42-3-2" and pod["spec"]["subdomain"] == "muster-42-3"
+
+
+def test_the_telemetry_token_is_in_the_gangs_secret_never_in_a_pod_spec() -> None:
+    token = "mtt.42.deadbeef"
+    secret_spec = spec(env={"LR": "0.1", "MUSTER_TELEMETRY_TOKEN": "a user's own value"}, secret_env={"MUSTER_TELEMETRY_TOKEN": token})
+    pods = [pod_manifest(secret_spec, 0, PodOptions(), owner_uid="uid-1")]
+    mpi = PodOptions(launch_mode="mpijob")
+    pods += [mpi_launcher_pod(secret_spec, mpi), mpi_worker_pod(secret_spec, mpi, 0)]
+    for pod in pods:
+        assert token not in repr(pod)
+        env = pod["spec"]["containers"][0]["env"]
+        refs = [e for e in env if e["name"] == "MUSTER_TELEMETRY_TOKEN"]
+        # Exactly one entry, from the Secret: the job's own env cannot shadow the token.
+        assert refs == [
+            {"name": "MUSTER_TELEMETRY_TOKEN", "valueFrom": {"secretKeyRef": {"name": "muster-42-3-env", "key": "MUSTER_TELEMETRY_TOKEN"}}}
+        ]
+    secret = env_secret_manifest(secret_spec, PodOptions(), service_owner_reference(secret_spec, "uid-1"))
+    assert secret["metadata"]["name"] == "muster-42-3-env" and secret["stringData"] == {"MUSTER_TELEMETRY_TOKEN": token}
+    assert secret["metadata"]["labels"]["muster.io/job-id"] == "42"
+    assert [(o["kind"], o["uid"]) for o in secret["metadata"]["ownerReferences"]] == [("Service", "uid-1")]
 
 
 def test_the_headless_service_selects_exactly_this_attempt() -> None:

@@ -6,6 +6,7 @@ completes them after the job's `simulate.duration_seconds` with its `exit_code`.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -33,12 +34,21 @@ from jobs.cluster.crd_manifests import (
     podgroup_manifest,
 )
 from jobs.cluster.kubernetes import KubernetesCluster
-from jobs.cluster.manifests import PodOptions, gang_name, gang_selector, pod_manifest, service_manifest
+from jobs.cluster.manifests import (
+    PodOptions,
+    env_secret_manifest,
+    gang_name,
+    gang_selector,
+    pod_manifest,
+    service_manifest,
+    service_owner_reference,
+)
 from jobs.cluster.watch import watches_for
 from jobs.cycle import run_cycle
 from jobs.models import Job
 from jobs.states import JobState
 from quotas.models import Team
+from telemetry.tokens import telemetry_token_for_job
 from tests.conftest import job_payload, need_service
 from tests.kube import KubeHarness, install_crds, kube_harness, kubeconfig_path, reachable_api
 
@@ -177,12 +187,37 @@ def test_kubectl_shows_exactly_the_objects_muster_created(api: APIClient, kube: 
     job = submit(api, nodes=2, simulate={"duration_seconds": 600})
     kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
     out = subprocess.run(
-        [kubectl, "--kubeconfig", kubeconfig_path(), "-n", kube.namespace, "get", "pods,services", "-o", "json"],
+        [kubectl, "--kubeconfig", kubeconfig_path(), "-n", kube.namespace, "get", "pods,services,secrets", "-o", "json"],
         check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
     names = sorted(f"{o['kind']}/{o['metadata']['name']}" for o in json.loads(out)["items"])
     prefix = gang_name(job["id"], 1)
-    assert names == [f"Pod/{prefix}-0", f"Pod/{prefix}-1", f"Service/{prefix}"]
+    assert names == [f"Pod/{prefix}-0", f"Pod/{prefix}-1", f"Secret/{prefix}-env", f"Service/{prefix}"]
+
+
+def test_the_telemetry_token_reaches_the_pods_through_a_secret_that_goes_with_the_gang(api: APIClient, kube: KubeHarness) -> None:
+    job = submit(api, nodes=2, simulate={"duration_seconds": 600})
+    kube.cycle()
+    token = telemetry_token_for_job(job["id"])
+    name = gang_name(job["id"], 1)
+    secret = kube.core.read_namespaced_secret(f"{name}-env", kube.namespace)
+    assert base64.b64decode(secret.data["MUSTER_TELEMETRY_TOKEN"]).decode() == token
+    (service,) = kube.services(gang_selector(job["id"]))
+    assert [o.uid for o in secret.metadata.owner_references] == [service.metadata.uid]
+    for pod in kube.pods(gang_selector(job["id"], 1)):
+        # Anyone who may read pods sees a reference, not the token.
+        assert token not in json.dumps(kube.api.sanitize_for_serialization(pod))
+        (ref,) = [e for e in pod.spec.containers[0].env if e.name == "MUSTER_TELEMETRY_TOKEN"]
+        assert ref.value is None and (ref.value_from.secret_key_ref.name, ref.value_from.secret_key_ref.key) == (
+            secret.metadata.name,
+            ref.name,
+        )
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)  # the kubelet (KWOK) found the Secret
+    assert api.post(f"/api/v1/jobs/{job['id']}/cancel/").status_code == 200
+    # Garbage collection removes it with the Service that owns it.
+    kube.cycle_until(
+        lambda: not kube.core.list_namespaced_secret(kube.namespace, label_selector=gang_selector(job["id"])).items, timeout=30
+    )
 
 
 @pytest.mark.parametrize(
@@ -202,10 +237,14 @@ def test_every_manifest_passes_a_server_side_dry_run(kube: KubeHarness, options:
     spec = GangSpec(
         job_id=7, attempt=1, name="x", image="nvcr.io/nvidia/pytorch:24.05-py3", command=("torchrun", "t.py"),
         env={"A": "1"}, node_names=("n1", "n2"), gpus_per_node=4, wall_time_seconds=3600, owner="alice", team="vision",
-        host_network=host_network,
+        host_network=host_network, secret_env={"MUSTER_TELEMETRY_TOKEN": "mtt.7.x"},
         simulate={"duration_seconds": 5, "exit_code": 1},
     )  # fmt: skip
     kube.core.create_namespaced_service(kube.namespace, service_manifest(spec, pod_options), dry_run="All")
+    owner = service_owner_reference(spec, "0" * 8)
+    kube.core.create_namespaced_secret(
+        kube.namespace, env_secret_manifest(spec, pod_options, owner), dry_run="All", field_validation="Strict"
+    )
     for rank in range(2):
         kube.core.create_namespaced_pod(kube.namespace, pod_manifest(spec, rank, pod_options, owner_uid="0" * 8), dry_run="All")
     assert kube.pods() == []  # a dry run creates nothing
@@ -320,12 +359,14 @@ def test_mpijob_mode_creates_one_mpijob_whose_pods_decide_the_gang_and_teardown_
     from the templates (owned by the MPIJob), so kube-scheduler places the workers and KWOK runs them."""
     kube, cluster = kube_mode, kube_mode.cluster
     planned = tuple(sorted(n.metadata.name for n in kube.core.list_node().items)[2:4])
-    spec = _mode_spec(990102, planned, simulate={"duration_seconds": 2})
+    spec = _mode_spec(990102, planned, simulate={"duration_seconds": 2}, secret_env={"MUSTER_TELEMETRY_TOKEN": "mtt.990102.x"})
     cluster.launch_gang(spec)
     cluster.launch_gang(spec)  # a retried launch finds its own MPIJob
     name = gang_name(990102, 1)
     job = _custom(kube, MPIJOB, name)
     assert job is not None and job["metadata"]["labels"]["muster.io/job-id"] == "990102"
+    secret = kube.core.read_namespaced_secret(f"{name}-env", kube.namespace)
+    assert [(o.kind, o.uid) for o in secret.metadata.owner_references] == [("MPIJob", job["metadata"]["uid"])]
     assert kube.pods() == [] and kube.services() == []  # the operator's to make
     assert [(s.rank, s.phase) for s in cluster.observe_gangs()[(990102, 1)]] == [(0, PodPhase.PENDING), (1, PodPhase.PENDING)]
 

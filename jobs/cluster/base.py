@@ -37,6 +37,9 @@ class GangSpec:
     team: str = ""
     # An admin allowed the job's team the host network (quotas.Team.allow_host_network).
     host_network: bool = False
+    # Environment the pods get that must not be readable in their spec (the telemetry push token):
+    # the Kubernetes backend keeps it in a Secret of the gang and references it.
+    secret_env: dict[str, str] = field(default_factory=dict)
     simulate: dict[str, float | int] = field(default_factory=dict)
 
 

@@ -41,6 +41,7 @@ from jobs.cluster.manifests import (
     gpu_container,
     locked_down_container,
     node_affinity,
+    secret_env_refs,
     service_owner_reference,
     sim_annotations,
 )
@@ -125,7 +126,7 @@ def mpi_launcher_template(spec: GangSpec, options: PodOptions) -> dict[str, Any]
     # The launcher's exit is the job's exit: the simulated exit code goes here.
     annotations = sim_annotations(spec, int(spec.simulate.get("exit_code", 0)) if spec.simulate else 0)
     resources = {"cpu": options.mpi_launcher_cpu, "memory": options.mpi_launcher_memory}
-    container = locked_down_container("launcher", spec.image, list(spec.command), mpi_env(spec), resources)
+    container = locked_down_container("launcher", spec.image, list(spec.command), mpi_env(spec), resources, secret_env_refs(spec))
     pod_spec = base_pod_spec(spec, options, container)
     # Where every node is a tainted GPU node, the launcher must be allowed on one (it takes no GPU there).
     pod_spec["tolerations"] = [{"key": options.gpu_resource, "operator": "Exists", "effect": "NoSchedule"}]

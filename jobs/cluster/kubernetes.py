@@ -43,11 +43,13 @@ from jobs.cluster.manifests import (
     LAUNCH_PODGROUP,
     MANAGED_BY,
     PodOptions,
+    env_secret_manifest,
     gang_name,
     gang_selector,
     pod_manifest,
     pod_name,
     service_manifest,
+    service_owner_reference,
 )
 
 logger = logging.getLogger(__name__)
@@ -165,17 +167,28 @@ class KubernetesCluster:
     def launch_gang(self, spec: GangSpec) -> None:
         """Create the gang's objects. What already exists is kept: a retry never doubles a gang.
 
-        `pods`/`podgroup`: the Service, then (podgroup) the PodGroup, then every pod, all owned by the Service.
-        `mpijob`: the MPIJob alone; the MPI operator makes its pods."""
+        `pods`/`podgroup`: the Service, then the Secret of its `secret_env`, (podgroup) the PodGroup, then every pod,
+        all owned by the Service. `mpijob`: the MPIJob, then the Secret it owns; the MPI operator makes the pods."""
+        name = gang_name(spec.job_id, spec.attempt)
         if self.options.launch_mode == LAUNCH_MPIJOB:
-            self._create_custom(MPIJOB, mpijob_manifest(spec, self.options))
+            mpijob = self._create_custom(MPIJOB, mpijob_manifest(spec, self.options)) or self._call(
+                "read MPIJob",
+                self.custom.get_namespaced_custom_object,
+                MPIJOB.group,
+                MPIJOB.version,
+                self.options.namespace,
+                MPIJOB.plural,
+                name,
+            )
+            # Its pods wait for the Secret (the kubelet retries a missing one), so it may come second.
+            owner = {"apiVersion": MPIJOB.api_version, "kind": MPIJOB.kind, "name": name, "uid": mpijob["metadata"]["uid"]}
+            self._create_env_secret(spec, owner)
             return
         service = self._create("service", self.core.create_namespaced_service, service_manifest(spec, self.options))
         if service is None:
-            service = self._call(
-                "read service", self.core.read_namespaced_service, gang_name(spec.job_id, spec.attempt), self.options.namespace
-            )
+            service = self._call("read service", self.core.read_namespaced_service, name, self.options.namespace)
         uid = service.metadata.uid
+        self._create_env_secret(spec, service_owner_reference(spec, uid))
         if self.options.launch_mode == LAUNCH_PODGROUP:
             # Before the pods, so the coscheduling plugin knows the gang's size when the first pod arrives.
             self._create_custom(PODGROUP, podgroup_manifest(spec, self.options, owner_uid=uid))
@@ -185,6 +198,10 @@ class KubernetesCluster:
             for future in [pool.submit(self._create, "pod", self.core.create_namespaced_pod, body) for body in bodies]:
                 future.result()  # the first failure propagates; the cycle tears the partial gang down
 
+    def _create_env_secret(self, spec: GangSpec, owner: dict[str, Any]) -> None:
+        if spec.secret_env:
+            self._create("secret", self.core.create_namespaced_secret, env_secret_manifest(spec, self.options, owner))
+
     def _create(self, what: str, fn: Callable[..., T], body: dict[str, Any]) -> T | None:
         try:
             return self._call(f"create {what}", fn, self.options.namespace, body)
@@ -193,9 +210,10 @@ class KubernetesCluster:
                 return None
             raise
 
-    def _create_custom(self, resource: CustomResource, body: dict[str, Any]) -> None:
+    def _create_custom(self, resource: CustomResource, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The created object; None when it existed already."""
         try:
-            self._call(
+            return self._call(
                 f"create {resource.kind}",
                 self.custom.create_namespaced_custom_object,
                 resource.group,
@@ -206,7 +224,7 @@ class KubernetesCluster:
             )
         except ApiException as exc:
             if exc.status == 409:  # AlreadyExists: a retried launch found its own object
-                return
+                return None
             if exc.status == 404:
                 raise MissingCustomResource(
                     f"{resource.kind} {resource.api_version} is not served here (MUSTER_K8S_LAUNCH_MODE="

@@ -56,7 +56,6 @@ class PodOptions:
     extra_resources: dict[str, str] = field(default_factory=dict)
     # e.g. {"k8s.v1.cni.cncf.io/networks": "roce-net"} for multus.
     pod_annotations: dict[str, str] = field(default_factory=dict)
-    # Teams whose pods may use the host network (an admin's choice; off for everyone else).
     image_pull_secret: str = ""
     service_account: str = ""
     launch_mode: str = LAUNCH_PODS
@@ -85,6 +84,10 @@ def label_value(text: str) -> str:
     """A string as a valid label value (<= 63 chars of [A-Za-z0-9._-], alphanumeric at both ends)."""
     value = re.sub(r"[^A-Za-z0-9._-]", "_", text)[:63]
     return value.strip("._-")
+
+
+def env_secret_name(job_id: int, attempt: int) -> str:
+    return f"{gang_name(job_id, attempt)}-env"
 
 
 def gang_selector(job_id: int, attempt: int | None = None) -> str:
@@ -119,6 +122,24 @@ def service_manifest(spec: GangSpec, options: PodOptions) -> dict[str, Any]:
             "publishNotReadyAddresses": True,
         },
     }
+
+
+def env_secret_manifest(spec: GangSpec, options: PodOptions, owner_reference: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The gang's `secret_env` (its telemetry push token): pods reference it, so it is not in their spec for anyone
+    who may read pods. Owned by what owns the pods, so it goes with the gang."""
+    metadata: dict[str, Any] = {
+        "name": env_secret_name(spec.job_id, spec.attempt),
+        "namespace": options.namespace,
+        "labels": gang_labels(spec),
+    }
+    if owner_reference:
+        metadata["ownerReferences"] = [owner_reference]
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "type": "Opaque", "stringData": dict(spec.secret_env)}
+
+
+def secret_env_refs(spec: GangSpec) -> list[dict[str, Any]]:
+    name = env_secret_name(spec.job_id, spec.attempt)
+    return [{"name": key, "valueFrom": {"secretKeyRef": {"name": name, "key": key}}} for key in sorted(spec.secret_env)]
 
 
 def rendezvous_env(spec: GangSpec, rank: int, options: PodOptions) -> dict[str, str]:
@@ -193,15 +214,22 @@ def node_affinity(nodes: list[str]) -> dict[str, Any]:
 
 
 def locked_down_container(
-    name: str, image: str, command: list[str] | None, env: dict[str, str], resources: dict[str, str]
+    name: str,
+    image: str,
+    command: list[str] | None,
+    env: dict[str, str],
+    resources: dict[str, str],
+    secret_refs: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """No privilege, no added capabilities; `command` None keeps the image's entrypoint."""
+    """No privilege, no added capabilities; `command` None keeps the image's entrypoint. `secret_refs` win over `env`."""
     container: dict[str, Any] = {"name": name, "image": image}
     if command is not None:
         container["command"] = command
+    secret_refs = secret_refs or []
+    from_secret = {ref["name"] for ref in secret_refs}
     container.update(
         {
-            "env": [{"name": k, "value": v} for k, v in sorted(env.items())],
+            "env": [{"name": k, "value": v} for k, v in sorted(env.items()) if k not in from_secret] + secret_refs,
             "resources": {"requests": resources, "limits": resources},
             "securityContext": {"allowPrivilegeEscalation": False, "privileged": False, "capabilities": {"drop": ["ALL"]}},
         }
@@ -214,7 +242,7 @@ def gpu_container(spec: GangSpec, options: PodOptions, name: str, env: dict[str,
     cpu = _times(options.cpu_per_gpu, spec.gpus_per_node)
     memory = _times(options.memory_per_gpu, spec.gpus_per_node)
     resources = {options.gpu_resource: str(spec.gpus_per_node), "cpu": cpu, "memory": memory, **options.extra_resources}
-    container = locked_down_container(name, spec.image, command, env, resources)
+    container = locked_down_container(name, spec.image, command, env, resources, secret_env_refs(spec))
     container["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     return container
 
