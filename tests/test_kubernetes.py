@@ -15,11 +15,13 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from django.utils.dateparse import parse_datetime as parse_time
-from kubernetes import client, watch
+from kubernetes import client, utils, watch
 from kubernetes.client.exceptions import ApiException
 from rest_framework.test import APIClient
 
@@ -53,6 +55,8 @@ from tests.conftest import job_payload, need_service
 from tests.kube import KubeHarness, install_crds, kube_harness, kubeconfig_path, reachable_api
 
 pytestmark = pytest.mark.kubernetes
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session")
@@ -551,3 +555,76 @@ def test_a_worker_killed_mid_launch_leaves_exactly_one_gang(api: APIClient, tx_k
     assert sorted(p.metadata.name for p in pods) == [f"{gang_name(job['id'], 1)}-{r}" for r in range(3)]
     assert len(tx_kube.services(gang_selector(job["id"]))) == 1
     assert Job.objects.get(pk=job["id"]).attempt == 1 and Job.objects.get(pk=job["id"]).restarts == 0
+
+
+# --- the RBAC operators apply: enough for everything Muster does, and no more ---------------------------------------
+
+
+@pytest.fixture
+def as_muster(kube: KubeHarness) -> Iterator[KubernetesCluster]:
+    """Muster's backend signed in as the service account of platform/kubernetes/rbac.yaml, applied as it is shipped
+    (its namespaces renamed to this test's, its cluster-wide names suffixed so runs never collide)."""
+    suffix = kube.namespace.rsplit("-", 1)[-1]
+    home = f"muster-sa-{suffix}"
+    rbac = yaml.safe_load_all((ROOT / "platform" / "kubernetes" / "rbac.yaml").read_text())
+    text = json.dumps([doc for doc in rbac if doc])
+    text = text.replace('"muster-jobs"', json.dumps(kube.namespace)).replace('"namespace": "muster"', f'"namespace": "{home}"')
+    text = text.replace('"muster-nodes-reader"', f'"muster-nodes-reader-{suffix}"')
+    documents = json.loads(text)
+    kube.core.create_namespace({"metadata": {"name": home}})
+    rbac_api = client.RbacAuthorizationV1Api(kube.api)
+    try:
+        utils.create_from_yaml(kube.api, yaml_objects=documents)
+        request = {"spec": {"expirationSeconds": 3600}}
+        token = kube.core.create_namespaced_service_account_token("muster", home, request).status.token
+        configuration = client.Configuration()
+        admin = kube.api.configuration
+        configuration.host, configuration.ssl_ca_cert = admin.host, admin.ssl_ca_cert
+        configuration.api_key = {"authorization": f"Bearer {token}"}
+        yield KubernetesCluster(
+            api=client.ApiClient(configuration),
+            options=PodOptions(namespace=kube.namespace, termination_grace_seconds=0),
+            rack_label=kube.cluster.rack_label,
+        )
+    finally:
+        rbac_api.delete_cluster_role_binding(f"muster-nodes-reader-{suffix}")
+        rbac_api.delete_cluster_role(f"muster-nodes-reader-{suffix}")
+        kube.core.delete_namespace(home, grace_period_seconds=0)
+
+
+def test_the_shipped_rbac_is_enough_for_a_job_from_launch_to_teardown_and_no_more(
+    api: APIClient, kube: KubeHarness, as_muster: KubernetesCluster
+) -> None:
+    kube.cluster = as_muster  # every cycle below talks to the API server as Muster's service account
+    done = submit(api, nodes=2, simulate={"duration_seconds": 2})
+    kube.cycle_until(lambda: state(done["id"]) == JobState.RUNNING)
+    assert "simulated container output" in as_muster.read_logs(done["id"], 1, 0, 10)  # pods/log
+    kube.cycle_until(lambda: state(done["id"]) == JobState.SUCCEEDED)
+    cancelled = submit(api, nodes=1, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(cancelled["id"]) == JobState.RUNNING)
+    assert api.post(f"/api/v1/jobs/{cancelled['id']}/cancel/").status_code == 200
+    kube.cycle_until(lambda: not kube.pods(gang_selector(cancelled["id"])) and not kube.services(gang_selector(cancelled["id"])))
+    # The watch lists and watches pods and nodes.
+    fired = threading.Event()
+    stop = threading.Event()
+    for resource_watch in watches_for(as_muster, fired.set):
+        resource_watch.resync_seconds = 2
+        threading.Thread(target=resource_watch.run, args=(stop,), daemon=True).start()
+    try:
+        assert fired.wait(10)
+    finally:
+        stop.set()
+
+    # And no more: no reading the gangs' Secrets (other jobs' tokens), no touching nodes or other namespaces.
+    core = as_muster.core
+    forbidden = [
+        lambda: core.list_namespaced_secret(kube.namespace),
+        lambda: core.read_namespaced_secret(f"{gang_name(done['id'], 1)}-env", kube.namespace),
+        lambda: core.patch_node(as_muster.list_nodes()[0].name, {"spec": {"unschedulable": True}}),
+        lambda: core.list_namespaced_pod("default"),
+        lambda: core.create_namespaced_pod("default", {"metadata": {"name": "x"}, "spec": {"containers": [{"name": "x", "image": "x"}]}}),
+    ]
+    for call in forbidden:
+        with pytest.raises(ApiException) as refused:
+            call()
+        assert refused.value.status == 403
