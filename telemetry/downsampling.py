@@ -270,8 +270,8 @@ def store_step(span_seconds: float, sample_seconds: float, max_buckets: int) -> 
 # --- Summaries: exact over the samples, whatever the bucketing ---------------------------------
 
 
-def samples_mean(series: Iterable[Buckets]) -> float | None:
-    """The mean of every sample of every series; None without samples."""
+def _samples_sum(series: Iterable[Buckets]) -> tuple[float, int]:
+    """The sum of every sample of every series (bucket means weighted by their counts), and how many there are."""
     total = 0.0
     count = 0
     for s in series:
@@ -279,6 +279,12 @@ def samples_mean(series: Iterable[Buckets]) -> float | None:
             if c:
                 total += m * c
                 count += c
+    return total, count
+
+
+def samples_mean(series: Iterable[Buckets]) -> float | None:
+    """The mean of every sample of every series; None without samples."""
+    total, count = _samples_sum(series)
     return total / count if count else None
 
 
@@ -293,11 +299,5 @@ def samples_max(series: Iterable[Buckets]) -> float | None:
 
 def samples_integral(series: Iterable[Buckets], sample_seconds: float) -> float | None:
     """The integral of a rate (e.g. bytes/s -> bytes): each sample stands for `sample_seconds`."""
-    total = 0.0
-    count = 0
-    for s in series:
-        for m, c in zip(s.mean, s.count, strict=True):
-            if c:
-                total += m * c
-                count += c
+    total, count = _samples_sum(series)
     return total * sample_seconds if count else None

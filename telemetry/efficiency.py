@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from django.conf import settings
+
 from telemetry.downsampling import samples_mean
 from telemetry.sources.base import Series
 
@@ -107,6 +109,17 @@ def efficiency_flags(
             )
         )
     return flags
+
+
+def site_efficiency_flags(*, gpu_util: list[Series], tensor_active_mean: float | None) -> list[Flag]:
+    """`efficiency_flags` with the site's thresholds (MUSTER_TELEMETRY_IDLE_*, MUSTER_TELEMETRY_LARGE_JOB_GPUS)."""
+    return efficiency_flags(
+        gpu_util=gpu_util,
+        tensor_active_mean=tensor_active_mean,
+        idle_percent=settings.MUSTER_TELEMETRY_IDLE_PERCENT,
+        idle_seconds=settings.MUSTER_TELEMETRY_IDLE_SECONDS,
+        large_job_gpus=settings.MUSTER_TELEMETRY_LARGE_JOB_GPUS,
+    )
 
 
 def _duration(seconds: float) -> str:

@@ -21,7 +21,7 @@ from django.templatetags.static import static
 from jobs.models import Job
 from telemetry.catalogue import METRICS, Level
 from telemetry.downsampling import samples_mean, step_for
-from telemetry.efficiency import efficiency_flags
+from telemetry.efficiency import site_efficiency_flags
 from telemetry.figures import CHARTS, heatmap_figure, line_figure, max_points
 from telemetry.selectors import RunReader, job_runs, job_target, job_telemetry_summary
 from telemetry.sources import TelemetrySource, TelemetryUnavailable, get_source
@@ -135,13 +135,7 @@ def job_telemetry_context(
     if summary is not None and reader.stored and options.range == "all" and summary.attempts and summary.attempts[-1] == run.attempt:
         context["flags"] = summary.flags  # the stored run's flags, from its full-resolution series
     else:
-        flags = efficiency_flags(
-            gpu_util=heat,
-            tensor_active_mean=samples_mean(s.buckets for s in tensor_job),
-            idle_percent=settings.MUSTER_TELEMETRY_IDLE_PERCENT,
-            idle_seconds=settings.MUSTER_TELEMETRY_IDLE_SECONDS,
-            large_job_gpus=settings.MUSTER_TELEMETRY_LARGE_JOB_GPUS,
-        )
+        flags = site_efficiency_flags(gpu_util=heat, tensor_active_mean=samples_mean(s.buckets for s in tensor_job))
         context["flags"] = [f.as_dict() for f in flags]
     context["figures"] = [{"id": f"telemetry-{key}", "figure": fig} for key, fig in figures]
     context["max_points"] = max((max_points(f["figure"]) for f in context["figures"]), default=0)

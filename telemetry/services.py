@@ -15,7 +15,7 @@ from jobs.models import Allocation, Job
 from jobs.states import ACTIVE_STATES, JobState
 from telemetry.catalogue import METRICS, Level, Scope
 from telemetry.downsampling import samples_mean, store_step
-from telemetry.efficiency import efficiency_flags
+from telemetry.efficiency import site_efficiency_flags
 from telemetry.models import JobSeries, JobTelemetrySummary, NcclSample, TelemetryCredential
 from telemetry.nccl_formats import NcclRecord, parse_push
 from telemetry.rollups import roll_up
@@ -117,13 +117,7 @@ def telemetry_summary_refresh(*, job: Job, now: datetime | None = None) -> JobTe
     latest = attempts[-1]
     gpu_util = _series(JobSeries.objects.filter(job=job, attempt=latest, metric="gpu_util", level=Level.GPU).order_by("rank", "gpu"))
     tensor = samples_mean(s.buckets for s in job_level.get("tensor_active", []) if s.attempt == latest)
-    flags = efficiency_flags(
-        gpu_util=gpu_util,
-        tensor_active_mean=tensor,
-        idle_percent=settings.MUSTER_TELEMETRY_IDLE_PERCENT,
-        idle_seconds=settings.MUSTER_TELEMETRY_IDLE_SECONDS,
-        large_job_gpus=settings.MUSTER_TELEMETRY_LARGE_JOB_GPUS,
-    )
+    flags = site_efficiency_flags(gpu_util=gpu_util, tensor_active_mean=tensor)
     summary, _ = JobTelemetrySummary.objects.update_or_create(
         job=job,
         defaults={**fields, "attempts": attempts, "flags": [f.as_dict() for f in flags], "computed_at": now or timezone.now()},
