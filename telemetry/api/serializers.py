@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from jobs.api.serializers import StrictSerializer
@@ -20,6 +21,7 @@ _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 _EARLIEST, _LATEST = 946684800.0, 7258118400.0
 
 
+@extend_schema_field({"type": "string", "example": "2026-05-01T12:00:00Z"})
 class InstantField(serializers.Field):
     """A time: ISO 8601 (naive means UTC) or seconds since the epoch, as Prometheus accepts."""
 
@@ -51,8 +53,8 @@ class InstantField(serializers.Field):
 
 class MetricsQuerySerializer(StrictSerializer):
     metric = serializers.CharField(help_text=f"A metric key ({', '.join(METRICS)}) or its source name (e.g. DCGM_FI_DEV_GPU_UTIL).")
-    start = InstantField(required=False, help_text="Default: when the run started.")
-    end = InstantField(required=False, help_text="Default: when the run ended, or now while it runs.")
+    start = InstantField(required=False, help_text="ISO 8601 (naive means UTC) or seconds since the epoch; default: when the run started.")
+    end = InstantField(required=False, help_text="ISO 8601 or seconds since the epoch; default: when the run ended, or now while it runs.")
     step = serializers.IntegerField(
         required=False,
         min_value=1,
