@@ -319,6 +319,15 @@ def test_team_budget_is_charged_by_the_jobs_placed_in_the_same_cycle() -> None:
     assert wait.reason.startswith("Team vision has 0.5 node-hours of its budget left; this job may use 1.0")
 
 
+def test_a_single_node_job_counts_only_its_share_of_the_node_against_the_budget() -> None:
+    # The ledger charges 2 of 8 GPUs for two hours as 0.5 node-hours: the hold counts the same.
+    account = Account(user_key("ann"), node_hours_left=0.75)
+    decisions = schedule(snap([pend(1, gpus=2, wall=2 * HOUR, age=100), pend(2, gpus=2, wall=2 * HOUR, age=50)], accounts=(account,)))
+    assert list(placed(decisions)) == [1]
+    (wait,) = decisions.waiting
+    assert wait.reason == "User ann has 0.2 node-hours of its budget left; this job may use 0.5 (2 of a node's 8 GPUs x 2.00 h)."
+
+
 def test_job_with_a_spent_budget_waits_even_on_an_empty_cluster() -> None:
     decisions = schedule(snap([pend(1, gpus=1, wall=60)], accounts=(Account(user_key("ann"), node_hours_left=0.0),)))
     assert decisions.waiting[0].reason_code == BUDGET

@@ -69,11 +69,6 @@ class PendingJob:
     def gpus(self) -> int:
         return self.nodes * self.gpus_per_node
 
-    @property
-    def node_hours(self) -> float:
-        """The most node-hours the job can use: nodes x wall time."""
-        return self.nodes * self.wall_seconds / 3600
-
 
 @dataclass(frozen=True)
 class RunningJob:

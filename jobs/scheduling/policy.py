@@ -21,6 +21,7 @@ Deterministic: the same snapshot always gives the same decisions.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -89,6 +90,7 @@ class _Cycle:
         # the ledger charges it as they run, so leaving it out would let the budget be overspent.
         self.budget_used: Counter[str] = Counter()
         node_size = {n.name: n.gpus_total for n in snapshot.nodes}
+        self.node_sizes = sorted({n.gpus_total for n in snapshot.nodes if n.schedulable})
         for r in self.running.values():
             share = sum(gpus / node_size[name] for name, gpus in zip(r.node_names, r.gpus_held, strict=True) if node_size.get(name))
             left_hours = max(0.0, r.ends_at - self.now) / 3600 * share
@@ -159,9 +161,10 @@ class _Cycle:
         )
         if not over_quota:
             self._count_quota(job.user, job.team, sum(held))
-        self.budget_used[user_key(job.user)] += job.node_hours
-        if job.team:
-            self.budget_used[team_key(job.team)] += job.node_hours
+        # What the ledger will charge: the share of each node it holds, for its wall time.
+        charge = sum(gpus / self.capacity.total[name] for name, gpus in zip(chosen, held, strict=True)) * job.wall_seconds / 3600
+        for key, _ in self._owners(job):
+            self.budget_used[key] += charge
         self.placements.append(Placement(job.id, tuple(chosen), held, over_quota))
         self.started.add(job.id)
 
@@ -206,18 +209,33 @@ class _Cycle:
         return room // job.nodes if room >= self._quota_gpus(job) else None
 
     def _budget_hold(self, job: PendingJob) -> str | None:
+        need: tuple[float, str] | None = None
         for key, who in self._owners(job):
             account = self._account(key)
             if account.node_hours_left is None:
                 continue
+            need = need or self._budget_need(job)
             left = account.node_hours_left - self.budget_used[key]
-            if job.node_hours > left:
+            if need[0] > left:
                 renews = f" until {when(account.budget_resets_at)}" if account.budget_resets_at else ""
-                return (
-                    f"{who.capitalize()} has {max(left, 0):.1f} node-hours of its budget left{renews}; "
-                    f"this job may use {job.node_hours:.1f} ({job.nodes} nodes x {job.wall_seconds / 3600:.2f} h)."
-                )
+                return f"{who.capitalize()} has {max(left, 0):.1f} node-hours of its budget left{renews}; this job may use {need[0]:.1f} ({need[1]})."
         return None
+
+    def _budget_need(self, job: PendingJob) -> tuple[float, str]:
+        """The most the job can charge its budget, in node-hours, and how that is worked out.
+
+        The ledger charges the share of each node a job holds: whole nodes for a gang; for a
+        single-node job its GPUs over the node's. Which node it gets is not known yet, so the
+        smallest schedulable node it fits on (the largest share) bounds it.
+        """
+        hours = job.wall_seconds / 3600
+        if job.nodes > 1:
+            return job.nodes * hours, f"{job.nodes} nodes x {hours:.2f} h"
+        index = bisect_left(self.node_sizes, job.gpus_per_node)
+        size = self.node_sizes[index] if index < len(self.node_sizes) else job.gpus_per_node
+        if job.gpus_per_node >= size:
+            return hours, f"1 node x {hours:.2f} h"
+        return job.gpus_per_node / size * hours, f"{job.gpus_per_node} of a node's {size} GPUs x {hours:.2f} h"
 
     # --- placement -------------------------------------------------------------------------------
 
