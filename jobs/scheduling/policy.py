@@ -218,7 +218,8 @@ class _Cycle:
             left = account.node_hours_left - self.budget_used[key]
             if need[0] > left:
                 renews = f" until {when(account.budget_resets_at)}" if account.budget_resets_at else ""
-                return f"{who.capitalize()} has {max(left, 0):.1f} node-hours of its budget left{renews}; this job may use {need[0]:.1f} ({need[1]})."
+                has = f"{who.capitalize()} has {max(left, 0):.1f} node-hours of its budget left{renews}"
+                return f"{has}; this job may use {need[0]:.1f} ({need[1]})."
         return None
 
     def _budget_need(self, job: PendingJob) -> tuple[float, str]:
