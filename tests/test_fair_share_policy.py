@@ -367,6 +367,21 @@ def test_job_that_has_not_waited_long_enough_gets_no_reservation() -> None:
     assert decisions.waiting[0].estimated_start is None
 
 
+def test_a_failed_preemption_search_is_not_reused_for_a_job_that_may_backfill_where_it_could_not() -> None:
+    jobs = [running(10, {"n00": 8}, rank=1, left=1000), running(11, {"n01": 8}, rank=2, left=10 * HOUR)]
+    pending = [
+        pend(1, nodes=2, age=2 * HOUR),  # starving: reserves n00 and n01 from +10 h (job 10 cannot be stopped for it)
+        pend(2, wall=20 * HOUR, age=100),  # would outlast the reservation: may not use, or preempt on, its nodes
+        pend(3, wall=100, age=50),  # the same class and shape, but gone long before it starts: may backfill there
+    ]
+    decisions = schedule(snap(pending, jobs), config(starvation_seconds=HOUR))
+    (reservation,) = decisions.reservations
+    assert (reservation.job_id, reservation.start) == (1, NOW + 10 * HOUR)
+    assert [(p.job_id, p.node_names) for p in decisions.placements] == [(3, ("n01",))]
+    assert [(p.job_id, p.for_job_id) for p in decisions.preemptions] == [(11, 3)]
+    assert [w.job_id for w in decisions.waiting] == [1, 2]
+
+
 def backfill_case(short_wall: float) -> Decisions:
     # n00: 4 GPUs free until +1000; n01 full for long. Job 1 (8 GPUs) is starving and reserves n00 at +1000.
     jobs = [running(10, {"n00": 4}, rank=0, left=1000), running(11, {"n01": 8}, rank=0, left=5 * HOUR)]

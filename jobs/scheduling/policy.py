@@ -102,7 +102,7 @@ class _Cycle:
         self.waiting: list[Waiting] = []
         self.preemptions: list[Preemption] = []
         self.reservations: list[Reservation] = []
-        self.failed_searches: set[tuple[int, bool, int, int]] = set()
+        self.failed_searches: set[tuple[int, int | None, int, int, int]] = set()
         self.searches = 0
 
     # --- the walk --------------------------------------------------------------------------------
@@ -263,13 +263,18 @@ class _Cycle:
         return victim.over_quota or victim.class_rank > job.class_rank
 
     def _preempt_for(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
-        key = (job.class_rank, allowed is None, job.nodes, job.gpus_per_node)
+        # What the search depends on besides capacity: the class (who may be stopped), the shape, and the nodes
+        # `allowed` lets it use. Those are the largest node its quota lets it hold whole, and which reservations it
+        # may backfill: every reservation starting no earlier than the job's wall time ends, so their count says which.
+        end = self.now + job.wall_seconds
+        backfills = sum(1 for r in self.reservations if end <= r.start)
+        key = (job.class_rank, self._largest_node(job), backfills, job.nodes, job.gpus_per_node)
         if key in self.failed_searches or self.searches >= MAX_PREEMPTION_SEARCHES:
             return None
         self.searches += 1
         victims = self._smallest_victim_set(job, allowed)
         if victims is None:
-            # Capacity only shrinks within a cycle: the same shape fails again.
+            # Within a cycle capacity only shrinks, and victims and allowed nodes with it: the same key fails again.
             self.failed_searches.add(key)
             return None
         for victim_id in victims:
