@@ -191,8 +191,15 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"JobStateEnum": "jobs.states.JobState", "NodeStateEnum": "jobs.models.NodeState"},
 }
 
-# --- Celery -----------------------------------------------------------------
+# --- Celery and the cache -----------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# The live job page's renders are shared for a few seconds between its viewers: across web
+# workers through Redis when there is one, else within each process.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": "muster"}
+    if REDIS_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
 if CELERY_BROKER_URL.startswith("filesystem://"):

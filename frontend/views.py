@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -118,16 +121,24 @@ def job_live(request: HttpRequest, pk: int) -> JsonResponse:
     """
     job = get_object_or_404(jobs_visible_to(request.user), pk=pk)
     body: dict[str, object] = {"state": job.state, "attempt": job.attempt}
-    if job.state == JobState.RUNNING:
+    if job.state != JobState.RUNNING:
+        return JsonResponse(body)
+    # Everyone watching a large job asks for the same figures every few seconds: render them once per half
+    # interval (what it shows depends only on the job, its attempt and the page's options, all in the key).
+    query = hashlib.sha256(request.GET.urlencode().encode()).hexdigest()[:16]
+    key = f"job-live:{job.pk}:{job.submitted_at.timestamp()}:{job.attempt}:{query}"
+    parts = cache.get(key)
+    if parts is None:
         telemetry = job_telemetry_context(job, request.GET)
         logs = _logs(job, request.GET.get("rank", "0"))
-        body.update(
-            figures=telemetry["figures"],
-            flags=telemetry.get("flags", []),
-            telemetry_status_html=render_to_string("frontend/telemetry_status.html", {"telemetry": telemetry}, request),
-            logs_html="" if logs is None else render_to_string("frontend/job_logs.html", {"job": job, "logs": logs}, request),
-        )
-    return JsonResponse(body)
+        parts = {
+            "figures": telemetry["figures"],
+            "flags": telemetry.get("flags", []),
+            "telemetry_status_html": render_to_string("frontend/telemetry_status.html", {"telemetry": telemetry}),
+            "logs_html": "" if logs is None else render_to_string("frontend/job_logs.html", {"job": job, "logs": logs}),
+        }
+        cache.set(key, parts, timeout=max(1, settings.MUSTER_LIVE_REFRESH_SECONDS // 2))
+    return JsonResponse({**body, **parts})
 
 
 def _logs(job: Job, rank_param: str) -> dict[str, object] | None:

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 from django.test import Client
 
 from jobs.models import Job
@@ -208,3 +209,25 @@ def test_the_live_view_is_private_and_read_only(submit, sim, user, other_user) -
     owner = Client()
     owner.force_login(user)
     assert owner.post(f"/jobs/{job.pk}/live/").status_code == 405
+
+
+def test_viewers_of_a_running_job_share_one_render_per_half_interval(submit, sim, user, other_user, monkeypatch, settings) -> None:
+    from frontend import views
+
+    cache.clear()
+    renders: list[str] = []
+    real = views.job_telemetry_context
+    monkeypatch.setattr(views, "job_telemetry_context", lambda job, params: (renders.append(params.urlencode()), real(job, params))[1])
+    other_user.is_staff = True
+    other_user.save()
+    job = start_running(submit, sim, nodes=1, gpus_per_node=2, simulate={"duration_seconds": 7200}, ran_for=600)
+    owner, admin = Client(), Client()
+    owner.force_login(user)
+    admin.force_login(other_user)
+    first = live(owner, job).json()
+    assert live(admin, job).json() == first  # another viewer, within the interval: the same render
+    live(owner, job, "?view=gpu")  # other options are another render
+    assert renders == ["", "view=gpu"]
+    cache.clear()  # the interval has passed
+    live(owner, job)
+    assert renders == ["", "view=gpu", ""]
