@@ -103,6 +103,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "live_page": {
                 "url": reverse("frontend:job-live", args=[job.pk]),
                 "state": job.state,
+                "attempt": job.attempt,
                 "refresh_ms": settings.MUSTER_LIVE_REFRESH_SECONDS * 1000,
             },
             "telemetry": job_telemetry_context(job, request.GET),

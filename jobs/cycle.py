@@ -371,10 +371,9 @@ def _launch(backend: ClusterBackend, decisions: Decisions, now: datetime, report
             logger.exception("launch of job %s attempt %s failed", job.pk, job.attempt)
             report.launch_failed.append(job.pk)
             try:
-                if isinstance(exc, ClusterUnavailable):
-                    _launch_failed(backend, job, now, report, f"The cluster failed the launch: {exc}", transient=True)
-                else:
-                    _launch_failed(backend, job, now, report, f"The cluster refused the launch: {exc}")
+                transient = isinstance(exc, ClusterUnavailable)
+                why = f"The cluster {'failed' if transient else 'refused'} the launch: {exc}"
+                _launch_failed(backend, job, now, report, why, transient=transient)
             except IllegalTransition:
                 pass
             continue

@@ -97,7 +97,8 @@ def start_waits(*, after: datetime | None = None, until: datetime | None = None)
     the job's earlier runs to its wait, and one long job restarted once would look like a
     starved queue.
     """
-    queued = JobEvent.objects.filter(job=OuterRef("job"), to_state=JobState.PENDING, at__lte=OuterRef("at")).order_by("-at", "-id")
+    # Events are numbered in the order they happened: the latest entry into the queue before this start.
+    queued = JobEvent.objects.filter(job=OuterRef("job"), to_state=JobState.PENDING, id__lt=OuterRef("id")).order_by("-id")
     starts = JobEvent.objects.filter(to_state=JobState.RUNNING)
     if after is not None:
         starts = starts.filter(at__gt=after)

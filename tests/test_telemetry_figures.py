@@ -176,7 +176,7 @@ def test_a_running_jobs_page_redraws_in_place_from_the_live_view(submit, sim, us
     # No whole-page refresh while it runs (it would lose the reader's zoom); the page script polls instead.
     assert '<meta http-equiv="refresh" content="3">' not in html
     config = json.loads(re.search(r'<script id="job-live" type="application/json">(.*?)</script>', html, re.S).group(1))
-    assert config == {"url": f"/jobs/{job.pk}/live/", "state": "RUNNING", "refresh_ms": 10_000}
+    assert config == {"url": f"/jobs/{job.pk}/live/", "state": "RUNNING", "attempt": 1, "refresh_ms": 10_000}
     assert "frontend/job_live.js" in html and 'data-testid="live-note"' in html
 
     body = live(page, job, "?view=node&range=15m").json()

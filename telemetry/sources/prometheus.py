@@ -36,6 +36,7 @@ import base64
 import http.client
 import json
 import math
+import os
 import re
 import ssl
 import time
@@ -62,6 +63,8 @@ MAX_RESPONSE_BYTES = 256 * 1024 * 1024
 
 # URL -> whether its range selectors are left-open (Prometheus 3) rather than closed (Prometheus 2).
 _LEFT_OPEN: dict[str, bool] = {}
+# (CA file, its modification time) -> the TLS context verifying against it (shared: SSLContext is thread-safe).
+_TLS_CONTEXTS: dict[tuple[str, int], ssl.SSLContext] = {}
 
 
 def promql_regex(value: str) -> str:
@@ -300,10 +303,14 @@ class PrometheusTelemetry:
         return headers
 
     def _tls(self) -> ssl.SSLContext | None:
+        """One context per CA file version: loading CAs takes tens of milliseconds, and a page sends dozens of queries."""
         if not self.url.startswith("https:"):
             return None
         try:
-            return ssl.create_default_context(cafile=self.ca_file or None)
+            key = (self.ca_file, os.stat(self.ca_file).st_mtime_ns if self.ca_file else 0)
+            if key not in _TLS_CONTEXTS:
+                _TLS_CONTEXTS[key] = ssl.create_default_context(cafile=self.ca_file or None)
+            return _TLS_CONTEXTS[key]
         except (OSError, ssl.SSLError) as exc:
             raise TelemetryUnavailable(f"Cannot load MUSTER_TELEMETRY_PROMETHEUS_CA_FILE ({self.ca_file}): {exc}.") from exc
 

@@ -17,7 +17,8 @@
   }
 
   function apply(body) {
-    if (body.state !== config.state) { window.location.reload(); return false; }
+    // Another state, or the same state in another attempt (requeued and restarted between two polls).
+    if (body.state !== config.state || body.attempt !== config.attempt) { window.location.reload(); return false; }
     var figures = body.figures || [];
     if (figures.map(function (f) { return f.id; }).join(",") !== chartIds()) { window.location.reload(); return false; }
     if (figures.length && window.musterDrawFigures) { window.musterDrawFigures(figures); }
