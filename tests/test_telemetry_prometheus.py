@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.server
 import json
 import math
+import os
 import shutil
 import threading
 import time
@@ -59,14 +60,30 @@ TARGET = JobTarget(
 )
 
 
-@pytest.fixture(scope="session")
-def prometheus_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real Prometheus serving the recorded data; skipped locally without Debian's prometheus package, failed in CI."""
-    installed = bool(shutil.which("prometheus") and shutil.which("promtool"))
+@pytest.fixture(scope="session", params=["prometheus2", "prometheus3"])
+def prometheus_bin(request: pytest.FixtureRequest) -> str | None:
+    """Where a real Prometheus is: Debian's 2.x on PATH, and 3.x built by scripts/prometheus3.sh (MUSTER_PROMETHEUS3_BIN).
+
+    Both, because their range selectors differ (closed on 2, left-open on 3) and the source must read the same
+    numbers from either. Each is skipped locally when missing, and fails CI.
+    """
+    if request.param == "prometheus2":
+        installed, where, what = bool(shutil.which("prometheus") and shutil.which("promtool")), None, "Debian's prometheus package"
+        hint = "apt-get install prometheus; scripts/test-services.sh does"
+    else:
+        where = os.environ.get("MUSTER_PROMETHEUS3_BIN", "")
+        installed = bool(where) and all(os.access(os.path.join(where, tool), os.X_OK) for tool in ("prometheus", "promtool"))
+        what, hint = f"Prometheus 3 in MUSTER_PROMETHEUS3_BIN ({where or 'unset'})", 'eval "$(scripts/prometheus3.sh)"'
     if not installed and not REQUIRE_SERVICES:
-        pytest.skip("prometheus/promtool not installed (apt-get install prometheus; scripts/test-services.sh does)")
-    need_service(installed, "Prometheus (prometheus and promtool from Debian's prometheus package)")
-    server = PrometheusServer(tmp_path_factory.mktemp("prometheus")).start()
+        pytest.skip(f"{what} is not there ({hint})")
+    need_service(installed, f"Prometheus: {what}")
+    return where
+
+
+@pytest.fixture(scope="session")
+def prometheus_url(prometheus_bin: str | None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Prometheus serving the recorded data."""
+    server = PrometheusServer(tmp_path_factory.mktemp("prometheus"), bin_dir=prometheus_bin).start()
     try:
         yield server.url
     finally:
@@ -74,9 +91,9 @@ def prometheus_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def secure_prometheus(prometheus_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusServer]:
+def secure_prometheus(prometheus_bin: str | None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusServer]:
     """The same recorded data behind https (a CA made for the run) and basic auth, as Prometheus' web config does it."""
-    server = PrometheusServer(tmp_path_factory.mktemp("prometheus-secure"), secure=True).start()
+    server = PrometheusServer(tmp_path_factory.mktemp("prometheus-secure"), secure=True, bin_dir=prometheus_bin).start()
     try:
         yield server
     finally:

@@ -162,6 +162,8 @@ class PrometheusServer:
 
     workdir: Path
     secure: bool = False
+    # Where `prometheus` and `promtool` are (None: on PATH, e.g. Debian's Prometheus 2).
+    bin_dir: str | None = None
     process: subprocess.Popen | None = None
     url: str = ""
     ca_file: str = ""
@@ -171,7 +173,7 @@ class PrometheusServer:
         source = self.workdir / "recorded.om"
         source.write_text("\n".join(openmetrics()) + "\n")
         subprocess.run(
-            ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(source), str(data)],
+            [self._tool("promtool"), "tsdb", "create-blocks-from", "openmetrics", str(source), str(data)],
             check=True,
             capture_output=True,
             timeout=timeout,
@@ -193,7 +195,7 @@ class PrometheusServer:
             self.url = f"{'https' if self.secure else 'http'}://127.0.0.1:{port}"
             self.process = subprocess.Popen(
                 [
-                    "prometheus",
+                    self._tool("prometheus"),
                     f"--config.file={config}",
                     f"--storage.tsdb.path={data}",
                     "--storage.tsdb.retention.time=100y",  # the recorded blocks are from 2024
@@ -207,6 +209,9 @@ class PrometheusServer:
                 return self
             self.stop()
         raise RuntimeError(f"prometheus did not start; see {self.workdir / 'prometheus.log'}")
+
+    def _tool(self, name: str) -> str:
+        return str(Path(self.bin_dir) / name) if self.bin_dir else name
 
     def _wait_ready(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
