@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 
 import psycopg2
@@ -33,8 +34,26 @@ def test_a_cycle_does_nothing_while_another_holds_the_lock(require_postgres, tx_
         assert Job.objects.get(pk=job_id).state == JobState.PENDING
     finally:
         other.close()  # the lock dies with its connection, as it would with a killed worker
+    wait_until_free()
     report = run_cycle(backend=tx_sim.cluster, now=tx_sim.clock())
     assert report.ran and report.placed == [job_id]
+
+
+def wait_until_free(timeout: float = 10.0) -> None:
+    """The server drops a closed connection's locks when its backend process exits, a moment after the close."""
+    probe = raw_connection()
+    deadline = time.monotonic() + timeout
+    try:
+        with probe.cursor() as cursor:
+            while True:
+                cursor.execute("SELECT pg_try_advisory_lock(%s)", [CYCLE_LOCK_KEY])
+                if cursor.fetchone()[0]:
+                    cursor.execute("SELECT pg_advisory_unlock(%s)", [CYCLE_LOCK_KEY])
+                    return
+                assert time.monotonic() < deadline, f"the cycle lock was still held {timeout} s after its connection closed"
+                time.sleep(0.05)
+    finally:
+        probe.close()
 
 
 def test_concurrent_cycles_never_place_a_job_twice(require_postgres, tx_submit, tx_sim) -> None:
