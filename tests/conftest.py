@@ -11,6 +11,7 @@ from typing import Any
 import factory
 import pytest
 from django.db import connection
+from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -88,6 +89,13 @@ def admin_user(db: None) -> Any:
 def client_for(u: Any) -> APIClient:
     client = APIClient()
     client.force_authenticate(u)
+    return client
+
+
+def session_for(u: Any) -> Client:
+    """A browser-like client signed in as `u` (session auth, as the pages use)."""
+    client = Client()
+    client.force_login(u)
     return client
 
 

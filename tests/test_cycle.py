@@ -7,12 +7,12 @@ from collections import defaultdict
 from datetime import timedelta
 
 from django.db.models import Sum
-from django.test import Client
 
 from jobs.cluster import ClusterUnavailable
 from jobs.cycle import run_cycle
 from jobs.models import Allocation, Job, JobEvent, Node, SimulatedPod
 from jobs.states import JobState
+from tests.conftest import session_for
 
 
 def states(job_id: int) -> list[str]:
@@ -251,8 +251,7 @@ def test_unreachable_cluster_keeps_jobs_queued(submit, sim) -> None:
     assert report.cluster_error == "connection refused" and report.placed == []
     assert Job.objects.get(pk=job_id).state == JobState.PENDING
     # Every page says so plainly while it lasts.
-    page = Client()
-    page.force_login(Job.objects.get(pk=job_id).owner)
+    page = session_for(Job.objects.get(pk=job_id).owner)
     banner = page.get("/jobs/").content.decode()
     assert 'data-testid="cluster-down-banner"' in banner and "connection refused" in banner
     sim.cycle()
@@ -273,8 +272,7 @@ def test_nodes_the_cluster_stops_reporting_are_not_used(submit, sim) -> None:
 
 def test_job_page_shows_a_ranks_logs(submit, sim) -> None:
     job_id = submit(nodes=2)["id"]
-    page = Client()
-    page.force_login(Job.objects.get(pk=job_id).owner)
+    page = session_for(Job.objects.get(pk=job_id).owner)
     assert 'data-testid="logs"' not in page.get(f"/jobs/{job_id}/").content.decode()  # not started: no logs yet
     sim.cycle()
     html = page.get(f"/jobs/{job_id}/?rank=1").content.decode()

@@ -16,15 +16,9 @@ from jobs.models import Allocation, Job, JobEvent, Node
 from jobs.states import JobState
 from telemetry.figures import as_plotly_figure
 from telemetry.models import JobTelemetrySummary
-from tests.conftest import TeamFactory
+from tests.conftest import TeamFactory, session_for
 
 DAY = WINDOWS["24h"]
-
-
-def browser(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def make_job(owner: Any, *, state: str = JobState.SUCCEEDED, submitted_at: datetime, team: Any = None, **fields: Any) -> Job:
@@ -189,7 +183,7 @@ def test_page_renders_figures_plotly_accepts(user: Any, node: Node) -> None:
     waiting = make_job(user, state=JobState.PENDING, submitted_at=now - timedelta(hours=5), name="big-run", pending_reason_code="NO_ROOM")
     event(waiting, waiting.submitted_at, "", JobState.PENDING)
 
-    page = browser(user).get("/dashboard/")
+    page = session_for(user).get("/dashboard/")
     assert page.status_code == 200
     html = page.content.decode()
     assert 'aria-current="page">Dashboard' in html
@@ -208,12 +202,12 @@ def test_page_renders_figures_plotly_accepts(user: Any, node: Node) -> None:
     assert "GPUs used: unknown" in html  # no telemetry summary
     assert 'class="node-card' in html
 
-    week = browser(user).get("/dashboard/?window=7d").content.decode()
+    week = session_for(user).get("/dashboard/?window=7d").content.decode()
     assert "<strong>last 7 days</strong>" in week
 
 
 def test_empty_dashboard(user: Any) -> None:
-    page = browser(user).get("/dashboard/")
+    page = session_for(user).get("/dashboard/")
     assert page.status_code == 200
     html = page.content.decode()
     for empty in ("empty-queue", "empty-latency", "empty-starvation", "empty-quota", "empty-used", "empty-teams"):

@@ -17,6 +17,7 @@ from telemetry.figures import as_plotly_figure, max_points
 from telemetry.models import JobSeries
 from telemetry.page import job_telemetry_context
 from telemetry.staticfiles import PLOTLY_JS
+from tests.conftest import session_for
 from tests.telemetry_helpers import run_to_end, start_running, store_runs_when_they_end
 
 
@@ -113,8 +114,7 @@ def test_a_time_range_shows_the_end_of_the_run(finished) -> None:
 
 
 def test_the_job_page_draws_the_charts_with_plotly_served_by_muster(finished, user) -> None:
-    page = Client()
-    page.force_login(user)
+    page = session_for(user)
     html = page.get(f"/jobs/{finished.pk}/").content.decode()
     script = re.search(r'<script src="([^"]*plotly[^"]*\.min\.js)"', html)
     assert script and script.group(1).endswith(PLOTLY_JS) and "cdn" not in script.group(1)
@@ -131,8 +131,7 @@ def test_flags_show_on_the_page(submit, sim, monkeypatch, user) -> None:
 
     monkeypatch.setattr("telemetry.page.get_source", lambda: SimulatedTelemetry(interval=5, profile_for=lambda job_id: Profile.IDLE_RANK))
     job = start_running(submit, sim, nodes=3, gpus_per_node=8, simulate={"duration_seconds": 7200})
-    page = Client()
-    page.force_login(user)
+    page = session_for(user)
     html = page.get(f"/jobs/{job.pk}/").content.decode()
     assert 'data-code="IDLE_RANK"' in html and "Rank 2 (" in html
 
@@ -147,8 +146,7 @@ def test_a_running_job_is_charted_live(submit, sim, user) -> None:
 
 def test_a_job_that_has_not_run_says_so(submit, user) -> None:
     job_id = submit()["id"]
-    page = Client()
-    page.force_login(user)
+    page = session_for(user)
     html = page.get(f"/jobs/{job_id}/").content.decode()
     assert 'data-testid="telemetry-empty"' in html and "has not started running" in html
     assert "telemetry-figures" not in html
@@ -157,8 +155,7 @@ def test_a_job_that_has_not_run_says_so(submit, user) -> None:
 def test_the_page_still_renders_when_the_source_is_down(submit, sim, user, settings) -> None:
     job = start_running(submit, sim, nodes=1, gpus_per_node=8)
     settings.MUSTER_TELEMETRY_SOURCE = "prometheus"
-    page = Client()
-    page.force_login(user)
+    page = session_for(user)
     response = page.get(f"/jobs/{job.pk}/")
     assert response.status_code == 200
     assert 'data-testid="telemetry-error"' in response.content.decode() and "Telemetry is unavailable" in response.content.decode()
@@ -170,8 +167,7 @@ def live(client: Client, job: Job, query: str = "") -> Any:
 
 def test_a_running_jobs_page_redraws_in_place_from_the_live_view(submit, sim, user) -> None:
     job = start_running(submit, sim, nodes=2, gpus_per_node=4, simulate={"duration_seconds": 7200}, ran_for=600)
-    page = Client()
-    page.force_login(user)
+    page = session_for(user)
     html = page.get(f"/jobs/{job.pk}/").content.decode()
     # No whole-page refresh while it runs (it would lose the reader's zoom); the page script polls instead.
     assert '<meta http-equiv="refresh" content="3">' not in html
@@ -192,8 +188,7 @@ def test_a_running_jobs_page_redraws_in_place_from_the_live_view(submit, sim, us
 
 def test_the_live_view_of_a_job_that_is_not_running_only_says_its_state(submit, sim, user) -> None:
     job_id = submit(nodes=1, gpus_per_node=1)["id"]
-    page = Client()
-    page.force_login(user)
+    page = session_for(user)
     job = Job.objects.get(pk=job_id)
     assert live(page, job).json() == {"state": "PENDING", "attempt": 0}
     html = page.get(f"/jobs/{job_id}/").content.decode()
@@ -202,12 +197,10 @@ def test_the_live_view_of_a_job_that_is_not_running_only_says_its_state(submit, 
 
 def test_the_live_view_is_private_and_read_only(submit, sim, user, other_user) -> None:
     job = start_running(submit, sim, nodes=1, gpus_per_node=1)
-    stranger = Client()
-    stranger.force_login(other_user)
+    stranger = session_for(other_user)
     assert live(stranger, job).status_code == 404
     assert live(Client(), job).status_code == 302  # to the login page
-    owner = Client()
-    owner.force_login(user)
+    owner = session_for(user)
     assert owner.post(f"/jobs/{job.pk}/live/").status_code == 405
 
 
@@ -221,9 +214,7 @@ def test_viewers_of_a_running_job_share_one_render_per_half_interval(submit, sim
     other_user.is_staff = True
     other_user.save()
     job = start_running(submit, sim, nodes=1, gpus_per_node=2, simulate={"duration_seconds": 7200}, ran_for=600)
-    owner, admin = Client(), Client()
-    owner.force_login(user)
-    admin.force_login(other_user)
+    owner, admin = session_for(user), session_for(other_user)
     first = live(owner, job).json()
     assert live(admin, job).json() == first  # another viewer, within the interval: the same render
     live(owner, job, "?view=gpu")  # other options are another render

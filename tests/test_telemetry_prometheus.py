@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
-from django.test import Client
 
 from jobs.models import Allocation, Job, JobEvent, Node
 from telemetry.catalogue import METRICS, Level
@@ -30,7 +29,7 @@ from telemetry.models import JobSeries, JobTelemetrySummary
 from telemetry.services import telemetry_store_run
 from telemetry.sources import JobTarget, RankPlacement, Series, TelemetryUnavailable, get_source
 from telemetry.sources.prometheus import PrometheusTelemetry
-from tests.conftest import REQUIRE_SERVICES, need_service
+from tests.conftest import REQUIRE_SERVICES, need_service, session_for
 from tests.prometheus.recorded import (
     ATTEMPT,
     JOB,
@@ -242,8 +241,7 @@ def recorded_job(owner: Any) -> Job:
 
 def test_the_job_page_and_api_chart_a_run_from_prometheus(prom, user, api) -> None:
     job = recorded_job(user)
-    page = Client()
-    page.force_login(user)
+    page = session_for(user)
     response = page.get(f"/jobs/{job.pk}/")
     html = response.content.decode()
     assert response.status_code == 200 and "telemetry-heatmap" in html and 'data-testid="telemetry-error"' not in html
@@ -352,8 +350,7 @@ def test_when_prometheus_is_down_the_page_renders_and_says_so_and_the_api_is_503
     job = start_running(submit, sim, nodes=2, gpus_per_node=8)
     settings.MUSTER_TELEMETRY_SOURCE = "prometheus"
     settings.MUSTER_TELEMETRY_PROMETHEUS_URL = url = f"http://127.0.0.1:{free_port()}"
-    page = Client()
-    page.force_login(user)
+    page = session_for(user)
     response = page.get(f"/jobs/{job.pk}/")
     html = response.content.decode()
     assert response.status_code == 200 and job.name in html

@@ -11,13 +11,7 @@ from django.test import Client
 from jobs.models import Allocation, Job, Node
 from jobs.states import JobState
 from quotas.models import Quota
-from tests.conftest import TeamFactory
-
-
-def browser(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
+from tests.conftest import TeamFactory, session_for
 
 
 @pytest.fixture
@@ -29,7 +23,7 @@ def vision(user: Any) -> Any:
 
 def test_usage_page_shows_limits_usage_and_teams(user: Any, vision: Any) -> None:
     Quota.objects.create(user=user, max_gpus=16, node_hours_per_period=200.0)
-    page = browser(user).get("/usage/")
+    page = session_for(user).get("/usage/")
     assert page.status_code == 200
     html = page.content.decode()
     assert 'data-testid="account-user-alice"' in html and 'data-testid="account-team-vision"' in html
@@ -50,17 +44,17 @@ def test_usage_page_report_and_csv_link(user: Any, settings: Any) -> None:
         priority_class="normal", state=JobState.SUCCEEDED, attempt=1, submitted_at=start,
     )  # fmt: skip
     Allocation.objects.create(job=job, node=node, attempt=1, rank=0, gpus=4, allocated_at=start, released_at=start + timedelta(hours=2))
-    page = browser(user).get("/usage/", {"start": "2026-11-01", "end": "2026-11-30", "group_by": "user"})
+    page = session_for(user).get("/usage/", {"start": "2026-11-01", "end": "2026-11-30", "group_by": "user"})
     html = page.content.decode()
     assert 'data-testid="report"' in html
     assert "<td>alice</td><td>1</td><td>8.00</td><td>1.00</td>" in html
     assert "/api/v1/usage/report/?start=2026-11-01&amp;end=2026-11-30&amp;group_by=user&amp;format=csv" in html
-    csv = browser(user).get("/api/v1/usage/report/", {"start": "2026-11-01", "end": "2026-11-30", "format": "csv"})
+    csv = session_for(user).get("/api/v1/usage/report/", {"start": "2026-11-01", "end": "2026-11-30", "format": "csv"})
     assert csv.status_code == 200 and csv.content.decode().splitlines() == ["user,jobs,gpu_hours,node_hours", "alice,1,8.0,1.0"]
 
 
 def test_usage_page_report_form_errors(user: Any) -> None:
-    html = browser(user).get("/usage/", {"start": "2026-11-20", "end": "2026-11-01", "group_by": "user"}).content.decode()
+    html = session_for(user).get("/usage/", {"start": "2026-11-20", "end": "2026-11-01", "group_by": "user"}).content.decode()
     assert "The end date is before the start date." in html
     assert 'data-testid="report"' not in html
 
@@ -71,7 +65,7 @@ def test_usage_page_needs_login(db: None) -> None:
 
 
 def test_quotas_page_is_for_admins(user: Any, vision: Any) -> None:
-    client = browser(user)
+    client = session_for(user)
     assert client.get("/quotas/").status_code == 403
     assert client.get("/quotas/users/alice/").status_code == 403
     assert client.post("/quotas/users/alice/", {"max_gpus": "99", "fair_share_weight": "1"}).status_code == 403
@@ -81,7 +75,7 @@ def test_quotas_page_is_for_admins(user: Any, vision: Any) -> None:
 
 def test_quotas_page_lists_users_and_teams(admin_user: Any, user: Any, vision: Any) -> None:
     Quota.objects.create(team=vision, max_gpus=64, node_hours_per_period=1000)
-    page = browser(admin_user).get("/quotas/")
+    page = session_for(admin_user).get("/quotas/")
     assert page.status_code == 200
     html = page.content.decode()
     for row in ('data-testid="quota-user-alice"', 'data-testid="quota-user-root"', 'data-testid="quota-team-vision"'):
@@ -92,7 +86,7 @@ def test_quotas_page_lists_users_and_teams(admin_user: Any, user: Any, vision: A
 
 
 def test_admin_edits_a_quota_in_the_browser(admin_user: Any, user: Any) -> None:
-    client = browser(admin_user)
+    client = session_for(admin_user)
     form = client.get("/quotas/users/alice/")
     assert form.status_code == 200 and "site default applies" in form.content.decode()
     response = client.post(
@@ -128,7 +122,7 @@ def test_admin_edits_a_quota_in_the_browser(admin_user: Any, user: Any) -> None:
 
 
 def test_quota_form_shows_errors_beside_fields(admin_user: Any, user: Any) -> None:
-    response = browser(admin_user).post(
+    response = session_for(admin_user).post(
         "/quotas/users/alice/", {"max_gpus": "-3", "max_wall_time_minutes": "0", "node_hours_per_period": "lots", "fair_share_weight": "0"}
     )
     assert response.status_code == 200
@@ -140,8 +134,8 @@ def test_quota_form_shows_errors_beside_fields(admin_user: Any, user: Any) -> No
 
 
 def test_unknown_account_page_is_404(admin_user: Any) -> None:
-    assert browser(admin_user).get("/quotas/users/nobody/").status_code == 404
-    assert browser(admin_user).get("/quotas/teams/nobody/").status_code == 404
+    assert session_for(admin_user).get("/quotas/users/nobody/").status_code == 404
+    assert session_for(admin_user).get("/quotas/teams/nobody/").status_code == 404
 
 
 def submit_form(**overrides: str) -> dict[str, str]:
@@ -160,7 +154,7 @@ def submit_form(**overrides: str) -> dict[str, str]:
 
 def test_submit_page_names_the_quota_and_accepts_a_preemptible_job(user: Any, sim: Any) -> None:
     Quota.objects.create(user=user, max_gpus=8)
-    client = browser(user)
+    client = session_for(user)
     page = client.post("/jobs/new/", submit_form())
     assert page.status_code == 200
     assert "The job needs 16 GPUs; your quota (user alice) allows at most 8 at once." in page.content.decode()
