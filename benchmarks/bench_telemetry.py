@@ -104,7 +104,7 @@ def figure_sizes(job: Job) -> dict[str, object]:
         "max_points_per_trace": max(max_points(f) for f in lines),
         "heatmap_rows": len(z),
         "heatmap_columns": len(z[0]),
-        "step": context["step"],
+        "step_seconds": context["step_seconds"],
         "bytes_of_figure_json": len(json.dumps([f["figure"] for f in context["figures"]], separators=(",", ":"))),
     }
 

@@ -63,14 +63,6 @@ def _link(params: Mapping[str, str], **changes: object) -> str:
     return "?" + urlencode(merged) + "#telemetry"
 
 
-def _duration(seconds: int) -> str:
-    if seconds % 3600 == 0:
-        return f"{seconds // 3600} h"
-    if seconds % 60 == 0:
-        return f"{seconds // 60} min"
-    return f"{seconds} s"
-
-
 def job_telemetry_context(
     job: Job, params: Mapping[str, str], *, now: datetime | None = None, source: TelemetrySource | None = None
 ) -> dict[str, Any]:
@@ -103,7 +95,7 @@ def job_telemetry_context(
         run=run,
         running=run.ended is None,
         origin=reader.origin,
-        step=_duration(line_step),
+        step_seconds=line_step,
         options=options,
         nodes=nodes,
         runs=[{"attempt": a, "link": _link(params, run=a), "current": a == options.attempt} for a in attempts],
