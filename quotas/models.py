@@ -22,6 +22,15 @@ class Team(models.Model):
         help_text="Pods of this team's jobs share their node's network namespace (hostNetwork), e.g. for RDMA setups that need it. "
         "Every other job's pods are refused it.",
     )
+    allow_run_as_root = models.BooleanField(
+        default=False,
+        help_text="Pods of this team's jobs may run as root (uid 0). Every other job's pods must run as a non-root user.",
+    )
+    allow_writable_root_filesystem = models.BooleanField(
+        default=False,
+        help_text="Pods of this team's jobs may write to their container's root filesystem. Every other job's pods get a "
+        "read-only root filesystem, with /tmp and /dev/shm writable.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
