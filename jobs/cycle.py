@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
@@ -21,7 +22,7 @@ from jobs.errors import IllegalTransition
 from jobs.locks import cycle_lock
 from jobs.metrics import cycle_counters_record
 from jobs.models import Allocation, ClusterHealth, Job, Node
-from jobs.scheduling.model import Decisions
+from jobs.scheduling.model import Decisions, Placement
 from jobs.scheduling.policy import schedule
 from jobs.services import job_transition, nodes_sync
 from jobs.snapshot import build_snapshot, policy_config
@@ -272,49 +273,81 @@ def _charge_active(now: datetime) -> None:
 
 @transaction.atomic
 def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[int, int]]]:
+    """Carry out the policy's decisions. Each job's writes stand or fall alone.
+
+    The snapshot is read before the writes, so a job may be cancelled, deleted or edited in
+    between. Such a job is skipped with a log line; every other placement and preemption of
+    the cycle stands (a skipped placement only leaves its GPUs idle until the next cycle).
+    """
     decisions = schedule(build_snapshot(now), policy_config())
     node_ids = dict(Node.objects.values_list("name", "id"))
     ids = [p.job_id for p in decisions.placements] + [w.job_id for w in decisions.waiting] + [p.job_id for p in decisions.preemptions]
     jobs = Job.objects.in_bulk(ids)
     stopped: list[tuple[int, int]] = []
     for preemption in decisions.preemptions:
-        job = job_transition(jobs[preemption.job_id], JobState.PREEMPTED, reason=fit_reason(preemption.reason), now=now)
-        stopped.append((job.pk, job.attempt))
-        # Requeued at once, keeping its submit time and so its age.
-        why = f"Requeued after preemption by job {preemption.for_job_id}."
-        job_transition(job, JobState.PENDING, reason=why, now=now, pending_reason_code="PREEMPTED", pending_reason=why, over_quota=False)
-        report.preempted.append(job.pk)
+        job = jobs.get(preemption.job_id)
+        if _unless_moved(preemption.job_id, job, lambda j=job, p=preemption: stopped.append(_preempt(j, p.reason, p.for_job_id, now))):
+            report.preempted.append(preemption.job_id)
+    placed: list[Placement] = []
     for placement in decisions.placements:
-        job = jobs[placement.job_id]
-        attempt = job.attempt + 1
-        job_transition(
-            job,
-            JobState.SCHEDULED,
-            reason=fit_reason(
-                f"Placed on {', '.join(placement.node_names)}"
-                + (" (borrowing idle GPUs beyond its quota)." if placement.over_quota else ".")
-            ),
-            now=now,
-            attempt=attempt,
-            scheduled_at=now,
-            over_quota=placement.over_quota,
-            estimated_start=None,
-            charged_until=now,
-        )
-        Allocation.objects.bulk_create(
-            Allocation(job=job, node_id=node_ids[name], attempt=attempt, rank=rank, gpus=gpus, allocated_at=now)
-            for rank, (name, gpus) in enumerate(zip(placement.node_names, placement.gpus_held, strict=True))
-        )
-        report.placed.append(job.pk)
+        job = jobs.get(placement.job_id)
+        if _unless_moved(placement.job_id, job, lambda j=job, p=placement: _place(j, p, node_ids, now)):
+            placed.append(placement)
+            report.placed.append(placement.job_id)
     for wait in decisions.waiting:
-        job = jobs[wait.job_id]
+        job = jobs.get(wait.job_id)
+        if job is None:
+            continue
         estimated = datetime.fromtimestamp(wait.estimated_start, UTC) if wait.estimated_start is not None else None
         reason = fit_reason(wait.reason)
         if (job.pending_reason_code, job.pending_reason, job.estimated_start) != (wait.reason_code, reason, estimated):
             Job.objects.filter(pk=job.pk, state=JobState.PENDING).update(
                 pending_reason_code=wait.reason_code, pending_reason=reason, estimated_start=estimated
             )
-    return decisions, stopped
+    return replace(decisions, placements=tuple(placed)), stopped
+
+
+def _unless_moved(job_id: int, job: Job | None, write: Callable[[], object]) -> bool:
+    """Do one job's writes in a savepoint; if the job moved or vanished since the snapshot, undo them, log, go on."""
+    if job is None:
+        logger.info("job %s was deleted since this cycle's snapshot; skipped", job_id)
+        return False
+    try:
+        with transaction.atomic():
+            write()
+    except IllegalTransition as exc:
+        logger.info("job %s changed since this cycle's snapshot (%s); skipped", job_id, exc)
+        return False
+    return True
+
+
+def _preempt(job: Job, reason: str, for_job_id: int, now: datetime) -> tuple[int, int]:
+    job = job_transition(job, JobState.PREEMPTED, reason=fit_reason(reason), now=now)
+    # Requeued at once, keeping its submit time and so its age.
+    why = f"Requeued after preemption by job {for_job_id}."
+    job_transition(job, JobState.PENDING, reason=why, now=now, pending_reason_code="PREEMPTED", pending_reason=why, over_quota=False)
+    return job.pk, job.attempt
+
+
+def _place(job: Job, placement: Placement, node_ids: dict[str, int], now: datetime) -> None:
+    attempt = job.attempt + 1
+    job_transition(
+        job,
+        JobState.SCHEDULED,
+        reason=fit_reason(
+            f"Placed on {', '.join(placement.node_names)}" + (" (borrowing idle GPUs beyond its quota)." if placement.over_quota else ".")
+        ),
+        now=now,
+        attempt=attempt,
+        scheduled_at=now,
+        over_quota=placement.over_quota,
+        estimated_start=None,
+        charged_until=now,
+    )
+    Allocation.objects.bulk_create(
+        Allocation(job=job, node_id=node_ids[name], attempt=attempt, rank=rank, gpus=gpus, allocated_at=now)
+        for rank, (name, gpus) in enumerate(zip(placement.node_names, placement.gpus_held, strict=True))
+    )
 
 
 def _gang_spec(job: Job, node_names: tuple[str, ...]) -> GangSpec:
