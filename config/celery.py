@@ -8,7 +8,7 @@ from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-app = Celery("muster", task_cls="celery.contrib.django.task:DjangoTask")
+app = Celery("muster", task_cls="config.celery_task:MusterTask")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
@@ -20,3 +20,6 @@ def _schedule_cycles(sender: Celery, **_: object) -> None:
     interval = settings.MUSTER_CYCLE_INTERVAL_SECONDS
     # expires: a tick nobody picked up in time is dropped, the next one does the work.
     sender.add_periodic_task(interval, sender.signature("jobs.tasks.scheduling_cycle", expires=max(interval, 1.0)), name="scheduling cycle")
+    # Runs whose telemetry store task was lost (a broker outage, a killed worker) are found and stored again.
+    sweep = settings.MUSTER_TELEMETRY_STORE_SWEEP_SECONDS
+    sender.add_periodic_task(sweep, sender.signature("telemetry.tasks.telemetry_store_due", expires=sweep), name="telemetry store sweep")

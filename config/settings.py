@@ -196,7 +196,13 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 # The live job page's renders are shared for a few seconds between its viewers: across web
 # workers through Redis when there is one, else within each process.
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": "muster"}
+    "default": {
+        # Fails open (config/cache.py): while Redis is away the cache is a miss, never a 500.
+        "BACKEND": "config.cache.FailOpenRedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "muster",
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
+    }
     if REDIS_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
@@ -209,9 +215,11 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "data_folder_in": str(_spool / "queue"),
         "data_folder_out": str(_spool / "queue"),
         "processed_folder": str(_spool / "processed"),
+        # kombu's exchange table; its default is ./control, in whatever directory a process started from.
+        "control_folder": str(_spool / "control"),
         "store_processed": False,
     }
-    for _folder in ("queue", "processed"):
+    for _folder in ("queue", "processed", "control"):
         (_spool / _folder).mkdir(parents=True, exist_ok=True)
 else:
     # Longer than any task's hard time limit, so an unacked task is not redelivered while it runs.
@@ -224,6 +232,9 @@ CELERY_TASK_TIME_LIMIT = 300
 CELERY_TASK_SOFT_TIME_LIMIT = 240
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker whose broker is away keeps trying for as long as it takes (Celery's default gives up after 100 tries
+# and exits); the jobs it would have moved are found again by the first cycle after the broker is back.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_TIMEZONE = TIME_ZONE
 
 # --- Muster -----------------------------------------------------------------
@@ -419,6 +430,11 @@ MUSTER_TELEMETRY_MAX_SAMPLES_PER_JOB = env_int("MUSTER_TELEMETRY_MAX_SAMPLES_PER
 MUSTER_TELEMETRY_PUSH_GRACE_SECONDS = env_int("MUSTER_TELEMETRY_PUSH_GRACE_SECONDS", 600)
 # Where pods reach Muster, for MUSTER_TELEMETRY_URL in their environment (e.g. http://muster-web.muster:8000).
 MUSTER_PUBLIC_URL = os.environ.get("MUSTER_PUBLIC_URL", "").rstrip("/")
+# A finished run whose store task has not stored it this long after it ended is enqueued again by a sweep every
+# MUSTER_TELEMETRY_STORE_SWEEP_SECONDS, waiting twice as long after each try, up to MUSTER_TELEMETRY_STORE_MAX_TRIES.
+MUSTER_TELEMETRY_STORE_RETRY_SECONDS = env_int("MUSTER_TELEMETRY_STORE_RETRY_SECONDS", 120)
+MUSTER_TELEMETRY_STORE_SWEEP_SECONDS = env_int("MUSTER_TELEMETRY_STORE_SWEEP_SECONDS", 60)
+MUSTER_TELEMETRY_STORE_MAX_TRIES = env_int("MUSTER_TELEMETRY_STORE_MAX_TRIES", 12)
 # Efficiency flags: a GPU below this utilisation for this long is idle; jobs of at least this many GPUs should use tensor cores.
 MUSTER_TELEMETRY_IDLE_PERCENT = env_float("MUSTER_TELEMETRY_IDLE_PERCENT", 5.0)
 MUSTER_TELEMETRY_IDLE_SECONDS = env_int("MUSTER_TELEMETRY_IDLE_SECONDS", 600)

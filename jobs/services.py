@@ -152,7 +152,7 @@ def job_transition(job: Job, to_state: str, *, reason: str, now: datetime | None
             Allocation.objects.filter(job=job, released_at__isnull=True).update(released_at=now)
         if from_state == JobState.RUNNING:
             # The run's GPU and network series are downsampled and stored once this commits.
-            telemetry_job_left_running(job=job, attempt=job.attempt)
+            telemetry_job_left_running(job=job, attempt=job.attempt, now=now)
     job.state = to_state
     for key, value in fields.items():
         setattr(job, key, value)

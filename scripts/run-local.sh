@@ -24,7 +24,7 @@ trap stop INT TERM EXIT
 
 "$BIN/gunicorn" config.wsgi --bind "$HOST:$PORT" --workers 2 --access-logfile - --log-level warning &
 pids+=($!)
-"$BIN/celery" -A config worker --loglevel WARNING --concurrency 1 --hostname "muster@%h" &
+"$BIN/celery" -A config worker --loglevel WARNING --concurrency 1 --hostname "muster@%h" --without-gossip --without-mingle --without-heartbeat &
 pids+=($!)
 "$BIN/celery" -A config beat --loglevel WARNING --schedule "$MUSTER_DATA_DIR/celerybeat-schedule" &
 pids+=($!)

@@ -160,3 +160,27 @@ class TelemetryCredential(models.Model):
 
     def __str__(self) -> str:
         return f"telemetry credential of job {self.job_id}"
+
+
+class RunStoreDue(models.Model):
+    """A finished run whose series are not stored yet: the transactional outbox of the store task.
+
+    Written in the same transaction as the job's move out of RUNNING, deleted once the run is
+    stored. The task is also enqueued at once; this row is how a run whose task was lost (the
+    broker was down at the commit, a worker died holding it) is still stored within minutes,
+    rather than when Redis redelivers an unacknowledged message an hour later, or never.
+    """
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs_to_store")
+    attempt = models.PositiveIntegerField()
+    # When the sweep enqueues the store task (again) if the row is still here.
+    due_at = models.DateTimeField()
+    tries = models.PositiveIntegerField(default=0)
+    last_error = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "attempt"], name="run_store_due_unique")]
+        indexes = [models.Index(fields=["due_at"], name="run_store_due_at")]
+
+    def __str__(self) -> str:
+        return f"store job {self.job_id} attempt {self.attempt} (due {self.due_at:%Y-%m-%d %H:%M:%S})"

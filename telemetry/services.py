@@ -16,11 +16,11 @@ from jobs.states import ACTIVE_STATES, JobState
 from telemetry.catalogue import METRICS, Level, Scope
 from telemetry.downsampling import samples_mean, store_step
 from telemetry.efficiency import site_efficiency_flags
-from telemetry.models import JobSeries, JobTelemetrySummary, NcclSample, TelemetryCredential
+from telemetry.models import JobSeries, JobTelemetrySummary, NcclSample, RunStoreDue, TelemetryCredential
 from telemetry.nccl_formats import NcclRecord, parse_push
 from telemetry.rollups import roll_up
 from telemetry.selectors import job_run, job_target
-from telemetry.sources import Series, TelemetrySource, get_source
+from telemetry.sources import Series, TelemetrySource, TelemetryUnavailable, get_source
 from telemetry.summaries import SUMMARY_METRICS, summary_fields
 
 logger = logging.getLogger(__name__)
@@ -35,15 +35,58 @@ class PushRefused(Exception):
         self.retry_after = retry_after
 
 
-def telemetry_job_left_running(*, job: Job, attempt: int) -> None:
+def telemetry_job_left_running(*, job: Job, attempt: int, now: datetime | None = None) -> None:
     """Called by `job_transition` when a job leaves RUNNING: store that run's series once the transition commits.
 
     A Celery task does the work, so a slow or unreachable telemetry source never holds up the
-    scheduling cycle that ended the job; the task retries while the source is unavailable.
+    scheduling cycle that ended the job. The run is also written down as due (in the caller's
+    transaction): if the task is lost or the source is away, the sweep enqueues it again.
     """
     from telemetry.tasks import telemetry_store_run_task
 
+    due = (now or timezone.now()) + timedelta(seconds=settings.MUSTER_TELEMETRY_STORE_RETRY_SECONDS)
+    RunStoreDue.objects.update_or_create(job=job, attempt=attempt, defaults={"due_at": due, "tries": 0, "last_error": ""})
     telemetry_store_run_task.delay_on_commit(job.pk, attempt)
+
+
+def telemetry_store_attempt(*, job_id: int, attempt: int, source: TelemetrySource | None = None, now: datetime | None = None) -> int:
+    """The store task's body: store the run, or note why not so the sweep tries again later. Never raises for an away source."""
+    try:
+        stored = telemetry_store_run(job_id=job_id, attempt=attempt, source=source, now=now)
+    except TelemetryUnavailable as exc:
+        logger.warning("telemetry of job %s attempt %s not stored yet (the sweep retries): %s", job_id, attempt, exc)
+        RunStoreDue.objects.filter(job_id=job_id, attempt=attempt).update(last_error=str(exc)[:500])
+        return 0
+    RunStoreDue.objects.filter(job_id=job_id, attempt=attempt).delete()
+    return stored
+
+
+def telemetry_store_due(*, now: datetime | None = None, limit: int = 200) -> list[tuple[int, int]]:
+    """Enqueue the store task again for runs still not stored past their due time; returns the runs enqueued.
+
+    Each try waits twice as long as the one before (from MUSTER_TELEMETRY_STORE_RETRY_SECONDS), so a
+    telemetry source that is away for hours is not hammered; after MUSTER_TELEMETRY_STORE_MAX_TRIES the
+    run is given up with an error in the log (its live series stay readable while the source keeps them).
+    """
+    from telemetry.tasks import telemetry_store_run_task
+
+    now = now or timezone.now()
+    enqueued: list[tuple[int, int]] = []
+    with transaction.atomic():
+        due = list(RunStoreDue.objects.select_for_update(skip_locked=True).filter(due_at__lte=now).order_by("due_at")[:limit])
+        for row in due:
+            if row.tries >= settings.MUSTER_TELEMETRY_STORE_MAX_TRIES:
+                logger.error(
+                    "gave up storing telemetry of job %s attempt %s after %s tries: %s", row.job_id, row.attempt, row.tries, row.last_error
+                )
+                row.delete()
+                continue
+            row.tries += 1
+            row.due_at = now + timedelta(seconds=settings.MUSTER_TELEMETRY_STORE_RETRY_SECONDS * 2**row.tries)
+            row.save(update_fields=["tries", "due_at"])
+            telemetry_store_run_task.delay_on_commit(row.job_id, row.attempt)
+            enqueued.append((row.job_id, row.attempt))
+    return enqueued
 
 
 def _job_for_telemetry(job_id: int) -> Job | None:

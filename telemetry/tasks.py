@@ -4,20 +4,17 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from telemetry.services import telemetry_store_run
-from telemetry.sources import TelemetryUnavailable
+from telemetry.services import telemetry_store_attempt, telemetry_store_due
 
 
-# Idempotent (a rerun replaces the run's rows in one transaction), so acks_late is safe.
-# A source that is down is retried with backoff; the run's series stay readable live meanwhile.
-@shared_task(
-    name="telemetry.tasks.telemetry_store_run",
-    acks_late=True,
-    ignore_result=True,
-    autoretry_for=(TelemetryUnavailable,),
-    retry_backoff=30,
-    retry_backoff_max=1800,
-    max_retries=8,
-)
+# Idempotent (a rerun replaces the run's rows in one transaction), so acks_late is safe. A source that
+# is away is not retried here: the run stays due and the sweep below enqueues it again, with backoff.
+@shared_task(name="telemetry.tasks.telemetry_store_run", acks_late=True, ignore_result=True)
 def telemetry_store_run_task(job_id: int, attempt: int) -> int:
-    return telemetry_store_run(job_id=job_id, attempt=attempt)
+    return telemetry_store_attempt(job_id=job_id, attempt=attempt)
+
+
+# Beat fires it every MUSTER_TELEMETRY_STORE_SWEEP_SECONDS; rows are claimed with SKIP LOCKED, so overlaps are harmless.
+@shared_task(name="telemetry.tasks.telemetry_store_due", ignore_result=True)
+def telemetry_store_due_task() -> int:
+    return len(telemetry_store_due())

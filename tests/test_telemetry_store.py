@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from jobs.models import Job
 from telemetry.catalogue import METRICS, Level
 from telemetry.downsampling import samples_integral, samples_mean
-from telemetry.models import JobSeries, JobTelemetrySummary
-from telemetry.services import telemetry_store_run
+from telemetry.models import JobSeries, JobTelemetrySummary, RunStoreDue
+from telemetry.services import telemetry_store_due, telemetry_store_run
 from tests.telemetry_helpers import run_to_end, store_runs_when_they_end
 
 
@@ -89,7 +91,6 @@ def test_a_cancelled_running_job_keeps_its_charts(submit, sim, api, monkeypatch,
 
 
 def test_the_store_task_stores_the_run(submit, sim, monkeypatch, django_capture_on_commit_callbacks) -> None:
-    from telemetry.sources import TelemetryUnavailable
     from telemetry.tasks import telemetry_store_run_task
 
     enqueued: list[tuple[int, int]] = []
@@ -97,7 +98,58 @@ def test_the_store_task_stores_the_run(submit, sim, monkeypatch, django_capture_
     job_id = submit(nodes=1, gpus_per_node=2, simulate={"duration_seconds": 20})["id"]
     run_to_end(sim, job_id, django_capture_on_commit_callbacks)
     assert enqueued == [(job_id, 1)] and not JobSeries.objects.filter(job_id=job_id).exists()
+    assert RunStoreDue.objects.filter(job_id=job_id, attempt=1).exists()
     assert telemetry_store_run_task.apply(args=enqueued[0]).get() > 0
     assert JobTelemetrySummary.objects.filter(job_id=job_id).exists()
-    # A source that is down is retried, not dropped.
-    assert TelemetryUnavailable in telemetry_store_run_task.autoretry_for
+    # Stored: nothing is left due.
+    assert not RunStoreDue.objects.exists()
+
+
+def test_a_run_whose_store_task_was_lost_or_failed_is_stored_by_the_sweep(
+    submit, sim, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    from telemetry.sources import TelemetryUnavailable
+    from telemetry.sources.simulated import SimulatedTelemetry
+    from telemetry.tasks import telemetry_store_run_task
+
+    enqueued: list[tuple[int, int]] = []
+    monkeypatch.setattr(telemetry_store_run_task, "delay_on_commit", lambda *args: enqueued.append(args))
+    job_id = submit(nodes=1, gpus_per_node=2, simulate={"duration_seconds": 20})["id"]
+    job = run_to_end(sim, job_id, django_capture_on_commit_callbacks)
+    ended = job.finished_at
+    assert enqueued == [(job_id, 1)]
+    enqueued.clear()  # the task is lost: the broker was down, or the worker died holding it
+
+    # Not due yet: a task that is merely slow is not doubled.
+    assert telemetry_store_due(now=ended + timedelta(seconds=60)) == []
+    # Due: enqueued again. The source is away this time, so the run stays due, later.
+    assert telemetry_store_due(now=ended + timedelta(seconds=121)) == [(job_id, 1)]
+
+    def away(*args, **kwargs):
+        raise TelemetryUnavailable("Prometheus is down")
+
+    monkeypatch.setattr(SimulatedTelemetry, "read", away)
+    assert telemetry_store_run_task.apply(args=enqueued.pop()).get() == 0
+    row = RunStoreDue.objects.get(job_id=job_id)
+    assert row.tries == 1 and "Prometheus is down" in row.last_error
+    assert telemetry_store_due(now=ended + timedelta(seconds=300)) == []  # backing off
+    monkeypatch.undo()
+    monkeypatch.setattr(telemetry_store_run_task, "delay_on_commit", lambda *args: enqueued.append(args))
+    assert telemetry_store_due(now=row.due_at) == [(job_id, 1)]
+    assert telemetry_store_run_task.apply(args=enqueued.pop()).get() > 0
+    assert JobTelemetrySummary.objects.filter(job_id=job_id).exists()
+    assert not RunStoreDue.objects.exists()
+
+
+def test_the_sweep_gives_up_after_its_tries(submit, sim, monkeypatch, settings, django_capture_on_commit_callbacks) -> None:
+    from telemetry.tasks import telemetry_store_run_task
+
+    settings.MUSTER_TELEMETRY_STORE_MAX_TRIES = 2
+    monkeypatch.setattr(telemetry_store_run_task, "delay_on_commit", lambda *args: None)
+    job_id = submit(nodes=1, gpus_per_node=2, simulate={"duration_seconds": 20})["id"]
+    run_to_end(sim, job_id, django_capture_on_commit_callbacks)
+    far = timezone.now() + timedelta(days=30)
+    assert telemetry_store_due(now=far) == [(job_id, 1)]
+    assert telemetry_store_due(now=far + timedelta(days=1)) == [(job_id, 1)]
+    assert telemetry_store_due(now=far + timedelta(days=2)) == []
+    assert not RunStoreDue.objects.exists()

@@ -23,4 +23,4 @@ class Command(BaseCommand):
             raise CommandError("muster_watch follows a Kubernetes cluster; set MUSTER_CLUSTER=kubernetes.")
         cluster = KubernetesCluster.from_settings()
         self.stdout.write(f"watching pods in namespace {cluster.options.namespace} and nodes; Ctrl-C stops")
-        watch_forever(cluster, Trigger(fire=scheduling_cycle.delay, debounce=debounce))
+        watch_forever(cluster, Trigger(fire=scheduling_cycle.publish_quietly, debounce=debounce))
