@@ -1,6 +1,44 @@
-from django.contrib import admin
+"""Django admin for jobs and nodes: raw edits, with the guards that keep the cluster and the ledger honest.
 
+A job that holds GPUs (SCHEDULED or RUNNING) cannot be deleted here, and a job that
+has left PENDING keeps its shape: its pods run what it was scheduled as, and the
+ledger charged that. Admins cancel such jobs instead (the "Cancel selected jobs"
+action, the job page or the API), which tears the gang down and charges it properly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.actions import delete_selected as django_delete_selected
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest, HttpResponse
+
+from jobs.errors import JobFinished
 from jobs.models import Allocation, Job, JobEvent, Node
+from jobs.services import job_cancel
+from jobs.states import ACTIVE_STATES, JobState
+
+# What a job asks for and runs as. Fixed once it leaves PENDING: changing them under a gang that
+# was placed and charged for another shape would lie to the scheduler, the cluster and the ledger.
+SHAPE_FIELDS = (
+    "owner", "team", "image", "command", "env", "nodes", "gpus_per_node", "wall_time_seconds",
+    "priority_class", "preemptible", "max_restarts", "simulate",
+)  # fmt: skip
+
+# Written only by the scheduler and the ledger, whatever the state.
+BOOKKEEPING_FIELDS = (
+    "state", "state_reason", "pending_reason_code", "pending_reason", "attempt", "restarts", "exit_code",
+    "launch_failures", "launch_not_before", "over_quota", "estimated_start", "charged_until",
+    "submitted_at", "scheduled_at", "started_at", "finished_at",
+)  # fmt: skip
+
+
+def _holds_gpus(job: Job | None) -> bool:
+    return job is not None and job.state in ACTIVE_STATES
 
 
 class JobEventInline(admin.TabularInline):
@@ -9,6 +47,9 @@ class JobEventInline(admin.TabularInline):
     can_delete = False
     readonly_fields = ["at", "from_state", "to_state", "reason", "attempt"]
 
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
 
 class AllocationInline(admin.TabularInline):
     model = Allocation
@@ -16,18 +57,119 @@ class AllocationInline(admin.TabularInline):
     can_delete = False
     readonly_fields = ["node", "attempt", "rank", "gpus", "allocated_at", "released_at"]
 
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        # Allocations are the scheduler's record of GPUs held; one added by hand would hold GPUs no pod uses.
+        return False
+
 
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
     list_display = ["id", "name", "owner", "team", "state", "nodes", "gpus_per_node", "priority_class", "submitted_at"]
     list_filter = ["state", "priority_class", "team"]
     search_fields = ["name", "owner__username", "image"]
-    # State changes go through services (cancel in the UI/API), never through a raw edit here.
-    readonly_fields = [
-        "state", "state_reason", "pending_reason_code", "pending_reason", "attempt", "restarts", "exit_code",
-        "submitted_at", "scheduled_at", "started_at", "finished_at",
-    ]  # fmt: skip
     inlines = [AllocationInline, JobEventInline]
+    # Our delete_selected replaces the site-wide action of the same name.
+    actions = ["cancel_selected", "delete_selected"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Job | None = None) -> list[str]:
+        # State changes go through services (cancel in the UI/API), never through a raw edit here.
+        fields = list(BOOKKEEPING_FIELDS)
+        if obj is not None and obj.state != JobState.PENDING:
+            fields += SHAPE_FIELDS
+        return fields
+
+    def has_delete_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
+        if _holds_gpus(obj):
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None) -> HttpResponse:
+        if request.method == "GET":
+            job = self.get_object(request, object_id)
+            if job is not None and job.state != JobState.PENDING:
+                held = " It holds GPUs, so it cannot be deleted either." if _holds_gpus(job) else ""
+                self.message_user(
+                    request,
+                    f"Job {job.pk} is {job.state}: what it runs (owner, team, image, command, env, nodes, GPUs, wall time, "
+                    f"priority class, preemptible, restarts) is read-only.{held} To stop it, cancel it "
+                    "(the 'Cancel selected jobs' action on the list, or the job's page).",
+                    messages.WARNING,
+                )
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def save_model(self, request: HttpRequest, obj: Job, form: Any, change: bool) -> None:
+        if not change:
+            super().save_model(request, obj, form, change)
+            return
+        with transaction.atomic():
+            # Locked, and only the edited columns written: a plain save() would write back the state,
+            # attempt and allocation bookkeeping read when the form was posted, over the cycle's.
+            current = Job.objects.select_for_update().get(pk=obj.pk)
+            fields = list(form.changed_data)
+            if current.state != JobState.PENDING:
+                dropped = [f for f in fields if f in SHAPE_FIELDS]
+                stale = [f for f in SHAPE_FIELDS if f in request.POST]
+                if dropped or stale:
+                    self.message_user(
+                        request,
+                        f"Job {obj.pk} left PENDING ({current.state}) while you edited it: its shape was not changed. "
+                        "Cancel it and submit a new job instead.",
+                        messages.ERROR,
+                    )
+                fields = [f for f in fields if f not in SHAPE_FIELDS]
+            if fields:
+                obj.save(update_fields=[*fields, "updated_at"])
+
+    def delete_model(self, request: HttpRequest, obj: Job) -> None:
+        with transaction.atomic():
+            # Re-read under the lock: the job may have been scheduled since the page was shown.
+            if _holds_gpus(Job.objects.select_for_update().filter(pk=obj.pk).first()):
+                raise PermissionDenied(f"Job {obj.pk} holds GPUs now; cancel it instead.")
+            super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        with transaction.atomic():
+            if _locked(queryset).filter(state__in=ACTIVE_STATES).exists():
+                raise PermissionDenied("Some of these jobs hold GPUs now; cancel them instead.")
+            super().delete_queryset(request, queryset)
+
+    @admin.action(permissions=["delete"], description="Delete selected jobs (not those holding GPUs)")
+    def delete_selected(self, request: HttpRequest, queryset: QuerySet[Job]) -> HttpResponse | None:
+        with transaction.atomic():
+            active = list(_locked(queryset).filter(state__in=ACTIVE_STATES).values_list("pk", "state"))
+            if active:
+                listed = ", ".join(f"{pk} ({state})" for pk, state in active)
+                self.message_user(
+                    request,
+                    f"Nothing was deleted: job{'s' if len(active) > 1 else ''} {listed} hold{'' if len(active) > 1 else 's'} "
+                    "GPUs. Cancel them first (the 'Cancel selected jobs' action); ended jobs can be deleted, and their "
+                    "usage stays in the ledger.",
+                    messages.ERROR,
+                )
+                return None
+            return django_delete_selected(self, request, queryset)
+
+    @admin.action(permissions=["change"], description="Cancel selected jobs (tear down their pods)")
+    def cancel_selected(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        cancelled, ended = [], []
+        for job in queryset.order_by("pk"):
+            try:
+                job_cancel(job=job, by=request.user)
+            except JobFinished:
+                ended.append(str(job.pk))
+            else:
+                cancelled.append(str(job.pk))
+        if cancelled:
+            self.message_user(request, f"Cancelled job{'s' if len(cancelled) > 1 else ''} {', '.join(cancelled)}.", messages.SUCCESS)
+        if ended:
+            self.message_user(request, f"Already ended, left as they were: {', '.join(ended)}.", messages.WARNING)
+
+
+def _locked(queryset: QuerySet[Job]) -> QuerySet[Job]:
+    """The selected jobs' rows, locked in id order until the transaction ends (no joins: PostgreSQL locks no outer join)."""
+    pks = list(queryset.order_by().values_list("pk", flat=True))
+    list(Job.objects.select_for_update().filter(pk__in=pks).order_by("pk").values_list("pk", flat=True))
+    return Job.objects.filter(pk__in=pks)
 
 
 @admin.register(Node)

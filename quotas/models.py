@@ -77,7 +77,10 @@ class UsageCharge(models.Model):
     node pays a quarter.
     """
 
-    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="charges")
+    # The ledger outlives the job: deleting a finished job (Django admin) keeps what it was charged,
+    # and `job_number` still says which job it was.
+    job = models.ForeignKey("jobs.Job", on_delete=models.SET_NULL, null=True, blank=True, related_name="charges")
+    job_number = models.BigIntegerField(help_text="The job's id, kept after the job is deleted.")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="charges")
     team = models.ForeignKey(Team, on_delete=models.PROTECT, null=True, blank=True, related_name="charges")
     period_start = models.DateTimeField()
@@ -90,4 +93,4 @@ class UsageCharge(models.Model):
         indexes = [models.Index(fields=["period_start", "user"]), models.Index(fields=["period_start", "team"])]
 
     def __str__(self) -> str:
-        return f"job {self.job_id} in period {self.period_start:%Y-%m-%d}: {self.node_seconds / 3600:.2f} node-hours"
+        return f"job {self.job_number} in period {self.period_start:%Y-%m-%d}: {self.node_seconds / 3600:.2f} node-hours"

@@ -158,6 +158,7 @@ def ledger_charge_active(*, until: datetime) -> int:
             [
                 UsageCharge(
                     job_id=job_id,
+                    job_number=job_id,
                     user_id=jobs[job_id][0],
                     team_id=jobs[job_id][1],
                     period_start=period_start,
@@ -182,6 +183,7 @@ def _charge_add(job: Job, period_start: datetime, *, node_seconds: float, gpu_se
         with transaction.atomic():
             UsageCharge.objects.create(
                 job_id=job.pk,
+                job_number=job.pk,
                 user_id=job.owner_id,
                 team_id=job.team_id,
                 period_start=period_start,
