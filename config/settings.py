@@ -85,6 +85,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so a database that is away while sessions or accounts are read still answers 503, not 500.
+    "config.middleware.DatabaseUnavailableMiddleware",
+    # Before any view parses it, so a deeply nested body or a NUL in the query is a 400 everywhere, login or not.
+    "config.middleware.MalformedInputMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -189,6 +193,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # Jobs and nodes both have a `state`; name their enums apart.
     "ENUM_NAME_OVERRIDES": {"JobStateEnum": "jobs.states.JobState", "NodeStateEnum": "jobs.models.NodeState"},
+    # Every error each operation can answer with, and `additionalProperties: false` on strict request bodies.
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "jobs.api.schema.document_errors"],
 }
 
 # --- Celery and the cache -----------------------------------------------------

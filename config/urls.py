@@ -17,3 +17,7 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
     path("", include("frontend.urls")),
 ]
+
+# JSON under /api/, the site's pages elsewhere (jobs/api/errors.py).
+handler404 = "jobs.api.errors.json_not_found"
+handler500 = "jobs.api.errors.json_server_error"

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from jobs.api.json_limits import json_depth_error
+
 MAX_MSG_SIZE_BYTES = 2**50  # 1 PiB
 MAX_EXEC_TIME_US = 3_600_000_000.0  # one hour
 MAX_BANDWIDTH_GBS = 100_000.0  # far above any link today (NVLink 5 is 1,800 GB/s per GPU)
@@ -109,6 +111,9 @@ def parse_push(body: bytes, content_type: str, *, max_records: int, now: datetim
 
 
 def _json(text: str, where: str) -> Any:
+    too_deep = json_depth_error(text.encode())
+    if too_deep:
+        raise PushInvalid({where: [too_deep]})
     try:
         # Refuse NaN/Infinity literals: they are not JSON, and not bandwidths.
         return json.loads(text, parse_constant=_reject_constant)

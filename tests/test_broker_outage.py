@@ -8,15 +8,11 @@ figures were taken with 30).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,18 +24,13 @@ from jobs.models import Job
 from jobs.states import JobState
 from quotas.models import Quota
 from tests.conftest import PASSWORD
-from tests.test_worker import ROOT, Processes, wait_for
+from tests.live_server import Api, free_port, start_gunicorn
+from tests.test_worker import Processes, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 OUTAGE_SECONDS = float(os.environ.get("MUSTER_TEST_OUTAGE_SECONDS", "10"))
 # The worker's flags as shipped (docker-compose.yml, platform/kubernetes/muster.yaml, scripts/run-local.sh).
 WORKER_ARGS = ("worker", "--loglevel", "INFO", "--concurrency", "1", "--without-gossip", "--without-mingle", "--without-heartbeat")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Redis:
@@ -79,29 +70,6 @@ class Redis:
             self.proc = None
 
 
-class Api:
-    def __init__(self, base: str) -> None:
-        self.base = base
-        self.token = ""
-
-    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        data = json.dumps(body).encode() if body is not None else None
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.token:
-            headers["Authorization"] = f"Token {self.token}"
-        request = urllib.request.Request(self.base + path, data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return response.status, json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read()[:300]
-
-    def login(self, username: str) -> None:
-        status, body = self.call("POST", "/api/v1/auth/token/", {"username": username, "password": PASSWORD})
-        assert status == 200, body
-        self.token = body["token"]
-
-
 @pytest.fixture
 def stack(require_postgres: None, require_redis: None, tmp_path: Path) -> Iterator[tuple[Processes, Redis, Api]]:
     redis = Redis(tmp_path)
@@ -109,30 +77,13 @@ def stack(require_postgres: None, require_redis: None, tmp_path: Path) -> Iterat
     procs = Processes(tmp_path)
     procs.env.update({"REDIS_URL": redis.url, "CELERY_BROKER_URL": redis.url, "MUSTER_SIM_DEFAULT_DURATION_SECONDS": "2"})
     procs.env.pop("MUSTER_REQUIRE_SERVICES", None)
-    port = free_port()
-    log = tmp_path / "web.log"
-    web = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2", "--timeout", "60"],
-        cwd=ROOT,
-        env=procs.env,
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-    )
-    procs.procs.append((web, log))  # type: ignore[arg-type]
-    api = Api(f"http://127.0.0.1:{port}")
-    wait_for(lambda: _up(api), 60, "gunicorn to answer")
+    web, api = start_gunicorn(procs.env, tmp_path / "web.log")
+    procs.procs.append((web, tmp_path / "web.log"))
     try:
         yield procs, redis, api
     finally:
         procs.stop()
         redis.stop()
-
-
-def _up(api: Api) -> bool:
-    try:
-        return api.call("GET", "/api/schema/")[0] in (200, 401, 403)
-    except OSError:
-        return False
 
 
 def job_body(i: int) -> dict[str, Any]:

@@ -7,6 +7,9 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DatabaseError, InterfaceError, OperationalError
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework import status
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.response import Response
@@ -26,6 +29,12 @@ class ClusterUnreachable(APIException):
     default_code = "cluster_unavailable"
 
 
+class DatabaseUnavailable(APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "database_unavailable"
+    default_detail = "The database cannot be reached right now; nothing was changed. Try again shortly."
+
+
 class PayloadTooLarge(APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_code = "payload_too_large"
@@ -41,4 +50,32 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = PayloadTooLarge(f"The request body is too large; the limit is {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.")
     elif isinstance(exc, DjangoValidationError):
         exc = ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages})
-    return drf_exception_handler(exc, context)
+    elif isinstance(exc, DatabaseError) and database_is_away(exc):
+        exc = DatabaseUnavailable()
+    response = drf_exception_handler(exc, context)
+    if response is not None and response.status_code == status.HTTP_503_SERVICE_UNAVAILABLE:
+        response.headers.setdefault("Retry-After", str(RETRY_AFTER_SECONDS))
+    return response
+
+
+# What a client is told to wait before retrying when the database or the cluster is away.
+RETRY_AFTER_SECONDS = 30
+
+
+def database_is_away(exc: BaseException) -> bool:
+    """A lost or refused connection (OperationalError, InterfaceError), not a bad query or a broken constraint."""
+    return isinstance(exc, OperationalError | InterfaceError)
+
+
+def json_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler404: JSON under /api/ (a path that matches no route, e.g. /api/v1/jobs/x.y/), Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return defaults.page_not_found(request, exception or Http404())
+
+
+def json_server_error(request: HttpRequest) -> HttpResponse:
+    """handler500: JSON under /api/, Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Server error: the request failed; it has been logged."}, status=500)
+    return defaults.server_error(request)

@@ -39,6 +39,7 @@ class JobSubmitSerializer(StrictSerializer):
     command = serializers.ListField(
         child=serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=validators.COMMAND_MAX_BYTES),
         allow_empty=False,
+        min_length=1,
         max_length=validators.COMMAND_MAX_ARGS,
     )
     nodes = serializers.IntegerField(min_value=1, max_value=100_000)
@@ -49,7 +50,8 @@ class JobSubmitSerializer(StrictSerializer):
         required=False,
         default=dict,
     )
-    priority_class = serializers.CharField(required=False)
+    # Choices are the site's classes, read when the serializer is made (the schema lists them as an enum).
+    priority_class = serializers.ChoiceField(choices=[], required=False)
     max_restarts = serializers.IntegerField(min_value=0, required=False, default=0)
     team = serializers.CharField(required=False, allow_null=True, default=None)
     simulate = SimulateSerializer(required=False, allow_null=True, default=None)
@@ -87,12 +89,12 @@ class JobSubmitSerializer(StrictSerializer):
             raise serializers.ValidationError(f"The site maximum wall time is {limit} seconds; asked for {value}.")
         return value
 
-    def validate_priority_class(self, value: str) -> str:
-        if value not in settings.MUSTER_PRIORITY_CLASSES:
-            raise serializers.ValidationError(
-                f"Unknown priority class {value!r}; choose one of {', '.join(settings.MUSTER_PRIORITY_CLASSES)}."
-            )
-        return value
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        classes = settings.MUSTER_PRIORITY_CLASSES
+        field = self.fields["priority_class"]
+        field.choices = classes
+        field.error_messages["invalid_choice"] = f"Unknown priority class {{input!r}}; choose one of {', '.join(classes)}."
 
     def validate_max_restarts(self, value: int) -> int:
         if value > settings.MUSTER_MAX_RESTARTS:

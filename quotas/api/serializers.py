@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from rest_framework import serializers
@@ -69,6 +70,19 @@ class ReportQuerySerializer(StrictSerializer):
     format = serializers.ChoiceField(choices=["json", "csv"], required=False)
 
     MAX_DAYS = 3660
+    # Beyond these, a period's end (the day after `end`) would overflow Python's dates.
+    EARLIEST, LATEST = date(1970, 1, 1), date(2999, 12, 31)
+
+    def _in_range(self, value: date) -> date:
+        if not self.EARLIEST <= value <= self.LATEST:
+            raise serializers.ValidationError(f"A date between {self.EARLIEST} and {self.LATEST}.")
+        return value
+
+    def validate_start(self, value: date) -> date:
+        return self._in_range(value)
+
+    def validate_end(self, value: date) -> date:
+        return self._in_range(value)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         start, end = attrs.get("start"), attrs.get("end")

@@ -1,0 +1,109 @@
+"""Inputs that used to answer 500 now get a clear 4xx, and a database that is away gets a JSON 503 with a retry hint."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from jobs.api.json_limits import MAX_JSON_DEPTH, json_depth_error
+from jobs.models import Job
+from tests.conftest import job_payload
+from tests.live_server import free_port, start_gunicorn
+
+DEEP = ("[" * 1000 + "]" * 1000).encode()
+
+
+def test_json_depth_is_measured_outside_strings() -> None:
+    assert json_depth_error(b'{"a": [[["[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["]]]}') is None
+    assert json_depth_error(("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH).encode()) is None
+    assert json_depth_error(("[" * (MAX_JSON_DEPTH + 1)).encode()) is not None
+    assert json_depth_error(b'{"a": "\\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}') is None
+
+
+@pytest.mark.parametrize("path", ["/api/v1/auth/token/", "/api/v1/jobs/", "/api/v1/jobs/1/telemetry/"])
+def test_deeply_nested_json_is_a_400_logged_in_or_not(client, path: str) -> None:
+    response = client.post(path, DEEP, content_type="application/json")
+    assert response.status_code == 400
+    assert "nests deeper than" in response.json()["detail"]
+
+
+def test_deeply_nested_json_is_a_400_for_a_signed_in_submit_and_creates_nothing(api, sim) -> None:
+    response = api.post("/api/v1/jobs/", DEEP, content_type="application/json")
+    assert response.status_code == 400
+    assert not Job.objects.exists()
+
+
+def test_a_nul_in_the_query_string_is_a_400(admin_api) -> None:
+    response = admin_api.get("/api/v1/usage/", {"user": "\x00"})
+    assert response.status_code == 400
+    assert response.json() == {"detail": "The query string contains a NUL character."}
+
+
+@pytest.mark.parametrize("query", [{"end": "9999-12-31"}, {"start": "0001-01-01"}, {"start": "2026-01-01", "end": "3000-01-01"}])
+def test_report_dates_out_of_range_are_a_400_naming_the_field(admin_api, query) -> None:
+    response = admin_api.get("/api/v1/usage/report/", query)
+    assert response.status_code == 400
+    assert set(response.json()) <= {"start", "end"} and "1970-01-01" in json.dumps(response.json())
+
+
+@pytest.mark.parametrize("path", ["/api/v1/jobs/abc/", "/api/v1/jobs/1.5/", "/api/v1/no-such-thing/", "/api/v1/jobs/abc/cancel/x/"])
+def test_unknown_api_paths_answer_json_404(api, path: str) -> None:
+    response = api.get(path)
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("application/json")
+    assert "detail" in response.json()
+
+
+def test_an_unknown_page_still_gets_the_html_page(client, db) -> None:
+    response = client.get("/no-such-page/")
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("text/html")
+
+
+def test_an_unknown_priority_class_names_the_choices(api, sim) -> None:
+    response = api.post("/api/v1/jobs/", job_payload(priority_class="urgent"), format="json")
+    assert response.status_code == 400
+    assert response.json()["priority_class"] == ["Unknown priority class 'urgent'; choose one of production, normal, preemptible."]
+
+
+def test_the_schema_documents_errors_and_strict_bodies(api) -> None:
+    schema = api.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    submit = schema["paths"]["/api/v1/jobs/"]["post"]["responses"]
+    assert {"201", "400", "401", "403", "404", "413", "429", "503"} <= set(submit)
+    assert submit["400"]["content"]["application/json"]["schema"]["$ref"] == "#/components/schemas/ValidationErrors"
+    request = schema["components"]["schemas"]["JobSubmitRequest"]
+    assert request["additionalProperties"] is False
+    assert request["properties"]["command"]["minItems"] == 1
+    assert schema["components"]["schemas"]["PriorityClassEnum"]["enum"] == ["production", "normal", "preemptible"]
+    cancel = schema["paths"]["/api/v1/jobs/{id}/cancel/"]["post"]["responses"]
+    assert cancel["409"]["content"]["application/json"]["schema"]["$ref"] == "#/components/schemas/ErrorDetail"
+
+
+def test_with_the_database_away_the_api_answers_json_503_and_pages_a_plain_503(tmp_path: Path) -> None:
+    """A real server whose PostgreSQL is unreachable (nothing listens on its port)."""
+    env = {**os.environ, "DATABASE_URL": f"postgres://muster:muster@127.0.0.1:{free_port()}/muster", "MUSTER_DATA_DIR": str(tmp_path)}
+    web, api = start_gunicorn(env, tmp_path / "web.log")
+    api.token = "x" * 40  # looking the token up is what needs the database
+    try:
+        status, body = api.call("GET", "/api/v1/jobs/")
+        assert status == 503, body
+        status, body = api.call("POST", "/api/v1/jobs/", job_payload())
+        assert status == 503 and b"database cannot be reached" in body
+        with pytest.raises(urllib.error.HTTPError) as page:
+            urllib.request.urlopen(api.base + "/", timeout=30)
+        assert page.value.code == 503
+        assert page.value.headers["Retry-After"] == "30"
+        assert b"briefly unavailable" in page.value.read()
+        request = urllib.request.Request(api.base + "/api/v1/queue/", headers={"Authorization": f"Token {api.token}"})
+        with pytest.raises(urllib.error.HTTPError) as queue:
+            urllib.request.urlopen(request, timeout=30)
+        assert queue.value.code == 503 and queue.value.headers["Retry-After"] == "30"
+        assert json.loads(queue.value.read())["detail"].startswith("The database cannot be reached")
+    finally:
+        web.terminate()
+        web.wait(20)
