@@ -65,6 +65,9 @@ if not SECRET_KEY:
 
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h.strip()]
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
+# The audit trail records the client's address from the first X-Forwarded-For entry only when this is on:
+# a proxy in front of Muster sets that header and drops what clients send. Off, REMOTE_ADDR is recorded.
+MUSTER_TRUSTED_PROXY = env_bool("MUSTER_TRUSTED_PROXY", False)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -78,6 +81,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "audit",
     "quotas",
     "jobs",
     "telemetry",

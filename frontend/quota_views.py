@@ -91,11 +91,13 @@ def quota_edit(request: HttpRequest, kind: str, name: str) -> HttpResponse:
         form.add_api_errors({} if serializer.is_valid() else dict(serializer.errors))
         if form.is_valid():
             try:
-                quota_save(**{kind: account}, values=serializer.validated_data)
+                saved = quota_save(**{kind: account}, values=serializer.validated_data, actor=request.user, request=request)
             except DjangoValidationError as exc:
                 form.add_api_errors(exc.message_dict)
             else:
                 messages.success(request, f"Saved the quota of {kind} {name}. It applies from the next scheduling cycle.")
+                for warning in saved.warnings:
+                    messages.warning(request, warning)
                 return redirect("frontend:quotas")
     else:
         form = QuotaForm(initial=QuotaForm.initial_from(limits))
@@ -107,7 +109,9 @@ def quota_edit(request: HttpRequest, kind: str, name: str) -> HttpResponse:
 @require_POST
 def quota_reset_view(request: HttpRequest, kind: str, name: str) -> HttpResponse:
     _staff_only(request)
-    quota_reset(**{kind: _account(kind, name)})
+    reset = quota_reset(**{kind: _account(kind, name)}, actor=request.user, request=request)
     fallback = "the site default" if kind == "user" else "no limits"
     messages.success(request, f"The quota of {kind} {name} is back to {fallback}.")
+    for warning in reset.warnings:
+        messages.warning(request, warning)
     return redirect("frontend:quotas")

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from frontend import quota_views, views
+from frontend import audit_views, quota_views, views
 
 app_name = "frontend"
 
@@ -18,4 +18,5 @@ urlpatterns = [
     path("quotas/users/<str:name>/reset/", quota_views.quota_reset_view, {"kind": "user"}, name="quota-user-reset"),
     path("quotas/teams/<str:name>/", quota_views.quota_edit, {"kind": "team"}, name="quota-team"),
     path("quotas/teams/<str:name>/reset/", quota_views.quota_reset_view, {"kind": "team"}, name="quota-team-reset"),
+    path("audit/", audit_views.audit_view, name="audit"),
 ]

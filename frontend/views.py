@@ -160,7 +160,7 @@ def _logs(job: Job, rank_param: str) -> dict[str, object] | None:
 def job_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(jobs_visible_to(request.user), pk=pk)
     try:
-        job_cancel(job=job, by=request.user)
+        job_cancel(job=job, by=request.user, request=request)
     except JobFinished as exc:
         messages.error(request, str(exc))
     else:

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 
+from audit.services import audit_changes, audit_record
 from jobs.errors import JobFinished
 from jobs.models import Allocation, Job, JobEvent, Node
 from jobs.services import job_cancel
@@ -119,18 +120,24 @@ class JobAdmin(admin.ModelAdmin):
                 fields = [f for f in fields if f not in SHAPE_FIELDS]
             if fields:
                 obj.save(update_fields=[*fields, "updated_at"])
+                changes = audit_changes(_audit_values(current, fields), _audit_values(obj, fields))
+                if changes:
+                    audit_record(actor=request.user, action="job.admin_edit", target=obj, changes=changes, request=request, job=obj)
 
     def delete_model(self, request: HttpRequest, obj: Job) -> None:
         with transaction.atomic():
             # Re-read under the lock: the job may have been scheduled since the page was shown.
             if _holds_gpus(Job.objects.select_for_update().filter(pk=obj.pk).first()):
                 raise PermissionDenied(f"Job {obj.pk} holds GPUs now; cancel it instead.")
+            _audit_delete(request, obj)
             super().delete_model(request, obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         with transaction.atomic():
             if _locked(queryset).filter(state__in=ACTIVE_STATES).exists():
                 raise PermissionDenied("Some of these jobs hold GPUs now; cancel them instead.")
+            for job in queryset.select_related(None).order_by("pk"):
+                _audit_delete(request, job)
             super().delete_queryset(request, queryset)
 
     @admin.action(permissions=["delete"], description="Delete selected jobs (not those holding GPUs)")
@@ -154,7 +161,7 @@ class JobAdmin(admin.ModelAdmin):
         cancelled, ended = [], []
         for job in queryset.order_by("pk"):
             try:
-                job_cancel(job=job, by=request.user)
+                job_cancel(job=job, by=request.user, request=request)
             except JobFinished:
                 ended.append(str(job.pk))
             else:
@@ -163,6 +170,27 @@ class JobAdmin(admin.ModelAdmin):
             self.message_user(request, f"Cancelled job{'s' if len(cancelled) > 1 else ''} {', '.join(cancelled)}.", messages.SUCCESS)
         if ended:
             self.message_user(request, f"Already ended, left as they were: {', '.join(ended)}.", messages.WARNING)
+
+
+def _audit_values(job: Job, fields: list[str]) -> dict[str, Any]:
+    """The fields as the audit trail shows them: related rows by name (an owner's username), the rest as stored."""
+    values: dict[str, Any] = {}
+    for name in fields:
+        value = getattr(job, name)
+        values[name] = str(value) if isinstance(value, Model) else value
+    return values
+
+
+def _audit_delete(request: HttpRequest, job: Job) -> None:
+    # The entry outlives the job (its link is cleared with it) and keeps what the job was.
+    shape = _audit_values(job, ["state", *SHAPE_FIELDS])
+    audit_record(
+        actor=request.user,
+        action="job.admin_delete",
+        target=job,
+        changes={name: [value, None] for name, value in shape.items()},
+        request=request,
+    )
 
 
 def _locked(queryset: QuerySet[Job]) -> QuerySet[Job]:

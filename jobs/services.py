@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from audit.services import audit_record
 from jobs.cluster import ClusterBackend, ClusterNode, get_backend
 from jobs.errors import IllegalTransition, JobFinished
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
@@ -160,14 +161,20 @@ def job_transition(job: Job, to_state: str, *, reason: str, now: datetime | None
     return job
 
 
-def job_cancel(*, job: Job, by: AbstractBaseUser, backend: ClusterBackend | None = None) -> Job:
-    """Cancel a job in any state that has not ended. Its pods are deleted after the commit."""
+def job_cancel(*, job: Job, by: AbstractBaseUser, backend: ClusterBackend | None = None, request: Any = None) -> Job:
+    """Cancel a job in any state that has not ended. Its pods are deleted after the commit.
+
+    Cancelling someone else's job (an admin) goes on the audit trail, from `request`'s address.
+    """
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job.pk)
         if job.state in TERMINAL_STATES:
             raise JobFinished(f"Job {job.pk} has already ended ({job.state}); there is nothing to cancel.")
         had_pods = job.state in ACTIVE_STATES
+        was = job.state
         job = job_transition(job, JobState.CANCELLED, reason=f"Cancelled by {by.get_username()}.")
+        if by.pk != job.owner_id:
+            audit_record(actor=by, action="job.cancel", target=job, changes={"state": [was, job.state]}, request=request, job=job)
         if had_pods:
             attempt = job.attempt
             transaction.on_commit(lambda: _teardown_quietly(backend or get_backend(), job.pk, attempt))

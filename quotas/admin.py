@@ -1,6 +1,19 @@
-from django.contrib import admin
+from __future__ import annotations
 
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from audit.services import audit_changes, audit_record
 from quotas.models import Team
+
+# Team fields whose changes go on the audit trail (membership is recorded on its own, as team.members).
+AUDITED_FIELDS = ("name", "description", "allow_host_network", "allow_run_as_root", "allow_writable_root_filesystem")
+
+
+def _fields(team: Team) -> dict[str, Any]:
+    return {name: getattr(team, name) for name in AUDITED_FIELDS}
 
 
 @admin.register(Team)
@@ -15,3 +28,43 @@ class TeamAdmin(admin.ModelAdmin):
     @admin.display(description="members")
     def member_count(self, obj: Team) -> int:
         return obj.members.count()
+
+    # Django admin saves in one transaction (save_model, then save_related), so the entries commit with the change.
+
+    def save_model(self, request: HttpRequest, obj: Team, form: Any, change: bool) -> None:
+        before = _fields(Team.objects.get(pk=obj.pk)) if change else dict.fromkeys(AUDITED_FIELDS)
+        super().save_model(request, obj, form, change)
+        changes = audit_changes(before, _fields(obj))
+        if changes or not change:
+            action = "team.update" if change else "team.create"
+            audit_record(actor=request.user, action=action, target=obj, changes=changes, request=request)
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        team = form.instance
+        # The form's initial members are the team's as the request found them, before save_related replaced them.
+        before = sorted(user.get_username() for user in form.initial.get("members", []))
+        after = sorted(team.members.values_list("username", flat=True))
+        if before != after:
+            audit_record(actor=request.user, action="team.members", target=team, changes={"members": [before, after]}, request=request)
+
+    def delete_model(self, request: HttpRequest, obj: Team) -> None:
+        audit_record(
+            actor=request.user,
+            action="team.delete",
+            target=obj,
+            changes={name: [value, None] for name, value in _fields(obj).items()},
+            request=request,
+        )
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for team in queryset:
+            audit_record(
+                actor=request.user,
+                action="team.delete",
+                target=team,
+                changes={name: [value, None] for name, value in _fields(team).items()},
+                request=request,
+            )
+        super().delete_queryset(request, queryset)

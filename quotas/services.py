@@ -4,19 +4,23 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Sum
+from django.utils import timezone
 
+from audit.services import audit_changes, audit_record
 from jobs.models import Allocation, Job, Node, NodeState
-from jobs.states import ACTIVE_STATES
-from quotas.limits import LIMIT_FIELDS, Limits, default_values, effective_limits
+from jobs.states import ACTIVE_STATES, JobState
+from quotas.limits import LIMIT_FIELDS, Limits, default_values, effective_limits, limits_of
 from quotas.models import Quota, Team, UsageCharge
 from quotas.periods import period_segments
+from quotas.selectors import account_usages
 
 
 def _hours(seconds: float) -> str:
@@ -195,27 +199,130 @@ def _charge_add(job: Job, period_start: datetime, *, node_seconds: float, gpu_se
         UsageCharge.objects.filter(job_id=job.pk, period_start=period_start).update(**increments)
 
 
-def quota_save(*, user: AbstractBaseUser | None = None, team: Team | None = None, values: Mapping[str, Any]) -> Quota:
-    """Set some or all limits of one account. Limits not given keep their current (or default) value."""
+@dataclass(frozen=True)
+class QuotaChange:
+    """What saving or resetting a quota did: the limits now, each changed field, and what the change means now."""
+
+    limits: Limits
+    changes: dict[str, list[Any]]
+    # Limits set below what the account holds or has used: what happens to its running and new jobs.
+    warnings: list[str] = field(default_factory=list)
+
+
+def quota_save(
+    *,
+    user: AbstractBaseUser | None = None,
+    team: Team | None = None,
+    values: Mapping[str, Any],
+    actor: AbstractBaseUser | None = None,
+    request: Any = None,
+) -> QuotaChange:
+    """Set some or all limits of one account. Limits not given keep their current (or default) value.
+
+    Recorded on the audit trail as `quota.update` by `actor` (from `request`'s address),
+    with each changed limit before and after; nothing is recorded when nothing changed.
+    """
     if (user is None) == (team is None):
         raise TypeError("quota_save takes exactly one of user= or team=")
     unknown = set(values) - set(LIMIT_FIELDS)
     if unknown:
         raise ValueError(f"unknown quota fields: {', '.join(sorted(unknown))}")
+    kind, account = ("user", user) if user is not None else ("team", team)
+    assert account is not None
     with transaction.atomic():
-        account = {"user": user} if user is not None else {"team": team}
-        quota = Quota.objects.select_for_update().filter(**account).first()
+        quota = Quota.objects.select_for_update().filter(**{kind: account}).first()
+        before = limits_of(kind, _name(kind, account), quota)
         if quota is None:
-            quota = Quota(**account, **default_values("user" if user is not None else "team"))
+            quota = Quota(**{kind: account}, **default_values(kind))
         for name, value in values.items():
             setattr(quota, name, value)
         quota.full_clean(exclude=["user", "team"])
         quota.save()
-    return quota
+        after = limits_of(kind, before.name, quota)
+        changes = _limit_changes(before, after)
+        if changes:
+            audit_record(actor=actor, action="quota.update", target=account, changes=changes, request=request, target_repr=after.whose)
+        return QuotaChange(limits=after, changes=changes, warnings=quota_warnings(account=account, before=before, after=after))
 
 
-def quota_reset(*, user: AbstractBaseUser | None = None, team: Team | None = None) -> None:
-    """Drop an account's own quota: a user falls back to the site default, a team to unlimited."""
+def quota_reset(
+    *, user: AbstractBaseUser | None = None, team: Team | None = None, actor: AbstractBaseUser | None = None, request: Any = None
+) -> QuotaChange:
+    """Drop an account's own quota: a user falls back to the site default, a team to unlimited.
+
+    Recorded as `quota.reset` (each limit that changes, before and after) when there was one to drop.
+    """
     if (user is None) == (team is None):
         raise TypeError("quota_reset takes exactly one of user= or team=")
-    Quota.objects.filter(**({"user": user} if user is not None else {"team": team})).delete()
+    kind, account = ("user", user) if user is not None else ("team", team)
+    assert account is not None
+    with transaction.atomic():
+        quota = Quota.objects.select_for_update().filter(**{kind: account}).first()
+        before = limits_of(kind, _name(kind, account), quota)
+        after = limits_of(kind, before.name, None)
+        if quota is None:
+            return QuotaChange(limits=after, changes={})
+        quota.delete()
+        changes = _limit_changes(before, after)
+        audit_record(actor=actor, action="quota.reset", target=account, changes=changes, request=request, target_repr=after.whose)
+        return QuotaChange(limits=after, changes=changes, warnings=quota_warnings(account=account, before=before, after=after))
+
+
+def _name(kind: str, account: Any) -> str:
+    return account.get_username() if kind == "user" else account.name
+
+
+def _limit_changes(before: Limits, after: Limits) -> dict[str, list[Any]]:
+    # `is_default` says whether the account had a quota of its own: creating or dropping one is a change too.
+    return audit_changes({**before.values(), "is_default": before.is_default}, {**after.values(), "is_default": after.is_default})
+
+
+def quota_warnings(*, account: Any, before: Limits, after: Limits, now: datetime | None = None) -> list[str]:
+    """What a lowered GPU quota or budget means for an account that already holds or used more.
+
+    The truth of the policy (jobs/scheduling/policy.py): a lower limit stops nothing that
+    runs. A running job keeps its GPUs until it ends; it is preempted for being over quota
+    only if it was placed as a borrower (a preemptible job beyond the quota then), as
+    before. New jobs wait (QUOTA_GPUS) until what the account holds within its quota
+    leaves room for them under the limit; preemptible jobs may still borrow idle GPUs.
+    Below the budget already used, new jobs wait (BUDGET) until the period renews.
+    """
+    warnings: list[str] = []
+    whose = after.whose
+    usage = account_usages(**{f"{after.kind}s": [account]}, now=now)[0]
+    limit = after.max_gpus
+    if limit is not None and limit != before.max_gpus and usage.gpus_in_use > limit:
+        owned = {"job__owner": account} if after.kind == "user" else {"job__team": account}
+        borrowed = Allocation.objects.filter(released_at__isnull=True, job__over_quota=True, **owned).aggregate(n=Sum("gpus"))["n"] or 0
+        lent = f" ({borrowed} of them borrowed by preemptible jobs, which stay first in line to be preempted)" if borrowed else ""
+        warnings.append(
+            f"{whose} holds {usage.gpus_in_use} GPUs now, above the new limit of {limit}{lent}: running jobs are not stopped; "
+            f"new jobs of {whose} wait until the GPUs it holds within its quota leave room for them under {limit} "
+            "(preemptible jobs may still borrow idle GPUs)."
+        )
+    if limit is not None and limit != before.max_gpus:
+        owned_jobs = {"owner": account} if after.kind == "user" else {"team": account}
+        too_big = [
+            pk
+            for pk, nodes, gpus_per_node in Job.objects.filter(state=JobState.PENDING, preemptible=False, **owned_jobs)
+            .order_by("pk")
+            .values_list("pk", "nodes", "gpus_per_node")
+            # GPUs asked for: a lower bound of what a gang holds (whole nodes), so every job listed really waits.
+            if nodes * gpus_per_node > limit
+        ]
+        if too_big:
+            listed = ", ".join(str(pk) for pk in too_big[:10]) + (" and more" if len(too_big) > 10 else "")
+            warnings.append(
+                f"{len(too_big)} queued job{'s' if len(too_big) != 1 else ''} of {whose} need{'s' if len(too_big) == 1 else ''} "
+                f"more than {limit} GPUs on {'its' if len(too_big) == 1 else 'their'} own ({listed}): "
+                f"{'it waits' if len(too_big) == 1 else 'they wait'} until the limit is raised, or until cancelled."
+            )
+    budget = after.node_hours_per_period
+    if budget is not None and budget != before.node_hours_per_period and usage.node_hours_used > budget:
+        renews = timezone.localtime(usage.period_end).strftime("%Y-%m-%d %H:%M %Z")
+        warnings.append(
+            f"{whose} has used {usage.node_hours_used:.1f} node-hours this period, above the new budget of {budget:g}: "
+            "running jobs are not stopped and are charged as they run; "
+            f"new jobs of {whose} wait until the period renews ({renews}) or the budget is raised."
+        )
+    return warnings

@@ -56,7 +56,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     @extend_schema(request=None, responses={200: JobDetailSerializer, 409: None})
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
-        job = job_cancel(job=self.get_object(), by=request.user)
+        job = job_cancel(job=self.get_object(), by=request.user, request=request)
         job = self.get_queryset().prefetch_related("events").get(pk=job.pk)
         return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data)
 

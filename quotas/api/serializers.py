@@ -106,3 +106,12 @@ class ReportSerializer(serializers.Serializer):
     end = serializers.DateField(help_text="Last day, included.")
     group_by = serializers.CharField()
     rows = ReportRowSerializer(many=True)
+
+
+class QuotaSavedSerializer(QuotaSerializer):
+    """The account's limits and usage after a change, and what the change means for its jobs now."""
+
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Set when a limit went below what the account holds or used: what happens to its running and new jobs.",
+    )

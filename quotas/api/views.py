@@ -23,6 +23,7 @@ from rest_framework.views import APIView
 from quotas.api.renderers import ReportCSVRenderer
 from quotas.api.serializers import (
     QuotaInputSerializer,
+    QuotaSavedSerializer,
     QuotaSerializer,
     ReportQuerySerializer,
     ReportSerializer,
@@ -73,25 +74,25 @@ class _AccountQuotaViewSet(viewsets.GenericViewSet):
     def retrieve(self, request: Request, **kwargs: str) -> Response:
         return self._detail(self.get_object())
 
-    @extend_schema(request=QuotaInputSerializer, responses={200: QuotaSerializer})
+    @extend_schema(request=QuotaInputSerializer, responses={200: QuotaSavedSerializer})
     def update(self, request: Request, **kwargs: str) -> Response:
         return self._save(request, partial=False)
 
-    @extend_schema(request=QuotaInputSerializer, responses={200: QuotaSerializer})
+    @extend_schema(request=QuotaInputSerializer, responses={200: QuotaSavedSerializer})
     def partial_update(self, request: Request, **kwargs: str) -> Response:
         return self._save(request, partial=True)
 
     @extend_schema(responses={204: None}, description="Drop the account's own quota: a user gets the site default, a team none.")
     def destroy(self, request: Request, **kwargs: str) -> Response:
-        quota_reset(**self._account_kwargs(self.get_object()))
+        quota_reset(**self._account_kwargs(self.get_object()), actor=request.user, request=request)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def _save(self, request: Request, *, partial: bool) -> Response:
         account = self.get_object()
         serializer = QuotaInputSerializer(data=request.data, partial=partial)
         serializer.is_valid(raise_exception=True)
-        quota_save(**self._account_kwargs(account), values=serializer.validated_data)
-        return self._detail(account)
+        saved = quota_save(**self._account_kwargs(account), values=serializer.validated_data, actor=request.user, request=request)
+        return Response({**QuotaSerializer(self._usages([account])[0]).data, "warnings": saved.warnings})
 
 
 @extend_schema(tags=["quotas"])

@@ -1,0 +1,61 @@
+"""Filters of the audit list (API and page): by action, actor, target type, job and a date range."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timedelta
+from typing import Any
+
+import django_filters
+from django import forms
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from audit.models import AuditEntry
+
+
+def _day_start(day: date) -> datetime:
+    """Midnight at the start of `day` in the site's time zone."""
+    return timezone.make_aware(datetime.combine(day, time.min))
+
+
+class AuditFilterForm(forms.Form):
+    """Checks the date range as a whole: each day in range, and the end not before the start."""
+
+    # Beyond these, the day after `until` would overflow Python's dates.
+    EARLIEST, LATEST = date(1970, 1, 1), date(2999, 12, 31)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        for name in ("since", "until"):
+            value = data.get(name)
+            if value is not None and not self.EARLIEST <= value <= self.LATEST:
+                self.add_error(name, f"A date between {self.EARLIEST} and {self.LATEST}.")
+        since, until = data.get("since"), data.get("until")
+        if since and until and until < since:
+            self.add_error("until", "The end date is before the start date.")
+        return data
+
+
+class JobNumberFilter(django_filters.NumberFilter):
+    # Whole numbers only, within a bigint: a job id.
+    field_class = forms.IntegerField
+
+
+class AuditFilter(django_filters.FilterSet):
+    action = django_filters.CharFilter(help_text="Exact action, e.g. quota.update.")
+    actor = django_filters.CharFilter(field_name="actor_username", help_text="Username of who did it.")
+    target_type = django_filters.ChoiceFilter(choices=[("user", "user"), ("team", "team"), ("job", "job")])
+    job = JobNumberFilter(field_name="job_id", min_value=1, max_value=2**63 - 1, help_text="Entries about this job.")
+    since = django_filters.DateFilter(method="filter_since", help_text="From this day on (YYYY-MM-DD, site time zone).")
+    until = django_filters.DateFilter(method="filter_until", help_text="Up to and including this day (YYYY-MM-DD).")
+
+    class Meta:
+        model = AuditEntry
+        fields = ["action", "actor", "target_type", "job", "since", "until"]
+        form = AuditFilterForm
+
+    def filter_since(self, queryset: QuerySet[AuditEntry], name: str, value: date) -> QuerySet[AuditEntry]:
+        return queryset.filter(at__gte=_day_start(value))
+
+    def filter_until(self, queryset: QuerySet[AuditEntry], name: str, value: date) -> QuerySet[AuditEntry]:
+        return queryset.filter(at__lt=_day_start(value + timedelta(days=1)))
