@@ -346,3 +346,20 @@ def test_a_budget_below_what_was_used_warns_on_the_quota_page(admin_page: Client
     assert "user alice has used 40.0 node-hours this period, above the new budget of 25: running jobs are not stopped" in page
     assert "new jobs of user alice wait until the period renews" in page
     assert only_entry(action="quota.update").changes["node_hours_per_period"] == [None, 25.0]
+
+
+def test_audit_is_a_low_layer_that_imports_no_other_muster_app() -> None:
+    import ast
+    from pathlib import Path
+
+    higher = {"jobs", "quotas", "telemetry", "frontend"}
+    for path in Path(__file__).resolve().parent.parent.joinpath("audit").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            assert not {n.split(".")[0] for n in names} & higher, f"{path} imports {names}"
