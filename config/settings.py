@@ -63,6 +63,40 @@ if not SECRET_KEY:
     # Local-only key: production sets MUSTER_DEV=0, which makes the key mandatory.
     SECRET_KEY = "muster-local-development-key-not-for-production"
 
+# --- Deployment security (docs/deployment.md) -------------------------------------------------
+# In production (MUSTER_DEV=0) every check of `manage.py check --deploy` holds by default: cookies only over
+# https, http redirected to https, HSTS for a year with subdomains and the preload flag. Each can be turned
+# off for a site that needs it (e.g. MUSTER_SSL_REDIRECT=0 when nothing serves https yet).
+PRODUCTION = not env_bool("MUSTER_DEV", True)
+SESSION_COOKIE_SECURE = env_bool("MUSTER_SECURE_COOKIES", PRODUCTION)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_SSL_REDIRECT = env_bool("MUSTER_SSL_REDIRECT", PRODUCTION)
+# Prometheus scrapes /metrics over plain http inside the cluster; a redirect would break the scrape.
+SECURE_REDIRECT_EXEMPT = [r"^metrics$"]
+SECURE_HSTS_SECONDS = env_int("MUSTER_HSTS_SECONDS", 365 * 24 * 3600 if PRODUCTION else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("MUSTER_HSTS_INCLUDE_SUBDOMAINS", PRODUCTION)
+SECURE_HSTS_PRELOAD = env_bool("MUSTER_HSTS_PRELOAD", PRODUCTION)
+# Behind a proxy or ingress that terminates TLS and sets X-Forwarded-Proto (and strips what clients send).
+if env_bool("MUSTER_BEHIND_TLS_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Pages may load scripts, styles, images and data from Muster itself only: no inline script, no other origin
+# (Plotly is served by Muster). Inline styles stay allowed: Plotly writes its own at run time.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:", "blob:"],
+        "font-src": ["'self'", "data:"],
+        "worker-src": ["'self'", "blob:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h.strip()]
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
 # The audit trail records the client's address from the first X-Forwarded-For entry only when this is on:
@@ -81,6 +115,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "csp",
     "audit",
     "quotas",
     "jobs",
@@ -101,6 +136,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
