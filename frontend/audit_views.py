@@ -45,8 +45,6 @@ def audit_view(request: HttpRequest) -> HttpResponse:
     # Bad filters show their errors and no entries, rather than every entry as if unfiltered.
     entries = filters.qs if valid else AuditEntry.objects.none()
     page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
     return render(
         request,
         "frontend/audit.html",
@@ -55,6 +53,5 @@ def audit_view(request: HttpRequest) -> HttpResponse:
             "errors": {} if valid else filters.errors,
             "page": page,
             "rows": [(entry, change_lines(entry)) for entry in page.object_list],
-            "query": query.urlencode(),
         },
     )

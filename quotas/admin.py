@@ -49,22 +49,20 @@ class TeamAdmin(admin.ModelAdmin):
             audit_record(actor=request.user, action="team.members", target=team, changes={"members": [before, after]}, request=request)
 
     def delete_model(self, request: HttpRequest, obj: Team) -> None:
-        audit_record(
-            actor=request.user,
-            action="team.delete",
-            target=obj,
-            changes={name: [value, None] for name, value in _fields(obj).items()},
-            request=request,
-        )
+        _record_team_delete(request, obj)
         super().delete_model(request, obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
         for team in queryset:
-            audit_record(
-                actor=request.user,
-                action="team.delete",
-                target=team,
-                changes={name: [value, None] for name, value in _fields(team).items()},
-                request=request,
-            )
+            _record_team_delete(request, team)
         super().delete_queryset(request, queryset)
+
+
+def _record_team_delete(request: HttpRequest, team: Team) -> None:
+    audit_record(
+        actor=request.user,
+        action="team.delete",
+        target=team,
+        changes={name: [value, None] for name, value in _fields(team).items()},
+        request=request,
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from django import template
 from django.utils import timezone
@@ -69,3 +70,11 @@ def factor_rows(factors: Mapping[str, tuple[float, float]]) -> list[tuple[str, f
 def factor_summary(factors: Mapping[str, tuple[float, float]]) -> str:
     """One line for a tooltip: 'Fair share 512.3, Age 20.1, ...'."""
     return ", ".join(f"{label} {weighted:.1f}" for label, _, weighted in factor_rows(factors))
+
+
+@register.simple_tag(takes_context=True)
+def page_url(context: Mapping[str, Any], param: str, number: int) -> str:
+    """`?<param>=<number>` keeping the rest of the current query string (filters), for pagination links."""
+    query = context["request"].GET.copy()
+    query[param] = str(number)
+    return "?" + query.urlencode()
