@@ -398,6 +398,11 @@ MUSTER_K8S_POD_ANNOTATIONS = env_mapping("MUSTER_K8S_POD_ANNOTATIONS")
 MUSTER_K8S_IMAGE_PULL_SECRET = os.environ.get("MUSTER_K8S_IMAGE_PULL_SECRET", "")
 MUSTER_K8S_SERVICE_ACCOUNT = os.environ.get("MUSTER_K8S_SERVICE_ACCOUNT", "")
 MUSTER_K8S_REQUEST_TIMEOUT_SECONDS = env_float("MUSTER_K8S_REQUEST_TIMEOUT_SECONDS", 10.0)
+# The uid (and gid, fsGroup) of job pods, which run as non-root on a read-only root filesystem unless their team
+# is allowed otherwise (Team.allow_run_as_root, Team.allow_writable_root_filesystem in Django admin).
+MUSTER_K8S_RUN_AS_USER = env_int("MUSTER_K8S_RUN_AS_USER", 1000)
+if MUSTER_K8S_RUN_AS_USER < 1:
+    raise ImproperlyConfigured("MUSTER_K8S_RUN_AS_USER must be a uid of 1 or more (0 is root)")
 # How a gang is made (jobs/cluster/crd_manifests.py): `pods` (any cluster), `podgroup` (plus a scheduler-plugins
 # coscheduling PodGroup; needs its CRD and scheduler) or `mpijob` (one Kubeflow MPIJob v2beta1; needs the MPI operator).
 MUSTER_K8S_LAUNCH_MODE = os.environ.get("MUSTER_K8S_LAUNCH_MODE", "pods").strip() or "pods"

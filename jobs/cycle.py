@@ -366,6 +366,8 @@ def _gang_spec(job: Job, node_names: tuple[str, ...]) -> GangSpec:
         owner=job.owner.get_username(),
         team=job.team.name if job.team else "",
         host_network=bool(job.team and job.team.allow_host_network),
+        run_as_root=bool(job.team and job.team.allow_run_as_root),
+        writable_root_filesystem=bool(job.team and job.team.allow_writable_root_filesystem),
         simulate=dict(job.simulate or {}),
     )
 

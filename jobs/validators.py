@@ -20,9 +20,27 @@ IMAGE_REFERENCE = re.compile(rf"(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPO
 IMAGE_MAX_LENGTH = 512
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # fullmatch
-# Names Muster sets itself in every pod (rendezvous, telemetry); a job may not override them.
-RESERVED_ENV_PREFIXES = ("MUSTER_",)
-RESERVED_ENV_NAMES = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "NODE_RANK", "NPROC_PER_NODE"})
+_RENDEZVOUS_NAMES = """MASTER_ADDR MASTER_PORT WORLD_SIZE NODE_RANK NPROC_PER_NODE RANK LOCAL_RANK GROUP_RANK ROLE_RANK
+    LOCAL_WORLD_SIZE GROUP_WORLD_SIZE ROLE_WORLD_SIZE"""
+# Environment a job may not set, by why (docs/security.md lists them). A job gets exactly the GPUs, the
+# rendezvous and the credentials Muster gave it; these names are how a container would reach others.
+REFUSED_ENV: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
+    # NVIDIA's container runtime reads these to choose which of the node's GPUs a container sees: "all" is
+    # every GPU of the node, whoever holds them.
+    "steer the GPU runtime": (
+        ("NVIDIA_", "CUDA_MPS_"),
+        frozenset({"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL"}),
+    ),
+    # The dynamic loader runs whatever these name inside every process of the job.
+    "steer the dynamic loader": (("LD_",), frozenset()),
+    # In-cluster clients find the API server by these; a job has no business there.
+    "steer the Kubernetes client": (("KUBERNETES_",), frozenset()),
+    # Muster sets the rendezvous itself: a job that sets them joins or splits another gang.
+    "are the gang's rendezvous, set by Muster": (
+        ("MUSTER_", "OMPI_MCA_", "OMPI_COMM_WORLD_", "PMIX_", "PMI_", "TORCHELASTIC_"),
+        frozenset(_RENDEZVOUS_NAMES.split()),
+    ),
+}
 ENV_MAX_ENTRIES = 256
 ENV_MAX_BYTES = 64 * 1024
 
@@ -40,15 +58,26 @@ def image_reference_error(image: str) -> str | None:
     return None
 
 
+def env_refusal(name: str) -> str | None:
+    """Why a job may not set this variable, or None when it may (names compare as the runtime does: exactly)."""
+    for why, (prefixes, names) in REFUSED_ENV.items():
+        if name in names or name.startswith(prefixes):
+            return why
+    return None
+
+
 def env_errors(env: dict[str, str]) -> list[str]:
     errors: list[str] = []
     if len(env) > ENV_MAX_ENTRIES:
         errors.append(f"At most {ENV_MAX_ENTRIES} variables.")
+    refused: dict[str, list[str]] = {}
     for name in env:
         if not ENV_NAME.fullmatch(name):
             errors.append(f"{name!r} is not a valid variable name (letters, digits and _, not starting with a digit).")
-        elif name in RESERVED_ENV_NAMES or name.startswith(RESERVED_ENV_PREFIXES):
-            errors.append(f"{name} is set by Muster itself and cannot be overridden.")
+        elif why := env_refusal(name):
+            refused.setdefault(why, []).append(name)
+    for why, names in refused.items():
+        errors.append(f"{', '.join(sorted(names))} cannot be set by a job: these variables {why} (docs/security.md).")
     size = sum(len(k.encode()) + len(v.encode()) for k, v in env.items())
     if size > ENV_MAX_BYTES:
         errors.append(f"The environment is {size} bytes; the limit is {ENV_MAX_BYTES}.")

@@ -86,6 +86,14 @@ def assert_rejected(response: Any, field: str, *words: str) -> Any:
         ({"env": {"MASTER_ADDR": "10.0.0.1"}}, "env", ["MASTER_ADDR", "set by Muster"]),
         ({"env": {"WORLD_SIZE": "4"}}, "env", ["WORLD_SIZE", "set by Muster"]),
         ({"env": {"MUSTER_X": "1"}}, "env", ["MUSTER_X", "set by Muster"]),
+        ({"env": {"NVIDIA_VISIBLE_DEVICES": "all"}}, "env", ["NVIDIA_VISIBLE_DEVICES", "GPU runtime"]),
+        ({"env": {"NVIDIA_DRIVER_CAPABILITIES": "all"}}, "env", ["NVIDIA_DRIVER_CAPABILITIES", "GPU runtime"]),
+        ({"env": {"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}}, "env", ["CUDA_VISIBLE_DEVICES", "GPU runtime"]),
+        ({"env": {"LD_PRELOAD": "/tmp/x.so"}}, "env", ["LD_PRELOAD", "dynamic loader"]),
+        ({"env": {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}}, "env", ["KUBERNETES_SERVICE_HOST", "Kubernetes client"]),
+        ({"env": {"RANK": "0"}}, "env", ["RANK", "rendezvous"]),
+        ({"env": {"LOCAL_RANK": "0"}}, "env", ["LOCAL_RANK", "rendezvous"]),
+        ({"env": {"OMPI_MCA_btl": "tcp"}}, "env", ["OMPI_MCA_btl", "rendezvous"]),
         ({"env": ["A=1"]}, "env", ["dictionary"]),
         ({"env": "A=1"}, "env", ["dictionary"]),
         ({"env": {"A": {"nested": 1}}}, "env", ["string"]),
@@ -103,6 +111,22 @@ def assert_rejected(response: Any, field: str, *words: str) -> Any:
 )
 def test_bad_field_is_rejected(api: APIClient, nothing_written: None, overrides: dict[str, Any], field: str, words: list[str]) -> None:
     assert_rejected(post(api, job_payload(**overrides)), field, *words)
+
+
+def test_one_message_names_every_refused_variable_of_a_kind_and_nccl_tuning_stays_allowed(api: APIClient, nothing_written: None) -> None:
+    env = {"NVIDIA_VISIBLE_DEVICES": "all", "CUDA_VISIBLE_DEVICES": "0", "LD_PRELOAD": "x.so", "NCCL_DEBUG": "INFO"}
+    errors = post(api, job_payload(env=env)).json()["env"]
+    assert errors == [
+        "CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES cannot be set by a job: these variables steer the GPU runtime (docs/security.md).",
+        "LD_PRELOAD cannot be set by a job: these variables steer the dynamic loader (docs/security.md).",
+    ]
+
+
+def test_nccl_and_ordinary_variables_are_accepted(api: APIClient, sim: Any) -> None:
+    env = {"NCCL_DEBUG": "INFO", "NCCL_IB_HCA": "mlx5", "HF_HOME": "/data/hf", "PYTHONUNBUFFERED": "1"}
+    response = post(api, job_payload(env=env))
+    assert response.status_code == 201, response.content
+    assert response.json()["env"] == env
 
 
 @pytest.mark.parametrize("field", ["name", "image", "command", "nodes", "gpus_per_node", "wall_time_seconds", "env", "priority_class"])

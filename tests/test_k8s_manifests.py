@@ -103,12 +103,42 @@ def test_the_headless_service_selects_exactly_this_attempt() -> None:
 def test_pods_are_locked_down_unless_an_admin_allows_host_networking() -> None:
     pod = pod_manifest(spec(), 0, PodOptions())["spec"]
     container = pod["containers"][0]
-    assert container["securityContext"] == {"allowPrivilegeEscalation": False, "privileged": False, "capabilities": {"drop": ["ALL"]}}
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "privileged": False,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": True,
+    }
+    assert pod["securityContext"] == {
+        "seccompProfile": {"type": "RuntimeDefault"},
+        "runAsNonRoot": True,
+        "runAsUser": 1000,
+        "runAsGroup": 1000,
+        "fsGroup": 1000,
+    }
     assert pod["hostNetwork"] is False and pod["automountServiceAccountToken"] is False
     assert all("hostPath" not in v for v in pod["volumes"])
-    assert pod["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}]
+    assert pod["volumes"] == [{"name": "tmp", "emptyDir": {}}, {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}]
+    assert container["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}, {"name": "dshm", "mountPath": "/dev/shm"}]
     assert pod["activeDeadlineSeconds"] == 7200 and pod["restartPolicy"] == "Never"
     assert pod_manifest(spec(host_network=True), 0, PodOptions())["spec"]["hostNetwork"] is True
+
+
+def test_a_team_allowed_root_or_a_writable_root_gets_only_that() -> None:
+    root = pod_manifest(spec(run_as_root=True), 0, PodOptions(run_as_user=4242))["spec"]
+    assert root["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    assert root["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+    writable = pod_manifest(spec(writable_root_filesystem=True), 0, PodOptions(run_as_user=4242))["spec"]
+    assert writable["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is False
+    assert writable["securityContext"]["runAsNonRoot"] is True and writable["securityContext"]["runAsUser"] == 4242
+
+
+def test_a_stored_env_a_job_may_no_longer_set_never_reaches_the_pod() -> None:
+    """Submit refuses these names; a job stored before that rule still cannot pass them to its pods."""
+    old = spec(env={"NVIDIA_VISIBLE_DEVICES": "all", "LD_PRELOAD": "/x.so", "NCCL_DEBUG": "INFO"})
+    env = {e["name"]: e.get("value") for e in pod_manifest(old, 0, PodOptions())["spec"]["containers"][0]["env"]}
+    assert "NVIDIA_VISIBLE_DEVICES" not in env and "LD_PRELOAD" not in env
+    assert env["NCCL_DEBUG"] == "INFO"
 
 
 def test_rdma_resources_and_secondary_network_come_from_settings() -> None:
@@ -221,7 +251,8 @@ def test_mpijob_workers_each_take_a_distinct_planned_node_and_its_gpus() -> None
     assert "command" not in container  # the operator starts sshd in a worker without a command
     assert container["resources"]["requests"] == {"nvidia.com/gpu": "8", "cpu": "64", "memory": "512Gi", "rdma/hca": "1"}
     assert container["securityContext"]["privileged"] is False and pod["automountServiceAccountToken"] is False
-    assert pod["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}]
+    assert pod["volumes"] == [{"name": "tmp", "emptyDir": {}}, {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}]
+    assert pod["securityContext"]["runAsNonRoot"] is True and container["securityContext"]["readOnlyRootFilesystem"] is True
     assert worker["template"]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] == "roce"
     # What the operator makes of the template: the worker's index is its rank.
     made = mpi_worker_pod(spec(), options, 2)

@@ -123,6 +123,26 @@ def test_only_a_team_an_admin_allowed_gets_the_host_network(api: APIClient, user
     assert [bool(p.spec.host_network) for p in kube.pods(gang_selector(plain["id"], 1))] == [False]
 
 
+def test_pods_run_as_non_root_on_a_read_only_root_unless_the_team_is_allowed(api: APIClient, user: Any, kube: KubeHarness) -> None:
+    Team.objects.create(name="legacy", allow_run_as_root=True, allow_writable_root_filesystem=True).members.add(user)
+    Team.objects.create(name="vision").members.add(user)
+    plain = submit(api, nodes=1, gpus_per_node=1, team="vision", env={"NCCL_DEBUG": "INFO"}, simulate={"duration_seconds": 60})
+    legacy = submit(api, nodes=1, gpus_per_node=1, team="legacy", simulate={"duration_seconds": 60})
+    kube.cycle()
+    # What the API server stored and kube-scheduler bound, not only what Muster meant to send.
+    [pod] = kube.pods(gang_selector(plain["id"], 1))
+    assert pod.spec.security_context.run_as_non_root is True and pod.spec.security_context.run_as_user == 1000
+    container = pod.spec.containers[0]
+    assert container.security_context.read_only_root_filesystem is True
+    assert container.security_context.allow_privilege_escalation is False
+    assert {m.mount_path for m in container.volume_mounts} >= {"/tmp", "/dev/shm"}
+    names = {e.name for e in container.env}
+    assert "NCCL_DEBUG" in names and not any(n.startswith(("NVIDIA_", "LD_", "KUBERNETES_")) for n in names)
+    [root] = kube.pods(gang_selector(legacy["id"], 1))
+    assert not root.spec.security_context.run_as_non_root and root.spec.security_context.run_as_user is None
+    assert root.spec.containers[0].security_context.read_only_root_filesystem is False
+
+
 def test_a_failing_rank_tears_the_gang_down_retries_then_fails(api: APIClient, kube: KubeHarness) -> None:
     job = submit(api, nodes=2, max_restarts=1, simulate={"duration_seconds": 1, "exit_code": 3})
     kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).attempt == 2)

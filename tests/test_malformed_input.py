@@ -12,7 +12,7 @@ import pytest
 
 from jobs.api.json_limits import MAX_JSON_DEPTH, json_depth_error
 from jobs.models import Job
-from tests.conftest import job_payload
+from tests.conftest import job_payload, session_for
 from tests.live_server import free_port, start_gunicorn
 
 DEEP = ("[" * 1000 + "]" * 1000).encode()
@@ -107,3 +107,21 @@ def test_with_the_database_away_the_api_answers_json_503_and_pages_a_plain_503(t
     finally:
         web.terminate()
         web.wait(20)
+
+
+def test_the_submit_form_refuses_gpu_runtime_variables_and_creates_nothing(user, sim) -> None:
+    form = {
+        "name": "peek",
+        "image": "busybox",
+        "command": "nvidia-smi",
+        "env": "NCCL_DEBUG=INFO\nNVIDIA_VISIBLE_DEVICES=all",
+        "nodes": "1",
+        "gpus_per_node": "1",
+        "wall_time_minutes": "10",
+        "priority_class": "normal",
+        "max_restarts": "0",
+    }
+    response = session_for(user).post("/jobs/new/", form)
+    assert response.status_code == 200
+    assert "NVIDIA_VISIBLE_DEVICES cannot be set by a job: these variables steer the GPU runtime" in response.content.decode()
+    assert not Job.objects.exists()

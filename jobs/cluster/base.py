@@ -37,6 +37,9 @@ class GangSpec:
     team: str = ""
     # An admin allowed the job's team the host network (quotas.Team.allow_host_network).
     host_network: bool = False
+    # Admin allowances of the job's team (quotas.Team): otherwise pods run as a non-root user on a read-only root.
+    run_as_root: bool = False
+    writable_root_filesystem: bool = False
     # Environment the pods get that must not be readable in their spec (the telemetry push token):
     # the Kubernetes backend keeps it in a Secret of the gang and references it.
     secret_env: dict[str, str] = field(default_factory=dict)

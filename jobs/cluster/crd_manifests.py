@@ -39,6 +39,7 @@ from jobs.cluster.manifests import (
     gang_name,
     gang_pod_spec,
     gpu_container,
+    job_env,
     locked_down_container,
     node_affinity,
     secret_env_refs,
@@ -86,7 +87,7 @@ def podgroup_manifest(spec: GangSpec, options: PodOptions, owner_uid: str | None
 def mpi_env(spec: GangSpec) -> dict[str, str]:
     """What Muster tells both MPI replicas; the operator adds the hostfile and its own variables."""
     return {
-        **spec.env,
+        **job_env(spec),
         "WORLD_SIZE": str(len(spec.node_names)),
         "NPROC_PER_NODE": str(spec.gpus_per_node),
         "MUSTER_JOB_ID": str(spec.job_id),

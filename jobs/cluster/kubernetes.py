@@ -79,6 +79,7 @@ def options_from_settings() -> PodOptions:
         podgroup_schedule_timeout_seconds=settings.MUSTER_K8S_PODGROUP_SCHEDULE_TIMEOUT_SECONDS,
         mpi_launcher_cpu=settings.MUSTER_K8S_MPI_LAUNCHER_CPU,
         mpi_launcher_memory=settings.MUSTER_K8S_MPI_LAUNCHER_MEMORY,
+        run_as_user=settings.MUSTER_K8S_RUN_AS_USER,
     )
 
 

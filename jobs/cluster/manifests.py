@@ -14,11 +14,15 @@ pod parts as here.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from jobs.cluster.base import GangSpec
+from jobs.validators import env_refusal
+
+logger = logging.getLogger(__name__)
 
 LABEL_JOB = "muster.io/job-id"
 LABEL_ATTEMPT = "muster.io/attempt"
@@ -66,6 +70,8 @@ class PodOptions:
     # What an MPIJob's launcher (mpirun, no GPUs) requests.
     mpi_launcher_cpu: str = "1"
     mpi_launcher_memory: str = "2Gi"
+    # The uid (and gid, fsGroup) pods run as unless their team may run as root; the image's USER is not trusted.
+    run_as_user: int = 1000
 
     def __post_init__(self) -> None:
         if self.launch_mode not in LAUNCH_MODES:
@@ -166,7 +172,7 @@ def pod_manifest(spec: GangSpec, rank: int, options: PodOptions, owner_uid: str 
     # A failing job fails on its last rank, the way one bad rank takes a gang down (as in the simulated cluster).
     exit_code = int(spec.simulate.get("exit_code", 0)) if rank == len(spec.node_names) - 1 else 0
     annotations = {**options.pod_annotations, **sim_annotations(spec, exit_code)}
-    env = {**spec.env, **rendezvous_env(spec, rank, options)}
+    env = {**job_env(spec), **rendezvous_env(spec, rank, options)}
     metadata: dict[str, Any] = {
         "name": pod_name(spec.job_id, spec.attempt, rank),
         "namespace": options.namespace,
@@ -232,9 +238,25 @@ def locked_down_container(
             "env": [{"name": k, "value": v} for k, v in sorted(env.items()) if k not in from_secret] + secret_refs,
             "resources": {"requests": resources, "limits": resources},
             "securityContext": {"allowPrivilegeEscalation": False, "privileged": False, "capabilities": {"drop": ["ALL"]}},
+            # /tmp stays writable on a read-only root filesystem (base_pod_spec adds the volume).
+            "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
         }
     )
     return container
+
+
+def job_env(spec: GangSpec) -> dict[str, str]:
+    """The job's own environment without what a job may never set (jobs/validators.py REFUSED_ENV).
+
+    Submit refuses those names; this drops them again for jobs stored before the rule existed.
+    """
+    kept = {}
+    for name, value in spec.env.items():
+        if env_refusal(name):
+            logger.warning("job %s: dropped %s from the pods' environment (a job may not set it)", spec.job_id, name)
+        else:
+            kept[name] = value
+    return kept
 
 
 def gpu_container(spec: GangSpec, options: PodOptions, name: str, env: dict[str, str], command: list[str] | None) -> dict[str, Any]:
@@ -243,7 +265,7 @@ def gpu_container(spec: GangSpec, options: PodOptions, name: str, env: dict[str,
     memory = _times(options.memory_per_gpu, spec.gpus_per_node)
     resources = {options.gpu_resource: str(spec.gpus_per_node), "cpu": cpu, "memory": memory, **options.extra_resources}
     container = locked_down_container(name, spec.image, command, env, resources, secret_env_refs(spec))
-    container["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    container["volumeMounts"].append({"name": "dshm", "mountPath": "/dev/shm"})
     return container
 
 
@@ -255,8 +277,17 @@ def gang_pod_spec(spec: GangSpec, options: PodOptions, container: dict[str, Any]
     # The GPU operator taints GPU nodes; Muster's pods are meant for them.
     pod_spec["tolerations"] = [{"key": options.gpu_resource, "operator": "Exists", "effect": "NoSchedule"}]
     # NCCL needs a large /dev/shm; the default 64 MiB makes multi-GPU collectives fail.
-    pod_spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": options.shm_size}}]
+    pod_spec["volumes"].append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": options.shm_size}})
     return pod_spec
+
+
+def pod_security_context(spec: GangSpec, options: PodOptions) -> dict[str, Any]:
+    """Non-root (the site's uid, whatever the image's USER says) unless the job's team may run as root."""
+    context: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
+    if not spec.run_as_root:
+        uid = options.run_as_user
+        context.update({"runAsNonRoot": True, "runAsUser": uid, "runAsGroup": uid, "fsGroup": uid})
+    return context
 
 
 def base_pod_spec(spec: GangSpec, options: PodOptions, container: dict[str, Any]) -> dict[str, Any]:
@@ -267,9 +298,11 @@ def base_pod_spec(spec: GangSpec, options: PodOptions, container: dict[str, Any]
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
         "hostNetwork": False,
-        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        "securityContext": pod_security_context(spec, options),
         "containers": [container],
+        "volumes": [{"name": "tmp", "emptyDir": {}}],
     }
+    container["securityContext"]["readOnlyRootFilesystem"] = not spec.writable_root_filesystem
     if options.scheduler_name:
         pod_spec["schedulerName"] = options.scheduler_name
     if options.image_pull_secret:
