@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -111,12 +112,13 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    "axes",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "csp",
     "audit",
+    "accounts",
     "quotas",
     "jobs",
     "telemetry",
@@ -137,6 +139,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    # Last: turns a sign-in that django-axes locked out into accounts.throttling.lockout_response (429).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -177,6 +181,28 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# django-axes counts failed sign-ins (the login form, Django admin, the API's password exchange) in the database.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+
+# --- Brute force and request rates (docs/security.md) ----------------------------------------
+# This many failed sign-ins within the cool-off for one username, or from one address, lock that username or address
+# out until the cool-off has passed since the last failure (429, Retry-After); the right password is refused meanwhile.
+# A success does not clear the count: otherwise a guesser holding any valid account could reset it between guesses.
+AXES_FAILURE_LIMIT = max(1, env_int("MUSTER_LOGIN_FAILURE_LIMIT", 10))
+AXES_COOLOFF_TIME = timedelta(minutes=max(1, env_int("MUSTER_LOGIN_COOLOFF_MINUTES", 15)))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = False
+AXES_LOCKOUT_CALLABLE = "accounts.throttling.lockout_response"
+AXES_VERBOSE = False
+# The client's address: REMOTE_ADDR, unless a trusted proxy in front sets X-Forwarded-For (MUSTER_TRUSTED_PROXY).
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if MUSTER_TRUSTED_PROXY else ["REMOTE_ADDR"]
+# Writes (submits, cancels, quota edits, tokens) per signed-in user, and password exchanges per address,
+# right or wrong; DRF's "N/second|minute|hour|day" form, empty for no limit. Counted in the cache.
+MUSTER_THROTTLE_WRITES = os.environ.get("MUSTER_THROTTLE_WRITES", "120/minute")
+MUSTER_THROTTLE_TOKEN_REQUESTS = os.environ.get("MUSTER_THROTTLE_TOKEN_REQUESTS", "60/minute")
+# A token made by the password exchange (POST /api/v1/auth/token/) expires after this many days; 0: never.
+MUSTER_TOKEN_EXCHANGE_EXPIRY_DAYS = env_int("MUSTER_TOKEN_EXCHANGE_EXPIRY_DAYS", 30)
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "frontend:job-list"
 LOGOUT_REDIRECT_URL = "login"
@@ -208,7 +234,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MUSTER_MAX_REQUEST_BYTES", 256 * 1024)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "accounts.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -220,6 +246,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "jobs.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.WriteRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Muster API",
@@ -232,7 +259,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # Jobs and nodes both have a `state`; name their enums apart.
-    "ENUM_NAME_OVERRIDES": {"JobStateEnum": "jobs.states.JobState", "NodeStateEnum": "jobs.models.NodeState"},
+    "ENUM_NAME_OVERRIDES": {
+        "JobStateEnum": "jobs.states.JobState",
+        "NodeStateEnum": "jobs.models.NodeState",
+        "TokenStateEnum": ["active", "expired", "revoked"],
+    },
     # Every error each operation can answer with, and `additionalProperties: false` on strict request bodies.
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "jobs.api.schema.document_errors"],
 }

@@ -7,6 +7,7 @@ from jobs.metrics_view import metrics_view
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("jobs.api.urls")),
+    path("api/v1/", include("accounts.api.urls")),
     path("api/v1/", include("quotas.api.urls")),
     path("api/v1/", include("telemetry.api.urls")),
     path("api/v1/", include("audit.api.urls")),

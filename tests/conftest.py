@@ -49,6 +49,12 @@ def _fast_password_hashing(settings: Any) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _no_write_throttle(settings: Any) -> None:
+    # Scenario tests submit hundreds of jobs as one user; tests/test_accounts.py tests the throttles at real rates.
+    settings.MUSTER_THROTTLE_WRITES = ""
+
+
 class UserFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = "auth.User"

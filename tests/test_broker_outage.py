@@ -75,7 +75,10 @@ def stack(require_postgres: None, require_redis: None, tmp_path: Path) -> Iterat
     redis = Redis(tmp_path)
     redis.start()
     procs = Processes(tmp_path)
-    procs.env.update({"REDIS_URL": redis.url, "CELERY_BROKER_URL": redis.url, "MUSTER_SIM_DEFAULT_DURATION_SECONDS": "2"})
+    # Writes are not throttled here: this test counts how writes are answered, not how fast one user may send them.
+    procs.env.update(
+        {"REDIS_URL": redis.url, "CELERY_BROKER_URL": redis.url, "MUSTER_SIM_DEFAULT_DURATION_SECONDS": "2", "MUSTER_THROTTLE_WRITES": ""}
+    )
     procs.env.pop("MUSTER_REQUIRE_SERVICES", None)
     web, api = start_gunicorn(procs.env, tmp_path / "web.log")
     procs.procs.append((web, tmp_path / "web.log"))

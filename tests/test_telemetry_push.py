@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.services import token_create
 from jobs.models import Job
 from telemetry.models import NcclSample
 from telemetry.tokens import telemetry_pod_env, telemetry_token_for_job, telemetry_token_revoke, telemetry_token_verify
@@ -151,7 +151,7 @@ def test_a_forged_digest_for_the_right_job_is_401(running) -> None:
 def test_a_users_own_login_cannot_push(running, user) -> None:
     # Only the job's token writes telemetry: not the owner's API token, nor their browser session.
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user, name='laptop').secret}")
     assert client.get(f"/api/v1/jobs/{running.pk}/").status_code == 200  # the token itself is good
     assert push(client, running, inspector_record()).status_code == 401
     session = APIClient()

@@ -1,5 +1,4 @@
 from django.urls import path
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
 from jobs.api.views import JobViewSet, NodeViewSet, QueueView
@@ -9,7 +8,6 @@ router.register("jobs", JobViewSet, basename="job")
 router.register("nodes", NodeViewSet, basename="node")
 
 urlpatterns = [
-    path("auth/token/", obtain_auth_token, name="auth-token"),
     path("queue/", QueueView.as_view(), name="queue"),
     *router.urls,
 ]

@@ -1,0 +1,66 @@
+"""Request rates: brute force at the login form and the token endpoint (django-axes, by account and by address),
+and per-user rates on writes and raw token requests (DRF throttles over Django's cache)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from axes.helpers import get_cool_off
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from rest_framework.request import Request
+from rest_framework.throttling import SimpleRateThrottle
+
+SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+
+
+def retry_after_seconds(cool_off: timedelta | None) -> int:
+    return max(1, int(cool_off.total_seconds())) if cool_off else 3600
+
+
+def lockout_response(request: HttpRequest, original_response: HttpResponse | None, credentials: dict[str, Any] | None) -> HttpResponse:
+    """AXES_LOCKOUT_CALLABLE: 429 with Retry-After; JSON for the API, the login page's lockout template for people."""
+    seconds = retry_after_seconds(get_cool_off(request))
+    minutes = max(1, round(seconds / 60))
+    detail = (
+        f"Too many failed sign-ins for this account or from this address: try again in {minutes} minute"
+        f"{'s' if minutes != 1 else ''}. Signing in with the right password meanwhile is refused too."
+    )
+    response: HttpResponse
+    if request.path.startswith("/api/"):
+        response = JsonResponse({"detail": detail}, status=429)
+    else:
+        response = render(request, "registration/locked_out.html", {"detail": detail, "minutes": minutes}, status=429)
+    response["Retry-After"] = str(seconds)
+    return response
+
+
+class WriteRateThrottle(SimpleRateThrottle):
+    """Writes (POST, PUT, PATCH, DELETE) per signed-in user, at MUSTER_THROTTLE_WRITES; reads are not counted."""
+
+    scope = "writes"
+
+    def get_rate(self) -> str | None:
+        return settings.MUSTER_THROTTLE_WRITES or None
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        if request.method in SAFE_METHODS or not request.user or not request.user.is_authenticated:
+            return True
+        return super().allow_request(request, view)
+
+    def get_cache_key(self, request: Request, view: Any) -> str | None:
+        return self.cache_format % {"scope": self.scope, "ident": request.user.pk}
+
+
+class TokenRequestRateThrottle(SimpleRateThrottle):
+    """Requests to the password-exchange endpoint per client address, right or wrong (MUSTER_THROTTLE_TOKEN_REQUESTS)."""
+
+    scope = "token-requests"
+
+    def get_rate(self) -> str | None:
+        return settings.MUSTER_THROTTLE_TOKEN_REQUESTS or None
+
+    def get_cache_key(self, request: Request, view: Any) -> str | None:
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
