@@ -22,8 +22,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup()
 
 from benchmarks.synthetic import synthetic_snapshot  # noqa: E402
-from jobs.scheduling.model import PolicyConfig  # noqa: E402
-from jobs.scheduling.policy import schedule  # noqa: E402
+from policy.model import PolicyConfig  # noqa: E402
+from policy.schedule import schedule  # noqa: E402
 
 
 def run_case(pending: int, repeats: int) -> dict[str, object]:

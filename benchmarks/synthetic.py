@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from jobs.scheduling.model import Account, NodeView, PendingJob, RunningJob, Snapshot, team_key, user_key
+from policy.model import Account, NodeView, PendingJob, RunningJob, Snapshot, team_key, user_key
 
 # (nodes, GPUs per node) and how often each shape is asked for: mostly small jobs, a tail of big gangs.
 SHAPES = [

@@ -9,14 +9,14 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.response import SimpleTemplateResponse
 
-from jobs.api.errors import RETRY_AFTER_SECONDS, DatabaseUnavailable, database_is_away
-from jobs.api.json_limits import json_depth_error
+from apikit.errors import RETRY_AFTER_SECONDS, DatabaseUnavailable, database_is_away
+from apikit.json_limits import json_depth_error
 
 
 class DatabaseUnavailableMiddleware:
     """Turns a lost database connection anywhere (pages, admin, session or auth middleware) into a 503.
 
-    DRF views map it themselves (jobs/api/errors.py); this catches what happens outside them.
+    DRF views map it themselves (apikit/errors.py); this catches what happens outside them.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -46,7 +46,7 @@ class DatabaseUnavailableMiddleware:
 
 
 class MalformedInputMiddleware:
-    """Refuses, with a 400 before any view: JSON bodies nested deeper than any Muster body (jobs/api/json_limits.py),
+    """Refuses, with a 400 before any view: JSON bodies nested deeper than any Muster body (apikit/json_limits.py),
     and NUL characters in the query string (PostgreSQL cannot store or compare them, so a lookup would fail)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:

@@ -117,11 +117,14 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "csp",
+    # Muster's apps, lowest layer first (docs/architecture.md, "Layers").
     "audit",
     "accounts",
-    "quotas",
     "jobs",
+    "quotas",
+    "scheduler",
     "telemetry",
+    "api",
     "frontend",
 ]
 
@@ -238,13 +241,13 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "jobs.api.pagination.Pagination",
+    "DEFAULT_PAGINATION_CLASS": "apikit.pagination.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # JSON only: a list-valued `command` has no unambiguous form encoding.
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "jobs.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "apikit.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.WriteRateThrottle"],
 }
@@ -265,7 +268,7 @@ SPECTACULAR_SETTINGS = {
         "TokenStateEnum": ["active", "expired", "revoked"],
     },
     # Every error each operation can answer with, and `additionalProperties: false` on strict request bodies.
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "jobs.api.schema.document_errors"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "apikit.schema.document_errors"],
 }
 
 # --- Celery and the cache -----------------------------------------------------
@@ -522,7 +525,7 @@ MUSTER_TELEMETRY_IDLE_PERCENT = env_float("MUSTER_TELEMETRY_IDLE_PERCENT", 5.0)
 MUSTER_TELEMETRY_IDLE_SECONDS = env_int("MUSTER_TELEMETRY_IDLE_SECONDS", 600)
 MUSTER_TELEMETRY_LARGE_JOB_GPUS = env_int("MUSTER_TELEMETRY_LARGE_JOB_GPUS", 8)
 
-# --- /metrics (Prometheus) and the dashboard (jobs/metrics.py, jobs/dashboard.py) ---------------------
+# --- /metrics (Prometheus) and the dashboard (telemetry/exporter.py, telemetry/dashboard/figures.py) ---------------------
 # Bearer token Prometheus sends to /metrics (`authorization: {credentials: ...}` in its scrape config).
 # Empty: /metrics answers requests from loopback only (e.g. a sidecar or a node-local Prometheus).
 MUSTER_METRICS_TOKEN = os.environ.get("MUSTER_METRICS_TOKEN", "").strip()

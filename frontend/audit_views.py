@@ -10,7 +10,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from audit.api.filters import AuditFilter
+from api.audit.filters import AuditFilter
 from audit.models import AuditEntry
 from audit.selectors import audit_entries_visible_to
 

@@ -19,8 +19,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from api.quotas.serializers import QuotaInputSerializer
 from frontend.quota_forms import QuotaForm, UsageReportForm
-from quotas.api.serializers import QuotaInputSerializer
 from quotas.limits import effective_limits
 from quotas.models import Team
 from quotas.periods import day_range, local_today, period_bounds

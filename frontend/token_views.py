@@ -8,9 +8,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from accounts.api.serializers import MAX_EXPIRY_DAYS, TokenCreateSerializer
 from accounts.selectors import tokens_of
 from accounts.services import token_create, token_revoke
+from api.accounts.serializers import MAX_EXPIRY_DAYS, TokenCreateSerializer
 
 EXPIRY_CHOICES = [(30, "30 days"), (90, "90 days"), (MAX_EXPIRY_DAYS, "a year"), (0, "never")]
 

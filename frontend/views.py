@@ -16,15 +16,16 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from api.jobs.serializers import JobSubmitSerializer
 from frontend.forms import JobForm
-from jobs.api.serializers import JobSubmitSerializer
 from jobs.cluster import ClusterUnavailable, get_backend
-from jobs.dashboard import dashboard_context, node_grid
 from jobs.errors import JobFinished
 from jobs.models import Job
-from jobs.selectors import job_assigned_nodes, jobs_visible_to, queue_plan
+from jobs.selectors import job_assigned_nodes, jobs_visible_to
 from jobs.services import job_cancel, job_check_fits_cluster, job_submit, nodes_ensure_known
 from jobs.states import ACTIVE_STATES, JobState
+from scheduler.queue import queue_plan
+from telemetry.dashboard.figures import dashboard_context, node_grid
 from telemetry.page import job_telemetry_context
 from telemetry.staticfiles import PLOTLY_JS
 

@@ -1,4 +1,4 @@
-"""Domain errors. The API maps them to status codes in `jobs.api.errors`."""
+"""Domain errors. The API maps them to status codes in `apikit.errors`."""
 
 from __future__ import annotations
 

@@ -187,7 +187,7 @@ class CycleCounter(models.Model):
     Web, worker and beat are separate processes, so in-process Prometheus counters in the worker would be
     invisible to the web process that serves /metrics (and reset on every worker restart). Instead each
     cycle adds to these rows with one UPDATE (F() expressions, so concurrent writers never lose an
-    increment), and /metrics reads them (jobs/metrics.py). `le` is the upper bound of a cumulative
+    increment), and /metrics reads them (telemetry/exporter.py). `le` is the upper bound of a cumulative
     histogram bucket (+inf as a very large number); 0 for plain counters.
     """
 

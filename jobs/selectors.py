@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
-from django.utils import timezone
 
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
-from jobs.scheduling.model import Priority
-from jobs.scheduling.priority import prioritize, priority_order
 from jobs.states import JobState
 
 
@@ -41,51 +36,6 @@ def nodes_with_usage() -> QuerySet[Node]:
         Node.objects.exclude(state=NodeState.GONE)
         .annotate(gpus_held=Sum("allocations__gpus", filter=Q(allocations__released_at__isnull=True)))
         .order_by("name")
-    )
-
-
-@dataclass(frozen=True)
-class QueueEntry:
-    job: Job
-    position: int
-    priority: Priority
-
-
-@dataclass(frozen=True)
-class QueuePlan:
-    """The queue as the next cycle sees it: pending jobs in priority order, and what holds GPUs."""
-
-    entries: list[QueueEntry]
-    running_within_quota: int = 0
-    running_over_quota: int = 0
-    gpus_over_quota: int = 0
-    by_job: dict[int, QueueEntry] = field(default_factory=dict)
-
-    def reasons(self) -> dict[str, int]:
-        return dict(sorted(Counter(e.job.pending_reason_code or "NEW" for e in self.entries).items()))
-
-
-def queue_plan(*, now: datetime | None = None) -> QueuePlan:
-    """Pending jobs in the order the scheduler considers them, each with its priority breakdown.
-
-    The same snapshot and the same ordering code as the cycle, computed at read time, so
-    what a user sees is what the next cycle will do.
-    """
-    from jobs.snapshot import build_snapshot, policy_config
-
-    snapshot = build_snapshot(now or timezone.now())
-    config = policy_config()
-    priorities = prioritize(snapshot, config)
-    order = [p.id for p in priority_order(snapshot, config, priorities)]
-    jobs = Job.objects.select_related("owner", "team").in_bulk(order)
-    entries = [QueueEntry(jobs[pk], position, priorities[pk]) for position, pk in enumerate((pk for pk in order if pk in jobs), start=1)]
-    over = [r for r in snapshot.running if r.over_quota]
-    return QueuePlan(
-        entries=entries,
-        running_within_quota=len(snapshot.running) - len(over),
-        running_over_quota=len(over),
-        gpus_over_quota=sum(r.gpus for r in over),
-        by_job={e.job.pk: e for e in entries},
     )
 
 

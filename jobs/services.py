@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
@@ -15,20 +15,14 @@ from django.utils import timezone
 from audit.services import audit_record
 from jobs.cluster import ClusterBackend, ClusterNode, get_backend
 from jobs.errors import IllegalTransition, JobFinished
+from jobs.hooks import job_hooks, queue_changed
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState, can_transition
-from quotas.models import Team
-from quotas.services import ledger_charge, quota_check_job
-from telemetry.services import telemetry_job_left_running
+
+if TYPE_CHECKING:
+    from quotas.models import Team  # Job.team's model; a type-only name, see docs/architecture.md
 
 logger = logging.getLogger(__name__)
-
-
-def cycle_trigger() -> None:
-    """Run a scheduling cycle soon after the current transaction commits."""
-    from jobs.tasks import scheduling_cycle
-
-    scheduling_cycle.delay_on_commit()
 
 
 def nodes_sync(*, cluster_nodes: Iterable[ClusterNode]) -> list[Node]:
@@ -95,9 +89,10 @@ def job_submit(
     """Queue a job. The job row and its first event are written together, or not at all."""
     nodes_ensure_known()
     job_check_fits_cluster(nodes=nodes, gpus_per_node=gpus_per_node)
-    quota_check_job(
-        owner=owner, team=team, nodes=nodes, gpus_per_node=gpus_per_node, wall_time_seconds=wall_time_seconds, preemptible=preemptible
-    )
+    for check in job_hooks.submit_checks:
+        check(
+            owner=owner, team=team, nodes=nodes, gpus_per_node=gpus_per_node, wall_time_seconds=wall_time_seconds, preemptible=preemptible
+        )
     now = timezone.now()
     job = Job.objects.create(
         owner=owner,
@@ -119,7 +114,7 @@ def job_submit(
         submitted_at=now,
     )
     JobEvent.objects.create(job=job, at=now, from_state="", to_state=JobState.PENDING, reason=f"Submitted by {owner.get_username()}.")
-    cycle_trigger()
+    queue_changed()
     return job
 
 
@@ -148,12 +143,14 @@ def job_transition(job: Job, to_state: str, *, reason: str, now: datetime | None
             job=job, at=now, from_state=from_state, to_state=to_state, reason=reason, attempt=fields.get("attempt", job.attempt)
         )
         if from_state in ACTIVE_STATES and to_state not in ACTIVE_STATES:
-            # Charge the ledger up to this instant while the allocations are still live.
-            ledger_charge(job=job, until=now)
+            # The ledger charges up to this instant while the allocations are still live.
+            for left_active in job_hooks.left_active:
+                left_active(job=job, until=now)
             Allocation.objects.filter(job=job, released_at__isnull=True).update(released_at=now)
         if from_state == JobState.RUNNING:
-            # The run's GPU and network series are downsampled and stored once this commits.
-            telemetry_job_left_running(job=job, attempt=job.attempt, now=now)
+            # Telemetry stores the run's GPU and network series once this commits.
+            for left_running in job_hooks.left_running:
+                left_running(job=job, attempt=job.attempt, now=now)
     job.state = to_state
     for key, value in fields.items():
         setattr(job, key, value)
@@ -178,7 +175,7 @@ def job_cancel(*, job: Job, by: AbstractBaseUser, backend: ClusterBackend | None
         if had_pods:
             attempt = job.attempt
             transaction.on_commit(lambda: _teardown_quietly(backend or get_backend(), job.pk, attempt))
-        cycle_trigger()
+        queue_changed()
     return job
 
 

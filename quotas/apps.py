@@ -4,3 +4,11 @@ from django.apps import AppConfig
 class QuotasConfig(AppConfig):
     name = "quotas"
     verbose_name = "Teams and quotas"
+
+    def ready(self) -> None:
+        from jobs.hooks import job_hooks
+        from quotas.services import ledger_charge, quota_check_job
+
+        # Limits that can never pass refuse a submit; a job leaving its GPUs is charged up to that instant.
+        job_hooks.add(job_hooks.submit_checks, quota_check_job)
+        job_hooks.add(job_hooks.left_active, ledger_charge)

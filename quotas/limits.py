@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 
-from jobs.scheduling.model import team_key, user_key
+from policy.model import team_key, user_key
 from quotas.models import Quota, Team
 
 LIMIT_FIELDS = ("max_gpus", "max_wall_time_seconds", "max_node_hours_per_job", "node_hours_per_period", "fair_share_weight")

@@ -18,7 +18,7 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from jobs.models import Allocation
-from jobs.scheduling.model import Account, team_key, user_key
+from policy.model import Account, team_key, user_key
 from quotas.limits import LIMIT_FIELDS, Limits, effective_limits, limits_of
 from quotas.models import Quota, Team, UsageCharge
 from quotas.periods import decayed_seconds, local_today, overlap_seconds, period_bounds

@@ -280,7 +280,7 @@ def _limit_changes(before: Limits, after: Limits) -> dict[str, list[Any]]:
 def quota_warnings(*, account: Any, before: Limits, after: Limits, now: datetime | None = None) -> list[str]:
     """What a lowered GPU quota or budget means for an account that already holds or used more.
 
-    The truth of the policy (jobs/scheduling/policy.py): a lower limit stops nothing that
+    The truth of the policy (policy/schedule.py): a lower limit stops nothing that
     runs. A running job keeps its GPUs until it ends; it is preempted for being over quota
     only if it was placed as a borrower (a preemptible job beyond the quota then), as
     before. New jobs wait (QUOTA_GPUS) until what the account holds within its quota

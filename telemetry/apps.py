@@ -4,3 +4,12 @@ from django.apps import AppConfig
 class TelemetryConfig(AppConfig):
     name = "telemetry"
     verbose_name = "Telemetry"
+
+    def ready(self) -> None:
+        from jobs.hooks import job_hooks
+        from telemetry.services import telemetry_job_left_running
+        from telemetry.tokens import telemetry_pod_env
+
+        # A run that ends is stored; every pod of a gang gets the job's push token (from a Secret).
+        job_hooks.add(job_hooks.left_running, telemetry_job_left_running)
+        job_hooks.add(job_hooks.pod_secret_env, telemetry_pod_env)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobs.api.json_limits import json_depth_error
+from apikit.json_limits import json_depth_error
 
 MAX_MSG_SIZE_BYTES = 2**50  # 1 PiB
 MAX_EXEC_TIME_US = 3_600_000_000.0  # one hour

@@ -16,9 +16,9 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from jobs.cluster.simulated import SimulatedCluster
-from jobs.cycle import CycleReport, run_cycle
 from jobs.services import nodes_sync
 from quotas.models import Team
+from scheduler.cycle import CycleReport, run_cycle
 
 # CI sets this: a test that needs PostgreSQL or Redis fails instead of skipping.
 REQUIRE_SERVICES = os.environ.get("MUSTER_REQUIRE_SERVICES") == "1"

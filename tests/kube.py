@@ -16,8 +16,8 @@ from kubernetes.client.exceptions import ApiException
 
 from jobs.cluster.kubernetes import KubernetesCluster
 from jobs.cluster.manifests import PodOptions
-from jobs.cycle import CycleReport, run_cycle
 from jobs.services import nodes_sync
+from scheduler.cycle import CycleReport, run_cycle
 
 # The label platform/testcluster/up.sh puts the fake nodes' racks in.
 TESTCLUSTER_RACK_LABEL = "muster.io/rack"

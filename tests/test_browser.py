@@ -26,10 +26,11 @@ from django.db.models import F
 from django.test import Client
 from django.utils import timezone
 
-from jobs.cycle import CycleReport
+from jobs.hooks import job_hooks
 from jobs.models import Job, JobEvent
 from jobs.services import job_submit
 from jobs.states import JobState
+from scheduler.cycle import CycleReport
 from tests.conftest import PASSWORD, REQUIRE_SERVICES, SimHarness, UserFactory, make_sim, need_service
 from tests.telemetry_helpers import store_runs_when_they_end
 
@@ -104,7 +105,7 @@ def sim(transactional_db: None, settings: Any, monkeypatch: pytest.MonkeyPatch) 
     """16 nodes x 8 GPUs in 2 racks, cycles run only when the test says so."""
     settings.MUSTER_CLUSTER = "simulated"
     # No Celery message per submit/cancel: the test runs the cycles itself.
-    monkeypatch.setattr("jobs.services.cycle_trigger", lambda: None)
+    monkeypatch.setattr(job_hooks, "queue_changed", [])
     harness = make_sim(settings)
     return BrowserSim(clock=harness.clock, cluster=harness.cluster)
 

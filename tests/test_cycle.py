@@ -9,9 +9,9 @@ from datetime import timedelta
 from django.db.models import Sum
 
 from jobs.cluster import ClusterUnavailable
-from jobs.cycle import run_cycle
 from jobs.models import Allocation, Job, JobEvent, Node, SimulatedPod
 from jobs.states import JobState
+from scheduler.cycle import run_cycle
 from tests.conftest import session_for
 
 

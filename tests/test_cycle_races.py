@@ -10,23 +10,23 @@ from typing import Any
 import pytest
 from django.db import connections
 
-import jobs.cycle
-from jobs.cycle import run_cycle
+import scheduler.cycle
 from jobs.models import Allocation, Job
 from jobs.services import job_cancel
 from jobs.states import ACTIVE_STATES, JobState
+from scheduler.cycle import run_cycle
 
 
 def _between_snapshot_and_writes(monkeypatch: pytest.MonkeyPatch, meddle: Any) -> None:
     """Run `meddle` right after the policy decided, before the cycle writes its decisions."""
-    real = jobs.cycle.schedule
+    real = scheduler.cycle.schedule
 
     def schedule(snapshot, config):
         decisions = real(snapshot, config)
         meddle(decisions)
         return decisions
 
-    monkeypatch.setattr(jobs.cycle, "schedule", schedule)
+    monkeypatch.setattr(scheduler.cycle, "schedule", schedule)
 
 
 def test_a_job_cancelled_after_the_snapshot_is_skipped_and_the_others_are_placed(submit, sim, user, monkeypatch) -> None:

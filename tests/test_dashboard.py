@@ -11,9 +11,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from jobs.dashboard import WINDOWS, dashboard_context, gpus, latency, percentile, queue_depth, step_levels
 from jobs.models import Allocation, Job, JobEvent, Node
 from jobs.states import JobState
+from telemetry.dashboard.figures import WINDOWS, dashboard_context, gpus, latency, percentile, queue_depth, step_levels
 from telemetry.figures import as_plotly_figure
 from telemetry.models import JobTelemetrySummary
 from tests.conftest import TeamFactory, session_for

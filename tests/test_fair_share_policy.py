@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.scheduling.model import (
+from policy.model import (
     Account,
     Decisions,
     NodeView,
@@ -28,8 +28,8 @@ from jobs.scheduling.model import (
     team_key,
     user_key,
 )
-from jobs.scheduling.policy import BUDGET, NO_ROOM, QUOTA_GPUS, RESERVATION, schedule
-from jobs.scheduling.priority import prioritize
+from policy.priority import prioritize
+from policy.schedule import BUDGET, NO_ROOM, QUOTA_GPUS, RESERVATION, schedule
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC).timestamp()
 HOUR = 3600.0

@@ -46,10 +46,10 @@ from jobs.cluster.manifests import (
     service_owner_reference,
 )
 from jobs.cluster.watch import watches_for
-from jobs.cycle import run_cycle
 from jobs.models import Job
 from jobs.states import JobState
 from quotas.models import Team
+from scheduler.cycle import run_cycle
 from telemetry.tokens import telemetry_token_for_job
 from tests.conftest import job_payload, need_service
 from tests.kube import KubeHarness, install_crds, kube_harness, kubeconfig_path, reachable_api
@@ -520,7 +520,7 @@ def test_node_inventory_follows_the_cluster(kube: KubeHarness) -> None:
 
 
 def test_logs_of_a_rank_come_from_the_api_server(api: APIClient, kube: KubeHarness, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("jobs.api.views.get_backend", lambda: kube.cluster)
+    monkeypatch.setattr("api.jobs.views.get_backend", lambda: kube.cluster)
     job = submit(api, nodes=2, simulate={"duration_seconds": 600})
     kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
     body = api.get(f"/api/v1/jobs/{job['id']}/logs/", {"rank": 1, "tail": 2}).json()
@@ -538,7 +538,7 @@ django.setup()
 from kubernetes import client, config
 from jobs.cluster.kubernetes import KubernetesCluster
 from jobs.cluster.manifests import PodOptions
-from jobs.cycle import run_cycle
+from scheduler.cycle import run_cycle
 real = client.CoreV1Api.create_namespaced_pod
 calls = []
 def dying(self, *args, **kwargs):

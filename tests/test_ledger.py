@@ -12,9 +12,9 @@ import pytest
 from django.db import connection
 
 from jobs.models import Allocation, Job, Node
-from jobs.scheduling.model import team_key, user_key
 from jobs.services import job_transition
 from jobs.states import JobState
+from policy.model import team_key, user_key
 from quotas.models import Quota, UsageCharge
 from quotas.periods import period_bounds
 from quotas.selectors import accounts_snapshot

@@ -10,10 +10,10 @@ import psycopg2
 import pytest
 from django.db import connection, connections
 
-from jobs.cycle import run_cycle
-from jobs.locks import CYCLE_LOCK_KEY
 from jobs.models import Job, JobEvent
 from jobs.states import JobState
+from scheduler.cycle import run_cycle
+from scheduler.lock import CYCLE_LOCK_KEY
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.api.json_limits import MAX_JSON_DEPTH, json_depth_error
+from apikit.json_limits import MAX_JSON_DEPTH, json_depth_error
 from jobs.models import Job
 from tests.conftest import job_payload, session_for
 from tests.live_server import free_port, start_gunicorn

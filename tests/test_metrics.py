@@ -14,10 +14,11 @@ import yaml
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from jobs.cycle import run_cycle
-from jobs.metrics import CYCLE_SECONDS_BUCKETS, cycle_counters_record, metrics_text
 from jobs.models import ClusterHealth, CycleCounter, Job
 from jobs.states import JobState
+from scheduler.cycle import run_cycle
+from scheduler.counters import CYCLE_SECONDS_BUCKETS, cycle_counters_record
+from telemetry.exporter import metrics_text
 from tests.test_cycle import RefusingCluster
 
 ALERTS = Path(__file__).resolve().parent.parent / "platform" / "prometheus"

@@ -8,8 +8,8 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.scheduling.model import NodeView, PendingJob, Snapshot
-from jobs.scheduling.policy import FRAGMENTATION, LAUNCH_BACKOFF, NO_ROOM, NOT_EXAMINED, queue_order, schedule
+from policy.model import NodeView, PendingJob, Snapshot
+from policy.schedule import FRAGMENTATION, LAUNCH_BACKOFF, NO_ROOM, NOT_EXAMINED, queue_order, schedule
 
 
 def cluster(nodes: int = 4, gpus: int = 8, racks: int = 2, free: dict[str, int] | None = None) -> tuple[NodeView, ...]:

@@ -1,0 +1,81 @@
+"""The tokens resource and the password exchange. Thin: they validate, call a service, serialize."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import authenticate, user_logged_in
+from django.db.models import QuerySet
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.models import ApiToken
+from accounts.selectors import tokens_of
+from accounts.services import token_create, token_revoke
+from accounts.throttling import TokenRequestRateThrottle, lockout_response
+from api.accounts.serializers import NewTokenSerializer, PasswordExchangeSerializer, TokenCreateSerializer, TokenSerializer
+
+
+@extend_schema(tags=["tokens"])
+class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
+    """Your own API tokens: list them (with when each was last used), make one (its secret is shown once), revoke one."""
+
+    serializer_class = TokenSerializer
+    filter_backends: list[type] = []
+    queryset = ApiToken.objects.none()  # tells the schema the id's type; get_queryset gives the user's own
+
+    def get_queryset(self) -> QuerySet[ApiToken]:
+        return tokens_of(self.request.user)
+
+    @extend_schema(request=TokenCreateSerializer, responses={201: NewTokenSerializer})
+    def create(self, request: Request, *args: object, **kwargs: object) -> Response:
+        serializer = TokenCreateSerializer(data=request.data, context={"user": request.user})
+        serializer.is_valid(raise_exception=True)
+        new = token_create(user=request.user, name=serializer.validated_data["name"], expires_at=serializer.validated_expiry())
+        return Response(NewTokenSerializer({**TokenSerializer(new.token).data, "token": new.secret}).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={204: None}, description="Revoke the token: it stops working at once and stays listed as revoked.")
+    def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:
+        token_revoke(token=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PasswordExchangeView(APIView):
+    """Exchange a username and password for a new API token (for scripts), named for the day and expiring after
+    MUSTER_TOKEN_EXCHANGE_EXPIRY_DAYS. Wrong credentials answer 401; repeated failures lock the account and the
+    address out for a while (429 with Retry-After)."""
+
+    authentication_classes: list[type] = []
+    permission_classes = [AllowAny]
+    throttle_classes = [TokenRequestRateThrottle]
+
+    @extend_schema(tags=["tokens"], request=PasswordExchangeSerializer, responses={200: NewTokenSerializer})
+    def post(self, request: Request) -> Response:
+        serializer = PasswordExchangeSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        # django-axes counts failures through authenticate() and needs Django's own request.
+        user = authenticate(
+            request._request, username=serializer.validated_data["username"], password=serializer.validated_data["password"]
+        )
+        if getattr(request._request, "axes_locked_out", False):
+            return lockout_response(request._request, None, None)  # type: ignore[return-value]
+        if user is None:
+            return Response(
+                {"detail": "Wrong username or password."},
+                status=status.HTTP_401_UNAUTHORIZED,
+                headers={"WWW-Authenticate": 'Bearer realm="api"'},
+            )
+        # A sign-in like the form's (last_login is noted).
+        user_logged_in.send(sender=user.__class__, request=request._request, user=user)
+        now = timezone.now()
+        days = settings.MUSTER_TOKEN_EXCHANGE_EXPIRY_DAYS
+        new = token_create(
+            user=user, name=f"password exchange {now:%Y-%m-%d %H:%M:%S}", expires_at=now + timedelta(days=days) if days else None, now=now
+        )
+        return Response(NewTokenSerializer({**TokenSerializer(new.token).data, "token": new.secret}).data)

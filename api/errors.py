@@ -1,0 +1,13 @@
+"""The API's answer to each domain error of the apps below it (the kit maps them: apikit.errors)."""
+
+from __future__ import annotations
+
+from apikit.errors import ClusterUnreachable, Conflict, domain_error_register
+from jobs.cluster import ClusterUnavailable
+from jobs.errors import IllegalTransition, JobFinished
+
+
+def register() -> None:
+    domain_error_register(JobFinished, lambda exc: Conflict(str(exc)))
+    domain_error_register(IllegalTransition, lambda exc: Conflict(str(exc)))
+    domain_error_register(ClusterUnavailable, lambda exc: ClusterUnreachable(f"The cluster cannot be reached: {exc}"))

@@ -1,0 +1,276 @@
+"""Input and output shapes of the jobs API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from api.telemetry.summary import TelemetrySummarySerializer
+from apikit.serializers import StrictSerializer
+from jobs import validators
+from jobs.models import Job, JobEvent, Node
+from jobs.selectors import job_assigned_nodes
+from policy.model import Priority
+from scheduler.queue import QueueEntry, QueuePlan, queue_plan
+from telemetry.selectors import job_telemetry_summary
+
+
+class SimulateSerializer(StrictSerializer):
+    duration_seconds = serializers.FloatField(min_value=0, max_value=30 * 24 * 3600, required=False)
+    exit_code = serializers.IntegerField(min_value=0, max_value=255, required=False)
+
+
+class JobSubmitSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=100)
+    image = serializers.CharField(max_length=validators.IMAGE_MAX_LENGTH)
+    command = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=validators.COMMAND_MAX_BYTES),
+        allow_empty=False,
+        min_length=1,
+        max_length=validators.COMMAND_MAX_ARGS,
+    )
+    nodes = serializers.IntegerField(min_value=1, max_value=100_000)
+    gpus_per_node = serializers.IntegerField(min_value=1, max_value=1024)
+    wall_time_seconds = serializers.IntegerField(min_value=1)
+    env = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=validators.ENV_MAX_BYTES),
+        required=False,
+        default=dict,
+    )
+    # Choices are the site's classes, read when the serializer is made (the schema lists them as an enum).
+    priority_class = serializers.ChoiceField(choices=[], required=False)
+    max_restarts = serializers.IntegerField(min_value=0, required=False, default=0)
+    team = serializers.CharField(required=False, allow_null=True, default=None)
+    simulate = SimulateSerializer(required=False, allow_null=True, default=None)
+    preemptible = serializers.BooleanField(
+        required=False, default=False, help_text="May borrow idle GPUs beyond its owner's quota; preempted first when they are needed."
+    )
+
+    def validate_name(self, value: str) -> str:
+        value = value.strip()
+        if not value or not validators.JOB_NAME.fullmatch(value):
+            raise serializers.ValidationError("A name is 1-100 printable characters.")
+        return value
+
+    def validate_image(self, value: str) -> str:
+        error = validators.image_reference_error(value)
+        if error:
+            raise serializers.ValidationError(error)
+        return value
+
+    def validate_command(self, value: list[str]) -> list[str]:
+        errors = validators.command_errors(value)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+    def validate_env(self, value: dict[str, str]) -> dict[str, str]:
+        errors = validators.env_errors(value)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+    def validate_wall_time_seconds(self, value: int) -> int:
+        limit = settings.MUSTER_MAX_WALL_TIME_SECONDS
+        if value > limit:
+            raise serializers.ValidationError(f"The site maximum wall time is {limit} seconds; asked for {value}.")
+        return value
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        classes = settings.MUSTER_PRIORITY_CLASSES
+        field = self.fields["priority_class"]
+        field.choices = classes
+        field.error_messages["invalid_choice"] = f"Unknown priority class {{input!r}}; choose one of {', '.join(classes)}."
+
+    def validate_max_restarts(self, value: int) -> int:
+        if value > settings.MUSTER_MAX_RESTARTS:
+            raise serializers.ValidationError(f"At most {settings.MUSTER_MAX_RESTARTS} restarts.")
+        return value
+
+    def validate_team(self, value: str | None) -> Any:
+        user = self.context["request"].user
+        teams = {t.name: t for t in user.teams.all()}
+        if value is None:
+            # A member of exactly one team submits for it without saying so.
+            return next(iter(teams.values())) if len(teams) == 1 else None
+        if value not in teams:
+            raise serializers.ValidationError(f"You are not a member of a team named {value!r}.")
+        return teams[value]
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # Whether the job fits the cluster at all is checked by `job_submit` itself.
+        attrs.setdefault("priority_class", settings.MUSTER_DEFAULT_PRIORITY_CLASS)
+        return attrs
+
+
+class JobEventSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = JobEvent
+        fields = ["at", "from_state", "to_state", "reason", "attempt"]
+
+
+class PendingReasonSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
+class PriorityFactorSerializer(serializers.Serializer):
+    value = serializers.FloatField(help_text="The factor, between 0 and 1.")
+    weighted = serializers.FloatField(help_text="The factor times its weight: what it adds to the priority.")
+
+
+class PrioritySerializer(serializers.Serializer):
+    total = serializers.FloatField(help_text="The sum of the weighted factors; the queue runs highest first.")
+    factors = serializers.DictField(child=PriorityFactorSerializer(), help_text="fair_share, age, class and size.")
+
+
+def priority_data(priority: Priority) -> dict[str, Any]:
+    return {
+        "total": round(priority.total, 3),
+        "factors": {name: {"value": round(v, 6), "weighted": round(w, 3)} for name, (v, w) in priority.factors.items()},
+    }
+
+
+def _plan_from_context(context: dict[str, Any]) -> QueuePlan:
+    # Computed at most once per response, and only when it shows a pending job.
+    if "queue_plan" not in context:
+        context["queue_plan"] = queue_plan()
+    return context["queue_plan"]
+
+
+class JobSerializer(serializers.ModelSerializer):
+    owner = serializers.CharField(source="owner.username", read_only=True)
+    team = serializers.CharField(source="team.name", read_only=True, allow_null=True, default=None)
+    gpus = serializers.IntegerField(read_only=True)
+    pending_reason = serializers.SerializerMethodField()
+    assigned_nodes = serializers.SerializerMethodField()
+    queue_position = serializers.SerializerMethodField(help_text="1 is next; null unless the job is pending.")
+    priority = serializers.SerializerMethodField(help_text="The priority and each factor's part; null unless the job is pending.")
+
+    class Meta:
+        model = Job
+        fields = [
+            "id", "name", "owner", "team", "state", "state_reason", "pending_reason", "queue_position", "priority",
+            "image", "command",
+            "nodes", "gpus_per_node", "gpus", "wall_time_seconds", "priority_class", "max_restarts",
+            "attempt", "restarts", "exit_code", "assigned_nodes", "preemptible", "over_quota", "estimated_start",
+            "submitted_at", "scheduled_at", "started_at", "finished_at",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    @extend_schema_field(PendingReasonSerializer(allow_null=True))
+    def get_pending_reason(self, job: Job) -> dict[str, str] | None:
+        if job.state != "PENDING":
+            return None
+        return {"code": job.pending_reason_code, "message": job.pending_reason}
+
+    def get_assigned_nodes(self, job: Job) -> list[str]:
+        return job_assigned_nodes(job)
+
+    def _entry(self, job: Job) -> QueueEntry | None:
+        if job.state != "PENDING":
+            return None
+        return _plan_from_context(self.context).by_job.get(job.pk)
+
+    def get_queue_position(self, job: Job) -> int | None:
+        entry = self._entry(job)
+        return entry.position if entry else None
+
+    @extend_schema_field(PrioritySerializer(allow_null=True))
+    def get_priority(self, job: Job) -> dict[str, Any] | None:
+        entry = self._entry(job)
+        return priority_data(entry.priority) if entry else None
+
+
+class JobDetailSerializer(JobSerializer):
+    events = JobEventSerializer(many=True, read_only=True)
+    telemetry_summary = serializers.SerializerMethodField(
+        help_text="GPU and network summary of the job's stored runs; null until a run ends."
+    )
+
+    class Meta(JobSerializer.Meta):
+        fields = [*JobSerializer.Meta.fields, "env", "simulate", "events", "telemetry_summary"]
+        read_only_fields = fields
+
+    @extend_schema_field(TelemetrySummarySerializer(allow_null=True))
+    def get_telemetry_summary(self, job: Job) -> dict[str, Any] | None:
+        summary = job_telemetry_summary(job)
+        return TelemetrySummarySerializer(summary).data if summary else None
+
+
+class NodeSerializer(serializers.ModelSerializer):
+    gpus_free = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Node
+        fields = ["name", "gpus_total", "gpus_free", "rack", "gpu_model", "state"]
+        read_only_fields = fields
+
+    def get_gpus_free(self, node: Node) -> int:
+        return max(0, node.gpus_total - (getattr(node, "gpus_held", 0) or 0))
+
+
+class QueueEntrySerializer(serializers.Serializer):
+    """One pending job, in the order the scheduler considers it, with why it waits and its priority."""
+
+    position = serializers.IntegerField()
+    id = serializers.IntegerField(source="job.pk")
+    name = serializers.CharField(source="job.name")
+    owner = serializers.CharField(source="job.owner.username")
+    team = serializers.CharField(source="job.team.name", allow_null=True, default=None)
+    nodes = serializers.IntegerField(source="job.nodes")
+    gpus_per_node = serializers.IntegerField(source="job.gpus_per_node")
+    priority_class = serializers.CharField(source="job.priority_class")
+    preemptible = serializers.BooleanField(source="job.preemptible")
+    submitted_at = serializers.DateTimeField(source="job.submitted_at")
+    estimated_start = serializers.DateTimeField(source="job.estimated_start", allow_null=True)
+    pending_reason = serializers.SerializerMethodField()
+    priority = serializers.SerializerMethodField()
+
+    @extend_schema_field(PendingReasonSerializer)
+    def get_pending_reason(self, entry: QueueEntry) -> dict[str, str]:
+        return {"code": entry.job.pending_reason_code, "message": entry.job.pending_reason}
+
+    @extend_schema_field(PrioritySerializer)
+    def get_priority(self, entry: QueueEntry) -> dict[str, Any]:
+        return priority_data(entry.priority)
+
+
+class QueueSummarySerializer(serializers.Serializer):
+    pending = serializers.IntegerField()
+    pending_by_reason = serializers.DictField(child=serializers.IntegerField(), help_text="Pending jobs per pending_reason code.")
+    running_within_quota = serializers.IntegerField(help_text="Jobs holding GPUs within their owners' quotas.")
+    running_over_quota = serializers.IntegerField(help_text="Preemptible jobs borrowing idle GPUs beyond their owners' quotas.")
+    gpus_over_quota = serializers.IntegerField()
+
+
+def queue_summary(plan: QueuePlan) -> dict[str, Any]:
+    return {
+        "pending": len(plan.entries),
+        "pending_by_reason": plan.reasons(),
+        "running_within_quota": plan.running_within_quota,
+        "running_over_quota": plan.running_over_quota,
+        "gpus_over_quota": plan.gpus_over_quota,
+    }
+
+
+class LogsQuerySerializer(StrictSerializer):
+    rank = serializers.IntegerField(min_value=0, default=0, help_text="Which rank's pod (0 is the master).")
+    tail = serializers.IntegerField(min_value=1, max_value=10_000, default=500, help_text="Last lines to return.")
+
+    def validate_rank(self, value: int) -> int:
+        job = self.context["job"]
+        if value >= job.nodes:
+            raise serializers.ValidationError(f"The job has {job.nodes} rank{'s' if job.nodes != 1 else ''}: 0 to {job.nodes - 1}.")
+        return value
+
+
+class LogsSerializer(serializers.Serializer):
+    job = serializers.IntegerField()
+    attempt = serializers.IntegerField()
+    rank = serializers.IntegerField()
+    logs = serializers.CharField()

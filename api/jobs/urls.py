@@ -1,0 +1,13 @@
+from django.urls import path
+from rest_framework.routers import DefaultRouter
+
+from api.jobs.views import JobViewSet, NodeViewSet, QueueView
+
+router = DefaultRouter()
+router.register("jobs", JobViewSet, basename="job")
+router.register("nodes", NodeViewSet, basename="node")
+
+urlpatterns = [
+    path("queue/", QueueView.as_view(), name="queue"),
+    *router.urls,
+]

@@ -1,0 +1,100 @@
+"""The jobs, nodes and queue resources. Thin: they validate, call a service, serialize."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.generics import ListAPIView
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.jobs.filters import JobFilter
+from api.jobs.serializers import (
+    JobDetailSerializer,
+    JobSerializer,
+    JobSubmitSerializer,
+    LogsQuerySerializer,
+    LogsSerializer,
+    NodeSerializer,
+    QueueEntrySerializer,
+    queue_summary,
+)
+from apikit.errors import Conflict
+from apikit.pagination import QueuePagination
+from jobs.cluster import get_backend
+from jobs.models import Job, Node
+from jobs.selectors import jobs_visible_to, nodes_with_usage
+from jobs.services import job_cancel, job_submit
+from scheduler.queue import QueueEntry, queue_plan
+
+
+class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    filterset_class = JobFilter
+
+    def get_queryset(self) -> QuerySet[Job]:
+        queryset = jobs_visible_to(self.request.user)
+        if self.action == "retrieve":
+            queryset = queryset.prefetch_related("events")
+        return queryset
+
+    def get_serializer_class(self) -> type:
+        if self.action == "create":
+            return JobSubmitSerializer
+        if self.action == "list":
+            return JobSerializer
+        return JobDetailSerializer
+
+    @extend_schema(request=JobSubmitSerializer, responses={201: JobDetailSerializer})
+    def create(self, request: Request, *args: object, **kwargs: object) -> Response:
+        serializer = JobSubmitSerializer(data=request.data, context=self.get_serializer_context())
+        serializer.is_valid(raise_exception=True)
+        job = job_submit(owner=request.user, **serializer.validated_data)
+        job = self.get_queryset().prefetch_related("events").get(pk=job.pk)
+        return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: JobDetailSerializer, 409: None})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        job = job_cancel(job=self.get_object(), by=request.user, request=request)
+        job = self.get_queryset().prefetch_related("events").get(pk=job.pk)
+        return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data)
+
+    @extend_schema(parameters=[LogsQuerySerializer], responses={200: LogsSerializer, 409: None, 503: None})
+    @action(detail=True, methods=["get"])
+    def logs(self, request: Request, pk: str | None = None) -> Response:
+        """A rank's pod logs of the job's latest attempt, read from the cluster."""
+        job = self.get_object()
+        query = LogsQuerySerializer(data=request.query_params.dict(), context={"job": job})
+        query.is_valid(raise_exception=True)
+        if job.attempt == 0:
+            raise Conflict(f"Job {job.pk} has not started yet: it has no logs.")
+        rank, tail = query.validated_data["rank"], query.validated_data["tail"]
+        text = get_backend().read_logs(job.pk, job.attempt, rank, tail)
+        return Response({"job": job.pk, "attempt": job.attempt, "rank": rank, "logs": text})
+
+
+class NodeViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = NodeSerializer
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+    filterset_fields = ["rack", "state"]
+
+    def get_queryset(self) -> QuerySet[Node]:
+        return nodes_with_usage()
+
+
+class QueueView(ListAPIView):
+    """Pending jobs of every user in the order the scheduler considers them: position, priority breakdown,
+    why each waits and when it is expected to start; `summary` counts the whole queue, and the jobs running
+    within and over their owners' quotas."""
+
+    serializer_class = QueueEntrySerializer
+    pagination_class = QueuePagination
+    filter_backends: list[type] = []
+
+    def get_queryset(self) -> list[QueueEntry]:  # type: ignore[override]
+        plan = queue_plan()
+        self.paginator.summary = queue_summary(plan)
+        return plan.entries

@@ -1,0 +1,117 @@
+"""Input and output shapes of the quotas and usage API."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from rest_framework import serializers
+
+from apikit.serializers import StrictSerializer
+
+
+class QuotaInputSerializer(StrictSerializer):
+    """PUT sends every limit; PATCH only those it changes. null means unlimited."""
+
+    max_gpus = serializers.IntegerField(min_value=0, allow_null=True, help_text="GPUs held at once by non-preemptible jobs.")
+    max_wall_time_seconds = serializers.IntegerField(min_value=1, allow_null=True, help_text="Longest wall time of one job.")
+    max_node_hours_per_job = serializers.FloatField(min_value=0, allow_null=True, help_text="Nodes x wall time (hours) of one job.")
+    node_hours_per_period = serializers.FloatField(min_value=0, allow_null=True, help_text="Node-hour budget per budget period.")
+    fair_share_weight = serializers.FloatField(help_text="Shares in the fair-share priority; greater than 0.")
+
+    def validate_fair_share_weight(self, value: float) -> float:
+        if not value > 0:
+            raise serializers.ValidationError("The fair-share weight must be greater than 0.")
+        if value > 1_000_000:
+            raise serializers.ValidationError("The fair-share weight must be at most 1000000.")
+        return value
+
+
+class UsageSerializer(serializers.Serializer):
+    gpus_in_use = serializers.IntegerField(help_text="GPUs held now by the account's running and scheduled jobs.")
+    node_hours_used = serializers.FloatField(help_text="Node-hours charged in the current budget period.")
+    node_hours_left = serializers.FloatField(allow_null=True, help_text="Budget left this period; null without a budget.")
+    gpu_hours_used = serializers.FloatField(help_text="GPU-hours charged in the current budget period.")
+    period_start = serializers.DateTimeField()
+    period_end = serializers.DateTimeField()
+
+
+class QuotaSerializer(serializers.Serializer):
+    """One account's effective limits and current usage."""
+
+    account = serializers.ChoiceField(choices=["user", "team"], source="limits.kind")
+    name = serializers.CharField(source="limits.name")
+    max_gpus = serializers.IntegerField(source="limits.max_gpus", allow_null=True)
+    max_wall_time_seconds = serializers.IntegerField(source="limits.max_wall_time_seconds", allow_null=True)
+    max_node_hours_per_job = serializers.FloatField(source="limits.max_node_hours_per_job", allow_null=True)
+    node_hours_per_period = serializers.FloatField(source="limits.node_hours_per_period", allow_null=True)
+    fair_share_weight = serializers.FloatField(source="limits.fair_share_weight")
+    is_default = serializers.BooleanField(
+        source="limits.is_default", help_text="No quota of its own: a user gets the site default, a team is unlimited."
+    )
+    usage = UsageSerializer(source="*", help_text="Use now and in the current budget period.")
+
+
+class UsageSummarySerializer(serializers.Serializer):
+    username = serializers.CharField()
+    period_start = serializers.DateTimeField()
+    period_end = serializers.DateTimeField()
+    user = QuotaSerializer(source="user_account", help_text="The user's own limits and usage.")
+    teams = QuotaSerializer(source="team_accounts", many=True, help_text="Each of the user's teams, by name.")
+
+
+class ReportQuerySerializer(StrictSerializer):
+    """The report's query string. Both dates are included: start=2026-11-01&end=2026-11-30 is all of November."""
+
+    start = serializers.DateField(required=False, help_text="First day (YYYY-MM-DD); default: the current budget period's first day.")
+    end = serializers.DateField(required=False, help_text="Last day, included (YYYY-MM-DD); default: today.")
+    group_by = serializers.ChoiceField(choices=["user", "team"], default="user")
+    # DRF's own query parameter: it picks the renderer (csv or json) before the view runs.
+    format = serializers.ChoiceField(choices=["json", "csv"], required=False)
+
+    MAX_DAYS = 3660
+    # Beyond these, a period's end (the day after `end`) would overflow Python's dates.
+    EARLIEST, LATEST = date(1970, 1, 1), date(2999, 12, 31)
+
+    def _in_range(self, value: date) -> date:
+        if not self.EARLIEST <= value <= self.LATEST:
+            raise serializers.ValidationError(f"A date between {self.EARLIEST} and {self.LATEST}.")
+        return value
+
+    def validate_start(self, value: date) -> date:
+        return self._in_range(value)
+
+    def validate_end(self, value: date) -> date:
+        return self._in_range(value)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        start, end = attrs.get("start"), attrs.get("end")
+        if start and end:
+            if end < start:
+                raise serializers.ValidationError({"end": ["The end date is before the start date."]})
+            if (end - start).days > self.MAX_DAYS:
+                raise serializers.ValidationError({"end": [f"A report covers at most {self.MAX_DAYS} days."]})
+        return attrs
+
+
+class ReportRowSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="Username or team name.")
+    jobs = serializers.IntegerField(help_text="Jobs that held GPUs in the range.")
+    gpu_hours = serializers.FloatField()
+    node_hours = serializers.FloatField(help_text="Nodes' share held x hours: a 2-GPU job on an 8-GPU node counts 1/4 per hour.")
+
+
+class ReportSerializer(serializers.Serializer):
+    start = serializers.DateField()
+    end = serializers.DateField(help_text="Last day, included.")
+    group_by = serializers.CharField()
+    rows = ReportRowSerializer(many=True)
+
+
+class QuotaSavedSerializer(QuotaSerializer):
+    """The account's limits and usage after a change, and what the change means for its jobs now."""
+
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Set when a limit went below what the account holds or used: what happens to its running and new jobs.",
+    )

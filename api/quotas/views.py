@@ -1,0 +1,182 @@
+"""Quotas of users and teams, a user's usage, and usage reports. Thin: check, call a selector or service, serialize."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db.models import Model, QuerySet
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status, viewsets
+from rest_framework.exceptions import ValidationError
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.quotas.renderers import ReportCSVRenderer
+from api.quotas.serializers import (
+    QuotaInputSerializer,
+    QuotaSavedSerializer,
+    QuotaSerializer,
+    ReportQuerySerializer,
+    ReportSerializer,
+    UsageSummarySerializer,
+)
+from quotas.models import Team
+from quotas.periods import day_range, local_today, period_bounds
+from quotas.selectors import account_usages, teams_visible_to, usage_report, usage_summary, users_visible_to
+from quotas.services import quota_reset, quota_save
+
+
+class ReadOwnWriteAdmin(BasePermission):
+    """Anyone signed in may read the quotas they can see; only admins list every account or change one."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        if not request.user or not request.user.is_authenticated:
+            return False
+        if request.method in SAFE_METHODS and getattr(view, "action", None) != "list":
+            return True
+        return bool(request.user.is_staff)
+
+
+class _AccountQuotaViewSet(viewsets.GenericViewSet):
+    """GET (list: admins), GET/PUT/PATCH/DELETE one account's quota. Others' accounts are 404, not 403."""
+
+    permission_classes = [ReadOwnWriteAdmin]
+    serializer_class = QuotaSerializer
+    filter_backends: list[type] = []
+    lookup_value_regex = "[^/]+"
+    kind = ""
+
+    def get_queryset(self) -> QuerySet[Any]:
+        raise NotImplementedError
+
+    def _usages(self, accounts: list[Any]) -> list[Any]:
+        return account_usages(users=accounts) if self.kind == "user" else account_usages(teams=accounts)
+
+    def _account_kwargs(self, account: Model) -> dict[str, Any]:
+        return {self.kind: account}
+
+    def _detail(self, account: Model) -> Response:
+        return Response(QuotaSerializer(self._usages([account])[0]).data)
+
+    def list(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(QuotaSerializer(self._usages(list(page or [])), many=True).data)
+
+    def retrieve(self, request: Request, **kwargs: str) -> Response:
+        return self._detail(self.get_object())
+
+    @extend_schema(request=QuotaInputSerializer, responses={200: QuotaSavedSerializer})
+    def update(self, request: Request, **kwargs: str) -> Response:
+        return self._save(request, partial=False)
+
+    @extend_schema(request=QuotaInputSerializer, responses={200: QuotaSavedSerializer})
+    def partial_update(self, request: Request, **kwargs: str) -> Response:
+        return self._save(request, partial=True)
+
+    @extend_schema(responses={204: None}, description="Drop the account's own quota: a user gets the site default, a team none.")
+    def destroy(self, request: Request, **kwargs: str) -> Response:
+        quota_reset(**self._account_kwargs(self.get_object()), actor=request.user, request=request)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def _save(self, request: Request, *, partial: bool) -> Response:
+        account = self.get_object()
+        serializer = QuotaInputSerializer(data=request.data, partial=partial)
+        serializer.is_valid(raise_exception=True)
+        saved = quota_save(**self._account_kwargs(account), values=serializer.validated_data, actor=request.user, request=request)
+        return Response({**QuotaSerializer(self._usages([account])[0]).data, "warnings": saved.warnings})
+
+
+@extend_schema(tags=["quotas"])
+class UserQuotaViewSet(_AccountQuotaViewSet):
+    lookup_field = "username"
+    kind = "user"
+
+    def get_queryset(self) -> QuerySet[Any]:
+        return users_visible_to(self.request.user)
+
+
+@extend_schema(tags=["quotas"])
+class TeamQuotaViewSet(_AccountQuotaViewSet):
+    lookup_field = "name"
+    kind = "team"
+
+    def get_queryset(self) -> QuerySet[Team]:
+        return teams_visible_to(self.request.user)
+
+
+@extend_schema(tags=["usage"])
+class UsageView(APIView):
+    """Your limits and usage now and this budget period, yours and each of your teams'."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("user", str, description="Admins: another user's usage.")],
+        responses={200: UsageSummarySerializer},
+    )
+    def get(self, request: Request) -> Response:
+        user = request.user
+        username = request.query_params.get("user")
+        if username and username != user.get_username():
+            if not user.is_staff:
+                raise Http404
+            user = get_object_or_404(get_user_model(), username=username)
+        return Response(UsageSummarySerializer(usage_summary(user)).data)
+
+
+class _FormatAsQueryError(DefaultContentNegotiation):
+    """An unknown ?format= is a 400 naming the parameter, not DRF's bare 404."""
+
+    def select_renderer(self, request: Request, renderers: list[BaseRenderer], format_suffix: str | None = None) -> Any:
+        try:
+            return super().select_renderer(request, renderers, format_suffix)
+        except Http404 as exc:
+            raise ValidationError({"format": ["Choose csv or json."]}) from exc
+
+
+@extend_schema(tags=["usage"])
+class UsageReportView(APIView):
+    """Jobs, GPU-hours and node-hours per user or team over a date range, as JSON or CSV (like Slurm's sreport).
+
+    Admins see every account; others their own user row, or their teams.
+    """
+
+    renderer_classes = [JSONRenderer, BrowsableAPIRenderer, ReportCSVRenderer]
+    content_negotiation_class = _FormatAsQueryError
+
+    @extend_schema(
+        parameters=[ReportQuerySerializer],
+        responses={
+            (200, "application/json"): ReportSerializer,
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="A header row, then one row per account."),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        query = ReportQuerySerializer(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        first = query.validated_data.get("start") or local_today(period_bounds(timezone.now())[0])
+        last = query.validated_data.get("end") or local_today()
+        if last < first:
+            raise ValidationError({"end": ["The end date is before the start date."]})
+        group_by = query.validated_data["group_by"]
+        start, end = day_range(first, last)
+        rows = usage_report(start=start, end=end, group_by=group_by, viewer=request.user)
+        data = ReportSerializer({"start": first, "end": last, "group_by": group_by, "rows": rows}).data
+        response = Response(data)
+        if request.accepted_renderer.format == "csv":
+            response["Content-Disposition"] = f'attachment; filename="muster-usage-by-{group_by}-{first}-to-{last}.csv"'
+        return response
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        # Errors are JSON, even when a CSV was asked for.
+        if response.status_code >= 400 and getattr(getattr(request, "accepted_renderer", None), "format", None) == "csv":
+            request.accepted_renderer = JSONRenderer()
+            request.accepted_media_type = JSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)

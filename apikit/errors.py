@@ -1,0 +1,94 @@
+"""Maps domain errors and oversized bodies to clear API responses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DatabaseError, InterfaceError, OperationalError
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
+from rest_framework import status
+from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+
+
+class ClusterUnreachable(APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "cluster_unavailable"
+
+
+class DatabaseUnavailable(APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "database_unavailable"
+    default_detail = "The database cannot be reached right now; nothing was changed. Try again shortly."
+
+
+class PayloadTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "payload_too_large"
+
+
+# Domain errors of the apps below the API, each with the API error it answers as. The kit sits below
+# those apps and cannot name their errors; the API layer registers them (`api.apps.ApiConfig.ready`).
+_DOMAIN_ERRORS: dict[type[Exception], Callable[[Exception], APIException]] = {}
+
+
+def domain_error_register(error: type[Exception], answer: Callable[[Exception], APIException]) -> None:
+    """Answer `error` (and its subclasses) raised in any view with the API error `answer` makes of it."""
+    _DOMAIN_ERRORS[error] = answer
+
+
+def _domain_answer(exc: Exception) -> APIException | None:
+    for error, answer in _DOMAIN_ERRORS.items():
+        if isinstance(exc, error):
+            return answer(exc)
+    return None
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if (answer := _domain_answer(exc)) is not None:
+        exc = answer
+    elif isinstance(exc, RequestDataTooBig):
+        # Django refuses the body before any parser sees it (DRF reads `request.body` for JSON).
+        exc = PayloadTooLarge(f"The request body is too large; the limit is {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.")
+    elif isinstance(exc, DjangoValidationError):
+        exc = ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages})
+    elif isinstance(exc, DatabaseError) and database_is_away(exc):
+        exc = DatabaseUnavailable()
+    response = drf_exception_handler(exc, context)
+    if response is not None and response.status_code == status.HTTP_503_SERVICE_UNAVAILABLE:
+        response.headers.setdefault("Retry-After", str(RETRY_AFTER_SECONDS))
+    return response
+
+
+# What a client is told to wait before retrying when the database or the cluster is away.
+RETRY_AFTER_SECONDS = 30
+
+
+def database_is_away(exc: BaseException) -> bool:
+    """A lost or refused connection (OperationalError, InterfaceError), not a bad query or a broken constraint."""
+    return isinstance(exc, OperationalError | InterfaceError)
+
+
+def json_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler404: JSON under /api/ (a path that matches no route, e.g. /api/v1/jobs/x.y/), Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return defaults.page_not_found(request, exception or Http404())
+
+
+def json_server_error(request: HttpRequest) -> HttpResponse:
+    """handler500: JSON under /api/, Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Server error: the request failed; it has been logged."}, status=500)
+    return defaults.server_error(request)

@@ -1,0 +1,91 @@
+"""The OpenAPI schema tells the truth about errors and strict bodies (a drf-spectacular postprocessing hook).
+
+Every operation documents the errors it can answer with, each with its body: 400 (a field, or the
+query, is invalid), 401 (no or bad credentials), 403 (not allowed), 404 (no such object, or a page
+past the end), 413 (body too large), 429 (throttled, with Retry-After) and 503 (the database or
+the cluster is away, with Retry-After). Request bodies of strict serializers say
+`additionalProperties: false`, as the API refuses unknown fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apikit.serializers import StrictSerializer
+
+DETAIL = "ErrorDetail"
+FIELDS = "ValidationErrors"
+
+_COMPONENTS: dict[str, dict[str, Any]] = {
+    DETAIL: {
+        "type": "object",
+        "description": "An error the request cannot be retried as is; `detail` says why in plain words.",
+        "properties": {"detail": {"type": "string"}},
+        "required": ["detail"],
+    },
+    FIELDS: {
+        "type": "object",
+        "description": "What is wrong with the request, by field name (or `non_field_errors`): a list of messages, "
+        "or for a nested object, its own fields' messages. Unknown fields are named with 'Unknown field.'",
+        "additionalProperties": {},
+        "minProperties": 1,
+    },
+}
+
+_ERRORS: dict[str, tuple[str, str]] = {
+    "400": (FIELDS, "The request is invalid; nothing was changed."),
+    "401": (DETAIL, "No credentials, or credentials that are wrong, expired or revoked."),
+    "403": (DETAIL, "The account may not do this."),
+    "404": (DETAIL, "No such object visible to this account, or a page past the end."),
+    "413": (DETAIL, "The request body is larger than the site allows."),
+    "429": (DETAIL, "Too many requests; retry after the number of seconds in the Retry-After header."),
+    "503": (DETAIL, "The database or the cluster cannot be reached now; retry after the Retry-After header's seconds."),
+}
+_OTHER_ERRORS = {
+    "409": "The object's current state does not allow this (e.g. cancelling a job that has ended).",
+    "415": "The body's content type is not one the operation reads.",
+}
+_BODY_METHODS = {"post", "put", "patch"}
+
+
+def _strict_components() -> set[str]:
+    names: set[str] = set()
+    pending: list[type] = [StrictSerializer]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls is not StrictSerializer:
+            base = cls.__name__.removesuffix("Serializer")
+            names.update({base, f"{base}Request", f"Patched{base}Request"})
+    return names
+
+
+def _error_response(component: str, description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{component}"}}}}
+
+
+def document_errors(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas.update(_COMPONENTS)
+    strict = _strict_components()
+    for name, schema in schemas.items():
+        if name in strict and schema.get("type") == "object":
+            schema["additionalProperties"] = False
+    for path_item in result.get("paths", {}).values():
+        for method, operation in path_item.items():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            responses = operation["responses"]
+            for code, (_component, description) in _ERRORS.items():
+                if code == "413" and method not in _BODY_METHODS:
+                    continue
+                responses.setdefault(code, {"description": description})
+            for code, response in responses.items():
+                # Errors documented by a view without a body (e.g. `409: None`) still answer with one.
+                if code.isdigit() and int(code) >= 400 and "content" not in response:
+                    component = FIELDS if code == "400" else DETAIL
+                    described = response.get("description", "")
+                    if not described or described == "No response body":
+                        described = _OTHER_ERRORS.get(code) or _ERRORS.get(code, (DETAIL, "An error."))[1]
+                    responses[code] = _error_response(component, described)
+    return result

@@ -1,0 +1,110 @@
+"""Free GPUs per node, indexed so that one placement costs about as much as there are GPU counts.
+
+A cluster of 1,000 nodes and a queue of 50,000 jobs rules out scanning every node
+for every job. Nodes sit in buckets by free-GPU count (ordered sets, so every
+walk is deterministic), and idle nodes are also kept per rack for the gangs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+
+from policy.model import NodeView
+
+Allowed = Callable[[str], bool] | None
+
+
+class Capacity:
+    def __init__(self, nodes: Iterable[NodeView]) -> None:
+        usable = sorted((n for n in nodes if n.schedulable), key=lambda n: n.name)
+        self.total = {n.name: n.gpus_total for n in usable}
+        self.rack = {n.name: n.rack for n in usable}
+        self.free = {n.name: min(max(n.gpus_free, 0), n.gpus_total) for n in usable}
+        self.buckets: dict[int, dict[str, None]] = defaultdict(dict)
+        self.idle_by_rack: dict[str, dict[str, None]] = defaultdict(dict)
+        self.free_total = 0
+        self.version = 0
+        for n in usable:
+            self._index(n.name)
+            self.free_total += self.free[n.name]
+        self.sizes = sorted(set(self.total.values()))
+
+    def _index(self, name: str) -> None:
+        self.buckets[self.free[name]][name] = None
+        if self.free[name] == self.total[name]:
+            self.idle_by_rack[self.rack[name]][name] = None
+
+    def _unindex(self, name: str) -> None:
+        del self.buckets[self.free[name]][name]
+        if self.free[name] == self.total[name]:
+            del self.idle_by_rack[self.rack[name]][name]
+
+    def take(self, name: str, gpus: int) -> None:
+        if gpus > self.free[name]:
+            raise ValueError(f"{name} has {self.free[name]} GPUs free, cannot take {gpus}")
+        self._move(name, -gpus)
+
+    def give(self, name: str, gpus: int) -> None:
+        if name in self.free:
+            self._move(name, min(gpus, self.total[name] - self.free[name]))
+
+    def _move(self, name: str, delta: int) -> None:
+        self._unindex(name)
+        self.free[name] += delta
+        self.free_total += delta
+        self._index(name)
+        self.version += 1
+
+    def best_fit(self, gpus: int, allowed: Allowed = None) -> str | None:
+        """The allowed node left with the fewest free GPUs after taking `gpus`."""
+        for free in sorted(k for k, members in self.buckets.items() if k >= gpus and members):
+            for name in self.buckets[free]:
+                if allowed is None or allowed(name):
+                    return name
+        return None
+
+    def idle_nodes(self, gpus_per_node: int, allowed: Allowed = None) -> dict[str, list[str]]:
+        """Idle nodes with at least `gpus_per_node` GPUs, by rack."""
+        found: dict[str, list[str]] = {}
+        for rack, members in self.idle_by_rack.items():
+            names = [n for n in members if self.total[n] >= gpus_per_node and (allowed is None or allowed(n))]
+            if names:
+                found[rack] = names
+        return found
+
+    def idle_count(self) -> int:
+        return sum(len(m) for m in self.idle_by_rack.values())
+
+    def whole_nodes(self, count: int, gpus_per_node: int, allowed: Allowed = None) -> list[str] | None:
+        """`count` idle nodes for a gang: one rack if any fits (the tightest), else as few racks as possible."""
+        if self.idle_count() < count:
+            return None
+        by_rack = self.idle_nodes(gpus_per_node, allowed)
+        if sum(len(v) for v in by_rack.values()) < count:
+            return None
+        fitting = [r for r, names in by_rack.items() if len(names) >= count]
+        if fitting:
+            rack = min(fitting, key=lambda r: (len(by_rack[r]), r))
+            return by_rack[rack][:count]
+        chosen: list[str] = []
+        for rack in sorted(by_rack, key=lambda r: (-len(by_rack[r]), r)):
+            chosen.extend(by_rack[rack][: count - len(chosen)])
+            if len(chosen) == count:
+                break
+        return chosen
+
+    def max_free(self) -> int:
+        return max((k for k, members in self.buckets.items() if members), default=0)
+
+    def partly_used(self) -> tuple[int, int]:
+        """(nodes partly used, GPUs free on them)."""
+        nodes = gpus = 0
+        for free, members in self.buckets.items():
+            if not free or not members:
+                continue
+            for name in members:
+                if free < self.total[name]:
+                    nodes += 1
+                    gpus += free
+        return nodes, gpus

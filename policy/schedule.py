@@ -1,0 +1,393 @@
+"""The fair-share gang scheduler: one pure function from a snapshot to decisions.
+
+In priority order (policy/priority.py), each pending job is:
+
+0. held back for a while after failed launches (LAUNCH_BACKOFF);
+1. held by its budget (BUDGET) or, unless it may borrow, by its GPU quota
+   (QUOTA_GPUS);
+2. placed all-or-nothing if it fits now without touching a reservation it would
+   outlast. Multi-node jobs take whole idle nodes (one rack if any fits),
+   single-node jobs the fullest node that fits;
+3. otherwise, if it is within quota, it may preempt: the smallest set of running
+   jobs that are over quota (borrowing) or of a lower class, and older than the
+   minimum run time, whose GPUs make it fit;
+4. otherwise, once it has waited past the starvation threshold, it gets a
+   reservation (while fewer than `max_reservations` exist): the nodes that free
+   up earliest for its gang, by the running jobs' wall-time ends. Later jobs may
+   use reserved nodes only if they end, by their wall time, before it starts.
+
+Deterministic: the same snapshot always gives the same decisions.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from policy.capacity import Allowed, Capacity
+from policy.model import (
+    Account,
+    Decisions,
+    PendingJob,
+    Placement,
+    PolicyConfig,
+    Preemption,
+    Reservation,
+    RunningJob,
+    Snapshot,
+    Waiting,
+    team_key,
+    user_key,
+)
+from policy.priority import prioritize, priority_order
+
+# Stable codes for why a job waits; the text beside each says it in numbers.
+NO_ROOM = "NO_ROOM"
+FRAGMENTATION = "FRAGMENTATION"
+RESERVATION = "RESERVATION"
+QUOTA_GPUS = "QUOTA_GPUS"
+BUDGET = "BUDGET"
+NOT_EXAMINED = "NOT_EXAMINED"
+LAUNCH_BACKOFF = "LAUNCH_BACKOFF"
+
+# Bounds the cost of a cycle over a huge queue: each search looks at every node.
+MAX_PREEMPTION_SEARCHES = 32
+
+
+def queue_order(pending: Iterable[PendingJob]) -> list[PendingJob]:
+    """Class, then age, then id: the order when nothing else is known (no usage, default weights)."""
+    return sorted(pending, key=lambda j: (j.class_rank, j.submitted_at, j.id))
+
+
+def when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def schedule(snapshot: Snapshot, config: PolicyConfig | None = None, *, max_jobs: int | None = None) -> Decisions:
+    """Decide which pending jobs start now and where, which running jobs are preempted, and why the rest wait."""
+    config = config or PolicyConfig()
+    return _Cycle(snapshot, config, max_jobs if max_jobs is not None else config.max_jobs).run()
+
+
+class _Cycle:
+    def __init__(self, snapshot: Snapshot, config: PolicyConfig, max_jobs: int | None) -> None:
+        self.snapshot = snapshot
+        self.config = config
+        self.max_jobs = max_jobs
+        self.now = snapshot.now
+        self.capacity = Capacity(snapshot.nodes)
+        self.running: dict[int, RunningJob] = {r.id: r for r in sorted(snapshot.running, key=lambda r: r.id)}
+        self.on_node: dict[str, dict[int, int]] = defaultdict(dict)  # node -> {job id: GPUs held there}
+        self.in_quota: Counter[str] = Counter()
+        for r in self.running.values():
+            for name, gpus in zip(r.node_names, r.gpus_held, strict=True):
+                self.on_node[name][r.id] = self.on_node[name].get(r.id, 0) + gpus
+            if not r.over_quota:
+                self._count_quota(r.user, r.team, r.gpus)
+        # Budgets count what running jobs may still use by their wall time, not only what they used:
+        # the ledger charges it as they run, so leaving it out would let the budget be overspent.
+        self.budget_used: Counter[str] = Counter()
+        node_size = {n.name: n.gpus_total for n in snapshot.nodes}
+        self.node_sizes = sorted({n.gpus_total for n in snapshot.nodes if n.schedulable})
+        for r in self.running.values():
+            share = sum(gpus / node_size[name] for name, gpus in zip(r.node_names, r.gpus_held, strict=True) if node_size.get(name))
+            left_hours = max(0.0, r.ends_at - self.now) / 3600 * share
+            for key, _ in self._owners(r):
+                self.budget_used[key] += left_hours
+        self.reserved: dict[str, tuple[float, int]] = {}  # node -> (start, job id)
+        self.placements: list[Placement] = []
+        self.started: set[int] = set()  # placed in this cycle: never preempted in it, whatever the minimum run time
+        self.waiting: list[Waiting] = []
+        self.preemptions: list[Preemption] = []
+        self.reservations: list[Reservation] = []
+        self.failed_searches: set[tuple[int, int | None, int, int, int]] = set()
+        self.searches = 0
+
+    # --- the walk --------------------------------------------------------------------------------
+
+    def run(self) -> Decisions:
+        priorities = prioritize(self.snapshot, self.config)
+        for index, job in enumerate(priority_order(self.snapshot, self.config, priorities)):
+            if self.max_jobs is not None and index >= self.max_jobs:
+                self._wait(job, NOT_EXAMINED, "Not examined in this cycle: the queue is longer than one cycle examines.")
+                continue
+            self._consider(job)
+        return Decisions(tuple(self.placements), tuple(self.waiting), tuple(self.preemptions), tuple(self.reservations))
+
+    def _consider(self, job: PendingJob) -> None:
+        if job.not_before is not None and job.not_before > self.now:
+            # Held out of everything (no placement, preemption or reservation), so it blocks nobody meanwhile.
+            launches = "launch" if job.launch_failures == 1 else f"{job.launch_failures} launches in a row"
+            at = datetime.fromtimestamp(job.not_before, UTC).strftime("%H:%M:%S UTC")
+            self._wait(job, LAUNCH_BACKOFF, f"Its last {launches} did not come up (see its history); it is tried again after {at}.")
+            return
+        held = self._budget_hold(job)
+        if held:
+            self._wait(job, BUDGET, held)
+            return
+        quota_block = self._quota_block(job)
+        if quota_block and not job.preemptible:
+            self._wait(job, QUOTA_GPUS, quota_block)
+            return
+        borrowing = quota_block is not None
+        allowed = self._allowed(job)
+        chosen = self._fit(job, allowed)
+        if chosen is None and not borrowing and self.config.preemption:
+            chosen = self._preempt_for(job, allowed)
+        if chosen is not None:
+            self._place(job, chosen, over_quota=borrowing)
+            return
+        self._explain(job)
+
+    def _place(self, job: PendingJob, chosen: list[str], *, over_quota: bool) -> None:
+        held = tuple(job.gpus_per_node if job.nodes == 1 else self.capacity.total[name] for name in chosen)
+        for name, gpus in zip(chosen, held, strict=True):
+            self.capacity.take(name, gpus)
+            self.on_node[name][job.id] = gpus
+        # What this cycle starts counts for the reservations made after it, by its wall time.
+        self.running[job.id] = RunningJob(
+            id=job.id,
+            node_names=tuple(chosen),
+            gpus_held=held,
+            class_rank=job.class_rank,
+            started_at=self.now,
+            ends_at=self.now + job.wall_seconds,
+            user=job.user,
+            team=job.team,
+            preemptible=job.preemptible,
+            over_quota=over_quota,
+        )
+        if not over_quota:
+            self._count_quota(job.user, job.team, sum(held))
+        # What the ledger will charge: the share of each node it holds, for its wall time.
+        charge = sum(gpus / self.capacity.total[name] for name, gpus in zip(chosen, held, strict=True)) * job.wall_seconds / 3600
+        for key, _ in self._owners(job):
+            self.budget_used[key] += charge
+        self.placements.append(Placement(job.id, tuple(chosen), held, over_quota))
+        self.started.add(job.id)
+
+    def _wait(self, job: PendingJob, code: str, text: str, estimated_start: float | None = None) -> None:
+        self.waiting.append(Waiting(job.id, len(self.waiting) + 1, code, text, estimated_start))
+
+    # --- limits ----------------------------------------------------------------------------------
+
+    def _account(self, key: str) -> Account:
+        return self.snapshot.accounts.get(key) or Account(key=key)
+
+    def _owners(self, job: PendingJob | RunningJob) -> list[tuple[str, str]]:
+        owners = [(user_key(job.user), f"user {job.user}")]
+        if job.team:
+            owners.append((team_key(job.team), f"team {job.team}"))
+        return owners
+
+    def _count_quota(self, user: str, team: str | None, gpus: int) -> None:
+        self.in_quota[user_key(user)] += gpus
+        if team:
+            self.in_quota[team_key(team)] += gpus
+
+    def _quota_gpus(self, job: PendingJob) -> int:
+        """What the job will hold: a gang holds its nodes whole, so at least the smallest nodes it fits on."""
+        sizes = [size for size in self.capacity.sizes if size >= job.gpus_per_node]
+        return job.nodes * sizes[0] if job.nodes > 1 and sizes else job.gpus
+
+    def _quota_block(self, job: PendingJob) -> str | None:
+        needs = self._quota_gpus(job)
+        for key, who in self._owners(job):
+            limit = self._account(key).max_gpus
+            if limit is not None and self.in_quota[key] + needs > limit:
+                return f"{self.in_quota[key]} of {limit} GPUs of the quota of {who} are in use; this job needs {needs}."
+        return None
+
+    def _largest_node(self, job: PendingJob) -> int | None:
+        """For a gang within its quota: the largest nodes it may hold whole and stay within it (None: any)."""
+        limits = [(limit, key) for key, _ in self._owners(job) if (limit := self._account(key).max_gpus) is not None]
+        if job.nodes == 1 or not limits:
+            return None
+        room = min(limit - self.in_quota[key] for limit, key in limits)
+        return room // job.nodes if room >= self._quota_gpus(job) else None
+
+    def _budget_hold(self, job: PendingJob) -> str | None:
+        need: tuple[float, str] | None = None
+        for key, who in self._owners(job):
+            account = self._account(key)
+            if account.node_hours_left is None:
+                continue
+            need = need or self._budget_need(job)
+            left = account.node_hours_left - self.budget_used[key]
+            if need[0] > left:
+                renews = f" until {when(account.budget_resets_at)}" if account.budget_resets_at else ""
+                has = f"{who.capitalize()} has {max(left, 0):.1f} node-hours of its budget left{renews}"
+                return f"{has}; this job may use {need[0]:.1f} ({need[1]})."
+        return None
+
+    def _budget_need(self, job: PendingJob) -> tuple[float, str]:
+        """The most the job can charge its budget, in node-hours, and how that is worked out.
+
+        The ledger charges the share of each node a job holds: whole nodes for a gang; for a
+        single-node job its GPUs over the node's. Which node it gets is not known yet, so the
+        smallest schedulable node it fits on (the largest share) bounds it.
+        """
+        hours = job.wall_seconds / 3600
+        if job.nodes > 1:
+            return job.nodes * hours, f"{job.nodes} nodes x {hours:.2f} h"
+        index = bisect_left(self.node_sizes, job.gpus_per_node)
+        size = self.node_sizes[index] if index < len(self.node_sizes) else job.gpus_per_node
+        if job.gpus_per_node >= size:
+            return hours, f"1 node x {hours:.2f} h"
+        return job.gpus_per_node / size * hours, f"{job.gpus_per_node} of a node's {size} GPUs x {hours:.2f} h"
+
+    # --- placement -------------------------------------------------------------------------------
+
+    def _allowed(self, job: PendingJob) -> Allowed:
+        largest = self._largest_node(job)
+        if not self.reserved and largest is None:
+            return None
+        end = self.now + job.wall_seconds
+        reserved, total = self.reserved, self.capacity.total
+        # Backfill: a reserved node only for a job that is gone (by its wall time) before the reservation starts.
+        return lambda name: (largest is None or total[name] <= largest) and (name not in reserved or end <= reserved[name][0])
+
+    def _fit(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
+        if job.nodes == 1:
+            name = self.capacity.best_fit(job.gpus_per_node, allowed)
+            return None if name is None else [name]
+        return self.capacity.whole_nodes(job.nodes, job.gpus_per_node, allowed)
+
+    # --- preemption ------------------------------------------------------------------------------
+
+    def _may_preempt(self, job: PendingJob, victim: RunningJob) -> bool:
+        if victim.id in self.started or self.now - victim.started_at < self.config.preemption_min_runtime_seconds:
+            return False
+        return victim.over_quota or victim.class_rank > job.class_rank
+
+    def _preempt_for(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
+        # What the search depends on besides capacity: the class (who may be stopped), the shape, and the nodes
+        # `allowed` lets it use. Those are the largest node its quota lets it hold whole, and which reservations it
+        # may backfill: every reservation starting no earlier than the job's wall time ends, so their count says which.
+        end = self.now + job.wall_seconds
+        backfills = sum(1 for r in self.reservations if end <= r.start)
+        key = (job.class_rank, self._largest_node(job), backfills, job.nodes, job.gpus_per_node)
+        if key in self.failed_searches or self.searches >= MAX_PREEMPTION_SEARCHES:
+            return None
+        self.searches += 1
+        victims = self._smallest_victim_set(job, allowed)
+        if victims is None:
+            # Within a cycle capacity only shrinks, and victims and allowed nodes with it: the same key fails again.
+            self.failed_searches.add(key)
+            return None
+        for victim_id in victims:
+            self._evict(self.running[victim_id], job)
+        return self._fit(job, allowed)
+
+    def _smallest_victim_set(self, job: PendingJob, allowed: Allowed) -> list[int] | None:
+        cap = self.capacity
+        candidates: list[tuple[tuple[int, int, str], list[int]]] = []
+        for name, total in cap.total.items():
+            if total < job.gpus_per_node or (allowed is not None and not allowed(name)):
+                continue
+            jobs_here = self.on_node.get(name, {})
+            victims = [self.running[j] for j in jobs_here if self._may_preempt(job, self.running[j])]
+            if job.nodes > 1:
+                if len(victims) != len(jobs_here):
+                    continue  # a whole node is needed and something here may not be stopped
+                chosen = [v.id for v in victims]
+            else:
+                need = job.gpus_per_node - cap.free[name]
+                if need <= 0:
+                    chosen = []
+                else:
+                    # Fewest victims first: the ones holding the most GPUs here, lowest class, borrowers first.
+                    victims.sort(key=lambda v: (-jobs_here[v.id], not v.over_quota, -v.class_rank, v.id))
+                    chosen, freed = [], 0
+                    for v in victims:
+                        if freed >= need:
+                            break
+                        chosen.append(v.id)
+                        freed += jobs_here[v.id]
+                    if freed < need:
+                        continue
+            cost = (len(chosen), sum(self.running[v].gpus for v in chosen), name)
+            candidates.append((cost, chosen))
+        if len(candidates) < job.nodes:
+            return None
+        candidates.sort()
+        victims: list[int] = []
+        for _, chosen in candidates[: job.nodes]:
+            victims.extend(v for v in chosen if v not in victims)
+        return sorted(victims)
+
+    def _evict(self, victim: RunningJob, preemptor: PendingJob) -> None:
+        for name, gpus in zip(victim.node_names, victim.gpus_held, strict=True):
+            self.capacity.give(name, gpus)
+            self.on_node[name].pop(victim.id, None)
+        if not victim.over_quota:
+            self._count_quota(victim.user, victim.team, -victim.gpus)
+        del self.running[victim.id]
+        why = "it runs beyond its owner's quota" if victim.over_quota else "it is of a lower priority class"
+        self.preemptions.append(Preemption(victim.id, preemptor.id, f"Preempted for job {preemptor.id}: {why}."))
+
+    # --- waiting: reservations and reasons -------------------------------------------------------
+
+    def _explain(self, job: PendingJob) -> None:
+        if self.now - job.submitted_at >= self.config.starvation_seconds and len(self.reservations) < self.config.max_reservations:
+            reservation = self._reserve(job)
+            if reservation is not None:
+                self.reservations.append(reservation)
+                for name in reservation.node_names:
+                    self.reserved[name] = (reservation.start, job.id)
+                names = reservation.node_names
+                nodes = ", ".join(names) if len(names) <= 4 else f"{len(names)} nodes ({names[0]} … {names[-1]})"
+                self._wait(
+                    job,
+                    NO_ROOM,
+                    f"{self._room_text(job)} Reserved {nodes}; expected to start {when(reservation.start)}.",
+                    reservation.start,
+                )
+                return
+        if self.reserved and self._fit(job, None) is not None:
+            blocking = min(self.reserved.values())
+            self._wait(job, RESERVATION, f"Behind the reservation for job {blocking[1]}, expected to start {when(blocking[0])}.")
+            return
+        code = FRAGMENTATION if self.capacity.free_total >= job.gpus else NO_ROOM
+        self._wait(job, code, self._room_text(job))
+
+    def _room_text(self, job: PendingJob) -> str:
+        cap = self.capacity
+        if job.nodes == 1:
+            text = f"Needs {job.gpus_per_node} GPUs on one node; the most free on any node is {cap.max_free()}"
+            if cap.free_total >= job.gpus:
+                return f"{text} ({cap.free_total} GPUs are free, spread over several nodes)."
+            return f"{text} ({cap.free_total} GPUs free in the cluster)."
+        whole = sum(len(v) for v in cap.idle_nodes(job.gpus_per_node).values())
+        partly, partly_free = cap.partly_used()
+        text = f"Needs {job.nodes} whole nodes with {job.gpus_per_node} GPUs; {whole} {'is' if whole == 1 else 'are'} free"
+        if partly:
+            text += f", {partly_free} GPUs free on {partly} partly used node{'s' if partly != 1 else ''}"
+        return text + "."
+
+    def _reserve(self, job: PendingJob) -> Reservation | None:
+        """The nodes that free up earliest for the whole gang, by the running jobs' wall-time ends."""
+        cap = self.capacity
+        largest = self._largest_node(job)
+        ready: list[tuple[float, str]] = []
+        for name, total in cap.total.items():
+            if total < job.gpus_per_node or name in self.reserved or (largest is not None and total > largest):
+                continue
+            ends = sorted((max(self.running[j].ends_at, self.now), gpus) for j, gpus in self.on_node.get(name, {}).items())
+            if job.nodes > 1:
+                ready.append((ends[-1][0] if ends else self.now, name))
+                continue
+            free, at = cap.free[name], self.now
+            for end, gpus in ends:
+                if free >= job.gpus_per_node:
+                    break
+                free, at = free + gpus, end
+            if free >= job.gpus_per_node:
+                ready.append((at, name))
+        if len(ready) < job.nodes:
+            return None
+        ready.sort()
+        chosen = ready[: job.nodes]
+        return Reservation(job.id, tuple(name for _, name in chosen), max(at for at, _ in chosen))

@@ -1,0 +1,135 @@
+"""Reads the database into the policy's plain data: nodes, running and pending jobs, accounts, knobs."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+from django.conf import settings
+
+from jobs.models import Allocation, Job, NodeState
+from jobs.selectors import nodes_with_usage
+from jobs.states import ACTIVE_STATES, JobState
+from policy.model import NodeView, PendingJob, PolicyConfig, RunningJob, Snapshot
+from quotas.selectors import accounts_snapshot
+
+
+def class_rank(priority_class: str) -> int:
+    classes = settings.MUSTER_PRIORITY_CLASSES
+    return classes.index(priority_class) if priority_class in classes else len(classes)
+
+
+def policy_config() -> PolicyConfig:
+    return PolicyConfig(
+        weight_fair_share=settings.MUSTER_PRIORITY_WEIGHT_FAIR_SHARE,
+        weight_age=settings.MUSTER_PRIORITY_WEIGHT_AGE,
+        weight_class=settings.MUSTER_PRIORITY_WEIGHT_CLASS,
+        weight_size=settings.MUSTER_PRIORITY_WEIGHT_SIZE,
+        age_max_seconds=settings.MUSTER_PRIORITY_AGE_MAX_SECONDS,
+        half_life_seconds=settings.MUSTER_FAIR_SHARE_HALF_LIFE_SECONDS,
+        class_count=len(settings.MUSTER_PRIORITY_CLASSES),
+        starvation_seconds=settings.MUSTER_STARVATION_SECONDS,
+        max_reservations=settings.MUSTER_MAX_RESERVATIONS,
+        preemption_min_runtime_seconds=settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS,
+        preemption=settings.MUSTER_PREEMPTION,
+        max_jobs=settings.MUSTER_CYCLE_MAX_JOBS,
+    )
+
+
+def node_views() -> tuple[NodeView, ...]:
+    """Every known node with the GPUs not held by a live allocation."""
+    return tuple(
+        NodeView(
+            name=n.name,
+            gpus_total=n.gpus_total,
+            gpus_free=max(0, n.gpus_total - (n.gpus_held or 0)),
+            rack=n.rack,
+            schedulable=n.state == NodeState.READY,
+        )
+        for n in nodes_with_usage()
+    )
+
+
+def pending_jobs() -> tuple[PendingJob, ...]:
+    rows = Job.objects.filter(state=JobState.PENDING).values_list(
+        "id",
+        "nodes",
+        "gpus_per_node",
+        "priority_class",
+        "submitted_at",
+        "owner__username",
+        "team__name",
+        "preemptible",
+        "wall_time_seconds",
+        "launch_failures",
+        "launch_not_before",
+    )
+    return tuple(
+        PendingJob(
+            id=pk,
+            nodes=nodes,
+            gpus_per_node=gpus,
+            class_rank=class_rank(pc),
+            submitted_at=submitted.timestamp(),
+            user=user,
+            team=team,
+            preemptible=preemptible,
+            wall_seconds=float(wall),
+            launch_failures=failures,
+            not_before=not_before.timestamp() if not_before else None,
+        )
+        for pk, nodes, gpus, pc, submitted, user, team, preemptible, wall, failures, not_before in rows
+    )
+
+
+def running_jobs() -> tuple[RunningJob, ...]:
+    """Jobs holding GPUs, with where (their live allocations) and until when (start + wall time)."""
+    held: dict[int, list[tuple[int, str, int]]] = defaultdict(list)
+    for job_id, rank, node, gpus in Allocation.objects.filter(released_at__isnull=True).values_list("job_id", "rank", "node__name", "gpus"):
+        held[job_id].append((rank, node, gpus))
+    rows = Job.objects.filter(state__in=ACTIVE_STATES).values_list(
+        "id",
+        "priority_class",
+        "scheduled_at",
+        "started_at",
+        "wall_time_seconds",
+        "owner__username",
+        "team__name",
+        "preemptible",
+        "over_quota",
+    )
+    result = []
+    for pk, pc, scheduled, started, wall, user, team, preemptible, over_quota in rows:
+        ranks = sorted(held.get(pk, []))
+        start = (started or scheduled).timestamp()
+        # Wall time counts from placement (the GPUs are held from then), so start-up time cannot push an end later.
+        placed = (scheduled or started).timestamp()
+        result.append(
+            RunningJob(
+                id=pk,
+                node_names=tuple(n for _, n, _ in ranks),
+                gpus_held=tuple(g for _, _, g in ranks),
+                class_rank=class_rank(pc),
+                started_at=start,
+                ends_at=placed + wall,
+                user=user,
+                team=team,
+                preemptible=preemptible,
+                over_quota=over_quota,
+            )
+        )
+    return tuple(result)
+
+
+def build_snapshot(now: datetime) -> Snapshot:
+    pending = pending_jobs()
+    running = running_jobs()
+    users = {j.user for j in (*pending, *running)}
+    teams = {j.team for j in (*pending, *running) if j.team}
+    return Snapshot(
+        nodes=node_views(),
+        pending=pending,
+        running=running,
+        accounts=accounts_snapshot(now=now, users=users, teams=teams),
+        now=now.timestamp(),
+    )

@@ -1,0 +1,254 @@
+"""Muster's Prometheus metrics: read from the database at scrape time, plus counters the cycle keeps there.
+
+Web, worker and beat are separate processes (and gunicorn runs several web workers), so
+per-process prometheus-client counters would each see a different slice and reset on restart.
+Everything /metrics exports is therefore read from the database when Prometheus scrapes:
+
+- queue depth, quota standing, starvation, GPUs and nodes: aggregates over Job, Allocation and
+  Node (a handful of queries, whatever the size of the queue);
+- scheduling latency: a histogram of every start's wait since the job (re-)entered the queue;
+- what only the cycle knows (its duration, launches, launch failures, preemptions, cycles run
+  or skipped): `CycleCounter` rows that the scheduler adds to at the end of every cycle with a
+  single UPDATE (`scheduler.counters`).
+
+`MusterCollector` is registered on a fresh registry per scrape (`metrics_text`), never on the
+global one: the global registry would also export this process's own Python metrics, which
+say nothing about the other processes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Count, F, Min, Q, Sum
+from django.utils import timezone
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.registry import Collector
+
+from jobs.models import Allocation, ClusterHealth, CycleCounter, Job, Node, NodeState
+from jobs.selectors import start_waits
+from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState
+from scheduler.counters import BUCKET_COUNTER, CYCLE_SECONDS_BUCKETS
+
+logger = logging.getLogger(__name__)
+
+# Submit-to-start latency buckets: seconds for an idle cluster up to a week for a starved gang.
+LATENCY_SECONDS_BUCKETS: tuple[float, ...] = (
+    1.0,
+    5.0,
+    15.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+    600.0,
+    1800.0,
+    3600.0,
+    7200.0,
+    21600.0,
+    43200.0,
+    86400.0,
+    259200.0,
+    604800.0,
+)
+# Pending jobs no cycle has given a reason yet: the same name as the queue API's summary.
+NEW_REASON = "NEW"
+
+
+# --- the collector ---------------------------------------------------------------------------------
+
+
+def _ts(value: datetime | None) -> float:
+    return value.timestamp() if value else 0.0
+
+
+def _cumulative(values: Iterable[float], bounds: Sequence[float]) -> list[int]:
+    """Counts of values <= each bound (what Prometheus histogram buckets hold)."""
+    counts = [0] * len(bounds)
+    for v in values:
+        for i, bound in enumerate(bounds):
+            if v <= bound:
+                counts[i] += 1
+    return counts
+
+
+class MusterCollector(Collector):
+    """Reads everything at collect time: about seven queries per scrape, independent of the number of jobs."""
+
+    def __init__(self, *, now: datetime | None = None) -> None:
+        self.now = now
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily | HistogramMetricFamily]:
+        now = self.now or timezone.now()
+        yield from self._jobs(now)
+        yield self._latency()
+        yield from self._gpus_and_nodes()
+        yield from self._cycle_counters()
+        yield from self._health()
+
+    def _jobs(self, now: datetime) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        starving_after = now - timedelta(seconds=settings.MUSTER_STARVATION_SECONDS)
+        live = (
+            Job.objects.exclude(state__in=TERMINAL_STATES)
+            .values("state", "over_quota", "pending_reason_code")
+            .annotate(
+                n=Count("id"),
+                gpus=Sum(F("nodes") * F("gpus_per_node")),
+                oldest=Min("submitted_at"),
+                starving=Count("id", filter=Q(submitted_at__lte=starving_after)),
+            )
+        )
+        by_state: dict[str, int] = defaultdict(int)
+        by_reason: dict[str, int] = defaultdict(int)
+        by_quota: dict[str, list[int]] = {"within": [0, 0], "over": [0, 0]}
+        oldest: datetime | None = None
+        starving = 0
+        for row in live:
+            by_state[row["state"]] += row["n"]
+            if row["state"] == JobState.PENDING:
+                by_reason[row["pending_reason_code"] or NEW_REASON] += row["n"]
+                oldest = row["oldest"] if oldest is None else min(oldest, row["oldest"])
+                starving += row["starving"]
+            elif row["state"] in ACTIVE_STATES:
+                standing = by_quota["over" if row["over_quota"] else "within"]
+                standing[0] += row["n"]
+                standing[1] += row["gpus"] or 0
+        queue = GaugeMetricFamily("muster_jobs", "Jobs not yet ended, by state (queue depth).", labels=["state"])
+        for state in JobState.values:
+            if state not in TERMINAL_STATES:
+                queue.add_metric([state], by_state.get(state, 0))
+        yield queue
+        pending = GaugeMetricFamily(
+            "muster_jobs_pending", "Pending jobs by why they wait (the scheduler's reason code; NEW: not examined yet).", labels=["reason"]
+        )
+        for reason, n in sorted(by_reason.items()):
+            pending.add_metric([reason], n)
+        yield pending
+        running = GaugeMetricFamily(
+            "muster_jobs_running", "Jobs holding GPUs (scheduled or running), within their quota or borrowing beyond it.", labels=["quota"]
+        )
+        running_gpus = GaugeMetricFamily(
+            "muster_gpus_running", "GPUs of jobs holding GPUs, within or beyond their quota.", labels=["quota"]
+        )
+        for standing, (n, gpus) in by_quota.items():
+            running.add_metric([standing], n)
+            running_gpus.add_metric([standing], gpus)
+        yield running
+        yield running_gpus
+        yield GaugeMetricFamily(
+            "muster_pending_oldest_wait_seconds",
+            "How long the longest-waiting pending job has waited since it was submitted (0 when none is pending).",
+            value=max(0.0, (now - oldest).total_seconds()) if oldest else 0.0,
+        )
+        yield GaugeMetricFamily(
+            "muster_jobs_starving",
+            "Pending jobs that have waited past MUSTER_STARVATION_SECONDS (they are owed a reservation).",
+            value=starving,
+        )
+        yield GaugeMetricFamily(
+            "muster_starvation_threshold_seconds", "MUSTER_STARVATION_SECONDS, for alert rules.", value=settings.MUSTER_STARVATION_SECONDS
+        )
+        ended = dict(Job.objects.filter(state__in=TERMINAL_STATES).values_list("state").annotate(n=Count("id")).values_list("state", "n"))
+        total = CounterMetricFamily("muster_jobs_ended", "Jobs that have ended, by final state.", labels=["state"])
+        for state in sorted(TERMINAL_STATES):
+            total.add_metric([state], ended.get(state, 0))
+        yield total
+
+    def _latency(self) -> HistogramMetricFamily:
+        # In Python rather than one COUNT per bucket in SQL: timestamp arithmetic differs between SQLite and
+        # PostgreSQL, and reading two timestamps per started job is cheap next to a scrape interval.
+        latencies = [seconds for _, seconds in start_waits()]
+        counts = _cumulative(latencies, LATENCY_SECONDS_BUCKETS)
+        buckets = [(_le(b), c) for b, c in zip(LATENCY_SECONDS_BUCKETS, counts, strict=True)] + [("+Inf", len(latencies))]
+        return HistogramMetricFamily(
+            "muster_scheduling_latency_seconds",
+            "Queued (submitted, or requeued after a failed attempt or a preemption) to started (all pods running), per start.",
+            buckets=buckets,
+            sum_value=sum(latencies),
+        )
+
+    def _gpus_and_nodes(self) -> Iterator[GaugeMetricFamily]:
+        nodes = GaugeMetricFamily("muster_nodes", "Known nodes by state.", labels=["state"])
+        gpus_by_state = dict.fromkeys(NodeState.values, 0)
+        count_by_state = dict.fromkeys(NodeState.values, 0)
+        for state, n, gpus in (
+            Node.objects.values_list("state").annotate(n=Count("id"), gpus=Sum("gpus_total")).values_list("state", "n", "gpus")
+        ):
+            count_by_state[state] = n
+            gpus_by_state[state] = gpus or 0
+        for state in NodeState.values:
+            nodes.add_metric([state], count_by_state[state])
+        yield nodes
+        yield GaugeMetricFamily(
+            "muster_gpus_total",
+            "GPUs on nodes the cluster reports (not GONE), schedulable or not.",
+            value=sum(g for s, g in gpus_by_state.items() if s != NodeState.GONE),
+        )
+        yield GaugeMetricFamily(
+            "muster_gpus_schedulable", "GPUs on READY nodes: what the scheduler may place on.", value=gpus_by_state[NodeState.READY]
+        )
+        allocated = Allocation.objects.filter(released_at__isnull=True).aggregate(g=Sum("gpus"))["g"] or 0
+        yield GaugeMetricFamily("muster_gpus_allocated", "GPUs held by live allocations (scheduled or running jobs).", value=allocated)
+
+    def _cycle_counters(self) -> Iterator[CounterMetricFamily | HistogramMetricFamily]:
+        plain: dict[str, float] = defaultdict(float)
+        buckets: dict[float, float] = dict.fromkeys(CYCLE_SECONDS_BUCKETS, 0.0)
+        for name, le, value in CycleCounter.objects.values_list("name", "le", "value"):
+            if name == BUCKET_COUNTER:
+                buckets[le] = value
+            else:
+                plain[name] = value
+        cycles = CounterMetricFamily(
+            "muster_cycles",
+            "Scheduling cycles: ran (held the lock), skipped (another cycle held it), cluster_unavailable (ran, cluster unreachable).",
+            labels=["outcome"],
+        )
+        cycles.add_metric(["ran"], plain["cycles_ran"])
+        cycles.add_metric(["skipped"], plain["cycles_skipped"])
+        cycles.add_metric(["cluster_unavailable"], plain["cycles_cluster_unavailable"])
+        yield cycles
+        yield HistogramMetricFamily(
+            "muster_cycle_duration_seconds",
+            "How long each scheduling cycle that ran took.",
+            buckets=[(_le(b), v) for b, v in sorted(buckets.items())] + [("+Inf", plain["cycle_seconds_count"])],
+            sum_value=plain["cycle_seconds_sum"],
+        )
+        yield CounterMetricFamily("muster_launches", "Gangs launched on the cluster.", value=plain["launches"])
+        yield CounterMetricFamily(
+            "muster_launch_failures", "Launches the cluster refused (the job was requeued).", value=plain["launch_failures"]
+        )
+        yield CounterMetricFamily("muster_preemptions", "Jobs preempted to make room for others.", value=plain["preemptions"])
+
+    def _health(self) -> Iterator[GaugeMetricFamily]:
+        health = ClusterHealth.objects.filter(pk=1).first()
+        yield GaugeMetricFamily(
+            "muster_last_cycle_timestamp_seconds",
+            "When the last scheduling cycle that held the lock ran (Unix time; 0 before the first).",
+            value=_ts(health.last_cycle_at if health else None),
+        )
+        yield GaugeMetricFamily(
+            "muster_cluster_reachable",
+            "1 if the last cycle reached the cluster backend, else 0.",
+            value=1 if health is None or health.reachable else 0,
+        )
+        yield GaugeMetricFamily(
+            "muster_cluster_down_since_timestamp_seconds",
+            "When the current cluster outage began (Unix time; 0 while reachable).",
+            value=_ts(health.down_since if health and not health.reachable else None),
+        )
+
+
+def _le(bound: float) -> str:
+    """A bucket bound as Prometheus writes it (1.0, 0.25), so the text matches what client libraries emit."""
+    return repr(float(bound))
+
+
+def metrics_text(*, now: datetime | None = None) -> bytes:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(MusterCollector(now=now))
+    return generate_latest(registry)
