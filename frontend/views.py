@@ -25,7 +25,8 @@ from jobs.selectors import job_assigned_nodes, jobs_visible_to
 from jobs.services import job_cancel, job_check_fits_cluster, job_submit, nodes_ensure_known
 from jobs.states import ACTIVE_STATES, JobState
 from scheduler.queue import queue_plan
-from telemetry.dashboard.figures import dashboard_context, node_grid
+from telemetry.dashboard.page import dashboard_context
+from telemetry.dashboard.selectors import node_grid
 from telemetry.page import job_telemetry_context
 from telemetry.staticfiles import PLOTLY_JS
 

@@ -23,12 +23,11 @@ import plotly.graph_objects as go
 
 from telemetry.catalogue import METRICS, Level, Metric
 from telemetry.downsampling import Buckets
+from telemetry.figure_style import COLORS, base_layout
 from telemetry.sources.base import Series
 
-COLORS = ("#3056d3", "#e8590c", "#2f9e44", "#ae3ec9", "#1098ad", "#f08c00", "#c2255c", "#5c940d")
 BAND_ALPHA = "33"
 PUSHED_COLOR = "#101828"
-GRID = "#eaecf0"
 
 
 @dataclass(frozen=True)
@@ -85,18 +84,7 @@ def _hover(metric: Metric) -> str:
 
 
 def _layout(title: str, height: int = 300) -> dict[str, object]:
-    return {
-        "title": {"text": title, "x": 0, "xanchor": "left", "font": {"size": 15}},
-        "height": height,
-        "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
-        "xaxis": {"type": "date", "title": {"text": "time (UTC)"}, "gridcolor": GRID},
-        "yaxis": {"gridcolor": GRID},
-        "legend": {"orientation": "h", "y": -0.25},
-        "hovermode": "x unified",
-        # Not a named template: those are resolved by plotly.py's graph objects, which the page skips.
-        "paper_bgcolor": "#ffffff",
-        "plot_bgcolor": "#ffffff",
-    }
+    return base_layout(title, height=height)
 
 
 def band_traces(series: Series, metric: Metric, name: str, color: str) -> list[dict[str, object]]:

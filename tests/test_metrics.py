@@ -16,8 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from jobs.models import ClusterHealth, CycleCounter, Job
 from jobs.states import JobState
-from scheduler.cycle import run_cycle
 from scheduler.counters import CYCLE_SECONDS_BUCKETS, cycle_counters_record
+from scheduler.cycle import run_cycle
 from telemetry.exporter import metrics_text
 from tests.test_cycle import RefusingCluster
 

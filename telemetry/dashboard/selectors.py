@@ -1,0 +1,330 @@
+"""The dashboard's numbers: what the queue and the GPUs did over the last day or week.
+
+Pure reads (a fixed number of queries, each bounded by the window) returning plain numbers;
+`telemetry.dashboard.figures` draws them and `telemetry.dashboard.page` puts the page together.
+History comes from the database, not from Prometheus, so the page works with no
+monitoring stack:
+- queue depth over time: the JobEvent history replayed backwards from the current counts
+  (pending now minus every change since the window began gives pending at its start);
+- GPUs allocated over time and GPU-hours per team: Allocation rows (allocated_at, released_at);
+- scheduling latency: every start in the window, from when the job (re-)entered the queue
+  (`selectors.start_waits`); percentiles by nearest rank, so every figure is a wait that
+  really happened;
+- GPUs used: the telemetry summaries written when runs end (mean GPU utilisation x GPU-seconds).
+  Running jobs have none yet, so "used now" is unknown rather than guessed.
+
+Per-team numbers follow the usage report's rule: staff see every team; others see their own
+teams by name and the rest summed as "other teams".
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Count, Q
+
+from jobs.models import Allocation, Job, JobEvent, Node, NodeState
+from jobs.selectors import nodes_with_usage, start_waits
+from jobs.states import ACTIVE_STATES, JobState
+from telemetry.models import JobTelemetrySummary
+
+NO_TEAM = "no team"
+OTHER_TEAMS = "other teams"
+PERCENTILES = (50, 90, 99)
+# How many of the longest-waiting jobs the starvation chart lists.
+STARVATION_ROWS = 15
+
+
+@dataclass(frozen=True)
+class Window:
+    key: str
+    label: str
+    seconds: int
+    # Bucket of the time series (queue depth, GPUs allocated) and of the latency percentiles over time.
+    step: int
+    latency_step: int
+
+
+WINDOWS = {
+    "24h": Window("24h", "last 24 hours", 24 * 3600, 300, 3600),
+    "7d": Window("7d", "last 7 days", 7 * 24 * 3600, 1800, 6 * 3600),
+}
+DEFAULT_WINDOW = "24h"
+
+
+def window_for(key: str | None) -> Window:
+    return WINDOWS.get(key or "", WINDOWS[DEFAULT_WINDOW])
+
+
+# --- arithmetic ------------------------------------------------------------------------------------
+
+
+def percentile(sorted_values: Sequence[float], p: float) -> float | None:
+    """Nearest-rank percentile: the smallest value with at least p% of the values at or below it."""
+    if not sorted_values:
+        return None
+    rank = max(1, math.ceil(p / 100 * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+@dataclass(frozen=True)
+class Level:
+    """A step function's value over one bucket: its highest and its time-weighted mean."""
+
+    max: float
+    mean: float
+
+
+def step_levels(initial: float, changes: Iterable[tuple[datetime, float]], start: datetime, end: datetime, step: int) -> list[Level]:
+    """Replay a counter that starts at `initial` at `start` and moves by each (instant, delta), bucket by bucket.
+
+    Changes at the same instant are applied together, so a job preempted and requeued in one cycle
+    never shows as a momentary extra job. Changes outside (start, end] are ignored.
+    """
+    total = (end - start).total_seconds()
+    buckets = max(1, math.ceil(total / step))
+    merged: dict[datetime, float] = defaultdict(float)
+    for at, delta in changes:
+        if start < at <= end:
+            merged[at] += delta
+    moves = sorted(merged.items())
+    levels: list[Level] = []
+    value = initial
+    i = 0
+    for b in range(buckets):
+        b_start = start + timedelta(seconds=b * step)
+        b_end = min(end, b_start + timedelta(seconds=step))
+        # A change exactly at the bucket's start belongs to it from the start (a job that ended at 10:00
+        # does not count in the 10:00 bucket).
+        while i < len(moves) and moves[i][0] <= b_start:
+            value += moves[i][1]
+            i += 1
+        highest, area, at = value, 0.0, b_start
+        while i < len(moves) and moves[i][0] < b_end:
+            moment, delta = moves[i]
+            area += value * (moment - at).total_seconds()
+            value += delta
+            highest = max(highest, value)
+            at = moment
+            i += 1
+        area += value * (b_end - at).total_seconds()
+        width = (b_end - b_start).total_seconds()
+        levels.append(Level(max=highest, mean=area / width if width > 0 else value))
+    return levels
+
+
+def _x(start: datetime, count: int, step: int) -> list[int]:
+    """Bucket starts in milliseconds since the epoch (what a Plotly date axis reads)."""
+    first = int(start.timestamp() * 1000)
+    return [first + i * step * 1000 for i in range(count)]
+
+
+def _overlap_seconds(a_start: datetime, a_end: datetime | None, start: datetime, end: datetime) -> float:
+    return max(0.0, (min(a_end or end, end) - max(a_start, start)).total_seconds())
+
+
+# --- team visibility -------------------------------------------------------------------------------
+
+
+def _team_namer(viewer: AbstractBaseUser | AnonymousUser) -> Any:
+    """Maps a job's team name to what this viewer may see: the name, or OTHER_TEAMS."""
+    if getattr(viewer, "is_staff", False):
+        return lambda name: name or NO_TEAM
+    mine = set(viewer.teams.values_list("name", flat=True)) if viewer.is_authenticated else set()
+
+    def name_for(name: str | None) -> str:
+        if not name:
+            return NO_TEAM
+        return name if name in mine else OTHER_TEAMS
+
+    return name_for
+
+
+# --- the sections ----------------------------------------------------------------------------------
+
+
+def queue_depth(window: Window, now: datetime) -> dict[str, Any]:
+    """Pending and GPU-holding jobs over the window (highest count per bucket), from the JobEvent history."""
+    start = now - timedelta(seconds=window.seconds)
+    current = dict.fromkeys(("pending", "active"), 0)
+    for state, in_state in _state_counts():
+        if state == JobState.PENDING:
+            current["pending"] += in_state
+        elif state in ACTIVE_STATES:
+            current["active"] += in_state
+    pending_changes: list[tuple[datetime, float]] = []
+    active_changes: list[tuple[datetime, float]] = []
+    # Every event since the window began, including any stamped after `now` (clock skew), so that
+    # subtracting them from the current counts gives exactly the counts at the window's start.
+    for at, from_state, to_state in JobEvent.objects.filter(at__gt=start).values_list("at", "from_state", "to_state"):
+        p = (to_state == JobState.PENDING) - (from_state == JobState.PENDING)
+        a = (to_state in ACTIVE_STATES) - (from_state in ACTIVE_STATES)
+        if p:
+            pending_changes.append((at, p))
+        if a:
+            active_changes.append((at, a))
+    pending_start = current["pending"] - sum(d for _, d in pending_changes)
+    active_start = current["active"] - sum(d for _, d in active_changes)
+    pending = step_levels(pending_start, pending_changes, start, now, window.step)
+    active = step_levels(active_start, active_changes, start, now, window.step)
+    return {
+        "x": _x(start, len(pending), window.step),
+        "pending": [round(lv.max) for lv in pending],
+        "active": [round(lv.max) for lv in active],
+        "pending_now": current["pending"],
+        "active_now": current["active"],
+        "changes": len(pending_changes) + len(active_changes),
+    }
+
+
+def _state_counts() -> list[tuple[str, int]]:
+    return list(
+        Job.objects.filter(state__in=[JobState.PENDING, *ACTIVE_STATES])
+        .values_list("state")
+        .annotate(n=Count("id"))
+        .values_list("state", "n")
+    )
+
+
+def latency(window: Window, now: datetime) -> dict[str, Any]:
+    """Queued-to-start percentiles of the starts in the window, overall and per latency_step bucket."""
+    start = now - timedelta(seconds=window.seconds)
+    samples = list(start_waits(after=start, until=now))
+    values = sorted(s for _, s in samples)
+    buckets = math.ceil(window.seconds / window.latency_step)
+    per_bucket: list[list[float]] = [[] for _ in range(buckets)]
+    for started, seconds in samples:
+        index = min(buckets - 1, int((started - start).total_seconds() // window.latency_step))
+        per_bucket[index].append(seconds)
+    for bucket in per_bucket:
+        bucket.sort()
+    return {
+        "count": len(values),
+        "overall": {p: percentile(values, p) for p in PERCENTILES},
+        "max": values[-1] if values else None,
+        "x": _x(start, buckets, window.latency_step),
+        "series": {p: [percentile(b, p) for b in per_bucket] for p in PERCENTILES},
+        "counts": [len(b) for b in per_bucket],
+    }
+
+
+def starvation(now: datetime) -> dict[str, Any]:
+    """The longest current waits, and how many pending jobs are past MUSTER_STARVATION_SECONDS."""
+    threshold = settings.MUSTER_STARVATION_SECONDS
+    pending = Job.objects.filter(state=JobState.PENDING)
+    past = pending.filter(submitted_at__lte=now - timedelta(seconds=threshold)).count()
+    longest = list(pending.select_related("owner", "team").order_by("submitted_at", "id")[:STARVATION_ROWS])
+    rows = [
+        {
+            "job": job,
+            "wait_seconds": max(0.0, (now - job.submitted_at).total_seconds()),
+            "starving": (now - job.submitted_at).total_seconds() >= threshold,
+        }
+        for job in longest
+    ]
+    return {"threshold_seconds": threshold, "past_threshold": past, "rows": rows}
+
+
+def quota_standing(viewer: AbstractBaseUser | AnonymousUser) -> dict[str, Any]:
+    """Jobs holding GPUs within their quota or borrowing beyond it, with GPUs per (visible) team; pending by reason."""
+    team_name = _team_namer(viewer)
+    within: dict[str, int] = defaultdict(int)
+    over: dict[str, int] = defaultdict(int)
+    jobs = {"within": 0, "over": 0}
+    gpus = {"within": 0, "over": 0}
+    for over_quota, team, nodes, per_node in Job.objects.filter(state__in=ACTIVE_STATES).values_list(
+        "over_quota", "team__name", "nodes", "gpus_per_node"
+    ):
+        standing = "over" if over_quota else "within"
+        jobs[standing] += 1
+        gpus[standing] += nodes * per_node
+        (over if over_quota else within)[team_name(team)] += nodes * per_node
+    reasons: dict[str, int] = defaultdict(int)
+    for code in Job.objects.filter(state=JobState.PENDING).values_list("pending_reason_code", flat=True):
+        reasons[code or "NEW"] += 1
+    teams = sorted(set(within) | set(over), key=lambda t: (-(within[t] + over[t]), t))
+    return {
+        "jobs": jobs,
+        "gpus": gpus,
+        "teams": teams,
+        "within_by_team": [within[t] for t in teams],
+        "over_by_team": [over[t] for t in teams],
+        "pending_by_reason": dict(sorted(reasons.items())),
+    }
+
+
+def gpus(window: Window, now: datetime, viewer: AbstractBaseUser | AnonymousUser) -> dict[str, Any]:
+    """GPUs allocated over time (time-weighted mean per bucket), GPU-hours per team, and measured use."""
+    start = now - timedelta(seconds=window.seconds)
+    team_name = _team_namer(viewer)
+    total = sum(Node.objects.exclude(state=NodeState.GONE).values_list("gpus_total", flat=True))
+    allocations = Allocation.objects.filter(Q(released_at__isnull=True) | Q(released_at__gt=start), allocated_at__lte=now).values_list(
+        "allocated_at", "released_at", "gpus", "job__team__name"
+    )
+    initial = 0
+    changes: list[tuple[datetime, float]] = []
+    per_team: dict[str, float] = defaultdict(float)
+    allocated_now = 0
+    for allocated_at, released_at, held, team in allocations:
+        if allocated_at <= start:
+            initial += held
+        else:
+            changes.append((allocated_at, held))
+        if released_at is not None and released_at <= now:
+            changes.append((released_at, -held))
+        else:
+            allocated_now += held
+        per_team[team_name(team)] += held * _overlap_seconds(allocated_at, released_at, start, now) / 3600
+    levels = step_levels(initial, changes, start, now, window.step)
+    teams = sorted((t for t, h in per_team.items() if h > 0), key=lambda t: (-per_team[t], t))
+    return {
+        "total": total,
+        "allocated_now": allocated_now,
+        "x": _x(start, len(levels), window.step),
+        "allocated": [round(lv.mean, 2) for lv in levels],
+        "team_hours": {t: per_team[t] for t in teams},
+        "used": measured_use(window, now, team_name),
+    }
+
+
+def measured_use(window: Window, now: datetime, team_name: Any) -> dict[str, Any]:
+    """Allocated vs busy GPU-hours of the runs that ended in the window and have a telemetry summary."""
+
+    start = now - timedelta(seconds=window.seconds)
+    rows = JobTelemetrySummary.objects.filter(
+        job__finished_at__gt=start, job__finished_at__lte=now, gpu_util_mean__isnull=False, gpu_seconds__gt=0
+    ).values_list("job__team__name", "gpu_seconds", "gpu_util_mean")
+    allocated: dict[str, float] = defaultdict(float)
+    busy: dict[str, float] = defaultdict(float)
+    for team, gpu_seconds, util in rows:
+        allocated[team_name(team)] += gpu_seconds / 3600
+        busy[team_name(team)] += gpu_seconds * util / 100 / 3600
+    teams = sorted(allocated, key=lambda t: (-allocated[t], t))
+    total_allocated = sum(allocated.values())
+    return {
+        "jobs": len(rows),
+        "teams": teams,
+        "allocated_hours": [allocated[t] for t in teams],
+        "busy_hours": [busy[t] for t in teams],
+        "total_allocated_hours": total_allocated,
+        "total_busy_hours": sum(busy.values()),
+        "utilisation": (sum(busy.values()) / total_allocated * 100) if total_allocated else None,
+    }
+
+
+def node_grid() -> list[Node]:
+    """Known nodes by rack, each with one cell per GPU (held or free): the cluster page's grid."""
+    nodes = sorted(nodes_with_usage(), key=lambda n: (n.rack, n.name))
+    for node in nodes:
+        held = min(node.gpus_held or 0, node.gpus_total)
+        node.gpus_free = node.gpus_total - held
+        # One cell per GPU, so a glance shows which nodes are whole, partly used or full.
+        node.gpu_cells = [True] * held + [False] * node.gpus_free
+    return nodes
