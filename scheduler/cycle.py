@@ -20,10 +20,23 @@ from jobs.cluster import ClusterBackend, ClusterUnavailable, GangSpec, PodPhase,
 from jobs.cluster.base import DEADLINE_EXCEEDED
 from jobs.errors import IllegalTransition
 from jobs.hooks import pod_secret_env
+from jobs.lifecycle import (
+    fit_reason,
+    job_launch_failed,
+    job_launch_overdue,
+    job_mark_running,
+    job_place,
+    job_preempt,
+    job_requeue,
+    job_retry_or_fail,
+    job_succeed,
+    job_time_out,
+    job_wall_time_passed,
+)
 from jobs.models import Allocation, ClusterHealth, Job, Node
-from jobs.services import job_transition, nodes_sync
+from jobs.services import nodes_sync
 from jobs.states import ACTIVE_STATES, JobState
-from policy.model import Decisions, Placement
+from policy.model import Decisions, Placement, Preemption
 from policy.schedule import schedule
 from quotas.services import ledger_charge_active
 from scheduler.counters import cycle_counters_record
@@ -31,22 +44,6 @@ from scheduler.lock import cycle_lock
 from scheduler.snapshot import build_snapshot, policy_config
 
 logger = logging.getLogger(__name__)
-
-# Reasons are stored in columns of this many characters (Job.pending_reason, Job.state_reason, JobEvent.reason).
-REASON_MAX_CHARS = 500
-# What `fit_reason` keeps of a long reason's end: the sentence saying what happens next.
-REASON_TAIL_CHARS = 160
-
-
-def fit_reason(text: str) -> str:
-    """A reason that fits its column. Long ones (a gang's node list) lose their middle, keeping how they end.
-
-    A reason too long for PostgreSQL's varchar(500) would make the write fail and with it the whole cycle.
-    """
-    if len(text) <= REASON_MAX_CHARS:
-        return text
-    head = REASON_MAX_CHARS - REASON_TAIL_CHARS - 1
-    return f"{text[:head]}…{text[-REASON_TAIL_CHARS:]}"
 
 
 @dataclass
@@ -127,129 +124,78 @@ def _observe_active(
 
 
 def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: set[str], now: datetime, report: CycleReport) -> None:
-    # Wall time counts from placement, when the GPUs were taken: the end the scheduler planned reservations by.
-    placed = job.scheduled_at or job.started_at
-    if placed and now >= placed + timedelta(seconds=job.wall_time_seconds):
-        job_transition(job, JobState.TIMED_OUT, reason=f"Stopped: wall time of {job.wall_time_seconds} s reached.", now=now)
-        backend.teardown_gang(job.pk, job.attempt)
-        report.ended[job.pk] = JobState.TIMED_OUT
+    """Pick what the gang's pods say about the job (jobs.lifecycle) and tear down what ended."""
+    if job_wall_time_passed(job, now=now):
+        _ended(backend, job_time_out(job, now=now), report)
         return
     lost = sorted({p.node_name for p in pods if p.node_name and p.node_name not in present})
     if lost:
         # The cluster's fault, not the job's: back to the queue without spending a restart, to resume elsewhere.
-        _requeue(backend, job, now, report, f"Node {', '.join(lost)} left the cluster under attempt {job.attempt}; requeued.")
+        why = f"Node {', '.join(lost)} left the cluster under attempt {job.attempt}; requeued."
+        _requeued(backend, job_requeue(job, now=now, why=why), report)
         return
     if len(pods) < job.nodes and job.state == JobState.SCHEDULED:
         _complete_launch(backend, job, now, report)
         return
     if len(pods) < job.nodes:
-        _retry_or_fail(backend, job, now, report, f"{job.nodes - len(pods)} of {job.nodes} pods vanished from the cluster.", None)
+        _failed_attempt(backend, job, now, report, f"{job.nodes - len(pods)} of {job.nodes} pods vanished from the cluster.", None)
         return
     failed = [p for p in pods if p.phase == PodPhase.FAILED]
     if any(p.reason == DEADLINE_EXCEEDED for p in failed):
         # The cluster enforced the wall time (activeDeadlineSeconds) before this cycle saw it pass.
-        job_transition(job, JobState.TIMED_OUT, reason=f"Stopped: wall time of {job.wall_time_seconds} s reached.", now=now)
-        backend.teardown_gang(job.pk, job.attempt)
-        report.ended[job.pk] = JobState.TIMED_OUT
+        _ended(backend, job_time_out(job, now=now), report)
         return
     if failed:
         first = failed[0]
-        _retry_or_fail(backend, job, now, report, first.message or f"rank {first.rank} failed on {first.node_name}.", first.exit_code)
+        _failed_attempt(backend, job, now, report, first.message or f"rank {first.rank} failed on {first.node_name}.", first.exit_code)
         return
     phases = {p.phase for p in pods}
     if phases <= {PodPhase.RUNNING, PodPhase.SUCCEEDED} and job.state == JobState.SCHEDULED:
-        job = job_transition(
-            job,
-            JobState.RUNNING,
-            reason=f"All {job.nodes} pods are running.",
-            now=now,
-            started_at=now,
-            launch_failures=0,
-            launch_not_before=None,
-        )
+        job = job_mark_running(job, now=now)
     if phases == {PodPhase.SUCCEEDED}:
-        job_transition(job, JobState.SUCCEEDED, reason="All pods exited with code 0.", now=now, exit_code=0)
-        backend.teardown_gang(job.pk, job.attempt)
-        report.ended[job.pk] = JobState.SUCCEEDED
+        _ended(backend, job_succeed(job, now=now), report)
         return
-    if (
-        job.state == JobState.SCHEDULED
-        and job.scheduled_at
-        and now >= job.scheduled_at + timedelta(seconds=settings.MUSTER_LAUNCH_TIMEOUT_SECONDS)
-    ):
+    if job_launch_overdue(job, now=now):
         waiting = sum(1 for p in pods if p.phase == PodPhase.PENDING)
-        _launch_failed(
-            backend,
-            job,
-            now,
-            report,
-            f"{waiting} of {job.nodes} pods were not running {settings.MUSTER_LAUNCH_TIMEOUT_SECONDS} s after launch.",
-        )
+        why = f"{waiting} of {job.nodes} pods were not running {settings.MUSTER_LAUNCH_TIMEOUT_SECONDS} s after launch."
+        _launch_failed(backend, job, now, report, why)
 
 
-def _retry_or_fail(backend: ClusterBackend, job: Job, now: datetime, report: CycleReport, why: str, exit_code: int | None) -> None:
-    if job.restarts < job.max_restarts:
-        _requeue(
-            backend,
-            job,
-            now,
-            report,
-            f"Attempt {job.attempt} failed: {why} Restarting ({job.restarts + 1} of {job.max_restarts}).",
-            restarts=job.restarts + 1,
-        )
-        return
-    job_transition(job, JobState.FAILED, reason=fit_reason(f"Attempt {job.attempt} failed: {why}"), now=now, exit_code=exit_code)
+def _ended(backend: ClusterBackend, job: Job, report: CycleReport) -> None:
+    """The job ended: its gang goes (an unreachable cluster stops the cycle here; the next one tears it down)."""
     backend.teardown_gang(job.pk, job.attempt)
-    report.ended[job.pk] = JobState.FAILED
+    report.ended[job.pk] = job.state
 
 
-def _launch_failed(backend: ClusterBackend, job: Job, now: datetime, report: CycleReport, why: str, *, transient: bool = False) -> None:
-    """A launch that did not come up: back to the queue after a pause that doubles each time, or FAILED after too many.
-
-    Without the pause a launch that can never succeed (a manifest the API server rejects, an
-    admission policy, an image that never pulls) would be placed, fail and be requeued cycle
-    after cycle, holding GPUs others could use each time. Restarts are not spent: the job's
-    code never ran. A `transient` failure (the API server unreachable, overloaded, or failing
-    with a 5xx) backs off the same way but never fails the job: it is the cluster's trouble.
-    """
-    failures = job.launch_failures + 1
-    limit = settings.MUSTER_LAUNCH_MAX_FAILURES
-    if failures >= limit and not transient:
-        job_transition(
-            job,
-            JobState.FAILED,
-            reason=fit_reason(f"{failures} launches in a row did not come up; the last: {why}"),
-            now=now,
-            launch_failures=failures,
-        )
-        try:
-            backend.teardown_gang(job.pk, job.attempt)
-        except ClusterUnavailable:
-            logger.warning("could not tear down job %s attempt %s now; reconciliation will", job.pk, job.attempt)
-        report.ended[job.pk] = JobState.FAILED
-        return
-    delay = min(settings.MUSTER_LAUNCH_BACKOFF_MAX_SECONDS, settings.MUSTER_LAUNCH_BACKOFF_SECONDS * 2 ** (failures - 1))
-    _requeue(
-        backend,
-        job,
-        now,
-        report,
-        f"{why} Failed launch {failures}{'' if transient else f' of at most {limit}'} in a row; tried again in {delay} s.",
-        launch_failures=failures,
-        launch_not_before=now + timedelta(seconds=delay),
-    )
+def _requeued(backend: ClusterBackend, job: Job, report: CycleReport) -> None:
+    _teardown_or_leave_to_reconcile(backend, job)
+    report.requeued.append(job.pk)
 
 
-def _requeue(backend: ClusterBackend, job: Job, now: datetime, report: CycleReport, why: str, **fields: object) -> None:
-    # The job keeps its submit time, so it keeps its place among jobs of its class.
-    why = fit_reason(why)
-    job_transition(job, JobState.PENDING, reason=why, now=now, pending_reason_code="REQUEUED", pending_reason=why, **fields)
+def _teardown_or_leave_to_reconcile(backend: ClusterBackend, job: Job) -> None:
     try:
         backend.teardown_gang(job.pk, job.attempt)
     except ClusterUnavailable:
         # The attempt is no longer live, so reconciliation deletes what is left once the cluster answers.
         logger.warning("could not tear down job %s attempt %s now; reconciliation will", job.pk, job.attempt)
-    report.requeued.append(job.pk)
+
+
+def _failed_attempt(backend: ClusterBackend, job: Job, now: datetime, report: CycleReport, why: str, exit_code: int | None) -> None:
+    job = job_retry_or_fail(job, now=now, why=why, exit_code=exit_code)
+    if job.state == JobState.PENDING:
+        _requeued(backend, job, report)
+    else:
+        _ended(backend, job, report)
+
+
+def _launch_failed(backend: ClusterBackend, job: Job, now: datetime, report: CycleReport, why: str, *, transient: bool = False) -> None:
+    """Requeued with a backoff, or FAILED after too many launches in a row (jobs.lifecycle.job_launch_failed)."""
+    job = job_launch_failed(job, now=now, why=why, transient=transient)
+    if job.state == JobState.PENDING:
+        _requeued(backend, job, report)
+        return
+    _teardown_or_leave_to_reconcile(backend, job)
+    report.ended[job.pk] = job.state
 
 
 def _record_health(now: datetime, error: str) -> None:
@@ -286,12 +232,18 @@ def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[in
     stopped: list[tuple[int, int]] = []
     for preemption in decisions.preemptions:
         job = jobs.get(preemption.job_id)
-        if _unless_moved(preemption.job_id, job, lambda j=job, p=preemption: stopped.append(_preempt(j, p.reason, p.for_job_id, now))):
+        if _unless_moved(preemption.job_id, job, lambda j=job, p=preemption: stopped.append(_preempted(j, p, now))):
             report.preempted.append(preemption.job_id)
     placed: list[Placement] = []
     for placement in decisions.placements:
         job = jobs.get(placement.job_id)
-        if _unless_moved(placement.job_id, job, lambda j=job, p=placement: _place(j, p, node_ids, now)):
+        if _unless_moved(
+            placement.job_id,
+            job,
+            lambda j=job, p=placement: job_place(
+                j, node_names=p.node_names, gpus_held=p.gpus_held, over_quota=p.over_quota, node_ids=node_ids, now=now
+            ),
+        ):
             placed.append(placement)
             report.placed.append(placement.job_id)
     for wait in decisions.waiting:
@@ -321,33 +273,9 @@ def _unless_moved(job_id: int, job: Job | None, write: Callable[[], object]) -> 
     return True
 
 
-def _preempt(job: Job, reason: str, for_job_id: int, now: datetime) -> tuple[int, int]:
-    job = job_transition(job, JobState.PREEMPTED, reason=fit_reason(reason), now=now)
-    # Requeued at once, keeping its submit time and so its age.
-    why = f"Requeued after preemption by job {for_job_id}."
-    job_transition(job, JobState.PENDING, reason=why, now=now, pending_reason_code="PREEMPTED", pending_reason=why, over_quota=False)
+def _preempted(job: Job, preemption: Preemption, now: datetime) -> tuple[int, int]:
+    job = job_preempt(job, reason=preemption.reason, for_job_id=preemption.for_job_id, now=now)
     return job.pk, job.attempt
-
-
-def _place(job: Job, placement: Placement, node_ids: dict[str, int], now: datetime) -> None:
-    attempt = job.attempt + 1
-    job_transition(
-        job,
-        JobState.SCHEDULED,
-        reason=fit_reason(
-            f"Placed on {', '.join(placement.node_names)}" + (" (borrowing idle GPUs beyond its quota)." if placement.over_quota else ".")
-        ),
-        now=now,
-        attempt=attempt,
-        scheduled_at=now,
-        over_quota=placement.over_quota,
-        estimated_start=None,
-        charged_until=now,
-    )
-    Allocation.objects.bulk_create(
-        Allocation(job=job, node_id=node_ids[name], attempt=attempt, rank=rank, gpus=gpus, allocated_at=now)
-        for rank, (name, gpus) in enumerate(zip(placement.node_names, placement.gpus_held, strict=True))
-    )
 
 
 def _gang_spec(job: Job, node_names: tuple[str, ...]) -> GangSpec:

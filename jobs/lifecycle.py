@@ -1,0 +1,147 @@
+"""What happens to a job as its gang runs: the decisions the scheduler's cycle takes on what it observes.
+
+Each is one call to `job_transition` (and, for a placement, its allocations) with the reason a
+user reads; the cycle (`scheduler.cycle`) only observes the cluster, picks which of these
+applies, and tears gangs down. Keeping them here, next to `job_transition`, keeps the rules of a
+job's life in one place whoever drives it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from django.conf import settings
+
+from jobs.models import Allocation, Job
+from jobs.services import job_transition
+from jobs.states import JobState
+
+# Reasons are stored in columns of this many characters (Job.pending_reason, Job.state_reason, JobEvent.reason).
+REASON_MAX_CHARS = 500
+# What `fit_reason` keeps of a long reason's end: the sentence saying what happens next.
+REASON_TAIL_CHARS = 160
+
+
+def fit_reason(text: str) -> str:
+    """A reason that fits its column. Long ones (a gang's node list) lose their middle, keeping how they end.
+
+    A reason too long for PostgreSQL's varchar(500) would make the write fail and with it the whole cycle.
+    """
+    if len(text) <= REASON_MAX_CHARS:
+        return text
+    head = REASON_MAX_CHARS - REASON_TAIL_CHARS - 1
+    return f"{text[:head]}…{text[-REASON_TAIL_CHARS:]}"
+
+
+def job_place(
+    job: Job, *, node_names: Sequence[str], gpus_held: Sequence[int], over_quota: bool, node_ids: dict[str, int], now: datetime
+) -> Job:
+    """PENDING -> SCHEDULED as a new attempt, holding `gpus_held[rank]` GPUs on `node_names[rank]`."""
+    attempt = job.attempt + 1
+    job = job_transition(
+        job,
+        JobState.SCHEDULED,
+        reason=fit_reason(f"Placed on {', '.join(node_names)}" + (" (borrowing idle GPUs beyond its quota)." if over_quota else ".")),
+        now=now,
+        attempt=attempt,
+        scheduled_at=now,
+        over_quota=over_quota,
+        estimated_start=None,
+        charged_until=now,
+    )
+    Allocation.objects.bulk_create(
+        Allocation(job=job, node_id=node_ids[name], attempt=attempt, rank=rank, gpus=gpus, allocated_at=now)
+        for rank, (name, gpus) in enumerate(zip(node_names, gpus_held, strict=True))
+    )
+    return job
+
+
+def job_mark_running(job: Job, *, now: datetime) -> Job:
+    """SCHEDULED -> RUNNING once every pod runs; a launch that came up clears the failed-launch count."""
+    return job_transition(
+        job,
+        JobState.RUNNING,
+        reason=f"All {job.nodes} pods are running.",
+        now=now,
+        started_at=now,
+        launch_failures=0,
+        launch_not_before=None,
+    )
+
+
+def job_succeed(job: Job, *, now: datetime) -> Job:
+    return job_transition(job, JobState.SUCCEEDED, reason="All pods exited with code 0.", now=now, exit_code=0)
+
+
+def job_time_out(job: Job, *, now: datetime) -> Job:
+    return job_transition(job, JobState.TIMED_OUT, reason=f"Stopped: wall time of {job.wall_time_seconds} s reached.", now=now)
+
+
+def job_wall_time_passed(job: Job, *, now: datetime) -> bool:
+    """Wall time counts from placement, when the GPUs were taken: the end the scheduler planned reservations by."""
+    placed = job.scheduled_at or job.started_at
+    return bool(placed and now >= placed + timedelta(seconds=job.wall_time_seconds))
+
+
+def job_launch_overdue(job: Job, *, now: datetime) -> bool:
+    """SCHEDULED for longer than a launch may take to come up."""
+    return bool(
+        job.state == JobState.SCHEDULED
+        and job.scheduled_at
+        and now >= job.scheduled_at + timedelta(seconds=settings.MUSTER_LAUNCH_TIMEOUT_SECONDS)
+    )
+
+
+def job_requeue(job: Job, *, now: datetime, why: str, **fields: object) -> Job:
+    """Back to PENDING after an attempt ended early. The job keeps its submit time, so its place among jobs of its class."""
+    why = fit_reason(why)
+    return job_transition(job, JobState.PENDING, reason=why, now=now, pending_reason_code="REQUEUED", pending_reason=why, **fields)
+
+
+def job_retry_or_fail(job: Job, *, now: datetime, why: str, exit_code: int | None) -> Job:
+    """An attempt failed: requeued while the job has restarts left, else FAILED with the exit code."""
+    if job.restarts < job.max_restarts:
+        return job_requeue(
+            job,
+            now=now,
+            why=f"Attempt {job.attempt} failed: {why} Restarting ({job.restarts + 1} of {job.max_restarts}).",
+            restarts=job.restarts + 1,
+        )
+    return job_transition(job, JobState.FAILED, reason=fit_reason(f"Attempt {job.attempt} failed: {why}"), now=now, exit_code=exit_code)
+
+
+def job_launch_failed(job: Job, *, now: datetime, why: str, transient: bool = False) -> Job:
+    """A launch that did not come up: back to the queue after a pause that doubles each time, or FAILED after too many.
+
+    Without the pause a launch that can never succeed (a manifest the API server rejects, an
+    admission policy, an image that never pulls) would be placed, fail and be requeued cycle
+    after cycle, holding GPUs others could use each time. Restarts are not spent: the job's
+    code never ran. A `transient` failure (the API server unreachable, overloaded, or failing
+    with a 5xx) backs off the same way but never fails the job: it is the cluster's trouble.
+    """
+    failures = job.launch_failures + 1
+    limit = settings.MUSTER_LAUNCH_MAX_FAILURES
+    if failures >= limit and not transient:
+        return job_transition(
+            job,
+            JobState.FAILED,
+            reason=fit_reason(f"{failures} launches in a row did not come up; the last: {why}"),
+            now=now,
+            launch_failures=failures,
+        )
+    delay = min(settings.MUSTER_LAUNCH_BACKOFF_MAX_SECONDS, settings.MUSTER_LAUNCH_BACKOFF_SECONDS * 2 ** (failures - 1))
+    return job_requeue(
+        job,
+        now=now,
+        why=f"{why} Failed launch {failures}{'' if transient else f' of at most {limit}'} in a row; tried again in {delay} s.",
+        launch_failures=failures,
+        launch_not_before=now + timedelta(seconds=delay),
+    )
+
+
+def job_preempt(job: Job, *, reason: str, for_job_id: int, now: datetime) -> Job:
+    """RUNNING/SCHEDULED -> PREEMPTED -> PENDING at once, keeping its submit time and so its age."""
+    job = job_transition(job, JobState.PREEMPTED, reason=fit_reason(reason), now=now)
+    why = f"Requeued after preemption by job {for_job_id}."
+    return job_transition(job, JobState.PENDING, reason=why, now=now, pending_reason_code="PREEMPTED", pending_reason=why, over_quota=False)
