@@ -8,6 +8,6 @@ from django.db.models import QuerySet
 from accounts.models import ApiToken
 
 
-def tokens_of(user: AbstractBaseUser) -> QuerySet[ApiToken]:
+def tokens_visible_to(user: AbstractBaseUser) -> QuerySet[ApiToken]:
     """A user's own tokens, newest first: nobody, admins included, lists another person's."""
     return ApiToken.objects.filter(user=user)

@@ -12,6 +12,7 @@ import functools
 import logging
 from typing import Any
 
+from celery import current_app
 from celery.contrib.django.task import DjangoTask
 from django.db import transaction
 
@@ -36,3 +37,13 @@ class MusterTask(DjangoTask):
         if kwargs:
             raise TypeError("Muster's tasks take ids as positional arguments")
         transaction.on_commit(functools.partial(self.publish_quietly, *args))
+
+
+def task_named(name: str) -> MusterTask:
+    """The registered task `name`, for a service to enqueue a task whose module imports that service.
+
+    Celery's answer to the cycle between task bodies (which call services) and the services that
+    enqueue them: they meet by the task's name, not by an import.
+    """
+    task: MusterTask = current_app.tasks[name]
+    return task

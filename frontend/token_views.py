@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from accounts.selectors import tokens_of
+from accounts.selectors import tokens_visible_to
 from accounts.services import token_create, token_revoke
 from api.accounts.serializers import MAX_EXPIRY_DAYS, TokenCreateSerializer
 
@@ -30,7 +30,7 @@ def tokens_view(request: HttpRequest) -> HttpResponse:
             new_secret, values = new.secret, {"name": "", "expires_in_days": 90}
         else:
             errors = serializer.errors
-    tokens = tokens_of(request.user)
+    tokens = tokens_visible_to(request.user)
     return render(
         request,
         "frontend/tokens.html",
@@ -42,6 +42,6 @@ def tokens_view(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def token_revoke_view(request: HttpRequest, pk: int) -> HttpResponse:
-    token = token_revoke(token=get_object_or_404(tokens_of(request.user), pk=pk))
+    token = token_revoke(token=get_object_or_404(tokens_visible_to(request.user), pk=pk))
     messages.success(request, f"Token {token.name!r} is revoked: it no longer works.")
     return redirect("frontend:tokens")

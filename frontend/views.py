@@ -18,10 +18,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from api.jobs.serializers import JobSubmitSerializer
 from frontend.forms import JobForm
-from jobs.cluster import ClusterUnavailable, get_backend
-from jobs.errors import JobFinished
+from jobs.cluster import ClusterUnavailable
+from jobs.errors import JobFinished, JobNotStarted
 from jobs.models import Job
-from jobs.selectors import job_assigned_nodes, jobs_visible_to
+from jobs.selectors import job_assigned_nodes, job_logs, job_visible_to, jobs_visible_to
 from jobs.services import job_cancel, job_check_fits_cluster, job_submit, nodes_ensure_known
 from jobs.states import ACTIVE_STATES, JobState
 from scheduler.queue import queue_plan
@@ -146,12 +146,12 @@ def job_live(request: HttpRequest, pk: int) -> JsonResponse:
 
 def _logs(job: Job, rank_param: str) -> dict[str, object] | None:
     """The last lines of one rank's pod, or why there are none; None before the job first starts."""
-    if job.attempt == 0:
-        return None
     rank = int(rank_param) if rank_param.isdigit() and int(rank_param) < job.nodes else 0
     try:
-        text = get_backend().read_logs(job.pk, job.attempt, rank, LOG_TAIL_LINES)
+        text = job_logs(job, rank=rank, tail=LOG_TAIL_LINES)
         error = ""
+    except JobNotStarted:
+        return None
     except ClusterUnavailable as exc:
         text, error = "", f"The cluster cannot be reached: {exc}"
     return {"rank": rank, "ranks": range(job.nodes), "text": text, "error": error, "tail": LOG_TAIL_LINES}
@@ -176,7 +176,7 @@ def cluster_view(request: HttpRequest) -> HttpResponse:
     total = sum(n.gpus_total for n in nodes)
     free = sum(n.gpus_free for n in nodes)
     plan = queue_plan()
-    visible = {e.job.pk for e in plan.entries if request.user.is_staff or e.job.owner_id == request.user.pk}
+    visible = {e.job.pk for e in plan.entries if job_visible_to(e.job, request.user)}
     return render(
         request,
         "frontend/cluster.html",

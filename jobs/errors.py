@@ -15,3 +15,7 @@ class IllegalTransition(Exception):
 
 class JobFinished(Exception):
     """The job has already ended; there is nothing left to do to it."""
+
+
+class JobNotStarted(Exception):
+    """The job has not run yet, so what only a run makes (logs) does not exist."""

@@ -12,6 +12,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import FloatField, Q, QuerySet, Sum
 from django.db.models.functions import Cast
@@ -104,8 +105,6 @@ class ReportRow:
 
 def users_visible_to(viewer: AbstractBaseUser) -> QuerySet[Any]:
     """Staff see every user's quota; others only their own. One rule for list and detail."""
-    from django.contrib.auth import get_user_model
-
     users = get_user_model().objects.order_by("username")
     return users if getattr(viewer, "is_staff", False) else users.filter(pk=viewer.pk)
 
@@ -287,7 +286,12 @@ def usage_report(
     if group_by == "team":
         allocations = allocations.filter(job__team__isnull=False)
     if viewer is not None and not getattr(viewer, "is_staff", False):
-        allocations = allocations.filter(job__owner=viewer) if group_by == "user" else allocations.filter(job__team__members=viewer)
+        # The accounts the viewer may see (users_visible_to / teams_visible_to): their own, or their teams.
+        allocations = (
+            allocations.filter(job__owner__in=users_visible_to(viewer))
+            if group_by == "user"
+            else allocations.filter(job__team__in=teams_visible_to(viewer))
+        )
     rows = (
         allocations.values_list(account, "job_id", "allocated_at", "released_at")
         .annotate(gpus_held=Sum("gpus"), node_share=Sum(NODE_SHARE))

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import Avg, Count, Prefetch
 from django.utils import timezone
 
+from config.celery_task import task_named
 from jobs.models import Allocation, Job
 from jobs.states import ACTIVE_STATES, JobState
 from telemetry.catalogue import METRICS, Level, Scope
@@ -24,6 +25,9 @@ from telemetry.sources import Series, TelemetrySource, TelemetryUnavailable, get
 from telemetry.summaries import SUMMARY_METRICS, summary_fields
 
 logger = logging.getLogger(__name__)
+
+# The store task (telemetry.tasks), enqueued by name: that module imports this one.
+STORE_RUN_TASK = "telemetry.tasks.telemetry_store_run"
 
 
 class PushRefused(Exception):
@@ -42,11 +46,9 @@ def telemetry_job_left_running(*, job: Job, attempt: int, now: datetime | None =
     scheduling cycle that ended the job. The run is also written down as due (in the caller's
     transaction): if the task is lost or the source is away, the sweep enqueues it again.
     """
-    from telemetry.tasks import telemetry_store_run_task
-
     due = (now or timezone.now()) + timedelta(seconds=settings.MUSTER_TELEMETRY_STORE_RETRY_SECONDS)
     RunStoreDue.objects.update_or_create(job=job, attempt=attempt, defaults={"due_at": due, "tries": 0, "last_error": ""})
-    telemetry_store_run_task.delay_on_commit(job.pk, attempt)
+    task_named(STORE_RUN_TASK).delay_on_commit(job.pk, attempt)
 
 
 def telemetry_store_attempt(*, job_id: int, attempt: int, source: TelemetrySource | None = None, now: datetime | None = None) -> int:
@@ -68,8 +70,6 @@ def telemetry_store_due(*, now: datetime | None = None, limit: int = 200) -> lis
     telemetry source that is away for hours is not hammered; after MUSTER_TELEMETRY_STORE_MAX_TRIES the
     run is given up with an error in the log (its live series stay readable while the source keeps them).
     """
-    from telemetry.tasks import telemetry_store_run_task
-
     now = now or timezone.now()
     enqueued: list[tuple[int, int]] = []
     with transaction.atomic():
@@ -84,7 +84,7 @@ def telemetry_store_due(*, now: datetime | None = None, limit: int = 200) -> lis
             row.tries += 1
             row.due_at = now + timedelta(seconds=settings.MUSTER_TELEMETRY_STORE_RETRY_SECONDS * 2**row.tries)
             row.save(update_fields=["tries", "due_at"])
-            telemetry_store_run_task.delay_on_commit(row.job_id, row.attempt)
+            task_named(STORE_RUN_TASK).delay_on_commit(row.job_id, row.attempt)
             enqueued.append((row.job_id, row.attempt))
     return enqueued
 

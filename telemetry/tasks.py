@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from telemetry.services import telemetry_store_attempt, telemetry_store_due
+from telemetry.services import STORE_RUN_TASK, telemetry_store_attempt, telemetry_store_due
 
 
 # Idempotent (a rerun replaces the run's rows in one transaction), so acks_late is safe. A source that
 # is away is not retried here: the run stays due and the sweep below enqueues it again, with backoff.
-@shared_task(name="telemetry.tasks.telemetry_store_run", acks_late=True, ignore_result=True)
+@shared_task(name=STORE_RUN_TASK, acks_late=True, ignore_result=True)
 def telemetry_store_run_task(job_id: int, attempt: int) -> int:
     return telemetry_store_attempt(job_id=job_id, attempt=attempt)
 

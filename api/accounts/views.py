@@ -6,32 +6,30 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import authenticate, user_logged_in
-from django.db.models import QuerySet
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, status, viewsets
+from rest_framework import mixins, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import ApiToken
-from accounts.selectors import tokens_of
+from accounts.selectors import tokens_visible_to
 from accounts.services import token_create, token_revoke
 from accounts.throttling import TokenRequestRateThrottle, lockout_response
 from api.accounts.serializers import NewTokenSerializer, PasswordExchangeSerializer, TokenCreateSerializer, TokenSerializer
+from apikit.viewsets import VisibleViewSet
 
 
 @extend_schema(tags=["tokens"])
-class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
+class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, VisibleViewSet):
     """Your own API tokens: list them (with when each was last used), make one (its secret is shown once), revoke one."""
 
     serializer_class = TokenSerializer
     filter_backends: list[type] = []
     queryset = ApiToken.objects.none()  # tells the schema the id's type; get_queryset gives the user's own
-
-    def get_queryset(self) -> QuerySet[ApiToken]:
-        return tokens_of(self.request.user)
+    visible_to = staticmethod(tokens_visible_to)
 
     @extend_schema(request=TokenCreateSerializer, responses={201: NewTokenSerializer})
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:

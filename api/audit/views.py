@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, viewsets
+from rest_framework import mixins
 
 from api.audit.filters import AuditFilter
 from api.audit.serializers import AuditEntrySerializer
-from audit.models import AuditEntry
+from apikit.viewsets import VisibleViewSet
 from audit.selectors import audit_entries_visible_to
 
 
 @extend_schema(tags=["audit"])
-class AuditEntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class AuditEntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, VisibleViewSet):
     """Who changed what, when and from where. Admins see every entry; others the entries about their own jobs."""
 
     serializer_class = AuditEntrySerializer
     filterset_class = AuditFilter
-
-    def get_queryset(self) -> QuerySet[AuditEntry]:
-        return audit_entries_visible_to(self.request.user)
+    visible_to = staticmethod(audit_entries_visible_to)

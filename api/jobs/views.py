@@ -21,20 +21,20 @@ from api.jobs.serializers import (
     QueueEntrySerializer,
     queue_summary,
 )
-from apikit.errors import Conflict
 from apikit.pagination import QueuePagination
-from jobs.cluster import get_backend
+from apikit.viewsets import VisibleViewSet
 from jobs.models import Job, Node
-from jobs.selectors import jobs_visible_to, nodes_with_usage
+from jobs.selectors import job_logs, jobs_visible_to, nodes_with_usage
 from jobs.services import job_cancel, job_submit
 from scheduler.queue import QueueEntry, queue_plan
 
 
-class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, VisibleViewSet):
     filterset_class = JobFilter
+    visible_to = staticmethod(jobs_visible_to)
 
     def get_queryset(self) -> QuerySet[Job]:
-        queryset = jobs_visible_to(self.request.user)
+        queryset = super().get_queryset()
         if self.action == "retrieve":
             queryset = queryset.prefetch_related("events")
         return queryset
@@ -68,10 +68,8 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         job = self.get_object()
         query = LogsQuerySerializer(data=request.query_params.dict(), context={"job": job})
         query.is_valid(raise_exception=True)
-        if job.attempt == 0:
-            raise Conflict(f"Job {job.pk} has not started yet: it has no logs.")
         rank, tail = query.validated_data["rank"], query.validated_data["tail"]
-        text = get_backend().read_logs(job.pk, job.attempt, rank, tail)
+        text = job_logs(job, rank=rank, tail=tail)
         return Response({"job": job.pk, "attempt": job.attempt, "rank": rank, "logs": text})
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import Model, QuerySet
+from django.db.models import Model
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import status, viewsets
+from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.permissions import SAFE_METHODS, BasePermission
@@ -29,7 +29,7 @@ from api.quotas.serializers import (
     ReportSerializer,
     UsageSummarySerializer,
 )
-from quotas.models import Team
+from apikit.viewsets import VisibleViewSet
 from quotas.periods import day_range, local_today, period_bounds
 from quotas.selectors import account_usages, teams_visible_to, usage_report, usage_summary, users_visible_to
 from quotas.services import quota_reset, quota_save
@@ -46,7 +46,7 @@ class ReadOwnWriteAdmin(BasePermission):
         return bool(request.user.is_staff)
 
 
-class _AccountQuotaViewSet(viewsets.GenericViewSet):
+class _AccountQuotaViewSet(VisibleViewSet):
     """GET (list: admins), GET/PUT/PATCH/DELETE one account's quota. Others' accounts are 404, not 403."""
 
     permission_classes = [ReadOwnWriteAdmin]
@@ -54,9 +54,6 @@ class _AccountQuotaViewSet(viewsets.GenericViewSet):
     filter_backends: list[type] = []
     lookup_value_regex = "[^/]+"
     kind = ""
-
-    def get_queryset(self) -> QuerySet[Any]:
-        raise NotImplementedError
 
     def _usages(self, accounts: list[Any]) -> list[Any]:
         return account_usages(users=accounts) if self.kind == "user" else account_usages(teams=accounts)
@@ -99,18 +96,14 @@ class _AccountQuotaViewSet(viewsets.GenericViewSet):
 class UserQuotaViewSet(_AccountQuotaViewSet):
     lookup_field = "username"
     kind = "user"
-
-    def get_queryset(self) -> QuerySet[Any]:
-        return users_visible_to(self.request.user)
+    visible_to = staticmethod(users_visible_to)
 
 
 @extend_schema(tags=["quotas"])
 class TeamQuotaViewSet(_AccountQuotaViewSet):
     lookup_field = "name"
     kind = "team"
-
-    def get_queryset(self) -> QuerySet[Team]:
-        return teams_visible_to(self.request.user)
+    visible_to = staticmethod(teams_visible_to)
 
 
 @extend_schema(tags=["usage"])

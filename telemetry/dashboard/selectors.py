@@ -33,6 +33,7 @@ from django.db.models import Count, Q
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.selectors import nodes_with_usage, start_waits
 from jobs.states import ACTIVE_STATES, JobState
+from quotas.selectors import teams_visible_to
 from telemetry.models import JobTelemetrySummary
 
 NO_TEAM = "no team"
@@ -137,7 +138,8 @@ def _team_namer(viewer: AbstractBaseUser | AnonymousUser) -> Any:
     """Maps a job's team name to what this viewer may see: the name, or OTHER_TEAMS."""
     if getattr(viewer, "is_staff", False):
         return lambda name: name or NO_TEAM
-    mine = set(viewer.teams.values_list("name", flat=True)) if viewer.is_authenticated else set()
+    # The usage report's rule (quotas.selectors.teams_visible_to): a viewer's own teams by name.
+    mine = set(teams_visible_to(viewer).values_list("name", flat=True)) if viewer.is_authenticated else set()
 
     def name_for(name: str | None) -> str:
         if not name:
