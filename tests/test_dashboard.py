@@ -14,9 +14,9 @@ from django.utils import timezone
 from jobs.dashboard import WINDOWS, dashboard_context, gpus, latency, percentile, queue_depth, step_levels
 from jobs.models import Allocation, Job, JobEvent, Node
 from jobs.states import JobState
-from telemetry.figures import as_plotly_figure
 from telemetry.models import JobTelemetrySummary
 from tests.conftest import TeamFactory, session_for
+from tests.telemetry_helpers import as_plotly_figure
 
 DAY = WINDOWS["24h"]
 
