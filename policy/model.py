@@ -24,10 +24,6 @@ class NodeView:
     rack: str = ""
     schedulable: bool = True
 
-    @property
-    def is_idle(self) -> bool:
-        return self.gpus_free == self.gpus_total
-
 
 @dataclass(frozen=True)
 class Account:

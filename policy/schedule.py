@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter, defaultdict
-from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from policy.capacity import Allowed, Capacity
@@ -54,11 +53,6 @@ LAUNCH_BACKOFF = "LAUNCH_BACKOFF"
 
 # Bounds the cost of a cycle over a huge queue: each search looks at every node.
 MAX_PREEMPTION_SEARCHES = 32
-
-
-def queue_order(pending: Iterable[PendingJob]) -> list[PendingJob]:
-    """Class, then age, then id: the order when nothing else is known (no usage, default weights)."""
-    return sorted(pending, key=lambda j: (j.class_rank, j.submitted_at, j.id))
 
 
 def when(ts: float) -> str:

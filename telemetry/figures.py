@@ -5,7 +5,7 @@ buckets: at most MUSTER_TELEMETRY_MAX_POINTS) and return figures as Plotly's fig
 (`{"data": [...], "layout": {...}}`), which the page hands to plotly.js as they are. They are
 plain dicts rather than `plotly.graph_objects.Figure`s because validating and deep-copying
 ~100,000 numbers per page through graph objects costs more than building them; the tests
-validate every builder's output with `as_plotly_figure` (graph objects), so a property
+validate every builder's output as graph objects (`tests/telemetry_helpers.py`), so a property
 Plotly does not know fails there.
 
 At job level each metric is a mean line inside a band from the lowest to the highest sample
@@ -18,8 +18,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import plotly.graph_objects as go
 
 from telemetry.catalogue import METRICS, Level, Metric
 from telemetry.downsampling import Buckets
@@ -115,11 +113,6 @@ def band_traces(series: Series, metric: Metric, name: str, color: str) -> list[d
 
 
 Figure = dict[str, Any]
-
-
-def as_plotly_figure(figure: Figure) -> go.Figure:
-    """The figure as plotly graph objects: validated (raises ValueError on anything Plotly does not know)."""
-    return go.Figure(figure)
 
 
 def line_figure(chart: Chart, series_by_metric: dict[str, list[Series]], *, pushed: Series | None = None) -> Figure:

@@ -30,7 +30,6 @@ from telemetry.staticfiles import PLOTLY_JS
 RANGES = {"15m": 15 * 60, "1h": 3600, "6h": 6 * 3600, "24h": 24 * 3600}
 RANGE_LABELS = {"15m": "last 15 min", "1h": "last hour", "6h": "last 6 h", "24h": "last 24 h", "all": "whole run"}
 VIEWS = {"job": "whole job", "node": "per node", "gpu": "per GPU"}
-PARAMS = ("run", "range", "view", "node")
 
 
 @dataclass(frozen=True)

@@ -76,10 +76,6 @@ def job_target(job: Job, run: Run) -> JobTarget:
     )
 
 
-def stored_attempts(job: Job) -> set[int]:
-    return set(JobSeries.objects.filter(job=job).values_list("attempt", flat=True).distinct())
-
-
 def stored_step(job: Job, attempt: int) -> int | None:
     return JobSeries.objects.filter(job=job, attempt=attempt).values_list("step_seconds", flat=True).first()
 

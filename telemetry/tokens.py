@@ -6,7 +6,7 @@ The database holds only the salt, so:
 - the cluster backends call `telemetry_pod_env(job_id)` at every launch and get the same token
   for every pod and every retried or restarted launch (no race between pods of one gang);
 - a stolen database cannot forge a token (it lacks SECRET_KEY), and a token cannot be read back
-  from it; `telemetry_token_revoke` draws a new salt, which invalidates the old token;
+  from it; a new salt would invalidate the old token;
 - verification costs one primary-key read and a constant-time comparison.
 """
 
@@ -57,7 +57,7 @@ def _credential(job_id: int) -> TelemetryCredential:
 
 
 def telemetry_token_for_job(job_id: int) -> str:
-    """The job's push token (created on first use). Same value on every call until revoked."""
+    """The job's push token (created on first use). Same value on every call while its salt stays."""
     credential = _credential(job_id)
     return f"{TOKEN_PREFIX}.{job_id}.{_digest(job_id, credential.salt)}"
 
@@ -68,11 +68,6 @@ def telemetry_pod_env(job_id: int) -> dict[str, str]:
     if settings.MUSTER_PUBLIC_URL:
         env[ENV_URL] = f"{settings.MUSTER_PUBLIC_URL}/api/v1/jobs/{job_id}/telemetry/"
     return env
-
-
-def telemetry_token_revoke(job_id: int) -> None:
-    """Invalidate the job's token: the next `telemetry_token_for_job` returns a new one."""
-    TelemetryCredential.objects.filter(job_id=job_id).update(salt=secrets.token_hex(16))
 
 
 def telemetry_token_verify(token: str) -> JobTokenAuth:

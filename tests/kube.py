@@ -14,8 +14,10 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from jobs.cluster.base import GangSpec
+from jobs.cluster.crd_manifests import MPI_REPLICA_INDEX_LABEL, mpi_launcher_template, mpi_worker_template
 from jobs.cluster.kubernetes import KubernetesCluster
-from jobs.cluster.manifests import PodOptions
+from jobs.cluster.manifests import PodOptions, gang_name
 from jobs.services import nodes_sync
 from scheduler.cycle import CycleReport, run_cycle
 
@@ -126,3 +128,20 @@ def install_crds(api: client.ApiClient, timeout: float = 30.0) -> list[str]:
                 raise AssertionError(f"CRD {name} not served after {timeout} s")
             time.sleep(0.2)
     return names
+
+
+def mpi_worker_pod(spec: GangSpec, options: PodOptions, index: int) -> dict[str, Any]:
+    """The pod the operator makes from the worker template (name, index label): to dry-run the template as a real Pod."""
+    return _as_pod(mpi_worker_template(spec, options), f"{gang_name(spec.job_id, spec.attempt)}-worker-{index}", options, index)
+
+
+def mpi_launcher_pod(spec: GangSpec, options: PodOptions) -> dict[str, Any]:
+    """The launcher pod the operator makes from the launcher template."""
+    return _as_pod(mpi_launcher_template(spec, options), f"{gang_name(spec.job_id, spec.attempt)}-launcher", options, None)
+
+
+def _as_pod(template: dict[str, Any], name: str, options: PodOptions, index: int | None) -> dict[str, Any]:
+    metadata = {**template["metadata"], "name": name, "namespace": options.namespace}
+    if index is not None:
+        metadata["labels"] = {**metadata["labels"], MPI_REPLICA_INDEX_LABEL: str(index)}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}

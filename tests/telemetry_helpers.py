@@ -6,6 +6,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+import plotly.graph_objects as go
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -14,6 +15,11 @@ from jobs.models import Job, JobEvent
 from jobs.states import TERMINAL_STATES
 from telemetry import tasks
 from telemetry.services import telemetry_store_run
+
+
+def as_plotly_figure(figure: dict[str, Any]) -> go.Figure:
+    """A figure's JSON as plotly graph objects: validated (raises ValueError on anything Plotly does not know)."""
+    return go.Figure(figure)
 
 
 def store_runs_when_they_end(monkeypatch: Any) -> list[tuple[int, int]]:

@@ -216,7 +216,7 @@ def test_cancel_a_running_job_frees_its_gpus(api: APIClient, submit: Any, sim: A
     # The next cycle removes the pods and leaves the job cancelled.
     report = sim.advance(1)
     assert report.orphans_removed == [(job["id"], 1)]
-    assert not sim.cluster.list_gangs()
+    assert not sim.cluster.observe_gangs()
     assert api.get(job_url(job["id"])).json()["state"] == "CANCELLED"
 
 

@@ -15,9 +15,9 @@ from jobs.models import Allocation, Job, JobEvent, Node
 from jobs.states import JobState
 from telemetry.dashboard.page import dashboard_context
 from telemetry.dashboard.selectors import WINDOWS, gpus, latency, percentile, queue_depth, step_levels
-from telemetry.figures import as_plotly_figure
 from telemetry.models import JobTelemetrySummary
 from tests.conftest import TeamFactory, session_for
+from tests.telemetry_helpers import as_plotly_figure
 
 DAY = WINDOWS["24h"]
 

@@ -8,7 +8,7 @@ import pytest
 from kubernetes import client
 
 from jobs.cluster.base import GangSpec, PodPhase, PodStatus
-from jobs.cluster.crd_manifests import mpi_launcher_pod, mpi_worker_pod, mpijob_manifest, podgroup_manifest
+from jobs.cluster.crd_manifests import mpijob_manifest, podgroup_manifest
 from jobs.cluster.kubernetes import _pod_status, mpijob_statuses
 from jobs.cluster.manifests import (
     PodOptions,
@@ -21,6 +21,7 @@ from jobs.cluster.manifests import (
     service_owner_reference,
 )
 from jobs.cluster.watch import Trigger
+from tests.kube import mpi_launcher_pod, mpi_worker_pod
 
 
 def spec(**overrides: object) -> GangSpec:

@@ -30,8 +30,6 @@ from jobs.cluster.crd_manifests import (
     MPIJOB,
     PODGROUP,
     CustomResource,
-    mpi_launcher_pod,
-    mpi_worker_pod,
     mpijob_manifest,
     podgroup_manifest,
 )
@@ -52,7 +50,7 @@ from quotas.models import Team
 from scheduler.cycle import run_cycle
 from telemetry.tokens import telemetry_token_for_job
 from tests.conftest import job_payload, need_service
-from tests.kube import KubeHarness, install_crds, kube_harness, kubeconfig_path, reachable_api
+from tests.kube import KubeHarness, install_crds, kube_harness, kubeconfig_path, mpi_launcher_pod, mpi_worker_pod, reachable_api
 
 pytestmark = pytest.mark.kubernetes
 

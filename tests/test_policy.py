@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policy.model import NodeView, PendingJob, Snapshot
-from policy.schedule import FRAGMENTATION, LAUNCH_BACKOFF, NO_ROOM, NOT_EXAMINED, queue_order, schedule
+from policy.schedule import FRAGMENTATION, LAUNCH_BACKOFF, NO_ROOM, NOT_EXAMINED, schedule
 
 
 def cluster(nodes: int = 4, gpus: int = 8, racks: int = 2, free: dict[str, int] | None = None) -> tuple[NodeView, ...]:
@@ -59,11 +59,6 @@ def test_fragmentation_is_named_when_free_gpus_are_scattered() -> None:
     (wait,) = schedule(Snapshot(nodes, (job(1, gpus=8),))).waiting
     assert wait.reason_code == FRAGMENTATION
     assert "the most free on any node is 4" in wait.reason
-
-
-def test_order_is_class_then_age_then_id() -> None:
-    jobs = [job(1, rank=2, at=0), job(2, rank=1, at=5), job(3, rank=0, at=9), job(4, rank=1, at=1), job(5, rank=1, at=1)]
-    assert [j.id for j in queue_order(jobs)] == [3, 4, 5, 2, 1]
 
 
 def test_higher_class_gets_the_last_node() -> None:

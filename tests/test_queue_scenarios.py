@@ -271,7 +271,7 @@ def test_production_job_preempts_a_preemptible_class_job_which_then_resumes(
     assert transitions(job) == ["PENDING", "SCHEDULED", "RUNNING", "PREEMPTED", "PENDING"]
     assert job["events"][3]["reason"] == f"Preempted for job {prod}: it is of a lower priority class."
     assert job["pending_reason"] == {"code": "PREEMPTED", "message": f"Requeued after preemption by job {prod}."}
-    assert not sim.cluster.list_gangs() - {(prod, 1)}, "the preempted gang's pods are gone"
+    assert not set(sim.cluster.observe_gangs()) - {(prod, 1)}, "the preempted gang's pods are gone"
     assert get(other_api, prod)["state"] == "SCHEDULED"
 
     sim.advance(1.5)

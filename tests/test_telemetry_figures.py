@@ -13,12 +13,12 @@ from django.test import Client
 from jobs.models import Job
 from telemetry.catalogue import Level
 from telemetry.downsampling import coarsen
-from telemetry.figures import as_plotly_figure, max_points
+from telemetry.figures import max_points
 from telemetry.models import JobSeries
 from telemetry.page import job_telemetry_context
 from telemetry.staticfiles import PLOTLY_JS
 from tests.conftest import session_for
-from tests.telemetry_helpers import run_to_end, start_running, store_runs_when_they_end
+from tests.telemetry_helpers import as_plotly_figure, run_to_end, start_running, store_runs_when_they_end
 
 
 @pytest.fixture

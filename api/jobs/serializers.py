@@ -240,14 +240,6 @@ class QueueEntrySerializer(serializers.Serializer):
         return priority_data(entry.priority)
 
 
-class QueueSummarySerializer(serializers.Serializer):
-    pending = serializers.IntegerField()
-    pending_by_reason = serializers.DictField(child=serializers.IntegerField(), help_text="Pending jobs per pending_reason code.")
-    running_within_quota = serializers.IntegerField(help_text="Jobs holding GPUs within their owners' quotas.")
-    running_over_quota = serializers.IntegerField(help_text="Preemptible jobs borrowing idle GPUs beyond their owners' quotas.")
-    gpus_over_quota = serializers.IntegerField()
-
-
 def queue_summary(plan: QueuePlan) -> dict[str, Any]:
     return {
         "pending": len(plan.entries),

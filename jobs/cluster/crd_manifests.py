@@ -148,19 +148,3 @@ def mpi_worker_template(spec: GangSpec, options: PodOptions) -> dict[str, Any]:
         ]
     }
     return {"metadata": {"labels": labels, "annotations": annotations}, "spec": gang_pod_spec(spec, options, container, affinity)}
-
-
-def mpi_worker_pod(spec: GangSpec, options: PodOptions, index: int) -> dict[str, Any]:
-    """The pod the operator makes from the worker template (name, index label): to dry-run the template as a real Pod."""
-    return _as_pod(mpi_worker_template(spec, options), f"{gang_name(spec.job_id, spec.attempt)}-worker-{index}", options, index)
-
-
-def mpi_launcher_pod(spec: GangSpec, options: PodOptions) -> dict[str, Any]:
-    return _as_pod(mpi_launcher_template(spec, options), f"{gang_name(spec.job_id, spec.attempt)}-launcher", options, None)
-
-
-def _as_pod(template: dict[str, Any], name: str, options: PodOptions, index: int | None) -> dict[str, Any]:
-    metadata = {**template["metadata"], "name": name, "namespace": options.namespace}
-    if index is not None:
-        metadata["labels"] = {**metadata["labels"], MPI_REPLICA_INDEX_LABEL: str(index)}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}

@@ -317,9 +317,6 @@ class KubernetesCluster:
         )
         return list(listed.get("items") or [])
 
-    def list_gangs(self) -> set[tuple[int, int]]:
-        return set(self.observe_gangs())
-
     def read_logs(self, job_id: int, attempt: int, rank: int, tail: int | None = None) -> str:
         """A rank's pod's log; for an MPIJob the launcher's, whatever the rank, since mpirun gathers every rank's output there."""
         name = pod_name(job_id, attempt, rank)

@@ -96,9 +96,6 @@ class SimulatedCluster:
         ]
         return "\n".join(lines[-tail:] if tail else lines) + "\n"
 
-    def list_gangs(self) -> set[tuple[int, int]]:
-        return set(SimulatedPod.objects.values_list("job_id", "attempt").distinct())
-
     def _status(self, pod: SimulatedPod, now: datetime) -> PodStatus:
         started = pod.created_at + timedelta(seconds=self.start_seconds)
         if now < started:
