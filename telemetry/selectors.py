@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.utils import timezone
 
-from jobs.cluster.manifests import gang_name
+from jobs.cluster import gang_name
 from jobs.models import Job
 from jobs.states import JobState
 from telemetry.catalogue import Level, Metric

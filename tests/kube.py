@@ -14,10 +14,11 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from jobs.cluster import gang_name
 from jobs.cluster.base import GangSpec
 from jobs.cluster.crd_manifests import MPI_REPLICA_INDEX_LABEL, mpi_launcher_template, mpi_worker_template
 from jobs.cluster.kubernetes import KubernetesCluster
-from jobs.cluster.manifests import PodOptions, gang_name
+from jobs.cluster.manifests import PodOptions
 from jobs.services import nodes_sync
 from scheduler.cycle import CycleReport, run_cycle
 

@@ -5,9 +5,19 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from jobs.cluster.base import ClusterBackend, ClusterNode, ClusterUnavailable, GangSpec, PodPhase, PodStatus
+from jobs.cluster.base import ClusterBackend, ClusterNode, ClusterUnavailable, GangSpec, PodPhase, PodStatus, gang_name, pod_name
 
-__all__ = ["ClusterBackend", "ClusterNode", "ClusterUnavailable", "GangSpec", "PodPhase", "PodStatus", "get_backend"]
+__all__ = [
+    "ClusterBackend",
+    "ClusterNode",
+    "ClusterUnavailable",
+    "GangSpec",
+    "PodPhase",
+    "PodStatus",
+    "gang_name",
+    "get_backend",
+    "pod_name",
+]
 
 
 def get_backend() -> ClusterBackend:

@@ -7,6 +7,19 @@ from enum import StrEnum
 from typing import Protocol
 
 
+def gang_name(job_id: int, attempt: int) -> str:
+    """The name of one attempt's gang on every backend; its pods are `<gang>-<rank>` (`pod_name`).
+
+    Part of the interface: the telemetry source finds a run's pods by these names (the DCGM
+    exporter labels each GPU's series with its pod).
+    """
+    return f"muster-{job_id}-{attempt}"
+
+
+def pod_name(job_id: int, attempt: int, rank: int) -> str:
+    return f"{gang_name(job_id, attempt)}-{rank}"
+
+
 class ClusterUnavailable(Exception):
     """The cluster cannot be reached; jobs stay queued and nothing is lost."""
 

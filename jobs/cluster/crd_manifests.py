@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from jobs.cluster.base import GangSpec
+from jobs.cluster.base import GangSpec, gang_name
 from jobs.cluster.manifests import (
     HOSTNAME_LABEL,
     LABEL_ATTEMPT,
@@ -36,7 +36,6 @@ from jobs.cluster.manifests import (
     PodOptions,
     base_pod_spec,
     gang_labels,
-    gang_name,
     gang_pod_spec,
     gpu_container,
     job_env,

@@ -23,7 +23,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from jobs.cluster.base import DEADLINE_EXCEEDED, ClusterNode, ClusterUnavailable, GangSpec, PodPhase, PodStatus
+from jobs.cluster.base import DEADLINE_EXCEEDED, ClusterNode, ClusterUnavailable, GangSpec, PodPhase, PodStatus, gang_name, pod_name
 from jobs.cluster.crd_manifests import (
     LABEL_ROLE,
     MPI_REPLICA_INDEX_LABEL,
@@ -44,10 +44,8 @@ from jobs.cluster.manifests import (
     MANAGED_BY,
     PodOptions,
     env_secret_manifest,
-    gang_name,
     gang_selector,
     pod_manifest,
-    pod_name,
     service_manifest,
     service_owner_reference,
 )

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs.cluster.base import GangSpec
+from jobs.cluster.base import GangSpec, gang_name, pod_name
 from jobs.validators import env_refusal
 
 logger = logging.getLogger(__name__)
@@ -76,14 +76,6 @@ class PodOptions:
     def __post_init__(self) -> None:
         if self.launch_mode not in LAUNCH_MODES:
             raise ValueError(f"launch mode {self.launch_mode!r}: choose one of {', '.join(LAUNCH_MODES)}")
-
-
-def gang_name(job_id: int, attempt: int) -> str:
-    return f"muster-{job_id}-{attempt}"
-
-
-def pod_name(job_id: int, attempt: int, rank: int) -> str:
-    return f"{gang_name(job_id, attempt)}-{rank}"
 
 
 def label_value(text: str) -> str:
