@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Model
 from django.http import HttpRequest
 
 from audit.models import AuditEntry
+
+if TYPE_CHECKING:
+    from jobs.models import Job
 
 
 def client_address(request: HttpRequest | Any | None) -> str | None:
@@ -41,12 +44,12 @@ def audit_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[s
 
 def audit_record(
     *,
-    actor: AbstractBaseUser | AnonymousUser | None,
+    actor: User | AnonymousUser | None,
     action: str,
     target: Model,
     changes: Mapping[str, Any],
     request: HttpRequest | Any | None = None,
-    job: Model | None = None,
+    job: Job | None = None,
     target_repr: str | None = None,
 ) -> AuditEntry:
     """Record that `actor` did `action` to `target`, with the fields it changed as {field: [before, after]}.

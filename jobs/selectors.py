@@ -6,8 +6,9 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING, TypedDict
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
@@ -16,8 +17,11 @@ from jobs.scheduling.model import Priority
 from jobs.scheduling.priority import prioritize, priority_order
 from jobs.states import JobState
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
-def jobs_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Job]:
+
+def jobs_visible_to(user: User | AnonymousUser) -> QuerySet[Job]:
     """Users see their own jobs; staff see everyone's. One rule for list, detail and cancel."""
     jobs = Job.objects.select_related("owner", "team").prefetch_related(
         Prefetch("allocations", queryset=Allocation.objects.select_related("node").order_by("attempt", "rank"))
@@ -35,7 +39,11 @@ def job_assigned_nodes(job: Job) -> list[str]:
     return [a.node.name for a in sorted(allocations, key=lambda a: a.rank)]
 
 
-def nodes_with_usage() -> QuerySet[Node]:
+class NodeUsage(TypedDict):
+    gpus_held: int | None  # None while the node holds no live allocation
+
+
+def nodes_with_usage() -> QuerySet[WithAnnotations[Node, NodeUsage]]:
     """Known nodes, each annotated with `gpus_held` by live allocations."""
     return (
         Node.objects.exclude(state=NodeState.GONE)
