@@ -245,9 +245,7 @@ def quota_save(
         return QuotaChange(limits=after, changes=changes, warnings=quota_warnings(account=account, before=before, after=after))
 
 
-def quota_reset(
-    *, user: User | None = None, team: Team | None = None, actor: User | None = None, request: Any = None
-) -> QuotaChange:
+def quota_reset(*, user: User | None = None, team: Team | None = None, actor: User | None = None, request: Any = None) -> QuotaChange:
     """Drop an account's own quota: a user falls back to the site default, a team to unlimited.
 
     Recorded as `quota.reset` (each limit that changes, before and after) when there was one to drop.
