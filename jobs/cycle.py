@@ -286,12 +286,13 @@ def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[in
     stopped: list[tuple[int, int]] = []
     for preemption in decisions.preemptions:
         job = jobs.get(preemption.job_id)
-        if _unless_moved(preemption.job_id, job, lambda j=job, p=preemption: stopped.append(_preempt(j, p.reason, p.for_job_id, now))):
+        # The lambdas bind the loop's values as defaults; mypy cannot infer a lambda with defaults.
+        if _unless_moved(preemption.job_id, job, lambda j=job, p=preemption: stopped.append(_preempt(j, p.reason, p.for_job_id, now))):  # type: ignore[misc]
             report.preempted.append(preemption.job_id)
     placed: list[Placement] = []
     for placement in decisions.placements:
         job = jobs.get(placement.job_id)
-        if _unless_moved(placement.job_id, job, lambda j=job, p=placement: _place(j, p, node_ids, now)):
+        if _unless_moved(placement.job_id, job, lambda j=job, p=placement: _place(j, p, node_ids, now)):  # type: ignore[misc]
             placed.append(placement)
             report.placed.append(placement.job_id)
     for wait in decisions.waiting:

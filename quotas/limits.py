@@ -65,7 +65,8 @@ def limits_of(kind: str, name: str, row: Quota | dict[str, Any] | None) -> Limit
     if row is None:
         return Limits(kind=kind, name=name, is_default=True, **default_values(kind))
     get = row.get if isinstance(row, dict) else lambda field: getattr(row, field)
-    return Limits(kind=kind, name=name, is_default=False, **{field: get(field) for field in LIMIT_FIELDS})
+    values: dict[str, Any] = {field: get(field) for field in LIMIT_FIELDS}
+    return Limits(kind=kind, name=name, is_default=False, **values)
 
 
 def effective_limits(*, user: User | None = None, team: Team | None = None) -> Limits:

@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from accounts.api.serializers import NewTokenSerializer, PasswordExchangeSerializer, TokenCreateSerializer, TokenSerializer
 from accounts.models import ApiToken
+from accounts.requests import api_user
 from accounts.selectors import tokens_of
 from accounts.services import token_create, token_revoke
 from accounts.throttling import TokenRequestRateThrottle, lockout_response
@@ -31,13 +32,13 @@ class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Destro
     queryset = ApiToken.objects.none()  # tells the schema the id's type; get_queryset gives the user's own
 
     def get_queryset(self) -> QuerySet[ApiToken]:
-        return tokens_of(self.request.user)
+        return tokens_of(api_user(self.request))
 
     @extend_schema(request=TokenCreateSerializer, responses={201: NewTokenSerializer})
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:
         serializer = TokenCreateSerializer(data=request.data, context={"user": request.user})
         serializer.is_valid(raise_exception=True)
-        new = token_create(user=request.user, name=serializer.validated_data["name"], expires_at=serializer.validated_expiry())
+        new = token_create(user=api_user(request), name=serializer.validated_data["name"], expires_at=serializer.validated_expiry())
         return Response(NewTokenSerializer({**TokenSerializer(new.token).data, "token": new.secret}).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={204: None}, description="Revoke the token: it stops working at once and stays listed as revoked.")
