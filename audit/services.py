@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
@@ -12,9 +12,6 @@ from django.db.models import Model
 from django.http import HttpRequest
 
 from audit.models import AuditEntry
-
-if TYPE_CHECKING:
-    from jobs.models import Job
 
 
 def client_address(request: HttpRequest | Any | None) -> str | None:
@@ -49,7 +46,7 @@ def audit_record(
     target: Model,
     changes: Mapping[str, Any],
     request: HttpRequest | Any | None = None,
-    job: Job | None = None,
+    job: Model | None = None,
     target_repr: str | None = None,
 ) -> AuditEntry:
     """Record that `actor` did `action` to `target`, with the fields it changed as {field: [before, after]}.
@@ -68,5 +65,5 @@ def audit_record(
         target_repr=(target_repr if target_repr is not None else str(target))[:200],
         changes=dict(changes),
         remote_addr=client_address(request),
-        job=job,
+        job=job,  # type: ignore[misc]  # a Job: audit is a lower layer, it cannot import jobs to say so
     )
