@@ -7,7 +7,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -33,7 +33,7 @@ def token_digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def token_create(*, user: AbstractBaseUser, name: str, expires_at: datetime | None = None, now: datetime | None = None) -> NewToken:
+def token_create(*, user: User, name: str, expires_at: datetime | None = None, now: datetime | None = None) -> NewToken:
     """Make a token for `user`. The returned secret is never stored and cannot be shown again."""
     secret = PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(

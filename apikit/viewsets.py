@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
 from django.db.models import QuerySet
 from rest_framework import viewsets
@@ -17,7 +16,9 @@ class VisibleViewSet(viewsets.GenericViewSet):
     is a 404, never a 403, so its existence is not disclosed.
     """
 
-    visible_to: ClassVar[Callable[[Any], QuerySet[Any]]]
+    @staticmethod
+    def visible_to(user: Any, /) -> QuerySet[Any]:
+        raise NotImplementedError("set visible_to = staticmethod(<resource>_visible_to)")
 
     def get_queryset(self) -> QuerySet[Any]:
-        return type(self).visible_to(self.request.user)
+        return self.visible_to(self.request.user)

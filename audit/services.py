@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Model
 from django.http import HttpRequest
 
@@ -41,7 +41,7 @@ def audit_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[s
 
 def audit_record(
     *,
-    actor: AbstractBaseUser | AnonymousUser | None,
+    actor: User | AnonymousUser | None,
     action: str,
     target: Model,
     changes: Mapping[str, Any],
@@ -65,5 +65,5 @@ def audit_record(
         target_repr=(target_repr if target_repr is not None else str(target))[:200],
         changes=dict(changes),
         remote_addr=client_address(request),
-        job=job,
+        job=job,  # type: ignore[misc]  # a Job: audit is a lower layer, it cannot import jobs to say so
     )

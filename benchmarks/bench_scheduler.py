@@ -15,6 +15,7 @@ import resource
 import statistics
 import sys
 import time
+from typing import Any
 
 import django
 
@@ -26,7 +27,7 @@ from policy.model import PolicyConfig  # noqa: E402
 from policy.schedule import schedule  # noqa: E402
 
 
-def run_case(pending: int, repeats: int) -> dict[str, object]:
+def run_case(pending: int, repeats: int) -> dict[str, Any]:
     snapshot = synthetic_snapshot(nodes=1000, running=2000, pending=pending)
     config = PolicyConfig(starvation_seconds=6 * 3600, max_reservations=8, max_jobs=None)
     times = []

@@ -22,6 +22,10 @@ import sys
 import tempfile
 import time
 from datetime import timedelta
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 _TMP = tempfile.mkdtemp(prefix="muster-bench-telemetry-")
 atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
@@ -56,7 +60,7 @@ from telemetry.services import telemetry_store_run  # noqa: E402
 NODES, GPUS, HOURS = 16, 8, 24
 
 
-def make_job(owner: object, *, finished: bool) -> Job:
+def make_job(owner: User, *, finished: bool) -> Job:
     """A 16 x 8 job that started 24 h ago, on every node of both racks; ended now when `finished`."""
     now = timezone.now().replace(microsecond=0)
     started = now - timedelta(hours=HOURS)
@@ -92,7 +96,7 @@ def time_page(client: Client, job: Job, repeats: int) -> list[float]:
     return times
 
 
-def figure_sizes(job: Job) -> dict[str, object]:
+def figure_sizes(job: Job) -> dict[str, int]:
     context = job_telemetry_context(Job.objects.prefetch_related("events", "allocations__node").get(pk=job.pk), {})
     assert not context.get("error"), context.get("error")
     heatmap = next(f["figure"] for f in context["figures"] if f["id"] == "telemetry-heatmap")

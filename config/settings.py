@@ -26,7 +26,7 @@ def env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def env_number(name: str, default: float, cast: type = float) -> Any:
+def env_number(name: str, default: float | None, cast: type = float) -> Any:
     value = os.environ.get(name)
     if value is None or value == "":
         return default

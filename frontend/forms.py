@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.conf import settings
@@ -48,14 +48,14 @@ class JobForm(forms.Form):
 
     def __init__(self, *args: Any, team_names: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["priority_class"].choices = [(c, c) for c in settings.MUSTER_PRIORITY_CLASSES]
+        cast(forms.ChoiceField, self.fields["priority_class"]).choices = [(c, c) for c in settings.MUSTER_PRIORITY_CLASSES]
         self.fields["priority_class"].initial = settings.MUSTER_DEFAULT_PRIORITY_CLASS
         self.fields["wall_time_minutes"].help_text = (
             f"The job is stopped after this long. Site maximum: {settings.MUSTER_MAX_WALL_TIME_SECONDS // 60} minutes"
             f" ({duration(settings.MUSTER_MAX_WALL_TIME_SECONDS)})."
         )
         if team_names:
-            self.fields["team"].choices = [("", "(none)")] + [(t, t) for t in team_names]
+            cast(forms.ChoiceField, self.fields["team"]).choices = [("", "(none)")] + [(t, t) for t in team_names]
             self.fields["team"].help_text = "The team whose quota this job counts against."
             if len(team_names) == 1:
                 self.fields["team"].initial = team_names[0]

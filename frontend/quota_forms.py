@@ -78,7 +78,8 @@ class UsageReportForm(forms.Form):
     group_by = forms.ChoiceField(choices=[("user", "user"), ("team", "team")], label="Group by")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what Form.clean returns
         if data.get("start") and data.get("end") and data["end"] < data["start"]:
             self.add_error("end", "The end date is before the start date.")
         return data

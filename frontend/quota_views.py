@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from accounts.requests import AuthenticatedHttpRequest
 from api.quotas.serializers import QuotaInputSerializer
 from frontend.quota_forms import QuotaForm, UsageReportForm
 from quotas.limits import effective_limits
@@ -34,7 +35,7 @@ def _staff_only(request: HttpRequest) -> None:
 
 
 @login_required
-def usage_view(request: HttpRequest) -> HttpResponse:
+def usage_view(request: AuthenticatedHttpRequest) -> HttpResponse:
     summary = usage_summary(request.user)
     context: dict[str, Any] = {"summary": summary}
     if "start" in request.GET or "end" in request.GET:
@@ -79,10 +80,11 @@ def _account(kind: str, name: str) -> Model:
 
 
 @login_required
-def quota_edit(request: HttpRequest, kind: str, name: str) -> HttpResponse:
+def quota_edit(request: AuthenticatedHttpRequest, kind: str, name: str) -> HttpResponse:
     _staff_only(request)
     account = _account(kind, name)
-    limits = effective_limits(**{kind: account})
+    of_account: dict[str, Any] = {kind: account}  # user= or team=
+    limits = effective_limits(**of_account)
     if request.method == "POST":
         form = QuotaForm(request.POST)
         form.is_valid()
@@ -91,7 +93,7 @@ def quota_edit(request: HttpRequest, kind: str, name: str) -> HttpResponse:
         form.add_api_errors({} if serializer.is_valid() else dict(serializer.errors))
         if form.is_valid():
             try:
-                saved = quota_save(**{kind: account}, values=serializer.validated_data, actor=request.user, request=request)
+                saved = quota_save(**of_account, values=serializer.validated_data, actor=request.user, request=request)
             except DjangoValidationError as exc:
                 form.add_api_errors(exc.message_dict)
             else:
@@ -101,15 +103,17 @@ def quota_edit(request: HttpRequest, kind: str, name: str) -> HttpResponse:
                 return redirect("frontend:quotas")
     else:
         form = QuotaForm(initial=QuotaForm.initial_from(limits))
-    usage = account_usages(**{f"{kind}s": [account]})[0]
+    of_accounts: dict[str, Any] = {f"{kind}s": [account]}  # users= or teams=
+    usage = account_usages(**of_accounts)[0]
     return render(request, "frontend/quota_edit.html", {"form": form, "kind": kind, "name": name, "limits": limits, "usage": usage})
 
 
 @login_required
 @require_POST
-def quota_reset_view(request: HttpRequest, kind: str, name: str) -> HttpResponse:
+def quota_reset_view(request: AuthenticatedHttpRequest, kind: str, name: str) -> HttpResponse:
     _staff_only(request)
-    reset = quota_reset(**{kind: _account(kind, name)}, actor=request.user, request=request)
+    of_account: dict[str, Any] = {kind: _account(kind, name)}  # user= or team=
+    reset = quota_reset(**of_account, actor=request.user, request=request)
     fallback = "the site default" if kind == "user" else "no limits"
     messages.success(request, f"The quota of {kind} {name} is back to {fallback}.")
     for warning in reset.warnings:

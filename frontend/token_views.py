@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from accounts.requests import AuthenticatedHttpRequest
 from accounts.selectors import tokens_visible_to
 from accounts.services import token_create, token_revoke
 from api.accounts.serializers import MAX_EXPIRY_DAYS, TokenCreateSerializer
@@ -16,8 +19,9 @@ EXPIRY_CHOICES = [(30, "30 days"), (90, "90 days"), (MAX_EXPIRY_DAYS, "a year"),
 
 
 @login_required
-def tokens_view(request: HttpRequest) -> HttpResponse:
-    new_secret, errors, values = "", {}, {"name": "", "expires_in_days": 90}
+def tokens_view(request: AuthenticatedHttpRequest) -> HttpResponse:
+    new_secret, values = "", {"name": "", "expires_in_days": 90}
+    errors: dict[str, Any] = {}
     if request.method == "POST":
         days = request.POST.get("expires_in_days", "")
         values = {"name": request.POST.get("name", ""), "expires_in_days": int(days) if days.isdigit() else days}
@@ -41,7 +45,7 @@ def tokens_view(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def token_revoke_view(request: HttpRequest, pk: int) -> HttpResponse:
+def token_revoke_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     token = token_revoke(token=get_object_or_404(tokens_visible_to(request.user), pk=pk))
     messages.success(request, f"Token {token.name!r} is revoked: it no longer works.")
     return redirect("frontend:tokens")

@@ -16,6 +16,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.requests import AuthenticatedHttpRequest
 from api.jobs.serializers import JobSubmitSerializer
 from frontend.forms import JobForm
 from jobs.cluster import ClusterUnavailable
@@ -42,7 +43,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def job_new(request: HttpRequest) -> HttpResponse:
+def job_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     team_names = list(request.user.teams.values_list("name", flat=True))
     form = JobForm(request.POST if request.method == "POST" else None, team_names=team_names)
     if request.method == "POST":
@@ -159,7 +160,7 @@ def _logs(job: Job, rank_param: str) -> dict[str, object] | None:
 
 @login_required
 @require_POST
-def job_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+def job_cancel_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(jobs_visible_to(request.user), pk=pk)
     try:
         job_cancel(job=job, by=request.user, request=request)

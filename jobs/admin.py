@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 
+from accounts.requests import AuthenticatedHttpRequest
 from audit.services import audit_changes, audit_record
 from jobs.errors import JobFinished
 from jobs.models import Allocation, Job, JobEvent, Node
@@ -157,7 +158,7 @@ class JobAdmin(admin.ModelAdmin):
             return django_delete_selected(self, request, queryset)
 
     @admin.action(permissions=["change"], description="Cancel selected jobs (tear down their pods)")
-    def cancel_selected(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+    def cancel_selected(self, request: AuthenticatedHttpRequest, queryset: QuerySet[Job]) -> None:
         cancelled, ended = [], []
         for job in queryset.order_by("pk"):
             try:

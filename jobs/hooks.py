@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
+    from django.contrib.auth.models import User
 
     from jobs.models import Job
     from quotas.models import Team  # Job.team's model; a type-only name, see docs/architecture.md
@@ -37,7 +37,7 @@ class SubmitCheck(Protocol):
     def __call__(
         self,
         *,
-        owner: AbstractBaseUser,
+        owner: User,
         team: Team | None,
         nodes: int,
         gpus_per_node: int,
@@ -67,10 +67,25 @@ class JobHooks:
     queue_changed: list[QueueChanged] = field(default_factory=list)
     pod_secret_env: list[PodSecretEnv] = field(default_factory=list)
 
-    @staticmethod
-    def add(hooks: list[Hook], hook: Hook) -> None:
-        if hook not in hooks:
-            hooks.append(hook)
+    def on_submit(self, check: SubmitCheck) -> None:
+        _add_once(self.submit_checks, check)
+
+    def on_left_active(self, hook: LeftActive) -> None:
+        _add_once(self.left_active, hook)
+
+    def on_left_running(self, hook: LeftRunning) -> None:
+        _add_once(self.left_running, hook)
+
+    def on_queue_changed(self, hook: QueueChanged) -> None:
+        _add_once(self.queue_changed, hook)
+
+    def on_pod_secret_env(self, hook: PodSecretEnv) -> None:
+        _add_once(self.pod_secret_env, hook)
+
+
+def _add_once(hooks: list[Hook], hook: Hook) -> None:
+    if hook not in hooks:
+        hooks.append(hook)
 
 
 job_hooks = JobHooks()

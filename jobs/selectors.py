@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
+from typing import TYPE_CHECKING, TypedDict
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 
 from jobs.cluster import ClusterBackend, get_backend
@@ -13,8 +14,11 @@ from jobs.errors import JobNotStarted
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.states import JobState
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
-def jobs_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Job]:
+
+def jobs_visible_to(user: User | AnonymousUser) -> QuerySet[Job]:
     """Users see their own jobs; staff see everyone's. One rule for list, detail and cancel."""
     jobs = Job.objects.select_related("owner", "team").prefetch_related(
         Prefetch("allocations", queryset=Allocation.objects.select_related("node").order_by("attempt", "rank"))
@@ -26,7 +30,7 @@ def jobs_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Job]:
     return jobs.filter(owner=user)
 
 
-def job_visible_to(job: Job, user: AbstractBaseUser | AnonymousUser) -> bool:
+def job_visible_to(job: Job, user: User | AnonymousUser) -> bool:
     """`jobs_visible_to` for one job already in hand (the queue page's rows): the same rule."""
     return bool(getattr(user, "is_staff", False) or (user.is_authenticated and job.owner_id == user.pk))
 
@@ -48,7 +52,11 @@ def job_assigned_nodes(job: Job) -> list[str]:
     return [a.node.name for a in sorted(allocations, key=lambda a: a.rank)]
 
 
-def nodes_with_usage() -> QuerySet[Node]:
+class NodeUsage(TypedDict):
+    gpus_held: int | None  # None while the node holds no live allocation
+
+
+def nodes_with_usage() -> QuerySet[WithAnnotations[Node, NodeUsage]]:
     """Known nodes, each annotated with `gpus_held` by live allocations."""
     return (
         Node.objects.exclude(state=NodeState.GONE)

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -72,7 +72,7 @@ def job_check_fits_cluster(*, nodes: int, gpus_per_node: int) -> None:
 @transaction.atomic
 def job_submit(
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     name: str,
     image: str,
     command: Sequence[str],
@@ -158,7 +158,7 @@ def job_transition(job: Job, to_state: str, *, reason: str, now: datetime | None
     return job
 
 
-def job_cancel(*, job: Job, by: AbstractBaseUser, backend: ClusterBackend | None = None, request: Any = None) -> Job:
+def job_cancel(*, job: Job, by: User, backend: ClusterBackend | None = None, request: Any = None) -> Job:
     """Cancel a job in any state that has not ended. Its pods are deleted after the commit.
 
     Cancelling someone else's job (an admin) goes on the audit trail, from `request`'s address.

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from policy.model import Account, PendingJob, PolicyConfig, Priority, Snapshot, team_key, user_key
+from policy.model import Account, PendingJob, PolicyConfig, Priority, RunningJob, Snapshot, team_key, user_key
 
 
 def prioritize(snapshot: Snapshot, config: PolicyConfig) -> dict[int, Priority]:
@@ -71,7 +71,8 @@ def _account(snapshot: Snapshot, key: str) -> Account:
 def _active_accounts(snapshot: Snapshot) -> dict[str, set[str]]:
     users: set[str] = set()
     teams: set[str] = set()
-    for job in (*snapshot.pending, *snapshot.running):
+    jobs: tuple[PendingJob | RunningJob, ...] = (*snapshot.pending, *snapshot.running)
+    for job in jobs:
         users.add(user_key(job.user))
         if job.team:
             teams.add(team_key(job.team))

@@ -82,7 +82,7 @@ class _Cycle:
                 self._count_quota(r.user, r.team, r.gpus)
         # Budgets count what running jobs may still use by their wall time, not only what they used:
         # the ledger charges it as they run, so leaving it out would let the budget be overspent.
-        self.budget_used: Counter[str] = Counter()
+        self.budget_used: defaultdict[str, float] = defaultdict(float)
         node_size = {n.name: n.gpus_total for n in snapshot.nodes}
         self.node_sizes = sorted({n.gpus_total for n in snapshot.nodes if n.schedulable})
         for r in self.running.values():
@@ -307,10 +307,10 @@ class _Cycle:
         if len(candidates) < job.nodes:
             return None
         candidates.sort()
-        victims: list[int] = []
+        victim_ids: list[int] = []
         for _, chosen in candidates[: job.nodes]:
-            victims.extend(v for v in chosen if v not in victims)
-        return sorted(victims)
+            victim_ids.extend(v for v in chosen if v not in victim_ids)
+        return sorted(victim_ids)
 
     def _evict(self, victim: RunningJob, preemptor: PendingJob) -> None:
         for name, gpus in zip(victim.node_names, victim.gpus_held, strict=True):

@@ -10,5 +10,5 @@ class QuotasConfig(AppConfig):
         from quotas.services import ledger_charge, quota_check_job
 
         # Limits that can never pass refuse a submit; a job leaving its GPUs is charged up to that instant.
-        job_hooks.add(job_hooks.submit_checks, quota_check_job)
-        job_hooks.add(job_hooks.left_active, ledger_charge)
+        job_hooks.on_submit(quota_check_job)
+        job_hooks.on_left_active(ledger_charge)

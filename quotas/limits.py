@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from policy.model import team_key, user_key
 from quotas.models import Quota, Team
@@ -65,10 +65,11 @@ def limits_of(kind: str, name: str, row: Quota | dict[str, Any] | None) -> Limit
     if row is None:
         return Limits(kind=kind, name=name, is_default=True, **default_values(kind))
     get = row.get if isinstance(row, dict) else lambda field: getattr(row, field)
-    return Limits(kind=kind, name=name, is_default=False, **{field: get(field) for field in LIMIT_FIELDS})
+    values: dict[str, Any] = {field: get(field) for field in LIMIT_FIELDS}
+    return Limits(kind=kind, name=name, is_default=False, **values)
 
 
-def effective_limits(*, user: AbstractBaseUser | None = None, team: Team | None = None) -> Limits:
+def effective_limits(*, user: User | None = None, team: Team | None = None) -> Limits:
     """The limits of exactly one account: a user (their row or the site default) or a team (its row or unlimited)."""
     if (user is None) == (team is None):
         raise TypeError("effective_limits takes exactly one of user= or team=")

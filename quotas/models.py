@@ -66,7 +66,7 @@ class Quota(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"quota of {'team ' + self.team.name if self.team_id else 'user ' + str(self.user)}"
+        return f"quota of {'team ' + self.team.name if self.team is not None else 'user ' + str(self.user)}"
 
 
 class UsageCharge(models.Model):

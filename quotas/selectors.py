@@ -13,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import FloatField, Q, QuerySet, Sum
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -103,13 +103,13 @@ class ReportRow:
 # --- who may see which accounts ----------------------------------------------------------------
 
 
-def users_visible_to(viewer: AbstractBaseUser) -> QuerySet[Any]:
+def users_visible_to(viewer: User) -> QuerySet[Any]:
     """Staff see every user's quota; others only their own. One rule for list and detail."""
     users = get_user_model().objects.order_by("username")
     return users if getattr(viewer, "is_staff", False) else users.filter(pk=viewer.pk)
 
 
-def teams_visible_to(viewer: AbstractBaseUser) -> QuerySet[Team]:
+def teams_visible_to(viewer: User) -> QuerySet[Team]:
     """Staff see every team; others the teams they belong to."""
     teams = Team.objects.order_by("name")
     return teams if getattr(viewer, "is_staff", False) else teams.filter(members=viewer)
@@ -168,7 +168,7 @@ def account_usages(*, users: Sequence[Any] = (), teams: Sequence[Team] = (), now
     return [usage("user", u.pk, u.get_username()) for u in users] + [usage("team", t.pk, t.name) for t in teams]
 
 
-def usage_summary(user: AbstractBaseUser, *, now: datetime | None = None) -> UsageSummary:
+def usage_summary(user: User, *, now: datetime | None = None) -> UsageSummary:
     """What the user and each of their teams use now and this period, against their limits."""
     now = now or timezone.now()
     period_start, period_end = period_bounds(now)
@@ -270,7 +270,7 @@ def _decayed_usage(*, now: datetime, users: Sequence[str], teams: Sequence[str])
 
 
 def usage_report(
-    *, start: datetime, end: datetime, group_by: str, viewer: AbstractBaseUser | None = None, now: datetime | None = None
+    *, start: datetime, end: datetime, group_by: str, viewer: User | None = None, now: datetime | None = None
 ) -> list[ReportRow]:
     """Jobs run, GPU-hours and node-hours per user or team in [start, end), sorted by name.
 

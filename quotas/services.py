@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import F, Sum
@@ -42,7 +42,7 @@ def _held_gpus(nodes: int, gpus_per_node: int) -> int:
 
 def quota_check_job(
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     team: Team | None,
     nodes: int,
     gpus_per_node: int,
@@ -211,10 +211,10 @@ class QuotaChange:
 
 def quota_save(
     *,
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
     team: Team | None = None,
     values: Mapping[str, Any],
-    actor: AbstractBaseUser | None = None,
+    actor: User | None = None,
     request: Any = None,
 ) -> QuotaChange:
     """Set some or all limits of one account. Limits not given keep their current (or default) value.
@@ -245,9 +245,7 @@ def quota_save(
         return QuotaChange(limits=after, changes=changes, warnings=quota_warnings(account=account, before=before, after=after))
 
 
-def quota_reset(
-    *, user: AbstractBaseUser | None = None, team: Team | None = None, actor: AbstractBaseUser | None = None, request: Any = None
-) -> QuotaChange:
+def quota_reset(*, user: User | None = None, team: Team | None = None, actor: User | None = None, request: Any = None) -> QuotaChange:
     """Drop an account's own quota: a user falls back to the site default, a team to unlimited.
 
     Recorded as `quota.reset` (each limit that changes, before and after) when there was one to drop.
@@ -269,7 +267,8 @@ def quota_reset(
 
 
 def _name(kind: str, account: Any) -> str:
-    return account.get_username() if kind == "user" else account.name
+    name: str = account.get_username() if kind == "user" else account.name
+    return name
 
 
 def _limit_changes(before: Limits, after: Limits) -> dict[str, list[Any]]:

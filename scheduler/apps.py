@@ -10,4 +10,4 @@ class SchedulerConfig(AppConfig):
         from scheduler.tasks import cycle_soon
 
         # A submit, requeue or cancel runs a cycle soon after it commits, not at beat's next tick.
-        job_hooks.add(job_hooks.queue_changed, cycle_soon)
+        job_hooks.on_queue_changed(cycle_soon)

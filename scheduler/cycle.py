@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
+from typing import TypeVar
 
 from django.conf import settings
 from django.db import transaction
@@ -44,6 +46,7 @@ from scheduler.lock import cycle_lock
 from scheduler.snapshot import build_snapshot, policy_config
 
 logger = logging.getLogger(__name__)
+Written = TypeVar("Written")
 
 
 @dataclass
@@ -231,19 +234,13 @@ def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[in
     jobs = Job.objects.in_bulk(ids)
     stopped: list[tuple[int, int]] = []
     for preemption in decisions.preemptions:
-        job = jobs.get(preemption.job_id)
-        if _unless_moved(preemption.job_id, job, lambda j=job, p=preemption: stopped.append(_preempted(j, p, now))):
+        gang = _unless_moved(preemption.job_id, jobs.get(preemption.job_id), partial(_preempted, preemption=preemption, now=now))
+        if gang is not None:
+            stopped.append(gang)
             report.preempted.append(preemption.job_id)
     placed: list[Placement] = []
     for placement in decisions.placements:
-        job = jobs.get(placement.job_id)
-        if _unless_moved(
-            placement.job_id,
-            job,
-            lambda j=job, p=placement: job_place(
-                j, node_names=p.node_names, gpus_held=p.gpus_held, over_quota=p.over_quota, node_ids=node_ids, now=now
-            ),
-        ):
+        if _unless_moved(placement.job_id, jobs.get(placement.job_id), partial(_placed, placement=placement, node_ids=node_ids, now=now)):
             placed.append(placement)
             report.placed.append(placement.job_id)
     for wait in decisions.waiting:
@@ -259,23 +256,28 @@ def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[in
     return replace(decisions, placements=tuple(placed)), stopped
 
 
-def _unless_moved(job_id: int, job: Job | None, write: Callable[[], object]) -> bool:
-    """Do one job's writes in a savepoint; if the job moved or vanished since the snapshot, undo them, log, go on."""
+def _unless_moved(job_id: int, job: Job | None, write: Callable[[Job], Written]) -> Written | None:
+    """Do one job's writes in a savepoint; if the job moved or vanished since the snapshot, undo them, log, go on (None)."""
     if job is None:
         logger.info("job %s was deleted since this cycle's snapshot; skipped", job_id)
-        return False
+        return None
     try:
         with transaction.atomic():
-            write()
+            return write(job)
     except IllegalTransition as exc:
         logger.info("job %s changed since this cycle's snapshot (%s); skipped", job_id, exc)
-        return False
-    return True
+        return None
 
 
-def _preempted(job: Job, preemption: Preemption, now: datetime) -> tuple[int, int]:
+def _preempted(job: Job, *, preemption: Preemption, now: datetime) -> tuple[int, int]:
     job = job_preempt(job, reason=preemption.reason, for_job_id=preemption.for_job_id, now=now)
     return job.pk, job.attempt
+
+
+def _placed(job: Job, *, placement: Placement, node_ids: dict[str, int], now: datetime) -> Job:
+    return job_place(
+        job, node_names=placement.node_names, gpus_held=placement.gpus_held, over_quota=placement.over_quota, node_ids=node_ids, now=now
+    )
 
 
 def _gang_spec(job: Job, node_names: tuple[str, ...]) -> GangSpec:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
+from typing import cast
 
 from django.conf import settings
 
@@ -101,9 +102,10 @@ def running_jobs() -> tuple[RunningJob, ...]:
     result = []
     for pk, pc, scheduled, started, wall, user, team, preemptible, over_quota in rows:
         ranks = sorted(held.get(pk, []))
-        start = (started or scheduled).timestamp()
+        # An active job has been placed, so scheduled_at (and so each of these) is set.
+        start = cast(datetime, started or scheduled).timestamp()
         # Wall time counts from placement (the GPUs are held from then), so start-up time cannot push an end later.
-        placed = (scheduled or started).timestamp()
+        placed = cast(datetime, scheduled or started).timestamp()
         result.append(
             RunningJob(
                 id=pk,
@@ -124,8 +126,9 @@ def running_jobs() -> tuple[RunningJob, ...]:
 def build_snapshot(now: datetime) -> Snapshot:
     pending = pending_jobs()
     running = running_jobs()
-    users = {j.user for j in (*pending, *running)}
-    teams = {j.team for j in (*pending, *running) if j.team}
+    jobs: tuple[PendingJob | RunningJob, ...] = (*pending, *running)
+    users = {j.user for j in jobs}
+    teams = {j.team for j in jobs if j.team}
     return Snapshot(
         nodes=node_views(),
         pending=pending,

@@ -12,5 +12,5 @@ class TelemetryConfig(AppConfig):
         from telemetry.tokens import telemetry_pod_env
 
         # A run that ends is stored; every pod of a gang gets the job's push token (from a Secret).
-        job_hooks.add(job_hooks.left_running, telemetry_job_left_running)
-        job_hooks.add(job_hooks.pod_secret_env, telemetry_pod_env)
+        job_hooks.on_left_running(telemetry_job_left_running)
+        job_hooks.on_pod_secret_env(telemetry_pod_env)

@@ -98,7 +98,7 @@ class MusterCollector(Collector):
             .values("state", "over_quota", "pending_reason_code")
             .annotate(
                 n=Count("id"),
-                gpus=Sum(F("nodes") * F("gpus_per_node")),
+                gpus_asked=Sum(F("nodes") * F("gpus_per_node")),
                 oldest=Min("submitted_at"),
                 starving=Count("id", filter=Q(submitted_at__lte=starving_after)),
             )
@@ -115,9 +115,9 @@ class MusterCollector(Collector):
                 oldest = row["oldest"] if oldest is None else min(oldest, row["oldest"])
                 starving += row["starving"]
             elif row["state"] in ACTIVE_STATES:
-                standing = by_quota["over" if row["over_quota"] else "within"]
-                standing[0] += row["n"]
-                standing[1] += row["gpus"] or 0
+                counts = by_quota["over" if row["over_quota"] else "within"]
+                counts[0] += row["n"]
+                counts[1] += row["gpus_asked"] or 0
         queue = GaugeMetricFamily("muster_jobs", "Jobs not yet ended, by state (queue depth).", labels=["state"])
         for state in JobState.values:
             if state not in TERMINAL_STATES:

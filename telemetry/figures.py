@@ -81,7 +81,7 @@ def _hover(metric: Metric) -> str:
     return "%{y:,." + str(max(0, metric.decimals)) + "f} " + metric.unit
 
 
-def _layout(title: str, height: int = 300) -> dict[str, object]:
+def _layout(title: str, height: int = 300) -> dict[str, Any]:
     return base_layout(title, height=height)
 
 
@@ -99,7 +99,7 @@ def band_traces(series: Series, metric: Metric, name: str, color: str) -> list[d
         "legendgroup": name,
         "name": f"{name} max",
     }
-    mean = {
+    mean: dict[str, object] = {
         "type": "scatter",
         "x": x,
         "y": rounded(b.mean, b.count, metric.decimals),

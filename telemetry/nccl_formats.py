@@ -198,6 +198,7 @@ def inspector_record(item: Any, *, now: datetime) -> NcclRecord:
 
 
 def _number(value: Any, low: float, high: float, integral: bool) -> tuple[float | None, str]:
+    """(value, "") when it is a number in range, else (None, why not)."""
     # bool is an int in Python; `true` is not a byte count.
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None, "Must be a number."
@@ -212,7 +213,7 @@ def _number(value: Any, low: float, high: float, integral: bool) -> tuple[float 
 
 def _timestamp(value: Any, now: datetime) -> tuple[datetime | None, str]:
     micros, error = _number(value, 0, 2**62, True)
-    if error:
+    if micros is None:
         return None, error
     at = datetime.fromtimestamp(int(micros) / 1e6, tz=UTC)
     if not now - MAX_PAST <= at <= now + MAX_FUTURE:
@@ -251,15 +252,15 @@ def parse_nccl_tests(text: str, *, max_records: int, now: datetime, coll: str | 
         if len(tokens) != len(columns):
             raise PushInvalid({where: [f"{len(tokens)} columns where the header names {len(columns)}."]})
         size, error = _number(_float(tokens[0]), 0, MAX_MSG_SIZE_BYTES, True)
-        if error:
+        if size is None:
             raise PushInvalid({where: [f"size: {error}"]})
         groups = [i for i, c in enumerate(columns) if c == "time"]
         for group, start in enumerate(groups):
             cells = dict(zip(columns[start : start + 3], tokens[start : start + 3], strict=True))
-            parsed = {}
+            parsed: dict[str, float] = {}
             for key, high in (("time", MAX_EXEC_TIME_US), ("algbw", MAX_BANDWIDTH_GBS), ("busbw", MAX_BANDWIDTH_GBS)):
                 value, error = _number(_float(cells.get(key, "")), 0, high, False)
-                if error:
+                if value is None:
                     raise PushInvalid({where: [f"{key}: {error}"]})
                 parsed[key] = value
             records.append(

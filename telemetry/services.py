@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -139,7 +139,7 @@ def telemetry_store_run(*, job_id: int, attempt: int, source: TelemetrySource | 
     return len(rows)
 
 
-def _series(rows: Sequence[JobSeries]) -> list[Series]:
+def _series(rows: Iterable[JobSeries]) -> list[Series]:
     return [Series(r.metric, Level(r.level), r.node, r.gpu, r.rank, r.buckets(), r.sample_seconds, r.origin, r.attempt) for r in rows]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import plotly
 from django.contrib.staticfiles.finders import BaseFinder
@@ -27,13 +27,17 @@ class PlotlyFinder(BaseFinder):
         super().__init__(*args, **kwargs)
         self.storage = FileSystemStorage(location=PLOTLY_DIR)
         # collectstatic and WhiteNoise put a storage's files under its `prefix`.
-        self.storage.prefix = PLOTLY_PREFIX
+        self.storage.prefix = PLOTLY_PREFIX  # type: ignore[attr-defined]  # read by getattr; the stubs don't declare it
 
     def check(self, **kwargs: Any) -> list[CheckMessage]:
         if not (PLOTLY_DIR / "plotly.min.js").is_file():
             return [Error(f"plotly.min.js is missing from the plotly package ({PLOTLY_DIR}); job charts cannot load.", id="telemetry.E001")]
         return []
 
+    @overload
+    def find(self, path: str, find_all: Literal[False] = False, **kwargs: Any) -> str | None: ...
+    @overload
+    def find(self, path: str, find_all: Literal[True], **kwargs: Any) -> list[str]: ...
     def find(self, path: str, find_all: bool = False, **kwargs: Any) -> str | list[str] | None:
         find_all = find_all or bool(kwargs.get("all"))
         match = str(PLOTLY_DIR / "plotly.min.js") if path == PLOTLY_JS else None

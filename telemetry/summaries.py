@@ -28,8 +28,8 @@ SUMMARY_METRICS = (*MEANS, "fb_used", *TOTALS, "nccl_busbw")
 def total(series: list[Series]) -> float | None:
     """The integral of a rate over every run: each series' samples times its sample interval."""
     parts = [samples_integral([s.buckets], s.sample_seconds) for s in series]
-    parts = [p for p in parts if p is not None]
-    return sum(parts) if parts else None
+    present = [p for p in parts if p is not None]
+    return sum(present) if present else None
 
 
 def summary_fields(job_level: dict[str, list[Series]], *, pushed_mean: float | None, pushed_count: int) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import ApiToken
+from accounts.requests import api_user
 from accounts.selectors import tokens_visible_to
 from accounts.services import token_create, token_revoke
 from accounts.throttling import TokenRequestRateThrottle, lockout_response
@@ -35,7 +36,7 @@ class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Destro
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:
         serializer = TokenCreateSerializer(data=request.data, context={"user": request.user})
         serializer.is_valid(raise_exception=True)
-        new = token_create(user=request.user, name=serializer.validated_data["name"], expires_at=serializer.validated_expiry())
+        new = token_create(user=api_user(request), name=serializer.validated_data["name"], expires_at=serializer.validated_expiry())
         return Response(NewTokenSerializer({**TokenSerializer(new.token).data, "token": new.secret}).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={204: None}, description="Revoke the token: it stops working at once and stays listed as revoked.")

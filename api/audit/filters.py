@@ -25,7 +25,8 @@ class AuditFilterForm(forms.Form):
     EARLIEST, LATEST = date(1970, 1, 1), date(2999, 12, 31)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what Form.clean returns
         for name in ("since", "until"):
             value = data.get(name)
             if value is not None and not self.EARLIEST <= value <= self.LATEST:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
@@ -82,7 +82,7 @@ class JobSubmitSerializer(StrictSerializer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         classes = settings.MUSTER_PRIORITY_CLASSES
-        field = self.fields["priority_class"]
+        field = cast(serializers.ChoiceField, self.fields["priority_class"])
         field.choices = classes
         field.error_messages["invalid_choice"] = f"Unknown priority class {{input!r}}; choose one of {', '.join(classes)}."
 

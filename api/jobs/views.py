@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
@@ -10,6 +12,7 @@ from rest_framework.generics import ListAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.requests import api_user
 from api.jobs.filters import JobFilter
 from api.jobs.serializers import (
     JobDetailSerializer,
@@ -50,14 +53,14 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:
         serializer = JobSubmitSerializer(data=request.data, context=self.get_serializer_context())
         serializer.is_valid(raise_exception=True)
-        job = job_submit(owner=request.user, **serializer.validated_data)
+        job = job_submit(owner=api_user(request), **serializer.validated_data)
         job = self.get_queryset().prefetch_related("events").get(pk=job.pk)
         return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: JobDetailSerializer, 409: None})
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
-        job = job_cancel(job=self.get_object(), by=request.user, request=request)
+        job = job_cancel(job=self.get_object(), by=api_user(request), request=request)
         job = self.get_queryset().prefetch_related("events").get(pk=job.pk)
         return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data)
 
@@ -94,5 +97,5 @@ class QueueView(ListAPIView):
 
     def get_queryset(self) -> list[QueueEntry]:  # type: ignore[override]
         plan = queue_plan()
-        self.paginator.summary = queue_summary(plan)
+        cast(QueuePagination, self.paginator).summary = queue_summary(plan)
         return plan.entries

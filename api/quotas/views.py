@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -20,6 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.requests import api_user
 from api.quotas.renderers import ReportCSVRenderer
 from api.quotas.serializers import (
     QuotaInputSerializer,
@@ -81,14 +83,14 @@ class _AccountQuotaViewSet(VisibleViewSet):
 
     @extend_schema(responses={204: None}, description="Drop the account's own quota: a user gets the site default, a team none.")
     def destroy(self, request: Request, **kwargs: str) -> Response:
-        quota_reset(**self._account_kwargs(self.get_object()), actor=request.user, request=request)
+        quota_reset(**self._account_kwargs(self.get_object()), actor=api_user(request), request=request)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def _save(self, request: Request, *, partial: bool) -> Response:
         account = self.get_object()
         serializer = QuotaInputSerializer(data=request.data, partial=partial)
         serializer.is_valid(raise_exception=True)
-        saved = quota_save(**self._account_kwargs(account), values=serializer.validated_data, actor=request.user, request=request)
+        saved = quota_save(**self._account_kwargs(account), values=serializer.validated_data, actor=api_user(request), request=request)
         return Response({**QuotaSerializer(self._usages([account])[0]).data, "warnings": saved.warnings})
 
 
@@ -115,7 +117,7 @@ class UsageView(APIView):
         responses={200: UsageSummarySerializer},
     )
     def get(self, request: Request) -> Response:
-        user = request.user
+        user = api_user(request)
         username = request.query_params.get("user")
         if username and username != user.get_username():
             if not user.is_staff:
@@ -127,7 +129,7 @@ class UsageView(APIView):
 class _FormatAsQueryError(DefaultContentNegotiation):
     """An unknown ?format= is a 400 naming the parameter, not DRF's bare 404."""
 
-    def select_renderer(self, request: Request, renderers: list[BaseRenderer], format_suffix: str | None = None) -> Any:
+    def select_renderer(self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None) -> Any:
         try:
             return super().select_renderer(request, renderers, format_suffix)
         except Http404 as exc:
@@ -160,7 +162,7 @@ class UsageReportView(APIView):
             raise ValidationError({"end": ["The end date is before the start date."]})
         group_by = query.validated_data["group_by"]
         start, end = day_range(first, last)
-        rows = usage_report(start=start, end=end, group_by=group_by, viewer=request.user)
+        rows = usage_report(start=start, end=end, group_by=group_by, viewer=api_user(request))
         data = ReportSerializer({"start": first, "end": last, "group_by": group_by, "rows": rows}).data
         response = Response(data)
         if request.accepted_renderer.format == "csv":

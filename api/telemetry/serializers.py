@@ -117,7 +117,7 @@ class MetricsSerializer(serializers.Serializer):
     run = serializers.IntegerField()
     metric = serializers.CharField()
     name = serializers.CharField(help_text="The series name at the source.")
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a declared field (DRF's metaclass takes it off the class), not Field.label
     unit = serializers.CharField()
     level = serializers.CharField()
     start = serializers.DateTimeField()

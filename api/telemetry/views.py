@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.shortcuts import get_object_or_404
@@ -22,6 +24,7 @@ from telemetry.nccl_formats import PushInvalid, UnsupportedFormat
 from telemetry.selectors import NoRun, job_metric_read
 from telemetry.services import PushRefused, telemetry_push
 from telemetry.sources import TelemetryUnavailable, get_source
+from telemetry.tokens import JobTokenAuth
 
 
 class TelemetryUnavailableError(APIException):
@@ -58,7 +61,7 @@ class JobTelemetryPushView(APIView):
         auth=[],
     )
     def post(self, request: Request, pk: int) -> Response:
-        if request.auth.job_id != pk:
+        if cast(JobTokenAuth, request.auth).job_id != pk:  # HasJobToken let only a job token through
             raise PermissionDenied("This telemetry token belongs to another job.")
         limit = settings.MUSTER_TELEMETRY_PUSH_MAX_BYTES
         too_large = PayloadTooLarge(f"The body is too large; a push is at most {limit} bytes.")

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
@@ -51,7 +52,7 @@ class ResourceWatch:
     """One watched collection: list once for a resource version, then follow events; relist on 410."""
 
     name: str
-    list_fn: Callable[..., object]
+    list_fn: Callable[..., Any]  # a client's list_* (a V1...List)
     on_event: Callable[[str, object], None]
     kwargs: dict[str, object] = field(default_factory=dict)
     resync_seconds: int = 300

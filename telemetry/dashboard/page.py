@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.utils import timezone
 
 from telemetry.dashboard.figures import (
@@ -30,9 +30,7 @@ from telemetry.dashboard.selectors import (
 )
 
 
-def dashboard_context(
-    viewer: AbstractBaseUser | AnonymousUser, window_key: str | None = None, *, now: datetime | None = None
-) -> dict[str, Any]:
+def dashboard_context(viewer: User | AnonymousUser, window_key: str | None = None, *, now: datetime | None = None) -> dict[str, Any]:
     """Numbers and figures for frontend/dashboard.html. A figure is left out (and the page says why) when it has no data."""
     now = now or timezone.now()
     window = window_for(window_key)

@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, Q
 
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
@@ -134,7 +134,7 @@ def _overlap_seconds(a_start: datetime, a_end: datetime | None, start: datetime,
 # --- team visibility -------------------------------------------------------------------------------
 
 
-def _team_namer(viewer: AbstractBaseUser | AnonymousUser) -> Any:
+def _team_namer(viewer: User | AnonymousUser) -> Any:
     """Maps a job's team name to what this viewer may see: the name, or OTHER_TEAMS."""
     if getattr(viewer, "is_staff", False):
         return lambda name: name or NO_TEAM
@@ -234,7 +234,7 @@ def starvation(now: datetime) -> dict[str, Any]:
     return {"threshold_seconds": threshold, "past_threshold": past, "rows": rows}
 
 
-def quota_standing(viewer: AbstractBaseUser | AnonymousUser) -> dict[str, Any]:
+def quota_standing(viewer: User | AnonymousUser) -> dict[str, Any]:
     """Jobs holding GPUs within their quota or borrowing beyond it, with GPUs per (visible) team; pending by reason."""
     team_name = _team_namer(viewer)
     within: dict[str, int] = defaultdict(int)
@@ -262,7 +262,7 @@ def quota_standing(viewer: AbstractBaseUser | AnonymousUser) -> dict[str, Any]:
     }
 
 
-def gpus(window: Window, now: datetime, viewer: AbstractBaseUser | AnonymousUser) -> dict[str, Any]:
+def gpus(window: Window, now: datetime, viewer: User | AnonymousUser) -> dict[str, Any]:
     """GPUs allocated over time (time-weighted mean per bucket), GPU-hours per team, and measured use."""
     start = now - timedelta(seconds=window.seconds)
     team_name = _team_namer(viewer)
@@ -306,6 +306,8 @@ def measured_use(window: Window, now: datetime, team_name: Any) -> dict[str, Any
     allocated: dict[str, float] = defaultdict(float)
     busy: dict[str, float] = defaultdict(float)
     for team, gpu_seconds, util in rows:
+        if util is None:  # excluded by the filter; for the type checker
+            continue
         allocated[team_name(team)] += gpu_seconds / 3600
         busy[team_name(team)] += gpu_seconds * util / 100 / 3600
     teams = sorted(allocated, key=lambda t: (-allocated[t], t))
@@ -321,12 +323,25 @@ def measured_use(window: Window, now: datetime, team_name: Any) -> dict[str, Any
     }
 
 
-def node_grid() -> list[Node]:
+@dataclass(frozen=True)
+class GridNode:
+    """A node as the cluster page's grid draws it: one cell per GPU, held (True) or free."""
+
+    name: str
+    rack: str
+    state: str
+    gpu_model: str
+    gpus_total: int
+    gpus_free: int
+    gpu_cells: list[bool]
+
+
+def node_grid() -> list[GridNode]:
     """Known nodes by rack, each with one cell per GPU (held or free): the cluster page's grid."""
-    nodes = sorted(nodes_with_usage(), key=lambda n: (n.rack, n.name))
-    for node in nodes:
+    grid = []
+    for node in sorted(nodes_with_usage(), key=lambda n: (n.rack, n.name)):
         held = min(node.gpus_held or 0, node.gpus_total)
-        node.gpus_free = node.gpus_total - held
+        free = node.gpus_total - held
         # One cell per GPU, so a glance shows which nodes are whole, partly used or full.
-        node.gpu_cells = [True] * held + [False] * node.gpus_free
-    return nodes
+        grid.append(GridNode(node.name, node.rack, node.state, node.gpu_model, node.gpus_total, free, [True] * held + [False] * free))
+    return grid

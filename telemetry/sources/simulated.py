@@ -24,6 +24,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from django.conf import settings
 
@@ -142,7 +143,7 @@ class SimulatedTelemetry:
     interval: int = 5
     # Tests pin a job's profile instead of hunting for an id with the right hash.
     profile_for: Callable[[int], Profile] = field(default=job_profile)
-    _cache: dict[tuple, object] = field(default_factory=dict, repr=False, compare=False)
+    _cache: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_settings(cls) -> SimulatedTelemetry:
