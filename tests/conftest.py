@@ -52,7 +52,7 @@ def _fast_password_hashing(settings: Any) -> None:
 @pytest.fixture(autouse=True)
 def _no_rate_throttles(settings: Any) -> None:
     # Scenario tests submit hundreds of jobs as one user, and the rates' counts (in Redis in CI) outlive a test;
-    # tests/test_accounts.py sets real rates where it tests them. Brute-force lockouts stay on everywhere.
+    # tests/accounts/test_accounts.py sets real rates where it tests them. Brute-force lockouts stay on everywhere.
     settings.MUSTER_THROTTLE_WRITES = ""
     settings.MUSTER_THROTTLE_TOKEN_REQUESTS = ""
 

@@ -18,7 +18,7 @@ from telemetry.models import JobSeries
 from telemetry.page import job_telemetry_context
 from telemetry.staticfiles import PLOTLY_JS
 from tests.conftest import session_for
-from tests.telemetry_helpers import run_to_end, start_running, store_runs_when_they_end
+from tests.telemetry.helpers import run_to_end, start_running, store_runs_when_they_end
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from telemetry.downsampling import coarsen
 from telemetry.models import JobSeries
 from telemetry.selectors import job_run, job_target
 from telemetry.sources.simulated import SimulatedTelemetry
-from tests.telemetry_helpers import run_to_end, start_running, store_runs_when_they_end
-from tests.test_telemetry_push import inspector_record, pod, push
+from tests.telemetry.helpers import run_to_end, start_running, store_runs_when_they_end
+from tests.telemetry.test_telemetry_push import inspector_record, pod, push
 
 
 def metrics_url(job_id: int) -> str:

@@ -18,9 +18,9 @@ from jobs.cycle import run_cycle
 from jobs.metrics import CYCLE_SECONDS_BUCKETS, cycle_counters_record, metrics_text
 from jobs.models import ClusterHealth, CycleCounter, Job
 from jobs.states import JobState
-from tests.test_cycle import RefusingCluster
+from tests.scheduler.test_cycle import RefusingCluster
 
-ALERTS = Path(__file__).resolve().parent.parent / "platform" / "prometheus"
+ALERTS = Path(__file__).resolve().parents[2] / "platform" / "prometheus"
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 

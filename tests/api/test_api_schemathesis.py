@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import PASSWORD
 from tests.live_server import start_gunicorn
-from tests.test_worker import database_url
+from tests.processes import database_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 EXAMPLES = os.environ.get("MUSTER_TEST_SCHEMATHESIS_EXAMPLES", "25")
@@ -36,7 +36,7 @@ def server(require_postgres: None, tmp_path: Path, settings, django_user_model):
         "MUSTER_CLUSTER": "simulated",
         "MUSTER_DATA_DIR": str(tmp_path),
         # The fuzzer sends hundreds of writes and password exchanges a minute: throttles would only hide operations
-        # from it (and their counts, kept in Redis, would outlive this test). tests/test_accounts.py tests them.
+        # from it (and their counts, kept in Redis, would outlive this test). tests/accounts/test_accounts.py tests them.
         "MUSTER_THROTTLE_WRITES": "",
         "MUSTER_THROTTLE_TOKEN_REQUESTS": "",
     }

@@ -1,7 +1,7 @@
 """The Prometheus telemetry source against a real Prometheus server loaded with recorded exporter data.
 
 The server is Debian's `prometheus` (with `promtool`, which turns the recorded OpenMetrics text of
-tests/prometheus/recorded.py into TSDB blocks), started once per session on a free loopback port.
+tests/e2e/prometheus/recorded.py into TSDB blocks), started once per session on a free loopback port.
 Expected numbers are worked out by hand from the recording: utilisation of rank r, GPU g at
 scrape k is 50 + 10 r + g + (k % 4) %, scraped every 30 s from 2024-03-01 00:00 UTC.
 """
@@ -30,7 +30,7 @@ from telemetry.services import telemetry_store_run
 from telemetry.sources import JobTarget, RankPlacement, Series, TelemetryUnavailable, get_source
 from telemetry.sources.prometheus import PrometheusTelemetry
 from tests.conftest import REQUIRE_SERVICES, need_service, session_for
-from tests.prometheus.recorded import (
+from tests.e2e.prometheus.recorded import (
     ATTEMPT,
     JOB,
     NAMESPACE,
@@ -43,7 +43,7 @@ from tests.prometheus.recorded import (
     PrometheusServer,
     free_port,
 )
-from tests.telemetry_helpers import start_running
+from tests.telemetry.helpers import start_running
 
 STEP = 60
 BUCKETS = RUN_SECONDS // STEP  # 30 one-minute buckets

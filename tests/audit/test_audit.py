@@ -17,7 +17,7 @@ from jobs.models import Job
 from jobs.states import JobState
 from quotas.models import Quota, Team, UsageCharge
 from tests.conftest import TeamFactory, client_for, session_for
-from tests.test_admin_safety import make_job
+from tests.jobs.test_admin_safety import make_job
 
 AUDIT = "/api/v1/audit/"
 ADMIN_ADDR = "10.1.2.3"
@@ -176,7 +176,7 @@ def test_an_admin_cancelling_on_the_job_page_is_recorded(admin_page: Client, use
 
 
 def test_django_admin_edits_and_deletes_of_jobs_are_recorded(admin_page: Client, user: Any, other_user: Any) -> None:
-    from tests.test_admin_safety import change_payload
+    from tests.jobs.test_admin_safety import change_payload
 
     job = make_job(user, JobState.PENDING)
     response = admin_page.post(f"/admin/jobs/job/{job.pk}/change/", change_payload(job, gpus_per_node=4, owner=other_user.pk))
@@ -353,7 +353,7 @@ def test_audit_is_a_low_layer_that_imports_no_other_muster_app() -> None:
     from pathlib import Path
 
     higher = {"jobs", "quotas", "telemetry", "frontend"}
-    for path in Path(__file__).resolve().parent.parent.joinpath("audit").rglob("*.py"):
+    for path in Path(__file__).resolve().parents[2].joinpath("audit").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             names = (
                 [a.name for a in node.names]

@@ -25,7 +25,7 @@ from jobs.states import JobState
 from quotas.models import Quota
 from tests.conftest import PASSWORD
 from tests.live_server import Api, free_port, start_gunicorn
-from tests.test_worker import Processes, wait_for
+from tests.processes import Processes, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 OUTAGE_SECONDS = float(os.environ.get("MUSTER_TEST_OUTAGE_SECONDS", "10"))

@@ -56,7 +56,7 @@ from tests.kube import KubeHarness, install_crds, kube_harness, kubeconfig_path,
 
 pytestmark = pytest.mark.kubernetes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
@@ -558,7 +558,7 @@ def tx_kube(kube_api: client.ApiClient, transactional_db: None, require_postgres
 
 
 def test_a_worker_killed_mid_launch_leaves_exactly_one_gang(api: APIClient, tx_kube: KubeHarness) -> None:
-    from tests.test_worker import ROOT, database_url
+    from tests.processes import ROOT, database_url
 
     job = submit(api, nodes=3, simulate={"duration_seconds": 600})
     env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "config.settings"}

@@ -13,7 +13,7 @@ from telemetry.catalogue import METRICS, Level
 from telemetry.downsampling import samples_integral, samples_mean
 from telemetry.models import JobSeries, JobTelemetrySummary, RunStoreDue
 from telemetry.services import telemetry_store_due, telemetry_store_run
-from tests.telemetry_helpers import run_to_end, store_runs_when_they_end
+from tests.telemetry.helpers import run_to_end, store_runs_when_they_end
 
 
 def test_a_finished_job_keeps_its_series_and_summary(submit, sim, api, monkeypatch, django_capture_on_commit_callbacks) -> None:

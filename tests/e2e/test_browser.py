@@ -31,7 +31,7 @@ from jobs.models import Job, JobEvent
 from jobs.services import job_submit
 from jobs.states import JobState
 from tests.conftest import PASSWORD, REQUIRE_SERVICES, SimHarness, UserFactory, make_sim, need_service
-from tests.telemetry_helpers import store_runs_when_they_end
+from tests.telemetry.helpers import store_runs_when_they_end
 
 try:
     from playwright import sync_api
