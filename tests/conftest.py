@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import factory
 import pytest
 from django.db import connection
 from django.test import Client
@@ -18,11 +17,10 @@ from rest_framework.test import APIClient
 from jobs.cluster.simulated import SimulatedCluster
 from jobs.cycle import CycleReport, run_cycle
 from jobs.services import nodes_sync
-from quotas.models import Team
+from tests.accounts.factories import PASSWORD, UserFactory
 
 # CI sets this: a test that needs PostgreSQL or Redis fails instead of skipping.
 REQUIRE_SERVICES = os.environ.get("MUSTER_REQUIRE_SERVICES") == "1"
-PASSWORD = "correct-horse-battery-staple"
 
 
 def need_service(available: bool, what: str) -> None:
@@ -57,41 +55,19 @@ def _no_rate_throttles(settings: Any) -> None:
     settings.MUSTER_THROTTLE_TOKEN_REQUESTS = ""
 
 
-class UserFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = "auth.User"
-        skip_postgeneration_save = True
-
-    username = factory.Sequence(lambda n: f"user{n}")
-    password = factory.PostGenerationMethodCall("set_password", PASSWORD)
-
-
-class TeamFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Team
-
-    name = factory.Sequence(lambda n: f"team-{n}")
-
-
 @pytest.fixture
 def user(db: None) -> Any:
-    u = UserFactory(username="alice")
-    u.save()
-    return u
+    return UserFactory(username="alice")
 
 
 @pytest.fixture
 def other_user(db: None) -> Any:
-    u = UserFactory(username="bob")
-    u.save()
-    return u
+    return UserFactory(username="bob")
 
 
 @pytest.fixture
 def admin_user(db: None) -> Any:
-    u = UserFactory(username="root", is_staff=True, is_superuser=True)
-    u.save()
-    return u
+    return UserFactory(username="root", is_staff=True, is_superuser=True)
 
 
 def client_for(u: Any) -> APIClient:

@@ -16,7 +16,8 @@ from rest_framework.test import APIClient
 from accounts.models import ApiToken
 from accounts.services import token_create
 from accounts.throttling import TokenRequestRateThrottle, WriteRateThrottle
-from tests.conftest import PASSWORD, UserFactory, client_for, job_payload, session_for
+from tests.accounts.factories import UserFactory
+from tests.conftest import PASSWORD, client_for, job_payload, session_for
 
 TOKENS = "/api/v1/tokens/"
 EXCHANGE = "/api/v1/auth/token/"

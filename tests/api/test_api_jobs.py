@@ -10,7 +10,8 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from jobs.models import Job, JobEvent
-from tests.conftest import PASSWORD, TeamFactory, job_payload
+from tests.conftest import PASSWORD, job_payload
+from tests.quotas.factories import TeamFactory
 
 JOBS = "/api/v1/jobs/"
 NODES = "/api/v1/nodes/"

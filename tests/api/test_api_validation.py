@@ -11,7 +11,8 @@ from django.conf import settings
 from rest_framework.test import APIClient
 
 from jobs.models import Allocation, Job, JobEvent
-from tests.conftest import TeamFactory, job_payload
+from tests.conftest import job_payload
+from tests.quotas.factories import TeamFactory
 
 JOBS = "/api/v1/jobs/"
 MAX_WALL = 14 * 24 * 3600  # settings.MUSTER_MAX_WALL_TIME_SECONDS unless the environment changes it

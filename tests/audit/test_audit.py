@@ -14,10 +14,10 @@ from rest_framework.test import APIClient
 from audit.models import AuditEntry
 from audit.services import audit_record
 from jobs.models import Job
-from jobs.states import JobState
-from quotas.models import Quota, Team, UsageCharge
-from tests.conftest import TeamFactory, client_for, session_for
-from tests.jobs.test_admin_safety import make_job
+from quotas.models import Quota, Team
+from tests.conftest import client_for, session_for
+from tests.jobs.factories import JobFactory
+from tests.quotas.factories import TeamFactory, UsageChargeFactory
 
 AUDIT = "/api/v1/audit/"
 ADMIN_ADDR = "10.1.2.3"
@@ -157,19 +157,19 @@ def test_a_team_created_in_django_admin_is_recorded(admin_page: Client, user: An
 
 
 def test_an_admin_cancelling_someone_elses_job_is_recorded(admin_api: APIClient, api: APIClient, user: Any) -> None:
-    job = make_job(user, JobState.RUNNING)
+    job = JobFactory(owner=user, running=True)
     assert admin_api.post(f"/api/v1/jobs/{job.pk}/cancel/").status_code == 200
     entry = only_entry(action="job.cancel")
     assert (entry.job_id, entry.target_type, entry.target_id, entry.actor_username) == (job.pk, "job", str(job.pk), "root")
     assert entry.changes == {"state": ["RUNNING", "CANCELLED"]} and entry.remote_addr == ADMIN_ADDR
     # The owner cancelling their own job is no admin action.
-    own = make_job(user, JobState.PENDING)
+    own = JobFactory(owner=user)
     assert api.post(f"/api/v1/jobs/{own.pk}/cancel/").status_code == 200
     assert not AuditEntry.objects.filter(job=own).exists()
 
 
 def test_an_admin_cancelling_on_the_job_page_is_recorded(admin_page: Client, user: Any) -> None:
-    job = make_job(user, JobState.PENDING)
+    job = JobFactory(owner=user)
     assert admin_page.post(f"/jobs/{job.pk}/cancel/").status_code == 302
     entry = only_entry(action="job.cancel")
     assert entry.job_id == job.pk and entry.changes == {"state": ["PENDING", "CANCELLED"]} and entry.remote_addr == ADMIN_ADDR
@@ -178,14 +178,14 @@ def test_an_admin_cancelling_on_the_job_page_is_recorded(admin_page: Client, use
 def test_django_admin_edits_and_deletes_of_jobs_are_recorded(admin_page: Client, user: Any, other_user: Any) -> None:
     from tests.jobs.test_admin_safety import change_payload
 
-    job = make_job(user, JobState.PENDING)
+    job = JobFactory(owner=user)
     response = admin_page.post(f"/admin/jobs/job/{job.pk}/change/", change_payload(job, gpus_per_node=4, owner=other_user.pk))
     assert response.status_code == 302, response.content.decode()
     edit = only_entry(action="job.admin_edit")
     assert edit.changes == {"gpus_per_node": [8, 4], "owner": ["alice", "bob"]}
     assert edit.job_id == job.pk and edit.remote_addr == ADMIN_ADDR
 
-    done = make_job(user, JobState.SUCCEEDED, node="n2")
+    done = JobFactory(owner=user, finished=True)
     assert admin_page.post(f"/admin/jobs/job/{done.pk}/delete/", {"post": "yes"}).status_code == 302
     deleted = only_entry(action="job.admin_delete")
     assert (deleted.target_id, deleted.job_id) == (str(done.pk), None)  # the link goes with the job, the entry stays
@@ -197,7 +197,7 @@ def test_django_admin_edits_and_deletes_of_jobs_are_recorded(admin_page: Client,
 
 @pytest.fixture
 def entries(admin_user: Any, user: Any, other_user: Any) -> dict[str, AuditEntry]:
-    alices, bobs = make_job(user, JobState.PENDING), make_job(other_user, JobState.PENDING)
+    alices, bobs = JobFactory(owner=user), JobFactory(owner=other_user)
     team = TeamFactory(name="vision")
     return {
         "alice": audit_record(
@@ -300,8 +300,8 @@ def test_the_page_needs_a_login(db: None) -> None:
 
 def test_a_gpu_quota_below_what_is_held_warns_in_the_api(admin_api: APIClient, user: Any) -> None:
     for node in ("n1", "n2", "n3", "n4"):
-        make_job(user, JobState.RUNNING, gpus=8, node=node)
-    queued = make_job(user, JobState.PENDING, gpus=8)
+        JobFactory(owner=user, running=True, held=[node])
+    queued = JobFactory(owner=user)
     Job.objects.filter(pk=queued.pk).update(nodes=3)  # 24 GPUs: more than the new limit on its own
     response = admin_api.patch("/api/v1/quotas/users/alice/", {"max_gpus": 16}, format="json")
     assert response.status_code == 200, response.content
@@ -318,8 +318,8 @@ def test_a_gpu_quota_below_what_is_held_warns_in_the_api(admin_api: APIClient, u
 
 
 def test_borrowed_gpus_are_named_in_the_warning(admin_api: APIClient, user: Any) -> None:
-    make_job(user, JobState.RUNNING, gpus=8, node="n1")
-    borrower = make_job(user, JobState.RUNNING, gpus=8, node="n2")
+    JobFactory(owner=user, running=True, held=["n1"])
+    borrower = JobFactory(owner=user, running=True, held=["n2"])
     Job.objects.filter(pk=borrower.pk).update(over_quota=True, preemptible=True)
     full = {"max_gpus": 4, "max_wall_time_seconds": None, "max_node_hours_per_job": None, "node_hours_per_period": None}
     (warning,) = admin_api.put("/api/v1/quotas/users/alice/", {**full, "fair_share_weight": 1.0}, format="json").json()["warnings"]
@@ -328,11 +328,8 @@ def test_borrowed_gpus_are_named_in_the_warning(admin_api: APIClient, user: Any)
 
 def test_a_budget_below_what_was_used_warns_on_the_quota_page(admin_page: Client, user: Any, settings: Any) -> None:
     settings.TIME_ZONE = "UTC"
-    job = make_job(user, JobState.SUCCEEDED)
-    UsageCharge.objects.create(
-        job=job, job_number=job.pk, user=user, period_start=timezone.now().replace(day=1, hour=0, minute=0, second=0, microsecond=0),
-        node_seconds=40 * 3600, gpu_seconds=320 * 3600,
-    )  # fmt: skip
+    job = JobFactory(owner=user, finished=True)
+    UsageChargeFactory(job=job, node_seconds=40 * 3600, gpu_seconds=320 * 3600)
     form = {
         "max_gpus": "",
         "max_wall_time_seconds": "",

@@ -28,9 +28,10 @@ from django.utils import timezone
 
 from jobs.cycle import CycleReport
 from jobs.models import Job, JobEvent
-from jobs.services import job_submit
 from jobs.states import JobState
-from tests.conftest import PASSWORD, REQUIRE_SERVICES, SimHarness, UserFactory, make_sim, need_service
+from tests.accounts.factories import UserFactory
+from tests.conftest import PASSWORD, REQUIRE_SERVICES, SimHarness, make_sim, need_service
+from tests.jobs.factories import JobFactory
 from tests.telemetry.helpers import store_runs_when_they_end
 
 try:
@@ -143,18 +144,15 @@ def shoot(page: Any, name: str) -> None:
 
 
 def submit_job(owner: Any, **overrides: Any) -> Job:
+    """A job as a fresh submit leaves it (PENDING, its first event written), built without the form."""
     fields: dict[str, Any] = {
         "name": "train-llm",
         "image": "nvcr.io/nvidia/pytorch:24.05-py3",
         "command": ["torchrun", "train.py"],
         "nodes": 2,
-        "gpus_per_node": 8,
-        "wall_time_seconds": 3600,
-        "priority_class": "normal",
         "simulate": {"duration_seconds": 600},
     }
-    fields.update(overrides)
-    return job_submit(owner=owner, **fields)
+    return JobFactory(owner=owner, queued=True, history=True, **{**fields, **overrides})
 
 
 def expect(target: Any) -> Any:

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from django.conf import settings as django_settings
 
-from jobs.models import Allocation, Job, JobEvent, Node
+from jobs.models import Job, JobEvent
 from telemetry.catalogue import METRICS, Level
 from telemetry.downsampling import coarsen
 from telemetry.models import JobSeries, JobTelemetrySummary
@@ -43,6 +43,7 @@ from tests.e2e.prometheus.recorded import (
     PrometheusServer,
     free_port,
 )
+from tests.jobs.factories import JobFactory, NodeFactory
 from tests.telemetry.helpers import start_running
 
 STEP = 60
@@ -226,16 +227,13 @@ def test_the_queries_are_rendered_from_the_settings_templates(settings) -> None:
 def recorded_job(owner: Any) -> Job:
     """Job 4242 of the recording: ran on gpu-a and gpu-b for 30 minutes from 2024-03-01 00:00 UTC."""
     started, ended = datetime.fromtimestamp(T0, tz=UTC), datetime.fromtimestamp(T0 + RUN_SECONDS, tz=UTC)
-    job = Job.objects.create(
+    job = JobFactory(
         pk=JOB, owner=owner, name="recorded", image="nvcr.io/nvidia/pytorch:24.05-py3", command=["train"], nodes=2,
-        gpus_per_node=8, wall_time_seconds=3600, priority_class="normal", state="SUCCEEDED", attempt=ATTEMPT,
-        submitted_at=started, scheduled_at=started, started_at=started, finished_at=ended,
+        wall_time_seconds=3600, finished=True, attempt=ATTEMPT, submitted_at=started, finished_at=ended,
+        held=[NodeFactory(name=name, rack="rack-1") for name in NODES],
     )  # fmt: skip
     JobEvent.objects.create(job=job, at=started, from_state="STARTING", to_state="RUNNING", reason="running", attempt=ATTEMPT)
     JobEvent.objects.create(job=job, at=ended, from_state="RUNNING", to_state="SUCCEEDED", reason="exit 0", attempt=ATTEMPT)
-    for rank, name in enumerate(NODES):
-        node, _ = Node.objects.get_or_create(name=name, defaults={"gpus_total": 8, "rack": "rack-1"})
-        Allocation.objects.create(job=job, node=node, attempt=ATTEMPT, rank=rank, gpus=8, allocated_at=started, released_at=ended)
     return job
 
 

@@ -8,10 +8,12 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from jobs.models import Allocation, Job, Node
+from jobs.models import Job
 from jobs.states import JobState
 from quotas.models import Quota
-from tests.conftest import TeamFactory, session_for
+from tests.conftest import session_for
+from tests.jobs.factories import JobFactory
+from tests.quotas.factories import TeamFactory
 
 
 @pytest.fixture
@@ -37,13 +39,16 @@ def test_usage_page_shows_limits_usage_and_teams(user: Any, vision: Any) -> None
 
 def test_usage_page_report_and_csv_link(user: Any, settings: Any) -> None:
     settings.TIME_ZONE = "UTC"
-    node = Node.objects.create(name="n1", gpus_total=8)
     start = datetime(2026, 11, 12, 8, tzinfo=UTC)
-    job = Job.objects.create(
-        owner=user, name="j", image="busybox", command=["true"], nodes=1, gpus_per_node=4, wall_time_seconds=86400,
-        priority_class="normal", state=JobState.SUCCEEDED, attempt=1, submitted_at=start,
-    )  # fmt: skip
-    Allocation.objects.create(job=job, node=node, attempt=1, rank=0, gpus=4, allocated_at=start, released_at=start + timedelta(hours=2))
+    JobFactory(
+        owner=user,
+        state=JobState.SUCCEEDED,
+        attempt=1,
+        gpus_per_node=4,
+        submitted_at=start,
+        held=["n1"],
+        held__released_at=start + timedelta(hours=2),
+    )
     page = session_for(user).get("/usage/", {"start": "2026-11-01", "end": "2026-11-30", "group_by": "user"})
     html = page.content.decode()
     assert 'data-testid="report"' in html

@@ -2,36 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.test import Client
 from django.utils import timezone
 
-from jobs.models import Allocation, Job, Node
+from jobs.models import Allocation, Job
 from jobs.states import JobState
 from quotas.models import Quota, UsageCharge
 from quotas.selectors import account_usages, accounts_snapshot
 from quotas.services import ledger_charge
 from tests.conftest import session_for
+from tests.jobs.factories import JobFactory, hours_ago
 
 CHANGELIST = "/admin/jobs/job/"
-
-
-def make_job(owner: Any, state: str, *, gpus: int = 8, hours_ago: float = 2.0, node: str = "n1") -> Job:
-    """A job in `state`; SCHEDULED/RUNNING ones hold `gpus` on one node since `hours_ago`."""
-    since = timezone.now() - timedelta(hours=hours_ago)
-    job = Job.objects.create(
-        owner=owner, name="train", image="busybox:1", command=["true"], nodes=1, gpus_per_node=gpus,
-        wall_time_seconds=86400, priority_class="normal", state=state, attempt=0 if state == JobState.PENDING else 1,
-        submitted_at=since, scheduled_at=None if state == JobState.PENDING else since,
-    )  # fmt: skip
-    if state != JobState.PENDING:
-        n = Node.objects.get_or_create(name=node, defaults={"gpus_total": 8})[0]
-        released = None if job.is_active else timezone.now() - timedelta(minutes=5)
-        Allocation.objects.create(job=job, node=n, attempt=1, rank=0, gpus=gpus, allocated_at=since, released_at=released)
-    return job
 
 
 @pytest.fixture
@@ -57,7 +42,7 @@ def change_payload(job: Job, **changes: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("state", [JobState.SCHEDULED, JobState.RUNNING])
 def test_a_job_holding_gpus_cannot_be_deleted_one_by_one(admin: Client, user: Any, state: str) -> None:
-    job = make_job(user, state)
+    job = JobFactory(owner=user, scheduled=state == JobState.SCHEDULED, running=state == JobState.RUNNING)
     assert admin.get(f"{CHANGELIST}{job.pk}/delete/").status_code == 403
     assert admin.post(f"{CHANGELIST}{job.pk}/delete/", {"post": "yes"}).status_code == 403
     assert Job.objects.filter(pk=job.pk).exists()
@@ -67,7 +52,7 @@ def test_a_job_holding_gpus_cannot_be_deleted_one_by_one(admin: Client, user: An
 
 
 def test_bulk_delete_refuses_a_selection_with_jobs_holding_gpus(admin: Client, user: Any) -> None:
-    running, done = make_job(user, JobState.RUNNING), make_job(user, JobState.SUCCEEDED, node="n2")
+    running, done = JobFactory(owner=user, running=True), JobFactory(owner=user, finished=True)
     for step in ({}, {"post": "yes"}):  # the confirmation page, and the confirmed post
         response = admin.post(CHANGELIST, {"action": "delete_selected", "_selected_action": [running.pk, done.pk], **step}, follow=True)
         assert response.status_code == 200
@@ -77,14 +62,14 @@ def test_bulk_delete_refuses_a_selection_with_jobs_holding_gpus(admin: Client, u
 
 
 def test_bulk_delete_of_ended_and_pending_jobs_works(admin: Client, user: Any) -> None:
-    done, pending = make_job(user, JobState.FAILED), make_job(user, JobState.PENDING)
+    done, pending = JobFactory(owner=user, finished=True, state=JobState.FAILED, exit_code=1), JobFactory(owner=user)
     response = admin.post(CHANGELIST, {"action": "delete_selected", "_selected_action": [done.pk, pending.pk], "post": "yes"}, follow=True)
     assert "Successfully deleted 2 jobs" in response.content.decode()
     assert not Job.objects.filter(pk__in=[done.pk, pending.pk]).exists()
 
 
 def test_a_running_jobs_shape_is_read_only(admin: Client, user: Any, other_user: Any) -> None:
-    job = make_job(user, JobState.RUNNING)
+    job = JobFactory(owner=user, running=True)
     page = admin.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
     assert 'name="nodes"' not in page and 'name="image"' not in page and 'name="owner"' not in page
     assert f"Job {job.pk} is RUNNING" in page and "read-only" in page
@@ -100,7 +85,7 @@ def test_a_running_jobs_shape_is_read_only(admin: Client, user: Any, other_user:
 
 
 def test_a_pending_job_may_be_reshaped_and_only_edited_columns_are_written(admin: Client, user: Any) -> None:
-    job = make_job(user, JobState.PENDING)
+    job = JobFactory(owner=user)
     stale = Job.objects.get(pk=job.pk)
     # The cycle writes its reason after the admin opened the page: the save must not overwrite it.
     Job.objects.filter(pk=job.pk).update(pending_reason_code="NO_ROOM", pending_reason="No room.")
@@ -112,7 +97,7 @@ def test_a_pending_job_may_be_reshaped_and_only_edited_columns_are_written(admin
 
 
 def test_a_pending_job_scheduled_while_the_admin_edits_keeps_its_shape(admin: Client, user: Any) -> None:
-    job = make_job(user, JobState.PENDING)
+    job = JobFactory(owner=user)
     form = change_payload(job, gpus_per_node=4)
     Job.objects.filter(pk=job.pk).update(state=JobState.SCHEDULED, attempt=1)  # the cycle placed it meanwhile
     response = admin.post(f"{CHANGELIST}{job.pk}/change/", form, follow=True)
@@ -122,13 +107,13 @@ def test_a_pending_job_scheduled_while_the_admin_edits_keeps_its_shape(admin: Cl
 
 
 def test_no_allocation_can_be_added_by_hand(admin: Client, user: Any) -> None:
-    job = make_job(user, JobState.PENDING)
+    job = JobFactory(owner=user)
     page = admin.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
     assert "allocations-__prefix__" not in page  # no empty form to add one
 
 
 def test_admins_cancel_jobs_from_the_list(admin: Client, user: Any) -> None:
-    running, done = make_job(user, JobState.RUNNING), make_job(user, JobState.SUCCEEDED, node="n2")
+    running, done = JobFactory(owner=user, running=True), JobFactory(owner=user, finished=True)
     response = admin.post(CHANGELIST, {"action": "cancel_selected", "_selected_action": [running.pk, done.pk]}, follow=True)
     html = response.content.decode()
     assert f"Cancelled job {running.pk}." in html and f"Already ended, left as they were: {done.pk}." in html
@@ -142,7 +127,7 @@ def test_admins_cancel_jobs_from_the_list(admin: Client, user: Any) -> None:
 
 def test_deleting_an_ended_job_keeps_its_charges_and_the_budget_used(admin: Client, user: Any) -> None:
     Quota.objects.create(user=user, node_hours_per_period=100.0)
-    job = make_job(user, JobState.RUNNING, gpus=8, hours_ago=2)
+    job = JobFactory(owner=user, running=True, gpus_per_node=8, submitted_at=hours_ago(2))
     ledger_charge(job=job, until=timezone.now())
     job_id = job.pk
     Job.objects.filter(pk=job_id).update(state=JobState.SUCCEEDED)
@@ -162,6 +147,6 @@ def test_deleting_an_ended_job_keeps_its_charges_and_the_budget_used(admin: Clie
 
 
 def test_charges_carry_the_job_number(user: Any) -> None:
-    job = make_job(user, JobState.RUNNING)
+    job = JobFactory(owner=user, running=True)
     ledger_charge(job=job, until=timezone.now())
     assert list(UsageCharge.objects.values_list("job_id", "job_number")) == [(job.pk, job.pk)]

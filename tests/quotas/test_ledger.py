@@ -19,7 +19,9 @@ from quotas.models import Quota, UsageCharge
 from quotas.periods import period_bounds
 from quotas.selectors import accounts_snapshot
 from quotas.services import ledger_charge, ledger_charge_active
-from tests.conftest import TeamFactory, UserFactory
+from tests.accounts.factories import UserFactory
+from tests.jobs.factories import AllocationFactory, JobFactory, NodeFactory
+from tests.quotas.factories import TeamFactory
 
 HOUR = 3600.0
 T0 = datetime(2026, 11, 10, 12, 0, tzinfo=UTC)
@@ -32,30 +34,15 @@ def _utc_months(settings: Any) -> None:
 
 
 def node(name: str, gpus: int = 8) -> Node:
-    return Node.objects.get_or_create(name=name, defaults={"gpus_total": gpus})[0]
+    return NodeFactory(name=name, gpus_total=gpus)
 
 
 def running_job(owner: Any, *, held: list[tuple[Node, int]], at: datetime, team: Any = None, attempt: int = 1) -> Job:
     """A RUNNING job whose current attempt holds `held` (node, GPUs) since `at`."""
-    job = Job.objects.create(
-        owner=owner,
-        team=team,
-        name="train",
-        image="busybox",
-        command=["true"],
-        nodes=len(held),
-        gpus_per_node=max(g for _, g in held),
-        wall_time_seconds=7 * 24 * 3600,
-        priority_class="normal",
-        state=JobState.RUNNING,
-        attempt=attempt,
-        submitted_at=at,
-        scheduled_at=at,
-        started_at=at,
+    gpus = max(g for _, g in held)
+    return JobFactory(
+        owner=owner, team=team, running=True, attempt=attempt, submitted_at=at, nodes=len(held), gpus_per_node=gpus, held=held
     )
-    for rank, (n, gpus) in enumerate(held):
-        Allocation.objects.create(job=job, node=n, attempt=attempt, rank=rank, gpus=gpus, allocated_at=at)
-    return job
 
 
 def charges(job: Job) -> dict[datetime, tuple[float, float]]:
@@ -149,7 +136,7 @@ def test_a_restarted_attempt_is_charged_from_its_own_start(user: Any) -> None:
     # Requeued, waited an hour, then attempt 2 started on a 2-GPU share.
     Job.objects.filter(pk=job.pk).update(attempt=2)
     job.refresh_from_db()
-    Allocation.objects.create(job=job, node=n1, attempt=2, rank=0, gpus=2, allocated_at=T0 + timedelta(hours=2))
+    AllocationFactory(job=job, node=n1, attempt=2, gpus=2, allocated_at=T0 + timedelta(hours=2))
     ledger_charge(job=job, until=T0 + timedelta(hours=3))
     assert charges(job) == {datetime(2026, 11, 1, tzinfo=UTC): (1.25 * HOUR, 10 * HOUR)}
 

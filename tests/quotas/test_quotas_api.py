@@ -17,7 +17,9 @@ from jobs.states import ACTIVE_STATES, JobState
 from quotas.models import Quota
 from quotas.periods import overlap_seconds, period_bounds
 from quotas.services import ledger_charge
-from tests.conftest import TeamFactory, job_payload
+from tests.conftest import job_payload
+from tests.jobs.factories import JobFactory, NodeFactory
+from tests.quotas.factories import TeamFactory
 
 USERS = "/api/v1/quotas/users/"
 TEAMS = "/api/v1/quotas/teams/"
@@ -297,16 +299,19 @@ def test_admins_read_anyones_usage_others_only_their_own(api: APIClient, admin_a
 @pytest.fixture
 def history(user: Any, other_user: Any, vision: Any) -> None:
     """Known allocations in November 2026 (UTC): alice 2 whole-node hours + a quarter node; bob 1 node, no team."""
-    n1 = Node.objects.create(name="n1", gpus_total=8)
-    n2 = Node.objects.create(name="n2", gpus_total=8)
+    n1, n2 = NodeFactory(name="n1"), NodeFactory(name="n2")
 
     def ran(owner: Any, team: Any, held: list[tuple[Node, int]], start: datetime, end: datetime | None) -> None:
-        job = Job.objects.create(
-            owner=owner, team=team, name="j", image="busybox", command=["true"], nodes=len(held), gpus_per_node=8,
-            wall_time_seconds=86400, priority_class="normal", state=JobState.SUCCEEDED, attempt=1, submitted_at=start,
-        )  # fmt: skip
-        for rank, (node, gpus) in enumerate(held):
-            Allocation.objects.create(job=job, node=node, attempt=1, rank=rank, gpus=gpus, allocated_at=start, released_at=end)
+        JobFactory(
+            owner=owner,
+            team=team,
+            state=JobState.SUCCEEDED,
+            attempt=1,
+            submitted_at=start,
+            nodes=len(held),
+            held=held,
+            held__released_at=end,
+        )
 
     day = datetime(2026, 11, 10, tzinfo=UTC)
     # alice/vision: a 2-node gang for 1 h across midnight into the 10th: half of it before the range.

@@ -22,7 +22,8 @@ from jobs.cluster.simulated import SimulatedCluster
 from jobs.models import Allocation, Job
 from jobs.services import nodes_sync
 from jobs.states import JobState
-from tests.conftest import Clock, SimHarness, TeamFactory, job_payload
+from tests.conftest import Clock, SimHarness, job_payload
+from tests.quotas.factories import TeamFactory
 
 JOBS = "/api/v1/jobs/"
 QUEUE = "/api/v1/queue/"

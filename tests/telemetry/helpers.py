@@ -14,6 +14,7 @@ from jobs.models import Job, JobEvent
 from jobs.states import TERMINAL_STATES
 from telemetry import tasks
 from telemetry.services import telemetry_store_run
+from tests.jobs.factories import JobFactory
 
 
 def store_runs_when_they_end(monkeypatch: Any) -> list[tuple[int, int]]:
@@ -60,3 +61,24 @@ def start_running(submit: Callable[..., Any], sim: Any, *, ran_for: float = 3600
     started = JobEvent.objects.get(job=running, to_state="RUNNING").at
     JobEvent.objects.filter(job=running).update(at=F("at") - (started - timezone.now()) - timedelta(seconds=ran_for))
     return Job.objects.get(pk=job_id)
+
+
+def stored_run(owner: Any, *, nodes: int, gpus_per_node: int, seconds: float) -> Job:
+    """A job that ran `seconds` on the simulated cluster, ended a minute ago and had its run stored, as the
+    end-of-run hook leaves it; built with factories (no API, no cycles) for tests that read what was stored."""
+    ended = timezone.now() - timedelta(minutes=1)
+    started = ended - timedelta(seconds=seconds)
+    job = JobFactory(
+        owner=owner,
+        finished=True,
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        simulate={"duration_seconds": seconds},
+        submitted_at=started - timedelta(seconds=2),
+        scheduled_at=started - timedelta(seconds=1),
+        started_at=started,
+        finished_at=ended,
+        history=True,
+    )
+    assert telemetry_store_run(job_id=job.pk, attempt=job.attempt) > 0
+    return Job.objects.get(pk=job.pk)

@@ -12,30 +12,15 @@ from django.test import Client
 from django.utils import timezone
 
 from jobs.dashboard import WINDOWS, dashboard_context, gpus, latency, percentile, queue_depth, step_levels
-from jobs.models import Allocation, Job, JobEvent, Node
+from jobs.models import Job, JobEvent, Node
 from jobs.states import JobState
 from telemetry.figures import as_plotly_figure
 from telemetry.models import JobTelemetrySummary
-from tests.conftest import TeamFactory, session_for
+from tests.conftest import session_for
+from tests.jobs.factories import AllocationFactory, JobFactory, NodeFactory
+from tests.quotas.factories import TeamFactory
 
 DAY = WINDOWS["24h"]
-
-
-def make_job(owner: Any, *, state: str = JobState.SUCCEEDED, submitted_at: datetime, team: Any = None, **fields: Any) -> Job:
-    return Job.objects.create(
-        owner=owner,
-        team=team,
-        name=fields.pop("name", "train"),
-        image="nvcr.io/nvidia/pytorch:24.05-py3",
-        command=["python", "train.py"],
-        nodes=fields.pop("nodes", 1),
-        gpus_per_node=fields.pop("gpus_per_node", 8),
-        wall_time_seconds=3600,
-        priority_class="normal",
-        state=state,
-        submitted_at=submitted_at,
-        **fields,
-    )
 
 
 def event(job: Job, at: datetime, from_state: str, to_state: str) -> None:
@@ -43,7 +28,7 @@ def event(job: Job, at: datetime, from_state: str, to_state: str) -> None:
 
 
 def started_job(owner: Any, submitted: datetime, started: datetime) -> Job:
-    job = make_job(owner, submitted_at=submitted, started_at=started)
+    job = JobFactory(owner=owner, state=JobState.SUCCEEDED, submitted_at=submitted, started_at=started)
     event(job, submitted, "", JobState.PENDING)
     event(job, started, JobState.SCHEDULED, JobState.RUNNING)
     return job
@@ -57,7 +42,7 @@ def now() -> datetime:
 
 @pytest.fixture
 def node(db: None) -> Node:
-    return Node.objects.create(name="gpu-001", gpus_total=8, rack="r1")
+    return NodeFactory(name="gpu-001")
 
 
 # --- arithmetic ------------------------------------------------------------------------------------
@@ -110,9 +95,9 @@ def test_a_restarted_job_waits_from_its_requeue_not_from_its_submit(user: Any, n
 
 def test_queue_depth_replays_the_event_history(user: Any, now: datetime) -> None:
     start = now - timedelta(hours=24)
-    waiting = make_job(user, state=JobState.PENDING, submitted_at=now - timedelta(hours=25))
+    waiting = JobFactory(owner=user, submitted_at=now - timedelta(hours=25))
     event(waiting, now - timedelta(hours=25), "", JobState.PENDING)
-    ran = make_job(user, submitted_at=start + timedelta(minutes=10))
+    ran = JobFactory(owner=user, state=JobState.SUCCEEDED, submitted_at=start + timedelta(minutes=10))
     event(ran, start + timedelta(minutes=10), "", JobState.PENDING)
     event(ran, start + timedelta(minutes=25), JobState.PENDING, JobState.SCHEDULED)
     event(ran, start + timedelta(minutes=26), JobState.SCHEDULED, JobState.RUNNING)
@@ -135,8 +120,8 @@ def test_gpu_hours_per_team_and_allocated_over_time(user: Any, admin_user: Any, 
         (nlp, 8, now - timedelta(hours=50), now - timedelta(hours=40)),  # before the window
     ]
     for team, held, allocated_at, released_at in rows:
-        job = make_job(user, team=team, submitted_at=allocated_at, gpus_per_node=held)
-        Allocation.objects.create(job=job, node=node, attempt=1, rank=0, gpus=held, allocated_at=allocated_at, released_at=released_at)
+        job = JobFactory(owner=user, state=JobState.SUCCEEDED, team=team, submitted_at=allocated_at, gpus_per_node=held)
+        AllocationFactory(job=job, node=node, gpus=held, allocated_at=allocated_at, released_at=released_at)
     staff = gpus(DAY, now, admin_user)
     assert staff["team_hours"] == pytest.approx({"vision": 8.0, "no team": 6.0, "nlp": 4.0})
     assert list(staff["team_hours"]) == ["vision", "no team", "nlp"]  # most first
@@ -150,7 +135,13 @@ def test_gpu_hours_per_team_and_allocated_over_time(user: Any, admin_user: Any, 
 
 
 def test_used_gpus_come_from_telemetry_summaries(user: Any, admin_user: Any, now: datetime) -> None:
-    job = make_job(user, submitted_at=now - timedelta(hours=3), started_at=now - timedelta(hours=2), finished_at=now - timedelta(hours=1))
+    job = JobFactory(
+        owner=user,
+        state=JobState.SUCCEEDED,
+        submitted_at=now - timedelta(hours=3),
+        started_at=now - timedelta(hours=2),
+        finished_at=now - timedelta(hours=1),
+    )
     JobTelemetrySummary.objects.create(job=job, gpu_seconds=8 * 3600, gpu_util_mean=50.0, computed_at=now)
     used = gpus(DAY, now, admin_user)["used"]
     assert used["jobs"] == 1
@@ -173,14 +164,18 @@ def test_page_renders_figures_plotly_accepts(user: Any, node: Node) -> None:
     now = timezone.now()
     team = TeamFactory(name="vision")
     team.members.add(user)
-    done = make_job(user, team=team, submitted_at=now - timedelta(hours=2), started_at=now - timedelta(hours=2) + timedelta(seconds=30))
+    done = JobFactory(
+        owner=user,
+        state=JobState.SUCCEEDED,
+        team=team,
+        submitted_at=now - timedelta(hours=2),
+        started_at=now - timedelta(hours=2) + timedelta(seconds=30),
+    )
     event(done, done.submitted_at, "", JobState.PENDING)
     event(done, done.started_at, JobState.PENDING, JobState.SCHEDULED)
     event(done, done.started_at, JobState.SCHEDULED, JobState.RUNNING)
-    Allocation.objects.create(
-        job=done, node=node, attempt=1, rank=0, gpus=8, allocated_at=done.started_at, released_at=now - timedelta(hours=1)
-    )
-    waiting = make_job(user, state=JobState.PENDING, submitted_at=now - timedelta(hours=5), name="big-run", pending_reason_code="NO_ROOM")
+    AllocationFactory(job=done, node=node, allocated_at=done.started_at, released_at=now - timedelta(hours=1))
+    waiting = JobFactory(owner=user, submitted_at=now - timedelta(hours=5), name="big-run", pending_reason_code="NO_ROOM")
     event(waiting, waiting.submitted_at, "", JobState.PENDING)
 
     page = session_for(user).get("/dashboard/")

@@ -11,7 +11,7 @@ from telemetry.downsampling import coarsen
 from telemetry.models import JobSeries
 from telemetry.selectors import job_run, job_target
 from telemetry.sources.simulated import SimulatedTelemetry
-from tests.telemetry.helpers import run_to_end, start_running, store_runs_when_they_end
+from tests.telemetry.helpers import run_to_end, start_running, store_runs_when_they_end, stored_run
 from tests.telemetry.test_telemetry_push import inspector_record, pod, push
 
 
@@ -20,8 +20,14 @@ def metrics_url(job_id: int) -> str:
 
 
 @pytest.fixture
-def finished(submit, sim, monkeypatch, django_capture_on_commit_callbacks) -> Job:
+def finished(user) -> Job:
     """A 2-node x 8-GPU job that ran 10 minutes and was stored when it ended."""
+    return stored_run(user, nodes=2, gpus_per_node=8, seconds=600)
+
+
+@pytest.fixture
+def finished_through_the_api(submit, sim, monkeypatch, django_capture_on_commit_callbacks) -> Job:
+    """The same, submitted over the API and run on the simulated cluster until the end-of-run hook stored it."""
     store_runs_when_they_end(monkeypatch)
     job_id = submit(nodes=2, gpus_per_node=8, simulate={"duration_seconds": 600})["id"]
     return run_to_end(sim, job_id, django_capture_on_commit_callbacks, step=60)
@@ -32,7 +38,9 @@ def stored_values(job: Job, metric: str, level: Level) -> list[tuple[str, int, l
     return [(r.node, r.gpu, [m for m, c in zip(r.buckets().mean, r.buckets().count, strict=True) if c]) for r in rows]
 
 
-def test_a_finished_job_returns_its_stored_series(api, finished) -> None:
+@pytest.mark.parametrize("how", ["built", "through_the_api"])
+def test_a_finished_job_returns_its_stored_series(api, request, how) -> None:
+    finished = request.getfixturevalue("finished" if how == "built" else "finished_through_the_api")
     response = api.get(metrics_url(finished.pk), {"metric": "gpu_util", "level": "gpu"})
     assert response.status_code == 200, response.content
     body = response.json()

@@ -18,15 +18,13 @@ from telemetry.models import JobSeries
 from telemetry.page import job_telemetry_context
 from telemetry.staticfiles import PLOTLY_JS
 from tests.conftest import session_for
-from tests.telemetry.helpers import run_to_end, start_running, store_runs_when_they_end
+from tests.telemetry.helpers import start_running, stored_run
 
 
 @pytest.fixture
-def finished(submit, sim, monkeypatch, django_capture_on_commit_callbacks) -> Job:
+def finished(user) -> Job:
     """A 2-node x 8-GPU job that ran an hour and was stored when it ended."""
-    store_runs_when_they_end(monkeypatch)
-    job_id = submit(nodes=2, gpus_per_node=8, simulate={"duration_seconds": 3600})["id"]
-    return run_to_end(sim, job_id, django_capture_on_commit_callbacks, step=600)
+    return stored_run(user, nodes=2, gpus_per_node=8, seconds=3600)
 
 
 def context(job: Job, **params: str) -> dict[str, Any]:
