@@ -48,6 +48,18 @@ def _fast_password_hashing(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _own_lock_and_cache_per_xdist_worker(settings: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
+    # pytest-xdist workers each have their own test database, whose job ids start at 1 in every worker. Off
+    # PostgreSQL the cycle lock is a file in DATA_DIR (jobs/locks.py; PostgreSQL's advisory lock is per database
+    # already), and with Redis the cache is shared: each worker gets its own lock file and cache key prefix, so one
+    # worker's cycle never finds another's lock held nor reads another's cached job 1.
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        settings.DATA_DIR = tmp_path_factory.getbasetemp()
+        settings.CACHES = {"default": {**settings.CACHES["default"], "KEY_PREFIX": f"muster-test-{worker}"}}
+
+
+@pytest.fixture(autouse=True)
 def _no_rate_throttles(settings: Any) -> None:
     # Scenario tests submit hundreds of jobs as one user, and the rates' counts (in Redis in CI) outlive a test;
     # tests/accounts/test_accounts.py sets real rates where it tests them. Brute-force lockouts stay on everywhere.
