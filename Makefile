@@ -17,7 +17,9 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt
 run: $(STAMP)
 	VENV=$(VENV) scripts/run-local.sh
 
-## Run the whole test suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set).
+## Run the whole test suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set), printing the slowest tests and the time.
+## PYTEST_WORKERS=2 runs all but tests/e2e/ on 2 pytest-xdist workers, then tests/e2e/ (servers, Redis, the test cluster) serially.
+PYTEST_WORKERS ?= 1
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -25,7 +27,12 @@ test: $(STAMP)
 	$(VENV)/bin/mypy
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
-	$(PY) -m pytest $(PYTEST_ARGS)
+ifeq ($(PYTEST_WORKERS),1)
+	$(PY) -m pytest --durations=15 $(PYTEST_ARGS)
+else
+	$(PY) -m pytest --durations=15 -n $(PYTEST_WORKERS) --dist loadgroup --ignore=tests/e2e $(PYTEST_ARGS)
+	$(PY) -m pytest --durations=15 tests/e2e $(PYTEST_ARGS)
+endif
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

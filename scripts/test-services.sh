@@ -10,7 +10,7 @@ command -v pg_ctlcluster >/dev/null || need+=(postgresql)
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v chromium >/dev/null || need+=(chromium)
 # Prometheus and promtool for the Prometheus telemetry source's tests: they load recorded data into TSDB blocks and start
-# their own server on a free loopback port (tests/prometheus/recorded.py), never the package's service (prometheus.service
+# their own server on a free loopback port (tests/e2e/prometheus/recorded.py), never the package's service (prometheus.service
 # on :9090), which the init system may or may not start; nothing here depends on it.
 command -v promtool >/dev/null && command -v prometheus >/dev/null || need+=(prometheus)
 # The Kubernetes test cluster's scripts (platform/testcluster) and kubectl for the tests that compare with it.

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import factory
 import pytest
 from django.db import connection
 from django.test import Client
@@ -17,12 +16,11 @@ from rest_framework.test import APIClient
 
 from jobs.cluster.simulated import SimulatedCluster
 from jobs.services import nodes_sync
-from quotas.models import Team
 from scheduler.cycle import CycleReport, run_cycle
+from tests.accounts.factories import PASSWORD, UserFactory
 
 # CI sets this: a test that needs PostgreSQL or Redis fails instead of skipping.
 REQUIRE_SERVICES = os.environ.get("MUSTER_REQUIRE_SERVICES") == "1"
-PASSWORD = "correct-horse-battery-staple"
 
 
 def need_service(available: bool, what: str) -> None:
@@ -50,48 +48,38 @@ def _fast_password_hashing(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _own_lock_and_cache_per_xdist_worker(settings: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
+    # pytest-xdist workers each have their own test database, whose job ids start at 1 in every worker. Off
+    # PostgreSQL the cycle lock is a file in DATA_DIR (jobs/locks.py; PostgreSQL's advisory lock is per database
+    # already), and with Redis the cache is shared: each worker gets its own lock file and cache key prefix, so one
+    # worker's cycle never finds another's lock held nor reads another's cached job 1.
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        settings.DATA_DIR = tmp_path_factory.getbasetemp()
+        settings.CACHES = {"default": {**settings.CACHES["default"], "KEY_PREFIX": f"muster-test-{worker}"}}
+
+
+@pytest.fixture(autouse=True)
 def _no_rate_throttles(settings: Any) -> None:
     # Scenario tests submit hundreds of jobs as one user, and the rates' counts (in Redis in CI) outlive a test;
-    # tests/test_accounts.py sets real rates where it tests them. Brute-force lockouts stay on everywhere.
+    # tests/accounts/test_accounts.py sets real rates where it tests them. Brute-force lockouts stay on everywhere.
     settings.MUSTER_THROTTLE_WRITES = ""
     settings.MUSTER_THROTTLE_TOKEN_REQUESTS = ""
 
 
-class UserFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = "auth.User"
-        skip_postgeneration_save = True
-
-    username = factory.Sequence(lambda n: f"user{n}")
-    password = factory.PostGenerationMethodCall("set_password", PASSWORD)
-
-
-class TeamFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Team
-
-    name = factory.Sequence(lambda n: f"team-{n}")
-
-
 @pytest.fixture
 def user(db: None) -> Any:
-    u = UserFactory(username="alice")
-    u.save()
-    return u
+    return UserFactory(username="alice")
 
 
 @pytest.fixture
 def other_user(db: None) -> Any:
-    u = UserFactory(username="bob")
-    u.save()
-    return u
+    return UserFactory(username="bob")
 
 
 @pytest.fixture
 def admin_user(db: None) -> Any:
-    u = UserFactory(username="root", is_staff=True, is_superuser=True)
-    u.save()
-    return u
+    return UserFactory(username="root", is_staff=True, is_superuser=True)
 
 
 def client_for(u: Any) -> APIClient:

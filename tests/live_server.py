@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import PASSWORD
-from tests.test_worker import ROOT, wait_for
+from tests.processes import ROOT, wait_for
 
 
 def free_port() -> int:

@@ -1,0 +1,429 @@
+"""The REST resource contract: auth, jobs (create, list, detail, cancel), nodes, queue, schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from rest_framework.test import APIClient
+
+from jobs.models import Job, JobEvent
+from tests.conftest import PASSWORD, job_payload
+from tests.quotas.factories import TeamFactory
+
+JOBS = "/api/v1/jobs/"
+NODES = "/api/v1/nodes/"
+QUEUE = "/api/v1/queue/"
+
+
+def job_url(job_id: int, suffix: str = "") -> str:
+    return f"{JOBS}{job_id}/{suffix}"
+
+
+def nodes_by_name(client: APIClient) -> dict[str, dict[str, Any]]:
+    response = client.get(NODES, {"limit": 100})
+    assert response.status_code == 200, response.content
+    return {n["name"]: n for n in response.json()["results"]}
+
+
+def transitions(job: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(e["from_state"], e["to_state"]) for e in job["events"]]
+
+
+# --- auth --------------------------------------------------------------------------------------
+
+
+def test_token_login_returns_a_token_that_authenticates(user: Any, sim: Any) -> None:
+    response = APIClient().post("/api/v1/auth/token/", {"username": "alice", "password": PASSWORD}, format="json")
+    assert response.status_code == 200, response.content
+    token = response.json()["token"]
+    assert token
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    assert client.get(JOBS).status_code == 200
+    created = client.post(JOBS, job_payload(), format="json")
+    assert created.status_code == 201, created.content
+    assert created.json()["owner"] == "alice"
+
+
+def test_token_login_with_a_bad_password_is_refused(user: Any) -> None:
+    response = APIClient().post("/api/v1/auth/token/", {"username": "alice", "password": "wrong"}, format="json")
+    assert response.status_code == 401
+    assert response.json() == {"detail": "Wrong username or password."}
+
+
+def test_a_bad_token_is_refused(user: Any) -> None:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token not-a-real-token")
+    assert client.get(JOBS).status_code == 401
+
+
+@pytest.mark.parametrize("method,url", [("get", JOBS), ("post", JOBS), ("get", NODES), ("get", QUEUE), ("get", f"{JOBS}1/")])
+def test_anonymous_requests_are_unauthorized(db: None, method: str, url: str) -> None:
+    response = getattr(APIClient(), method)(url)
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+# --- create ------------------------------------------------------------------------------------
+
+
+def test_create_returns_the_pending_job_with_its_submit_event(api: APIClient, sim: Any) -> None:
+    response = api.post(JOBS, job_payload(env={"NCCL_DEBUG": "INFO"}), format="json")
+    assert response.status_code == 201, response.content
+    job = response.json()
+    assert isinstance(job["id"], int)
+    assert job["state"] == "PENDING"
+    assert job["owner"] == "alice"
+    assert job["nodes"] == 2 and job["gpus_per_node"] == 8 and job["gpus"] == 16
+    assert job["priority_class"] == "normal"
+    assert job["env"] == {"NCCL_DEBUG": "INFO"}
+    assert job["assigned_nodes"] == []
+    assert set(job["pending_reason"]) == {"code", "message"}
+    assert job["pending_reason"]["message"]
+    assert len(job["events"]) == 1
+    assert job["events"][0]["from_state"] == "" and job["events"][0]["to_state"] == "PENDING"
+    assert "alice" in job["events"][0]["reason"]
+
+    assert Job.objects.filter(pk=job["id"], owner__username="alice", state="PENDING").count() == 1
+    assert JobEvent.objects.filter(job_id=job["id"]).count() == 1
+    assert JobEvent.objects.count() == 1
+
+
+def test_create_submits_for_a_named_team(api: APIClient, user: Any, submit: Any) -> None:
+    TeamFactory(name="vision").members.add(user)
+    TeamFactory(name="speech").members.add(user)
+    job = submit(team="speech")
+    assert job["team"] == "speech"
+    assert submit()["team"] is None  # a member of several teams names one, or submits for none
+
+
+# --- list --------------------------------------------------------------------------------------
+
+
+def test_list_is_paginated(api: APIClient, submit: Any) -> None:
+    ids = [submit(name=f"job-{i}")["id"] for i in range(5)]
+    page = api.get(JOBS, {"limit": 2}).json()
+    assert page["count"] == 5
+    assert len(page["results"]) == 2
+    assert page["next"] and "offset=2" in page["next"]
+    assert page["previous"] is None
+    # Newest first, and the pages together list every job once.
+    seen = [j["id"] for j in page["results"]]
+    while page["next"]:
+        page = api.get(page["next"]).json()
+        seen += [j["id"] for j in page["results"]]
+    assert seen == sorted(ids, reverse=True)
+
+
+def test_list_filters_by_state(api: APIClient, submit: Any, sim: Any) -> None:
+    first = submit()
+    sim.cycle()
+    sim.advance(2)  # the first job's pods start: RUNNING
+    second = submit()
+
+    running = api.get(JOBS, {"state": "RUNNING"}).json()
+    assert [j["id"] for j in running["results"]] == [first["id"]]
+    assert running["results"][0]["state"] == "RUNNING"
+    pending = api.get(JOBS, {"state": "PENDING"}).json()
+    assert [j["id"] for j in pending["results"]] == [second["id"]]
+    both = api.get(f"{JOBS}?state=PENDING&state=RUNNING").json()
+    assert both["count"] == 2
+    assert api.get(JOBS, {"state": "NOT_A_STATE"}).status_code == 400
+
+
+def test_users_see_only_their_own_jobs_and_admins_see_all(api: APIClient, other_api: APIClient, admin_api: APIClient, submit: Any) -> None:
+    mine = submit()
+    theirs = submit(client=other_api)
+
+    assert [j["id"] for j in api.get(JOBS).json()["results"]] == [mine["id"]]
+    assert [j["id"] for j in other_api.get(JOBS).json()["results"]] == [theirs["id"]]
+    everyone = admin_api.get(JOBS).json()
+    assert {j["id"] for j in everyone["results"]} == {mine["id"], theirs["id"]}
+    assert admin_api.get(JOBS, {"owner": "bob"}).json()["results"][0]["id"] == theirs["id"]
+    assert admin_api.get(job_url(mine["id"])).status_code == 200
+
+
+def test_another_users_job_cannot_be_read_or_cancelled(api: APIClient, other_api: APIClient, submit: Any) -> None:
+    theirs = submit(client=other_api)
+
+    assert api.get(job_url(theirs["id"])).status_code == 404
+    assert api.post(job_url(theirs["id"], "cancel/")).status_code == 404
+    assert Job.objects.get(pk=theirs["id"]).state == "PENDING"
+    assert JobEvent.objects.filter(job_id=theirs["id"]).count() == 1
+    assert api.get(job_url(999_999)).status_code == 404
+
+
+# --- detail ------------------------------------------------------------------------------------
+
+
+def test_detail_follows_the_job_through_scheduled_and_running(api: APIClient, submit: Any, sim: Any) -> None:
+    job = submit()
+    sim.cycle()
+    detail = api.get(job_url(job["id"])).json()
+    assert detail["state"] == "SCHEDULED"
+    assert detail["pending_reason"] is None
+    assert detail["scheduled_at"]
+    nodes = detail["assigned_nodes"]
+    assert len(nodes) == 2 and len(set(nodes)) == 2
+    assert set(nodes) <= set(nodes_by_name(api))
+
+    sim.advance(2)
+    detail = api.get(job_url(job["id"])).json()
+    assert detail["state"] == "RUNNING"
+    assert detail["started_at"]
+    assert detail["assigned_nodes"] == nodes
+    assert transitions(detail) == [("", "PENDING"), ("PENDING", "SCHEDULED"), ("SCHEDULED", "RUNNING")]
+    assert all(e["reason"] for e in detail["events"])
+
+    sim.advance(31)  # the simulated duration is 30 s
+    detail = api.get(job_url(job["id"])).json()
+    assert detail["state"] == "SUCCEEDED"
+    assert detail["exit_code"] == 0
+    assert transitions(detail)[-1] == ("RUNNING", "SUCCEEDED")
+
+
+# --- cancel ------------------------------------------------------------------------------------
+
+
+def test_cancel_a_pending_job(api: APIClient, submit: Any) -> None:
+    job = submit()
+    response = api.post(job_url(job["id"], "cancel/"))
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["state"] == "CANCELLED"
+    assert body["finished_at"]
+    assert transitions(body) == [("", "PENDING"), ("PENDING", "CANCELLED")]
+    assert "alice" in body["events"][-1]["reason"]
+    assert Job.objects.get(pk=job["id"]).state == "CANCELLED"
+
+
+def test_cancel_a_running_job_frees_its_gpus(api: APIClient, submit: Any, sim: Any) -> None:
+    job = submit()
+    sim.cycle()
+    sim.advance(2)
+    assert api.get(job_url(job["id"])).json()["state"] == "RUNNING"
+    assert sum(n["gpus_free"] for n in nodes_by_name(api).values()) == 16 * 8 - 16
+
+    response = api.post(job_url(job["id"], "cancel/"))
+    assert response.status_code == 200, response.content
+    assert response.json()["state"] == "CANCELLED"
+    assert transitions(response.json())[-1] == ("RUNNING", "CANCELLED")
+    assert all(n["gpus_free"] == n["gpus_total"] == 8 for n in nodes_by_name(api).values())
+
+    # The next cycle removes the pods and leaves the job cancelled.
+    report = sim.advance(1)
+    assert report.orphans_removed == [(job["id"], 1)]
+    assert not sim.cluster.observe_gangs()
+    assert api.get(job_url(job["id"])).json()["state"] == "CANCELLED"
+
+
+@pytest.mark.parametrize("how", ["succeeded", "cancelled"])
+def test_cancelling_a_finished_job_is_a_conflict(api: APIClient, submit: Any, sim: Any, how: str) -> None:
+    job = submit()
+    if how == "succeeded":
+        sim.cycle()
+        sim.advance(2)
+        sim.advance(31)
+    else:
+        assert api.post(job_url(job["id"], "cancel/")).status_code == 200
+    final = Job.objects.get(pk=job["id"]).state
+    assert final == how.upper()
+    events = JobEvent.objects.filter(job_id=job["id"]).count()
+
+    response = api.post(job_url(job["id"], "cancel/"))
+    assert response.status_code == 409
+    assert final in response.json()["detail"]
+    assert "nothing to cancel" in response.json()["detail"]
+    assert Job.objects.get(pk=job["id"]).state == final
+    assert JobEvent.objects.filter(job_id=job["id"]).count() == events
+
+
+def test_cancel_only_accepts_post(api: APIClient, submit: Any) -> None:
+    job = submit()
+    assert api.get(job_url(job["id"], "cancel/")).status_code == 405
+    assert api.delete(job_url(job["id"])).status_code == 405
+    assert Job.objects.get(pk=job["id"]).state == "PENDING"
+
+
+# --- nodes -------------------------------------------------------------------------------------
+
+
+def test_nodes_lists_the_cluster(api: APIClient, sim: Any) -> None:
+    response = api.get(NODES, {"limit": 100})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["count"] == 16
+    nodes = body["results"]
+    assert len({n["name"] for n in nodes}) == 16
+    for node in nodes:
+        assert {"name", "gpus_total", "gpus_free", "rack", "state"} <= set(node)
+        assert node["gpus_total"] == 8
+        assert node["gpus_free"] == 8
+        assert node["rack"]
+        assert node["state"] == "READY"
+    assert len({n["rack"] for n in nodes}) == 2
+
+
+def test_node_gpus_free_drop_on_the_nodes_a_job_runs_on(api: APIClient, submit: Any, sim: Any) -> None:
+    job = submit(nodes=2, gpus_per_node=8)
+    sim.cycle()
+    sim.advance(2)
+    placed = api.get(job_url(job["id"])).json()["assigned_nodes"]
+    nodes = nodes_by_name(api)
+    for name, node in nodes.items():
+        assert node["gpus_free"] == (0 if name in placed else 8), name
+    assert api.get(f"{NODES}{placed[0]}/").json()["gpus_free"] == 0
+
+    single = submit(nodes=1, gpus_per_node=3)
+    sim.cycle()
+    (host,) = api.get(job_url(single["id"])).json()["assigned_nodes"]
+    assert host not in placed
+    assert nodes_by_name(api)[host]["gpus_free"] == 5
+
+
+# --- queue -------------------------------------------------------------------------------------
+
+
+def test_queue_lists_pending_jobs_in_scheduling_order(api: APIClient, other_api: APIClient, submit: Any, sim: Any) -> None:
+    blocker = submit(nodes=16, gpus_per_node=8)
+    sim.cycle()  # the whole cluster is taken
+    assert api.get(job_url(blocker["id"])).json()["state"] == "SCHEDULED"
+
+    pre = submit(name="pre", priority_class="preemptible", nodes=1, gpus_per_node=1)
+    normal_old = submit(name="normal-old", nodes=1, gpus_per_node=1)
+    prod = submit(client=other_api, name="prod", priority_class="production")
+    normal_new = submit(name="normal-new", nodes=1, gpus_per_node=1)
+    sim.cycle()
+
+    response = api.get(QUEUE)
+    assert response.status_code == 200
+    body = response.json()
+    entries = body["results"]
+    assert body["count"] == 4
+    assert [e["id"] for e in entries] == [prod["id"], normal_old["id"], normal_new["id"], pre["id"]]
+    assert [e["position"] for e in entries] == [1, 2, 3, 4]
+    assert entries[0]["owner"] == "bob" and entries[0]["priority_class"] == "production"
+    for entry in entries:
+        assert entry["pending_reason"]["code"] == "NO_ROOM"
+        assert entry["pending_reason"]["message"]
+    assert blocker["id"] not in [e["id"] for e in entries]
+    # Each entry shows its priority and the parts it is made of, highest first.
+    totals = [e["priority"]["total"] for e in entries]
+    assert totals == sorted(totals, reverse=True)
+    for entry in entries:
+        factors = entry["priority"]["factors"]
+        assert set(factors) == {"fair_share", "age", "class", "size"}
+        assert entry["priority"]["total"] == pytest.approx(sum(f["weighted"] for f in factors.values()), abs=0.01)
+    assert entries[0]["priority"]["factors"]["class"]["value"] == 1.0
+    assert entries[-1]["priority"]["factors"]["class"]["value"] == 0.0
+    # The whole queue is counted, with what holds GPUs within and beyond quotas.
+    assert body["summary"] == {
+        "pending": 4,
+        "pending_by_reason": {"NO_ROOM": 4},
+        "running_within_quota": 1,
+        "running_over_quota": 0,
+        "gpus_over_quota": 0,
+    }
+
+    # Positions count over the whole queue, not within a page.
+    page = api.get(QUEUE, {"limit": 2, "offset": 2}).json()
+    assert [(e["position"], e["id"]) for e in page["results"]] == [(3, normal_new["id"]), (4, pre["id"])]
+
+    # The job that waits shows the same reason on its own page.
+    detail = api.get(job_url(normal_new["id"])).json()
+    assert detail["pending_reason"] == entries[2]["pending_reason"]
+    assert detail["queue_position"] == 3
+    assert detail["priority"]["factors"]["class"] == entries[2]["priority"]["factors"]["class"]
+    listed = {j["id"]: j for j in api.get(JOBS).json()["results"]}
+    assert listed[normal_new["id"]]["queue_position"] == 3
+    assert listed[blocker["id"]]["queue_position"] is None and listed[blocker["id"]]["priority"] is None
+
+
+def test_queue_is_empty_when_nothing_waits(api: APIClient, submit: Any, sim: Any) -> None:
+    submit()
+    sim.cycle()
+    assert api.get(QUEUE).json()["count"] == 0
+
+
+# --- query counts ------------------------------------------------------------------------------
+
+
+def count_queries(client: APIClient, url: str) -> int:
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(url)
+    assert response.status_code == 200
+    return len(ctx.captured_queries)
+
+
+@pytest.mark.parametrize("url", [JOBS + "?limit=100", QUEUE + "?limit=100", NODES + "?limit=100"])
+def test_list_queries_do_not_grow_with_the_number_of_jobs(api: APIClient, submit: Any, sim: Any, url: str) -> None:
+    def add(n: int) -> None:
+        for _ in range(n):
+            submit(nodes=1, gpus_per_node=8)
+
+    add(2)
+    sim.cycle()  # some jobs now hold allocations on nodes
+    add(2)
+    few = count_queries(api, url)
+    add(16)
+    sim.cycle()
+    add(4)
+    many = count_queries(api, url)
+    assert many == few, f"{url}: {few} queries for 4 jobs, {many} for 24"
+
+
+def test_detail_queries_are_bounded(api: APIClient, submit: Any, sim: Any, django_assert_max_num_queries: Any) -> None:
+    job = submit()
+    sim.cycle()
+    sim.advance(2)
+    with django_assert_max_num_queries(4):
+        assert api.get(job_url(job["id"])).status_code == 200
+
+
+# --- schema and docs ---------------------------------------------------------------------------
+
+
+def test_openapi_schema_describes_the_api(db: None) -> None:
+    response = APIClient().get("/api/schema/", {"format": "json"})
+    assert response.status_code == 200
+    schema = response.json()
+    assert schema["openapi"].startswith("3.")
+    paths = schema["paths"]
+    for path in ("/api/v1/jobs/", "/api/v1/jobs/{id}/", "/api/v1/jobs/{id}/cancel/", "/api/v1/nodes/", "/api/v1/queue/"):
+        assert path in paths, path
+    assert "post" in paths["/api/v1/jobs/"]
+    submit_schema = schema["components"]["schemas"]["JobSubmitRequest"]
+    assert {"name", "image", "command", "nodes", "gpus_per_node", "wall_time_seconds"} <= set(submit_schema["required"])
+
+
+def test_api_docs_render_for_a_logged_in_user(user: Any) -> None:
+    client = APIClient()
+    client.force_login(user)
+    response = client.get("/api/docs/")
+    assert response.status_code == 200
+    assert b"swagger" in response.content.lower()
+
+
+# --- logs --------------------------------------------------------------------------------------
+
+
+def test_logs_of_a_rank(api: APIClient, other_api: APIClient, submit: Any, sim: Any) -> None:
+    job = submit(nodes=2)
+    url = job_url(job["id"]) + "logs/"
+    response = api.get(url)
+    assert response.status_code == 409 and "has not started" in response.json()["detail"]
+    sim.cycle()
+    node = api.get(job_url(job["id"])).json()["assigned_nodes"][1]
+    body = api.get(url, {"rank": 1, "tail": 5}).json()
+    assert body["rank"] == 1 and body["attempt"] == 1
+    assert f"rank 1 on {node}" in body["logs"]
+    assert api.get(url, {"tail": 1}).json()["logs"].count("\n") == 1
+    bad = api.get(url, {"rank": 2})
+    assert bad.status_code == 400 and "0 to 1" in bad.json()["rank"][0]
+    assert api.get(url, {"tail": 0}).status_code == 400
+    assert api.get(url, {"lines": 3}).json() == {"lines": ["Unknown field."]}
+    assert other_api.get(url).status_code == 404

@@ -1,0 +1,362 @@
+"""The audit trail: each recorded action through its real entry point (API, pages, Django admin), who sees what,
+the API's filters, and the warnings when a quota or budget is set below what an account holds or used."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from audit.models import AuditEntry
+from audit.services import audit_record
+from jobs.models import Job
+from quotas.models import Quota, Team
+from tests.conftest import client_for, session_for
+from tests.jobs.factories import JobFactory
+from tests.quotas.factories import TeamFactory, UsageChargeFactory
+
+AUDIT = "/api/v1/audit/"
+ADMIN_ADDR = "10.1.2.3"
+
+
+@pytest.fixture
+def admin_api(admin_user: Any) -> APIClient:
+    client = client_for(admin_user)
+    client.defaults["REMOTE_ADDR"] = ADMIN_ADDR
+    return client
+
+
+@pytest.fixture
+def admin_page(admin_user: Any) -> Client:
+    client = session_for(admin_user)
+    client.defaults["REMOTE_ADDR"] = ADMIN_ADDR
+    return client
+
+
+def only_entry(**filters: Any) -> AuditEntry:
+    (entry,) = AuditEntry.objects.filter(**filters)
+    return entry
+
+
+def assert_recent(entry: AuditEntry) -> None:
+    assert timezone.now() - timedelta(minutes=1) < entry.at <= timezone.now()
+
+
+# --- quotas: API and pages ---------------------------------------------------------------------------
+
+
+def test_a_quota_change_over_the_api_is_recorded_with_before_and_after(
+    admin_api: APIClient, admin_user: Any, user: Any, settings: Any
+) -> None:
+    settings.MUSTER_DEFAULT_MAX_GPUS = 8
+    response = admin_api.patch(f"/api/v1/quotas/users/{user.username}/", {"max_gpus": 16}, format="json")
+    assert response.status_code == 200, response.content
+    entry = only_entry(action="quota.update")
+    assert (entry.actor, entry.actor_username, entry.remote_addr) == (admin_user, "root", ADMIN_ADDR)
+    assert (entry.target_type, entry.target_id, entry.target_repr) == ("user", str(user.pk), "user alice")
+    assert entry.changes == {"max_gpus": [8, 16], "is_default": [True, False]}
+    assert entry.job is None
+    assert_recent(entry)
+    # Saving the same values again changes nothing and records nothing.
+    assert admin_api.patch(f"/api/v1/quotas/users/{user.username}/", {"max_gpus": 16}, format="json").status_code == 200
+    assert AuditEntry.objects.count() == 1
+
+
+def test_a_quota_reset_over_the_api_is_recorded(admin_api: APIClient, user: Any, settings: Any) -> None:
+    settings.MUSTER_DEFAULT_NODE_HOURS_PER_PERIOD = None
+    Quota.objects.create(user=user, node_hours_per_period=50.0, fair_share_weight=2.0)
+    assert admin_api.delete(f"/api/v1/quotas/users/{user.username}/").status_code == 204
+    entry = only_entry(action="quota.reset")
+    assert entry.changes["node_hours_per_period"] == [50.0, None]
+    assert entry.changes["fair_share_weight"] == [2.0, 1.0]
+    assert entry.changes["is_default"] == [False, True]
+    # Nothing left to reset: nothing recorded.
+    assert admin_api.delete(f"/api/v1/quotas/users/{user.username}/").status_code == 204
+    assert AuditEntry.objects.filter(action="quota.reset").count() == 1
+
+
+def test_team_quota_changes_on_the_pages_are_recorded(admin_page: Client, admin_user: Any) -> None:
+    team = TeamFactory(name="vision")
+    form = {
+        "max_gpus": "32",
+        "max_wall_time_seconds": "",
+        "max_node_hours_per_job": "",
+        "node_hours_per_period": "100",
+        "fair_share_weight": "3",
+    }
+    response = admin_page.post("/quotas/teams/vision/", form)
+    assert response.status_code == 302, response.content.decode()
+    entry = only_entry(action="quota.update")
+    assert (entry.actor_username, entry.target_type, entry.target_id, entry.target_repr) == ("root", "team", str(team.pk), "team vision")
+    assert entry.changes == {
+        "max_gpus": [None, 32],
+        "node_hours_per_period": [None, 100.0],
+        "fair_share_weight": [1.0, 3.0],
+        "is_default": [True, False],
+    }
+    assert entry.remote_addr == ADMIN_ADDR
+    assert admin_page.post("/quotas/teams/vision/reset/").status_code == 302
+    reset = only_entry(action="quota.reset")
+    assert reset.changes["max_gpus"] == [32, None] and reset.remote_addr == ADMIN_ADDR
+
+
+def test_the_address_comes_from_x_forwarded_for_only_behind_a_trusted_proxy(admin_user: Any, user: Any, settings: Any) -> None:
+    client = client_for(admin_user)
+    headers = {"REMOTE_ADDR": "127.0.0.1", "HTTP_X_FORWARDED_FOR": "203.0.113.7, 10.0.0.1"}
+    settings.MUSTER_TRUSTED_PROXY = False
+    client.patch("/api/v1/quotas/users/alice/", {"max_gpus": 1}, format="json", **headers)
+    settings.MUSTER_TRUSTED_PROXY = True
+    client.patch("/api/v1/quotas/users/alice/", {"max_gpus": 2}, format="json", **headers)
+    client.patch("/api/v1/quotas/users/alice/", {"max_gpus": 3}, format="json", REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="not-an-ip")
+    assert list(AuditEntry.objects.order_by("id").values_list("remote_addr", flat=True)) == ["127.0.0.1", "203.0.113.7", None]
+
+
+# --- teams in Django admin ----------------------------------------------------------------------------
+
+
+def team_form(team: Team, **changes: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {"name": team.name, "description": team.description, "members": [u.pk for u in team.members.all()]}
+    for flag in ("allow_host_network", "allow_run_as_root", "allow_writable_root_filesystem"):
+        if getattr(team, flag):
+            data[flag] = "on"
+    data.update(changes)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def test_team_settings_and_members_changed_in_django_admin_are_recorded(admin_page: Client, user: Any, other_user: Any) -> None:
+    team = TeamFactory(name="vision")
+    team.members.add(user)
+    response = admin_page.post(f"/admin/quotas/team/{team.pk}/change/", team_form(team, allow_host_network="on", members=[other_user.pk]))
+    assert response.status_code == 302, response.content.decode()
+    update = only_entry(action="team.update")
+    assert update.changes == {"allow_host_network": [False, True]}
+    assert (update.actor_username, update.target_type, update.target_repr, update.remote_addr) == ("root", "team", "vision", ADMIN_ADDR)
+    members = only_entry(action="team.members")
+    assert members.changes == {"members": [["alice"], ["bob"]]}
+    # Saving unchanged records nothing more.
+    team.refresh_from_db()
+    assert admin_page.post(f"/admin/quotas/team/{team.pk}/change/", team_form(team)).status_code == 302
+    assert AuditEntry.objects.count() == 2
+
+
+def test_a_team_created_in_django_admin_is_recorded(admin_page: Client, user: Any) -> None:
+    response = admin_page.post(
+        "/admin/quotas/team/add/", {"name": "speech", "description": "", "members": [user.pk], "allow_run_as_root": "on"}
+    )
+    assert response.status_code == 302, response.content.decode()
+    created = only_entry(action="team.create")
+    assert created.changes["allow_run_as_root"] == [None, True] and created.changes["name"] == [None, "speech"]
+    assert only_entry(action="team.members").changes == {"members": [[], ["alice"]]}
+
+
+# --- jobs ------------------------------------------------------------------------------------------------
+
+
+def test_an_admin_cancelling_someone_elses_job_is_recorded(admin_api: APIClient, api: APIClient, user: Any) -> None:
+    job = JobFactory(owner=user, running=True)
+    assert admin_api.post(f"/api/v1/jobs/{job.pk}/cancel/").status_code == 200
+    entry = only_entry(action="job.cancel")
+    assert (entry.job_id, entry.target_type, entry.target_id, entry.actor_username) == (job.pk, "job", str(job.pk), "root")
+    assert entry.changes == {"state": ["RUNNING", "CANCELLED"]} and entry.remote_addr == ADMIN_ADDR
+    # The owner cancelling their own job is no admin action.
+    own = JobFactory(owner=user)
+    assert api.post(f"/api/v1/jobs/{own.pk}/cancel/").status_code == 200
+    assert not AuditEntry.objects.filter(job=own).exists()
+
+
+def test_an_admin_cancelling_on_the_job_page_is_recorded(admin_page: Client, user: Any) -> None:
+    job = JobFactory(owner=user)
+    assert admin_page.post(f"/jobs/{job.pk}/cancel/").status_code == 302
+    entry = only_entry(action="job.cancel")
+    assert entry.job_id == job.pk and entry.changes == {"state": ["PENDING", "CANCELLED"]} and entry.remote_addr == ADMIN_ADDR
+
+
+def test_django_admin_edits_and_deletes_of_jobs_are_recorded(admin_page: Client, user: Any, other_user: Any) -> None:
+    from tests.jobs.test_admin_safety import change_payload
+
+    job = JobFactory(owner=user)
+    response = admin_page.post(f"/admin/jobs/job/{job.pk}/change/", change_payload(job, gpus_per_node=4, owner=other_user.pk))
+    assert response.status_code == 302, response.content.decode()
+    edit = only_entry(action="job.admin_edit")
+    assert edit.changes == {"gpus_per_node": [8, 4], "owner": ["alice", "bob"]}
+    assert edit.job_id == job.pk and edit.remote_addr == ADMIN_ADDR
+
+    done = JobFactory(owner=user, finished=True)
+    assert admin_page.post(f"/admin/jobs/job/{done.pk}/delete/", {"post": "yes"}).status_code == 302
+    deleted = only_entry(action="job.admin_delete")
+    assert (deleted.target_id, deleted.job_id) == (str(done.pk), None)  # the link goes with the job, the entry stays
+    assert deleted.changes["state"] == ["SUCCEEDED", None] and deleted.changes["owner"] == ["alice", None]
+
+
+# --- who sees what ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def entries(admin_user: Any, user: Any, other_user: Any) -> dict[str, AuditEntry]:
+    alices, bobs = JobFactory(owner=user), JobFactory(owner=other_user)
+    team = TeamFactory(name="vision")
+    return {
+        "alice": audit_record(
+            actor=admin_user, action="job.cancel", target=alices, changes={"state": ["PENDING", "CANCELLED"]}, job=alices
+        ),
+        "bob": audit_record(actor=admin_user, action="job.admin_edit", target=bobs, changes={"name": ["a", "b"]}, job=bobs),
+        "team": audit_record(actor=admin_user, action="team.update", target=team, changes={"allow_host_network": [False, True]}),
+        "quota": audit_record(
+            actor=admin_user, action="quota.update", target=user, changes={"max_gpus": [8, 16]}, target_repr="user alice"
+        ),
+    }
+
+
+def ids(response: Any) -> set[int]:
+    assert response.status_code == 200, response.content
+    return {row["id"] for row in response.json()["results"]}
+
+
+def test_a_user_sees_only_entries_about_their_own_jobs(entries: dict[str, AuditEntry], api: APIClient, other_api: APIClient) -> None:
+    assert ids(api.get(AUDIT)) == {entries["alice"].pk}
+    assert ids(other_api.get(AUDIT)) == {entries["bob"].pk}
+    assert api.get(f"{AUDIT}{entries['bob'].pk}/").status_code == 404
+    row = api.get(f"{AUDIT}{entries['alice'].pk}/").json()
+    assert row["actor"] == "root" and row["action"] == "job.cancel" and row["job"] == entries["alice"].job_id
+    assert row["remote_addr"] is None  # an admin's address is for admins
+
+
+def test_admins_see_every_entry_and_anonymous_is_401(entries: dict[str, AuditEntry], admin_api: APIClient) -> None:
+    assert ids(admin_api.get(AUDIT)) == {e.pk for e in entries.values()}
+    assert APIClient().get(AUDIT).status_code == 401
+
+
+def test_the_list_costs_a_fixed_number_of_queries(
+    entries: dict[str, AuditEntry], admin_api: APIClient, django_assert_max_num_queries: Any
+) -> None:
+    with django_assert_max_num_queries(4):
+        assert len(ids(admin_api.get(AUDIT))) == 4
+
+
+def test_the_api_filters(entries: dict[str, AuditEntry], admin_api: APIClient, admin_user: Any) -> None:
+    assert ids(admin_api.get(AUDIT, {"action": "team.update"})) == {entries["team"].pk}
+    assert ids(admin_api.get(AUDIT, {"target_type": "job"})) == {entries["alice"].pk, entries["bob"].pk}
+    assert ids(admin_api.get(AUDIT, {"job": entries["bob"].job_id})) == {entries["bob"].pk}
+    assert ids(admin_api.get(AUDIT, {"actor": "root"})) == {e.pk for e in entries.values()}
+    assert ids(admin_api.get(AUDIT, {"actor": "nobody"})) == set()
+    old = audit_record(actor=None, action="quota.update", target=admin_user, changes={})
+    AuditEntry.objects.filter(pk=old.pk).update(at=timezone.now() - timedelta(days=40))
+    today = timezone.localdate()
+    assert old.pk not in ids(admin_api.get(AUDIT, {"since": today.isoformat()}))
+    assert ids(admin_api.get(AUDIT, {"until": (today - timedelta(days=30)).isoformat()})) == {old.pk}
+    assert len(ids(admin_api.get(AUDIT, {"since": (today - timedelta(days=41)).isoformat(), "until": today.isoformat()}))) == 5
+
+
+@pytest.mark.parametrize(
+    "query,field",
+    [
+        ({"since": "yesterday"}, "since"),
+        ({"until": "2026-02-30"}, "until"),
+        ({"since": "2026-11-20", "until": "2026-11-01"}, "until"),
+        ({"since": "0001-01-01"}, "since"),
+        ({"job": "abc"}, "job"),
+        ({"job": "1.5"}, "job"),
+        ({"job": str(2**70)}, "job"),
+        ({"target_type": "planet"}, "target_type"),
+    ],
+)
+def test_bad_filters_are_400_naming_the_field(admin_api: APIClient, query: dict[str, str], field: str) -> None:
+    response = admin_api.get(AUDIT, query)
+    assert response.status_code == 400, response.content
+    assert field in response.json()
+
+
+# --- the page ---------------------------------------------------------------------------------------------
+
+
+def test_the_audit_page_lists_what_the_viewer_may_see(entries: dict[str, AuditEntry], admin_user: Any, user: Any) -> None:
+    html = session_for(user).get("/audit/").content.decode()
+    assert f'data-testid="audit-entry-{entries["alice"].pk}"' in html
+    assert f'data-testid="audit-entry-{entries["bob"].pk}"' not in html
+    assert f'data-testid="audit-entry-{entries["quota"].pk}"' not in html
+    assert 'href="/audit/" aria-current="page">Audit' in html
+    admin_html = session_for(admin_user).get("/audit/").content.decode()
+    assert all(f'data-testid="audit-entry-{e.pk}"' in admin_html for e in entries.values())
+    assert "allow_host_network</strong>:" in admin_html and "False → True" in admin_html
+    filtered = session_for(admin_user).get("/audit/", {"action": "team.update"}).content.decode()
+    assert (
+        f'data-testid="audit-entry-{entries["team"].pk}"' in filtered and f'data-testid="audit-entry-{entries["bob"].pk}"' not in filtered
+    )
+    bad = session_for(admin_user).get("/audit/", {"since": "nope"}).content.decode()
+    assert 'data-testid="form-errors"' in bad and 'data-testid="audit-empty"' in bad
+
+
+def test_the_page_needs_a_login(db: None) -> None:
+    response = Client().get("/audit/")
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+# --- lowering a limit below what is held or used ----------------------------------------------------------
+
+
+def test_a_gpu_quota_below_what_is_held_warns_in_the_api(admin_api: APIClient, user: Any) -> None:
+    for node in ("n1", "n2", "n3", "n4"):
+        JobFactory(owner=user, running=True, held=[node])
+    queued = JobFactory(owner=user)
+    Job.objects.filter(pk=queued.pk).update(nodes=3)  # 24 GPUs: more than the new limit on its own
+    response = admin_api.patch("/api/v1/quotas/users/alice/", {"max_gpus": 16}, format="json")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["max_gpus"] == 16
+    assert body["warnings"] == [
+        "user alice holds 32 GPUs now, above the new limit of 16: running jobs are not stopped; new jobs of user alice wait "
+        "until the GPUs it holds within its quota leave room for them under 16 (preemptible jobs may still borrow idle GPUs).",
+        f"1 queued job of user alice needs more than 16 GPUs on its own ({queued.pk}): it waits until the limit is raised, "
+        "or until cancelled.",
+    ]
+    # Raising it back is no warning.
+    assert admin_api.patch("/api/v1/quotas/users/alice/", {"max_gpus": 64}, format="json").json()["warnings"] == []
+
+
+def test_borrowed_gpus_are_named_in_the_warning(admin_api: APIClient, user: Any) -> None:
+    JobFactory(owner=user, running=True, held=["n1"])
+    borrower = JobFactory(owner=user, running=True, held=["n2"])
+    Job.objects.filter(pk=borrower.pk).update(over_quota=True, preemptible=True)
+    full = {"max_gpus": 4, "max_wall_time_seconds": None, "max_node_hours_per_job": None, "node_hours_per_period": None}
+    (warning,) = admin_api.put("/api/v1/quotas/users/alice/", {**full, "fair_share_weight": 1.0}, format="json").json()["warnings"]
+    assert warning.startswith("user alice holds 16 GPUs now, above the new limit of 4 (8 of them borrowed by preemptible jobs")
+
+
+def test_a_budget_below_what_was_used_warns_on_the_quota_page(admin_page: Client, user: Any, settings: Any) -> None:
+    settings.TIME_ZONE = "UTC"
+    job = JobFactory(owner=user, finished=True)
+    UsageChargeFactory(job=job, node_seconds=40 * 3600, gpu_seconds=320 * 3600)
+    form = {
+        "max_gpus": "",
+        "max_wall_time_seconds": "",
+        "max_node_hours_per_job": "",
+        "node_hours_per_period": "25",
+        "fair_share_weight": "1",
+    }
+    page = admin_page.post("/quotas/users/alice/", form, follow=True).content.decode()
+    assert "Saved the quota of user alice" in page
+    assert 'class="message warning"' in page
+    assert "user alice has used 40.0 node-hours this period, above the new budget of 25: running jobs are not stopped" in page
+    assert "new jobs of user alice wait until the period renews" in page
+    assert only_entry(action="quota.update").changes["node_hours_per_period"] == [None, 25.0]
+
+
+def test_audit_is_a_low_layer_that_imports_no_other_muster_app() -> None:
+    import ast
+    from pathlib import Path
+
+    higher = {"jobs", "quotas", "telemetry", "frontend"}
+    for path in Path(__file__).resolve().parents[2].joinpath("audit").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            assert not {n.split(".")[0] for n in names} & higher, f"{path} imports {names}"

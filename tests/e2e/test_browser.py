@@ -1,0 +1,510 @@
+"""What a researcher does in the browser, and what they see: Chromium driven by Playwright.
+
+The pages are served by pytest-django's live server (a thread of this process), so
+the database is shared with the test through committed transactions
+(`transactional_db`). Scheduling cycles never run in the background here: the
+after-commit trigger is switched off and the test runs each cycle in-process on a
+clock it moves by hand, so every page shows exactly what the test made happen.
+
+Chromium comes from the system (MUSTER_CHROMIUM, default /usr/bin/chromium); without
+it these tests skip, or fail when MUSTER_REQUIRE_SERVICES=1. Set MUSTER_SCREENSHOTS
+to a folder to keep screenshots of the main pages there.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+from django.db.models import F
+from django.test import Client
+from django.utils import timezone
+
+from jobs.hooks import job_hooks
+from jobs.models import Job, JobEvent
+from jobs.states import JobState
+from scheduler.cycle import CycleReport
+from tests.accounts.factories import UserFactory
+from tests.conftest import PASSWORD, REQUIRE_SERVICES, SimHarness, make_sim, need_service
+from tests.jobs.factories import JobFactory
+from tests.telemetry.helpers import store_runs_when_they_end
+
+try:
+    from playwright import sync_api
+except ImportError:  # it is in requirements-dev.txt; without it these tests skip, or fail in CI
+    sync_api = None
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = os.environ.get("MUSTER_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+LogIn = Callable[[Any, Any], None]
+SHOTS = os.environ.get("MUSTER_SCREENSHOTS", "")
+BANNER = "Simulated cluster"
+
+
+# --- fixtures -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser(django_db_setup: None) -> Iterator[Any]:
+    """One Chromium for this module, closed at its end.
+
+    Playwright's sync API keeps an event loop running in this thread while it is started,
+    and Django's ORM refuses to run beside one unless told that it is safe. It is: the loop
+    only works inside Playwright's calls. The test database is created before the loop
+    starts, and the permission ends with the browser, so the rest of the suite keeps the check.
+    """
+    found = sync_api is not None and os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)
+    if not found and not REQUIRE_SERVICES:
+        pytest.skip(f"needs Playwright and Chromium at {CHROMIUM} (set MUSTER_CHROMIUM; scripts/test-services.sh installs it)")
+    need_service(found, f"Playwright with Chromium at {CHROMIUM}")
+    with pytest.MonkeyPatch.context() as mp, sync_api.sync_playwright() as playwright:
+        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any, live_server: Any) -> Iterator[Any]:
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(10_000)
+    tab = context.new_page()
+    yield tab
+    context.close()
+
+
+class BrowserSim(SimHarness):
+    """The conftest harness, with a clock that never falls behind the wall clock.
+
+    Jobs submitted through the live server are stamped with the real time, so the
+    cycle's clock is moved up to it first: history timestamps then read in order.
+    """
+
+    def cycle(self) -> CycleReport:
+        self.clock.now = max(self.clock.now, timezone.now())
+        return super().cycle()
+
+
+@pytest.fixture
+def sim(transactional_db: None, settings: Any, monkeypatch: pytest.MonkeyPatch) -> BrowserSim:
+    """16 nodes x 8 GPUs in 2 racks, cycles run only when the test says so."""
+    settings.MUSTER_CLUSTER = "simulated"
+    # No Celery message per submit/cancel: the test runs the cycles itself.
+    monkeypatch.setattr(job_hooks, "queue_changed", [])
+    harness = make_sim(settings)
+    return BrowserSim(clock=harness.clock, cluster=harness.cluster)
+
+
+@pytest.fixture
+def alice(sim: BrowserSim) -> Any:
+    u = UserFactory(username="alice")
+    u.save()
+    return u
+
+
+@pytest.fixture
+def bob(sim: BrowserSim) -> Any:
+    u = UserFactory(username="bob")
+    u.save()
+    return u
+
+
+@pytest.fixture
+def log_in(live_server: Any) -> LogIn:
+    """Give the page a session made server-side: the login form itself is tested once, below."""
+
+    def _log_in(page: Any, user: Any) -> None:
+        client = Client()
+        client.force_login(user)
+        cookie = client.cookies[django_settings.SESSION_COOKIE_NAME]
+        page.context.add_cookies([{"name": cookie.key, "value": cookie.value, "url": live_server.url}])
+
+    return _log_in
+
+
+def shoot(page: Any, name: str) -> None:
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
+
+
+def submit_job(owner: Any, **overrides: Any) -> Job:
+    """A job as a fresh submit leaves it (PENDING, its first event written), built without the form."""
+    fields: dict[str, Any] = {
+        "name": "train-llm",
+        "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+        "command": ["torchrun", "train.py"],
+        "nodes": 2,
+        "simulate": {"duration_seconds": 600},
+    }
+    return JobFactory(owner=owner, queued=True, history=True, **{**fields, **overrides})
+
+
+def expect(target: Any) -> Any:
+    return sync_api.expect(target)
+
+
+def expect_state(page: Any, state: str) -> None:
+    expect(page.locator("h1 .state")).to_have_text(state)
+
+
+def expect_history(page: Any, *states: str) -> None:
+    """The job's history table lists exactly these states, in order."""
+    expect(page.locator("table.events tbody tr td:nth-child(3)")).to_have_text(list(states))
+
+
+# --- the tests ------------------------------------------------------------------
+
+
+def test_log_in_with_the_form(page: Any, alice: Any) -> None:
+    page.goto("/")
+    expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/$"))
+    expect(page.get_by_test_id("simulated-banner")).to_contain_text(BANNER)
+
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill("not-the-password")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("alert")).to_contain_text("Please enter a correct username and password")
+    expect(page.get_by_label("Username")).to_have_value("alice")
+    shoot(page, "login-error")
+
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(re.compile(r"/$"))
+    expect(page.get_by_role("heading", level=1)).to_have_text("Your jobs")
+    expect(page.locator(".empty")).to_contain_text("No jobs yet")
+    expect(page.get_by_role("link", name="Submit your first job")).to_be_visible()
+    expect(page.get_by_test_id("simulated-banner")).to_be_visible()
+    shoot(page, "job-list-empty")
+
+    page.get_by_role("button", name="Log out").click()
+    expect(page).to_have_url(re.compile(r"/accounts/login/$"))
+    page.goto("/")
+    expect(page).to_have_url(re.compile(r"/accounts/login/"))
+
+
+def test_submit_run_and_cancel_a_two_node_job(page: Any, log_in: LogIn, alice: Any, sim: BrowserSim) -> None:
+    log_in(page, alice)
+    page.goto("/")
+    page.get_by_role("link", name="Submit a job").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Submit a job")
+    expect(page.get_by_test_id("simulated-banner")).to_be_visible()
+
+    page.get_by_label("Name").fill("train-llm")
+    page.get_by_label("Image").fill("nvcr.io/nvidia/pytorch:24.05-py3")
+    page.get_by_label("Command").fill("torchrun --nproc-per-node 8 train.py --config 'configs/big run.yaml'")
+    page.get_by_label("Nodes").fill("2")
+    page.get_by_label("GPUs per node").fill("8")
+    page.get_by_label("Wall time (minutes)").fill("90")
+    page.get_by_label("Environment").fill("NCCL_DEBUG=INFO\nRUN_NAME=first try")
+    page.get_by_label("Simulated run time (seconds)").fill("600")
+    page.get_by_role("button", name="Submit").click()
+
+    job = Job.objects.get()
+    expect(page).to_have_url(re.compile(rf"/jobs/{job.pk}/$"))
+    expect(page.get_by_text(f"Job {job.pk} submitted.")).to_be_visible()
+    expect_state(page, "PENDING")
+    expect(page.get_by_test_id("pending-reason")).to_contain_text("Waiting for the next scheduling cycle.")
+    expect(page.get_by_test_id("assigned-nodes")).to_contain_text("not placed yet")
+    expect(page.get_by_test_id("simulated-banner")).to_be_visible()
+    expect(page.get_by_test_id("command")).to_have_text("torchrun --nproc-per-node 8 train.py --config 'configs/big run.yaml'")
+    expect(page.locator(".facts")).to_contain_text("NCCL_DEBUG=INFO")
+    expect(page.locator(".facts")).to_contain_text("1 h 30 min")
+    shoot(page, "job-detail-pending")
+    # The shell line was split like a shell would, and the form's units became the API's.
+    assert job.command == ["torchrun", "--nproc-per-node", "8", "train.py", "--config", "configs/big run.yaml"]
+    assert job.env == {"NCCL_DEBUG": "INFO", "RUN_NAME": "first try"}
+    assert (job.nodes, job.gpus_per_node, job.wall_time_seconds) == (2, 8, 5400)
+    assert job.simulate == {"duration_seconds": 600.0}
+    assert job.owner == alice
+
+    report = sim.cycle()
+    assert report.placed == [job.pk]
+    sim.advance(5)
+    page.reload()
+    expect_state(page, "RUNNING")
+    expect(page.get_by_test_id("pending-reason")).to_have_count(0)
+    nodes = page.get_by_test_id("assigned-nodes")
+    placed = [a.node.name for a in job.allocations.order_by("rank")]
+    assert len(placed) == 2 and all(name.startswith("sim-node-") for name in placed)
+    for rank, name in enumerate(placed):
+        expect(nodes).to_contain_text(f"rank {rank}: {name}")
+    expect_history(page, "PENDING", "SCHEDULED", "RUNNING")
+    expect(page.locator("table.events")).to_contain_text("Submitted by alice.")
+    expect(page.locator("table.events")).to_contain_text(f"Placed on {placed[0]}, {placed[1]}.")
+    shoot(page, "job-detail-running")
+
+    # Saying no to the confirmation changes nothing.
+    page.once("dialog", lambda dialog: dialog.dismiss())
+    page.get_by_role("button", name="Cancel job").click()
+    expect_state(page, "RUNNING")
+    assert Job.objects.get(pk=job.pk).state == JobState.RUNNING
+
+    messages: list[str] = []
+
+    def accept(dialog: Any) -> None:
+        messages.append(dialog.message)
+        dialog.accept()
+
+    page.once("dialog", accept)
+    page.get_by_role("button", name="Cancel job").click()
+    expect(page.get_by_text(f"Job {job.pk} cancelled.")).to_be_visible()
+    expect_state(page, "CANCELLED")
+    expect(page.get_by_role("button", name="Cancel job")).to_have_count(0)
+    assert messages and str(job.pk) in messages[0]
+    expect_history(page, "PENDING", "SCHEDULED", "RUNNING", "CANCELLED")
+    expect(page.locator("table.events")).to_contain_text("Cancelled by alice.")
+    assert Job.objects.get(pk=job.pk).state == JobState.CANCELLED
+    # The GPUs came back: the next cycle sees every node free.
+    sim.cycle()
+    page.goto("/cluster/")
+    expect(page.get_by_test_id("cluster-summary")).to_contain_text("16 nodes, 128 of 128 GPUs free.")
+
+
+def test_the_form_explains_bad_input_and_creates_nothing(page: Any, log_in: LogIn, alice: Any) -> None:
+    log_in(page, alice)
+    page.goto("/jobs/new/")
+    page.get_by_label("Name").fill("broken")
+    page.get_by_label("Image").fill("Not A Valid Ref")
+    page.get_by_label("Command").fill("python train.py")
+    page.get_by_label("Nodes").fill("2")
+    page.get_by_label("GPUs per node").fill("9")
+    page.get_by_label("Environment").fill("GOOD=1\n1BAD=x")
+    page.get_by_role("button", name="Submit").click()
+
+    expect(page).to_have_url(re.compile(r"/jobs/new/$"))
+    expect(page.locator(".field.has-error")).to_have_count(3)
+    expect(page.get_by_test_id("form-errors")).to_contain_text("The job was not submitted.")
+    image = page.locator(".field", has=page.get_by_label("Image"))
+    expect(image.locator(".error")).to_contain_text("'Not A Valid Ref' is not a valid container image reference")
+    gpus = page.locator(".field", has=page.get_by_label("GPUs per node"))
+    expect(gpus.locator(".error")).to_contain_text("No node has 9 GPUs; the largest node has 8.")
+    env = page.locator(".field", has=page.get_by_label("Environment"))
+    expect(env.locator(".error")).to_contain_text("'1BAD' is not a valid variable name")
+    # What was typed is kept, so it can be corrected in place.
+    expect(page.get_by_label("Image")).to_have_value("Not A Valid Ref")
+    expect(page.get_by_label("Environment")).to_have_value("GOOD=1\n1BAD=x")
+    expect(page.get_by_test_id("simulated-banner")).to_be_visible()
+    shoot(page, "submit-form-errors")
+    assert not Job.objects.exists()
+
+    # Errors the form itself finds: an unsplittable command, an env line without '=', nodes < 1.
+    page.get_by_label("Image").fill("nvcr.io/nvidia/pytorch:24.05-py3")
+    page.get_by_label("GPUs per node").fill("8")
+    page.get_by_label("Command").fill("python -c 'print(1)")
+    page.get_by_label("Nodes").fill("0")
+    page.get_by_label("Environment").fill("JUSTANAME")
+    page.get_by_role("button", name="Submit").click()
+    expect(page.locator(".field.has-error")).to_have_count(3)
+    expect(page.locator(".field", has=page.get_by_label("Command")).locator(".error")).to_contain_text("Cannot split the command")
+    expect(page.locator(".field", has=page.get_by_label("Nodes")).locator(".error")).to_contain_text("greater than or equal to 1")
+    expect(page.locator(".field", has=page.get_by_label("Environment")).locator(".error")).to_contain_text("Line 1 has no '='")
+
+    # A job larger than the whole cluster says why.
+    page.get_by_label("Command").fill("python train.py")
+    page.get_by_label("Nodes").fill("17")
+    page.get_by_label("Environment").fill("")
+    page.get_by_role("button", name="Submit").click()
+    expect(page.locator(".field.has-error")).to_have_count(1)
+    expect(page.locator(".field", has=page.get_by_label("Nodes")).locator(".error")).to_contain_text("the whole cluster has 16 such nodes")
+    assert not Job.objects.exists()
+
+
+def test_job_list_filters_by_state_and_cluster_page_shows_nodes_and_queue(page: Any, log_in: LogIn, alice: Any, sim: BrowserSim) -> None:
+    running = submit_job(alice, name="small-run")
+    sim.cycle()
+    sim.advance(5)
+    waiting = submit_job(alice, name="whole-cluster", nodes=16)
+    sim.cycle()
+    tiny = submit_job(alice, name="quick-one", nodes=1, gpus_per_node=1, simulate={"duration_seconds": 1})
+    waiting.refresh_from_db()
+    assert Job.objects.get(pk=running.pk).state == JobState.RUNNING
+    assert waiting.state == JobState.PENDING and waiting.pending_reason
+
+    log_in(page, alice)
+    page.goto("/")
+    rows = page.locator("table.jobs tbody tr")
+    expect(rows).to_have_count(3)
+    for job, state in ((running, "RUNNING"), (waiting, "PENDING"), (tiny, "PENDING")):
+        row = rows.filter(has=page.get_by_role("link", name=job.name, exact=True))
+        expect(row.locator(".state")).to_have_text(state)
+    expect(rows.filter(has_text="whole-cluster")).to_contain_text(waiting.pending_reason)
+    shoot(page, "job-list")
+
+    page.get_by_label("State").select_option("RUNNING")
+    expect(page).to_have_url(re.compile(r"\?state=RUNNING$"))
+    expect(rows).to_have_count(1)
+    expect(rows).to_contain_text("small-run")
+    page.get_by_label("State").select_option("PENDING")
+    expect(page).to_have_url(re.compile(r"\?state=PENDING$"))
+    expect(rows).to_have_count(2)
+    expect(rows.filter(has_text="small-run")).to_have_count(0)
+    page.get_by_label("State").select_option("SUCCEEDED")
+    expect(page.locator(".empty")).to_contain_text("No SUCCEEDED jobs.")
+    page.get_by_label("State").select_option("")
+    expect(rows).to_have_count(3)
+
+    page.get_by_role("link", name="small-run", exact=True).click()
+    expect(page).to_have_url(re.compile(rf"/jobs/{running.pk}/$"))
+    expect_state(page, "RUNNING")
+
+    page.get_by_role("link", name="Cluster & queue").click()
+    expect(page).to_have_url(re.compile(r"/cluster/$"))
+    expect(page.locator(".node-card")).to_have_count(16)
+    expect(page.get_by_test_id("cluster-summary")).to_contain_text("16 nodes, 112 of 128 GPUs free.")
+    busy = [a.node.name for a in running.allocations.all()]
+    for name in busy:
+        expect(page.locator(".node-card", has_text=name)).to_contain_text("0 / 8 GPUs free")
+    expect(page.locator(".node-card", has_text="0 / 8 GPUs free")).to_have_count(2)
+    queue = page.locator("table.jobs tbody tr")
+    expect(queue).to_have_count(2)
+    expect(queue.filter(has_text="whole-cluster")).to_contain_text("16 nodes \N{MULTIPLICATION SIGN} 8 GPUs")
+    expect(queue.filter(has_text="whole-cluster")).to_contain_text(waiting.pending_reason)
+    expect(queue.filter(has_text="quick-one")).to_contain_text("alice")
+    expect(page.get_by_test_id("simulated-banner")).to_be_visible()
+    shoot(page, "cluster")
+
+
+def test_another_users_job_is_not_found(page: Any, log_in: LogIn, alice: Any, bob: Any) -> None:
+    theirs = submit_job(bob, name="bobs-secret-run")
+    mine = submit_job(alice, name="mine")
+    log_in(page, alice)
+
+    response = page.goto(f"/jobs/{theirs.pk}/")
+    assert response is not None and response.status == 404
+    expect(page.get_by_role("heading", level=1)).to_have_text("Not found")
+    expect(page.get_by_text("bobs-secret-run")).to_have_count(0)
+    expect(page.get_by_test_id("simulated-banner")).to_be_visible()
+    shoot(page, "not-found")
+
+    page.goto("/")
+    expect(page.locator("table.jobs tbody tr")).to_have_count(1)
+    expect(page.get_by_role("link", name="mine", exact=True)).to_be_visible()
+    expect(page.get_by_text("bobs-secret-run")).to_have_count(0)
+    assert page.goto(f"/jobs/{mine.pk}/").status == 200
+
+
+def watch_the_network(page: Any, origin: str) -> tuple[list[str], list[str]]:
+    """Refuse every request that leaves Muster (the pages must work offline) and collect script errors."""
+    outside: list[str] = []
+    errors: list[str] = []
+
+    def route(r: Any) -> None:
+        if r.request.url.startswith(origin):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    return outside, errors
+
+
+def plot_js(page: Any, chart: str, expression: str) -> Any:
+    """Evaluate `expression` over the Plotly graph div `gd` of a chart."""
+    return page.evaluate(f"() => {{ const gd = document.getElementById('{chart}'); return {expression}; }}")
+
+
+def test_a_running_jobs_charts_draw_offline_and_update_in_place(
+    page: Any, log_in: LogIn, alice: Any, sim: BrowserSim, settings: Any, monkeypatch: pytest.MonkeyPatch, live_server: Any
+) -> None:
+    settings.MUSTER_LIVE_REFRESH_SECONDS = 1
+    settings.MUSTER_TELEMETRY_SIM_INTERVAL_SECONDS = 1
+    store_runs_when_they_end(monkeypatch)
+    job = submit_job(alice, name="watch-me", simulate={"duration_seconds": 600})
+    sim.cycle()
+    sim.advance(2)
+    assert Job.objects.get(pk=job.pk).state == JobState.RUNNING
+    # Telemetry is read up to the real now: give the run a minute of history to chart.
+    started = JobEvent.objects.get(job=job, to_state=JobState.RUNNING).at
+    JobEvent.objects.filter(job=job).update(at=F("at") - (started - timezone.now()) - timedelta(seconds=60))
+
+    outside, errors = watch_the_network(page, live_server.url)
+    log_in(page, alice)
+    page.goto(f"/jobs/{job.pk}/")
+    expect_state(page, "RUNNING")
+    expect(page.get_by_test_id("live-note")).to_contain_text("update every 1 seconds")
+    figures = page.evaluate("() => JSON.parse(document.getElementById('telemetry-figures').textContent).map(f => f.id)")
+    assert figures[:2] == ["telemetry-heatmap", "telemetry-gpu_util"] and "telemetry-network" in figures
+    # Every chart was drawn by plotly.js, served by Muster itself.
+    expect(page.locator("#telemetry .chart .main-svg").first).to_be_visible()
+    expect(page.locator("#telemetry .js-plotly-plot")).to_have_count(len(figures))
+    assert plot_js(page, "telemetry-heatmap", "gd.data[0].z.length") == 16  # 2 nodes x 8 GPUs
+    expect(page.get_by_test_id("efficiency-flags")).to_be_visible()
+    shoot(page, "job-telemetry-running")
+
+    # The reader zooms into the utilisation chart with the mouse...
+    drag = page.locator("#telemetry-gpu_util .nsewdrag")
+    drag.scroll_into_view_if_needed()
+    box = drag.bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.2, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.5, y, steps=8)
+    page.mouse.up()
+    page.wait_for_function("() => document.getElementById('telemetry-gpu_util').layout.xaxis.autorange === false")
+    zoomed = plot_js(page, "telemetry-gpu_util", "gd.layout.xaxis.range")
+    columns = plot_js(page, "telemetry-heatmap", "gd.data[0].x.length")
+    last_x = plot_js(page, "telemetry-heatmap", "gd.data[0].x[gd.data[0].x.length - 1]")
+
+    # ...and the charts keep growing in place, without a reload, and without undoing the zoom.
+    page.evaluate("() => { window.notReloaded = true; }")
+    page.wait_for_function(f"() => document.getElementById('telemetry-heatmap').data[0].x.slice(-1)[0] > {last_x}", timeout=15_000)
+    assert plot_js(page, "telemetry-heatmap", "gd.data[0].x.length") >= columns
+    assert page.evaluate("() => window.notReloaded") is True
+    assert plot_js(page, "telemetry-gpu_util", "gd.layout.xaxis.range") == zoomed
+
+    # When the job ends, the page reloads once to show it, with the run's stored summary.
+    sim.advance(600)
+    sim.cycle()
+    assert Job.objects.get(pk=job.pk).state == JobState.SUCCEEDED
+    expect_state(page, "SUCCEEDED")
+    expect(page.get_by_test_id("live-note")).to_have_count(0)
+    expect(page.get_by_test_id("telemetry-summary")).to_be_visible()
+    expect(page.locator("#telemetry .js-plotly-plot").first).to_be_visible()
+    assert outside == [] and errors == []
+
+
+def test_the_dashboard_draws_its_charts_offline(page: Any, log_in: LogIn, alice: Any, sim: BrowserSim, live_server: Any) -> None:
+    running = submit_job(alice, name="holds-gpus")
+    sim.cycle()
+    sim.advance(5)
+    submit_job(alice, name="waits", nodes=16)
+    sim.cycle()
+    assert Job.objects.get(pk=running.pk).state == JobState.RUNNING
+    # The harness' clock runs a little ahead of the real one, which the dashboard reads: move the history back.
+    ago = timedelta(minutes=10)
+    Job.objects.update(submitted_at=F("submitted_at") - ago, scheduled_at=F("scheduled_at") - ago, started_at=F("started_at") - ago)
+    JobEvent.objects.update(at=F("at") - ago)
+
+    outside, errors = watch_the_network(page, live_server.url)
+    log_in(page, alice)
+    page.goto("/dashboard/")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Cluster and scheduler dashboard")
+    figures = page.evaluate("() => JSON.parse(document.getElementById('telemetry-figures').textContent).map(f => f.id)")
+    assert {"dashboard-queue", "dashboard-latency", "dashboard-starvation", "dashboard-quota", "dashboard-allocation"} <= set(figures)
+    expect(page.locator(".js-plotly-plot")).to_have_count(len(figures))
+    for chart in figures:
+        expect(page.locator(f"#{chart} .main-svg").first).to_be_visible()
+    # Queue depth ends with what is queued now: one job pending, one holding GPUs.
+    expect(page.get_by_test_id("dashboard-summary")).to_contain_text("1 / 1")
+    shoot(page, "dashboard")
+    assert outside == [] and errors == []

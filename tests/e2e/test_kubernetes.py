@@ -1,0 +1,648 @@
+"""Jobs as gangs of pods on a real Kubernetes API server (the test cluster: `make testcluster-up`).
+
+Pods are bound by the real kube-scheduler and run by KWOK on fake GPU nodes, which
+completes them after the job's `simulate.duration_seconds` with its `exit_code`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from django.utils.dateparse import parse_datetime as parse_time
+from kubernetes import client, utils, watch
+from kubernetes.client.exceptions import ApiException
+from rest_framework.test import APIClient
+
+from jobs.cluster.base import ClusterUnavailable, GangSpec, PodPhase
+from jobs.cluster.crd_manifests import (
+    MPIJOB,
+    PODGROUP,
+    CustomResource,
+    mpijob_manifest,
+    podgroup_manifest,
+)
+from jobs.cluster.kubernetes import KubernetesCluster
+from jobs.cluster.manifests import (
+    PodOptions,
+    env_secret_manifest,
+    gang_name,
+    gang_selector,
+    pod_manifest,
+    service_manifest,
+    service_owner_reference,
+)
+from jobs.cluster.watch import watches_for
+from jobs.models import Job
+from jobs.states import JobState
+from quotas.models import Team
+from scheduler.cycle import run_cycle
+from telemetry.tokens import telemetry_token_for_job
+from tests.conftest import job_payload, need_service
+from tests.kube import KubeHarness, install_crds, kube_harness, kubeconfig_path, mpi_launcher_pod, mpi_worker_pod, reachable_api
+
+pytestmark = pytest.mark.kubernetes
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def kube_api() -> client.ApiClient:
+    api = reachable_api()
+    need_service(api is not None, f"the Kubernetes test cluster (make testcluster-up; kubeconfig {kubeconfig_path()})")
+    return api
+
+
+@pytest.fixture
+def kube(kube_api: client.ApiClient, db: None) -> Iterator[KubeHarness]:
+    yield from kube_harness(kube_api)
+
+
+@pytest.fixture(scope="session")
+def crds(kube_api: client.ApiClient) -> list[str]:
+    """The PodGroup and MPIJob CRDs (tests/crds/), installed once and left installed (cluster-scoped; idempotent)."""
+    return install_crds(kube_api)
+
+
+@pytest.fixture
+def kube_mode(request: pytest.FixtureRequest, kube_api: client.ApiClient, db: None, crds: list[str]) -> Iterator[KubeHarness]:
+    """Like `kube`, with the PodOptions (launch mode...) the test is parametrized with (indirect=True)."""
+    yield from kube_harness(kube_api, **request.param)
+
+
+def submit(api: APIClient, **overrides: Any) -> dict[str, Any]:
+    response = api.post("/api/v1/jobs/", job_payload(**overrides), format="json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def state(job_id: int) -> str:
+    return Job.objects.get(pk=job_id).state
+
+
+def test_a_two_node_job_runs_as_a_gang_bound_to_its_planned_nodes(api: APIClient, kube: KubeHarness) -> None:
+    job = submit(api, nodes=2, gpus_per_node=8, simulate={"duration_seconds": 3})
+    kube.cycle()
+    detail = api.get(f"/api/v1/jobs/{job['id']}/").json()
+    assert detail["state"] == "SCHEDULED"
+    planned = detail["assigned_nodes"]
+    assert len(set(planned)) == 2
+
+    kube.cycle_until(lambda: state(job["id"]) != JobState.SCHEDULED)
+    pods = sorted(kube.pods(gang_selector(job["id"], 1)), key=lambda p: p.metadata.name)
+    # kube-scheduler bound each rank to the node Muster planned for it.
+    assert [p.spec.node_name for p in pods] == planned
+    assert state(job["id"]) == JobState.RUNNING
+    kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
+    # The finished gang is cleaned up: its Service goes, and its pods with it.
+    assert kube.services(gang_selector(job["id"])) == []
+    kube.cycle_until(lambda: kube.pods(gang_selector(job["id"])) == [], timeout=30)
+
+
+def test_only_a_team_an_admin_allowed_gets_the_host_network(api: APIClient, user: Any, kube: KubeHarness) -> None:
+    for name, allowed in (("rdma", True), ("nlp", False)):
+        Team.objects.create(name=name, allow_host_network=allowed).members.add(user)
+    allowed = submit(api, nodes=1, gpus_per_node=1, team="rdma", simulate={"duration_seconds": 60})
+    plain = submit(api, nodes=1, gpus_per_node=1, team="nlp", simulate={"duration_seconds": 60})
+    kube.cycle()
+    # What the API server stored, not only what Muster meant to send.
+    assert [p.spec.host_network for p in kube.pods(gang_selector(allowed["id"], 1))] == [True]
+    assert [bool(p.spec.host_network) for p in kube.pods(gang_selector(plain["id"], 1))] == [False]
+
+
+def test_pods_run_as_non_root_on_a_read_only_root_unless_the_team_is_allowed(api: APIClient, user: Any, kube: KubeHarness) -> None:
+    Team.objects.create(name="legacy", allow_run_as_root=True, allow_writable_root_filesystem=True).members.add(user)
+    Team.objects.create(name="vision").members.add(user)
+    plain = submit(api, nodes=1, gpus_per_node=1, team="vision", env={"NCCL_DEBUG": "INFO"}, simulate={"duration_seconds": 60})
+    legacy = submit(api, nodes=1, gpus_per_node=1, team="legacy", simulate={"duration_seconds": 60})
+    kube.cycle()
+    # What the API server stored and kube-scheduler bound, not only what Muster meant to send.
+    [pod] = kube.pods(gang_selector(plain["id"], 1))
+    assert pod.spec.security_context.run_as_non_root is True and pod.spec.security_context.run_as_user == 1000
+    container = pod.spec.containers[0]
+    assert container.security_context.read_only_root_filesystem is True
+    assert container.security_context.allow_privilege_escalation is False
+    assert {m.mount_path for m in container.volume_mounts} >= {"/tmp", "/dev/shm"}
+    names = {e.name for e in container.env}
+    assert "NCCL_DEBUG" in names and not any(n.startswith(("NVIDIA_", "LD_", "KUBERNETES_")) for n in names)
+    [root] = kube.pods(gang_selector(legacy["id"], 1))
+    assert not root.spec.security_context.run_as_non_root and root.spec.security_context.run_as_user is None
+    assert root.spec.containers[0].security_context.read_only_root_filesystem is False
+
+
+def test_a_failing_rank_tears_the_gang_down_retries_then_fails(api: APIClient, kube: KubeHarness) -> None:
+    job = submit(api, nodes=2, max_restarts=1, simulate={"duration_seconds": 1, "exit_code": 3})
+    kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).attempt == 2)
+    first = kube.pods(gang_selector(job["id"], 1))
+    assert all(p.metadata.deletion_timestamp for p in first)  # the failed gang is gone or going
+    kube.cycle_until(lambda: state(job["id"]) == JobState.FAILED)
+    failed = Job.objects.get(pk=job["id"])
+    assert failed.exit_code == 3 and failed.restarts == 1
+    assert "exited with code 3" in failed.state_reason
+
+
+def test_cancel_deletes_every_object_of_the_gang(api: APIClient, kube: KubeHarness) -> None:
+    job = submit(api, nodes=2, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    assert len(kube.pods(gang_selector(job["id"]))) == 2 and len(kube.services(gang_selector(job["id"]))) == 1
+    assert api.post(f"/api/v1/jobs/{job['id']}/cancel/").status_code == 200
+    kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"])) and not kube.services(gang_selector(job["id"])), timeout=30)
+    assert state(job["id"]) == JobState.CANCELLED
+
+
+def test_a_job_past_its_wall_time_is_timed_out_and_its_pods_are_gone(api: APIClient, kube: KubeHarness) -> None:
+    job = submit(api, nodes=1, wall_time_seconds=3, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.TIMED_OUT, timeout=60)
+    kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"])), timeout=30)
+
+
+def test_a_relaunch_after_a_crash_mid_launch_leaves_exactly_one_gang(api: APIClient, kube: KubeHarness) -> None:
+    """A worker killed half-way through a launch left the Service and one pod; the retried launch completes it once."""
+    nodes = [n.metadata.name for n in kube.core.list_node().items][:3]
+    spec = GangSpec(
+        job_id=990001, attempt=1, name="x", image="busybox:1.36", command=("true",), env={},
+        node_names=tuple(nodes), gpus_per_node=8, wall_time_seconds=600, owner="alice",
+    )  # fmt: skip
+    service = kube.core.create_namespaced_service(kube.namespace, service_manifest(spec, kube.cluster.options))
+    kube.core.create_namespaced_pod(kube.namespace, pod_manifest(spec, 0, kube.cluster.options, owner_uid=service.metadata.uid))
+    kube.cluster.launch_gang(spec)
+    kube.cluster.launch_gang(spec)
+    pods = kube.pods(gang_selector(990001, 1))
+    assert sorted(p.metadata.name for p in pods) == [f"{gang_name(990001, 1)}-{r}" for r in range(3)]
+    assert {p.metadata.owner_references[0].uid for p in pods} == {service.metadata.uid}
+    assert len(kube.services(gang_selector(990001))) == 1
+
+
+def test_a_node_deleted_under_a_running_job_requeues_it(api: APIClient, kube: KubeHarness) -> None:
+    job = submit(api, nodes=1, max_restarts=0, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    node_name = api.get(f"/api/v1/jobs/{job['id']}/").json()["assigned_nodes"][0]
+    node = kube.core.read_node(node_name)
+    kube.core.delete_node(node_name)
+    try:
+        kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).attempt >= 2 or state(job["id"]) == JobState.PENDING, timeout=90)
+        requeued = Job.objects.get(pk=job["id"])
+        # A vanished node is the cluster's fault, not the job's: it goes back to the queue and runs elsewhere.
+        assert "vanished" in requeued.pending_reason or requeued.attempt >= 2
+        kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+        assert api.get(f"/api/v1/jobs/{job['id']}/").json()["assigned_nodes"][0] != node_name
+    finally:
+        node.metadata.resource_version = None
+        node.metadata.uid = None
+        kube.core.create_node(node)
+
+
+def test_kubectl_shows_exactly_the_objects_muster_created(api: APIClient, kube: KubeHarness) -> None:
+    kubectl = shutil.which("kubectl")
+    need_service(kubectl is not None, "kubectl (Debian's kubernetes-client)")
+    job = submit(api, nodes=2, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    out = subprocess.run(
+        [kubectl, "--kubeconfig", kubeconfig_path(), "-n", kube.namespace, "get", "pods,services,secrets", "-o", "json"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    names = sorted(f"{o['kind']}/{o['metadata']['name']}" for o in json.loads(out)["items"])
+    prefix = gang_name(job["id"], 1)
+    assert names == [f"Pod/{prefix}-0", f"Pod/{prefix}-1", f"Secret/{prefix}-env", f"Service/{prefix}"]
+
+
+def test_the_telemetry_token_reaches_the_pods_through_a_secret_that_goes_with_the_gang(api: APIClient, kube: KubeHarness) -> None:
+    job = submit(api, nodes=2, simulate={"duration_seconds": 600})
+    kube.cycle()
+    token = telemetry_token_for_job(job["id"])
+    name = gang_name(job["id"], 1)
+    secret = kube.core.read_namespaced_secret(f"{name}-env", kube.namespace)
+    assert base64.b64decode(secret.data["MUSTER_TELEMETRY_TOKEN"]).decode() == token
+    (service,) = kube.services(gang_selector(job["id"]))
+    assert [o.uid for o in secret.metadata.owner_references] == [service.metadata.uid]
+    for pod in kube.pods(gang_selector(job["id"], 1)):
+        # Anyone who may read pods sees a reference, not the token.
+        assert token not in json.dumps(kube.api.sanitize_for_serialization(pod))
+        (ref,) = [e for e in pod.spec.containers[0].env if e.name == "MUSTER_TELEMETRY_TOKEN"]
+        assert ref.value is None and (ref.value_from.secret_key_ref.name, ref.value_from.secret_key_ref.key) == (
+            secret.metadata.name,
+            ref.name,
+        )
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)  # the kubelet (KWOK) found the Secret
+    assert api.post(f"/api/v1/jobs/{job['id']}/cancel/").status_code == 200
+    # Garbage collection removes it with the Service that owns it.
+    kube.cycle_until(
+        lambda: not kube.core.list_namespaced_secret(kube.namespace, label_selector=gang_selector(job["id"])).items, timeout=30
+    )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"extra_resources": {"example.com/rdma": "1"}, "pod_annotations": {"k8s.v1.cni.cncf.io/networks": "roce"}},
+        {"image_pull_secret": "registry", "service_account": "trainer", "host_network": True},
+    ],
+)
+def test_every_manifest_passes_a_server_side_dry_run(kube: KubeHarness, options: dict[str, Any]) -> None:
+    options = dict(options)
+    host_network = options.pop("host_network", False)
+    pod_options = PodOptions(namespace=kube.namespace, **options)
+    if pod_options.service_account:
+        kube.core.create_namespaced_service_account(kube.namespace, {"metadata": {"name": pod_options.service_account}})
+    spec = GangSpec(
+        job_id=7, attempt=1, name="x", image="nvcr.io/nvidia/pytorch:24.05-py3", command=("torchrun", "t.py"),
+        env={"A": "1"}, node_names=("n1", "n2"), gpus_per_node=4, wall_time_seconds=3600, owner="alice", team="vision",
+        host_network=host_network, secret_env={"MUSTER_TELEMETRY_TOKEN": "mtt.7.x"},
+        simulate={"duration_seconds": 5, "exit_code": 1},
+    )  # fmt: skip
+    kube.core.create_namespaced_service(kube.namespace, service_manifest(spec, pod_options), dry_run="All")
+    owner = service_owner_reference(spec, "0" * 8)
+    kube.core.create_namespaced_secret(
+        kube.namespace, env_secret_manifest(spec, pod_options, owner), dry_run="All", field_validation="Strict"
+    )
+    for rank in range(2):
+        kube.core.create_namespaced_pod(kube.namespace, pod_manifest(spec, rank, pod_options, owner_uid="0" * 8), dry_run="All")
+    assert kube.pods() == []  # a dry run creates nothing
+
+
+# --- the optional launch modes: PodGroup (scheduler-plugins coscheduling) and MPIJob (Kubeflow) ----------------------
+
+
+def _custom(kube: KubeHarness, resource: CustomResource, name: str) -> dict[str, Any] | None:
+    try:
+        return client.CustomObjectsApi(kube.api).get_namespaced_custom_object(
+            resource.group, resource.version, kube.namespace, resource.plural, name
+        )
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def _wait(done: Any, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"not done after {timeout} s"
+        time.sleep(0.2)
+
+
+def _mode_spec(job_id: int, nodes: tuple[str, ...], **overrides: Any) -> GangSpec:
+    values: dict[str, Any] = {
+        "job_id": job_id, "attempt": 1, "name": "x", "image": "nvcr.io/nvidia/pytorch:24.05-py3", "command": ("mpirun", "python", "t.py"),
+        "env": {"A": "1"}, "node_names": nodes, "gpus_per_node": 1, "wall_time_seconds": 600, "owner": "alice", "team": "vision",
+    }  # fmt: skip
+    return GangSpec(**{**values, **overrides})
+
+
+@pytest.mark.parametrize("mode", ["podgroup", "mpijob"])
+def test_every_manifest_of_the_optional_launch_modes_passes_a_server_side_dry_run(kube: KubeHarness, crds: list[str], mode: str) -> None:
+    """The custom objects go through the CRDs' schemas with strict field validation (a misspelt field is an error, not
+    silently pruned); the pods, and the MPIJob's pod templates as the pods the operator would make of them, through the
+    core API's full Pod validation."""
+    options = PodOptions(
+        namespace=kube.namespace, launch_mode=mode, scheduler_name="scheduler-plugins-scheduler" if mode == "podgroup" else "",
+        podgroup_schedule_timeout_seconds=60, extra_resources={"example.com/rdma": "1"},
+        pod_annotations={"k8s.v1.cni.cncf.io/networks": "roce"}, image_pull_secret="registry",
+    )  # fmt: skip
+    spec = _mode_spec(7, ("n1", "n2"), gpus_per_node=4, simulate={"duration_seconds": 5, "exit_code": 1}, host_network=True)
+    custom = client.CustomObjectsApi(kube.api)
+
+    def dry_run(resource: CustomResource, body: dict[str, Any]) -> None:
+        custom.create_namespaced_custom_object(
+            resource.group, resource.version, kube.namespace, resource.plural, body, dry_run="All", field_validation="Strict"
+        )
+
+    if mode == "podgroup":
+        kube.core.create_namespaced_service(kube.namespace, service_manifest(spec, options), dry_run="All")
+        dry_run(PODGROUP, podgroup_manifest(spec, options, owner_uid="0" * 8))
+        pods = [pod_manifest(spec, rank, options, owner_uid="0" * 8) for rank in range(2)]
+    else:
+        dry_run(MPIJOB, mpijob_manifest(spec, options))
+        pods = [mpi_launcher_pod(spec, options)] + [mpi_worker_pod(spec, options, i) for i in range(2)]
+    for pod in pods:
+        kube.core.create_namespaced_pod(kube.namespace, pod, dry_run="All", field_validation="Strict")
+    # A misspelt field is refused, so the checks above mean something.
+    with pytest.raises(ApiException) as refused:
+        dry_run(PODGROUP, {**podgroup_manifest(spec, options), "spec": {"minMembers": 2}})
+    assert refused.value.status == 400
+    assert kube.pods() == []  # a dry run creates nothing
+
+
+@pytest.mark.parametrize("kube_mode", [{"launch_mode": "podgroup", "scheduler_name": "scheduler-plugins-scheduler"}], indirect=True)
+def test_podgroup_mode_creates_the_podgroup_then_labelled_pods_and_teardown_removes_all(kube_mode: KubeHarness) -> None:
+    """No scheduler-plugins scheduler runs in the test cluster, so these pods (schedulerName scheduler-plugins-scheduler)
+    stay Pending: the test checks what Muster creates and deletes, not coscheduling itself."""
+    kube, cluster = kube_mode, kube_mode.cluster
+    nodes = tuple(sorted(n.metadata.name for n in kube.core.list_node().items)[:2])
+    spec = _mode_spec(990101, nodes)
+    cluster.launch_gang(spec)
+    cluster.launch_gang(spec)  # a retried launch finds its own PodGroup and pods (409 is success)
+    name = gang_name(990101, 1)
+    (service,) = kube.services(gang_selector(990101))
+    group = _custom(kube, PODGROUP, name)
+    assert group is not None and group["spec"] == {"minMember": 2}
+    assert [o["uid"] for o in group["metadata"]["ownerReferences"]] == [service.metadata.uid]
+    pods = sorted(kube.pods(gang_selector(990101, 1)), key=lambda p: p.metadata.name)
+    assert [p.metadata.name for p in pods] == [f"{name}-0", f"{name}-1"]
+    for pod in pods:
+        assert pod.metadata.labels["scheduling.x-k8s.io/pod-group"] == name
+        assert pod.spec.scheduler_name == "scheduler-plugins-scheduler" and pod.spec.node_name is None
+        assert pod.metadata.creation_timestamp >= parse_time(group["metadata"]["creationTimestamp"])
+    assert [s.phase for s in cluster.observe_gangs()[(990101, 1)]] == [PodPhase.PENDING, PodPhase.PENDING]
+
+    cluster.teardown_gang(990101, 1)
+    _wait(lambda: not kube.pods(gang_selector(990101)) and not kube.services(gang_selector(990101)) and not _custom(kube, PODGROUP, name))
+    assert (990101, 1) not in cluster.observe_gangs()
+    cluster.teardown_gang(990101, 1)  # deleting what is gone is success
+
+
+@pytest.mark.parametrize("kube_mode", [{"launch_mode": "podgroup"}], indirect=True)
+def test_a_podgroup_job_with_the_default_scheduler_runs_to_success(api: APIClient, kube_mode: KubeHarness) -> None:
+    """With MUSTER_K8S_SCHEDULER_NAME empty (coscheduling as a profile of the default scheduler, or none), the gang runs."""
+    kube = kube_mode
+    job = submit(api, nodes=2, gpus_per_node=1, simulate={"duration_seconds": 2})
+    kube.cycle()
+    assert _custom(kube, PODGROUP, gang_name(job["id"], 1))["spec"]["minMember"] == 2
+    kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
+    _wait(lambda: _custom(kube, PODGROUP, gang_name(job["id"], 1)) is None and not kube.pods(gang_selector(job["id"])))
+
+
+@pytest.mark.parametrize("kube_mode", [{"launch_mode": "mpijob"}], indirect=True)
+def test_mpijob_mode_creates_one_mpijob_whose_pods_decide_the_gang_and_teardown_deletes_it(kube_mode: KubeHarness) -> None:
+    """No MPI operator runs in the test cluster, so the MPIJob never gets pods of its own: until it does, its ranks are
+    Pending (the launch timeout then requeues it). The test then stands in for the operator, making the pods it would make
+    from the templates (owned by the MPIJob), so kube-scheduler places the workers and KWOK runs them."""
+    kube, cluster = kube_mode, kube_mode.cluster
+    planned = tuple(sorted(n.metadata.name for n in kube.core.list_node().items)[2:4])
+    spec = _mode_spec(990102, planned, simulate={"duration_seconds": 2}, secret_env={"MUSTER_TELEMETRY_TOKEN": "mtt.990102.x"})
+    cluster.launch_gang(spec)
+    cluster.launch_gang(spec)  # a retried launch finds its own MPIJob
+    name = gang_name(990102, 1)
+    job = _custom(kube, MPIJOB, name)
+    assert job is not None and job["metadata"]["labels"]["muster.io/job-id"] == "990102"
+    secret = kube.core.read_namespaced_secret(f"{name}-env", kube.namespace)
+    assert [(o.kind, o.uid) for o in secret.metadata.owner_references] == [("MPIJob", job["metadata"]["uid"])]
+    assert kube.pods() == [] and kube.services() == []  # the operator's to make
+    assert [(s.rank, s.phase) for s in cluster.observe_gangs()[(990102, 1)]] == [(0, PodPhase.PENDING), (1, PodPhase.PENDING)]
+
+    owner = {"apiVersion": MPIJOB.api_version, "kind": MPIJOB.kind, "name": name, "uid": job["metadata"]["uid"], "controller": True}
+    for body in [mpi_worker_pod(spec, cluster.options, i) for i in range(2)] + [mpi_launcher_pod(spec, cluster.options)]:
+        body["metadata"]["ownerReferences"] = [owner]
+        kube.core.create_namespaced_pod(kube.namespace, body)
+    # Node affinity over the plan plus anti-affinity among the workers: one worker on each planned node.
+    _wait(lambda: all(p.spec.node_name for p in kube.pods("muster.io/role=worker")))
+    assert sorted(p.spec.node_name for p in kube.pods("muster.io/role=worker")) == sorted(planned)
+    # The launcher's end (KWOK ends it after simulate.duration_seconds) is the gang's end; ranks are the workers' indexes.
+    _wait(lambda: {s.phase for s in cluster.observe_gangs()[(990102, 1)]} == {PodPhase.SUCCEEDED})
+    assert [s.rank for s in cluster.observe_gangs()[(990102, 1)]] == [0, 1]
+
+    cluster.teardown_gang(990102, 1)
+    _wait(lambda: _custom(kube, MPIJOB, name) is None and not kube.pods(gang_selector(990102)))
+    assert (990102, 1) not in cluster.observe_gangs()
+    cluster.teardown_gang(990102, 1)  # deleting what is gone is success
+
+
+def test_an_unreachable_api_server_keeps_jobs_queued(api: APIClient, kube: KubeHarness) -> None:
+    job = submit(api, nodes=1)
+    down = client.Configuration()
+    down.host = "https://127.0.0.1:9"  # nothing listens there
+    cluster = KubernetesCluster(api=client.ApiClient(down), request_timeout=2)
+    with pytest.raises(ClusterUnavailable):
+        cluster.list_nodes()
+    report = run_cycle(backend=cluster)
+    assert "unreachable" in report.cluster_error and report.placed == []
+    assert state(job["id"]) == JobState.PENDING
+    kube.cycle_until(lambda: state(job["id"]) != JobState.PENDING)
+
+
+def test_a_server_error_mid_launch_is_cleaned_up_and_retried(
+    api: APIClient, kube: KubeHarness, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """The API server will not fail on demand, so a 500 on the second pod's create is injected in front of the client."""
+    real = client.CoreV1Api.create_namespaced_pod
+    calls = {"n": 0}
+
+    def flaky(self: client.CoreV1Api, namespace: str, body: dict[str, Any], **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise ApiException(status=500, reason="injected")
+        return real(self, namespace, body, **kwargs)
+
+    monkeypatch.setattr(client.CoreV1Api, "create_namespaced_pod", flaky)
+    settings.MUSTER_LAUNCH_BACKOFF_SECONDS = 10
+    job = submit(api, nodes=2, simulate={"duration_seconds": 2})
+    report = kube.cycle()
+    # Refused half-way: the job goes back to the queue and the half gang is deleted.
+    assert report.requeued == [job["id"]] and state(job["id"]) == JobState.PENDING
+    assert kube.pods(f"muster.io/job-id={job['id']}") == []
+    # It is retried after a backoff, not in the very next cycle.
+    kube.cycle()
+    assert Job.objects.get(pk=job["id"]).pending_reason_code == "LAUNCH_BACKOFF"
+    kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
+    assert Job.objects.get(pk=job["id"]).attempt == 2
+
+
+# --- the watch -----------------------------------------------------------------------------------
+
+
+def test_the_watch_triggers_a_cycle_when_a_gang_pod_changes(kube: KubeHarness) -> None:
+    fired = threading.Event()
+    stop = threading.Event()
+    pods = next(w for w in watches_for(kube.cluster, fired.set) if w.name == "pods")
+    pods.resync_seconds = 2  # so the thread notices `stop` soon after the test
+    thread = threading.Thread(target=pods.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        assert fired.wait(10)  # the initial list
+        fired.clear()
+        spec = GangSpec(
+            job_id=990002, attempt=1, name="x", image="busybox:1.36", command=("true",), env={},
+            node_names=("gpu-node-00",), gpus_per_node=1, wall_time_seconds=600, owner="alice",
+        )  # fmt: skip
+        kube.cluster.launch_gang(spec)
+        assert fired.wait(10), "no cycle was triggered by the new pod"
+    finally:
+        stop.set()
+
+
+def test_a_watch_whose_resource_version_is_gone_relists_and_goes_on(kube: KubeHarness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API server answers 410 Gone when a watch's version was compacted away; injected here, it will not on demand."""
+    events: list[str] = []
+    stop = threading.Event()
+    real_stream = watch.Watch.stream
+    calls = {"n": 0}
+
+    def stream(self: watch.Watch, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ApiException(status=410, reason="Gone: too old resource version")
+        if calls["n"] > 2:
+            stop.set()
+        return real_stream(self, fn, *args, **{**kwargs, "timeout_seconds": 1})
+
+    monkeypatch.setattr(watch.Watch, "stream", stream)
+    pods = next(w for w in watches_for(kube.cluster, lambda: None) if w.name == "pods")
+    pods.on_event = lambda kind, obj: events.append(kind)
+    pods.run(stop, retry_seconds=0.1)
+    # Listed, was told its version is gone, listed again, and watched from the new version.
+    assert events[:2] == ["RELISTED", "RELISTED"] and pods.relists == 2 and calls["n"] >= 2
+
+
+# --- nodes and logs ------------------------------------------------------------------------------
+
+
+def test_node_inventory_follows_the_cluster(kube: KubeHarness) -> None:
+    names = sorted(n.metadata.name for n in kube.core.list_node().items)
+    cordoned, tainted = names[0], names[1]
+    by_name = {n.name: n for n in kube.cluster.list_nodes()}
+    assert by_name[names[2]].gpus_total == 8 and by_name[names[2]].schedulable
+    assert by_name[names[2]].rack.startswith("rack-") and "H100" in by_name[names[2]].gpu_model
+    kube.core.patch_node(cordoned, {"spec": {"unschedulable": True}})
+    kube.core.patch_node(tainted, {"spec": {"taints": [{"key": "maintenance", "value": "true", "effect": "NoSchedule"}]}})
+    try:
+        by_name = {n.name: n for n in kube.cluster.list_nodes()}
+        # Cordoned and tainted-away nodes are not scheduled on; the GPU operator's own taint is tolerated.
+        assert not by_name[cordoned].schedulable and not by_name[tainted].schedulable
+        kube.core.patch_node(tainted, {"spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}})
+        assert {n.name: n for n in kube.cluster.list_nodes()}[tainted].schedulable
+    finally:
+        kube.core.patch_node(cordoned, {"spec": {"unschedulable": False}})
+        kube.core.patch_node(tainted, {"spec": {"taints": None}})
+
+
+def test_logs_of_a_rank_come_from_the_api_server(api: APIClient, kube: KubeHarness, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("api.jobs.views.get_backend", lambda: kube.cluster)
+    job = submit(api, nodes=2, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    body = api.get(f"/api/v1/jobs/{job['id']}/logs/", {"rank": 1, "tail": 2}).json()
+    assert body["rank"] == 1 and body["attempt"] == 1
+    expected = kube.core.read_namespaced_pod_log(f"{gang_name(job['id'], 1)}-1", kube.namespace, tail_lines=2)
+    assert body["logs"] == expected and body["logs"].strip()
+
+
+# --- a process killed mid-launch -----------------------------------------------------------------
+
+DYING_CYCLE = """
+import os, signal, sys
+import django
+django.setup()
+from kubernetes import client, config
+from jobs.cluster.kubernetes import KubernetesCluster
+from jobs.cluster.manifests import PodOptions
+from scheduler.cycle import run_cycle
+real = client.CoreV1Api.create_namespaced_pod
+calls = []
+def dying(self, *args, **kwargs):
+    calls.append(1)
+    if len(calls) == 3:
+        os.kill(os.getpid(), signal.SIGKILL)  # the worker dies half-way through creating the gang
+    return real(self, *args, **kwargs)
+client.CoreV1Api.create_namespaced_pod = dying
+api = config.new_client_from_config(config_file=sys.argv[1])
+run_cycle(backend=KubernetesCluster(api=api, options=PodOptions(namespace=sys.argv[2], termination_grace_seconds=0)))
+"""
+
+
+@pytest.fixture
+def tx_kube(kube_api: client.ApiClient, transactional_db: None, require_postgres: None) -> Iterator[KubeHarness]:
+    yield from kube_harness(kube_api)
+
+
+def test_a_worker_killed_mid_launch_leaves_exactly_one_gang(api: APIClient, tx_kube: KubeHarness) -> None:
+    from tests.processes import ROOT, database_url
+
+    job = submit(api, nodes=3, simulate={"duration_seconds": 600})
+    env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "config.settings"}
+    died = subprocess.run(
+        [sys.executable, "-c", DYING_CYCLE, kubeconfig_path(), tx_kube.namespace], cwd=ROOT, env=env, capture_output=True, timeout=60
+    )
+    assert died.returncode == -9, died.stderr.decode()[-2000:]
+    # The placement was committed before the launch, and the gang is incomplete.
+    assert state(job["id"]) == JobState.SCHEDULED
+    assert len(tx_kube.pods(gang_selector(job["id"]))) < 3
+    # Another worker's cycle finds the half gang and completes it: same attempt, no second gang.
+    tx_kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    pods = tx_kube.pods(gang_selector(job["id"]))
+    assert sorted(p.metadata.name for p in pods) == [f"{gang_name(job['id'], 1)}-{r}" for r in range(3)]
+    assert len(tx_kube.services(gang_selector(job["id"]))) == 1
+    assert Job.objects.get(pk=job["id"]).attempt == 1 and Job.objects.get(pk=job["id"]).restarts == 0
+
+
+# --- the RBAC operators apply: enough for everything Muster does, and no more ---------------------------------------
+
+
+@pytest.fixture
+def as_muster(kube: KubeHarness) -> Iterator[KubernetesCluster]:
+    """Muster's backend signed in as the service account of platform/kubernetes/rbac.yaml, applied as it is shipped
+    (its namespaces renamed to this test's, its cluster-wide names suffixed so runs never collide)."""
+    suffix = kube.namespace.rsplit("-", 1)[-1]
+    home = f"muster-sa-{suffix}"
+    rbac = yaml.safe_load_all((ROOT / "platform" / "kubernetes" / "rbac.yaml").read_text())
+    text = json.dumps([doc for doc in rbac if doc])
+    text = text.replace('"muster-jobs"', json.dumps(kube.namespace)).replace('"namespace": "muster"', f'"namespace": "{home}"')
+    text = text.replace('"muster-nodes-reader"', f'"muster-nodes-reader-{suffix}"')
+    documents = json.loads(text)
+    kube.core.create_namespace({"metadata": {"name": home}})
+    rbac_api = client.RbacAuthorizationV1Api(kube.api)
+    try:
+        utils.create_from_yaml(kube.api, yaml_objects=documents)
+        request = {"spec": {"expirationSeconds": 3600}}
+        token = kube.core.create_namespaced_service_account_token("muster", home, request).status.token
+        configuration = client.Configuration()
+        admin = kube.api.configuration
+        configuration.host, configuration.ssl_ca_cert = admin.host, admin.ssl_ca_cert
+        configuration.api_key = {"authorization": f"Bearer {token}"}
+        yield KubernetesCluster(
+            api=client.ApiClient(configuration),
+            options=PodOptions(namespace=kube.namespace, termination_grace_seconds=0),
+            rack_label=kube.cluster.rack_label,
+        )
+    finally:
+        rbac_api.delete_cluster_role_binding(f"muster-nodes-reader-{suffix}")
+        rbac_api.delete_cluster_role(f"muster-nodes-reader-{suffix}")
+        kube.core.delete_namespace(home, grace_period_seconds=0)
+
+
+def test_the_shipped_rbac_is_enough_for_a_job_from_launch_to_teardown_and_no_more(
+    api: APIClient, kube: KubeHarness, as_muster: KubernetesCluster
+) -> None:
+    kube.cluster = as_muster  # every cycle below talks to the API server as Muster's service account
+    done = submit(api, nodes=2, simulate={"duration_seconds": 2})
+    kube.cycle_until(lambda: state(done["id"]) == JobState.RUNNING)
+    assert "simulated container output" in as_muster.read_logs(done["id"], 1, 0, 10)  # pods/log
+    kube.cycle_until(lambda: state(done["id"]) == JobState.SUCCEEDED)
+    cancelled = submit(api, nodes=1, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(cancelled["id"]) == JobState.RUNNING)
+    assert api.post(f"/api/v1/jobs/{cancelled['id']}/cancel/").status_code == 200
+    kube.cycle_until(lambda: not kube.pods(gang_selector(cancelled["id"])) and not kube.services(gang_selector(cancelled["id"])))
+    # The watch lists and watches pods and nodes.
+    fired = threading.Event()
+    stop = threading.Event()
+    for resource_watch in watches_for(as_muster, fired.set):
+        resource_watch.resync_seconds = 2
+        threading.Thread(target=resource_watch.run, args=(stop,), daemon=True).start()
+    try:
+        assert fired.wait(10)
+    finally:
+        stop.set()
+
+    # And no more: no reading the gangs' Secrets (other jobs' tokens), no touching nodes or other namespaces.
+    core = as_muster.core
+    forbidden = [
+        lambda: core.list_namespaced_secret(kube.namespace),
+        lambda: core.read_namespaced_secret(f"{gang_name(done['id'], 1)}-env", kube.namespace),
+        lambda: core.patch_node(as_muster.list_nodes()[0].name, {"spec": {"unschedulable": True}}),
+        lambda: core.list_namespaced_pod("default"),
+        lambda: core.create_namespaced_pod("default", {"metadata": {"name": "x"}, "spec": {"containers": [{"name": "x", "image": "x"}]}}),
+    ]
+    for call in forbidden:
+        with pytest.raises(ApiException) as refused:
+            call()
+        assert refused.value.status == 403

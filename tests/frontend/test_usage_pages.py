@@ -1,0 +1,169 @@
+"""The browser's usage page (everyone) and quota pages (admins): render, edit, validate, refuse."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from jobs.models import Job
+from jobs.states import JobState
+from quotas.models import Quota
+from tests.conftest import session_for
+from tests.jobs.factories import JobFactory
+from tests.quotas.factories import TeamFactory
+
+
+@pytest.fixture
+def vision(user: Any) -> Any:
+    team = TeamFactory(name="vision")
+    team.members.add(user)
+    return team
+
+
+def test_usage_page_shows_limits_usage_and_teams(user: Any, vision: Any) -> None:
+    Quota.objects.create(user=user, max_gpus=16, node_hours_per_period=200.0)
+    page = session_for(user).get("/usage/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'data-testid="account-user-alice"' in html and 'data-testid="account-team-vision"' in html
+    assert "0 of 16" in html  # GPUs in use of the quota
+    assert "200.00 left" in html
+    assert 'role="meter"' in html  # the budget bar
+    assert "no quota set" in html  # the team has none
+    assert 'href="/usage/"' in html and 'aria-current="page">Usage' in html
+    assert 'href="/quotas/"' not in html  # admins only
+
+
+def test_usage_page_report_and_csv_link(user: Any, settings: Any) -> None:
+    settings.TIME_ZONE = "UTC"
+    start = datetime(2026, 11, 12, 8, tzinfo=UTC)
+    JobFactory(
+        owner=user,
+        state=JobState.SUCCEEDED,
+        attempt=1,
+        gpus_per_node=4,
+        submitted_at=start,
+        held=["n1"],
+        held__released_at=start + timedelta(hours=2),
+    )
+    page = session_for(user).get("/usage/", {"start": "2026-11-01", "end": "2026-11-30", "group_by": "user"})
+    html = page.content.decode()
+    assert 'data-testid="report"' in html
+    assert "<td>alice</td><td>1</td><td>8.00</td><td>1.00</td>" in html
+    assert "/api/v1/usage/report/?start=2026-11-01&amp;end=2026-11-30&amp;group_by=user&amp;format=csv" in html
+    csv = session_for(user).get("/api/v1/usage/report/", {"start": "2026-11-01", "end": "2026-11-30", "format": "csv"})
+    assert csv.status_code == 200 and csv.content.decode().splitlines() == ["user,jobs,gpu_hours,node_hours", "alice,1,8.0,1.0"]
+
+
+def test_usage_page_report_form_errors(user: Any) -> None:
+    html = session_for(user).get("/usage/", {"start": "2026-11-20", "end": "2026-11-01", "group_by": "user"}).content.decode()
+    assert "The end date is before the start date." in html
+    assert 'data-testid="report"' not in html
+
+
+def test_usage_page_needs_login(db: None) -> None:
+    response = Client().get("/usage/")
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_quotas_page_is_for_admins(user: Any, vision: Any) -> None:
+    client = session_for(user)
+    assert client.get("/quotas/").status_code == 403
+    assert client.get("/quotas/users/alice/").status_code == 403
+    assert client.post("/quotas/users/alice/", {"max_gpus": "99", "fair_share_weight": "1"}).status_code == 403
+    assert client.post("/quotas/teams/vision/reset/").status_code == 403
+    assert not Quota.objects.exists()
+
+
+def test_quotas_page_lists_users_and_teams(admin_user: Any, user: Any, vision: Any) -> None:
+    Quota.objects.create(team=vision, max_gpus=64, node_hours_per_period=1000)
+    page = session_for(admin_user).get("/quotas/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    for row in ('data-testid="quota-user-alice"', 'data-testid="quota-user-root"', 'data-testid="quota-team-vision"'):
+        assert row in html
+    assert 'href="/quotas/users/alice/"' in html and 'href="/quotas/teams/vision/"' in html
+    assert "<td>64</td>" in html and "<td>1000</td>" in html
+    assert 'aria-current="page">Quotas' in html
+
+
+def test_admin_edits_a_quota_in_the_browser(admin_user: Any, user: Any) -> None:
+    client = session_for(admin_user)
+    form = client.get("/quotas/users/alice/")
+    assert form.status_code == 200 and "site default applies" in form.content.decode()
+    response = client.post(
+        "/quotas/users/alice/",
+        {
+            "max_gpus": "8",
+            "max_wall_time_minutes": "120",
+            "max_node_hours_per_job": "",
+            "node_hours_per_period": "500",
+            "fair_share_weight": "2",
+        },
+        follow=True,
+    )
+    assert response.redirect_chain == [("/quotas/", 302)]
+    assert "Saved the quota of user alice" in response.content.decode()
+    quota = Quota.objects.get(user=user)
+    assert (
+        quota.max_gpus,
+        quota.max_wall_time_seconds,
+        quota.max_node_hours_per_job,
+        quota.node_hours_per_period,
+        quota.fair_share_weight,
+    ) == (
+        8,
+        7200,
+        None,
+        500.0,
+        2.0,
+    )
+    response = client.post("/quotas/users/alice/reset/", follow=True)
+    assert "back to the site default" in response.content.decode()
+    assert not Quota.objects.exists()
+
+
+def test_quota_form_shows_errors_beside_fields(admin_user: Any, user: Any) -> None:
+    response = session_for(admin_user).post(
+        "/quotas/users/alice/", {"max_gpus": "-3", "max_wall_time_minutes": "0", "node_hours_per_period": "lots", "fair_share_weight": "0"}
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "The quota was not saved." in html
+    assert html.count('class="field has-error"') == 4
+    assert "greater than 0" in html
+    assert not Quota.objects.exists()
+
+
+def test_unknown_account_page_is_404(admin_user: Any) -> None:
+    assert session_for(admin_user).get("/quotas/users/nobody/").status_code == 404
+    assert session_for(admin_user).get("/quotas/teams/nobody/").status_code == 404
+
+
+def submit_form(**overrides: str) -> dict[str, str]:
+    form = {
+        "name": "big",
+        "image": "busybox",
+        "command": "python train.py",
+        "nodes": "2",
+        "gpus_per_node": "8",
+        "wall_time_minutes": "60",
+        "priority_class": "normal",
+        "max_restarts": "0",
+    }
+    return form | overrides
+
+
+def test_submit_page_names_the_quota_and_accepts_a_preemptible_job(user: Any, sim: Any) -> None:
+    Quota.objects.create(user=user, max_gpus=8)
+    client = session_for(user)
+    page = client.post("/jobs/new/", submit_form())
+    assert page.status_code == 200
+    assert "The job needs 16 GPUs; your quota (user alice) allows at most 8 at once." in page.content.decode()
+    assert not Job.objects.exists()
+    response = client.post("/jobs/new/", submit_form(preemptible="on"))
+    assert response.status_code == 302
+    assert Job.objects.get().preemptible is True

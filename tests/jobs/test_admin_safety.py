@@ -1,0 +1,152 @@
+"""Django admin cannot delete or reshape a job that holds GPUs, and deleting an ended job keeps its ledger rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from jobs.models import Allocation, Job
+from jobs.states import JobState
+from quotas.models import Quota, UsageCharge
+from quotas.selectors import account_usages, accounts_snapshot
+from quotas.services import ledger_charge
+from tests.conftest import session_for
+from tests.jobs.factories import JobFactory, hours_ago
+
+CHANGELIST = "/admin/jobs/job/"
+
+
+@pytest.fixture
+def admin(admin_user: Any) -> Client:
+    return session_for(admin_user)
+
+
+def change_payload(job: Job, **changes: Any) -> dict[str, Any]:
+    """The change form as the admin page posts it, with `changes` applied."""
+    data: dict[str, Any] = {
+        "name": job.name, "owner": job.owner_id, "team": job.team_id or "", "image": job.image,
+        "command": '["true"]', "env": "{}", "nodes": job.nodes, "gpus_per_node": job.gpus_per_node,
+        "wall_time_seconds": job.wall_time_seconds, "priority_class": job.priority_class, "max_restarts": job.max_restarts,
+        "simulate": "null",
+        "allocations-TOTAL_FORMS": 0, "allocations-INITIAL_FORMS": 0, "events-TOTAL_FORMS": 0, "events-INITIAL_FORMS": 0,
+    }  # fmt: skip
+    data.update(changes)
+    return data
+
+
+# --- jobs that hold GPUs ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("state", [JobState.SCHEDULED, JobState.RUNNING])
+def test_a_job_holding_gpus_cannot_be_deleted_one_by_one(admin: Client, user: Any, state: str) -> None:
+    job = JobFactory(owner=user, scheduled=state == JobState.SCHEDULED, running=state == JobState.RUNNING)
+    assert admin.get(f"{CHANGELIST}{job.pk}/delete/").status_code == 403
+    assert admin.post(f"{CHANGELIST}{job.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert Job.objects.filter(pk=job.pk).exists()
+    page = admin.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+    assert f'href="{CHANGELIST}{job.pk}/delete/"' not in page  # no delete link
+    assert "cancel it" in page
+
+
+def test_bulk_delete_refuses_a_selection_with_jobs_holding_gpus(admin: Client, user: Any) -> None:
+    running, done = JobFactory(owner=user, running=True), JobFactory(owner=user, finished=True)
+    for step in ({}, {"post": "yes"}):  # the confirmation page, and the confirmed post
+        response = admin.post(CHANGELIST, {"action": "delete_selected", "_selected_action": [running.pk, done.pk], **step}, follow=True)
+        assert response.status_code == 200
+        html = response.content.decode()
+        assert f"Nothing was deleted: job {running.pk} (RUNNING) holds GPUs" in html
+    assert Job.objects.filter(pk__in=[running.pk, done.pk]).count() == 2
+
+
+def test_bulk_delete_of_ended_and_pending_jobs_works(admin: Client, user: Any) -> None:
+    done, pending = JobFactory(owner=user, finished=True, state=JobState.FAILED, exit_code=1), JobFactory(owner=user)
+    response = admin.post(CHANGELIST, {"action": "delete_selected", "_selected_action": [done.pk, pending.pk], "post": "yes"}, follow=True)
+    assert "Successfully deleted 2 jobs" in response.content.decode()
+    assert not Job.objects.filter(pk__in=[done.pk, pending.pk]).exists()
+
+
+def test_a_running_jobs_shape_is_read_only(admin: Client, user: Any, other_user: Any) -> None:
+    job = JobFactory(owner=user, running=True)
+    page = admin.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+    assert 'name="nodes"' not in page and 'name="image"' not in page and 'name="owner"' not in page
+    assert f"Job {job.pk} is RUNNING" in page and "read-only" in page
+    response = admin.post(
+        f"{CHANGELIST}{job.pk}/change/",
+        change_payload(job, name="renamed", nodes=4, gpus_per_node=2, image="evil:1", owner=other_user.pk, wall_time_seconds=9),
+    )
+    assert response.status_code == 302, response.content.decode()
+    job.refresh_from_db()
+    assert job.name == "renamed"  # the label may change
+    assert (job.nodes, job.gpus_per_node, job.image, job.owner_id, job.wall_time_seconds) == (1, 8, "busybox:1", user.pk, 86400)
+    assert job.state == JobState.RUNNING
+
+
+def test_a_pending_job_may_be_reshaped_and_only_edited_columns_are_written(admin: Client, user: Any) -> None:
+    job = JobFactory(owner=user)
+    stale = Job.objects.get(pk=job.pk)
+    # The cycle writes its reason after the admin opened the page: the save must not overwrite it.
+    Job.objects.filter(pk=job.pk).update(pending_reason_code="NO_ROOM", pending_reason="No room.")
+    response = admin.post(f"{CHANGELIST}{job.pk}/change/", change_payload(stale, gpus_per_node=4))
+    assert response.status_code == 302, response.content.decode()
+    job.refresh_from_db()
+    assert job.gpus_per_node == 4
+    assert job.pending_reason_code == "NO_ROOM"
+
+
+def test_a_pending_job_scheduled_while_the_admin_edits_keeps_its_shape(admin: Client, user: Any) -> None:
+    job = JobFactory(owner=user)
+    form = change_payload(job, gpus_per_node=4)
+    Job.objects.filter(pk=job.pk).update(state=JobState.SCHEDULED, attempt=1)  # the cycle placed it meanwhile
+    response = admin.post(f"{CHANGELIST}{job.pk}/change/", form, follow=True)
+    assert "left PENDING (SCHEDULED) while you edited it" in response.content.decode()
+    job.refresh_from_db()
+    assert job.gpus_per_node == 8 and job.state == JobState.SCHEDULED
+
+
+def test_no_allocation_can_be_added_by_hand(admin: Client, user: Any) -> None:
+    job = JobFactory(owner=user)
+    page = admin.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+    assert "allocations-__prefix__" not in page  # no empty form to add one
+
+
+def test_admins_cancel_jobs_from_the_list(admin: Client, user: Any) -> None:
+    running, done = JobFactory(owner=user, running=True), JobFactory(owner=user, finished=True)
+    response = admin.post(CHANGELIST, {"action": "cancel_selected", "_selected_action": [running.pk, done.pk]}, follow=True)
+    html = response.content.decode()
+    assert f"Cancelled job {running.pk}." in html and f"Already ended, left as they were: {done.pk}." in html
+    running.refresh_from_db()
+    assert running.state == JobState.CANCELLED
+    assert not Allocation.objects.filter(job=running, released_at__isnull=True).exists()
+
+
+# --- the ledger outlives the job -------------------------------------------------------------------
+
+
+def test_deleting_an_ended_job_keeps_its_charges_and_the_budget_used(admin: Client, user: Any) -> None:
+    Quota.objects.create(user=user, node_hours_per_period=100.0)
+    job = JobFactory(owner=user, running=True, gpus_per_node=8, submitted_at=hours_ago(2))
+    ledger_charge(job=job, until=timezone.now())
+    job_id = job.pk
+    Job.objects.filter(pk=job_id).update(state=JobState.SUCCEEDED)
+    Allocation.objects.filter(job_id=job_id).update(released_at=timezone.now())
+    used_before = account_usages(users=[user])[0].node_hours_used
+    assert used_before == pytest.approx(2.0, abs=0.01)
+
+    response = admin.post(f"{CHANGELIST}{job_id}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert not Job.objects.filter(pk=job_id).exists()
+    (charge,) = UsageCharge.objects.all()
+    assert charge.job_id is None and charge.job_number == job_id and charge.user_id == user.pk
+    assert str(charge).startswith(f"job {job_id} in period")
+    assert account_usages(users=[user])[0].node_hours_used == pytest.approx(used_before)
+    left = accounts_snapshot(now=timezone.now(), users=[user.username], teams=[])[f"user:{user.username}"].node_hours_left
+    assert left == pytest.approx(100.0 - used_before)
+
+
+def test_charges_carry_the_job_number(user: Any) -> None:
+    job = JobFactory(owner=user, running=True)
+    ledger_charge(job=job, until=timezone.now())
+    assert list(UsageCharge.objects.values_list("job_id", "job_number")) == [(job.pk, job.pk)]

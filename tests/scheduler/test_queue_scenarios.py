@@ -1,0 +1,374 @@
+"""Queue scenarios end to end: REST API, PostgreSQL, the simulated cluster and a clock the test moves.
+
+Each test tells a story a user would notice: whose jobs start when GPUs free up, when a big
+gang starts despite a stream of small jobs, what a preemption looks like, why a job waits
+for budget. Everything, submit times included, runs on the harness clock (`timezone.now` is
+the sim clock), so what the API shows is what the cycle decided.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from jobs.cluster.simulated import SimulatedCluster
+from jobs.models import Allocation, Job
+from jobs.services import nodes_sync
+from jobs.states import JobState
+from tests.conftest import Clock, SimHarness, job_payload
+from tests.quotas.factories import TeamFactory
+
+JOBS = "/api/v1/jobs/"
+QUEUE = "/api/v1/queue/"
+# Mid-month, so no test crosses a budget period.
+START = datetime(2026, 3, 11, 9, 0, tzinfo=UTC)
+# Seconds between cycles where a test steps the clock in a loop.
+STEP = 20
+
+
+@pytest.fixture
+def world(require_postgres: None, db: None, settings: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[..., SimHarness]:
+    """Builds a simulated cluster of any size on a clock at START; `timezone.now` follows that clock."""
+    clock = Clock(START)
+    monkeypatch.setattr(timezone, "now", clock)
+    settings.TIME_ZONE = "UTC"
+    settings.MUSTER_SIM_START_SECONDS = 1.0
+    settings.MUSTER_SIM_GPUS_PER_NODE = 8
+
+    def build(nodes: int = 16, racks: int = 2) -> SimHarness:
+        settings.MUSTER_SIM_NODES = nodes
+        settings.MUSTER_SIM_RACKS = racks
+        cluster = SimulatedCluster.from_settings()
+        cluster.clock = clock
+        nodes_sync(cluster_nodes=cluster.list_nodes())
+        return SimHarness(clock=clock, cluster=cluster)
+
+    return build
+
+
+def post(client: APIClient, **overrides: Any) -> dict[str, Any]:
+    response = client.post(JOBS, job_payload(**overrides), format="json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def get(client: APIClient, job_id: int) -> dict[str, Any]:
+    response = client.get(f"{JOBS}{job_id}/")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def queue(client: APIClient) -> dict[str, Any]:
+    response = client.get(QUEUE, {"limit": 500})
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def transitions(job: dict[str, Any]) -> list[str]:
+    return [e["to_state"] for e in job["events"]]
+
+
+def nodes_held() -> Counter[str]:
+    """Whole nodes held by each user's live jobs."""
+    held: Counter[str] = Counter()
+    for (owner,) in Allocation.objects.filter(released_at__isnull=True).values_list("job__owner__username"):
+        held[owner] += 1
+    return held
+
+
+def parse(ts: str | None) -> datetime | None:
+    return None if ts is None else datetime.fromisoformat(ts.replace("Z", "+00:00"))
+
+
+def owners(job_ids: list[int]) -> list[str]:
+    by_id = dict(Job.objects.filter(pk__in=job_ids).values_list("pk", "owner__username"))
+    return [by_id[pk] for pk in job_ids]
+
+
+def pending_owners() -> Counter[str]:
+    return Counter(Job.objects.filter(state=JobState.PENDING).values_list("owner__username", flat=True))
+
+
+# --- fair share ----------------------------------------------------------------------------------
+
+
+def test_fair_share_gives_freed_nodes_to_bob_until_he_holds_about_half(
+    world: Any, api: APIClient, other_api: APIClient, settings: Any
+) -> None:
+    # Equal shares (no quota rows: weight 1 each) and the default weights: fair share 1000, age 500 at a
+    # week. A half-life short against the jobs' run times makes fair share follow what each user holds
+    # now, so the split settles within minutes of simulated time instead of days.
+    settings.MUSTER_FAIR_SHARE_HALF_LIFE_SECONDS = 20.0
+    sim = world(16)
+    for i in range(40):
+        post(api, name=f"sweep-{i}", nodes=1, simulate={"duration_seconds": 80 + 10 * (i % 16)})
+    sim.cycle()
+    assert nodes_held() == {"alice": 16}
+    sim.advance(40)
+    bob = [post(other_api, name=f"bob-{i}", nodes=1, simulate={"duration_seconds": 120 + 10 * (i % 7)})["id"] for i in range(30)]
+    sim.cycle()
+
+    # The cluster is full of alice's jobs. Bob's are behind none of hers, although hers are older:
+    # alice has used the whole cluster, bob nothing, and fair share outweighs age.
+    entries = queue(other_api)["results"]
+    assert [e["owner"] for e in entries] == ["bob"] * 30 + ["alice"] * 24
+    first_bob, first_alice = entries[0], entries[30]
+    assert first_bob["id"] == bob[0]
+    assert first_bob["pending_reason"]["code"] == "NO_ROOM"
+    assert first_bob["priority"]["factors"]["fair_share"]["value"] == 1.0
+    assert first_alice["priority"]["factors"]["fair_share"]["value"] < 0.5
+    assert first_alice["priority"]["factors"]["age"]["weighted"] > first_bob["priority"]["factors"]["age"]["weighted"]
+    assert first_bob["priority"]["total"] > first_alice["priority"]["total"]
+    assert get(other_api, bob[0])["queue_position"] == 1
+
+    # Alice's jobs end one every ~10 s. Until bob holds half the cluster, every freed node goes to bob.
+    reached_half = False
+    contended: list[int] = []
+    for _ in range(40):
+        report = sim.advance(10)
+        placed = owners(report.placed)
+        held = nodes_held()["bob"]
+        if not reached_half:
+            assert set(placed) <= {"bob"}, f"alice got a node while bob held {held} and waited"
+            reached_half = held >= 8
+        elif set(pending_owners()) == {"alice", "bob"}:
+            contended.append(held)
+    assert reached_half and len(contended) >= 20
+    # From then on, while both wait, each holds about half: the nodes go to whoever has used less lately.
+    assert min(contended) >= 5 and max(contended) <= 11, contended
+    assert 6.5 <= sum(contended) / len(contended) <= 9.5, contended
+
+
+# --- starvation: a reservation for a big gang ----------------------------------------------------
+
+
+def test_starving_big_gang_gets_a_reservation_and_starts_by_its_estimate(
+    world: Any, api: APIClient, other_api: APIClient, settings: Any
+) -> None:
+    settings.MUSTER_STARVATION_SECONDS = 60
+    sim = world(40, racks=4)
+    t0 = sim.clock()
+    # Bob keeps the 40 nodes busy with 1-node jobs whose wall times end one every 5 s from t0+200 s
+    # (each finishes 5 s inside it); four end early. Six long jobs of his wait for nodes.
+    fill = [
+        post(other_api, name=f"fill-{i}", nodes=1, wall_time_seconds=200 + 5 * i, simulate={"duration_seconds": 195 + 5 * i})["id"]
+        for i in range(36)
+    ]
+    for i in range(4):
+        post(other_api, name=f"early-{i}", nodes=1, wall_time_seconds=40, simulate={"duration_seconds": 30})
+    backlog = [
+        post(other_api, name=f"backlog-{i}", nodes=1, wall_time_seconds=900, simulate={"duration_seconds": 800})["id"] for i in range(6)
+    ]
+    assert len(sim.cycle().placed) == 40
+    sim.advance(1.5)
+    sim.clock.advance(3.5)
+    big = post(api, name="pretrain", nodes=32, wall_time_seconds=600, simulate={"duration_seconds": 60})["id"]
+    sim.cycle()
+    job = get(api, big)
+    assert job["pending_reason"] == {"code": "NO_ROOM", "message": "Needs 32 whole nodes with 8 GPUs; 0 are free."}
+    assert job["estimated_start"] is None
+
+    # Not yet starving: the four nodes that free up go to bob's waiting jobs, one by one.
+    report = sim.advance(35)
+    assert sorted(report.placed) == backlog[:4]
+    assert get(api, big)["estimated_start"] is None
+
+    # Past the starvation threshold it gets a reservation: the 32 nodes that free up first by wall time.
+    sim.advance(25)
+    job = get(api, big)
+    assert job["state"] == "PENDING" and job["pending_reason"]["code"] == "NO_ROOM"
+    message = job["pending_reason"]["message"]
+    assert message.startswith("Needs 32 whole nodes with 8 GPUs; 0 are free. Reserved 32 nodes (sim-node-")
+    estimate = parse(job["estimated_start"])
+    # The 32nd of those wall times ends 200 + 5 x 31 s after the fill jobs were placed (wall time counts from placement).
+    assert estimate == t0 + timedelta(seconds=355)
+    assert message.endswith(f"; expected to start {estimate:%Y-%m-%d %H:%M} UTC.")
+    assert len(message) <= 500
+    reserved = set(Allocation.objects.filter(job_id__in=fill[:32]).values_list("node__name", flat=True))
+    named = set(re.findall(r"sim-node-\d{3}\b", message))
+    assert len(reserved) == 32 and len(named) == 2 and named <= reserved  # the first and last reserved node
+
+    # A stream of bob's jobs: long ones would hold a reserved node past the estimate, short ones end before it.
+    started_before: dict[int, str] = {}
+    waited_behind: dict[str, set[int]] = {"long": set(), "short": set()}
+    kinds: dict[int, str] = {}
+    while sim.clock() + timedelta(seconds=STEP) <= estimate:
+        kinds[post(other_api, name="long", nodes=1, wall_time_seconds=900, simulate={"duration_seconds": 800})["id"]] = "long"
+        kinds[post(other_api, name="short", nodes=1, wall_time_seconds=60, simulate={"duration_seconds": 30})["id"]] = "short"
+        report = sim.advance(STEP)
+        job = get(api, big)
+        assert job["state"] == "PENDING", "started before every reserved node was free"
+        # A backfilled job is admitted when now + its wall time <= the start, and its wall time counts
+        # from that placement, so it can never move the estimate later.
+        assert parse(job["estimated_start"]) <= estimate
+        for placed in report.placed:
+            node = Allocation.objects.get(job_id=placed, released_at__isnull=True).node.name
+            started_before[placed] = node
+            if node in reserved:
+                placed_job = Job.objects.get(pk=placed)
+                end = placed_job.scheduled_at + timedelta(seconds=placed_job.wall_time_seconds)
+                assert end <= estimate, f"job {placed} on reserved {node} would end after the gang starts"
+        for entry in queue(other_api)["results"]:
+            if entry["pending_reason"]["code"] == "RESERVATION" and entry["id"] in kinds:
+                assert entry["pending_reason"]["message"].startswith(f"Behind the reservation for job {big}, expected to start")
+                waited_behind[kinds[entry["id"]]].add(entry["id"])
+    # Short jobs filled reserved nodes that would otherwise idle. No long job started: the only nodes
+    # that freed up before the gang's start were reserved ones.
+    backfilled = [pk for pk in started_before if kinds.get(pk) == "short"]
+    assert backfilled and all(started_before[pk] in reserved for pk in backfilled)
+    assert not [pk for pk in started_before if kinds.get(pk) == "long" or pk in backlog]
+    # Both kinds were seen waiting behind the reservation: long ones all along, short ones once they
+    # would no longer end before it.
+    assert waited_behind["long"] and waited_behind["short"]
+
+    # At the estimated start, every reserved node is free and the gang starts.
+    sim.clock.now = estimate
+    report = sim.cycle()
+    assert big in report.placed
+    job = get(api, big)
+    assert job["state"] == "SCHEDULED" and parse(job["scheduled_at"]) <= estimate
+    assert set(job["assigned_nodes"]) == reserved
+
+
+def test_a_gang_on_forty_nodes_is_placed_with_a_reason_that_fits(world: Any, api: APIClient) -> None:
+    # Regression: "Placed on <40 node names>." is longer than the 500 characters of the reason
+    # columns, and on PostgreSQL the failed write stopped every cycle.
+    sim = world(40, racks=4)
+    job_id = post(api, name="whole-cluster", nodes=40)["id"]
+    assert sim.cycle().placed == [job_id]
+    reason = get(api, job_id)["events"][1]["reason"]
+    assert len(reason) <= 500 and reason.startswith("Placed on sim-node-000, ") and reason.endswith(", sim-node-039.")
+
+
+# --- preemption ----------------------------------------------------------------------------------
+
+
+def test_production_job_preempts_a_preemptible_class_job_which_then_resumes(
+    world: Any, api: APIClient, other_api: APIClient, settings: Any
+) -> None:
+    settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = 300
+    sim = world(16)
+    sweep = post(api, name="sweep", nodes=16, priority_class="preemptible", simulate={"duration_seconds": 600})
+    sim.cycle()
+    sim.advance(1.5)
+    sim.clock.advance(58.5)
+    prod = post(other_api, name="serve-eval", nodes=4, priority_class="production", simulate={"duration_seconds": 100})["id"]
+    # Younger than the minimum run time: not preempted yet, the production job waits.
+    report = sim.cycle()
+    assert report.preempted == [] and get(api, sweep["id"])["state"] == "RUNNING"
+    assert get(other_api, prod)["pending_reason"] == {"code": "NO_ROOM", "message": "Needs 4 whole nodes with 8 GPUs; 0 are free."}
+
+    report = sim.advance(250)
+    assert report.preempted == [sweep["id"]] and report.placed == [prod]
+    job = get(api, sweep["id"])
+    assert job["state"] == "PENDING" and job["submitted_at"] == sweep["submitted_at"]
+    assert transitions(job) == ["PENDING", "SCHEDULED", "RUNNING", "PREEMPTED", "PENDING"]
+    assert job["events"][3]["reason"] == f"Preempted for job {prod}: it is of a lower priority class."
+    assert job["pending_reason"] == {"code": "PREEMPTED", "message": f"Requeued after preemption by job {prod}."}
+    assert not set(sim.cluster.observe_gangs()) - {(prod, 1)}, "the preempted gang's pods are gone"
+    assert get(other_api, prod)["state"] == "SCHEDULED"
+
+    sim.advance(1.5)
+    job = get(api, sweep["id"])
+    assert job["pending_reason"] == {"code": "NO_ROOM", "message": "Needs 16 whole nodes with 8 GPUs; 12 are free."}
+    # The production job finishes; the preempted job starts again as attempt 2 in the same cycle, and succeeds.
+    report = sim.advance(100)
+    assert report.ended == {prod: JobState.SUCCEEDED} and report.placed == [sweep["id"]]
+    sim.advance(1.5)
+    sim.advance(600)
+    job = get(api, sweep["id"])
+    assert job["state"] == "SUCCEEDED" and job["attempt"] == 2 and job["restarts"] == 0 and job["exit_code"] == 0
+    assert transitions(job) == ["PENDING", "SCHEDULED", "RUNNING", "PREEMPTED", "PENDING", "SCHEDULED", "RUNNING", "SUCCEEDED"]
+    assert job["submitted_at"] == sweep["submitted_at"]
+
+
+def test_job_within_quota_preempts_a_borrower_over_quota(
+    world: Any, api: APIClient, other_api: APIClient, admin_api: APIClient, settings: Any
+) -> None:
+    settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = 300
+    sim = world(16)
+    response = admin_api.patch("/api/v1/quotas/users/alice/", {"max_gpus": 64}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["max_gpus"] == 64
+    # Alice runs 8 nodes within her 64-GPU quota, and borrows the other 8 with a preemptible job.
+    own = post(api, name="own", nodes=8, simulate={"duration_seconds": 3000})["id"]
+    borrower = post(api, name="borrow", nodes=8, preemptible=True, simulate={"duration_seconds": 3000})["id"]
+    extra = post(api, name="extra", nodes=1)["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    assert get(api, own)["over_quota"] is False
+    job = get(api, borrower)
+    assert job["state"] == "RUNNING" and job["over_quota"] is True
+    assert job["events"][1]["reason"].endswith("(borrowing idle GPUs beyond its quota).")
+    # A job of hers that may not borrow waits for her quota, not for room.
+    assert get(api, extra)["pending_reason"] == {
+        "code": "QUOTA_GPUS",
+        "message": "64 of 64 GPUs of the quota of user alice are in use; this job needs 8.",
+    }
+    summary = queue(api)["summary"]
+    assert (summary["running_within_quota"], summary["running_over_quota"], summary["gpus_over_quota"]) == (1, 1, 64)
+
+    sim.clock.advance(58.5)
+    claim = post(other_api, name="claim", nodes=4, simulate={"duration_seconds": 60})["id"]
+    report = sim.cycle()
+    assert report.preempted == [] and get(other_api, claim)["pending_reason"]["code"] == "NO_ROOM"
+    # Past the minimum run time, bob's job (within his quota) takes the borrowed GPUs back.
+    report = sim.advance(250)
+    assert report.preempted == [borrower] and report.placed == [claim]
+    job = get(api, borrower)
+    assert transitions(job)[-2:] == ["PREEMPTED", "PENDING"]
+    assert job["events"][-2]["reason"] == f"Preempted for job {claim}: it runs beyond its owner's quota."
+    assert job["over_quota"] is False and job["pending_reason"]["code"] == "PREEMPTED"
+    assert get(api, own)["state"] == "RUNNING" and get(api, own)["attempt"] == 1
+    assert set(get(other_api, claim)["assigned_nodes"]) <= set(job["assigned_nodes"])
+    summary = queue(api)["summary"]
+    assert (summary["running_within_quota"], summary["running_over_quota"], summary["gpus_over_quota"]) == (2, 0, 0)
+
+
+# --- budget --------------------------------------------------------------------------------------
+
+
+def test_job_over_the_team_budget_waits_until_an_admin_raises_it(
+    world: Any, user: Any, api: APIClient, other_api: APIClient, admin_api: APIClient
+) -> None:
+    sim = world(16)
+    TeamFactory(name="vision").members.add(user)
+    limits = {"max_gpus": None, "max_wall_time_seconds": None, "max_node_hours_per_job": None, "fair_share_weight": 1.0}
+    response = admin_api.put("/api/v1/quotas/teams/vision/", {**limits, "node_hours_per_period": 0.5}, format="json")
+    assert response.status_code == 200, response.content
+
+    # A first job uses about 0.08 of the team's 0.5 node-hours.
+    first = post(api, name="probe", nodes=1, wall_time_seconds=600, simulate={"duration_seconds": 300})
+    assert first["team"] == "vision"
+    sim.cycle()
+    sim.advance(1.5)
+    sim.advance(300)
+    assert get(api, first["id"])["state"] == "SUCCEEDED"
+    left = api.get("/api/v1/quotas/teams/vision/").json()["usage"]["node_hours_left"]
+    assert left == pytest.approx(0.5 - 301.5 / 3600)
+
+    # The next may use 0.5 node-hours (2 nodes x 15 min): the cluster is empty, but the budget is not enough.
+    big = post(api, name="finetune", nodes=2, wall_time_seconds=900, simulate={"duration_seconds": 60})["id"]
+    small = post(api, name="eval", nodes=1, wall_time_seconds=600, simulate={"duration_seconds": 60})["id"]
+    other = post(other_api, name="bob-job", nodes=4)["id"]
+    report = sim.cycle()
+    job = get(api, big)
+    assert job["state"] == "PENDING" and job["pending_reason"]["code"] == "BUDGET"
+    assert job["pending_reason"]["message"] == (
+        "Team vision has 0.4 node-hours of its budget left until 2026-04-01 00:00 UTC; this job may use 0.5 (2 nodes x 0.25 h)."
+    )
+    # It holds up nobody: a smaller job of the team and another user's job start.
+    assert sorted(report.placed) == sorted([small, other])
+
+    response = admin_api.patch("/api/v1/quotas/teams/vision/", {"node_hours_per_period": 10}, format="json")
+    assert response.status_code == 200, response.content
+    report = sim.advance(1)
+    assert report.placed == [big]
+    assert get(api, big)["state"] == "SCHEDULED"

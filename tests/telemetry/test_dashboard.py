@@ -1,0 +1,235 @@
+"""The cluster and scheduler dashboard: exact numbers on known data, figures Plotly accepts, empty states."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from jobs.models import Job, JobEvent, Node
+from jobs.states import JobState
+from telemetry.dashboard.page import dashboard_context
+from telemetry.dashboard.selectors import WINDOWS, gpus, latency, percentile, queue_depth, step_levels
+from telemetry.models import JobTelemetrySummary
+from tests.conftest import session_for
+from tests.jobs.factories import AllocationFactory, JobFactory, NodeFactory
+from tests.quotas.factories import TeamFactory
+from tests.telemetry.helpers import as_plotly_figure
+
+DAY = WINDOWS["24h"]
+
+
+def event(job: Job, at: datetime, from_state: str, to_state: str) -> None:
+    JobEvent.objects.create(job=job, at=at, from_state=from_state, to_state=to_state, reason="test")
+
+
+def started_job(owner: Any, submitted: datetime, started: datetime) -> Job:
+    job = JobFactory(owner=owner, state=JobState.SUCCEEDED, submitted_at=submitted, started_at=started)
+    event(job, submitted, "", JobState.PENDING)
+    event(job, started, JobState.SCHEDULED, JobState.RUNNING)
+    return job
+
+
+@pytest.fixture
+def now() -> datetime:
+    # On a bucket boundary, so bucket arithmetic in the assertions is plain.
+    return datetime(2026, 3, 2, 12, 0, tzinfo=timezone.get_current_timezone())
+
+
+@pytest.fixture
+def node(db: None) -> Node:
+    return NodeFactory(name="gpu-001")
+
+
+# --- arithmetic ------------------------------------------------------------------------------------
+
+
+def test_percentiles_are_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert [percentile(values, p) for p in (50, 90, 99)] == [50.0, 90.0, 99.0]
+    assert [percentile([10.0, 20.0, 30.0], p) for p in (50, 90, 99)] == [20.0, 30.0, 30.0]
+    assert percentile([], 50) is None
+
+
+def test_step_levels_max_and_time_weighted_mean(now: datetime) -> None:
+    start = now - timedelta(minutes=10)
+    changes = [(start + timedelta(minutes=1), 2), (start + timedelta(minutes=4), -1), (start + timedelta(minutes=5), -1)]
+    levels = step_levels(1, changes, start, now, 300)
+    # Bucket 0: 1 for 60 s, 3 for 180 s, 2 for 60 s; the change at 5 min belongs to bucket 1.
+    assert levels[0].max == 3 and levels[0].mean == pytest.approx((60 + 3 * 180 + 2 * 60) / 300)
+    assert levels[1].max == 1 and levels[1].mean == 1
+
+
+# --- sections on known data ------------------------------------------------------------------------
+
+
+def test_latency_percentiles_exact(user: Any, now: datetime) -> None:
+    for i in range(1, 11):  # latencies 10, 20, ..., 100 s, started over the last hours
+        started = now - timedelta(hours=i)
+        started_job(user, started - timedelta(seconds=10 * i), started)
+    # Started before the window: not counted.
+    started_job(user, now - timedelta(days=3), now - timedelta(hours=30))
+    lat = latency(DAY, now)
+    assert lat["count"] == 10
+    assert lat["overall"] == {50: 50.0, 90: 90.0, 99: 100.0}
+    assert lat["max"] == 100.0
+    # Per hour: the job started i hours ago sits alone in its bucket.
+    assert lat["series"][50][24 - 3] == 30.0 and lat["counts"][24 - 3] == 1
+    assert lat["series"][50][0] is None
+
+
+def test_a_restarted_job_waits_from_its_requeue_not_from_its_submit(user: Any, now: datetime) -> None:
+    submitted = now - timedelta(hours=5)
+    job = started_job(user, submitted, submitted + timedelta(seconds=30))
+    # Its first attempt failed after four hours; it was requeued and started again 20 s later.
+    failed = submitted + timedelta(hours=4)
+    event(job, failed, JobState.RUNNING, JobState.PENDING)
+    event(job, failed + timedelta(seconds=20), JobState.SCHEDULED, JobState.RUNNING)
+    lat = latency(DAY, now)
+    assert lat["count"] == 2 and lat["max"] == 30.0 and lat["overall"][50] == 20.0
+
+
+def test_queue_depth_replays_the_event_history(user: Any, now: datetime) -> None:
+    start = now - timedelta(hours=24)
+    waiting = JobFactory(owner=user, submitted_at=now - timedelta(hours=25))
+    event(waiting, now - timedelta(hours=25), "", JobState.PENDING)
+    ran = JobFactory(owner=user, state=JobState.SUCCEEDED, submitted_at=start + timedelta(minutes=10))
+    event(ran, start + timedelta(minutes=10), "", JobState.PENDING)
+    event(ran, start + timedelta(minutes=25), JobState.PENDING, JobState.SCHEDULED)
+    event(ran, start + timedelta(minutes=26), JobState.SCHEDULED, JobState.RUNNING)
+    event(ran, start + timedelta(minutes=60), JobState.RUNNING, JobState.SUCCEEDED)
+    depth = queue_depth(DAY, now)
+    assert len(depth["pending"]) == 288 and len(depth["x"]) == 288
+    assert depth["x"][0] == int(start.timestamp() * 1000)
+    assert depth["pending"][:7] == [1, 1, 2, 2, 2, 1, 1]  # the second job waits from 10 to 25 min
+    assert depth["active"][:14] == [0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0]  # holds GPUs from 25 to 60 min
+    assert depth["pending"][-1] == 1 and depth["pending_now"] == 1 and depth["active_now"] == 0
+
+
+def test_gpu_hours_per_team_and_allocated_over_time(user: Any, admin_user: Any, node: Node, now: datetime) -> None:
+    vision, nlp = TeamFactory(name="vision"), TeamFactory(name="nlp")
+    vision.members.add(user)
+    rows = [
+        (vision, 8, now - timedelta(hours=2), now - timedelta(hours=1)),  # 8 GPU-hours
+        (nlp, 4, now - timedelta(hours=30), now - timedelta(hours=23)),  # 1 h inside the window: 4 GPU-hours
+        (None, 2, now - timedelta(hours=3), None),  # still held: 6 GPU-hours
+        (nlp, 8, now - timedelta(hours=50), now - timedelta(hours=40)),  # before the window
+    ]
+    for team, held, allocated_at, released_at in rows:
+        job = JobFactory(owner=user, state=JobState.SUCCEEDED, team=team, submitted_at=allocated_at, gpus_per_node=held)
+        AllocationFactory(job=job, node=node, gpus=held, allocated_at=allocated_at, released_at=released_at)
+    staff = gpus(DAY, now, admin_user)
+    assert staff["team_hours"] == pytest.approx({"vision": 8.0, "no team": 6.0, "nlp": 4.0})
+    assert list(staff["team_hours"]) == ["vision", "no team", "nlp"]  # most first
+    assert staff["allocated_now"] == 2 and staff["total"] == 8
+    assert staff["allocated"][0] == 4  # nlp's 4 GPUs until 23 h ago
+    assert staff["allocated"][12] == 0  # 23 h ago: released
+    assert staff["allocated"][264] == 10  # 2 h ago: vision's 8 and the 2 still held
+    # Others see their own teams by name and the rest summed.
+    member = gpus(DAY, now, user)
+    assert member["team_hours"] == pytest.approx({"vision": 8.0, "no team": 6.0, "other teams": 4.0})
+
+
+def test_used_gpus_come_from_telemetry_summaries(user: Any, admin_user: Any, now: datetime) -> None:
+    job = JobFactory(
+        owner=user,
+        state=JobState.SUCCEEDED,
+        submitted_at=now - timedelta(hours=3),
+        started_at=now - timedelta(hours=2),
+        finished_at=now - timedelta(hours=1),
+    )
+    JobTelemetrySummary.objects.create(job=job, gpu_seconds=8 * 3600, gpu_util_mean=50.0, computed_at=now)
+    used = gpus(DAY, now, admin_user)["used"]
+    assert used["jobs"] == 1
+    assert used["total_allocated_hours"] == pytest.approx(8.0) and used["total_busy_hours"] == pytest.approx(4.0)
+    assert used["utilisation"] == pytest.approx(50.0)
+    context = dashboard_context(admin_user, "24h", now=now)
+    assert "dashboard-used" in context["figure_ids"]
+
+
+# --- the page --------------------------------------------------------------------------------------
+
+
+def figures_in(html: str) -> list[dict[str, Any]]:
+    match = re.search(r'<script id="telemetry-figures" type="application/json">(.*?)</script>', html, re.S)
+    assert match, "no figures on the page"
+    return json.loads(match.group(1))
+
+
+def test_page_renders_figures_plotly_accepts(user: Any, node: Node) -> None:
+    now = timezone.now()
+    team = TeamFactory(name="vision")
+    team.members.add(user)
+    done = JobFactory(
+        owner=user,
+        state=JobState.SUCCEEDED,
+        team=team,
+        submitted_at=now - timedelta(hours=2),
+        started_at=now - timedelta(hours=2) + timedelta(seconds=30),
+    )
+    event(done, done.submitted_at, "", JobState.PENDING)
+    event(done, done.started_at, JobState.PENDING, JobState.SCHEDULED)
+    event(done, done.started_at, JobState.SCHEDULED, JobState.RUNNING)
+    AllocationFactory(job=done, node=node, allocated_at=done.started_at, released_at=now - timedelta(hours=1))
+    waiting = JobFactory(owner=user, submitted_at=now - timedelta(hours=5), name="big-run", pending_reason_code="NO_ROOM")
+    event(waiting, waiting.submitted_at, "", JobState.PENDING)
+
+    page = session_for(user).get("/dashboard/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'aria-current="page">Dashboard' in html
+    figures = figures_in(html)
+    ids = {f["id"] for f in figures}
+    assert {"dashboard-queue", "dashboard-latency", "dashboard-starvation", "dashboard-allocation", "dashboard-teams"} <= ids
+    for f in figures:
+        assert f'id="{f["id"]}"' in html
+        as_plotly_figure(f["figure"])  # raises on anything Plotly does not know
+    assert "/static/vendor/plotly-" in html and "cdn" not in html.lower()
+    assert "p50 30 s" in html  # submit to start of the one job that started
+    assert "<code>NO_ROOM</code> 1" in html
+    starvation = next(f for f in figures if f["id"] == "dashboard-starvation")["figure"]
+    assert starvation["data"][0]["y"] == [f"{waiting.pk} big-run"]
+    assert starvation["data"][0]["x"] == [pytest.approx(5.0, abs=0.01)]
+    assert "GPUs used: unknown" in html  # no telemetry summary
+    assert 'class="node-card' in html
+
+    week = session_for(user).get("/dashboard/?window=7d").content.decode()
+    assert "<strong>last 7 days</strong>" in week
+
+
+def test_empty_dashboard(user: Any) -> None:
+    page = session_for(user).get("/dashboard/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    for empty in ("empty-queue", "empty-latency", "empty-starvation", "empty-quota", "empty-used", "empty-teams"):
+        assert f'data-testid="{empty}"' in html, empty
+    assert "telemetry-figures" not in html  # nothing to draw: no script either
+    assert "No nodes known yet" in html
+
+
+def test_dashboard_needs_a_login(db: None) -> None:
+    page = Client().get("/dashboard/")
+    assert page.status_code == 302 and "/accounts/login/" in page["Location"]
+
+
+def test_dashboard_after_simulated_jobs(submit: Any, sim: Any, admin_user: Any) -> None:
+    submit(nodes=1, gpus_per_node=8, simulate={"duration_seconds": 2})
+    submit(nodes=2, gpus_per_node=8, simulate={"duration_seconds": 600})
+    sim.cycle()
+    submit(nodes=16, gpus_per_node=8)
+    sim.advance(1.5)
+    sim.advance(3)
+    context = dashboard_context(admin_user, "24h", now=sim.clock() + timedelta(seconds=1))
+    assert context["queue"]["pending_now"] == 1 and context["queue"]["active_now"] == 1
+    assert context["queue"]["pending"][-1] == 1
+    assert context["latency"]["count"] == 2
+    assert context["gpus"]["allocated_now"] == 16 and context["gpus"]["total"] == 128
+    assert context["standing"]["gpus"] == {"within": 16, "over": 0}
+    assert context["standing"]["pending_by_reason"] == {"NO_ROOM": 1}
+    for f in context["figures"]:
+        as_plotly_figure(f["figure"])
