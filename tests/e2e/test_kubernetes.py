@@ -518,7 +518,7 @@ def test_node_inventory_follows_the_cluster(kube: KubeHarness) -> None:
 
 
 def test_logs_of_a_rank_come_from_the_api_server(api: APIClient, kube: KubeHarness, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("api.jobs.views.get_backend", lambda: kube.cluster)
+    monkeypatch.setattr("jobs.selectors.get_backend", lambda: kube.cluster)
     job = submit(api, nodes=2, simulate={"duration_seconds": 600})
     kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
     body = api.get(f"/api/v1/jobs/{job['id']}/logs/", {"rank": 1, "tail": 2}).json()
