@@ -18,8 +18,8 @@ run: $(STAMP)
 	VENV=$(VENV) scripts/run-local.sh
 
 ## Run the whole test suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set), printing the slowest tests and the time.
-## PYTEST_WORKERS=2 runs all but tests/e2e/ on 2 pytest-xdist workers, then tests/e2e/ (servers, Redis, the test cluster) serially.
-PYTEST_WORKERS ?= 1
+## By default all but tests/e2e/ run on 2 pytest-xdist workers, then tests/e2e/ (servers, Redis, the test cluster) serially; PYTEST_WORKERS=1 runs everything serially.
+PYTEST_WORKERS ?= 2
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
