@@ -50,7 +50,9 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
 from dataclasses import dataclass, field
 
 from policy.baselines import easy, fifo
@@ -166,10 +168,15 @@ def simulate(
     assumptions: Assumptions,
     progress: Callable[[float], None] | None = None,
     policy_fn: PolicyFn | None = None,
+    call_always: bool = False,
 ) -> SimResult:
-    """Replay `jobs` on `cluster` under `policy` (or `policy_fn`, for tests). Raises SimulationError."""
+    """Replay `jobs` on `cluster` under `policy` (or `policy_fn`, for tests). Raises SimulationError.
+
+    `call_always` calls the policy at every instant with a submit or a finish, even when nothing can
+    start (slower; the tests check it gives the same schedule).
+    """
     fn = policy_fn or policy_function(policy)
-    return _Sim(jobs, cluster, policy, config, assumptions, fn, progress).run()
+    return _Sim(jobs, cluster, policy, config, assumptions, fn, progress, call_always).run()
 
 
 class _Usage:
@@ -262,6 +269,7 @@ class _Sim:
         assumptions: Assumptions,
         fn: PolicyFn,
         progress: Callable[[float], None] | None,
+        call_always: bool = False,
     ) -> None:
         self.jobs = sorted(jobs, key=lambda j: (j.submit, j.id))
         self.cluster = cluster
@@ -301,6 +309,10 @@ class _Sim:
         ranks = {j.class_rank for j in self.jobs}
         self.preemption_wakes = config.preemption and (len(ranks) > 1 or any(j.preemptible for j in self.jobs))
         self.starvation_wakes = policy == "muster"
+        # Calls are skipped only for the known policies, and only when they cannot start anything (see _could_start).
+        self.call_always = call_always or fn not in (schedule, fifo, easy) or self.preemption_wakes or config.starvation_seconds <= 0
+        self.shapes: Counter[tuple[int, int]] = Counter()  # pending jobs by (nodes, GPUs per node)
+        self.requeued = False
 
     # --- the loop ----------------------------------------------------------------------------------
 
@@ -321,21 +333,25 @@ class _Sim:
                 stuck = sorted(self.pending)[:5]
                 raise SimulationError(f"every job finishes: {len(self.pending)} jobs can never start (first: {stuck})")
             now = min(candidates)
-            changed = False
+            due = False  # a wake-up the policy must see
+            moved = False  # a finish or a submit
+            was_empty = not self.pending
             while self.finishes and self.finishes[0][0] <= now:
                 _, job_id, attempt = heapq.heappop(self.finishes)
                 if self.attempt[job_id] == attempt and job_id in self.running:
                     self._finish(job_id, now)
-                    changed = True
+                    moved = True
             while nxt < n and jobs[nxt].submit <= now:
                 self._submit(jobs[nxt])
                 nxt += 1
-                changed = True
+                moved = True
             while self.wakes and self.wakes[0][0] <= now:
                 _, job_id = heapq.heappop(self.wakes)
-                changed = changed or job_id == 0 or job_id in self.pending
-            if changed and self.pending:
+                due = due or job_id == 0 or job_id in self.pending
+            if self.pending and (due or (moved and (self.call_always or was_empty or self._could_start()))):
                 self._call(now)
+            # A job submitted at a skipped instant had no estimate at submit (it is not the head of the line).
+            self.just_submitted.clear()
             self._sample(now)
             if self.progress is not None and n and (self.done - last_progress) * 100 >= n:
                 last_progress = self.done
@@ -372,6 +388,7 @@ class _Sim:
             wall_seconds=job.wall_seconds,
         )
         self.just_submitted.add(job.id)
+        self.shapes[job.nodes, job.gpus_per_node] += 1
         if self.starvation_wakes:
             heapq.heappush(self.wakes, (job.submit + self.config.starvation_seconds, job.id))
 
@@ -423,6 +440,8 @@ class _Sim:
             preemptible=job.preemptible,
             wall_seconds=job.wall_seconds,
         )
+        self.shapes[job.nodes, job.gpus_per_node] += 1
+        self.requeued = True
 
     def _place(self, job_id: int, node_names: tuple[str, ...], gpus_held: tuple[int, ...], over_quota: bool, now: float) -> None:
         job = self.pending.get(job_id)
@@ -444,6 +463,7 @@ class _Sim:
             self.free[i] -= gpus
             self.views[i] = NodeView(name, self.cluster.gpus_per_node, self.free[i], self.rack[name])
         del self.pending[job_id]
+        self.shapes[job.nodes, job.gpus_per_node] -= 1
         trace_job = self.by_id[job_id]
         held = sum(gpus_held)
         share = sum(g / self.cluster.gpus_per_node for g in gpus_held)
@@ -475,6 +495,32 @@ class _Sim:
         record.start = now
         self.last_prediction.pop(job_id, None)
 
+    def _in_submit_order(self) -> Iterable[PendingJob]:
+        if self.requeued:
+            return sorted(self.pending.values(), key=lambda p: (p.submitted_at, p.id))
+        return self.pending.values()  # submits arrive in (submit, id) order and nothing was requeued
+
+    def _could_start(self) -> bool:
+        """Whether the policy could start a job now: some pending shape fits the free GPUs (for fifo: the head's).
+
+        Every policy places only into free GPUs (preemption, which frees more, makes every call happen:
+        call_always), so when no pending job fits by shape (ignoring reservations, which only restrict),
+        the call would start nothing and give no new reservation (strict FIFO and EASY reserve only for
+        the head, set at the call that made it the head; muster only at the starvation wake-ups, which
+        always call). Skipping it changes no placement.
+        """
+        gpn = self.cluster.gpus_per_node
+        most = max(self.free, default=0)
+        idle = self.free.count(gpn)
+
+        def fits(nodes: int, per_node: int) -> bool:
+            return most >= per_node if nodes == 1 else idle >= nodes
+
+        if self.policy == "fifo":
+            head = next(iter(self._in_submit_order()))
+            return fits(head.nodes, head.gpus_per_node)
+        return any(count and fits(*shape) for shape, count in self.shapes.items())
+
     # --- one policy call -----------------------------------------------------------------------------
 
     def _accounts(self, now: float) -> dict[str, Account]:
@@ -493,14 +539,20 @@ class _Sim:
         return accounts
 
     def _call(self, now: float) -> None:
+        if self.fn in (fifo, easy) and self.config.max_jobs is not None:
+            # The baselines examine the queue in submit order, at most max_jobs of it; the rest wait NOT_EXAMINED
+            # with no estimate, whatever else is queued: leaving them out of the snapshot changes no decision.
+            pending = tuple(islice(self._in_submit_order(), self.config.max_jobs))
+        else:
+            pending = tuple(self.pending.values())
         snapshot = Snapshot(
             nodes=tuple(self.views),
-            pending=tuple(self.pending.values()),
+            pending=pending,
             running=tuple(run.running for run in self.running.values()),
-            accounts=self._accounts(now) if self.policy == "muster" or self.fn not in (fifo, easy) else {},
+            accounts=self._accounts(now) if self.fn not in (fifo, easy) else {},
             now=now,
         )
-        queue = len(snapshot.pending)
+        queue = len(self.pending)
         began = time.process_time()
         decisions = self.fn(snapshot, self.config)
         self.decisions.append((queue, time.process_time() - began))
