@@ -58,6 +58,7 @@ class _Baseline:
         head: PendingJob | None = None
         reserved: dict[str, float] = {}
         failed: set[tuple[int, int, bool]] = set()  # shapes that did not fit: capacity only shrinks in a call
+        reasons: dict[tuple[int, int, int, int], tuple[str, str]] = {}
         for index, job in enumerate(queue):
             if self.max_jobs is not None and index >= self.max_jobs:
                 self._wait(job, NOT_EXAMINED, "Not examined in this cycle: the queue is longer than one cycle examines.")
@@ -93,11 +94,14 @@ class _Baseline:
                 self._place(job, chosen)
                 continue
             failed.add(shape)
-            if reserved and self._fit(job, None) is not None:
-                self._wait(job, RESERVATION, f"Behind the reservation for job {head.id}, expected to start {when(min(reserved.values()))}.")
-            else:
-                code = FRAGMENTATION if self.capacity.free_total >= job.gpus else NO_ROOM
-                self._wait(job, code, self._room_text(job))
+            # The reason depends only on the shape, the capacity and the reservation: worked out once per state.
+            key = (job.nodes, job.gpus_per_node, job.gpus, self.capacity.version)
+            if key not in reasons:
+                if reserved and self._fit(job, None) is not None:
+                    reasons[key] = (RESERVATION, f"Behind the reservation for job {head.id}, expected to start {when(min(reserved.values()))}.")
+                else:
+                    reasons[key] = (FRAGMENTATION if self.capacity.free_total >= job.gpus else NO_ROOM, self._room_text(job))
+            self._wait(job, *reasons[key])
         return Decisions(tuple(self.placements), tuple(self.waiting), (), tuple(self.reservations))
 
     def _wait(self, job: PendingJob, code: str, text: str, estimated_start: float | None = None) -> None:

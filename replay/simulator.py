@@ -539,10 +539,16 @@ class _Sim:
         return accounts
 
     def _call(self, now: float) -> None:
-        if self.fn in (fifo, easy) and self.config.max_jobs is not None:
-            # The baselines examine the queue in submit order, at most max_jobs of it; the rest wait NOT_EXAMINED
-            # with no estimate, whatever else is queued: leaving them out of the snapshot changes no decision.
-            pending = tuple(islice(self._in_submit_order(), self.config.max_jobs))
+        limit = self.config.max_jobs
+        if self.fn is fifo:
+            # Strict FIFO stops at the first job that does not fit, and every job it places takes at least one
+            # GPU: it cannot look past the first free-GPUs + 1 jobs; the rest wait HEAD_OF_LINE with no estimate.
+            free = sum(self.free) + 1
+            limit = free if limit is None else min(limit, free)
+        if self.fn in (fifo, easy) and limit is not None:
+            # The baselines examine the queue in submit order, at most `limit` of it; the rest wait (NOT_EXAMINED
+            # or behind the head) with no estimate: leaving them out of the snapshot changes no decision.
+            pending = tuple(islice(self._in_submit_order(), limit))
         else:
             pending = tuple(self.pending.values())
         snapshot = Snapshot(

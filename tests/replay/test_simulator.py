@@ -7,7 +7,7 @@ import math
 import pytest
 
 from policy.model import Decisions, Placement, PolicyConfig, Snapshot
-from replay.simulator import ClusterSpec, SimulationError, _Usage, nodes_for_load, simulate
+from replay.simulator import ClusterSpec, SimulationError, _Usage, nodes_for_load, policy_function, simulate
 from replay.trace import Assumptions, TraceJob
 from tests.replay.test_baselines import TRACE, job
 
@@ -60,17 +60,22 @@ def test_every_policy_finishes_every_job_and_records_checks(policy: str) -> None
 
 
 @pytest.mark.parametrize("policy", ["fifo", "easy", "muster"])
-def test_skipping_calls_changes_nothing(policy: str) -> None:
+def test_skipping_calls_and_trimming_the_queue_change_nothing(policy: str) -> None:
     jobs = [job(i, float(i * 7 % 300), float(50 + (i * 37) % 400), [1, 2, 4, 8, 16][i % 5], tenant="ab"[i % 2]) for i in range(1, 120)]
     jobs.sort(key=lambda j: (j.submit, j.id))
+    plain = policy_function(policy)
 
-    def records(call_always: bool) -> list[tuple[object, ...]]:
-        result = simulate(
-            jobs, cluster=ClusterSpec(nodes=3), policy=policy, config=PolicyConfig(starvation_seconds=60), assumptions=Assumptions(), call_always=call_always
-        )
+    def wrapped(snapshot: Snapshot, config: PolicyConfig) -> Decisions:
+        return plain(snapshot, config)  # an unknown function: called at every event with the whole queue
+
+    def records(**kw: object) -> list[tuple[object, ...]]:
+        config = PolicyConfig(starvation_seconds=60, max_jobs=50)
+        result = simulate(jobs, cluster=ClusterSpec(nodes=3), policy=policy, config=config, assumptions=Assumptions(), **kw)  # type: ignore[arg-type]
         return [(r.first_start, r.end, r.promised_start, r.predicted_at_submit) for r in result.records]
 
-    assert records(False) == records(True)
+    fast = records()
+    assert fast == records(call_always=True)
+    assert fast == records(policy_fn=wrapped)
 
 
 def test_same_input_same_output() -> None:
