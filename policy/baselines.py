@@ -37,6 +37,13 @@ def easy(snapshot: Snapshot, config: PolicyConfig | None = None, *, max_jobs: in
     return _Baseline(snapshot, config or PolicyConfig(), max_jobs, backfill=True).run()
 
 
+def _backfill(reserved: dict[str, float], end: float) -> Allowed:
+    """The nodes a job ending at `end` may use: any not reserved, and reserved ones it leaves before they are needed."""
+    if not reserved:
+        return None
+    return lambda name: name not in reserved or end <= reserved[name]
+
+
 class _Baseline:
     def __init__(self, snapshot: Snapshot, config: PolicyConfig, max_jobs: int | None, *, backfill: bool) -> None:
         self.snapshot = snapshot
@@ -87,9 +94,7 @@ class _Baseline:
             shape = (job.nodes, job.gpus_per_node, ends_first)
             chosen = None
             if shape not in failed and self.capacity.free_total >= job.gpus:
-                end = self.now + job.wall_seconds
-                allowed: Allowed = None if not reserved else (lambda name: name not in reserved or end <= reserved[name])
-                chosen = self._fit(job, allowed)
+                chosen = self._fit(job, _backfill(reserved, self.now + job.wall_seconds))
             if chosen is not None:
                 self._place(job, chosen)
                 continue
@@ -98,7 +103,10 @@ class _Baseline:
             key = (job.nodes, job.gpus_per_node, job.gpus, self.capacity.version)
             if key not in reasons:
                 if reserved and self._fit(job, None) is not None:
-                    reasons[key] = (RESERVATION, f"Behind the reservation for job {head.id}, expected to start {when(min(reserved.values()))}.")
+                    reasons[key] = (
+                        RESERVATION,
+                        f"Behind the reservation for job {head.id}, expected to start {when(min(reserved.values()))}.",
+                    )
                 else:
                     reasons[key] = (FRAGMENTATION if self.capacity.free_total >= job.gpus else NO_ROOM, self._room_text(job))
             self._wait(job, *reasons[key])

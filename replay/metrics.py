@@ -143,7 +143,9 @@ def _errors(errors: list[float]) -> dict[str, float | int | None]:
 
 
 def _eta(records: Sequence[JobRecord]) -> dict[str, Any]:
-    at_submit = [abs(r.predicted_at_submit - r.first_start) for r in records if r.predicted_at_submit is not None and r.first_start is not None]
+    at_submit = [
+        abs(r.predicted_at_submit - r.first_start) for r in records if r.predicted_at_submit is not None and r.first_start is not None
+    ]
     waiting = []
     for r in records:
         for at, predicted in r.predictions:

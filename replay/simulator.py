@@ -52,8 +52,8 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from itertools import islice
 from dataclasses import dataclass, field
+from itertools import islice
 
 from policy.baselines import easy, fifo
 from policy.model import (
@@ -282,7 +282,9 @@ class _Sim:
             raise SimulationError("job ids are not unique")
         for j in self.jobs:
             if j.nodes > cluster.nodes or j.gpus_per_node > cluster.gpus_per_node:
-                raise SimulationError(f"job {j.id} needs {j.nodes} x {j.gpus_per_node} GPUs; the cluster has {cluster.nodes} x {cluster.gpus_per_node}")
+                raise SimulationError(
+                    f"job {j.id} needs {j.nodes} x {j.gpus_per_node} GPUs; the cluster has {cluster.nodes} x {cluster.gpus_per_node}"
+                )
         self.names = [f"n{i:04d}" for i in range(cluster.nodes)]
         racks = max(1, min(cluster.racks, cluster.nodes))
         self.rack = {name: f"r{i * racks // cluster.nodes:02d}" for i, name in enumerate(self.names)}
@@ -448,7 +450,9 @@ class _Sim:
         if job is None:
             raise SimulationError(f"placements name pending jobs: job {job_id} is not pending")
         if len(node_names) != job.nodes or len(gpus_held) != job.nodes or len(set(node_names)) != job.nodes:
-            raise SimulationError(f"a gang always gets all its nodes at once: job {job_id} needs {job.nodes} distinct nodes, got {node_names}")
+            raise SimulationError(
+                f"a gang always gets all its nodes at once: job {job_id} needs {job.nodes} distinct nodes, got {node_names}"
+            )
         for name, gpus in zip(node_names, gpus_held, strict=True):
             i = self.index.get(name)
             if i is None:

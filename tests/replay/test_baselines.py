@@ -16,7 +16,9 @@ def nodes(free: list[int]) -> tuple[NodeView, ...]:
 
 
 def pending(job_id: int, n: int = 1, gpus: int = 8, wall: float = 3600.0, at: float | None = None) -> PendingJob:
-    return PendingJob(id=job_id, nodes=n, gpus_per_node=gpus, class_rank=1, submitted_at=NOW - 100 + job_id if at is None else at, wall_seconds=wall)
+    return PendingJob(
+        id=job_id, nodes=n, gpus_per_node=gpus, class_rank=1, submitted_at=NOW - 100 + job_id if at is None else at, wall_seconds=wall
+    )
 
 
 def running(job_id: int, node: str, gpus: int, ends_in: float) -> RunningJob:
@@ -25,7 +27,9 @@ def running(job_id: int, node: str, gpus: int, ends_in: float) -> RunningJob:
 
 def test_fifo_head_of_line_blocks_everything_behind_it() -> None:
     # n0 has 4 GPUs free, n1 none: the head wants 8 on one node; the 1-GPU job behind would fit but must wait.
-    snap = Snapshot(nodes([4, 0]), (pending(1, gpus=8), pending(2, gpus=1)), (running(10, "n0", 4, 600), running(11, "n1", 8, 7200)), now=NOW)
+    snap = Snapshot(
+        nodes([4, 0]), (pending(1, gpus=8), pending(2, gpus=1)), (running(10, "n0", 4, 600), running(11, "n1", 8, 7200)), now=NOW
+    )
     d = fifo(snap, PolicyConfig())
     assert d.placements == ()
     head, behind = d.waiting
@@ -34,7 +38,9 @@ def test_fifo_head_of_line_blocks_everything_behind_it() -> None:
 
 
 def test_fifo_starts_in_submit_order_while_they_fit() -> None:
-    snap = Snapshot(nodes([8, 8]), (pending(2, gpus=8, at=NOW - 5), pending(1, gpus=8, at=NOW - 9), pending(3, gpus=1, at=NOW - 1)), now=NOW)
+    snap = Snapshot(
+        nodes([8, 8]), (pending(2, gpus=8, at=NOW - 5), pending(1, gpus=8, at=NOW - 9), pending(3, gpus=1, at=NOW - 1)), now=NOW
+    )
     d = fifo(snap, PolicyConfig())
     assert [p.job_id for p in d.placements] == [1, 2]
     assert [w.job_id for w in d.waiting] == [3]

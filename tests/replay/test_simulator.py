@@ -84,7 +84,9 @@ def test_same_input_same_output() -> None:
     for policy in ("fifo", "easy", "muster"):
         a = simulate(jobs, cluster=ClusterSpec(nodes=3), policy=policy, config=PolicyConfig(), assumptions=Assumptions())
         b = simulate(jobs, cluster=ClusterSpec(nodes=3), policy=policy, config=PolicyConfig(), assumptions=Assumptions())
-        assert [(r.first_start, r.end, r.attempts, r.predictions) for r in a.records] == [(r.first_start, r.end, r.attempts, r.predictions) for r in b.records]
+        assert [(r.first_start, r.end, r.attempts, r.predictions) for r in a.records] == [
+            (r.first_start, r.end, r.attempts, r.predictions) for r in b.records
+        ]
         assert a.samples == b.samples
 
 
@@ -97,7 +99,11 @@ def preemption_trace() -> list[TraceJob]:
 @pytest.mark.parametrize(("resume", "end", "lost"), [("restart", 4100.0 + 5000.0, 4000.0 * 8), ("checkpoint", 4100.0 + 2000.0, 1000.0 * 8)])
 def test_a_preempted_job_is_requeued_and_resumes(resume: str, end: float, lost: float) -> None:
     result = simulate(
-        preemption_trace(), cluster=ClusterSpec(nodes=1), policy="muster", config=PolicyConfig(), assumptions=Assumptions(resume=resume, checkpoint_seconds=3000.0)
+        preemption_trace(),
+        cluster=ClusterSpec(nodes=1),
+        policy="muster",
+        config=PolicyConfig(),
+        assumptions=Assumptions(resume=resume, checkpoint_seconds=3000.0),
     )
     low, high = result.records
     assert high.first_start == 4000.0 and high.end == 4100.0

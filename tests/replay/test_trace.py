@@ -53,7 +53,7 @@ def test_no_cap_and_a_window() -> None:
     ],
 )
 def test_a_bad_row_names_its_line(row: str, words: str) -> None:
-    lines = PHILLY.splitlines()[:3] + [row] + PHILLY.splitlines()[3:]
+    lines = [*PHILLY.splitlines()[:3], row, *PHILLY.splitlines()[3:]]
     with pytest.raises(TraceError) as caught:
         read_trace(lines, assumptions=Assumptions())
     assert caught.value.line == 4
@@ -85,7 +85,7 @@ def test_history_header_variant() -> None:
 
 
 def test_history_bad_row() -> None:
-    lines = HISTORY.splitlines() + ["2024-01-01T00:00:00Z,,,1,16,,dave,,normal,10"]
+    lines = [*HISTORY.splitlines(), "2024-01-01T00:00:00Z,,,1,16,,dave,,normal,10"]
     with pytest.raises(TraceError) as caught:
         read_trace(lines, assumptions=Assumptions())
     assert caught.value.line == 5 and "gpus_per_node" in caught.value.message
