@@ -1,0 +1,63 @@
+"""Time the replay of the Philly slice: `python -m replay.bench [trace] [--policies fifo,easy,muster] [--loads 1.0,0.85]`.
+
+Pure (no Django). Prints one JSON line per (policy, load) and a final line with the total time. The
+policy config is PolicyConfig() with max_jobs = 5000, the default of MUSTER_CYCLE_MAX_JOBS, which
+scheduler.snapshot.policy_config passes to the real cycle; the other knobs are the settings' defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from policy.model import PolicyConfig
+from replay.metrics import summarize
+from replay.simulator import ClusterSpec, nodes_for_load, simulate
+from replay.trace import Assumptions, open_trace, read_trace
+
+DEFAULT_TRACE = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "philly-2017-09-10.csv.gz"
+CYCLE_MAX_JOBS = 5000  # config/settings.py MUSTER_CYCLE_MAX_JOBS default
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("trace", nargs="?", default=str(DEFAULT_TRACE))
+    parser.add_argument("--policies", default="fifo,easy,muster")
+    parser.add_argument("--loads", default="1.0,0.85")
+    args = parser.parse_args(argv)
+    began = time.perf_counter()
+    assumptions = Assumptions()
+    config = PolicyConfig(max_jobs=CYCLE_MAX_JOBS)
+    jobs = read_trace(open_trace(args.trace), assumptions=assumptions)
+    for load in (float(x) for x in args.loads.split(",")):
+        cluster = ClusterSpec(nodes=nodes_for_load(jobs, load, assumptions.gpus_per_node), gpus_per_node=assumptions.gpus_per_node)
+        for policy in args.policies.split(","):
+            start = time.perf_counter()
+            result = simulate(jobs, cluster=cluster, policy=policy, config=config, assumptions=assumptions)
+            s = summarize(result, config=config)
+            line = {
+                "policy": policy,
+                "load": load,
+                "offered_load": round(s["load"], 4),
+                "nodes": cluster.nodes,
+                "jobs": s["jobs"],
+                "mean_jct_s": round(s["jct"]["mean"], 1),
+                "p99_wait_s": round(s["wait"]["p99"], 1),
+                "gang_p99_wait_s": round(s["wait"]["split"]["gang"]["p99"], 1) if s["wait"]["split"]["gang"]["p99"] is not None else None,
+                "utilisation": round(s["utilisation"], 4),
+                "min_tenant_share": round(s["fair_share"]["min_ratio"], 4) if s["fair_share"]["min_ratio"] is not None else None,
+                "min_share_tenant_day": [s["fair_share"]["min_tenant"], s["fair_share"]["min_day"]],
+                "preemptions": s["preemptions"],
+                "reservation_slips": s["reservation_slips"]["count"],
+                "policy_calls": s["decision_cpu"]["calls"],
+                "policy_cpu_s": round(s["decision_cpu"]["total_seconds"], 1),
+                "seconds": round(time.perf_counter() - start, 1),
+            }
+            print(json.dumps(line), flush=True)
+    print(json.dumps({"total_seconds": round(time.perf_counter() - began, 1)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""Metrics on a tiny schedule worked out by hand (the EASY schedule of tests.replay.test_baselines.TRACE)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from policy.model import PolicyConfig
+from replay.metrics import percentile, summarize, water_fill
+from replay.simulator import ClusterSpec, simulate
+from replay.trace import Assumptions
+from tests.replay.test_baselines import TRACE
+
+
+def summary() -> dict[str, object]:
+    result = simulate(TRACE, cluster=ClusterSpec(nodes=2), policy="easy", config=PolicyConfig(), assumptions=Assumptions())
+    return summarize(result, config=PolicyConfig())
+
+
+def test_jct_wait_utilisation_by_hand() -> None:
+    s = summary()
+    json.dumps(s)  # JSON-able
+    # Starts 0, 100, 2, 150; ends 100, 150, 42, 650; submits 0, 1, 2, 3.
+    jct, wait = s["jct"], s["wait"]
+    assert isinstance(jct, dict) and isinstance(wait, dict)
+    assert jct["mean"] == pytest.approx((100 + 149 + 40 + 647) / 4)
+    assert jct["median"] == pytest.approx((100 + 149) / 2)
+    assert wait["mean"] == pytest.approx((0 + 99 + 0 + 147) / 4)
+    assert wait["median"] == pytest.approx(99 / 2)
+    assert wait["p99"] == pytest.approx(99 + (147 - 99) * 0.97)
+    assert jct["split"]["gang"]["mean"] == 149
+    assert jct["split"]["whole_node"]["mean"] == 100
+    assert jct["split"]["sub_node"]["mean"] == pytest.approx((40 + 647) / 2)
+    assert s["makespan_seconds"] == 650
+    assert s["utilisation"] == pytest.approx((100 * 8 + 50 * 16 + 40 * 4 + 500 * 4) / (650 * 16))
+    assert s["load"] == pytest.approx(3760 / (3 * 16))
+    assert s["bounded_slowdown_mean"] == pytest.approx((1 + 149 / 50 + 1 + 647 / 500) / 4)
+    assert s["preemptions"] == 0 and s["gpu_hours_lost"] == 0
+    assert s["reservation_slips"] == {"count": 0, "mean_seconds": 0.0, "max_seconds": 0.0}
+    assert set(s) >= {"policy", "jobs", "nodes", "gpus", "eta", "decision_cpu", "sim_cpu_seconds", "fair_share"}
+
+
+def test_fair_share_single_tenant_by_hand() -> None:
+    fair = summary()["fair_share"]
+    assert isinstance(fair, dict)
+    # One tenant: its fair share is its whole demand (below the capacity 650 s x 16 GPUs).
+    demand = 100 * 8 + 149 * 16 + 40 * 4 + 647 * 4
+    assert fair["min_ratio"] == pytest.approx(3760 / demand)
+    assert fair["min_tenant"] == "a"
+    assert "water-filling" in fair["definition"]
+
+
+def test_water_fill() -> None:
+    assert water_fill({"a": 10.0, "b": 50.0, "c": 100.0}, 90.0) == {"a": 10.0, "b": 40.0, "c": 40.0}
+    assert water_fill({"a": 10.0, "b": 50.0}, 100.0) == {"a": 10.0, "b": 50.0}
+    assert water_fill({"a": 100.0, "b": 100.0}, 90.0, {"a": 2.0, "b": 1.0}) == {"a": 60.0, "b": 30.0}
+
+
+def test_percentile() -> None:
+    assert percentile([], 50) is None
+    assert percentile([3.0], 99) == 3.0
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5

@@ -1,0 +1,143 @@
+"""The simulator's self-checks, preemption and resume, decayed usage, skipped calls, determinism."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from policy.model import Decisions, Placement, PolicyConfig, Snapshot
+from replay.simulator import ClusterSpec, SimulationError, _Usage, nodes_for_load, policy_function, simulate
+from replay.trace import Assumptions, TraceJob
+from tests.replay.test_baselines import TRACE, job
+
+
+def double_booker(snapshot: Snapshot, config: PolicyConfig) -> Decisions:
+    """A broken policy: every pending job goes on the first node, whatever is free there."""
+    return Decisions(tuple(Placement(p.id, ("n0000",), (p.gpus_per_node,)) for p in snapshot.pending), ())
+
+
+def half_gang(snapshot: Snapshot, config: PolicyConfig) -> Decisions:
+    return Decisions(tuple(Placement(p.id, ("n0000",), (8,)) for p in snapshot.pending), ())
+
+
+def never(snapshot: Snapshot, config: PolicyConfig) -> Decisions:
+    return Decisions((), ())
+
+
+def run(jobs: list[TraceJob], policy: str = "muster", nodes: int = 2, **kw: object) -> list[tuple[float | None, float | None]]:
+    result = simulate(jobs, cluster=ClusterSpec(nodes=nodes), policy=policy, config=PolicyConfig(), assumptions=Assumptions(), **kw)  # type: ignore[arg-type]
+    return [(r.first_start, r.end) for r in result.records]
+
+
+def test_a_policy_that_double_books_a_node_raises() -> None:
+    jobs = [job(1, 0.0, 10.0, 8), job(2, 0.0, 10.0, 8)]
+    with pytest.raises(SimulationError, match="above its GPUs"):
+        run(jobs, policy_fn=double_booker)
+
+
+def test_a_gang_placed_on_part_of_its_nodes_raises() -> None:
+    with pytest.raises(SimulationError, match="all its nodes at once"):
+        run([job(1, 0.0, 10.0, 16)], policy_fn=half_gang)
+
+
+def test_a_job_that_never_starts_raises() -> None:
+    with pytest.raises(SimulationError, match="every job finishes"):
+        run([job(1, 0.0, 10.0, 8)], policy_fn=never)
+
+
+def test_a_job_larger_than_the_cluster_is_refused() -> None:
+    with pytest.raises(SimulationError):
+        run([job(1, 0.0, 10.0, 32)], nodes=2)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "easy", "muster"])
+def test_every_policy_finishes_every_job_and_records_checks(policy: str) -> None:
+    result = simulate(TRACE, cluster=ClusterSpec(nodes=2), policy=policy, config=PolicyConfig(), assumptions=Assumptions())
+    assert all(r.end is not None for r in result.records)
+    assert len(result.checks) == 4
+    assert result.decisions and all(q >= 1 for q, _ in result.decisions)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "easy", "muster"])
+def test_skipping_calls_and_trimming_the_queue_change_nothing(policy: str) -> None:
+    jobs = [job(i, float(i * 7 % 300), float(50 + (i * 37) % 400), [1, 2, 4, 8, 16][i % 5], tenant="ab"[i % 2]) for i in range(1, 120)]
+    jobs.sort(key=lambda j: (j.submit, j.id))
+    plain = policy_function(policy)
+
+    def wrapped(snapshot: Snapshot, config: PolicyConfig) -> Decisions:
+        return plain(snapshot, config)  # an unknown function: called at every event with the whole queue
+
+    def records(**kw: object) -> list[tuple[object, ...]]:
+        config = PolicyConfig(starvation_seconds=60, max_jobs=50)
+        result = simulate(jobs, cluster=ClusterSpec(nodes=3), policy=policy, config=config, assumptions=Assumptions(), **kw)  # type: ignore[arg-type]
+        return [(r.first_start, r.end, r.promised_start, r.predicted_at_submit) for r in result.records]
+
+    fast = records()
+    assert fast == records(call_always=True)
+    assert fast == records(policy_fn=wrapped)
+
+
+def test_same_input_same_output() -> None:
+    jobs = [job(i, float(i * 13 % 500), float(30 + (i * 31) % 900), [1, 2, 8, 16][i % 4], tenant="abc"[i % 3]) for i in range(1, 80)]
+    jobs.sort(key=lambda j: (j.submit, j.id))
+    for policy in ("fifo", "easy", "muster"):
+        a = simulate(jobs, cluster=ClusterSpec(nodes=3), policy=policy, config=PolicyConfig(), assumptions=Assumptions())
+        b = simulate(jobs, cluster=ClusterSpec(nodes=3), policy=policy, config=PolicyConfig(), assumptions=Assumptions())
+        assert [(r.first_start, r.end, r.attempts, r.predictions) for r in a.records] == [
+            (r.first_start, r.end, r.attempts, r.predictions) for r in b.records
+        ]
+        assert a.samples == b.samples
+
+
+def preemption_trace() -> list[TraceJob]:
+    low = TraceJob(id=1, submit=0.0, runtime=5000.0, gpus=8, nodes=1, gpus_per_node=8, wall_seconds=7200.0, tenant="a", class_rank=2)
+    high = TraceJob(id=2, submit=4000.0, runtime=100.0, gpus=8, nodes=1, gpus_per_node=8, wall_seconds=3600.0, tenant="b", class_rank=0)
+    return [low, high]
+
+
+@pytest.mark.parametrize(("resume", "end", "lost"), [("restart", 4100.0 + 5000.0, 4000.0 * 8), ("checkpoint", 4100.0 + 2000.0, 1000.0 * 8)])
+def test_a_preempted_job_is_requeued_and_resumes(resume: str, end: float, lost: float) -> None:
+    result = simulate(
+        preemption_trace(),
+        cluster=ClusterSpec(nodes=1),
+        policy="muster",
+        config=PolicyConfig(),
+        assumptions=Assumptions(resume=resume, checkpoint_seconds=3000.0),
+    )
+    low, high = result.records
+    assert high.first_start == 4000.0 and high.end == 4100.0
+    assert low.preemptions == 1 and low.first_start == 0.0 and low.start == 4100.0
+    assert low.end == end
+    assert low.gpu_seconds_lost == lost
+    assert low.attempts == [(0.0, 4000.0, 8), (4100.0, end, 8)]
+
+
+def test_decayed_usage_matches_the_closed_form() -> None:
+    h = 1000.0
+    usage = _Usage(h, origin=0.0)
+    usage.allocate(("user:a",), 0.0, 8, 1.0)
+    usage.release(("user:a",), 0.0, 500.0, 8, 1.0)
+    usage.allocate(("user:a",), 800.0, 2, 0.25)
+    now = 1200.0
+    usage.advance(now)
+
+    def closed(start: float, end: float) -> float:
+        return h / math.log(2) * (2 ** (-(now - end) / h) - 2 ** (-(now - start) / h))
+
+    gpu, node = usage.usage("user:a", now)
+    assert gpu == pytest.approx(8 * closed(0, 500) + 2 * closed(800, now))
+    assert node == pytest.approx(closed(0, 500) + 0.25 * closed(800, now))
+    # Past ten half-lives a released allocation is no longer read, as in quotas.selectors.
+    later = 500.0 + 10 * h + 1
+    usage.advance(later)
+    gpu, _ = usage.usage("user:a", later)
+    now = later
+    assert gpu == pytest.approx(2 * closed(800, later))
+
+
+def test_nodes_for_load() -> None:
+    # 2 jobs x 8 GPUs x 1000 s over a 1000 s window: 16,000 GPU-s / 1000 s = 16 GPUs = 2 nodes at load 1.
+    jobs = [job(1, 0.0, 1000.0, 8), job(2, 1000.0, 1000.0, 8)]
+    assert nodes_for_load(jobs, 1.0, 8) == 2
+    assert nodes_for_load(jobs, 0.5, 8) == 4
