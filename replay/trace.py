@@ -1,0 +1,268 @@
+"""Job traces for the replay: the Philly CSV and Muster's own history CSV, read into `TraceJob`s.
+
+Two formats, told apart by the header line:
+
+- Philly (`timestamp,duration,num_gpus,gpu_time,cluster`): submit time (UTC), run time in seconds,
+  GPUs asked; the `cluster` column (the virtual cluster) is the tenant. There are no users.
+- Muster history (`submitted_at,started_at,ended_at,nodes,gpus_per_node,wall_time_seconds,owner,team,
+  priority_class,runtime_seconds`): ISO 8601 times; runtime = ended_at - started_at (or
+  `runtime_seconds` when the times are empty); the tenant is the team (the owner when there is none).
+
+Every bad row raises `TraceError` naming its 1-based line (the header is line 1): nothing partial is
+returned. Jobs above one node's GPUs are gangs of whole nodes. Runtimes above
+`Assumptions.runtime_cap_seconds` are cut to it; a job's wall time is its row's, else its runtime
+rounded up to `wall_round_seconds` (at least one step). A history row whose runtime exceeds its wall
+time is cut to its wall time (the platform stops a job at its wall time).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+PHILLY_HEADER = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
+HISTORY_HEADER = (
+    "submitted_at",
+    "started_at",
+    "ended_at",
+    "nodes",
+    "gpus_per_node",
+    "wall_time_seconds",
+    "owner",
+    "team",
+    "priority_class",
+    "runtime_seconds",
+)
+# The platform's default MUSTER_PRIORITY_CLASSES, highest first; an unknown class ranks below them all.
+DEFAULT_CLASSES = ("production", "normal", "preemptible")
+RESUME_MODES = ("restart", "checkpoint")
+
+
+class TraceError(ValueError):
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    gpus_per_node: int = 8
+    # A job asks for its runtime rounded up to this (>= runtime).
+    wall_round_seconds: float = 3600.0
+    # Runtimes above are cut to this (the trace's tail runs for weeks).
+    runtime_cap_seconds: float | None = 7 * 24 * 3600.0
+    # "restart" (a preempted job starts again from zero) or "checkpoint".
+    resume: str = "restart"
+    # With resume="checkpoint": the work since the last checkpoint is lost.
+    checkpoint_seconds: float = 3600.0
+
+    def __post_init__(self) -> None:
+        if self.resume not in RESUME_MODES:
+            raise ValueError(f"resume must be one of {RESUME_MODES}, not {self.resume!r}")
+        if self.gpus_per_node < 1 or self.wall_round_seconds <= 0 or self.checkpoint_seconds <= 0:
+            raise ValueError("gpus_per_node, wall_round_seconds and checkpoint_seconds must be positive")
+
+    def describe(self) -> list[str]:
+        cap = "Runtimes are kept as in the trace."
+        if self.runtime_cap_seconds is not None:
+            cap = f"Runtimes above {self.runtime_cap_seconds / 3600:g} hours are cut to {self.runtime_cap_seconds / 3600:g} hours."
+        if self.resume == "restart":
+            resume = "A preempted job is requeued (keeping its submit time) and starts again from zero."
+        else:
+            resume = (
+                f"A preempted job is requeued (keeping its submit time) and resumes from its last checkpoint, "
+                f"taken every {self.checkpoint_seconds / 3600:g} hours of run time: the work since then is lost."
+            )
+        return [
+            f"Nodes have {self.gpus_per_node} GPUs; a job asking for more is a gang of whole nodes.",
+            cap,
+            f"A job's wall time is its runtime rounded up to {self.wall_round_seconds / 3600:g} hours, unless the trace gives one.",
+            resume,
+        ]
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    id: int  # 1..N in submit order
+    submit: float  # seconds since the epoch
+    runtime: float  # seconds (after the cap)
+    gpus: int  # as asked
+    nodes: int  # gpus <= gpus_per_node: 1; else ceil(gpus / gpus_per_node) whole nodes (a gang)
+    gpus_per_node: int  # gpus if 1 node, else gpus_per_node (whole nodes)
+    wall_seconds: float  # what the job asks for
+    tenant: str  # team; the Philly `cluster` column
+    user: str = ""  # if empty the tenant is the only account that counts
+    class_rank: int = 1  # 0 highest
+    preemptible: bool = False
+
+
+def open_trace(path: str | Path) -> Iterator[str]:
+    """The lines of a trace file, gunzipped when it ends in .gz."""
+    path = Path(path)
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8", newline="") as f:
+            yield from f
+    else:
+        with path.open(encoding="utf-8", newline="") as f:
+            yield from f
+
+
+@dataclass
+class _Row:
+    submit: float
+    runtime: float
+    nodes: int
+    gpus_per_node: int
+    gpus: int
+    wall: float | None
+    tenant: str
+    user: str
+    class_rank: int
+
+
+def read_trace(
+    text_lines: Iterable[str], *, assumptions: Assumptions, start: datetime | None = None, end: datetime | None = None
+) -> list[TraceJob]:
+    """Parse a trace; keep the jobs submitted in [start, end), renumbered 1..N in submit order."""
+    reader = csv.reader(iter(text_lines))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise TraceError(1, "empty trace: no header") from None
+    except csv.Error as e:
+        raise TraceError(1, f"unreadable header: {e}") from None
+    names = tuple(h.strip().lower() for h in header)
+    if names == PHILLY_HEADER:
+        parse = _philly_row
+    elif names == HISTORY_HEADER:
+        parse = _history_row
+    else:
+        raise TraceError(1, f"unknown header {','.join(header)!r}: expected {','.join(PHILLY_HEADER)} or {','.join(HISTORY_HEADER)}")
+    lo = start.timestamp() if start else -math.inf
+    hi = end.timestamp() if end else math.inf
+    rows: list[tuple[float, int, _Row]] = []
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as e:
+            raise TraceError(reader.line_num, f"unreadable row: {e}") from None
+        line = reader.line_num
+        if not fields or all(not f.strip() for f in fields):
+            continue
+        if len(fields) != len(names):
+            raise TraceError(line, f"expected {len(names)} fields, found {len(fields)}")
+        try:
+            row = parse([f.strip() for f in fields], assumptions)
+        except _Bad as e:
+            raise TraceError(line, str(e)) from None
+        if lo <= row.submit < hi:
+            rows.append((row.submit, line, row))
+    rows.sort(key=lambda r: (r[0], r[1]))
+    return [_job(i, row, assumptions) for i, (_, _, row) in enumerate(rows, start=1)]
+
+
+def _job(job_id: int, row: _Row, a: Assumptions) -> TraceJob:
+    runtime = row.runtime
+    if a.runtime_cap_seconds is not None:
+        runtime = min(runtime, a.runtime_cap_seconds)
+    if row.wall is not None:
+        wall = row.wall
+        runtime = min(runtime, wall)
+    else:
+        wall = max(1, math.ceil(runtime / a.wall_round_seconds)) * a.wall_round_seconds
+    return TraceJob(
+        id=job_id,
+        submit=row.submit,
+        runtime=runtime,
+        gpus=row.gpus,
+        nodes=row.nodes,
+        gpus_per_node=row.gpus_per_node,
+        wall_seconds=wall,
+        tenant=row.tenant,
+        user=row.user,
+        class_rank=row.class_rank,
+    )
+
+
+class _Bad(Exception):
+    pass
+
+
+def _number(text: str, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise _Bad(f"{what} {text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise _Bad(f"{what} {text!r} is not a finite number")
+    return value
+
+
+def _count(text: str, what: str) -> int:
+    value = _number(text, what)
+    if value != int(value) or value < 1:
+        raise _Bad(f"{what} {text!r} is not a whole number of at least 1")
+    return int(value)
+
+
+def _time(text: str, what: str) -> float:
+    try:
+        at = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise _Bad(f"{what} {text!r} is not a date and time") from None
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    return at.timestamp()
+
+
+def _shape(gpus: int, gpus_per_node: int) -> tuple[int, int]:
+    if gpus <= gpus_per_node:
+        return 1, gpus
+    return math.ceil(gpus / gpus_per_node), gpus_per_node
+
+
+def _philly_row(fields: list[str], a: Assumptions) -> _Row:
+    timestamp, duration, num_gpus, _gpu_time, cluster = fields
+    submit = _time(timestamp, "timestamp")
+    runtime = _number(duration, "duration")
+    if runtime < 0:
+        raise _Bad(f"duration {duration!r} is negative")
+    gpus = _count(num_gpus, "num_gpus")
+    if not cluster:
+        raise _Bad("cluster is empty")
+    nodes, per_node = _shape(gpus, a.gpus_per_node)
+    return _Row(submit, runtime, nodes, per_node, gpus, None, cluster, "", 1)
+
+
+def _history_row(fields: list[str], a: Assumptions) -> _Row:
+    submitted, started, ended, nodes_text, per_node_text, wall_text, owner, team, priority_class, runtime_text = fields
+    submit = _time(submitted, "submitted_at")
+    if started and ended:
+        runtime = _time(ended, "ended_at") - _time(started, "started_at")
+        if runtime < 0:
+            raise _Bad("ended_at is before started_at")
+    elif runtime_text:
+        runtime = _number(runtime_text, "runtime_seconds")
+        if runtime < 0:
+            raise _Bad(f"runtime_seconds {runtime_text!r} is negative")
+    else:
+        raise _Bad("no runtime: started_at/ended_at and runtime_seconds are empty")
+    nodes = _count(nodes_text, "nodes")
+    per_node = _count(per_node_text, "gpus_per_node")
+    if per_node > a.gpus_per_node:
+        raise _Bad(f"gpus_per_node {per_node} is above the nodes' {a.gpus_per_node}")
+    wall = _number(wall_text, "wall_time_seconds") if wall_text else None
+    if wall is not None and wall <= 0:
+        raise _Bad(f"wall_time_seconds {wall_text!r} is not positive")
+    if not owner:
+        raise _Bad("owner is empty")
+    rank = DEFAULT_CLASSES.index(priority_class) if priority_class in DEFAULT_CLASSES else len(DEFAULT_CLASSES)
+    return _Row(submit, runtime, nodes, per_node, nodes * per_node, wall, team or owner, owner, rank)
