@@ -9,19 +9,8 @@ from typing import TextIO
 
 from jobs.models import Job
 from jobs.states import JobState
+from replay.trace import HISTORY_HEADER
 
-HISTORY_HEADER = (
-    "submitted_at",
-    "started_at",
-    "ended_at",
-    "nodes",
-    "gpus_per_node",
-    "wall_time_seconds",
-    "owner",
-    "team",
-    "priority_class",
-    "runtime_seconds",
-)
 # Ended, and ran: a job cancelled before it started used no GPUs and says nothing about run times.
 FINISHED = (JobState.SUCCEEDED, JobState.FAILED, JobState.TIMED_OUT, JobState.CANCELLED)
 

@@ -59,7 +59,12 @@ def fake_summary(policy: str, wait: float) -> dict[str, Any]:
         "jct": {**stats, "gang": stats, "whole_node": stats, "sub_node": stats},
         "wait": {**stats, "gang": stats, "whole_node": stats, "sub_node": stats},
         "bounded_slowdown_mean": 1.5,
-        "fair_share": {"definition": "each tenant's GPU-hours over its fair share, per day", "min_ratio": 0.8, "min_tenant": "b", "min_day": "2017-07-14"},
+        "fair_share": {
+            "definition": "each tenant's GPU-hours over its fair share, per day",
+            "min_ratio": 0.8,
+            "min_tenant": "b",
+            "min_day": "2017-07-14",
+        },
         "preemptions": 1,
         "gpu_hours_lost": 0.5,
         "reservation_slips": {"count": 2, "mean_seconds": 30.0, "max_seconds": 50.0},
