@@ -10,8 +10,8 @@ from typing import Any
 from django import forms
 from django.utils import timezone
 from replay.simulator import POLICIES
-from replay.trace import Assumptions
 
+from replay.trace import Assumptions
 from whatif.models import WhatIfRun
 from whatif.overrides import OverrideError, parse_assignments, setting_names
 
@@ -22,7 +22,7 @@ DEFAULTS = Assumptions()
 
 def _read_upload(upload: Any) -> str:
     if upload.size > MAX_TRACE_BYTES:
-        raise forms.ValidationError(f"The file is {upload.size / 2**20:.1f} MiB; the limit is {MAX_TRACE_BYTES // 2**20} MiB.")
+        raise forms.ValidationError(f"The file is too big: {upload.size:,} bytes; the limit is {MAX_TRACE_BYTES:,} bytes.")
     data = upload.read()
     if upload.name.endswith(".gz"):
         try:
@@ -31,7 +31,7 @@ def _read_upload(upload: Any) -> str:
         except (OSError, EOFError) as exc:
             raise forms.ValidationError(f"The file is not valid gzip: {exc}") from None
         if len(data) > MAX_TRACE_BYTES:
-            raise forms.ValidationError(f"Unpacked, the trace is over the {MAX_TRACE_BYTES // 2**20} MiB limit.")
+            raise forms.ValidationError(f"Unpacked, the trace is over the limit of {MAX_TRACE_BYTES:,} bytes.")
     try:
         return str(data.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
