@@ -9,8 +9,8 @@ from typing import Any
 
 from django import forms
 from django.utils import timezone
-from replay.simulator import POLICIES
 
+from replay.simulator import POLICIES
 from replay.trace import Assumptions
 from whatif.models import WhatIfRun
 from whatif.overrides import OverrideError, parse_assignments, setting_names

@@ -10,15 +10,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 from django.utils import timezone
-from replay.trace import Assumptions, TraceJob, read_trace
 
 from audit.services import audit_record
 from config.celery_task import task_named
 from policy.model import PolicyConfig
 from replay.report import report_figures, summary_document
+from replay.trace import Assumptions, TraceJob, read_trace
 from scheduler.snapshot import policy_config
 from whatif.history import history_write
 from whatif.models import WhatIfRun
@@ -60,7 +60,7 @@ def history_trace(start: datetime | None, end: datetime | None) -> str:
     return buffer.getvalue()
 
 
-def whatif_start(request: RunRequest, *, actor: AbstractBaseUser | AnonymousUser | None, http_request: Any = None) -> WhatIfRun:
+def whatif_start(request: RunRequest, *, actor: User | AnonymousUser | None, http_request: Any = None) -> WhatIfRun:
     """Validate the trace and the cluster, record the run and queue it; nothing is queued when anything is wrong.
 
     Raises replay.trace.TraceError for a bad row and ValueError for a cluster the trace cannot run on.
@@ -100,7 +100,7 @@ def whatif_start(request: RunRequest, *, actor: AbstractBaseUser | AnonymousUser
             "policies": [None, list(request.policies)],
             **{f"setting.{k}": [getattr(policy_config(), k), v] for k, v in request.changes.items()},
         }
-        audit_record(actor=actor, action="whatif.run", target=run, changes=changes, request=http_request)  # type: ignore[arg-type]
+        audit_record(actor=actor, action="whatif.run", target=run, changes=changes, request=http_request)
         task_named("whatif.tasks.whatif_run").delay_on_commit(run.pk)
     return run
 
