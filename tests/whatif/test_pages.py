@@ -162,7 +162,7 @@ def test_a_failure_is_stored_with_its_error(admin) -> None:
 def test_the_sites_history_is_a_source(admin, user) -> None:
     NodeFactory(name="n1"), NodeFactory(name="n2")
     for hours in (1, 2, 3):
-        JobFactory(owner=user, finished=True, nodes=1, gpus_per_node=4, wall_time_seconds=3600 * hours)
+        JobFactory(owner=user, finished=True, nodes=1, gpus_per_node=4, wall_time_seconds=3600 * hours, held=[])
     assert admin.get(LIST).context["form"].initial["nodes"] == 2  # the site's own size, to start from
     run, _ = start(admin, source="history", trace=None)
     assert run.source == "history" and run.trace_jobs == 3 and run.trace.startswith("submitted_at,started_at")
