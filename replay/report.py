@@ -254,7 +254,8 @@ def _cdf(values: list[float], points: int = POINTS) -> tuple[list[float], list[f
     if n == 0:
         return [], []
     idx = sorted({min(n - 1, round(i * (n - 1) / max(1, points - 1))) for i in range(points)})
-    return [round(values[i] / 3600, 4) for i in idx], [round((i + 1) / n, 5) for i in idx]
+    # A log axis has no 0: waits under a second are drawn at one second.
+    return [round(max(values[i], 1.0) / 3600, 7) for i in idx], [round((i + 1) / n, 5) for i in idx]
 
 
 def step_means(times: Sequence[float], values: Sequence[float], start: float, end: float, buckets: int) -> list[float]:
@@ -298,7 +299,7 @@ def report_figures(results: Sequence[_Result]) -> list[dict[str, Any]]:
                 color = COLORS[i % len(COLORS)]
                 name = f"{r.policy} (n={len(waits):,})"
                 data.append({"type": "scatter", "mode": "lines", "name": name, "x": x, "y": y, "line": {"color": color}})
-        title = f"Wait, {label}: share of jobs that waited at most x"
+        title = f"Wait, {label}: share of jobs that waited at most x (under 1 s drawn at 1 s)"
         layout = _layout(title, date_axis=False, x_title="wait (hours)", y_title="fraction of jobs")
         layout["xaxis"]["type"] = "log"
         figures.append({"id": f"cdf-wait-{group}", "figure": {"data": data, "layout": layout}})
