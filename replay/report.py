@@ -122,7 +122,14 @@ def _per_call(summary: Mapping[str, Any]) -> str:
     buckets = _get(summary, "decision_cpu", "per_call_ms")
     if not isinstance(buckets, Mapping) or not buckets:
         return DASH
-    return "; ".join(f"{name}: {fmt_number(ms, 2)} ms" for name, ms in buckets.items())
+
+    def cell(value: Any) -> str:
+        if isinstance(value, Mapping):  # {calls, mean, p99, max} in ms
+            mean, p99, calls = (fmt_number(value.get(k), 2) for k in ("mean", "p99", "calls"))
+            return f"mean {mean} ms, p99 {p99} ms ({calls} calls)"
+        return f"{fmt_number(value, 2)} ms"
+
+    return "; ".join(f"{name} waiting: {cell(value)}" for name, value in buckets.items())
 
 
 def _min_share(summary: Mapping[str, Any]) -> str:

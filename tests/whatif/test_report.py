@@ -42,7 +42,10 @@ def test_the_table_has_every_row_for_every_policy() -> None:
     assert rows["GPU utilisation"] == ["50.0%", "50.0%"]
     assert rows["min tenant share ratio (tenant, day)"][0] == "0.80 (b, 2017-07-14)"
     assert rows["reservation slips"][0] == "2 (mean 30 s, max 50 s)"
-    assert rows["CPU per decision by queue length"][0] == "0-9: 0.50 ms; 10-99: 1.50 ms"
+    assert rows["CPU per decision by queue length"][0] == "0-9 waiting: 0.50 ms; 10-99 waiting: 1.50 ms"
+    detailed = fake_summary("muster", 1.0) | {"decision_cpu": {"per_call_ms": {"0-9": {"calls": 10, "mean": 0.04, "p99": 0.07}}}}
+    cpu = {label: cells for _, section in summary_table([detailed]) for label, cells in section}["CPU per decision by queue length"]
+    assert cpu == ["0-9 waiting: mean 0.04 ms, p99 0.07 ms (10 calls)"]
     assert rows["start-time estimate while waiting"][0] == "\u2013"  # no estimates: a dash, not an error
     assert "simulation wall time" in rows and "JCT median, sub-node jobs" in rows
     text = headline_text([fake_summary("fifo", 600.0), fake_summary("easy", 120.0)])
