@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint check bench clean testcluster-build testcluster-up testcluster-down testcluster-smoke
+.PHONY: run test lint check bench replay clean testcluster-build testcluster-up testcluster-down testcluster-smoke
 
 $(STAMP): requirements.txt requirements-dev.txt constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is needed (Python 3.11)"; exit 1; }
@@ -46,6 +46,10 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.bench_scheduler
 	$(PY) -m benchmarks.bench_launch
 	$(PY) -m benchmarks.bench_telemetry
+
+## The what-if replay benchmark (replay/bench.py): one JSON line per policy and offered load.
+replay: $(STAMP)
+	$(PY) -m replay.bench
 
 ## Local Kubernetes test cluster (platform/testcluster/README.md): a real API server, simulated GPU nodes.
 ## Build its binaries into ~/.cache/muster-testcluster (slow the first time only).

@@ -125,6 +125,7 @@ INSTALLED_APPS = [
     "scheduler",
     "telemetry",
     "api",
+    "whatif",
     "frontend",
 ]
 
@@ -305,6 +306,10 @@ else:
     # Longer than any task's hard time limit, so an unacked task is not redelivered while it runs.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "muster")
+# What-if replays (whatif/tasks.py) run for minutes to hours: their own queue and worker (`-Q <queue>-whatif`),
+# so a replay never holds up the scheduling cycle.
+WHATIF_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-whatif"
+CELERY_TASK_ROUTES = {"whatif.tasks.whatif_run": {"queue": WHATIF_QUEUE}}
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

@@ -18,6 +18,7 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     # Where Prometheus looks by default: no trailing slash.
     path("metrics", metrics_view, name="metrics"),
+    path("whatif/", include("whatif.urls")),
     path("", include("frontend.urls")),
 ]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Starts Muster on one machine: web (gunicorn), a Celery worker and Celery beat, with the
-# embedded defaults unless the environment says otherwise. Ctrl-C stops all three.
+# Starts Muster on one machine: web (gunicorn), a Celery worker (and one for what-if replays) and Celery beat, with the
+# embedded defaults unless the environment says otherwise. Ctrl-C stops them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
@@ -25,6 +25,9 @@ trap stop INT TERM EXIT
 "$BIN/gunicorn" config.wsgi --bind "$HOST:$PORT" --workers 2 --access-logfile - --log-level warning &
 pids+=($!)
 "$BIN/celery" -A config worker --loglevel WARNING --concurrency 1 --hostname "muster@%h" --without-gossip --without-mingle --without-heartbeat &
+pids+=($!)
+# What-if replays (/whatif/) on their own queue and worker, so a long replay never holds up the scheduling cycle.
+"$BIN/celery" -A config worker -Q "${CELERY_TASK_DEFAULT_QUEUE:-muster}-whatif" --loglevel WARNING --concurrency 1 --hostname "whatif@%h" --without-gossip --without-mingle --without-heartbeat &
 pids+=($!)
 "$BIN/celery" -A config beat --loglevel WARNING --schedule "$MUSTER_DATA_DIR/celerybeat-schedule" &
 pids+=($!)

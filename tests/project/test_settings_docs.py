@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = ROOT / "config" / "settings.py"
 DOC = ROOT / "docs" / "settings.md"
-PRODUCTION = ["accounts", "audit", "config", "frontend", "jobs", "quotas", "telemetry", "benchmarks", "manage.py"]
+PRODUCTION = ["accounts", "audit", "config", "frontend", "jobs", "quotas", "telemetry", "whatif", "replay", "benchmarks", "manage.py"]
 TRUE = {"1", "true", "yes", "on"}
 NO_DEFAULT = object()  # not a literal: the documented default is prose, not compared
 

@@ -1,0 +1,170 @@
+"""/whatif/: admins only; a run starts from a validated trace (nothing queued otherwise), is audited, and shows its report."""
+
+from __future__ import annotations
+
+import re
+from unittest import mock
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from audit.models import AuditEntry
+from tests.conftest import session_for
+from tests.jobs.factories import JobFactory, NodeFactory
+from tests.whatif.traces import BAD_LINE_3, TINY
+from whatif.models import WhatIfRun
+from whatif.services import whatif_execute
+
+pytestmark = pytest.mark.django_db
+
+LIST = reverse("whatif:list")
+
+
+def form(trace: str | None = TINY, **changes: object) -> dict[str, object]:
+    data: dict[str, object] = {
+        "source": "upload",
+        "nodes": "2",
+        "gpus_per_node": "8",
+        "policies": ["fifo", "muster"],
+        "settings": "",
+        "wall_round_seconds": "3600",
+        "runtime_cap_seconds": "604800",
+        "resume": "restart",
+    }
+    if trace is not None:
+        data["trace_file"] = SimpleUploadedFile("tiny.csv", trace.encode(), content_type="text/csv")
+    data.update(changes)
+    return data
+
+
+@pytest.fixture
+def admin(admin_user):
+    return session_for(admin_user)
+
+
+def start(admin, trace: str | None = TINY, **changes: object) -> tuple[WhatIfRun, mock.MagicMock]:
+    with mock.patch("whatif.tasks.whatif_run.publish_quietly") as publish:
+        response = admin.post(LIST, form(trace, **changes))
+    assert response.status_code == 302, response.content.decode()[:3000]
+    run = WhatIfRun.objects.get()
+    assert response["Location"] == reverse("whatif:detail", args=[run.pk])
+    return run, publish
+
+
+def test_only_admins_see_the_pages(client, user, admin) -> None:
+    run = WhatIfRun.objects.create(source="upload", trace_name="t", parameters={})
+    urls = [
+        LIST,
+        reverse("whatif:detail", args=[run.pk]),
+        reverse("whatif:progress", args=[run.pk]),
+        reverse("whatif:report", args=[run.pk]),
+        reverse("whatif:compare") + "?run=1&run=2",
+    ]
+    for url in urls:
+        assert client.get(url).status_code == 302  # to the sign-in page
+        assert session_for(user).get(url).status_code == 403
+    assert session_for(user).post(LIST, form()).status_code == 403
+    assert WhatIfRun.objects.count() == 1
+    assert "What-if" not in session_for(user).get(reverse("frontend:job-list")).content.decode()
+    assert 'href="/whatif/"' in admin.get(reverse("frontend:job-list")).content.decode()
+
+
+def test_a_bad_row_is_shown_with_its_line_and_nothing_is_queued(admin) -> None:
+    with mock.patch("whatif.tasks.whatif_run.publish_quietly") as publish:
+        response = admin.post(LIST, form(BAD_LINE_3))
+    assert response.status_code == 200
+    assert "line 3: num_gpus &#x27;two&#x27; is not a number" in response.content.decode()
+    assert not WhatIfRun.objects.exists() and not AuditEntry.objects.exists()
+    publish.assert_not_called()
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"settings": "starvation=60"}, "unknown setting &#x27;starvation&#x27;; valid names: weight_fair_share"),
+        ({"settings": "preemption=maybe"}, "preemption: &#x27;maybe&#x27; is not true or false"),
+        ({"nodes": ""}, "Give either the number of nodes or the offered load."),
+        ({"nodes": "1"}, "more than the cluster&#x27;s 1"),
+        ({"trace": None}, "Choose the trace file to replay."),
+        ({"policies": ["sjf"]}, "Select a valid choice"),
+    ],
+)
+def test_bad_settings_are_refused_before_anything_runs(admin, changes: dict[str, object], message: str) -> None:
+    trace = changes.pop("trace", TINY)
+    response = admin.post(LIST, form(trace, **changes))  # type: ignore[arg-type]
+    assert response.status_code == 200 and message in response.content.decode()
+    assert not WhatIfRun.objects.exists()
+
+
+def test_a_big_upload_is_refused(admin) -> None:
+    with mock.patch("whatif.forms.MAX_TRACE_BYTES", 100):
+        response = admin.post(LIST, form(TINY))
+    assert "The file is too big: 261 bytes; the limit is 100 bytes." in response.content.decode()
+    assert not WhatIfRun.objects.exists()
+
+
+def test_a_run_is_audited_queued_after_commit_and_shows_its_report(admin, admin_user, django_capture_on_commit_callbacks) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        run, publish = start(admin, settings="starvation_seconds=600")
+    publish.assert_called_once_with(run.pk)
+    assert run.status == "queued" and run.trace_jobs == 6 and run.created_by == admin_user
+    assert run.parameters["changes"] == {"starvation_seconds": 600.0} and run.parameters["config"]["starvation_seconds"] == 600.0
+    entry = AuditEntry.objects.get(action="whatif.run")
+    assert entry.actor == admin_user and entry.target_id == str(run.pk)
+    assert entry.changes["setting.starvation_seconds"][1] == 600.0 and entry.changes["jobs"] == [None, 6]
+
+    page = admin.get(reverse("whatif:detail", args=[run.pk])).content.decode()
+    assert 'id="whatif-live"' in page and "whatif_live.js" in page and "<script>" not in page  # CSP: no inline script
+    assert admin.get(reverse("whatif:progress", args=[run.pk])).json() == {"status": "queued", "progress": 0.0, "error": ""}
+
+    whatif_execute(run.pk)
+    run.refresh_from_db()
+    assert run.status == "done" and run.progress == 1.0 and run.finished_at is not None
+    assert [p["policy"] for p in run.policy_summaries] == ["fifo", "muster"]
+    whatif_execute(run.pk)  # a second delivery of the task does nothing
+    assert WhatIfRun.objects.get().finished_at == run.finished_at
+
+    page = admin.get(reverse("whatif:detail", args=[run.pk])).content.decode()
+    assert 'data-testid="whatif-table"' in page and "wait mean, all jobs" in page and 'id="utilisation"' in page
+    assert 'id="telemetry-figures"' in page and "plotly.min.js" in page
+    report = admin.get(reverse("whatif:report", args=[run.pk]))
+    assert report["Content-Disposition"] == f'attachment; filename="whatif-{run.pk}-report.html"'
+    assert not re.search(r"<script[^>]+src=", report.content.decode()) and "Plotly.newPlot" in report.content.decode()
+    assert admin.get(reverse("whatif:summary", args=[run.pk])).json()["policies"][0]["policy"] == "fifo"
+    listing = admin.get(LIST).content.decode()
+    assert f'value="{run.pk}"' in listing and "starvation_seconds=600.0" in listing
+
+
+def test_runs_compare_side_by_side(admin) -> None:
+    with mock.patch("whatif.tasks.whatif_run.publish_quietly"):
+        for settings in ("", "preemption=false"):
+            admin.post(LIST, form(settings=settings, policies=["fifo"]))
+    first, second = WhatIfRun.objects.order_by("pk")
+    for run in (first, second):
+        whatif_execute(run.pk)
+    page = admin.get(reverse("whatif:compare") + f"?run={first.pk}&run={second.pk}").content.decode()
+    assert f"run {first.pk}: fifo" in page and f"run {second.pk}: fifo" in page and "preemption=False" in page
+    response = admin.get(reverse("whatif:compare") + f"?run={first.pk}", follow=True)
+    assert "Choose two or more finished runs" in response.content.decode()
+
+
+def test_a_failure_is_stored_with_its_error(admin) -> None:
+    run, _ = start(admin)
+    WhatIfRun.objects.filter(pk=run.pk).update(trace="not,a,trace\n")
+    whatif_execute(run.pk)
+    run.refresh_from_db()
+    assert run.status == "failed" and "TraceError: line 1: unknown header" in run.error
+    page = admin.get(reverse("whatif:detail", args=[run.pk])).content.decode()
+    assert "The run failed: TraceError: line 1" in page
+
+
+def test_the_sites_history_is_a_source(admin, user) -> None:
+    NodeFactory(name="n1"), NodeFactory(name="n2")
+    for hours in (1, 2, 3):
+        JobFactory(owner=user, finished=True, nodes=1, gpus_per_node=4, wall_time_seconds=3600 * hours, held=[])
+    assert admin.get(LIST).context["form"].initial["nodes"] == 2  # the site's own size, to start from
+    run, _ = start(admin, source="history", trace=None)
+    assert run.source == "history" and run.trace_jobs == 3 and run.trace.startswith("submitted_at,started_at")
+    whatif_execute(run.pk)
+    assert WhatIfRun.objects.get().status == "done"

@@ -1,0 +1,152 @@
+"""Starting a what-if run (validated, audited, queued after commit) and executing it (in the worker)."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.db import transaction
+from django.utils import timezone
+
+from audit.services import audit_record
+from config.celery_task import task_named
+from policy.model import PolicyConfig
+from replay.report import report_figures, summary_document
+from replay.trace import Assumptions, TraceJob, read_trace
+from scheduler.snapshot import policy_config
+from whatif.history import history_write
+from whatif.models import WhatIfRun
+from whatif.runs import cluster_for, replay_policies, settings_used
+
+logger = logging.getLogger(__name__)
+# How often a running replay writes its progress to the database at most.
+PROGRESS_INTERVAL_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What a what-if run replays and how; `trace` is the CSV text (history or an upload)."""
+
+    source: str
+    trace_name: str
+    trace: str
+    policies: tuple[str, ...]
+    nodes: int | None = None
+    load: float | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    assumptions: Assumptions = field(default_factory=Assumptions)
+    changes: dict[str, Any] = field(default_factory=dict)
+
+
+def assumptions_from(parameters: dict[str, Any]) -> Assumptions:
+    return Assumptions(**parameters.get("assumptions", {}))
+
+
+def trace_read(text: str, *, assumptions: Assumptions, start: datetime | None = None, end: datetime | None = None) -> list[TraceJob]:
+    """The trace's jobs; replay.trace.TraceError (with the line number) on the first bad row."""
+    return read_trace(io.StringIO(text), assumptions=assumptions, start=start, end=end)
+
+
+def history_trace(start: datetime | None, end: datetime | None) -> str:
+    buffer = io.StringIO()
+    history_write(buffer, start, end)
+    return buffer.getvalue()
+
+
+def whatif_start(request: RunRequest, *, actor: User | AnonymousUser | None, http_request: Any = None) -> WhatIfRun:
+    """Validate the trace and the cluster, record the run and queue it; nothing is queued when anything is wrong.
+
+    Raises replay.trace.TraceError for a bad row and ValueError for a cluster the trace cannot run on.
+    The policy settings are the site's now, with `changes` applied, stored in full so the run can be repeated.
+    """
+    start, end = (None, None) if request.source == WhatIfRun.Source.HISTORY else (request.start, request.end)
+    jobs = trace_read(request.trace, assumptions=request.assumptions, start=start, end=end)
+    if not jobs:
+        raise ValueError("the trace has no jobs in that range")
+    cluster = cluster_for(jobs, nodes=request.nodes, load=request.load, gpus_per_node=request.assumptions.gpus_per_node)
+    config = dataclasses.replace(policy_config(), **request.changes)
+    parameters = {
+        "source": request.source,
+        "trace_name": request.trace_name,
+        "start": request.start.isoformat() if request.start else None,
+        "end": request.end.isoformat() if request.end else None,
+        "nodes": cluster.nodes,
+        "load": request.load,
+        "policies": list(request.policies),
+        "changes": request.changes,
+        "assumptions": dataclasses.asdict(request.assumptions),
+        "config": dataclasses.asdict(config),
+    }
+    with transaction.atomic():
+        run = WhatIfRun.objects.create(
+            source=request.source,
+            trace_name=request.trace_name[:200],
+            trace=request.trace,
+            trace_jobs=len(jobs),
+            parameters=parameters,
+            created_by=actor if actor is not None and actor.is_authenticated else None,
+        )
+        changes = {
+            "trace": [None, request.trace_name],
+            "jobs": [None, len(jobs)],
+            "nodes": [None, cluster.nodes],
+            "policies": [None, list(request.policies)],
+            **{f"setting.{k}": [getattr(policy_config(), k), v] for k, v in request.changes.items()},
+        }
+        audit_record(actor=actor, action="whatif.run", target=run, changes=changes, request=http_request)
+        task_named("whatif.tasks.whatif_run").delay_on_commit(run.pk)
+    return run
+
+
+def whatif_execute(run_id: int) -> None:
+    """Replay run `run_id`, saving progress as it goes, then the summary and charts; a failure saves the error.
+
+    Idempotent: only a queued run is started (a second delivery of the task finds it running or ended and returns).
+    """
+    started = WhatIfRun.objects.filter(pk=run_id, status=WhatIfRun.Status.QUEUED).update(
+        status=WhatIfRun.Status.RUNNING, started_at=timezone.now(), progress=0.0
+    )
+    if not started:
+        return
+    run = WhatIfRun.objects.get(pk=run_id)
+    last = [0.0]
+
+    def progress(policy: str, fraction: float, overall: float) -> None:
+        now = time.monotonic()
+        if now - last[0] >= PROGRESS_INTERVAL_SECONDS:
+            last[0] = now
+            WhatIfRun.objects.filter(pk=run_id, status=WhatIfRun.Status.RUNNING).update(progress=min(0.99, overall))
+
+    try:
+        parameters = run.parameters
+        assumptions = assumptions_from(parameters)
+        start, end = (None, None) if run.source == WhatIfRun.Source.HISTORY else (_when(parameters["start"]), _when(parameters["end"]))
+        jobs = trace_read(run.trace, assumptions=assumptions, start=start, end=end)
+        config = PolicyConfig(**parameters["config"])
+        cluster = cluster_for(jobs, nodes=parameters["nodes"], load=None, gpus_per_node=assumptions.gpus_per_node)
+        summaries, results = replay_policies(
+            jobs, policies=parameters["policies"], cluster=cluster, config=config, assumptions=assumptions, progress=progress
+        )
+        used = settings_used(cluster, config, assumptions, load=parameters.get("load"))
+        document = summary_document(summaries, assumptions=assumptions.describe(), settings_used=used, trace_name=run.trace_name)
+        figures = report_figures(results)
+    except Exception as exc:  # anything: the run says what went wrong instead of staying "running"
+        logger.exception("what-if run %s failed", run_id)
+        WhatIfRun.objects.filter(pk=run_id).update(
+            status=WhatIfRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:5000], finished_at=timezone.now()
+        )
+        return
+    WhatIfRun.objects.filter(pk=run_id).update(
+        status=WhatIfRun.Status.DONE, progress=1.0, summary=document, figures=figures, finished_at=timezone.now()
+    )
+
+
+def _when(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
