@@ -11,11 +11,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from policy.model import PolicyConfig
 from replay.metrics import summarize
 from replay.simulator import POLICIES, ClusterSpec, SimResult, nodes_for_load, simulate
 from replay.trace import Assumptions, TraceJob
-
-from policy.model import PolicyConfig
 
 # progress(policy, fraction of that policy done, fraction of the whole run done)
 Progress = Callable[[str, float, float], None]

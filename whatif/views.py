@@ -14,10 +14,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.templatetags.static import static
 from django.urls import reverse
 from django.views.decorators.http import require_GET
-from replay.trace import TraceError
 
 from jobs.models import Node, NodeState
 from replay.report import render_html, summary_table
+from replay.trace import TraceError
 from telemetry.staticfiles import PLOTLY_JS
 from whatif.forms import WhatIfForm
 from whatif.models import WhatIfRun

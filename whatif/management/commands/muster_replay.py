@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from replay.simulator import POLICIES
-from replay.trace import Assumptions, TraceError, open_trace, read_trace
 
 from jobs.models import Node, NodeState
 from replay.report import headline_text, write_report
+from replay.simulator import POLICIES
+from replay.trace import Assumptions, TraceError, open_trace, read_trace
 from scheduler.snapshot import policy_config
 from whatif.management.commands.muster_history_export import parse_moment
 from whatif.overrides import OverrideError, apply_overrides
