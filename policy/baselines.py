@@ -62,55 +62,62 @@ class _Baseline:
 
     def run(self) -> Decisions:
         queue = sorted(self.snapshot.pending, key=lambda j: (j.submitted_at, j.id))
-        head: PendingJob | None = None
-        reserved: dict[str, float] = {}
-        failed: set[tuple[int, int, bool]] = set()  # shapes that did not fit: capacity only shrinks in a call
-        reasons: dict[tuple[int, int, int, int], tuple[str, str]] = {}
+        if self.max_jobs is not None and len(queue) > self.max_jobs:
+            queue, rest = queue[: self.max_jobs], queue[self.max_jobs :]
+        else:
+            rest = []
         for index, job in enumerate(queue):
-            if self.max_jobs is not None and index >= self.max_jobs:
-                self._wait(job, NOT_EXAMINED, "Not examined in this cycle: the queue is longer than one cycle examines.")
-                continue
-            if head is None:
-                chosen = self._fit(job, None)
-                if chosen is not None:
-                    self._place(job, chosen)
-                    continue
-                head = job
-                reservation = self._reserve(job)
-                start = reservation.start if reservation else None
-                if reservation is not None and self.backfill:
-                    self.reservations.append(reservation)
-                    reserved = dict.fromkeys(reservation.node_names, reservation.start)
-                text = self._room_text(job)
-                if start is not None:
-                    text += f" Expected to start {when(start)}."
-                code = FRAGMENTATION if self.capacity.free_total >= job.gpus else NO_ROOM
-                self._wait(job, code, text, start)
-                continue
-            if not self.backfill:
-                self._wait(job, HEAD_OF_LINE, f"Behind job {head.id}, first in the queue, which does not fit yet.")
-                continue
-            ends_first = bool(reserved) and self.now + job.wall_seconds <= min(reserved.values())
-            shape = (job.nodes, job.gpus_per_node, ends_first)
-            chosen = None
-            if shape not in failed and self.capacity.free_total >= job.gpus:
-                chosen = self._fit(job, _backfill(reserved, self.now + job.wall_seconds))
+            chosen = self._fit(job, None)
             if chosen is not None:
                 self._place(job, chosen)
                 continue
-            failed.add(shape)
-            # The reason depends only on the shape, the capacity and the reservation: worked out once per state.
-            key = (job.nodes, job.gpus_per_node, job.gpus, self.capacity.version)
-            if key not in reasons:
-                if reserved and self._fit(job, None) is not None:
-                    reasons[key] = (
-                        RESERVATION,
-                        f"Behind the reservation for job {head.id}, expected to start {when(min(reserved.values()))}.",
-                    )
-                else:
-                    reasons[key] = (FRAGMENTATION if self.capacity.free_total >= job.gpus else NO_ROOM, self._room_text(job))
-            self._wait(job, *reasons[key])
+            self._head(job, queue[index + 1 :])
+            break
+        text = "Not examined in this cycle: the queue is longer than one cycle examines."
+        for job in rest:
+            self._wait(job, NOT_EXAMINED, text)
         return Decisions(tuple(self.placements), tuple(self.waiting), (), tuple(self.reservations))
+
+    def _head(self, head: PendingJob, behind: list[PendingJob]) -> None:
+        """The first job that does not fit: it waits (with a reservation under EASY); then the jobs behind it."""
+        reservation = self._reserve(head)
+        start = reservation.start if reservation else None
+        text = self._room_text(head)
+        if start is not None:
+            text += f" Expected to start {when(start)}."
+        self._wait(head, FRAGMENTATION if self.capacity.free_total >= head.gpus else NO_ROOM, text, start)
+        waiting = self.waiting
+        if not self.backfill:
+            text = f"Behind job {head.id}, first in the queue, which does not fit yet."
+            for job in behind:
+                waiting.append(Waiting(job.id, len(waiting) + 1, HEAD_OF_LINE, text))
+            return
+        reserved: dict[str, float] = {}
+        if reservation is not None:
+            self.reservations.append(reservation)
+            reserved = dict.fromkeys(reservation.node_names, reservation.start)
+        failed: set[tuple[int, int, bool]] = set()  # shapes that did not fit: capacity only shrinks in a call
+        reasons: dict[tuple[int, int, int], tuple[str, str]] = {}
+        cap = self.capacity
+        for job in behind:
+            end = self.now + job.wall_seconds
+            shape = (job.nodes, job.gpus_per_node, start is not None and end <= start)
+            if shape not in failed:
+                chosen = self._fit(job, _backfill(reserved, end))
+                if chosen is not None:
+                    self._place(job, chosen)
+                    continue
+                failed.add(shape)
+            # The reason depends only on the shape, the capacity and the reservation: worked out once per state.
+            key = (job.nodes, job.gpus_per_node, cap.version)
+            reason = reasons.get(key)
+            if reason is None:
+                if start is not None and self._fit(job, None) is not None:
+                    reason = (RESERVATION, f"Behind the reservation for job {head.id}, expected to start {when(start)}.")
+                else:
+                    reason = (FRAGMENTATION if cap.free_total >= job.gpus else NO_ROOM, self._room_text(job))
+                reasons[key] = reason
+            waiting.append(Waiting(job.id, len(waiting) + 1, reason[0], reason[1]))
 
     def _wait(self, job: PendingJob, code: str, text: str, estimated_start: float | None = None) -> None:
         self.waiting.append(Waiting(job.id, len(self.waiting) + 1, code, text, estimated_start))

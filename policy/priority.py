@@ -39,22 +39,31 @@ def prioritize(snapshot: Snapshot, config: PolicyConfig) -> dict[int, Priority]:
         return cache[key]
 
     classes = max(config.class_count - 1, 1)
+    w_fair, w_age, w_class, w_size = config.weight_fair_share, config.weight_age, config.weight_class, config.weight_size
+    age_max = config.age_max_seconds
+    # The factors depend on the job only through its owners, submit time, class and size: computed once per value.
+    owners: dict[tuple[str, str | None], float] = {}
+    ranks: dict[int, float] = {}
+    sizes: dict[int, float] = {}
     result: dict[int, Priority] = {}
     for job in snapshot.pending:
-        factors = {
-            "fair_share": fair(user_key(job.user), "user") * (fair(team_key(job.team), "team") if job.team else 1.0),
-            "age": min(1.0, max(0.0, snapshot.now - job.submitted_at) / config.age_max_seconds) if config.age_max_seconds > 0 else 1.0,
-            "class": max(0.0, 1.0 - job.class_rank / classes),
-            "size": min(1.0, job.gpus / cluster_gpus),
-        }
-        weights = {
-            "fair_share": config.weight_fair_share,
-            "age": config.weight_age,
-            "class": config.weight_class,
-            "size": config.weight_size,
-        }
-        weighted = {name: (value, value * weights[name]) for name, value in factors.items()}
-        result[job.id] = Priority(total=sum(w for _, w in weighted.values()), factors=weighted)
+        owner = (job.user, job.team)
+        fair_share = owners.get(owner)
+        if fair_share is None:
+            fair_share = owners[owner] = fair(user_key(job.user), "user") * (fair(team_key(job.team), "team") if job.team else 1.0)
+        age = min(1.0, max(0.0, snapshot.now - job.submitted_at) / age_max) if age_max > 0 else 1.0
+        rank = ranks.get(job.class_rank)
+        if rank is None:
+            rank = ranks[job.class_rank] = max(0.0, 1.0 - job.class_rank / classes)
+        gpus = job.gpus
+        size = sizes.get(gpus)
+        if size is None:
+            size = sizes[gpus] = min(1.0, gpus / cluster_gpus)
+        fair_w, age_w, class_w, size_w = fair_share * w_fair, age * w_age, rank * w_class, size * w_size
+        weighted = {"fair_share": (fair_share, fair_w), "age": (age, age_w), "class": (rank, class_w), "size": (size, size_w)}
+        # Added in the factors' order from 0, as sum() over them did: the same float.
+        total = 0 + fair_w + age_w + class_w + size_w
+        result[job.id] = Priority(total=total, factors=weighted)
     return result
 
 

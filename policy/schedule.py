@@ -98,6 +98,16 @@ class _Cycle:
         self.reservations: list[Reservation] = []
         self.failed_searches: set[tuple[int, int | None, int, int, int]] = set()
         self.searches = 0
+        # Shortcuts that change no decision, for the cost of a long queue:
+        # - without any limit or budget in the accounts, every limit check passes;
+        # - without a running job that is over quota or of a lower class than some pending job, no search
+        #   can find a victim (jobs placed in this cycle are never victims), so none is tried;
+        # - a waiting job's reason text depends only on its shape and the capacity: worked out once per state.
+        self.limited = any(a.max_gpus is not None or a.node_hours_left is not None for a in snapshot.accounts.values())
+        lowest_pending = min((p.class_rank for p in snapshot.pending), default=0)
+        self.victims_possible = any(r.over_quota or r.class_rank > lowest_pending for r in snapshot.running)
+        self.room_texts: dict[tuple[int, int, int], str] = {}
+        self.fits_unreserved: dict[tuple[int, int, int], bool] = {}
 
     # --- the walk --------------------------------------------------------------------------------
 
@@ -117,18 +127,18 @@ class _Cycle:
             at = datetime.fromtimestamp(job.not_before, UTC).strftime("%H:%M:%S UTC")
             self._wait(job, LAUNCH_BACKOFF, f"Its last {launches} did not come up (see its history); it is tried again after {at}.")
             return
-        held = self._budget_hold(job)
+        held = self._budget_hold(job) if self.limited else None
         if held:
             self._wait(job, BUDGET, held)
             return
-        quota_block = self._quota_block(job)
+        quota_block = self._quota_block(job) if self.limited else None
         if quota_block and not job.preemptible:
             self._wait(job, QUOTA_GPUS, quota_block)
             return
         borrowing = quota_block is not None
         allowed = self._allowed(job)
         chosen = self._fit(job, allowed)
-        if chosen is None and not borrowing and self.config.preemption:
+        if chosen is None and not borrowing and self.config.preemption and self.victims_possible:
             chosen = self._preempt_for(job, allowed)
         if chosen is not None:
             self._place(job, chosen, over_quota=borrowing)
@@ -196,6 +206,8 @@ class _Cycle:
 
     def _largest_node(self, job: PendingJob) -> int | None:
         """For a gang within its quota: the largest nodes it may hold whole and stay within it (None: any)."""
+        if not self.limited:
+            return None
         limits = [(limit, key) for key, _ in self._owners(job) if (limit := self._account(key).max_gpus) is not None]
         if job.nodes == 1 or not limits:
             return None
@@ -340,14 +352,26 @@ class _Cycle:
                     reservation.start,
                 )
                 return
-        if self.reserved and self._fit(job, None) is not None:
+        if self.reserved and self._fits_unreserved(job):
             blocking = min(self.reserved.values())
             self._wait(job, RESERVATION, f"Behind the reservation for job {blocking[1]}, expected to start {when(blocking[0])}.")
             return
         code = FRAGMENTATION if self.capacity.free_total >= job.gpus else NO_ROOM
         self._wait(job, code, self._room_text(job))
 
+    def _fits_unreserved(self, job: PendingJob) -> bool:
+        key = (job.nodes, job.gpus_per_node, self.capacity.version)
+        if key not in self.fits_unreserved:
+            self.fits_unreserved[key] = self._fit(job, None) is not None
+        return self.fits_unreserved[key]
+
     def _room_text(self, job: PendingJob) -> str:
+        key = (job.nodes, job.gpus_per_node, self.capacity.version)
+        if key not in self.room_texts:
+            self.room_texts[key] = self._room_text_now(job)
+        return self.room_texts[key]
+
+    def _room_text_now(self, job: PendingJob) -> str:
         cap = self.capacity
         if job.nodes == 1:
             text = f"Needs {job.gpus_per_node} GPUs on one node; the most free on any node is {cap.max_free()}"
