@@ -4,9 +4,10 @@ Pure (no Django). Prints one JSON line per (policy, load) and a final line with 
 policy config is PolicyConfig() with max_jobs = 5000, the default of MUSTER_CYCLE_MAX_JOBS, which
 scheduler.snapshot.policy_config passes to the real cycle; the other knobs are the settings' defaults.
 
-The replay starts on --start (2017-09-22 by default): the slice's first 18 days hold 46 of its 52,849
-jobs, and counting them in the window that defines the offered load would size a cluster (47 nodes
-at load 1.0) that the remaining 39 days overload by half. From Sep 22 on, load 1.0 is 66 nodes.
+Every job of the trace is replayed; the cluster is sized by the load offered from --load-from on
+(2017-09-22 by default). The slice's first 18 days hold 46 of its 52,849 jobs: counting them in the
+window that defines the offered load would size a cluster (47 nodes at load 1.0) that the remaining
+39 days overload by half. Measured from Sep 22, load 1.0 is 66 nodes.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from policy.model import PolicyConfig
 from replay.metrics import summarize
-from replay.simulator import ClusterSpec, nodes_for_load, simulate
+from replay.simulator import ClusterSpec, nodes_for_load, offered_load, simulate
 from replay.trace import Assumptions, open_trace, read_trace
 
 DEFAULT_TRACE = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "philly-2017-09-10.csv.gz"
@@ -31,15 +32,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("trace", nargs="?", default=str(DEFAULT_TRACE))
     parser.add_argument("--policies", default="fifo,easy,muster")
     parser.add_argument("--loads", default="1.0,0.85")
-    parser.add_argument("--start", default="2017-09-22", help="replay jobs submitted from this day (UTC); '' for all")
+    parser.add_argument("--load-from", default="2017-09-22", help="size the cluster by the load offered from this day (UTC); '' for all")
     args = parser.parse_args(argv)
     began = time.perf_counter()
     assumptions = Assumptions()
     config = PolicyConfig(max_jobs=CYCLE_MAX_JOBS)
-    since = datetime.fromisoformat(args.start).replace(tzinfo=UTC) if args.start else None
-    jobs = read_trace(open_trace(args.trace), assumptions=assumptions, start=since)
+    jobs = read_trace(open_trace(args.trace), assumptions=assumptions)
+    since = datetime.fromisoformat(args.load_from).replace(tzinfo=UTC).timestamp() if args.load_from else float("-inf")
+    sizing = [j for j in jobs if j.submit >= since]
     for load in (float(x) for x in args.loads.split(",")):
-        cluster = ClusterSpec(nodes=nodes_for_load(jobs, load, assumptions.gpus_per_node), gpus_per_node=assumptions.gpus_per_node)
+        cluster = ClusterSpec(nodes=nodes_for_load(sizing, load, assumptions.gpus_per_node), gpus_per_node=assumptions.gpus_per_node)
         for policy in args.policies.split(","):
             start = time.perf_counter()
             result = simulate(jobs, cluster=cluster, policy=policy, config=config, assumptions=assumptions)
@@ -47,7 +49,9 @@ def main(argv: list[str] | None = None) -> None:
             line = {
                 "policy": policy,
                 "load": load,
+                # Over the whole trace's window, and over the window the cluster was sized by (--load-from).
                 "offered_load": round(s["load"], 4),
+                "offered_load_sized": round(offered_load(sizing, cluster.nodes * cluster.gpus_per_node), 4),
                 "nodes": cluster.nodes,
                 "jobs": s["jobs"],
                 "mean_jct_s": round(s["jct"]["mean"], 1),
