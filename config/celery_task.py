@@ -45,5 +45,9 @@ def task_named(name: str) -> MusterTask:
     Celery's answer to the cycle between task bodies (which call services) and the services that
     enqueue them: they meet by the task's name, not by an import.
     """
+    if name not in current_app.tasks:
+        # A process that never started a worker (the web, a management command) may not have imported the apps'
+        # tasks modules yet: Celery's autodiscovery imports them now.
+        current_app.loader.import_default_modules()
     task: MusterTask = current_app.tasks[name]
     return task

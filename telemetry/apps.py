@@ -7,7 +7,6 @@ class TelemetryConfig(AppConfig):
 
     def ready(self) -> None:
         from jobs.hooks import job_hooks
-        from telemetry import tasks  # noqa: F401  (registers the tasks services enqueue by name, in every process)
         from telemetry.services import telemetry_job_left_running
         from telemetry.tokens import telemetry_pod_env
 
