@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from policy.capacity import Allowed, Capacity
+from policy.capacity import Allowed, Capacity, earliest_reservation
 from policy.model import Decisions, PendingJob, Placement, PolicyConfig, Reservation, Snapshot, Waiting
 from policy.schedule import FRAGMENTATION, NO_ROOM, NOT_EXAMINED, RESERVATION, when
 
@@ -138,26 +138,10 @@ class _Baseline:
     def _reserve(self, job: PendingJob) -> Reservation | None:
         """The nodes that free up earliest for the job, by the running jobs' wall-time ends (as the real policy)."""
         cap = self.capacity
-        ready: list[tuple[float, str]] = []
-        for name, total in cap.total.items():
-            if total < job.gpus_per_node:
-                continue
-            ends = sorted(self.ends.get(name, []))
-            if job.nodes > 1:
-                ready.append((ends[-1][0] if ends else self.now, name))
-                continue
-            free, at = cap.free[name], self.now
-            for end, gpus in ends:
-                if free >= job.gpus_per_node:
-                    break
-                free, at = free + gpus, end
-            if free >= job.gpus_per_node:
-                ready.append((at, name))
-        if len(ready) < job.nodes:
-            return None
-        ready.sort()
-        chosen = ready[: job.nodes]
-        return Reservation(job.id, tuple(name for _, name in chosen), max(at for at, _ in chosen))
+        candidates = (
+            (name, cap.free[name], sorted(self.ends.get(name, []))) for name, total in cap.total.items() if total >= job.gpus_per_node
+        )
+        return earliest_reservation(job.id, job.nodes, job.gpus_per_node, candidates, self.now)
 
     def _room_text(self, job: PendingJob) -> str:
         cap = self.capacity

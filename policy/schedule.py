@@ -25,7 +25,7 @@ from bisect import bisect_left
 from collections import Counter, defaultdict
 from datetime import UTC, datetime
 
-from policy.capacity import Allowed, Capacity
+from policy.capacity import Allowed, Capacity, earliest_reservation
 from policy.model import (
     Account,
     Decisions,
@@ -389,23 +389,9 @@ class _Cycle:
         """The nodes that free up earliest for the whole gang, by the running jobs' wall-time ends."""
         cap = self.capacity
         largest = self._largest_node(job)
-        ready: list[tuple[float, str]] = []
-        for name, total in cap.total.items():
-            if total < job.gpus_per_node or name in self.reserved or (largest is not None and total > largest):
-                continue
-            ends = sorted((max(self.running[j].ends_at, self.now), gpus) for j, gpus in self.on_node.get(name, {}).items())
-            if job.nodes > 1:
-                ready.append((ends[-1][0] if ends else self.now, name))
-                continue
-            free, at = cap.free[name], self.now
-            for end, gpus in ends:
-                if free >= job.gpus_per_node:
-                    break
-                free, at = free + gpus, end
-            if free >= job.gpus_per_node:
-                ready.append((at, name))
-        if len(ready) < job.nodes:
-            return None
-        ready.sort()
-        chosen = ready[: job.nodes]
-        return Reservation(job.id, tuple(name for _, name in chosen), max(at for at, _ in chosen))
+        candidates = (
+            (name, cap.free[name], sorted((max(self.running[j].ends_at, self.now), gpus) for j, gpus in self.on_node.get(name, {}).items()))
+            for name, total in cap.total.items()
+            if total >= job.gpus_per_node and name not in self.reserved and (largest is None or total <= largest)
+        )
+        return earliest_reservation(job.id, job.nodes, job.gpus_per_node, candidates, self.now)
