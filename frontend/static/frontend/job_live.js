@@ -5,7 +5,6 @@
 (function () {
   "use strict";
   var config = JSON.parse(document.getElementById("job-live").textContent);
-  var timer = null;
 
   function chartIds() {
     return Array.prototype.map.call(document.querySelectorAll("#telemetry .chart"), function (el) { return el.id; }).join(",");
@@ -28,30 +27,5 @@
     return true;
   }
 
-  function poll() {
-    timer = null;
-    fetch(config.url + window.location.search, { credentials: "same-origin", headers: { Accept: "application/json" } })
-      .then(function (response) {
-        // A redirect (signed out) or an error page: a reload shows the reader what happened.
-        if (!response.ok || response.redirected) { throw new Error("live update: HTTP " + response.status); }
-        return response.json();
-      })
-      .then(function (body) { if (apply(body)) { schedule(); } })
-      .catch(function () { window.location.reload(); });
-  }
-
-  // The next request is timed from the end of the last, so a slow server is never asked twice at once,
-  // and a tab in the background asks nothing until it is shown again.
-  function schedule() {
-    if (timer === null && !document.hidden) { timer = window.setTimeout(poll, config.refresh_ms); }
-  }
-
-  document.addEventListener("visibilitychange", function () {
-    if (document.hidden) {
-      if (timer !== null) { window.clearTimeout(timer); timer = null; }
-    } else {
-      schedule();
-    }
-  });
-  schedule();
+  window.musterPoll(function () { return config.url + window.location.search; }, config.refresh_ms, apply);
 })();

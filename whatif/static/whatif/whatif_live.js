@@ -5,7 +5,6 @@
   var config = JSON.parse(document.getElementById("whatif-live").textContent);
   var bar = document.getElementById("whatif-progress");
   var label = document.getElementById("whatif-percent");
-  var timer = null;
 
   function apply(body) {
     if (body.status !== config.status && !(config.status === "queued" && body.status === "running")) {
@@ -20,28 +19,5 @@
     return true;
   }
 
-  function poll() {
-    timer = null;
-    fetch(config.url, { credentials: "same-origin", headers: { Accept: "application/json" } })
-      .then(function (response) {
-        if (!response.ok || response.redirected) { throw new Error("progress: HTTP " + response.status); }
-        return response.json();
-      })
-      .then(function (body) { if (apply(body)) { schedule(); } })
-      .catch(function () { window.location.reload(); });
-  }
-
-  // Timed from the end of the last request; a tab in the background asks nothing until it is shown again.
-  function schedule() {
-    if (timer === null && !document.hidden) { timer = window.setTimeout(poll, config.refresh_ms); }
-  }
-
-  document.addEventListener("visibilitychange", function () {
-    if (document.hidden) {
-      if (timer !== null) { window.clearTimeout(timer); timer = null; }
-    } else {
-      schedule();
-    }
-  });
-  schedule();
+  window.musterPoll(function () { return config.url; }, config.refresh_ms, apply);
 })();

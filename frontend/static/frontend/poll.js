@@ -1,0 +1,36 @@
+// One poller for the pages that follow something live (a running job, a what-if run):
+// musterPoll(url, refreshMs, apply) asks `url` for JSON, hands it to apply(body), and asks again
+// refreshMs after the answer while apply returns true. The next request is timed from the end of
+// the last, so a slow server is never asked twice at once, and a tab in the background asks nothing
+// until it is shown again. A redirect (signed out) or an error page: a reload shows the reader what
+// happened.
+(function () {
+  "use strict";
+  window.musterPoll = function (url, refreshMs, apply) {
+    var timer = null;
+
+    function poll() {
+      timer = null;
+      fetch(url(), { credentials: "same-origin", headers: { Accept: "application/json" } })
+        .then(function (response) {
+          if (!response.ok || response.redirected) { throw new Error(url() + ": HTTP " + response.status); }
+          return response.json();
+        })
+        .then(function (body) { if (apply(body)) { schedule(); } })
+        .catch(function () { window.location.reload(); });
+    }
+
+    function schedule() {
+      if (timer === null && !document.hidden) { timer = window.setTimeout(poll, refreshMs); }
+    }
+
+    document.addEventListener("visibilitychange", function () {
+      if (document.hidden) {
+        if (timer !== null) { window.clearTimeout(timer); timer = null; }
+      } else {
+        schedule();
+      }
+    });
+    schedule();
+  };
+})();
