@@ -19,8 +19,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from policy.model import PolicyConfig
+from replay.load import nodes_for_load, offered_load
 from replay.metrics import summarize
-from replay.simulator import ClusterSpec, nodes_for_load, offered_load, simulate
+from replay.simulator import ClusterSpec, simulate
 from replay.trace import Assumptions, open_trace, read_trace
 
 DEFAULT_TRACE = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "philly-2017-09-10.csv.gz"

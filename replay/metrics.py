@@ -26,7 +26,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from policy.model import PolicyConfig
-from replay.simulator import JobRecord, SimResult, offered_load
+from replay.load import offered_load
+from replay.simulator import JobRecord, SimResult
 
 DAY = 86400.0
 TAU_SECONDS = 10.0

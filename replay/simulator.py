@@ -69,14 +69,13 @@ from policy.model import (
 )
 from policy.schedule import schedule
 from replay.trace import Assumptions, TraceJob
+from replay.usage import DecayedUsage
 
 POLICIES = ("fifo", "easy", "muster")
 # At most one ETA sample per job per this many seconds of simulated time.
 PREDICTION_INTERVAL = 3600.0
 # At most one utilisation/queue sample per this many seconds of simulated time.
 SAMPLE_INTERVAL = 600.0
-# As quotas.selectors.DECAY_HORIZON_HALF_LIVES: older allocations are not read.
-DECAY_HORIZON_HALF_LIVES = 10
 
 PolicyFn = Callable[[Snapshot, PolicyConfig], Decisions]
 
@@ -90,28 +89,6 @@ class ClusterSpec:
     nodes: int
     gpus_per_node: int = 8
     racks: int = 1
-
-
-def nodes_for_load(jobs: Sequence[TraceJob], load: float, gpus_per_node: int) -> int:
-    """The node count at which the trace offers `load`.
-
-    Offered load = sum(runtime x GPUs asked) / (window x cluster GPUs), window = last submit - first
-    submit. Rounded to the nearest node, at least one node and at least the largest gang.
-    """
-    if not jobs or load <= 0:
-        raise ValueError("need jobs and a positive load")
-    window = max(j.submit for j in jobs) - min(j.submit for j in jobs)
-    work = sum(j.runtime * j.gpus for j in jobs)
-    largest = max(j.nodes for j in jobs)
-    if window <= 0:
-        return largest
-    return max(1, largest, round(work / (window * load * gpus_per_node)))
-
-
-def offered_load(jobs: Sequence[TraceJob], gpus: int) -> float:
-    """sum(runtime x GPUs asked) / ((last submit - first submit) x cluster GPUs)."""
-    window = max(j.submit for j in jobs) - min(j.submit for j in jobs) if jobs else 0.0
-    return sum(j.runtime * j.gpus for j in jobs) / (window * gpus) if window > 0 and gpus > 0 else 0.0
 
 
 @dataclass
@@ -179,75 +156,6 @@ def simulate(
     return _Sim(jobs, cluster, policy, config, assumptions, fn, progress, call_always).run()
 
 
-class _Usage:
-    """Decayed GPU- and node-seconds per account, as quotas.selectors._decayed_usage computes them."""
-
-    def __init__(self, half_life: float, origin: float) -> None:
-        self.h = half_life
-        self.base = origin  # terms are g * 2^((t - base) / h)
-        self.closed: dict[str, list[float]] = {}  # key -> [gpu, node] sums of released allocations
-        self.live: dict[str, list[float]] = {}  # key -> [gpus, gpu terms, node share, node terms]
-        self.released: list[tuple[float, float, float, int, float, tuple[str, ...]]] = []  # (end, start, end, gpus, share, keys)
-        self.released_head = 0
-
-    def _term(self, t: float) -> float:
-        return float(2 ** ((t - self.base) / self.h))
-
-    def allocate(self, keys: tuple[str, ...], start: float, gpus: int, share: float) -> None:
-        term = self._term(start)
-        for key in keys:
-            live = self.live.setdefault(key, [0.0, 0.0, 0.0, 0.0])
-            live[0] += gpus
-            live[1] += gpus * term
-            live[2] += share
-            live[3] += share * term
-
-    def release(self, keys: tuple[str, ...], start: float, end: float, gpus: int, share: float) -> None:
-        term_start, term_end = self._term(start), self._term(end)
-        for key in keys:
-            live = self.live[key]
-            live[0] -= gpus
-            live[1] -= gpus * term_start
-            live[2] -= share
-            live[3] -= share * term_start
-            closed = self.closed.setdefault(key, [0.0, 0.0])
-            closed[0] += gpus * (term_end - term_start)
-            closed[1] += share * (term_end - term_start)
-        self.released.append((end, start, end, gpus, share, keys))
-
-    def advance(self, now: float) -> None:
-        horizon = now - DECAY_HORIZON_HALF_LIVES * self.h
-        while self.released_head < len(self.released) and self.released[self.released_head][0] < horizon:
-            _, start, end, gpus, share, keys = self.released[self.released_head]
-            diff = self._term(end) - self._term(start)
-            for key in keys:
-                self.closed[key][0] -= gpus * diff
-                self.closed[key][1] -= share * diff
-            self.released_head += 1
-        if self.released_head > 4096 and self.released_head * 2 > len(self.released):
-            del self.released[: self.released_head]
-            self.released_head = 0
-        if (now - self.base) / self.h > 64:  # rebase so the terms stay small
-            scale = float(2 ** (-(now - self.base) / self.h))
-            self.base = now
-            for closed in self.closed.values():
-                closed[0] *= scale
-                closed[1] *= scale
-            for live in self.live.values():
-                live[1] *= scale
-                live[3] *= scale
-
-    def usage(self, key: str, now: float) -> tuple[float, float]:
-        window = self.h / math.log(2)
-        decay = 1 / self._term(now)
-        closed = self.closed.get(key, (0.0, 0.0))
-        live = self.live.get(key, (0.0, 0.0, 0.0, 0.0))
-        now_term = self._term(now)
-        gpu = window * decay * (closed[0] + live[0] * now_term - live[1])
-        node = window * decay * (closed[1] + live[2] * now_term - live[3])
-        return max(0.0, gpu), max(0.0, node)
-
-
 @dataclass
 class _Run:
     running: RunningJob
@@ -301,7 +209,7 @@ class _Sim:
         self.attempt = dict.fromkeys(self.records, 0)
         self.last_prediction: dict[int, float] = {}
         self.just_submitted: set[int] = set()
-        self.usage = _Usage(config.half_life_seconds, self.jobs[0].submit if self.jobs else 0.0)
+        self.usage = DecayedUsage(config.half_life_seconds, self.jobs[0].submit if self.jobs else 0.0)
         self.samples: list[tuple[float, int, int, dict[str, float]]] = []
         self.last_sample = -math.inf
         self.decisions: list[tuple[int, float]] = []

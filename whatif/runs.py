@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from policy.model import PolicyConfig
+from replay.load import nodes_for_load
 from replay.metrics import summarize
-from replay.simulator import POLICIES, ClusterSpec, SimResult, nodes_for_load, simulate
+from replay.simulator import POLICIES, ClusterSpec, SimResult, simulate
 from replay.trace import Assumptions, TraceJob
 
 # progress(policy, fraction of that policy done, fraction of the whole run done)

@@ -7,8 +7,10 @@ import math
 import pytest
 
 from policy.model import Decisions, Placement, PolicyConfig, Snapshot
-from replay.simulator import ClusterSpec, SimulationError, _Usage, nodes_for_load, policy_function, simulate
+from replay.load import nodes_for_load
+from replay.simulator import ClusterSpec, SimulationError, policy_function, simulate
 from replay.trace import Assumptions, TraceJob
+from replay.usage import DecayedUsage
 from tests.replay.test_baselines import TRACE, job
 
 
@@ -115,7 +117,7 @@ def test_a_preempted_job_is_requeued_and_resumes(resume: str, end: float, lost: 
 
 def test_decayed_usage_matches_the_closed_form() -> None:
     h = 1000.0
-    usage = _Usage(h, origin=0.0)
+    usage = DecayedUsage(h, origin=0.0)
     usage.allocate(("user:a",), 0.0, 8, 1.0)
     usage.release(("user:a",), 0.0, 500.0, 8, 1.0)
     usage.allocate(("user:a",), 800.0, 2, 0.25)
