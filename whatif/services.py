@@ -71,7 +71,8 @@ def whatif_start(request: RunRequest, *, actor: User | AnonymousUser | None, htt
     if not jobs:
         raise ValueError("the trace has no jobs in that range")
     cluster = cluster_for(jobs, nodes=request.nodes, load=request.load, gpus_per_node=request.assumptions.gpus_per_node)
-    config = dataclasses.replace(policy_config(), **request.changes)
+    site = policy_config()
+    config = dataclasses.replace(site, **request.changes)
     parameters = {
         "source": request.source,
         "trace_name": request.trace_name,
@@ -98,7 +99,7 @@ def whatif_start(request: RunRequest, *, actor: User | AnonymousUser | None, htt
             "jobs": [None, len(jobs)],
             "nodes": [None, cluster.nodes],
             "policies": [None, list(request.policies)],
-            **{f"setting.{k}": [getattr(policy_config(), k), v] for k, v in request.changes.items()},
+            **{f"setting.{k}": [getattr(site, k), v] for k, v in request.changes.items()},
         }
         audit_record(actor=actor, action="whatif.run", target=run, changes=changes, request=http_request)
         task_named("whatif.tasks.whatif_run").delay_on_commit(run.pk)
