@@ -284,9 +284,10 @@ class _Sim:
     def _owner(self, job: TraceJob) -> tuple[str, str | None]:
         return (job.user, job.tenant) if job.user else (job.tenant, None)
 
-    def _submit(self, job: TraceJob) -> None:
+    def _pending(self, job: TraceJob) -> PendingJob:
+        """The job as the policy sees it waiting; a requeued job keeps its submit time, as on the platform."""
         user, team = self._owner(job)
-        self.pending[job.id] = PendingJob(
+        return PendingJob(
             id=job.id,
             nodes=job.nodes,
             gpus_per_node=job.gpus_per_node,
@@ -297,6 +298,9 @@ class _Sim:
             preemptible=job.preemptible,
             wall_seconds=job.wall_seconds,
         )
+
+    def _submit(self, job: TraceJob) -> None:
+        self.pending[job.id] = self._pending(job)
         self.just_submitted.add(job.id)
         self.shapes[job.nodes, job.gpus_per_node] += 1
         if self.starvation_wakes:
@@ -338,18 +342,7 @@ class _Sim:
         record.gpu_seconds_lost += (done - kept) * run.gpus
         self.attempt[job_id] += 1
         job = record.job
-        user, team = self._owner(job)
-        self.pending[job_id] = PendingJob(
-            id=job_id,
-            nodes=job.nodes,
-            gpus_per_node=job.gpus_per_node,
-            class_rank=job.class_rank,
-            submitted_at=job.submit,
-            user=user,
-            team=team,
-            preemptible=job.preemptible,
-            wall_seconds=job.wall_seconds,
-        )
+        self.pending[job_id] = self._pending(job)
         self.shapes[job.nodes, job.gpus_per_node] += 1
         self.requeued = True
 
