@@ -402,7 +402,7 @@ MUSTER_PRIORITY_WEIGHT_SIZE = env_float("MUSTER_PRIORITY_WEIGHT_SIZE", 100.0)
 MUSTER_PRIORITY_AGE_MAX_SECONDS = env_float("MUSTER_PRIORITY_AGE_MAX_SECONDS", 7 * 24 * 3600)
 # A job waiting this long gets a reservation; at most this many reservations at once.
 MUSTER_STARVATION_SECONDS = env_float("MUSTER_STARVATION_SECONDS", 3600)
-MUSTER_MAX_RESERVATIONS = env_int("MUSTER_MAX_RESERVATIONS", 4)
+MUSTER_MAX_RESERVATIONS = env_int("MUSTER_MAX_RESERVATIONS", 256)
 MUSTER_PREEMPTION = env_bool("MUSTER_PREEMPTION", True)
 # Jobs younger than this are not preempted (anti-thrash); preempted jobs get this long to checkpoint.
 MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = env_float("MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS", 600)

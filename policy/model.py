@@ -99,9 +99,13 @@ class PolicyConfig:
     age_max_seconds: float = 7 * 24 * 3600.0
     half_life_seconds: float = 7 * 24 * 3600.0
     class_count: int = 3
-    # A job waiting this long gets a reservation; at most this many at once.
+    # A job waiting this long gets a reservation, and keeps it until it starts. The bound is on work, not a
+    # budget of promises: every starving job gets one while fewer than this many are held.
     starvation_seconds: float = 3600.0
-    max_reservations: int = 4
+    max_reservations: int = 256
+    # How many waiting jobs without a reservation the cycle plans forward for an ETA (a bound on its work);
+    # the jobs past it are told "after" the last planned start.
+    plan_jobs: int = 500
     # Running jobs younger than this are never preempted (anti-thrash).
     preemption_min_runtime_seconds: float = 600.0
     preemption: bool = True
@@ -116,6 +120,8 @@ class Snapshot:
     accounts: Mapping[str, Account] = field(default_factory=dict)
     # Seconds since the epoch.
     now: float = 0.0
+    # The reservations the previous cycle held (its Decisions.reservations): promises this cycle keeps.
+    reservations: tuple[Reservation, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -145,10 +151,19 @@ class Preemption:
 
 @dataclass(frozen=True)
 class Reservation:
+    """A promise: the job starts on these nodes at `start` at the latest (earlier if they free up sooner)."""
+
     job_id: int
     node_names: tuple[str, ...]
     # Seconds since the epoch when the reserved nodes are free for the gang.
     start: float
+
+
+# What a waiting job's estimated_start means.
+ESTIMATE_RESERVED = "reserved"  # a reservation: the start at the latest, unless capacity is lost
+ESTIMATE_PLANNED = "planned"  # the plan of the queue forward by wall times: moves as higher-priority work arrives
+ESTIMATE_AFTER = "after"  # past the planned part of the queue: not before this time
+ESTIMATE_NONE = ""  # no estimate can be known (the reason says why)
 
 
 @dataclass(frozen=True)
@@ -158,6 +173,7 @@ class Waiting:
     reason_code: str
     reason: str
     estimated_start: float | None = None
+    estimate: str = ESTIMATE_NONE
 
 
 @dataclass(frozen=True)
@@ -165,4 +181,7 @@ class Decisions:
     placements: tuple[Placement, ...]
     waiting: tuple[Waiting, ...]
     preemptions: tuple[Preemption, ...] = ()
+    # Every reservation held after this cycle, kept and new: the next cycle's Snapshot.reservations.
     reservations: tuple[Reservation, ...] = ()
+    # Every pending job's priority, so reads show what the cycle used without running the policy again.
+    priorities: Mapping[int, Priority] = field(default_factory=dict)
