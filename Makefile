@@ -41,11 +41,13 @@ lint: $(STAMP)
 clean:
 	rm -rf var .pytest_cache
 
-## Benchmarks, one JSON line per case: the scheduler (benchmarks/bench_scheduler.py), a 32-node launch on the test cluster, the job page's telemetry.
+## Benchmarks, one JSON line per case: the scheduler (benchmarks/bench_scheduler.py), a 32-node launch on the test cluster, the job page's telemetry,
+## and the reads of a queue of 1,000 and 20,000 pending jobs (benchmarks/bench_reads.py).
 bench: $(STAMP)
 	$(PY) -m benchmarks.bench_scheduler
 	$(PY) -m benchmarks.bench_launch
 	$(PY) -m benchmarks.bench_telemetry
+	$(PY) -m benchmarks.bench_reads
 
 ## The what-if replay benchmark (replay/bench.py): one JSON line per policy and offered load.
 replay: $(STAMP)

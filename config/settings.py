@@ -266,6 +266,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "JobStateEnum": "jobs.states.JobState",
         "NodeStateEnum": "jobs.models.NodeState",
+        "EstimateKindEnum": "jobs.models.EstimateKind",
         "TokenStateEnum": ["active", "expired", "revoked"],
     },
     # Every error each operation can answer with, and `additionalProperties: false` on strict request bodies.

@@ -25,7 +25,7 @@ from jobs.models import Job
 from jobs.selectors import job_assigned_nodes, job_logs, job_visible_to, jobs_visible_to
 from jobs.services import job_cancel, job_check_fits_cluster, job_submit, nodes_ensure_known
 from jobs.states import ACTIVE_STATES, JobState
-from scheduler.queue import queue_plan
+from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
 from telemetry.dashboard.page import dashboard_context
 from telemetry.dashboard.selectors import node_grid
 from telemetry.page import job_telemetry_context
@@ -90,7 +90,8 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         simulate = job.simulate or {}
         simulated_run = (simulate.get("duration_seconds", settings.MUSTER_SIM_DEFAULT_DURATION_SECONDS), simulate.get("exit_code", 0))
     if job.state == JobState.PENDING:
-        entry = queue_plan().by_job.get(job.pk)
+        # What the last cycle stored on the job: no other job is read.
+        entry = queue_entry(job)
     logs = _logs(job, request.GET.get("rank", "0"))
     return render(
         request,
@@ -171,17 +172,30 @@ def job_cancel_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     return redirect("frontend:job-detail", pk=pk)
 
 
+QUEUE_PAGE_SIZE = 100
+
+
 @login_required
 def cluster_view(request: HttpRequest) -> HttpResponse:
     nodes = node_grid()
     total = sum(n.gpus_total for n in nodes)
     free = sum(n.gpus_free for n in nodes)
-    plan = queue_plan()
-    visible = {e.job.pk for e in plan.entries if job_visible_to(e.job, request.user)}
+    # The queue as the last cycle stored it, a page at a time: a long queue costs one page of rows and a few counts.
+    page = Paginator(queue_jobs(), QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
+    entries = queue_entries(page)
+    visible = {e.job.pk for e in entries if job_visible_to(e.job, request.user)}
     return render(
         request,
         "frontend/cluster.html",
-        {"nodes": nodes, "gpus_total": total, "gpus_free": free, "plan": plan, "visible": visible},
+        {
+            "nodes": nodes,
+            "gpus_total": total,
+            "gpus_free": free,
+            "counts": queue_counts(),
+            "entries": entries,
+            "page": page,
+            "visible": visible,
+        },
     )
 
 

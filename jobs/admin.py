@@ -34,7 +34,8 @@ SHAPE_FIELDS = (
 # Written only by the scheduler and the ledger, whatever the state.
 BOOKKEEPING_FIELDS = (
     "state", "state_reason", "pending_reason_code", "pending_reason", "attempt", "restarts", "exit_code",
-    "launch_failures", "launch_not_before", "over_quota", "estimated_start", "charged_until",
+    "launch_failures", "launch_not_before", "over_quota", "estimated_start", "estimate_kind", "queue_position", "priority",
+    "priority_factors", "reserved_nodes", "reserved_start", "promised_start", "charged_until",
     "submitted_at", "scheduled_at", "started_at", "finished_at",
 )  # fmt: skip
 

@@ -47,7 +47,6 @@ def job_place(
         attempt=attempt,
         scheduled_at=now,
         over_quota=over_quota,
-        estimated_start=None,
         charged_until=now,
     )
     Allocation.objects.bulk_create(

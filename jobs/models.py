@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -31,6 +33,32 @@ class Node(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class EstimateKind(models.TextChoices):
+    """What a pending job's `estimated_start` means (the policy's `Waiting.estimate`, policy/model.py)."""
+
+    # A reservation: it starts by then at the latest, on its reserved nodes.
+    RESERVED = "reserved", "reserved: starts by then"
+    # The queue planned forward by wall times: moves if higher-priority work arrives.
+    PLANNED = "planned", "planned: about then"
+    # Past the planned part of the queue: a lower bound.
+    AFTER = "after", "after: not before then"
+    NONE = "", "nothing known"
+
+
+def job_plan_cleared() -> dict[str, Any]:
+    """The plan fields of a job that is not PENDING: what `job_transition` writes when a job leaves the queue."""
+    return {
+        "estimated_start": None,
+        "estimate_kind": EstimateKind.NONE,
+        "queue_position": None,
+        "priority": None,
+        "priority_factors": None,
+        "reserved_nodes": [],
+        "reserved_start": None,
+        "promised_start": None,
+    }
 
 
 class Job(models.Model):
@@ -66,8 +94,21 @@ class Job(models.Model):
     exit_code = models.IntegerField(null=True, blank=True)
     # Admitted beyond its owner's max_gpus (borrowing idle GPUs): first in line for preemption.
     over_quota = models.BooleanField(default=False)
-    # From the reservation plan: when a reserved job expects to start; null when unknown.
+    # The plan of a pending job as the last cycle stored it (scheduler.plans), so reads never run the policy;
+    # cleared when the job leaves PENDING (job_plan_cleared). A job no cycle has seen yet has no position.
+    # When it expects to start, and what that means (estimate_kind); null when unknown.
     estimated_start = models.DateTimeField(null=True, blank=True)
+    estimate_kind = models.CharField(max_length=16, choices=EstimateKind.choices, blank=True)
+    # 1 is next: its place in the order the cycle considered the pending jobs.
+    queue_position = models.PositiveIntegerField(null=True, blank=True)
+    # The priority the cycle used, and each factor as [value in 0..1, weighted part] by name.
+    priority = models.FloatField(null=True, blank=True)
+    priority_factors = models.JSONField(null=True, blank=True)
+    # Its reservation (a promise the next cycle keeps): the nodes, and the start at the latest.
+    reserved_nodes = models.JSONField(default=list, blank=True)
+    reserved_start = models.DateTimeField(null=True, blank=True)
+    # The first start promised during this wait (a reservation's), kept while it waits: "promised X, now Y".
+    promised_start = models.DateTimeField(null=True, blank=True)
     # Usage is charged to the ledger up to this instant.
     charged_until = models.DateTimeField(null=True, blank=True)
 
@@ -82,6 +123,8 @@ class Job(models.Model):
         indexes = [
             models.Index(fields=["state", "submitted_at"]),
             models.Index(fields=["owner", "state"]),
+            # The queue in the cycle's order (scheduler.queue.queue_jobs): a page of it without sorting every pending job.
+            models.Index(fields=["queue_position", "submitted_at", "id"], condition=Q(state=JobState.PENDING), name="job_queue_order"),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(nodes__gte=1), name="job_nodes_positive"),

@@ -16,7 +16,7 @@ from audit.services import audit_record
 from jobs.cluster import ClusterBackend, ClusterNode, get_backend
 from jobs.errors import IllegalTransition, JobFinished
 from jobs.hooks import job_hooks, queue_changed
-from jobs.models import Allocation, Job, JobEvent, Node, NodeState
+from jobs.models import Allocation, Job, JobEvent, Node, NodeState, job_plan_cleared
 from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState, can_transition
 
 if TYPE_CHECKING:
@@ -131,8 +131,12 @@ def job_transition(job: Job, to_state: str, *, reason: str, now: datetime | None
     if to_state in TERMINAL_STATES:
         fields.setdefault("finished_at", now)
     if to_state != JobState.PENDING:
+        # Out of the queue: why it waited and the plan the cycle stored for it (position, priority, estimate,
+        # reservation) go with it, so a requeued job waits as new until a cycle plans it again.
         fields.setdefault("pending_reason_code", "")
         fields.setdefault("pending_reason", "")
+        for name, value in job_plan_cleared().items():
+            fields.setdefault(name, value)
     fields.setdefault("state_reason", reason)
     with transaction.atomic():
         updated = Job.objects.filter(pk=job.pk, state=from_state).update(state=to_state, updated_at=now, **fields)

@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import TypeVar
 
@@ -23,7 +23,6 @@ from jobs.cluster.base import DEADLINE_EXCEEDED
 from jobs.errors import IllegalTransition
 from jobs.hooks import pod_secret_env
 from jobs.lifecycle import (
-    fit_reason,
     job_launch_failed,
     job_launch_overdue,
     job_mark_running,
@@ -39,10 +38,12 @@ from jobs.models import Allocation, ClusterHealth, Job, Node
 from jobs.services import nodes_sync
 from jobs.states import ACTIVE_STATES, JobState
 from policy.model import Decisions, Placement, Preemption
+from policy.priority import prioritize
 from policy.schedule import schedule
 from quotas.services import ledger_charge_active
 from scheduler.counters import cycle_counters_record
 from scheduler.lock import cycle_lock
+from scheduler.plans import store_plans
 from scheduler.snapshot import build_snapshot, policy_config
 
 logger = logging.getLogger(__name__)
@@ -227,10 +228,13 @@ def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[in
     The snapshot is read before the writes, so a job may be cancelled, deleted or edited in
     between. Such a job is skipped with a log line; every other placement and preemption of
     the cycle stands (a skipped placement only leaves its GPUs idle until the next cycle).
+    Then every job left waiting gets its plan stored (`scheduler.plans`), which is all reads show.
     """
-    decisions = schedule(build_snapshot(now), policy_config())
+    snapshot = build_snapshot(now)
+    config = policy_config()
+    decisions = schedule(snapshot, config)
     node_ids = dict(Node.objects.values_list("name", "id"))
-    ids = [p.job_id for p in decisions.placements] + [w.job_id for w in decisions.waiting] + [p.job_id for p in decisions.preemptions]
+    ids = [p.job_id for p in decisions.placements] + [p.job_id for p in decisions.preemptions]
     jobs = Job.objects.in_bulk(ids)
     stopped: list[tuple[int, int]] = []
     for preemption in decisions.preemptions:
@@ -243,16 +247,10 @@ def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[in
         if _unless_moved(placement.job_id, jobs.get(placement.job_id), partial(_placed, placement=placement, node_ids=node_ids, now=now)):
             placed.append(placement)
             report.placed.append(placement.job_id)
-    for wait in decisions.waiting:
-        job = jobs.get(wait.job_id)
-        if job is None:
-            continue
-        estimated = datetime.fromtimestamp(wait.estimated_start, UTC) if wait.estimated_start is not None else None
-        reason = fit_reason(wait.reason)
-        if (job.pending_reason_code, job.pending_reason, job.estimated_start) != (wait.reason_code, reason, estimated):
-            Job.objects.filter(pk=job.pk, state=JobState.PENDING).update(
-                pending_reason_code=wait.reason_code, pending_reason=reason, estimated_start=estimated
-            )
+    # Until the policy reports every pending job's priority (Decisions.priorities), the cycle works it out by the
+    # same function the policy orders the queue with, once, here: never on a read.
+    priorities = decisions.priorities or prioritize(snapshot, config)
+    store_plans(decisions.waiting, priorities, decisions.reservations)
     return replace(decisions, placements=tuple(placed)), stopped
 
 

@@ -1,57 +1,104 @@
-"""The queue as the next cycle will see it, computed at read time for the API, the pages and the dashboard."""
+"""The queue as the last cycle stored it, for the API, the pages and the dashboard.
+
+Reads never run the policy: the cycle (`scheduler.cycle._store_plans`) stores each waiting job's
+position, priority, estimate and reservation on its row, and everything here reads those columns.
+A job no cycle has seen yet (just submitted, or back in the queue after a requeue) has no position
+and no priority: it is new, not yet planned, and sorts after the planned jobs by submit time.
+"""
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 
-from django.utils import timezone
+from django.db.models import Count, F, Q, QuerySet, Sum
 
-from jobs.models import Job
+from jobs.models import Allocation, Job
+from jobs.states import ACTIVE_STATES, JobState
 from policy.model import Priority
-from policy.priority import prioritize, priority_order
-from scheduler.snapshot import build_snapshot, policy_config
+
+# What the reason counts call a job no cycle has given a reason yet.
+NEW_REASON = "NEW"
 
 
 @dataclass(frozen=True)
 class QueueEntry:
     job: Job
-    position: int
-    priority: Priority
+    # 1 is next, as the last cycle ordered the queue; None: not yet planned (new since that cycle).
+    position: int | None
+    priority: Priority | None
+
+    @property
+    def planned(self) -> bool:
+        return self.position is not None
+
+
+@dataclass(frozen=True)
+class QueueCounts:
+    """The whole queue counted, and what holds GPUs within and beyond its owners' quotas (a few aggregate queries)."""
+
+    pending: int = 0
+    pending_by_reason: dict[str, int] = field(default_factory=dict)
+    running_within_quota: int = 0
+    running_over_quota: int = 0
+    gpus_over_quota: int = 0
 
 
 @dataclass(frozen=True)
 class QueuePlan:
-    """The queue as the next cycle sees it: pending jobs in priority order, and what holds GPUs."""
+    """Pending jobs in the order the last cycle considered them, and the counts."""
 
     entries: list[QueueEntry]
-    running_within_quota: int = 0
-    running_over_quota: int = 0
-    gpus_over_quota: int = 0
-    by_job: dict[int, QueueEntry] = field(default_factory=dict)
-
-    def reasons(self) -> dict[str, int]:
-        return dict(sorted(Counter(e.job.pending_reason_code or "NEW" for e in self.entries).items()))
+    counts: QueueCounts
 
 
-def queue_plan(*, now: datetime | None = None) -> QueuePlan:
-    """Pending jobs in the order the scheduler considers them, each with its priority breakdown.
+def stored_priority(job: Job) -> Priority | None:
+    """The priority the last cycle used for the job, from its row; None if no cycle planned it."""
+    if job.priority is None:
+        return None
+    factors = {name: (float(value), float(weighted)) for name, (value, weighted) in (job.priority_factors or {}).items()}
+    return Priority(total=job.priority, factors=factors)
 
-    The same snapshot and the same ordering code as the cycle, computed at read time, so
-    what a user sees is what the next cycle will do.
-    """
-    snapshot = build_snapshot(now or timezone.now())
-    config = policy_config()
-    priorities = prioritize(snapshot, config)
-    order = [p.id for p in priority_order(snapshot, config, priorities)]
-    jobs = Job.objects.select_related("owner", "team").in_bulk(order)
-    entries = [QueueEntry(jobs[pk], position, priorities[pk]) for position, pk in enumerate((pk for pk in order if pk in jobs), start=1)]
-    over = [r for r in snapshot.running if r.over_quota]
-    return QueuePlan(
-        entries=entries,
-        running_within_quota=len(snapshot.running) - len(over),
-        running_over_quota=len(over),
-        gpus_over_quota=sum(r.gpus for r in over),
-        by_job={e.job.pk: e for e in entries},
+
+def queue_entry(job: Job) -> QueueEntry | None:
+    """One job's place in the queue, from its own row (no other job is read); None unless it is pending."""
+    if job.state != JobState.PENDING:
+        return None
+    return QueueEntry(job=job, position=job.queue_position, priority=stored_priority(job))
+
+
+def queue_entries(jobs: Iterable[Job]) -> list[QueueEntry]:
+    """A page of `queue_jobs` as entries."""
+    return [entry for job in jobs if (entry := queue_entry(job)) is not None]
+
+
+def queue_jobs() -> QuerySet[Job]:
+    """Pending jobs in queue order: by stored position, then the jobs not yet planned by submit time (index job_queue_order)."""
+    return (
+        Job.objects.filter(state=JobState.PENDING)
+        .select_related("owner", "team")
+        .order_by(F("queue_position").asc(nulls_last=True), "submitted_at", "id")
     )
+
+
+def queue_counts() -> QueueCounts:
+    """The summary of the queue: pending jobs by reason, running jobs and GPUs within and over quota."""
+    reasons: dict[str, int] = {}
+    for code, n in Job.objects.filter(state=JobState.PENDING).order_by().values_list("pending_reason_code").annotate(n=Count("id")):
+        reasons[code or NEW_REASON] = reasons.get(code or NEW_REASON, 0) + n
+    running = Job.objects.filter(state__in=ACTIVE_STATES).aggregate(total=Count("id"), over=Count("id", filter=Q(over_quota=True)))
+    gpus_over = Allocation.objects.filter(released_at__isnull=True, job__state__in=ACTIVE_STATES, job__over_quota=True).aggregate(
+        gpus=Sum("gpus")
+    )["gpus"]
+    return QueueCounts(
+        pending=sum(reasons.values()),
+        pending_by_reason=dict(sorted(reasons.items())),
+        running_within_quota=running["total"] - running["over"],
+        running_over_quota=running["over"],
+        gpus_over_quota=gpus_over or 0,
+    )
+
+
+def queue_plan() -> QueuePlan:
+    """Every pending job in queue order with its stored plan, and the counts. For a page of it, use `queue_jobs`."""
+    return QueuePlan(entries=queue_entries(queue_jobs()), counts=queue_counts())

@@ -11,7 +11,7 @@ from django.conf import settings
 from jobs.models import Allocation, Job, NodeState
 from jobs.selectors import nodes_with_usage
 from jobs.states import ACTIVE_STATES, JobState
-from policy.model import NodeView, PendingJob, PolicyConfig, RunningJob, Snapshot
+from policy.model import NodeView, PendingJob, PolicyConfig, Reservation, RunningJob, Snapshot
 from quotas.selectors import accounts_snapshot
 
 
@@ -123,6 +123,18 @@ def running_jobs() -> tuple[RunningJob, ...]:
     return tuple(result)
 
 
+def held_reservations() -> tuple[Reservation, ...]:
+    """The reservations the last cycle stored on pending jobs: promises this cycle keeps (they live only in the database)."""
+    rows = (
+        Job.objects.filter(state=JobState.PENDING, reserved_start__isnull=False)
+        .order_by("reserved_start", "id")
+        .values_list("id", "reserved_nodes", "reserved_start")
+    )
+    return tuple(
+        Reservation(job_id=pk, node_names=tuple(nodes or ()), start=cast(datetime, start).timestamp()) for pk, nodes, start in rows
+    )
+
+
 def build_snapshot(now: datetime) -> Snapshot:
     pending = pending_jobs()
     running = running_jobs()
@@ -135,4 +147,5 @@ def build_snapshot(now: datetime) -> Snapshot:
         running=running,
         accounts=accounts_snapshot(now=now, users=users, teams=teams),
         now=now.timestamp(),
+        reservations=held_reservations(),
     )

@@ -11,10 +11,10 @@ from rest_framework import serializers
 from api.telemetry.summary import TelemetrySummarySerializer
 from apikit.serializers import StrictSerializer
 from jobs import validators
-from jobs.models import Job, JobEvent, Node
+from jobs.models import EstimateKind, Job, JobEvent, Node
 from jobs.selectors import job_assigned_nodes
 from policy.model import Priority
-from scheduler.queue import QueueEntry, QueuePlan, queue_plan
+from scheduler.queue import QueueCounts, QueueEntry, stored_priority
 from telemetry.selectors import job_telemetry_summary
 
 
@@ -135,21 +135,33 @@ def priority_data(priority: Priority) -> dict[str, Any]:
     }
 
 
-def _plan_from_context(context: dict[str, Any]) -> QueuePlan:
-    # Computed at most once per response, and only when it shows a pending job.
-    if "queue_plan" not in context:
-        context["queue_plan"] = queue_plan()
-    return context["queue_plan"]
+QUEUE_POSITION_HELP = (
+    "1 is next, in the order the last scheduling cycle considered the queue; null unless the job is pending, "
+    "and for a pending job no cycle has planned yet (new)."
+)
+PRIORITY_HELP = "The priority the last cycle used and each factor's part; null unless the job is pending, and until a cycle planned it."
+ESTIMATE_KIND_HELP = (
+    "What estimated_start means: `reserved` (a reservation: starts by then at the latest, on reserved_nodes), "
+    "`planned` (the queue planned forward by wall times: moves if higher-priority work arrives), "
+    "`after` (past the planned part of the queue: not before then), or empty (nothing known)."
+)
+RESERVED_NODES_HELP = "The nodes held for the job by its reservation; empty without one."
+PROMISED_START_HELP = "The start its first reservation promised during this wait, kept while it waits; null if none was made."
 
 
 class JobSerializer(serializers.ModelSerializer):
+    """A job as stored: a pending job's position, priority and estimate are what the last cycle stored on it."""
+
     owner = serializers.CharField(source="owner.username", read_only=True)
     team = serializers.CharField(source="team.name", read_only=True, allow_null=True, default=None)
     gpus = serializers.IntegerField(read_only=True)
     pending_reason = serializers.SerializerMethodField()
     assigned_nodes = serializers.SerializerMethodField()
-    queue_position = serializers.SerializerMethodField(help_text="1 is next; null unless the job is pending.")
-    priority = serializers.SerializerMethodField(help_text="The priority and each factor's part; null unless the job is pending.")
+    queue_position = serializers.IntegerField(read_only=True, allow_null=True, help_text=QUEUE_POSITION_HELP)
+    priority = serializers.SerializerMethodField(help_text=PRIORITY_HELP)
+    estimate_kind = serializers.ChoiceField(choices=EstimateKind.choices, read_only=True, help_text=ESTIMATE_KIND_HELP)
+    reserved_nodes = serializers.ListField(child=serializers.CharField(), read_only=True, help_text=RESERVED_NODES_HELP)
+    promised_start = serializers.DateTimeField(read_only=True, allow_null=True, help_text=PROMISED_START_HELP)
 
     class Meta:
         model = Job
@@ -158,6 +170,7 @@ class JobSerializer(serializers.ModelSerializer):
             "image", "command",
             "nodes", "gpus_per_node", "gpus", "wall_time_seconds", "priority_class", "max_restarts",
             "attempt", "restarts", "exit_code", "assigned_nodes", "preemptible", "over_quota", "estimated_start",
+            "estimate_kind", "reserved_nodes", "promised_start",
             "submitted_at", "scheduled_at", "started_at", "finished_at",
         ]  # fmt: skip
         read_only_fields = fields
@@ -171,19 +184,10 @@ class JobSerializer(serializers.ModelSerializer):
     def get_assigned_nodes(self, job: Job) -> list[str]:
         return job_assigned_nodes(job)
 
-    def _entry(self, job: Job) -> QueueEntry | None:
-        if job.state != "PENDING":
-            return None
-        return _plan_from_context(self.context).by_job.get(job.pk)
-
-    def get_queue_position(self, job: Job) -> int | None:
-        entry = self._entry(job)
-        return entry.position if entry else None
-
     @extend_schema_field(PrioritySerializer(allow_null=True))
     def get_priority(self, job: Job) -> dict[str, Any] | None:
-        entry = self._entry(job)
-        return priority_data(entry.priority) if entry else None
+        priority = stored_priority(job) if job.state == "PENDING" else None
+        return priority_data(priority) if priority else None
 
 
 class JobDetailSerializer(JobSerializer):
@@ -215,9 +219,9 @@ class NodeSerializer(serializers.ModelSerializer):
 
 
 class QueueEntrySerializer(serializers.Serializer):
-    """One pending job, in the order the scheduler considers it, with why it waits and its priority."""
+    """One pending job, in the order the last cycle considered it, with why it waits, its priority and its estimate."""
 
-    position = serializers.IntegerField()
+    position = serializers.IntegerField(allow_null=True, help_text=QUEUE_POSITION_HELP)
     id = serializers.IntegerField(source="job.pk")
     name = serializers.CharField(source="job.name")
     owner = serializers.CharField(source="job.owner.username")
@@ -228,25 +232,28 @@ class QueueEntrySerializer(serializers.Serializer):
     preemptible = serializers.BooleanField(source="job.preemptible")
     submitted_at = serializers.DateTimeField(source="job.submitted_at")
     estimated_start = serializers.DateTimeField(source="job.estimated_start", allow_null=True)
+    estimate_kind = serializers.ChoiceField(source="job.estimate_kind", choices=EstimateKind.choices, help_text=ESTIMATE_KIND_HELP)
+    reserved_nodes = serializers.ListField(source="job.reserved_nodes", child=serializers.CharField(), help_text=RESERVED_NODES_HELP)
+    promised_start = serializers.DateTimeField(source="job.promised_start", allow_null=True, help_text=PROMISED_START_HELP)
     pending_reason = serializers.SerializerMethodField()
-    priority = serializers.SerializerMethodField()
+    priority = serializers.SerializerMethodField(help_text=PRIORITY_HELP)
 
     @extend_schema_field(PendingReasonSerializer)
     def get_pending_reason(self, entry: QueueEntry) -> dict[str, str]:
         return {"code": entry.job.pending_reason_code, "message": entry.job.pending_reason}
 
-    @extend_schema_field(PrioritySerializer)
-    def get_priority(self, entry: QueueEntry) -> dict[str, Any]:
-        return priority_data(entry.priority)
+    @extend_schema_field(PrioritySerializer(allow_null=True))
+    def get_priority(self, entry: QueueEntry) -> dict[str, Any] | None:
+        return priority_data(entry.priority) if entry.priority else None
 
 
-def queue_summary(plan: QueuePlan) -> dict[str, Any]:
+def queue_summary(counts: QueueCounts) -> dict[str, Any]:
     return {
-        "pending": len(plan.entries),
-        "pending_by_reason": plan.reasons(),
-        "running_within_quota": plan.running_within_quota,
-        "running_over_quota": plan.running_over_quota,
-        "gpus_over_quota": plan.gpus_over_quota,
+        "pending": counts.pending,
+        "pending_by_reason": counts.pending_by_reason,
+        "running_within_quota": counts.running_within_quota,
+        "running_over_quota": counts.running_over_quota,
+        "gpus_over_quota": counts.gpus_over_quota,
     }
 
 

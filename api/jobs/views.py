@@ -29,7 +29,7 @@ from apikit.viewsets import VisibleViewSet
 from jobs.models import Job, Node
 from jobs.selectors import job_logs, jobs_visible_to, nodes_with_usage
 from jobs.services import job_cancel, job_submit
-from scheduler.queue import QueueEntry, queue_plan
+from scheduler.queue import queue_counts, queue_entries, queue_jobs
 
 
 class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, VisibleViewSet):
@@ -87,15 +87,20 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class QueueView(ListAPIView):
-    """Pending jobs of every user in the order the scheduler considers them: position, priority breakdown,
-    why each waits and when it is expected to start; `summary` counts the whole queue, and the jobs running
-    within and over their owners' quotas."""
+    """Pending jobs of every user in the order the last scheduling cycle considered them: position, priority
+    breakdown, why each waits and when it is expected to start (and what that estimate means), as that cycle
+    stored them; jobs submitted since come last with no position (not yet planned). `summary` counts the whole
+    queue, and the jobs running within and over their owners' quotas."""
 
     serializer_class = QueueEntrySerializer
     pagination_class = QueuePagination
     filter_backends: list[type] = []
 
-    def get_queryset(self) -> list[QueueEntry]:  # type: ignore[override]
-        plan = queue_plan()
-        cast(QueuePagination, self.paginator).summary = queue_summary(plan)
-        return plan.entries
+    def get_queryset(self) -> QuerySet[Job]:
+        return queue_jobs()
+
+    def list(self, request: Request, *args: object, **kwargs: object) -> Response:
+        paginator = cast(QueuePagination, self.paginator)
+        paginator.summary = queue_summary(queue_counts())
+        page = paginator.paginate_queryset(self.get_queryset(), request, view=self) or []
+        return paginator.get_paginated_response(self.get_serializer(queue_entries(page), many=True).data)

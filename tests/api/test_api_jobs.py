@@ -343,6 +343,67 @@ def test_queue_lists_pending_jobs_in_scheduling_order(api: APIClient, other_api:
     assert listed[blocker["id"]]["queue_position"] is None and listed[blocker["id"]]["priority"] is None
 
 
+def test_reads_show_what_the_last_cycle_stored(api: APIClient, submit: Any, sim: Any) -> None:
+    blocker = submit(nodes=16, gpus_per_node=8)
+    sim.cycle()
+    planned = [submit(name="old", nodes=1, gpus_per_node=1)["id"], submit(name="prod", priority_class="production")["id"]]
+    sim.cycle()
+    before = {pk: api.get(job_url(pk)).json() for pk in planned}
+    assert sorted(b["queue_position"] for b in before.values()) == [1, 2]
+    assert all(b["priority"]["total"] > 0 for b in before.values())
+
+    # Jobs submitted after the cycle: no cycle planned them, so they have no position, no priority, no estimate.
+    fresh = submit(name="fresh", priority_class="production")
+    assert (fresh["queue_position"], fresh["priority"], fresh["estimated_start"]) == (None, None, None)
+    assert (fresh["estimate_kind"], fresh["reserved_nodes"], fresh["promised_start"]) == ("", [], None)
+    assert fresh["pending_reason"]["code"] == "NEW"
+    newer = submit(name="newer", nodes=1, gpus_per_node=1)
+
+    # What the cycle stored is what every read shows, until the next cycle: nothing is worked out on a read.
+    after = {pk: api.get(job_url(pk)).json() for pk in planned}
+    assert after == before
+    body = api.get(QUEUE).json()
+    order = sorted(planned, key=lambda pk: before[pk]["queue_position"])
+    assert [(e["id"], e["position"]) for e in body["results"]] == [(order[0], 1), (order[1], 2), (fresh["id"], None), (newer["id"], None)]
+    for entry in body["results"][:2]:
+        assert entry["priority"] == before[entry["id"]]["priority"]
+        assert entry["estimate_kind"] == before[entry["id"]]["estimate_kind"]
+    assert [e["priority"] for e in body["results"][2:]] == [None, None]
+    assert body["summary"]["pending"] == 4 and body["summary"]["pending_by_reason"]["NEW"] == 2
+    assert api.get(job_url(blocker["id"])).json()["queue_position"] is None
+
+    sim.cycle()  # the next cycle plans them: the production job goes ahead of the normal ones
+    positions = {e["id"]: e["position"] for e in api.get(QUEUE).json()["results"]}
+    assert sorted(positions.values()) == [1, 2, 3, 4]
+    assert positions[fresh["id"]] < positions[newer["id"]]
+    assert api.get(job_url(fresh["id"])).json()["priority"]["factors"]["class"]["value"] == 1.0
+
+
+def test_one_jobs_reads_do_not_grow_with_the_queue(api: APIClient, submit: Any, sim: Any) -> None:
+    submit(nodes=16, gpus_per_node=8)
+    sim.cycle()
+    mine = submit(nodes=1, gpus_per_node=1)["id"]
+    sim.cycle()
+    short = count_queries(api, job_url(mine))
+    for _ in range(30):
+        submit(nodes=1, gpus_per_node=1)
+    sim.cycle()
+    assert count_queries(api, job_url(mine)) == short
+    with CaptureQueriesContext(connection) as ctx:
+        assert api.get(job_url(mine)).status_code == 200
+    # Only the job's own row is read, never the queue.
+    assert not [q for q in ctx.captured_queries if '"jobs_job"."state" = ' in q["sql"]]
+
+
+def test_the_schema_names_what_an_estimate_means(db: None) -> None:
+    schema = APIClient().get("/api/schema/", {"format": "json"}).json()["components"]["schemas"]
+    assert schema["EstimateKindEnum"]["enum"] == ["reserved", "planned", "after"]
+    for name in ("Job", "JobDetail", "QueueEntry"):
+        properties = schema[name]["properties"]
+        assert {"estimate_kind", "reserved_nodes", "promised_start", "estimated_start"} <= set(properties), name
+    assert schema["QueueEntry"]["properties"]["position"]["nullable"] is True
+
+
 def test_queue_is_empty_when_nothing_waits(api: APIClient, submit: Any, sim: Any) -> None:
     submit()
     sim.cycle()

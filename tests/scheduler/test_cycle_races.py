@@ -78,6 +78,20 @@ def test_a_preemption_victim_cancelled_after_the_snapshot_does_not_undo_the_cycl
     assert Job.objects.get(pk=urgent).state == JobState.SCHEDULED
 
 
+def test_a_waiting_job_cancelled_after_the_snapshot_gets_no_plan(submit, sim, user, monkeypatch) -> None:
+    submit(nodes=16)
+    sim.cycle()
+    kept, cancelled = submit(nodes=16)["id"], submit(nodes=16)["id"]
+    _between_snapshot_and_writes(monkeypatch, lambda d: job_cancel(job=Job.objects.get(pk=cancelled), by=user))
+
+    sim.cycle()
+
+    assert Job.objects.get(pk=kept).queue_position == 1
+    job = Job.objects.get(pk=cancelled)
+    assert job.state == JobState.CANCELLED
+    assert (job.queue_position, job.priority, job.pending_reason_code, job.reserved_start) == (None, None, "", None)
+
+
 @pytest.mark.postgres
 def test_cancels_raced_against_cycles_never_abort_a_cycle(require_postgres, tx_submit, tx_sim) -> None:
     """Submit-then-cancel pairs from one connection while another runs cycles back to back on PostgreSQL."""
@@ -121,5 +135,7 @@ def test_cancels_raced_against_cycles_never_abort_a_cycle(require_postgres, tx_s
     print(f"\n{pairs} submit-then-cancel pairs raced against {outcomes['ran']} cycles: 0 aborted")
     assert outcomes["ran"] > 10
     assert Job.objects.filter(state=JobState.CANCELLED).count() == pairs
+    # A cycle's plan writes are restricted to pending jobs: no cancelled job was given a place in the queue.
+    assert not Job.objects.filter(state=JobState.CANCELLED, queue_position__isnull=False).exists()
     # Nothing a cancelled job held is left allocated.
     assert not Allocation.objects.filter(released_at__isnull=True).exclude(job__state__in=ACTIVE_STATES).exists()

@@ -194,6 +194,8 @@ def test_starving_big_gang_gets_a_reservation_and_starts_by_its_estimate(
     reserved = set(Allocation.objects.filter(job_id__in=fill[:32]).values_list("node__name", flat=True))
     named = set(re.findall(r"sim-node-\d{3}\b", message))
     assert len(reserved) == 32 and len(named) == 2 and named <= reserved  # the first and last reserved node
+    # The reservation is stored on the job for the next cycles to keep: its nodes, and its start as the promise.
+    assert set(job["reserved_nodes"]) == reserved and parse(job["promised_start"]) == estimate
 
     # A stream of bob's jobs: long ones would hold a reserved node past the estimate, short ones end before it.
     started_before: dict[int, str] = {}
@@ -208,6 +210,7 @@ def test_starving_big_gang_gets_a_reservation_and_starts_by_its_estimate(
         # A backfilled job is admitted when now + its wall time <= the start, and its wall time counts
         # from that placement, so it can never move the estimate later.
         assert parse(job["estimated_start"]) <= estimate
+        assert parse(job["promised_start"]) == estimate
         for placed in report.placed:
             node = Allocation.objects.get(job_id=placed, released_at__isnull=True).node.name
             started_before[placed] = node

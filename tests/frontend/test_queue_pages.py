@@ -1,0 +1,106 @@
+"""The job page and the cluster page show the plan the last cycle stored: position, priority, what an estimate means."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+import frontend.views
+from jobs.models import Job
+from tests.conftest import session_for
+from tests.jobs.factories import JobFactory
+
+AT = datetime(2026, 11, 20, 12, 30, tzinfo=UTC)
+FACTORS = {"fair_share": [0.5, 500.0], "age": [0.1, 50.0], "class": [0.5, 5000.0], "size": [0.0625, 6.25]}
+
+
+@pytest.fixture(autouse=True)
+def _utc(settings: Any) -> None:
+    settings.TIME_ZONE = "UTC"
+
+
+def planned(**fields: Any) -> dict[str, Any]:
+    return {"queue_position": 3, "priority": 5556.25, "priority_factors": FACTORS, "pending_reason_code": "NO_ROOM", **fields}
+
+
+def page_of(user: Any, job: Job) -> str:
+    response = session_for(user).get(f"/jobs/{job.pk}/")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_a_job_no_cycle_planned_is_new(user: Any) -> None:
+    html = page_of(user, JobFactory(owner=user, queued=True))
+    assert "new: not yet planned" in html and "Waiting for the next scheduling cycle." in html
+    assert 'data-testid="priority"' not in html and 'data-testid="estimated-start"' not in html
+
+
+def test_a_planned_start_says_it_may_move(user: Any) -> None:
+    html = page_of(user, JobFactory(owner=user, **planned(estimated_start=AT, estimate_kind="planned")))
+    assert "Queued, position 3." in html
+    assert "Planned start about 2026-11-20 12:30 UTC (moves if higher-priority work arrives)." in html
+    assert 'data-testid="priority-total">5556.2<' in html or 'data-testid="priority-total">5556.3<' in html
+    assert "<td>Priority class</td><td>0.500</td><td>5000.0</td>" in html.replace("\n", "")
+
+
+def test_a_reservation_says_by_when_and_where(user: Any) -> None:
+    job = JobFactory(
+        owner=user,
+        **planned(estimated_start=AT, estimate_kind="reserved", reserved_nodes=["n1", "n2"], reserved_start=AT, promised_start=AT),
+    )
+    html = page_of(user, job)
+    assert 'data-estimate="reserved">Reserved: starts by 2026-11-20 12:30 UTC on n1, n2.' in html
+    assert 'data-testid="promised-start"' not in html
+
+    # The reservation moved later (capacity was lost): the page says what was promised first.
+    Job.objects.filter(pk=job.pk).update(reserved_start=AT + timedelta(hours=1), estimated_start=AT + timedelta(hours=1))
+    html = page_of(user, job)
+    assert "Reserved: starts by 2026-11-20 13:30 UTC on n1, n2." in html
+    assert "Promised a start by 2026-11-20 12:30 UTC when first reserved; now by 2026-11-20 13:30 UTC." in html
+
+
+def test_an_estimate_past_the_plan_is_a_lower_bound(user: Any) -> None:
+    html = page_of(user, JobFactory(owner=user, **planned(estimated_start=AT, estimate_kind="after", queue_position=900)))
+    assert "Queued, position 900." in html and 'data-estimate="after">Not before 2026-11-20 12:30 UTC.' in html
+
+
+def test_nothing_known_shows_no_estimate(user: Any) -> None:
+    html = page_of(user, JobFactory(owner=user, **planned(pending_reason_code="BUDGET", pending_reason="No budget left.")))
+    assert "Queued, position 3." in html and "No budget left." in html
+    assert 'data-testid="estimated-start"' not in html
+
+
+def test_the_job_page_reads_one_job_whatever_the_queue(user: Any) -> None:
+    job = JobFactory(owner=user, **planned())
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            page_of(user, job)
+        return len(ctx.captured_queries)
+
+    few = queries()
+    for position in range(4, 40):
+        JobFactory(owner=user, **planned(queue_position=position))
+    assert queries() == few
+
+
+def test_the_cluster_page_lists_the_stored_queue_a_page_at_a_time(user: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(frontend.views, "QUEUE_PAGE_SIZE", 2)
+    second = JobFactory(owner=user, **planned(queue_position=2, estimated_start=AT, estimate_kind="after"))
+    first = JobFactory(owner=user, **planned(queue_position=1, reserved_nodes=["n1"], reserved_start=AT, estimate_kind="reserved"))
+    new = JobFactory(owner=user, queued=True)
+    JobFactory(owner=user, running=True)
+    client = session_for(user)
+
+    html = client.get("/cluster/").content.decode()
+    assert "3 pending jobs; 1 job running within quota" in html
+    assert html.index(f"{first.pk} train") < html.index(f"{second.pk} train")
+    assert 'by 2026-11-20 12:30 <span class="muted">(reserved)</span>' in html and "not before 2026-11-20 12:30" in html
+    assert f"{new.pk} train" not in html and "Page 1 of 2" in html
+
+    html = client.get("/cluster/", {"page": 2}).content.decode()
+    assert f"{new.pk} train" in html and ">new</span>" in html
