@@ -20,8 +20,20 @@ from __future__ import annotations
 from collections import defaultdict
 
 from policy.capacity import Allowed, Capacity, earliest_reservation
-from policy.model import Decisions, PendingJob, Placement, PolicyConfig, Reservation, Snapshot, Waiting
-from policy.schedule import FRAGMENTATION, NO_ROOM, NOT_EXAMINED, RESERVATION, when
+from policy.model import (
+    FRAGMENTATION,
+    NO_ROOM,
+    NOT_EXAMINED,
+    RESERVATION,
+    Decisions,
+    PendingJob,
+    Placement,
+    PolicyConfig,
+    Reservation,
+    Snapshot,
+    Waiting,
+)
+from policy.schedule import when
 
 # Waits behind a head job that does not fit (strict FIFO).
 HEAD_OF_LINE = "HEAD_OF_LINE"

@@ -5,6 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+# Stable codes for why a job waits; the text beside each says it in numbers.
+NO_ROOM = "NO_ROOM"
+FRAGMENTATION = "FRAGMENTATION"
+RESERVATION = "RESERVATION"
+QUOTA_GPUS = "QUOTA_GPUS"
+BUDGET = "BUDGET"
+NOT_EXAMINED = "NOT_EXAMINED"
+LAUNCH_BACKOFF = "LAUNCH_BACKOFF"
+
 
 def user_key(username: str) -> str:
     return f"user:{username}"

@@ -12,9 +12,17 @@ In priority order (policy/priority.py), each pending job is:
    jobs that are over quota (borrowing) or of a lower class, and older than the
    minimum run time, whose GPUs make it fit;
 4. otherwise, once it has waited past the starvation threshold, it gets a
-   reservation (while fewer than `max_reservations` exist): the nodes that free
-   up earliest for its gang, by the running jobs' wall-time ends. Later jobs may
-   use reserved nodes only if they end, by their wall time, before it starts.
+   reservation (while fewer than `max_reservations` exist, a bound on work):
+   the earliest window, by the running jobs' wall-time ends and the
+   reservations already held, in which its whole gang fits. Later jobs may use
+   reserved GPUs only if they are gone, by their wall time, before they are needed.
+
+Reservations persist. The previous cycle's (`Snapshot.reservations`) are kept
+before the walk, whatever the priority of the jobs that arrived since: each keeps
+its nodes and its start, which may only move earlier (work ending before its wall
+time); only lost capacity (a node gone or drained) moves it later, and the job's
+reason then says so. After the walk, the jobs without a reservation are planned
+forward over the wall times (policy/forecast.py) for an estimated start.
 
 Deterministic: the same snapshot always gives the same decisions.
 """
@@ -25,8 +33,17 @@ from bisect import bisect_left
 from collections import Counter, defaultdict
 from datetime import UTC, datetime
 
-from policy.capacity import Allowed, Capacity, earliest_reservation
+from policy.capacity import Allowed, Capacity
+from policy.forecast import forecast
 from policy.model import (
+    BUDGET,
+    ESTIMATE_RESERVED,
+    FRAGMENTATION,
+    LAUNCH_BACKOFF,
+    NO_ROOM,
+    NOT_EXAMINED,
+    QUOTA_GPUS,
+    RESERVATION,
     Account,
     Decisions,
     PendingJob,
@@ -41,15 +58,7 @@ from policy.model import (
     user_key,
 )
 from policy.priority import prioritize, priority_order
-
-# Stable codes for why a job waits; the text beside each says it in numbers.
-NO_ROOM = "NO_ROOM"
-FRAGMENTATION = "FRAGMENTATION"
-RESERVATION = "RESERVATION"
-QUOTA_GPUS = "QUOTA_GPUS"
-BUDGET = "BUDGET"
-NOT_EXAMINED = "NOT_EXAMINED"
-LAUNCH_BACKOFF = "LAUNCH_BACKOFF"
+from policy.timeline import Hold, Timelines, earliest_common_start, earliest_start
 
 # Bounds the cost of a cycle over a huge queue: each search looks at every node.
 MAX_PREEMPTION_SEARCHES = 32
@@ -90,12 +99,13 @@ class _Cycle:
             left_hours = max(0.0, r.ends_at - self.now) / 3600 * share
             for key, _ in self._owners(r):
                 self.budget_used[key] += left_hours
-        self.reserved: dict[str, tuple[float, int]] = {}  # node -> (start, job id)
+        self.timelines = Timelines(self.capacity.total, self.capacity.free.__getitem__, self._releases, self.now)
+        self.promised: dict[int, Reservation] = {}  # job id -> its reservation, kept or new
+        self.moved: dict[int, str] = {}  # job id -> why the reservation it had could not be kept
         self.placements: list[Placement] = []
         self.started: set[int] = set()  # placed in this cycle: never preempted in it, whatever the minimum run time
         self.waiting: list[Waiting] = []
         self.preemptions: list[Preemption] = []
-        self.reservations: list[Reservation] = []
         self.failed_searches: set[tuple[int, int | None, int, int, int]] = set()
         self.searches = 0
         # Shortcuts that change no decision, for the cost of a long queue:
@@ -113,33 +123,78 @@ class _Cycle:
 
     def run(self) -> Decisions:
         priorities = prioritize(self.snapshot, self.config)
-        for index, job in enumerate(priority_order(self.snapshot, self.config, priorities)):
-            if self.max_jobs is not None and index >= self.max_jobs:
-                self._wait(job, NOT_EXAMINED, "Not examined in this cycle: the queue is longer than one cycle examines.")
-                continue
+        order = priority_order(self.snapshot, self.config, priorities)
+        self._keep_promises(order)
+        examined = 0
+        for job in order:
+            # A job with a reservation is always examined: its nodes are kept for it.
+            if job.id not in self.promised and job.id not in self.moved:
+                examined += 1
+                if self.max_jobs is not None and examined > self.max_jobs:
+                    self._wait(job, NOT_EXAMINED, "Not examined in this cycle: the queue is longer than one cycle examines.")
+                    continue
             self._consider(job)
-        return Decisions(tuple(self.placements), tuple(self.waiting), tuple(self.preemptions), tuple(self.reservations))
+        waiting = forecast(
+            self.waiting, {j.id: j for j in order}, self.timelines, self.now, self.config.plan_jobs, self._need_on, self._not_before
+        )
+        reservations = tuple(sorted(self.promised.values(), key=lambda r: (r.start, r.job_id)))
+        return Decisions(tuple(self.placements), waiting, tuple(self.preemptions), reservations, priorities)
+
+    # --- promises kept from the previous cycle -----------------------------------------------------
+
+    def _releases(self, name: str) -> list[tuple[float, int]]:
+        return [(self.running[j].ends_at, gpus) for j, gpus in self.on_node.get(name, {}).items()]
+
+    def _need_on(self, job: PendingJob, name: str) -> int:
+        """What the job holds on a node: a gang the whole node, a single-node job its GPUs."""
+        return self.capacity.total[name] if job.nodes > 1 else job.gpus_per_node
+
+    def _keep_promises(self, order: list[PendingJob]) -> None:
+        """Hold every reservation of the previous cycle whose job still waits, at its start or earlier, on its nodes."""
+        jobs = {j.id: j for j in order}
+        for old in sorted(self.snapshot.reservations, key=lambda r: (r.start, r.job_id)):
+            job = jobs.get(old.job_id)
+            if job is None or job.id in self.promised:
+                continue
+            lost = [n for n in old.node_names if n not in self.capacity.total]
+            small = [n for n in old.node_names if n in self.capacity.total and self.capacity.total[n] < job.gpus_per_node]
+            if lost or small or len(old.node_names) != job.nodes:
+                gone = lost or small or list(old.node_names)
+                self.moved[job.id] = f"its reservation for {when(old.start)} was lost with {', '.join(gone)} (gone, drained or changed)"
+                continue
+            options = {n: self.timelines.starts(n, self._need_on(job, n), job.wall_seconds, self.now) for n in old.node_names}
+            found = earliest_common_start(options, job.nodes)
+            if found is None or found[0] > max(old.start, self.now) + 1e-6:
+                # Its nodes are not free by the promised start: capacity was lost under it (a running job's wall
+                # time extended, or the nodes' GPUs shrank). The walk finds it a new reservation.
+                self.moved[job.id] = f"its nodes are no longer free by {when(old.start)}"
+                continue
+            self._hold(job, tuple(old.node_names), max(found[0], self.now))
 
     def _consider(self, job: PendingJob) -> None:
         if job.not_before is not None and job.not_before > self.now:
             # Held out of everything (no placement, preemption or reservation), so it blocks nobody meanwhile.
             launches = "launch" if job.launch_failures == 1 else f"{job.launch_failures} launches in a row"
             at = datetime.fromtimestamp(job.not_before, UTC).strftime("%H:%M:%S UTC")
+            self._drop_promise(job)
             self._wait(job, LAUNCH_BACKOFF, f"Its last {launches} did not come up (see its history); it is tried again after {at}.")
             return
         held = self._budget_hold(job) if self.limited else None
         if held:
+            # A promise holds nodes only for a job that may start: one held by its own limits gives them back.
+            self._drop_promise(job)
             self._wait(job, BUDGET, held)
             return
         quota_block = self._quota_block(job) if self.limited else None
         if quota_block and not job.preemptible:
+            self._drop_promise(job)
             self._wait(job, QUOTA_GPUS, quota_block)
             return
         borrowing = quota_block is not None
         allowed = self._allowed(job)
         chosen = self._fit(job, allowed)
         if chosen is None and not borrowing and self.config.preemption and self.victims_possible:
-            chosen = self._preempt_for(job, allowed)
+            chosen = self._preempt_for(job, self._allowed(job, evicting=True))
         if chosen is not None:
             self._place(job, chosen, over_quota=borrowing)
             return
@@ -147,9 +202,11 @@ class _Cycle:
 
     def _place(self, job: PendingJob, chosen: list[str], *, over_quota: bool) -> None:
         held = tuple(job.gpus_per_node if job.nodes == 1 else self.capacity.total[name] for name in chosen)
+        self._drop_promise(job)
         for name, gpus in zip(chosen, held, strict=True):
             self.capacity.take(name, gpus)
             self.on_node[name][job.id] = gpus
+            self.timelines.changed(name)
         # What this cycle starts counts for the reservations made after it, by its wall time.
         self.running[job.id] = RunningJob(
             id=job.id,
@@ -172,8 +229,19 @@ class _Cycle:
         self.placements.append(Placement(job.id, tuple(chosen), held, over_quota))
         self.started.add(job.id)
 
-    def _wait(self, job: PendingJob, code: str, text: str, estimated_start: float | None = None) -> None:
-        self.waiting.append(Waiting(job.id, len(self.waiting) + 1, code, text, estimated_start))
+    def _hold(self, job: PendingJob, names: tuple[str, ...], start: float) -> Reservation:
+        for name in names:
+            self.timelines.hold(name, Hold(job.id, start, start + job.wall_seconds, self._need_on(job, name)))
+        reservation = self.promised[job.id] = Reservation(job.id, names, start)
+        return reservation
+
+    def _drop_promise(self, job: PendingJob) -> None:
+        reservation = self.promised.pop(job.id, None)
+        if reservation is not None:
+            self.timelines.release(job.id, reservation.node_names)
+
+    def _wait(self, job: PendingJob, code: str, text: str, estimated_start: float | None = None, estimate: str = "") -> None:
+        self.waiting.append(Waiting(job.id, len(self.waiting) + 1, code, text, estimated_start, estimate))
 
     # --- limits ----------------------------------------------------------------------------------
 
@@ -246,14 +314,32 @@ class _Cycle:
 
     # --- placement -------------------------------------------------------------------------------
 
-    def _allowed(self, job: PendingJob) -> Allowed:
+    def _allowed(self, job: PendingJob, *, evicting: bool = False) -> Allowed:
+        """The nodes the job may take now. Backfill: reserved GPUs only for a job that leaves them in time.
+
+        Placing into free GPUs, the node's timeline says whether the GPUs a reservation needs at its start are
+        still there with this job on the node. When preempting (`evicting`), what runs there may be stopped,
+        so the timeline cannot be read that way: the job may only use a held node if it is gone, by its wall
+        time, before the first reservation on the node starts.
+        """
         largest = self._largest_node(job)
-        if not self.reserved and largest is None:
+        timelines = self.timelines
+        if not timelines.holds and largest is None:
             return None
-        end = self.now + job.wall_seconds
-        reserved, total = self.reserved, self.capacity.total
-        # Backfill: a reserved node only for a job that is gone (by its wall time) before the reservation starts.
-        return lambda name: (largest is None or total[name] <= largest) and (name not in reserved or end <= reserved[name][0])
+        now, end, total = self.now, self.now + job.wall_seconds, self.capacity.total
+        gang = job.nodes > 1
+
+        def allowed(name: str) -> bool:
+            if largest is not None and total[name] > largest:
+                return False
+            holds = timelines.holds.get(name)
+            if not holds:
+                return True
+            if evicting:
+                return all(end <= h.start for h in holds if h.job_id != job.id)
+            return timelines.fits(name, total[name] if gang else job.gpus_per_node, now, end, ignore=job.id)
+
+        return allowed
 
     def _fit(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
         if job.nodes == 1:
@@ -272,10 +358,12 @@ class _Cycle:
         # What the search depends on besides capacity: the class (who may be stopped), the shape, and the nodes
         # `allowed` lets it use. Those are the largest node its quota lets it hold whole, and which reservations it
         # may backfill: every reservation starting no earlier than the job's wall time ends, so their count says which.
+        if self.searches >= MAX_PREEMPTION_SEARCHES:
+            return None
         end = self.now + job.wall_seconds
-        backfills = sum(1 for r in self.reservations if end <= r.start)
+        backfills = sum(1 for r in self.promised.values() if end <= r.start)
         key = (job.class_rank, self._largest_node(job), backfills, job.nodes, job.gpus_per_node)
-        if key in self.failed_searches or self.searches >= MAX_PREEMPTION_SEARCHES:
+        if key in self.failed_searches or job.id in self.promised:
             return None
         self.searches += 1
         victims = self._smallest_victim_set(job, allowed)
@@ -328,6 +416,7 @@ class _Cycle:
         for name, gpus in zip(victim.node_names, victim.gpus_held, strict=True):
             self.capacity.give(name, gpus)
             self.on_node[name].pop(victim.id, None)
+            self.timelines.changed(name)
         if not victim.over_quota:
             self._count_quota(victim.user, victim.team, -victim.gpus)
         del self.running[victim.id]
@@ -337,23 +426,21 @@ class _Cycle:
     # --- waiting: reservations and reasons -------------------------------------------------------
 
     def _explain(self, job: PendingJob) -> None:
-        if self.now - job.submitted_at >= self.config.starvation_seconds and len(self.reservations) < self.config.max_reservations:
-            reservation = self._reserve(job)
-            if reservation is not None:
-                self.reservations.append(reservation)
-                for name in reservation.node_names:
-                    self.reserved[name] = (reservation.start, job.id)
-                names = reservation.node_names
-                nodes = ", ".join(names) if len(names) <= 4 else f"{len(names)} nodes ({names[0]} … {names[-1]})"
-                self._wait(
-                    job,
-                    NO_ROOM,
-                    f"{self._room_text(job)} Reserved {nodes}; expected to start {when(reservation.start)}.",
-                    reservation.start,
-                )
-                return
-        if self.reserved and self._fits_unreserved(job):
-            blocking = min(self.reserved.values())
+        kept = self.promised.get(job.id)
+        moved = self.moved.pop(job.id, None)
+        starving = self.now - job.submitted_at >= self.config.starvation_seconds
+        if kept is None and (moved or (starving and len(self.promised) < self.config.max_reservations)):
+            kept = self._reserve(job)
+        if kept is not None:
+            names = kept.node_names
+            nodes = ", ".join(names) if len(names) <= 4 else f"{len(names)} nodes ({names[0]} … {names[-1]})"
+            text = f"{self._room_text(job)} Reserved {nodes}; starts by {when(kept.start)}."
+            if moved:
+                text += f" Moved: {moved}."
+            self._wait(job, NO_ROOM, text, kept.start, ESTIMATE_RESERVED)
+            return
+        if self.promised and self._fits_unreserved(job):
+            blocking = min((r.start, r.job_id) for r in self.promised.values())
             self._wait(job, RESERVATION, f"Behind the reservation for job {blocking[1]}, expected to start {when(blocking[0])}.")
             return
         code = FRAGMENTATION if self.capacity.free_total >= job.gpus else NO_ROOM
@@ -386,12 +473,42 @@ class _Cycle:
         return text + "."
 
     def _reserve(self, job: PendingJob) -> Reservation | None:
-        """The nodes that free up earliest for the whole gang, by the running jobs' wall-time ends."""
-        cap = self.capacity
+        """The earliest window in which the whole gang fits, by wall-time ends and the reservations already held."""
         largest = self._largest_node(job)
-        candidates = (
-            (name, cap.free[name], sorted((max(self.running[j].ends_at, self.now), gpus) for j, gpus in self.on_node.get(name, {}).items()))
-            for name, total in cap.total.items()
-            if total >= job.gpus_per_node and name not in self.reserved and (largest is None or total <= largest)
-        )
-        return earliest_reservation(job.id, job.nodes, job.gpus_per_node, candidates, self.now)
+        names = [n for n, total in self.capacity.total.items() if total >= job.gpus_per_node and (largest is None or total <= largest)]
+        found = earliest_start(self.timelines, job, names, self.now, self._need_on)
+        if found is None:
+            return None
+        return self._hold(job, tuple(found[1]), found[0])
+
+    def _not_before(self, job: PendingJob, code: str) -> float | None:
+        """The earliest a waiting job's limits let it start (None: not known), for its estimate."""
+        if code == LAUNCH_BACKOFF:
+            return job.not_before
+        if code == BUDGET:
+            resets = [self._account(key).budget_resets_at for key, _ in self._owners(job)]
+            return max((r for r in resets if r is not None), default=None)
+        if code == QUOTA_GPUS:
+            return self._quota_frees_at(job)
+        return self.now
+
+    def _quota_frees_at(self, job: PendingJob) -> float | None:
+        """When its owners' running jobs, ending by their wall times, leave room in their quotas for it."""
+        at = self.now
+        needs = self._quota_gpus(job)
+        for key, _ in self._owners(job):
+            limit = self._account(key).max_gpus
+            if limit is None:
+                continue
+            if needs > limit:
+                return None
+            in_use = self.in_quota[key]
+            ends = sorted((r.ends_at, r.gpus) for r in self.running.values() if not r.over_quota and key in dict(self._owners(r)))
+            for end, gpus in ends:
+                if in_use + needs <= limit:
+                    break
+                in_use -= gpus
+                at = max(at, end)
+            if in_use + needs > limit:
+                return None
+        return at

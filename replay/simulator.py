@@ -34,8 +34,10 @@ Assumptions.resume = "restart" it runs its whole runtime again; with "checkpoint
 up to its last checkpoint (every `checkpoint_seconds` of run time) and runs only the rest. The work
 thrown away, times the GPUs it held, is `gpu_seconds_lost`.
 
-Reservations and ETAs. A job's `promised_start` is the start of the first reservation the policy
-gave it (`promised_at` when); it slipped if it started later than that. `predicted_at_submit` is
+Reservations and ETAs. The reservations the policy returns are handed back to it at the next call
+(`Snapshot.reservations`), as the cycle stores them between cycles: the policy keeps its promises.
+A job's `promised_start` is the start of the first reservation the policy gave it (`promised_at`
+when); it slipped if it started later than that. `predicted_at_submit` is
 the policy's estimated_start for the job at the call right after its submit (None when it was
 placed at once or had no estimate); `predictions` samples the estimate while it waits, at most one
 per `PREDICTION_INTERVAL` seconds of simulated time per job.
@@ -62,6 +64,7 @@ from policy.model import (
     NodeView,
     PendingJob,
     PolicyConfig,
+    Reservation,
     RunningJob,
     Snapshot,
     team_key,
@@ -223,6 +226,7 @@ class _Sim:
         self.call_always = call_always or fn not in (schedule, fifo, easy) or self.preemption_wakes or config.starvation_seconds <= 0
         self.shapes: Counter[tuple[int, int]] = Counter()  # pending jobs by (nodes, GPUs per node)
         self.requeued = False
+        self.reservations: tuple[Reservation, ...] = ()
 
     # --- the loop ----------------------------------------------------------------------------------
 
@@ -462,11 +466,13 @@ class _Sim:
             running=tuple(run.running for run in self.running.values()),
             accounts=self._accounts(now) if self.fn not in (fifo, easy) else {},
             now=now,
+            reservations=tuple(r for r in self.reservations if r.job_id in self.pending),
         )
         queue = len(self.pending)
         began = time.process_time()
         decisions = self.fn(snapshot, self.config)
         self.decisions.append((queue, time.process_time() - began))
+        self.reservations = decisions.reservations
         for p in decisions.preemptions:
             self._preempt(p.job_id, now)
         for placement in decisions.placements:

@@ -38,7 +38,6 @@ from jobs.models import Allocation, ClusterHealth, Job, Node
 from jobs.services import nodes_sync
 from jobs.states import ACTIVE_STATES, JobState
 from policy.model import Decisions, Placement, Preemption
-from policy.priority import prioritize
 from policy.schedule import schedule
 from quotas.services import ledger_charge_active
 from scheduler.counters import cycle_counters_record
@@ -230,9 +229,7 @@ def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[in
     the cycle stands (a skipped placement only leaves its GPUs idle until the next cycle).
     Then every job left waiting gets its plan stored (`scheduler.plans`), which is all reads show.
     """
-    snapshot = build_snapshot(now)
-    config = policy_config()
-    decisions = schedule(snapshot, config)
+    decisions = schedule(build_snapshot(now), policy_config())
     node_ids = dict(Node.objects.values_list("name", "id"))
     ids = [p.job_id for p in decisions.placements] + [p.job_id for p in decisions.preemptions]
     jobs = Job.objects.in_bulk(ids)
@@ -247,10 +244,7 @@ def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[in
         if _unless_moved(placement.job_id, jobs.get(placement.job_id), partial(_placed, placement=placement, node_ids=node_ids, now=now)):
             placed.append(placement)
             report.placed.append(placement.job_id)
-    # Until the policy reports every pending job's priority (Decisions.priorities), the cycle works it out by the
-    # same function the policy orders the queue with, once, here: never on a read.
-    priorities = decisions.priorities or prioritize(snapshot, config)
-    store_plans(decisions.waiting, priorities, decisions.reservations)
+    store_plans(decisions.waiting, decisions.priorities, decisions.reservations)
     return replace(decisions, placements=tuple(placed)), stopped
 
 

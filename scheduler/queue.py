@@ -44,14 +44,6 @@ class QueueCounts:
     gpus_over_quota: int = 0
 
 
-@dataclass(frozen=True)
-class QueuePlan:
-    """Pending jobs in the order the last cycle considered them, and the counts."""
-
-    entries: list[QueueEntry]
-    counts: QueueCounts
-
-
 def stored_priority(job: Job) -> Priority | None:
     """The priority the last cycle used for the job, from its row; None if no cycle planned it."""
     if job.priority is None:
@@ -97,8 +89,3 @@ def queue_counts() -> QueueCounts:
         running_over_quota=running["over"],
         gpus_over_quota=gpus_over or 0,
     )
-
-
-def queue_plan() -> QueuePlan:
-    """Every pending job in queue order with its stored plan, and the counts. For a page of it, use `queue_jobs`."""
-    return QueuePlan(entries=queue_entries(queue_jobs()), counts=queue_counts())

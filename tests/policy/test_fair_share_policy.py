@@ -16,6 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policy.model import (
+    BUDGET,
+    ESTIMATE_PLANNED,
+    ESTIMATE_RESERVED,
+    NO_ROOM,
+    QUOTA_GPUS,
+    RESERVATION,
     Account,
     Decisions,
     NodeView,
@@ -29,7 +35,7 @@ from policy.model import (
     user_key,
 )
 from policy.priority import prioritize
-from policy.schedule import BUDGET, NO_ROOM, QUOTA_GPUS, RESERVATION, schedule
+from policy.schedule import schedule
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC).timestamp()
 HOUR = 3600.0
@@ -364,7 +370,8 @@ def test_single_node_reservation_starts_when_enough_gpus_on_one_node_are_free() 
 def test_job_that_has_not_waited_long_enough_gets_no_reservation() -> None:
     decisions = schedule(snap([pend(1, age=HOUR - 1)], [running(10, {"n00": 8}, rank=0)], nodes=1), config(starvation_seconds=HOUR))
     assert decisions.reservations == ()
-    assert decisions.waiting[0].estimated_start is None
+    # Not a promise, but still an estimate: the plan of the queue says when job 10's node frees up.
+    assert (decisions.waiting[0].estimate, decisions.waiting[0].estimated_start) == (ESTIMATE_PLANNED, NOW + HOUR)
 
 
 def test_a_failed_preemption_search_is_not_reused_for_a_job_that_may_backfill_where_it_could_not() -> None:
@@ -416,7 +423,7 @@ def test_reservations_are_bounded_by_max_reservations() -> None:
     decisions = schedule(snap(pending, jobs, nodes=4), config(starvation_seconds=HOUR, max_reservations=2))
     assert [r.job_id for r in decisions.reservations] == [3, 2]  # the oldest first
     assert [r.node_names for r in decisions.reservations] == [("n00",), ("n01",)]
-    assert waiting(decisions)[1].estimated_start is None
+    assert waiting(decisions)[1].estimate == ESTIMATE_PLANNED  # past the bound: planned, not promised
     assert schedule(snap(pending, jobs, nodes=4), config(starvation_seconds=HOUR, max_reservations=0)).reservations == ()
 
 
@@ -678,31 +685,29 @@ def test_backfill_never_delays_a_reservation(case: tuple[Snapshot, PolicyConfig]
     snapshot, policy = case
     decisions = schedule(snapshot, policy)
     assert len(decisions.reservations) <= policy.max_reservations
-    reserved = [name for r in decisions.reservations for name in r.node_names]
-    assert len(reserved) == len(set(reserved))
     nodes = {n.name: n for n in snapshot.nodes}
     pending = {j.id: j for j in snapshot.pending}
-    holders = after(snapshot, decisions)
     waits = {w.job_id: w for w in decisions.waiting}
+    # Every interval [start, end) a GPU is spoken for on a node: running work (by wall time) and reservations.
+    spoken: dict[str, list[tuple[float, float, int]]] = {name: [] for name in nodes}
+    for _, names, gpus_held, _, ends_at in after(snapshot, decisions):
+        for name, gpus in zip(names, gpus_held, strict=True):
+            spoken[name].append((snapshot.now, max(ends_at, snapshot.now), gpus))
     for reservation in decisions.reservations:
         job = pending[reservation.job_id]
         assert reservation.start >= snapshot.now
         assert snapshot.now - job.submitted_at >= policy.starvation_seconds
-        assert waits[job.id].estimated_start == reservation.start
-        assert len(reservation.node_names) == job.nodes
+        assert (waits[job.id].estimated_start, waits[job.id].estimate) == (reservation.start, ESTIMATE_RESERVED)
+        assert len(set(reservation.node_names)) == job.nodes
         for name in reservation.node_names:
             assert nodes[name].schedulable
-            still_held = sum(
-                gpus
-                for _, names, gpus_held, _, ends_at in holders
-                for node, gpus in zip(names, gpus_held, strict=True)
-                if node == name and ends_at > reservation.start
-            )
-            room = nodes[name].gpus_total - still_held
-            if job.nodes > 1:
-                assert room == nodes[name].gpus_total
-            else:
-                assert room >= job.gpus_per_node
+            need = nodes[name].gpus_total if job.nodes > 1 else job.gpus_per_node
+            spoken[name].append((reservation.start, reservation.start + job.wall_seconds, need))
+    # Nothing started now, kept running or reserved overlaps a reservation beyond the node's GPUs.
+    for name, intervals in spoken.items():
+        for at in {start for start, _, _ in intervals}:
+            in_use = sum(gpus for start, end, gpus in intervals if start <= at < end)
+            assert in_use <= nodes[name].gpus_total, (name, at)
 
 
 @PROPERTY

@@ -8,8 +8,8 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy.model import NodeView, PendingJob, Snapshot
-from policy.schedule import FRAGMENTATION, LAUNCH_BACKOFF, NO_ROOM, NOT_EXAMINED, schedule
+from policy.model import FRAGMENTATION, LAUNCH_BACKOFF, NO_ROOM, NOT_EXAMINED, NodeView, PendingJob, Snapshot
+from policy.schedule import schedule
 
 
 def cluster(nodes: int = 4, gpus: int = 8, racks: int = 2, free: dict[str, int] | None = None) -> tuple[NodeView, ...]:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from policy.baselines import HEAD_OF_LINE, easy, fifo
-from policy.model import NodeView, PendingJob, PolicyConfig, RunningJob, Snapshot
-from policy.schedule import NOT_EXAMINED, RESERVATION
+from policy.model import NOT_EXAMINED, RESERVATION, NodeView, PendingJob, PolicyConfig, RunningJob, Snapshot
 from replay.simulator import ClusterSpec, simulate
 from replay.trace import Assumptions, TraceJob
 

@@ -1,0 +1,115 @@
+"""An estimated start for every waiting job: the queue planned forward over the wall times.
+
+After the cycle's walk, the waiting jobs without a reservation are planned in priority order, each at
+the earliest window in which it fits around the running jobs (by their wall-time ends), the
+reservations, and the jobs planned before it, as `squeue --start` does for Slurm's backfill plan.
+Nothing here changes a decision: a planned start is an estimate that moves when higher-priority work
+arrives or work ends early; only a reservation is a promise.
+
+The work is bounded: at most `plan_jobs` jobs are planned; the rest are told they start after the
+last planned start (ESTIMATE_AFTER). A job held by its limits is planned from when they let it run
+(its owner's running jobs end, its budget renews), or gets no estimate when that cannot be known.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+from policy.model import ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, ESTIMATE_RESERVED, NOT_EXAMINED, PendingJob, Waiting
+from policy.timeline import INF, Hold, NeedOn, Timelines, earliest_common_start
+
+# (job, its reason code) -> the earliest its limits let it start, or None when that cannot be known.
+NotBefore = Callable[[PendingJob, str], float | None]
+
+
+def forecast(
+    waiting: Sequence[Waiting],
+    jobs: Mapping[int, PendingJob],
+    timelines: Timelines,
+    now: float,
+    plan_jobs: int,
+    need_on: NeedOn,
+    not_before: NotBefore,
+) -> tuple[Waiting, ...]:
+    """`waiting` with an estimated start for each job (in its order, the priority order). Adds holds to `timelines`."""
+    out: list[Waiting] = []
+    planned = 0
+    last: float | None = None
+    planner = _Planner(timelines, need_on)
+    for wait in waiting:
+        if wait.estimate == ESTIMATE_RESERVED:
+            out.append(wait)
+            continue
+        job = jobs[wait.job_id]
+        if wait.reason_code == NOT_EXAMINED or planned >= plan_jobs:
+            out.append(replace(wait, estimated_start=last, estimate=ESTIMATE_AFTER if last is not None else ESTIMATE_NONE))
+            continue
+        after = not_before(job, wait.reason_code)
+        if after is None:
+            out.append(wait)
+            continue
+        planned += 1
+        found = planner.earliest(job, max(after, now))
+        if found is None:
+            out.append(wait)
+            continue
+        start, chosen = found
+        for name in chosen:
+            timelines.hold(name, Hold(job.id, start, start + job.wall_seconds, need_on(job, name)))
+        last = start if last is None else max(last, start)
+        out.append(replace(wait, estimated_start=start, estimate=ESTIMATE_PLANNED))
+    return tuple(out)
+
+
+class _Planner:
+    """Earliest starts over many jobs of few shapes, reworking only the nodes a planned job changed.
+
+    Gives what `policy.timeline.earliest_start` gives over every node that is large enough: a single-node
+    job the node that frees soonest (then the smaller node, then the name); a gang the first instant
+    enough whole nodes are free together.
+    """
+
+    def __init__(self, timelines: Timelines, need_on: NeedOn) -> None:
+        self.timelines = timelines
+        self.need_on = need_on
+        self.names = sorted(timelines.total)
+        # (GPUs, wall, after) -> heap of (earliest start, node GPUs, node, node version when worked out).
+        self.singles: dict[tuple[int, float, float], list[tuple[float, int, str, int]]] = {}
+        # (node, GPUs, wall, after) -> (node version, start intervals).
+        self.starts: dict[tuple[str, int, float, float], tuple[int, list[tuple[float, float]]]] = {}
+
+    def earliest(self, job: PendingJob, after: float) -> tuple[float, list[str]] | None:
+        tl = self.timelines
+        if job.nodes == 1:
+            key = (job.gpus_per_node, job.wall_seconds, after)
+            heap = self.singles.get(key)
+            if heap is None:
+                heap = [
+                    (tl.earliest(n, job.gpus_per_node, job.wall_seconds, after), tl.total[n], n, tl.version.get(n, 0))
+                    for n in self.names
+                    if tl.total[n] >= job.gpus_per_node
+                ]
+                heapq.heapify(heap)
+                self.singles[key] = heap
+            while heap:
+                t, total, name, version = heap[0]
+                if version == tl.version.get(name, 0):
+                    return None if t == INF else (t, [name])
+                heapq.heapreplace(
+                    heap, (tl.earliest(name, job.gpus_per_node, job.wall_seconds, after), total, name, tl.version.get(name, 0))
+                )
+            return None
+        options = {}
+        for name in self.names:
+            if tl.total[name] < job.gpus_per_node:
+                continue
+            need = self.need_on(job, name)
+            cache_key = (name, need, job.wall_seconds, after)
+            cached = self.starts.get(cache_key)
+            version = tl.version.get(name, 0)
+            if cached is None or cached[0] != version:
+                cached = self.starts[cache_key] = (version, tl.starts(name, need, job.wall_seconds, after))
+            options[name] = cached[1]
+        return earliest_common_start(options, job.nodes)
