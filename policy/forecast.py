@@ -57,7 +57,7 @@ def forecast(
             continue
         start, chosen = found
         for name in chosen:
-            timelines.hold(name, Hold(job.id, start, start + job.wall_seconds, need_on(job, name)))
+            timelines.hold(name, Hold(start, job.id, start + job.wall_seconds, need_on(job, name)))
         last = start if last is None else max(last, start)
         out.append(replace(wait, estimated_start=start, estimate=ESTIMATE_PLANNED))
     return tuple(out)

@@ -102,6 +102,8 @@ class _Cycle:
         self.timelines = Timelines(self.capacity.total, self.capacity.free.__getitem__, self._releases, self.now)
         self.promised: dict[int, Reservation] = {}  # job id -> its reservation, kept or new
         self.moved: dict[int, str] = {}  # job id -> why the reservation it had could not be kept
+        self.quota_ends: defaultdict[str, list[tuple[float, int]]] | None = None
+        self.first_promise: tuple[float, int] | None = None  # (start, job id) of the earliest, worked out when needed
         self.placements: list[Placement] = []
         self.started: set[int] = set()  # placed in this cycle: never preempted in it, whatever the minimum run time
         self.waiting: list[Waiting] = []
@@ -231,14 +233,16 @@ class _Cycle:
 
     def _hold(self, job: PendingJob, names: tuple[str, ...], start: float) -> Reservation:
         for name in names:
-            self.timelines.hold(name, Hold(job.id, start, start + job.wall_seconds, self._need_on(job, name)))
+            self.timelines.hold(name, Hold(start, job.id, start + job.wall_seconds, self._need_on(job, name)))
         reservation = self.promised[job.id] = Reservation(job.id, names, start)
+        self.first_promise = None
         return reservation
 
     def _drop_promise(self, job: PendingJob) -> None:
         reservation = self.promised.pop(job.id, None)
         if reservation is not None:
             self.timelines.release(job.id, reservation.node_names)
+            self.first_promise = None
 
     def _wait(self, job: PendingJob, code: str, text: str, estimated_start: float | None = None, estimate: str = "") -> None:
         self.waiting.append(Waiting(job.id, len(self.waiting) + 1, code, text, estimated_start, estimate))
@@ -440,7 +444,9 @@ class _Cycle:
             self._wait(job, NO_ROOM, text, kept.start, ESTIMATE_RESERVED)
             return
         if self.promised and self._fits_unreserved(job):
-            blocking = min((r.start, r.job_id) for r in self.promised.values())
+            if self.first_promise is None:
+                self.first_promise = min((r.start, r.job_id) for r in self.promised.values())
+            blocking = self.first_promise
             self._wait(job, RESERVATION, f"Behind the reservation for job {blocking[1]}, expected to start {when(blocking[0])}.")
             return
         code = FRAGMENTATION if self.capacity.free_total >= job.gpus else NO_ROOM
@@ -496,6 +502,15 @@ class _Cycle:
         """When its owners' running jobs, ending by their wall times, leave room in their quotas for it."""
         at = self.now
         needs = self._quota_gpus(job)
+        if self.quota_ends is None:
+            # Worked out once, after the walk (the forecast's time): what each account's jobs within quota free, and when.
+            self.quota_ends = defaultdict(list)
+            for r in self.running.values():
+                if not r.over_quota:
+                    for key, _ in self._owners(r):
+                        self.quota_ends[key].append((r.ends_at, r.gpus))
+            for ends in self.quota_ends.values():
+                ends.sort()
         for key, _ in self._owners(job):
             limit = self._account(key).max_gpus
             if limit is None:
@@ -503,8 +518,7 @@ class _Cycle:
             if needs > limit:
                 return None
             in_use = self.in_quota[key]
-            ends = sorted((r.ends_at, r.gpus) for r in self.running.values() if not r.over_quota and key in dict(self._owners(r)))
-            for end, gpus in ends:
+            for end, gpus in self.quota_ends.get(key, ()):
                 if in_use + needs <= limit:
                     break
                 in_use -= gpus

@@ -14,7 +14,7 @@ Definitions (times in seconds):
   start (by more than one second).
 - ETA: |estimated start - actual start|. At submit: the estimate the policy gave at the call right after
   the submit (jobs placed at once, or with no estimate, are not counted); while waiting: every sample,
-  against the start that followed it.
+  against the start that followed it; reserved: the samples that were a reservation's start (a promise).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from policy.model import PolicyConfig
+from policy.model import ESTIMATE_RESERVED, PolicyConfig
 from replay.load import offered_load
 from replay.simulator import JobRecord, SimResult
 
@@ -148,12 +148,15 @@ def _eta(records: Sequence[JobRecord]) -> dict[str, Any]:
         abs(r.predicted_at_submit - r.first_start) for r in records if r.predicted_at_submit is not None and r.first_start is not None
     ]
     waiting = []
+    reserved = []
     for r in records:
-        for at, predicted in r.predictions:
+        for at, predicted, kind in r.predictions:
             actual = next((start for start, _, _ in r.attempts if start >= at), None)
             if actual is not None:
                 waiting.append(abs(predicted - actual))
-    return {"at_submit": _errors(at_submit), "while_waiting": _errors(waiting)}
+                if kind == ESTIMATE_RESERVED:
+                    reserved.append(abs(predicted - actual))
+    return {"at_submit": _errors(at_submit), "while_waiting": _errors(waiting), "reserved": _errors(reserved)}
 
 
 def _decision_cpu(decisions: Sequence[tuple[int, float]]) -> dict[str, Any]:

@@ -191,6 +191,7 @@ def _rows() -> list[tuple[str, list[Row]]]:
                 ("reservation slips", _slips),
                 ("start-time estimate at submit", lambda s: _eta(s, "at_submit")),
                 ("start-time estimate while waiting", lambda s: _eta(s, "while_waiting")),
+                ("start-time estimate from a reservation", lambda s: _eta(s, "reserved")),
             ],
         ),
         (

@@ -104,7 +104,8 @@ class JobRecord:
     gpu_seconds_lost: float = 0.0
     promised_start: float | None = None  # the start of its first reservation
     predicted_at_submit: float | None = None
-    predictions: list[tuple[float, float]] = field(default_factory=list)  # (time, predicted start) while waiting
+    # (time, predicted start, what the estimate is: policy.model.ESTIMATE_*) while waiting
+    predictions: list[tuple[float, float, str]] = field(default_factory=list)
     # Beyond the interface: when the first promise was made, and every run (start, end, GPUs held).
     promised_at: float | None = None
     attempts: list[tuple[float, float, int]] = field(default_factory=list)
@@ -487,7 +488,7 @@ class _Sim:
             if job_id in self.just_submitted:
                 self.records[job_id].predicted_at_submit = waiting.estimated_start
             if waiting.estimated_start is not None and now - self.last_prediction.get(job_id, -math.inf) >= PREDICTION_INTERVAL:
-                self.records[job_id].predictions.append((now, waiting.estimated_start))
+                self.records[job_id].predictions.append((now, waiting.estimated_start, waiting.estimate))
                 self.last_prediction[job_id] = now
         self.just_submitted.clear()
 
