@@ -15,6 +15,7 @@ import resource
 import statistics
 import sys
 import time
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
@@ -58,7 +59,7 @@ def run_case(pending: int, repeats: int) -> dict[str, Any]:
         "preempted": len(decisions.preemptions),
         "reservations": len(decisions.reservations),
         "reservations_kept": len(snapshot.reservations),
-        "estimates": {kind or "none": sum(1 for w in decisions.waiting if w.estimate == kind) for kind in ("reserved", "planned", "after", "")},
+        "estimates": dict(sorted(Counter(w.estimate or "none" for w in decisions.waiting).items())),
         "waiting_by_reason": codes,
     }
 
