@@ -31,6 +31,7 @@ def policy_config() -> PolicyConfig:
         class_count=len(settings.MUSTER_PRIORITY_CLASSES),
         starvation_seconds=settings.MUSTER_STARVATION_SECONDS,
         max_reservations=settings.MUSTER_MAX_RESERVATIONS,
+        plan_jobs=settings.MUSTER_PLAN_JOBS,
         preemption_min_runtime_seconds=settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS,
         preemption=settings.MUSTER_PREEMPTION,
         max_jobs=settings.MUSTER_CYCLE_MAX_JOBS,
