@@ -410,6 +410,9 @@ MUSTER_PREEMPTION = env_bool("MUSTER_PREEMPTION", True)
 # Jobs younger than this are not preempted (anti-thrash); preempted jobs get this long to checkpoint.
 MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = env_float("MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS", 600)
 MUSTER_PREEMPTION_GRACE_SECONDS = env_int("MUSTER_PREEMPTION_GRACE_SECONDS", 30)
+# A job is preempted at most this many times; a preempted job may not borrow beyond its quota again for this long.
+MUSTER_MAX_PREEMPTIONS = env_int("MUSTER_MAX_PREEMPTIONS", 3)
+MUSTER_REBORROW_HYSTERESIS_SECONDS = env_float("MUSTER_REBORROW_HYSTERESIS_SECONDS", 3600)
 
 # --- Kubernetes backend (MUSTER_CLUSTER=kubernetes) -------------------------------------------
 

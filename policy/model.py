@@ -69,6 +69,8 @@ class PendingJob:
     # Its last launches failed (how many in a row): it is not placed before `not_before` (seconds since the epoch).
     launch_failures: int = 0
     not_before: float | None = None
+    # When it was last preempted (seconds since the epoch): it may not borrow again for a while (anti-thrash).
+    preempted_at: float | None = None
 
     @property
     def gpus(self) -> int:
@@ -90,6 +92,10 @@ class RunningJob:
     team: str | None = None
     preemptible: bool = False
     over_quota: bool = False
+    # How often it was preempted before (a job is not stopped more than PolicyConfig.max_preemptions times).
+    preemptions: int = 0
+    # Its last checkpoint (seconds since the epoch), when it reports them: what a preemption throws away starts there.
+    checkpointed_at: float | None = None
 
     @property
     def gpus(self) -> int:
@@ -118,6 +124,10 @@ class PolicyConfig:
     # Running jobs younger than this are never preempted (anti-thrash).
     preemption_min_runtime_seconds: float = 600.0
     preemption: bool = True
+    # A job is preempted at most this many times; after that it runs to its end (or its wall time).
+    max_preemptions: int = 3
+    # A preempted job may not borrow beyond its quota again until this long after its preemption.
+    reborrow_hysteresis_seconds: float = 3600.0
     max_jobs: int | None = None
 
 

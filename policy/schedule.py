@@ -188,8 +188,12 @@ class _Cycle:
             self._wait(job, BUDGET, held)
             return
         quota_block = self._quota_block(job) if self.limited else None
-        if quota_block and not job.preemptible:
+        if quota_block and (not job.preemptible or self._reborrow_barred(job)):
             self._drop_promise(job)
+            if job.preemptible:
+                quota_block += (
+                    f" It was preempted at {when(job.preempted_at or 0)} and may borrow again from {when(self._reborrow_at(job))}."
+                )
             self._wait(job, QUOTA_GPUS, quota_block)
             return
         borrowing = quota_block is not None
@@ -356,7 +360,21 @@ class _Cycle:
     def _may_preempt(self, job: PendingJob, victim: RunningJob) -> bool:
         if victim.id in self.started or self.now - victim.started_at < self.config.preemption_min_runtime_seconds:
             return False
+        if victim.preemptions >= self.config.max_preemptions:
+            return False
         return victim.over_quota or victim.class_rank > job.class_rank
+
+    def _reborrow_at(self, job: PendingJob) -> float:
+        return (job.preempted_at or 0.0) + self.config.reborrow_hysteresis_seconds
+
+    def _reborrow_barred(self, job: PendingJob) -> bool:
+        """Just preempted: borrowing again at once would only be reclaimed again (thrash)."""
+        return job.preempted_at is not None and self.now < self._reborrow_at(job)
+
+    def _lost_if_stopped(self, victim: RunningJob) -> float:
+        """GPU-seconds a preemption throws away: since its last checkpoint if it reports them, else since its start."""
+        since = max(victim.started_at, victim.checkpointed_at or victim.started_at)
+        return victim.gpus * max(0.0, self.now - since)
 
     def _preempt_for(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
         # What the search depends on besides capacity: the class (who may be stopped), the shape, and the nodes
@@ -406,7 +424,9 @@ class _Cycle:
                         freed += jobs_here[v.id]
                     if freed < need:
                         continue
-            cost = (len(chosen), sum(self.running[v].gpus for v in chosen), name)
+            # The least work thrown away first, then the fewest jobs and GPUs stopped.
+            lost = sum(self._lost_if_stopped(self.running[v]) for v in chosen)
+            cost = (lost, len(chosen), sum(self.running[v].gpus for v in chosen), name)
             candidates.append((cost, chosen))
         if len(candidates) < job.nodes:
             return None

@@ -54,7 +54,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 
 from policy.baselines import easy, fifo
@@ -221,7 +221,12 @@ class _Sim:
         self.held_by_tenant: dict[str, float] = {}
         self.done = 0
         ranks = {j.class_rank for j in self.jobs}
-        self.preemption_wakes = config.preemption and (len(ranks) > 1 or any(j.preemptible for j in self.jobs))
+        tenants = sorted({j.tenant for j in self.jobs})
+        # Quotas and borrowing (Assumptions.tenant_quotas): an equal share each, at least the largest node.
+        self.quota = max(cluster.gpus_per_node, cluster.nodes * cluster.gpus_per_node // max(1, len(tenants)))
+        self.preempted_at: dict[int, float] = {}
+        borrowing = assumptions.tenant_quotas
+        self.preemption_wakes = config.preemption and (len(ranks) > 1 or borrowing or any(j.preemptible for j in self.jobs))
         self.starvation_wakes = policy == "muster"
         # Calls are skipped only for the known policies, and only when they cannot start anything (see _could_start).
         self.call_always = call_always or fn not in (schedule, fifo, easy) or self.preemption_wakes or config.starvation_seconds <= 0
@@ -300,8 +305,9 @@ class _Sim:
             submitted_at=job.submit,
             user=user,
             team=team,
-            preemptible=job.preemptible,
+            preemptible=job.preemptible or self.a.tenant_quotas,
             wall_seconds=job.wall_seconds,
+            preempted_at=self.preempted_at.get(job.id),
         )
 
     def _submit(self, job: TraceJob) -> None:
@@ -338,6 +344,7 @@ class _Sim:
         done = now - run.start
         record = self.records[job_id]
         record.preemptions += 1
+        self.preempted_at[job_id] = now
         if self.a.resume == "checkpoint":
             kept = math.floor(done / self.a.checkpoint_seconds) * self.a.checkpoint_seconds
             kept = min(kept, self.remaining[job_id])
@@ -392,6 +399,7 @@ class _Sim:
             team=job.team,
             preemptible=job.preemptible,
             over_quota=over_quota,
+            preemptions=self.records[job_id].preemptions,
         )
         self.running[job_id] = _Run(running, now, finish, self.attempt[job_id], keys, held, share)
         heapq.heappush(self.finishes, (finish, job_id, self.attempt[job_id]))
@@ -443,10 +451,20 @@ class _Sim:
         for run in self.running.values():
             keys.update(run.keys)
         accounts = {}
+        quota = self.quota if self.a.tenant_quotas else None
         for key in sorted(keys):
             gpu, node = self.usage.usage(key, now)
-            accounts[key] = Account(key=key, usage_gpu_seconds=gpu, usage_node_seconds=node)
+            accounts[key] = Account(key=key, max_gpus=quota, usage_gpu_seconds=gpu, usage_node_seconds=node)
         return accounts
+
+    def _running_views(self, now: float) -> tuple[RunningJob, ...]:
+        """The running jobs as the policy sees them; with checkpoints, each with its last one (what a preemption loses)."""
+        if self.a.resume != "checkpoint" or not self.preemption_wakes:
+            return tuple(run.running for run in self.running.values())
+        every = self.a.checkpoint_seconds
+        return tuple(
+            replace(run.running, checkpointed_at=run.start + math.floor((now - run.start) / every) * every) for run in self.running.values()
+        )
 
     def _call(self, now: float) -> None:
         limit = self.config.max_jobs
@@ -464,7 +482,7 @@ class _Sim:
         snapshot = Snapshot(
             nodes=tuple(self.views),
             pending=pending,
-            running=tuple(run.running for run in self.running.values()),
+            running=self._running_views(now),
             accounts=self._accounts(now) if self.fn not in (fifo, easy) else {},
             now=now,
             reservations=tuple(r for r in self.reservations if r.job_id in self.pending),

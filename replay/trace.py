@@ -61,6 +61,9 @@ class Assumptions:
     resume: str = "restart"
     # With resume="checkpoint": the work since the last checkpoint is lost.
     checkpoint_seconds: float = 3600.0
+    # Quotas and borrowing: each tenant's max_gpus is its equal share of the cluster's GPUs, and every job is
+    # preemptible (it may borrow idle GPUs beyond the quota and is reclaimed when its owner's quota is needed).
+    tenant_quotas: bool = False
 
     def __post_init__(self) -> None:
         if self.resume not in RESUME_MODES:
@@ -79,11 +82,17 @@ class Assumptions:
                 f"A preempted job is requeued (keeping its submit time) and resumes from its last checkpoint, "
                 f"taken every {self.checkpoint_seconds / 3600:g} hours of run time: the work since then is lost."
             )
+        quotas = (
+            ["Each tenant's GPU quota is its equal share of the cluster's GPUs; every job may borrow beyond it and is preempted first."]
+            if self.tenant_quotas
+            else []
+        )
         return [
             f"Nodes have {self.gpus_per_node} GPUs; a job asking for more is a gang of whole nodes.",
             cap,
             f"A job's wall time is its runtime rounded up to {self.wall_round_seconds / 3600:g} hours, unless the trace gives one.",
             resume,
+            *quotas,
         ]
 
 

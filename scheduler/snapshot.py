@@ -7,8 +7,9 @@ from datetime import datetime
 from typing import cast
 
 from django.conf import settings
+from django.db.models import Count, Max
 
-from jobs.models import Allocation, Job, NodeState
+from jobs.models import Allocation, Job, JobEvent, NodeState
 from jobs.selectors import nodes_with_usage
 from jobs.states import ACTIVE_STATES, JobState
 from policy.model import NodeView, PendingJob, PolicyConfig, Reservation, RunningJob, Snapshot
@@ -34,6 +35,8 @@ def policy_config() -> PolicyConfig:
         plan_jobs=settings.MUSTER_PLAN_JOBS,
         preemption_min_runtime_seconds=settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS,
         preemption=settings.MUSTER_PREEMPTION,
+        max_preemptions=settings.MUSTER_MAX_PREEMPTIONS,
+        reborrow_hysteresis_seconds=settings.MUSTER_REBORROW_HYSTERESIS_SECONDS,
         max_jobs=settings.MUSTER_CYCLE_MAX_JOBS,
     )
 
@@ -52,7 +55,18 @@ def node_views() -> tuple[NodeView, ...]:
     )
 
 
-def pending_jobs() -> tuple[PendingJob, ...]:
+def preemption_history() -> dict[int, tuple[int, datetime]]:
+    """Per pending or active job: how often it was preempted, and when last (one aggregate over its events)."""
+    rows = (
+        JobEvent.objects.filter(to_state=JobState.PREEMPTED, job__state__in=[JobState.PENDING, *ACTIVE_STATES])
+        .order_by()
+        .values_list("job_id")
+        .annotate(n=Count("id"), last=Max("at"))
+    )
+    return {job_id: (n, last) for job_id, n, last in rows}
+
+
+def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tuple[PendingJob, ...]:
     rows = Job.objects.filter(state=JobState.PENDING).values_list(
         "id",
         "nodes",
@@ -79,12 +93,13 @@ def pending_jobs() -> tuple[PendingJob, ...]:
             wall_seconds=float(wall),
             launch_failures=failures,
             not_before=not_before.timestamp() if not_before else None,
+            preempted_at=history[pk][1].timestamp() if history and pk in history else None,
         )
         for pk, nodes, gpus, pc, submitted, user, team, preemptible, wall, failures, not_before in rows
     )
 
 
-def running_jobs() -> tuple[RunningJob, ...]:
+def running_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tuple[RunningJob, ...]:
     """Jobs holding GPUs, with where (their live allocations) and until when (start + wall time)."""
     held: dict[int, list[tuple[int, str, int]]] = defaultdict(list)
     for job_id, rank, node, gpus in Allocation.objects.filter(released_at__isnull=True).values_list("job_id", "rank", "node__name", "gpus"):
@@ -119,6 +134,7 @@ def running_jobs() -> tuple[RunningJob, ...]:
                 team=team,
                 preemptible=preemptible,
                 over_quota=over_quota,
+                preemptions=history[pk][0] if history and pk in history else 0,
             )
         )
     return tuple(result)
@@ -137,8 +153,9 @@ def held_reservations() -> tuple[Reservation, ...]:
 
 
 def build_snapshot(now: datetime) -> Snapshot:
-    pending = pending_jobs()
-    running = running_jobs()
+    history = preemption_history()
+    pending = pending_jobs(history)
+    running = running_jobs(history)
     jobs: tuple[PendingJob | RunningJob, ...] = (*pending, *running)
     users = {j.user for j in jobs}
     teams = {j.team for j in jobs if j.team}

@@ -1,0 +1,44 @@
+"""Preemption without thrash: bounded per job, no re-borrowing at once, and the least work thrown away."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from policy.model import QUOTA_GPUS, Account, user_key
+from policy.schedule import schedule
+from tests.policy.test_fair_share_policy import HOUR, NOW, config, pend, placed, running, snap, waiting
+
+
+def test_a_job_preempted_as_often_as_allowed_runs_on_and_the_next_one_is_stopped() -> None:
+    tired = replace(running(1, {"n00": 8}, rank=2, ran=3 * HOUR), preemptions=3)
+    fresh = replace(running(3, {"n01": 8}, rank=2, ran=2 * HOUR), preemptions=2)
+    decisions = schedule(snap([pend(2, rank=0)], [tired, fresh]), config(max_preemptions=3))
+    assert [p.job_id for p in decisions.preemptions] == [3]
+    only_tired = schedule(snap([pend(2, rank=0)], [tired], nodes=1), config(max_preemptions=3))
+    assert only_tired.preemptions == () and only_tired.placements == ()
+
+
+def test_a_just_preempted_job_does_not_borrow_again_until_the_hysteresis_has_passed() -> None:
+    quota = (Account(user_key("ann"), max_gpus=8),)
+    within = running(1, {"n00": 8}, user="ann")
+    reclaimed = replace(pend(2, preemptible=True), preempted_at=NOW - 600)
+    decisions = schedule(snap([reclaimed], [within], accounts=quota), config(reborrow_hysteresis_seconds=HOUR))
+    assert decisions.placements == ()
+    wait = waiting(decisions)[2]
+    assert wait.reason_code == QUOTA_GPUS
+    assert "may borrow again from 2026-11-23 12:50 UTC" in wait.reason
+    later = replace(reclaimed, preempted_at=NOW - HOUR)
+    (placement,) = schedule(snap([later], [within], accounts=quota), config(reborrow_hysteresis_seconds=HOUR)).placements
+    assert placement.over_quota is True
+
+
+def test_the_victim_is_the_job_that_loses_the_least_work() -> None:
+    # Both hold a whole node; the one that checkpointed ten minutes ago loses less than the one that never did.
+    never = running(1, {"n00": 8}, rank=2, ran=2 * HOUR)
+    checkpointed = replace(running(3, {"n01": 8}, rank=2, ran=5 * HOUR), checkpointed_at=NOW - 600)
+    decisions = schedule(snap([pend(2, rank=0)], [never, checkpointed]))
+    assert [p.job_id for p in decisions.preemptions] == [3]
+    assert placed(decisions)[2].node_names == ("n01",)
+    # Without checkpoints, the younger job loses less.
+    young = running(4, {"n01": 8}, rank=2, ran=HOUR)
+    assert [p.job_id for p in schedule(snap([pend(2, rank=0)], [never, young])).preemptions] == [4]
