@@ -191,9 +191,8 @@ class _Cycle:
         if quota_block and (not job.preemptible or self._reborrow_barred(job)):
             self._drop_promise(job)
             if job.preemptible:
-                quota_block += (
-                    f" It was preempted at {when(job.preempted_at or 0)} and may borrow again from {when(self._reborrow_at(job))}."
-                )
+                preempted, again = when(job.preempted_at or 0.0), when(self._reborrow_at(job))
+                quota_block += f" It was preempted at {preempted} and may borrow again from {again}."
             self._wait(job, QUOTA_GPUS, quota_block)
             return
         borrowing = quota_block is not None
@@ -399,7 +398,7 @@ class _Cycle:
 
     def _smallest_victim_set(self, job: PendingJob, allowed: Allowed) -> list[int] | None:
         cap = self.capacity
-        candidates: list[tuple[tuple[int, int, str], list[int]]] = []
+        candidates: list[tuple[tuple[float, int, int, str], list[int]]] = []
         for name, total in cap.total.items():
             if total < job.gpus_per_node or (allowed is not None and not allowed(name)):
                 continue
