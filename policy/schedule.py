@@ -62,6 +62,7 @@ from policy.timeline import Hold, Timelines, earliest_common_start, earliest_sta
 
 # Bounds the cost of a cycle over a huge queue: each search looks at every node.
 MAX_PREEMPTION_SEARCHES = 32
+MAX_MOVE_SEARCHES = 64
 
 
 def when(ts: float) -> str:
@@ -103,6 +104,7 @@ class _Cycle:
         self.promised: dict[int, Reservation] = {}  # job id -> its reservation, kept or new
         self.moved: dict[int, str] = {}  # job id -> why the reservation it had could not be kept
         self.quota_ends: defaultdict[str, list[tuple[float, int]]] | None = None
+        self.next_promised: set[int] = set()  # the starving jobs a new reservation may go to in this cycle
         self.first_promise: tuple[float, int] | None = None  # (start, job id) of the earliest, worked out when needed
         self.placements: list[Placement] = []
         self.started: set[int] = set()  # placed in this cycle: never preempted in it, whatever the minimum run time
@@ -127,6 +129,14 @@ class _Cycle:
         priorities = prioritize(self.snapshot, self.config)
         order = priority_order(self.snapshot, self.config, priorities)
         self._keep_promises(order)
+        # New reservations go to the jobs that have waited longest (as EASY's head), not by priority: otherwise a
+        # heavy tenant's starving job may never get one, and its wait has no bound.
+        free_slots = max(0, self.config.max_reservations - len(self.promised))
+        starving = sorted(
+            (j for j in order if self.now - j.submitted_at >= self.config.starvation_seconds and j.id not in self.promised),
+            key=lambda j: (j.submitted_at, j.id),
+        )
+        self.next_promised = {j.id for j in starving[:free_slots] if j.not_before is None or j.not_before <= self.now}
         examined = 0
         for job in order:
             # A job with a reservation is always examined: its nodes are kept for it.
@@ -172,6 +182,20 @@ class _Cycle:
                 self.moved[job.id] = f"its nodes are no longer free by {when(old.start)}"
                 continue
             self._hold(job, tuple(old.node_names), max(found[0], self.now))
+        # With every promise held, each may move to other nodes where it would start earlier (work ended early
+        # there): searched with all the others in place, so a move never pushes another promise later.
+        for kept in sorted(self.promised.values(), key=lambda r: (r.start, r.job_id))[:MAX_MOVE_SEARCHES]:
+            job = jobs[kept.job_id]
+            if kept.start <= self.now:
+                continue
+            self.timelines.release(job.id, kept.node_names)
+            del self.promised[job.id]
+            names = [n for n, total in self.capacity.total.items() if total >= job.gpus_per_node]
+            found = earliest_start(self.timelines, job, names, self.now, self._need_on)
+            if found is not None and found[0] < kept.start - 1e-6:
+                self._hold(job, tuple(found[1]), found[0])
+            else:
+                self._hold(job, kept.node_names, kept.start)
 
     def _consider(self, job: PendingJob) -> None:
         if job.not_before is not None and job.not_before > self.now:
@@ -451,8 +475,7 @@ class _Cycle:
     def _explain(self, job: PendingJob) -> None:
         kept = self.promised.get(job.id)
         moved = self.moved.pop(job.id, None)
-        starving = self.now - job.submitted_at >= self.config.starvation_seconds
-        if kept is None and (moved or (starving and len(self.promised) < self.config.max_reservations)):
+        if kept is None and (moved or (job.id in self.next_promised and len(self.promised) < self.config.max_reservations)):
             kept = self._reserve(job)
         if kept is not None:
             names = kept.node_names

@@ -5,8 +5,8 @@ their wall time), time passing and nodes lost. As on the platform, a cycle runs 
 and when a reservation's start comes (the beat runs one every few seconds besides). Between cycles the only state that crosses is what the
 platform stores: the previous cycle's reservations (Snapshot.reservations). The properties:
 
-- a reserved job keeps its nodes and its start until it starts: a later cycle may move the start
-  earlier, never later, unless a node it held was lost in between (then its reason says it moved);
+- a reserved job keeps its start until it starts: a later cycle may move it earlier (onto other
+  nodes only then), never later, unless a node it held was lost in between (then its reason says it moved);
 - a reserved job whose start has come is started in that cycle;
 - nothing started, running or reserved ever overlaps another beyond a node's GPUs.
 """
@@ -140,8 +140,9 @@ class Promises(RuleBasedStateMachine):
                 continue
             # Kept, on the same nodes, no later; and started once its start has come.
             assert job_id in kept, f"job {job_id} lost its reservation"
-            assert kept[job_id].node_names == old.node_names
             assert kept[job_id].start <= old.start
+            # Other nodes only for an earlier start (they freed up sooner).
+            assert kept[job_id].node_names == old.node_names or kept[job_id].start < old.start
             assert self.now < old.start, f"job {job_id} was promised {old.start} and did not start at {self.now}"
             assert (waits[job_id].estimate, waits[job_id].estimated_start) == (ESTIMATE_RESERVED, kept[job_id].start)
         for p in decisions.preemptions:
