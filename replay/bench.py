@@ -21,7 +21,7 @@ from pathlib import Path
 from policy.model import PolicyConfig
 from replay.load import nodes_for_load, offered_load
 from replay.metrics import summarize
-from replay.simulator import ClusterSpec, simulate
+from replay.simulator import ClusterSpec, SimResult, simulate
 from replay.trace import Assumptions, open_trace, read_trace
 
 DEFAULT_TRACE = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "philly-2017-09-10.csv.gz"
@@ -34,9 +34,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--policies", default="fifo,easy,muster")
     parser.add_argument("--loads", default="1.0,0.85")
     parser.add_argument("--load-from", default="2017-09-22", help="size the cluster by the load offered from this day (UTC); '' for all")
+    parser.add_argument(
+        "--tenant-quotas", action="store_true", help="quotas and borrowing: each tenant an equal-share max_gpus, every job preemptible"
+    )
     args = parser.parse_args(argv)
     began = time.perf_counter()
-    assumptions = Assumptions()
+    assumptions = Assumptions(tenant_quotas=args.tenant_quotas)
     config = PolicyConfig(max_jobs=CYCLE_MAX_JOBS)
     jobs = read_trace(open_trace(args.trace), assumptions=assumptions)
     since = datetime.fromisoformat(args.load_from).replace(tzinfo=UTC).timestamp() if args.load_from else float("-inf")
@@ -50,6 +53,7 @@ def main(argv: list[str] | None = None) -> None:
             line = {
                 "policy": policy,
                 "load": load,
+                "tenant_quotas": args.tenant_quotas,
                 # Over the whole trace's window, and over the window the cluster was sized by (--load-from).
                 "offered_load": round(s["load"], 4),
                 "offered_load_sized": round(offered_load(sizing, cluster.nodes * cluster.gpus_per_node), 4),
@@ -65,6 +69,7 @@ def main(argv: list[str] | None = None) -> None:
                 "reservation_slips": s["reservation_slips"]["count"],
                 "mean_wait_s": round(s["wait"]["mean"], 1),
                 "gpu_hours_lost": round(s["gpu_hours_lost"], 1),
+                "gpu_hours_lost_share": round(s["gpu_hours_lost"] * 3600 / busy, 4) if (busy := _busy(result)) else 0.0,
                 "max_preemptions_per_job": max((r.preemptions for r in result.records), default=0),
                 "eta_median_abs_s": s["eta"]["while_waiting"]["median_abs_seconds"],
                 "eta_reserved_median_abs_s": s["eta"]["reserved"]["median_abs_seconds"],
@@ -74,6 +79,11 @@ def main(argv: list[str] | None = None) -> None:
             }
             print(json.dumps(line), flush=True)
     print(json.dumps({"total_seconds": round(time.perf_counter() - began, 1)}), flush=True)
+
+
+def _busy(result: SimResult) -> float:
+    """GPU-seconds held by every run (preempted ones too)."""
+    return sum((end - start) * held for r in result.records for start, end, held in r.attempts)
 
 
 if __name__ == "__main__":
