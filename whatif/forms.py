@@ -83,6 +83,12 @@ class WhatIfForm(forms.Form):
         initial=DEFAULTS.resume,
         label="A preempted job",
     )
+    tenant_quotas = forms.BooleanField(
+        required=False,
+        initial=DEFAULTS.tenant_quotas,
+        label="Quotas and borrowing",
+        help_text="Each tenant a GPU quota of an equal share of the cluster; every job may borrow beyond it and is reclaimed first.",
+    )
 
     def clean_trace_file(self) -> Any:
         upload = self.cleaned_data.get("trace_file")
@@ -122,4 +128,5 @@ class WhatIfForm(forms.Form):
             wall_round_seconds=self.cleaned_data["wall_round_seconds"],
             runtime_cap_seconds=cap or None,
             resume=self.cleaned_data["resume"],
+            tenant_quotas=self.cleaned_data.get("tenant_quotas", False),
         )

@@ -43,6 +43,9 @@ class Command(BaseCommand):
         parser.add_argument("--wall-round", type=float, default=defaults.wall_round_seconds, help="wall = runtime rounded up to S s")
         parser.add_argument("--runtime-cap", type=float, default=defaults.runtime_cap_seconds, help="cut runtimes above S s (0: none)")
         parser.add_argument("--resume", choices=("restart", "checkpoint"), default=defaults.resume, help="what a preempted job does")
+        parser.add_argument(
+            "--tenant-quotas", action="store_true", help="each tenant an equal-share GPU quota; every job may borrow beyond it"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -53,6 +56,7 @@ class Command(BaseCommand):
                 wall_round_seconds=options["wall_round"],
                 runtime_cap_seconds=options["runtime_cap"] or None,
                 resume=options["resume"],
+                tenant_quotas=options["tenant_quotas"],
             )
         except OverrideError as exc:
             raise CommandError(f"--set: {exc}") from None
