@@ -32,8 +32,8 @@ from policy.model import (
     Reservation,
     Snapshot,
     Waiting,
+    when,
 )
-from policy.schedule import when
 
 # Waits behind a head job that does not fit (strict FIFO).
 HEAD_OF_LINE = "HEAD_OF_LINE"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 # Stable codes for why a job waits; the text beside each says it in numbers.
 NO_ROOM = "NO_ROOM"
@@ -13,6 +14,11 @@ QUOTA_GPUS = "QUOTA_GPUS"
 BUDGET = "BUDGET"
 NOT_EXAMINED = "NOT_EXAMINED"
 LAUNCH_BACKOFF = "LAUNCH_BACKOFF"
+
+
+def when(ts: float) -> str:
+    """A time in reasons: minutes, UTC."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def user_key(username: str) -> str:

@@ -56,17 +56,14 @@ from policy.model import (
     Waiting,
     team_key,
     user_key,
+    when,
 )
 from policy.priority import prioritize, priority_order
-from policy.timeline import Hold, Timelines, earliest_common_start, earliest_start
+from policy.promises import hold, keep_promises
+from policy.timeline import Timelines, earliest_start
 
 # Bounds the cost of a cycle over a huge queue: each search looks at every node.
 MAX_PREEMPTION_SEARCHES = 32
-MAX_MOVE_SEARCHES = 64
-
-
-def when(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def schedule(snapshot: Snapshot, config: PolicyConfig | None = None, *, max_jobs: int | None = None) -> Decisions:
@@ -128,7 +125,9 @@ class _Cycle:
     def run(self) -> Decisions:
         priorities = prioritize(self.snapshot, self.config)
         order = priority_order(self.snapshot, self.config, priorities)
-        self._keep_promises(order)
+        self.promised, self.moved = keep_promises(
+            self.snapshot.reservations, {j.id: j for j in order}, self.timelines, self.capacity.total, self.now, self._need_on
+        )
         # New reservations go to the jobs that have waited longest (as EASY's head), not by priority: otherwise a
         # heavy tenant's starving job may never get one, and its wait has no bound.
         free_slots = max(0, self.config.max_reservations - len(self.promised))
@@ -160,42 +159,6 @@ class _Cycle:
     def _need_on(self, job: PendingJob, name: str) -> int:
         """What the job holds on a node: a gang the whole node, a single-node job its GPUs."""
         return self.capacity.total[name] if job.nodes > 1 else job.gpus_per_node
-
-    def _keep_promises(self, order: list[PendingJob]) -> None:
-        """Hold every reservation of the previous cycle whose job still waits, at its start or earlier, on its nodes."""
-        jobs = {j.id: j for j in order}
-        for old in sorted(self.snapshot.reservations, key=lambda r: (r.start, r.job_id)):
-            job = jobs.get(old.job_id)
-            if job is None or job.id in self.promised:
-                continue
-            lost = [n for n in old.node_names if n not in self.capacity.total]
-            small = [n for n in old.node_names if n in self.capacity.total and self.capacity.total[n] < job.gpus_per_node]
-            if lost or small or len(old.node_names) != job.nodes:
-                gone = lost or small or list(old.node_names)
-                self.moved[job.id] = f"its reservation for {when(old.start)} was lost with {', '.join(gone)} (gone, drained or changed)"
-                continue
-            options = {n: self.timelines.starts(n, self._need_on(job, n), job.wall_seconds, self.now) for n in old.node_names}
-            found = earliest_common_start(options, job.nodes)
-            if found is None or found[0] > max(old.start, self.now) + 1e-6:
-                # Its nodes are not free by the promised start: capacity was lost under it (a running job's wall
-                # time extended, or the nodes' GPUs shrank). The walk finds it a new reservation.
-                self.moved[job.id] = f"its nodes are no longer free by {when(old.start)}"
-                continue
-            self._hold(job, tuple(old.node_names), max(found[0], self.now))
-        # With every promise held, each may move to other nodes where it would start earlier (work ended early
-        # there): searched with all the others in place, so a move never pushes another promise later.
-        for kept in sorted(self.promised.values(), key=lambda r: (r.start, r.job_id))[:MAX_MOVE_SEARCHES]:
-            job = jobs[kept.job_id]
-            if kept.start <= self.now:
-                continue
-            self.timelines.release(job.id, kept.node_names)
-            del self.promised[job.id]
-            names = [n for n, total in self.capacity.total.items() if total >= job.gpus_per_node]
-            found = earliest_start(self.timelines, job, names, self.now, self._need_on)
-            if found is not None and found[0] < kept.start - 1e-6:
-                self._hold(job, tuple(found[1]), found[0])
-            else:
-                self._hold(job, kept.node_names, kept.start)
 
     def _consider(self, job: PendingJob) -> None:
         if job.not_before is not None and job.not_before > self.now:
@@ -259,9 +222,7 @@ class _Cycle:
         self.started.add(job.id)
 
     def _hold(self, job: PendingJob, names: tuple[str, ...], start: float) -> Reservation:
-        for name in names:
-            self.timelines.hold(name, Hold(start, job.id, start + job.wall_seconds, self._need_on(job, name)))
-        reservation = self.promised[job.id] = Reservation(job.id, names, start)
+        reservation = self.promised[job.id] = hold(self.timelines, job, names, start, self._need_on)
         self.first_promise = None
         return reservation
 
