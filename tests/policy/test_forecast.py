@@ -1,0 +1,44 @@
+"""An estimated start for every waiting job: planned forward by wall times, from when its limits let it run."""
+
+from __future__ import annotations
+
+from policy.model import BUDGET, ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, QUOTA_GPUS, Account, user_key
+from policy.schedule import schedule
+from tests.policy.test_fair_share_policy import HOUR, NOW, config, pend, running, snap, waiting
+
+
+def test_jobs_are_planned_one_after_another_in_priority_order_around_the_running_work() -> None:
+    # One node, busy for an hour: three 8-GPU jobs of an hour each start at +1 h, +2 h and +3 h.
+    jobs = [running(10, {"n00": 8}, left=HOUR)]
+    decisions = schedule(snap([pend(1, age=300), pend(2, age=200), pend(3, age=100)], jobs, nodes=1), config(starvation_seconds=10 * HOUR))
+    w = waiting(decisions)
+    assert [(w[i].estimate, w[i].estimated_start) for i in (1, 2, 3)] == [
+        (ESTIMATE_PLANNED, NOW + HOUR),
+        (ESTIMATE_PLANNED, NOW + 2 * HOUR),
+        (ESTIMATE_PLANNED, NOW + 3 * HOUR),
+    ]
+
+
+def test_past_the_planned_jobs_the_estimate_is_a_lower_bound() -> None:
+    jobs = [running(10, {"n00": 8}, left=HOUR)]
+    pending = [pend(1, age=300), pend(2, age=200), pend(3, age=100)]
+    w = waiting(schedule(snap(pending, jobs, nodes=1), config(starvation_seconds=10 * HOUR, plan_jobs=1)))
+    assert (w[1].estimate, w[1].estimated_start) == (ESTIMATE_PLANNED, NOW + HOUR)
+    assert [(w[i].estimate, w[i].estimated_start) for i in (2, 3)] == [(ESTIMATE_AFTER, NOW + HOUR)] * 2
+
+
+def test_a_job_held_by_its_quota_is_planned_from_when_its_owners_jobs_end() -> None:
+    quota = (Account(user_key("ann"), max_gpus=8),)
+    mine = running(10, {"n00": 8}, user="ann", left=2 * HOUR)
+    w = waiting(schedule(snap([pend(1, user="ann")], [mine], accounts=quota)))
+    # n01 is idle now, but ann's quota is full until her job ends.
+    assert (w[1].reason_code, w[1].estimate, w[1].estimated_start) == (QUOTA_GPUS, ESTIMATE_PLANNED, NOW + 2 * HOUR)
+
+
+def test_a_job_held_by_its_budget_is_planned_from_the_renewal_or_has_no_estimate() -> None:
+    renews = (Account(user_key("ann"), node_hours_left=0.0, budget_resets_at=NOW + 5 * HOUR),)
+    w = waiting(schedule(snap([pend(1, user="ann")], accounts=renews)))
+    assert (w[1].reason_code, w[1].estimate, w[1].estimated_start) == (BUDGET, ESTIMATE_PLANNED, NOW + 5 * HOUR)
+    unknown = (Account(user_key("ann"), node_hours_left=0.0),)
+    w = waiting(schedule(snap([pend(1, user="ann")], accounts=unknown)))
+    assert (w[1].reason_code, w[1].estimate, w[1].estimated_start) == (BUDGET, ESTIMATE_NONE, None)
