@@ -37,7 +37,9 @@ thrown away, times the GPUs it held, is `gpu_seconds_lost`.
 Reservations and ETAs. The reservations the policy returns are handed back to it at the next call
 (`Snapshot.reservations`), as the cycle stores them between cycles: the policy keeps its promises.
 A job's `promised_start` is the start of the first reservation the policy gave it (`promised_at`
-when); it slipped if it started later than that. `predicted_at_submit` is
+when); it slipped if it started later than that. The policy's forecast of
+every waiting job's start changes no decision, so it is asked for at most once per
+FORECAST_INTERVAL of simulated time. `predicted_at_submit` is
 the policy's estimated_start for the job at the call right after its submit (None when it was
 placed at once or had no estimate); `predictions` samples the estimate while it waits, at most one
 per `PREDICTION_INTERVAL` seconds of simulated time per job.
@@ -77,6 +79,8 @@ from replay.usage import DecayedUsage
 POLICIES = ("fifo", "easy", "muster")
 # At most one ETA sample per job per this many seconds of simulated time.
 PREDICTION_INTERVAL = 3600.0
+# The policy's forecast of every waiting job's start runs at most once per this many seconds of simulated time.
+FORECAST_INTERVAL = 600.0
 # At most one utilisation/queue sample per this many seconds of simulated time.
 SAMPLE_INTERVAL = 600.0
 
@@ -233,6 +237,8 @@ class _Sim:
         self.shapes: Counter[tuple[int, int]] = Counter()  # pending jobs by (nodes, GPUs per node)
         self.requeued = False
         self.reservations: tuple[Reservation, ...] = ()
+        self.no_forecast = replace(config, plan_jobs=0)
+        self.last_forecast = -math.inf
 
     # --- the loop ----------------------------------------------------------------------------------
 
@@ -488,8 +494,15 @@ class _Sim:
             reservations=tuple(r for r in self.reservations if r.job_id in self.pending),
         )
         queue = len(self.pending)
+        # The forecast (every waiting job's estimated start) changes no decision: worked out at most once per
+        # FORECAST_INTERVAL of simulated time, which is also how often estimates are sampled.
+        config = self.config
+        if self.fn is schedule and now - self.last_forecast < FORECAST_INTERVAL:
+            config = self.no_forecast
+        elif self.fn is schedule:
+            self.last_forecast = now
         began = time.process_time()
-        decisions = self.fn(snapshot, self.config)
+        decisions = self.fn(snapshot, config)
         self.decisions.append((queue, time.process_time() - began))
         self.reservations = decisions.reservations
         for p in decisions.preemptions:

@@ -145,3 +145,14 @@ def test_nodes_for_load() -> None:
     jobs = [job(1, 0.0, 1000.0, 8), job(2, 1000.0, 1000.0, 8)]
     assert nodes_for_load(jobs, 1.0, 8) == 2
     assert nodes_for_load(jobs, 0.5, 8) == 4
+
+
+def test_the_forecast_changes_no_decision() -> None:
+    jobs = [job(i, float(i * 11 % 400), float(60 + (i * 53) % 900), [1, 2, 8, 16][i % 4], tenant="abc"[i % 3]) for i in range(1, 90)]
+    jobs.sort(key=lambda j: (j.submit, j.id))
+
+    def starts(config: PolicyConfig) -> list[tuple[float | None, float | None, float | None]]:
+        result = simulate(jobs, cluster=ClusterSpec(nodes=3), policy="muster", config=config, assumptions=Assumptions())
+        return [(r.first_start, r.end, r.promised_start) for r in result.records]
+
+    assert starts(PolicyConfig(starvation_seconds=120)) == starts(PolicyConfig(starvation_seconds=120, plan_jobs=0))
