@@ -18,10 +18,11 @@ In priority order (policy/priority.py), each pending job is:
    reserved GPUs only if they are gone, by their wall time, before they are needed.
 
 Reservations persist. The previous cycle's (`Snapshot.reservations`) are kept
-before the walk, whatever the priority of the jobs that arrived since: each keeps
-its nodes and its start, which may only move earlier (work ending before its wall
-time); only lost capacity (a node gone or drained) moves it later, and the job's
-reason then says so. After the walk, the jobs without a reservation are planned
+before the walk (policy/promises.py), whatever the priority of the jobs that
+arrived since: each keeps its start, which may only move earlier (work ending
+before its wall time; onto other nodes only then); only lost capacity (a node gone
+or drained) moves it later, and the job's reason then says so. New reservations go
+to the longest-waiting starving jobs first. After the walk, the jobs without a reservation are planned
 forward over the wall times (policy/forecast.py) for an estimated start.
 
 Deterministic: the same snapshot always gives the same decisions.
