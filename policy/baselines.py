@@ -18,8 +18,9 @@ Both honour `max_jobs` (the jobs past it wait as NOT_EXAMINED), like the real po
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 
-from policy.capacity import Allowed, Capacity, earliest_reservation
+from policy.capacity import Allowed, Capacity
 from policy.model import (
     FRAGMENTATION,
     NO_ROOM,
@@ -161,3 +162,32 @@ class _Baseline:
             return f"Needs {job.gpus_per_node} GPUs on one node; the most free on any node is {cap.max_free()}."
         whole = sum(len(v) for v in cap.idle_nodes(job.gpus_per_node).values())
         return f"Needs {job.nodes} whole nodes with {job.gpus_per_node} GPUs; {whole} {'is' if whole == 1 else 'are'} free."
+
+
+def earliest_reservation(
+    job_id: int, nodes: int, gpus_per_node: int, candidates: Iterable[tuple[str, int, list[tuple[float, int]]]], now: float
+) -> Reservation | None:
+    """The `nodes` nodes that can hold the job soonest, by the wall-time ends of what runs on them.
+
+    `candidates`: (node, GPUs free now, sorted [(end, GPUs freed)] of what runs on it). A gang needs its
+    nodes whole (the last end); a single-node job, enough GPUs freed. The reservation starts when the
+    last chosen node is ready. EASY keeps one reservation and no holds, so it needs no timeline
+    (the fair-share policy plans on policy.timeline).
+    """
+    ready: list[tuple[float, str]] = []
+    for name, free, ends in candidates:
+        if nodes > 1:
+            ready.append((ends[-1][0] if ends else now, name))
+            continue
+        at = now
+        for end, gpus in ends:
+            if free >= gpus_per_node:
+                break
+            free, at = free + gpus, end
+        if free >= gpus_per_node:
+            ready.append((at, name))
+    if len(ready) < nodes:
+        return None
+    ready.sort()
+    chosen = ready[:nodes]
+    return Reservation(job_id, tuple(name for _, name in chosen), max(at for at, _ in chosen))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
-from policy.model import NodeView, Reservation
+from policy.model import NodeView
 
 Allowed = Callable[[str], bool] | None
 
@@ -108,31 +108,3 @@ class Capacity:
                     nodes += 1
                     gpus += free
         return nodes, gpus
-
-
-def earliest_reservation(
-    job_id: int, nodes: int, gpus_per_node: int, candidates: Iterable[tuple[str, int, list[tuple[float, int]]]], now: float
-) -> Reservation | None:
-    """The `nodes` nodes that can hold the job soonest, by the wall-time ends of what runs on them.
-
-    `candidates`: (node, GPUs free now, sorted [(end, GPUs freed)] of what runs on it). A gang needs its
-    nodes whole (the last end); a single-node job, enough GPUs freed. The reservation starts when the
-    last chosen node is ready. Shared by the policy and the EASY baseline, so both promise alike.
-    """
-    ready: list[tuple[float, str]] = []
-    for name, free, ends in candidates:
-        if nodes > 1:
-            ready.append((ends[-1][0] if ends else now, name))
-            continue
-        at = now
-        for end, gpus in ends:
-            if free >= gpus_per_node:
-                break
-            free, at = free + gpus, end
-        if free >= gpus_per_node:
-            ready.append((at, name))
-    if len(ready) < nodes:
-        return None
-    ready.sort()
-    chosen = ready[:nodes]
-    return Reservation(job_id, tuple(name for _, name in chosen), max(at for at, _ in chosen))
