@@ -406,6 +406,10 @@ MUSTER_STARVATION_SECONDS = env_float("MUSTER_STARVATION_SECONDS", 3600)
 MUSTER_MAX_RESERVATIONS = env_int("MUSTER_MAX_RESERVATIONS", 256)
 # How many waiting jobs without a reservation each cycle plans forward for an estimated start.
 MUSTER_PLAN_JOBS = env_int("MUSTER_PLAN_JOBS", 500)
+# The most elements one array submit may create (`POST /api/v1/jobs/array/`, `muster submit --array`).
+MUSTER_MAX_ARRAY_SIZE = env_int("MUSTER_MAX_ARRAY_SIZE", 1000)
+# How long a submit's Idempotency-Key is remembered: a retry within it gets the same jobs.
+MUSTER_IDEMPOTENCY_KEY_SECONDS = env_int("MUSTER_IDEMPOTENCY_KEY_SECONDS", 24 * 3600)
 MUSTER_PREEMPTION = env_bool("MUSTER_PREEMPTION", True)
 # Jobs younger than this are not preempted (anti-thrash); preempted jobs get this long to checkpoint.
 MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = env_float("MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS", 600)

@@ -77,6 +77,9 @@ class Job(models.Model):
     preemptible = models.BooleanField(default=False)
     # Read only by the simulated cluster and the test cluster: how long to "run" and how to exit.
     simulate = models.JSONField(null=True, blank=True)
+    # Elements of one array (`POST /api/v1/jobs/array/`) share array_id, the first element's id.
+    array_id = models.PositiveIntegerField(null=True, blank=True, db_index=True)
+    array_index = models.PositiveIntegerField(null=True, blank=True)
 
     state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.PENDING)
     # Why the job waits (a stable code plus plain text), or why it ended.
@@ -201,6 +204,9 @@ class SimulatedPod(models.Model):
     duration_seconds = models.FloatField()
     exit_code = models.IntegerField(default=0)
     created_at = models.DateTimeField()
+    # What a real pod's spec would carry: the command it runs and the environment it gets (secrets left out).
+    command = models.JSONField(default=list)
+    env = models.JSONField(default=dict)
 
     class Meta:
         constraints = [

@@ -69,6 +69,56 @@ def job_check_fits_cluster(*, nodes: int, gpus_per_node: int) -> None:
         )
 
 
+def job_submit_check(
+    *,
+    owner: User,
+    nodes: int,
+    gpus_per_node: int,
+    wall_time_seconds: int,
+    team: Team | None = None,
+    preemptible: bool = False,
+    **_spec: Any,
+) -> None:
+    """Everything a submit checks beyond the fields themselves (the cluster's size, the owner's limits); writes nothing.
+
+    Raises ValidationError({field: [messages]}). A dry run (`POST /api/v1/jobs/validate/`) is this alone.
+    """
+    nodes_ensure_known()
+    job_check_fits_cluster(nodes=nodes, gpus_per_node=gpus_per_node)
+    for check in job_hooks.submit_checks:
+        check(
+            owner=owner, team=team, nodes=nodes, gpus_per_node=gpus_per_node, wall_time_seconds=wall_time_seconds, preemptible=preemptible
+        )
+
+
+def _job_row(*, owner: User, now: datetime, spec: Mapping[str, Any], **extra: Any) -> Job:
+    simulate = spec.get("simulate")
+    return Job(
+        owner=owner,
+        team=spec.get("team"),
+        name=spec["name"],
+        image=spec["image"],
+        command=list(spec["command"]),
+        env=dict(spec.get("env") or {}),
+        nodes=spec["nodes"],
+        gpus_per_node=spec["gpus_per_node"],
+        wall_time_seconds=spec["wall_time_seconds"],
+        priority_class=spec["priority_class"],
+        max_restarts=spec.get("max_restarts", 0),
+        preemptible=spec.get("preemptible", False),
+        simulate=dict(simulate) if simulate else None,
+        state=JobState.PENDING,
+        pending_reason_code="NEW",
+        pending_reason="Waiting for the next scheduling cycle.",
+        submitted_at=now,
+        **extra,
+    )
+
+
+def _submitted_event(job: Job, owner: User, now: datetime) -> JobEvent:
+    return JobEvent(job=job, at=now, from_state="", to_state=JobState.PENDING, reason=f"Submitted by {owner.get_username()}.")
+
+
 @transaction.atomic
 def job_submit(
     *,
@@ -87,35 +137,48 @@ def job_submit(
     preemptible: bool = False,
 ) -> Job:
     """Queue a job. The job row and its first event are written together, or not at all."""
-    nodes_ensure_known()
-    job_check_fits_cluster(nodes=nodes, gpus_per_node=gpus_per_node)
-    for check in job_hooks.submit_checks:
-        check(
-            owner=owner, team=team, nodes=nodes, gpus_per_node=gpus_per_node, wall_time_seconds=wall_time_seconds, preemptible=preemptible
-        )
+    spec: dict[str, Any] = {
+        "name": name,
+        "image": image,
+        "command": command,
+        "nodes": nodes,
+        "gpus_per_node": gpus_per_node,
+        "wall_time_seconds": wall_time_seconds,
+        "priority_class": priority_class,
+        "max_restarts": max_restarts,
+        "env": env,
+        "team": team,
+        "simulate": simulate,
+        "preemptible": preemptible,
+    }
+    job_submit_check(owner=owner, **spec)
     now = timezone.now()
-    job = Job.objects.create(
-        owner=owner,
-        team=team,
-        name=name,
-        image=image,
-        command=list(command),
-        env=dict(env or {}),
-        nodes=nodes,
-        gpus_per_node=gpus_per_node,
-        wall_time_seconds=wall_time_seconds,
-        priority_class=priority_class,
-        max_restarts=max_restarts,
-        preemptible=preemptible,
-        simulate=dict(simulate) if simulate else None,
-        state=JobState.PENDING,
-        pending_reason_code="NEW",
-        pending_reason="Waiting for the next scheduling cycle.",
-        submitted_at=now,
-    )
-    JobEvent.objects.create(job=job, at=now, from_state="", to_state=JobState.PENDING, reason=f"Submitted by {owner.get_username()}.")
+    job = _job_row(owner=owner, now=now, spec=spec)
+    job.save()
+    _submitted_event(job, owner, now).save()
     queue_changed()
     return job
+
+
+@transaction.atomic
+def job_submit_array(*, owner: User, indices: Sequence[int], **spec: Any) -> list[Job]:
+    """Queue one job per index, all or none, checked once (every element asks for the same).
+
+    The elements share `array_id` (the first element's id) and each has its `array_index`; their pods
+    find both in MUSTER_ARRAY_ID and MUSTER_ARRAY_INDEX (`jobs.arrays.array_env`).
+    """
+    if not indices:
+        raise ValidationError({"array": ["An array needs at least one index."]})
+    job_submit_check(owner=owner, **spec)
+    now = timezone.now()
+    jobs = Job.objects.bulk_create([_job_row(owner=owner, now=now, spec=spec, array_index=index) for index in indices])
+    array_id = jobs[0].pk
+    Job.objects.filter(pk__in=[job.pk for job in jobs]).update(array_id=array_id)
+    for job in jobs:
+        job.array_id = array_id
+    JobEvent.objects.bulk_create([_submitted_event(job, owner, now) for job in jobs])
+    queue_changed()
+    return jobs
 
 
 def job_transition(job: Job, to_state: str, *, reason: str, now: datetime | None = None, **fields: Any) -> Job:

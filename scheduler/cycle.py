@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from jobs.arrays import array_env
 from jobs.cluster import ClusterBackend, ClusterUnavailable, GangSpec, PodPhase, PodStatus, get_backend
 from jobs.cluster.base import DEADLINE_EXCEEDED
 from jobs.errors import IllegalTransition
@@ -279,7 +280,7 @@ def _gang_spec(job: Job, node_names: tuple[str, ...]) -> GangSpec:
         name=job.name,
         image=job.image,
         command=tuple(job.command),
-        env=dict(job.env),
+        env={**job.env, **array_env(job.array_id, job.array_index)},
         # The job's own push token, so its pods can send NCCL results to its telemetry (and only its).
         secret_env=pod_secret_env(job.pk),
         node_names=node_names,

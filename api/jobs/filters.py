@@ -1,9 +1,26 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import django_filters
+from django.db.models import QuerySet
+from rest_framework.exceptions import ValidationError
 
 from jobs.models import Job
 from jobs.states import JobState
+
+
+class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
+    """An ISO 8601 instant, compared in UTC: PostgreSQL refuses offsets past +-15:59, which ISO 8601 allows."""
+
+    def filter(self, qs: QuerySet[Job], value: datetime | None) -> QuerySet[Job]:
+        if value is None:
+            return qs
+        try:
+            value = value.astimezone(UTC)
+        except OverflowError as exc:
+            raise ValidationError({self.field_name: ["The time is out of range."]}) from exc
+        return super().filter(qs, value)
 
 
 class JobFilter(django_filters.FilterSet):
@@ -11,7 +28,10 @@ class JobFilter(django_filters.FilterSet):
     owner = django_filters.CharFilter(field_name="owner__username", help_text="Owner's username (admins see every owner).")
     team = django_filters.CharFilter(field_name="team__name")
     name = django_filters.CharFilter(lookup_expr="icontains")
+    array = django_filters.NumberFilter(field_name="array_id", help_text="The elements of one array, by its array_id.")
+    submitted_after = UtcDateTimeFilter(field_name="submitted_at", lookup_expr="gte", help_text="Submitted at or after (ISO 8601).")
+    submitted_before = UtcDateTimeFilter(field_name="submitted_at", lookup_expr="lt", help_text="Submitted before (ISO 8601).")
 
     class Meta:
         model = Job
-        fields = ["state", "owner", "team", "name"]
+        fields = ["state", "owner", "team", "name", "array", "submitted_after", "submitted_before"]

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any, cast
 
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from api.telemetry.summary import TelemetrySummarySerializer
 from apikit.serializers import StrictSerializer
 from jobs import validators
+from jobs.arrays import ARRAY_SYNTAX, array_indices
 from jobs.models import EstimateKind, Job, JobEvent, Node
 from jobs.selectors import job_assigned_nodes
 from policy.model import Priority
@@ -107,6 +109,20 @@ class JobSubmitSerializer(StrictSerializer):
         return attrs
 
 
+class JobArraySubmitSerializer(JobSubmitSerializer):
+    array = serializers.CharField(
+        max_length=1000,
+        help_text="The elements' indices as `sbatch --array` takes them: `0-99`, `1,3,5-7`, `0-98:2`.",
+        error_messages={"blank": ARRAY_SYNTAX, "required": ARRAY_SYNTAX},
+    )
+
+    def validate_array(self, value: str) -> list[int]:
+        try:
+            return array_indices(value, max_count=settings.MUSTER_MAX_ARRAY_SIZE)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict["array"]) from exc
+
+
 class JobEventSerializer(serializers.ModelSerializer):
     class Meta:
         model = JobEvent
@@ -170,7 +186,7 @@ class JobSerializer(serializers.ModelSerializer):
             "image", "command",
             "nodes", "gpus_per_node", "gpus", "wall_time_seconds", "priority_class", "max_restarts",
             "attempt", "restarts", "exit_code", "assigned_nodes", "preemptible", "over_quota", "estimated_start",
-            "estimate_kind", "reserved_nodes", "promised_start",
+            "estimate_kind", "reserved_nodes", "promised_start", "array_id", "array_index",
             "submitted_at", "scheduled_at", "started_at", "finished_at",
         ]  # fmt: skip
         read_only_fields = fields
@@ -273,3 +289,14 @@ class LogsSerializer(serializers.Serializer):
     attempt = serializers.IntegerField()
     rank = serializers.IntegerField()
     logs = serializers.CharField()
+
+
+class JobArraySerializer(serializers.Serializer):
+    array_id = serializers.IntegerField(help_text="The first element's id; `GET /api/v1/jobs/?array=<array_id>` lists the elements.")
+    count = serializers.IntegerField()
+    jobs = JobSerializer(many=True)
+
+
+class SubmitCheckSerializer(serializers.Serializer):
+    valid = serializers.BooleanField()
+    count = serializers.IntegerField(help_text="How many jobs the submit would create (an array's elements).")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import cast
 
 from django.db.models import QuerySet
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -13,8 +14,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.requests import api_user
+from api.idempotency import IDEMPOTENCY_PARAMETER, REPLAYED_HEADER, Submitted, submit_once
 from api.jobs.filters import JobFilter
 from api.jobs.serializers import (
+    JobArraySerializer,
+    JobArraySubmitSerializer,
     JobDetailSerializer,
     JobSerializer,
     JobSubmitSerializer,
@@ -22,13 +26,14 @@ from api.jobs.serializers import (
     LogsSerializer,
     NodeSerializer,
     QueueEntrySerializer,
+    SubmitCheckSerializer,
     queue_summary,
 )
 from apikit.pagination import QueuePagination
 from apikit.viewsets import VisibleViewSet
 from jobs.models import Job, Node
 from jobs.selectors import job_logs, jobs_visible_to, nodes_with_usage
-from jobs.services import job_cancel, job_submit
+from jobs.services import job_cancel, job_submit, job_submit_array, job_submit_check
 from scheduler.queue import queue_counts, queue_entries, queue_jobs
 
 
@@ -49,13 +54,62 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
             return JobSerializer
         return JobDetailSerializer
 
-    @extend_schema(request=JobSubmitSerializer, responses={201: JobDetailSerializer})
+    @extend_schema(
+        request=JobSubmitSerializer,
+        parameters=[IDEMPOTENCY_PARAMETER],
+        responses={201: JobDetailSerializer},
+        description="Queue a job. With an `Idempotency-Key`, a retry of the same request gets the same job (201, "
+        "`Idempotent-Replayed: true`) and the same key with another body is a 409.",
+    )
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:
         serializer = JobSubmitSerializer(data=request.data, context=self.get_serializer_context())
         serializer.is_valid(raise_exception=True)
-        job = job_submit(owner=api_user(request), **serializer.validated_data)
-        job = self.get_queryset().prefetch_related("events").get(pk=job.pk)
-        return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED)
+        owner = api_user(request)
+        submitted = submit_once(request, owner, lambda: [job_submit(owner=owner, **serializer.validated_data)])
+        job = self.get_queryset().prefetch_related("events").get(pk=submitted.job_ids[0])
+        response = Response(JobDetailSerializer(job, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED)
+        response["Location"] = request.build_absolute_uri(reverse("job-detail", args=[job.pk]))
+        return _mark_replayed(response, submitted)
+
+    @extend_schema(
+        request=JobArraySubmitSerializer,
+        parameters=[IDEMPOTENCY_PARAMETER],
+        responses={201: JobArraySerializer},
+        description="Queue one job per index of `array` (`sbatch --array`'s syntax), in one transaction: all or none, "
+        "checked once. Each element's pods find MUSTER_ARRAY_ID and MUSTER_ARRAY_INDEX in their environment.",
+    )
+    @action(detail=False, methods=["post"])
+    def array(self, request: Request) -> Response:
+        serializer = JobArraySubmitSerializer(data=request.data, context=self.get_serializer_context())
+        serializer.is_valid(raise_exception=True)
+        owner = api_user(request)
+        spec = dict(serializer.validated_data)
+        indices = spec.pop("array")
+        submitted = submit_once(request, owner, lambda: job_submit_array(owner=owner, indices=indices, **spec))
+        jobs = list(self.get_queryset().filter(pk__in=submitted.job_ids).order_by("array_index"))
+        array_id = jobs[0].array_id
+        elements = JobSerializer(jobs, many=True, context=self.get_serializer_context()).data
+        data = {"array_id": array_id, "count": len(jobs), "jobs": elements}
+        response = Response(data, status=status.HTTP_201_CREATED)
+        response["Location"] = request.build_absolute_uri(f"{reverse('job-list')}?array={array_id}")
+        return _mark_replayed(response, submitted)
+
+    @extend_schema(
+        request=JobArraySubmitSerializer(partial=True),
+        responses={200: SubmitCheckSerializer},
+        description="A dry run of a submit (`array` optional): 200 when it would be accepted now (the fields, the "
+        "cluster's size, the owner's limits), else the 400 the submit would get. Writes nothing.",
+    )
+    @action(detail=False, methods=["post"])
+    def validate(self, request: Request) -> Response:
+        with_array = "array" in request.data if isinstance(request.data, dict) else False
+        serializer_class = JobArraySubmitSerializer if with_array else JobSubmitSerializer
+        serializer = serializer_class(data=request.data, context=self.get_serializer_context())
+        serializer.is_valid(raise_exception=True)
+        spec = dict(serializer.validated_data)
+        count = len(spec.pop("array", [None]))
+        job_submit_check(owner=api_user(request), **spec)
+        return Response({"valid": True, "count": count})
 
     @extend_schema(request=None, responses={200: JobDetailSerializer, 409: None})
     @action(detail=True, methods=["post"])
@@ -74,6 +128,12 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         rank, tail = query.validated_data["rank"], query.validated_data["tail"]
         text = job_logs(job, rank=rank, tail=tail)
         return Response({"job": job.pk, "attempt": job.attempt, "rank": rank, "logs": text})
+
+
+def _mark_replayed(response: Response, submitted: Submitted) -> Response:
+    if submitted.replayed:
+        response[REPLAYED_HEADER] = "true"
+    return response
 
 
 class NodeViewSet(viewsets.ReadOnlyModelViewSet):

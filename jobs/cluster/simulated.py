@@ -70,6 +70,8 @@ class SimulatedCluster:
                         # A failing job fails on its last rank, the way one bad rank takes a gang down.
                         exit_code=exit_code if rank == len(spec.node_names) - 1 else 0,
                         created_at=created,
+                        command=list(spec.command),
+                        env=dict(spec.env),
                     )
             except IntegrityError:
                 continue  # already exists: a retried launch
