@@ -221,6 +221,14 @@ STATIC_ROOT = Path(os.environ.get("MUSTER_STATIC_ROOT", DATA_DIR / "static"))
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Job output kept when a gang ends (jobs.logs): a directory under the data dir, or any storage by settings
+    # (e.g. django-storages' S3Storage with its OPTIONS as JSON: docs/deployment.md).
+    "joblogs": {
+        "BACKEND": os.environ.get("MUSTER_LOGS_STORAGE", "django.core.files.storage.FileSystemStorage"),
+        "OPTIONS": json.loads(os.environ["MUSTER_LOGS_STORAGE_OPTIONS"])
+        if os.environ.get("MUSTER_LOGS_STORAGE_OPTIONS")
+        else {"location": str(DATA_DIR / "joblogs")},
+    },
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 # Serve static files straight from the apps in development and tests (no collectstatic needed).
@@ -406,6 +414,11 @@ MUSTER_STARVATION_SECONDS = env_float("MUSTER_STARVATION_SECONDS", 3600)
 MUSTER_MAX_RESERVATIONS = env_int("MUSTER_MAX_RESERVATIONS", 256)
 # How many waiting jobs without a reservation each cycle plans forward for an estimated start.
 MUSTER_PLAN_JOBS = env_int("MUSTER_PLAN_JOBS", 500)
+# The last bytes of each rank's output kept when its gang is torn down, the failed tries before a teardown goes
+# on without them, and how long one `logs?follow=true` stream lasts before the client reconnects.
+MUSTER_LOG_CAPTURE_BYTES = env_int("MUSTER_LOG_CAPTURE_BYTES", 2 * 1024 * 1024)
+MUSTER_LOG_CAPTURE_TRIES = env_int("MUSTER_LOG_CAPTURE_TRIES", 3)
+MUSTER_LOG_FOLLOW_SECONDS = env_int("MUSTER_LOG_FOLLOW_SECONDS", 600)
 # The most elements one array submit may create (`POST /api/v1/jobs/array/`, `muster submit --array`).
 MUSTER_MAX_ARRAY_SIZE = env_int("MUSTER_MAX_ARRAY_SIZE", 1000)
 # How long a submit's Idempotency-Key is remembered: a retry within it gets the same jobs.

@@ -10,7 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -21,8 +21,9 @@ from api.jobs.serializers import JobSubmitSerializer
 from frontend.forms import JobForm
 from jobs.cluster import ClusterUnavailable
 from jobs.errors import JobFinished, JobNotStarted
+from jobs.logs import job_logs
 from jobs.models import Job
-from jobs.selectors import job_assigned_nodes, job_logs, job_visible_to, jobs_visible_to
+from jobs.selectors import job_assigned_nodes, job_visible_to, jobs_visible_to
 from jobs.services import job_cancel, job_check_fits_cluster, job_submit, nodes_ensure_known
 from jobs.states import ACTIVE_STATES, JobState
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
@@ -92,7 +93,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if job.state == JobState.PENDING:
         # What the last cycle stored on the job: no other job is read.
         entry = queue_entry(job)
-    logs = _logs(job, request.GET.get("rank", "0"))
+    logs = _logs(job, request.GET)
     return render(
         request,
         "frontend/job_detail.html",
@@ -135,7 +136,7 @@ def job_live(request: HttpRequest, pk: int) -> JsonResponse:
     parts = cache.get(key)
     if parts is None:
         telemetry = job_telemetry_context(job, request.GET)
-        logs = _logs(job, request.GET.get("rank", "0"))
+        logs = _logs(job, request.GET)
         parts = {
             "figures": telemetry["figures"],
             "flags": telemetry.get("flags", []),
@@ -146,17 +147,31 @@ def job_live(request: HttpRequest, pk: int) -> JsonResponse:
     return JsonResponse({**body, **parts})
 
 
-def _logs(job: Job, rank_param: str) -> dict[str, object] | None:
-    """The last lines of one rank's pod, or why there are none; None before the job first starts."""
+def _logs(job: Job, query: QueryDict) -> dict[str, object] | None:
+    """The last lines of one rank's output in one attempt (the latest by default), or why there are none; None before
+    the job first starts."""
+    rank_param, attempt_param = query.get("rank", "0"), query.get("attempt", "")
     rank = int(rank_param) if rank_param.isdigit() and int(rank_param) < job.nodes else 0
+    attempt = int(attempt_param) if attempt_param.isdigit() and 1 <= int(attempt_param) <= job.attempt else job.attempt
     try:
-        text = job_logs(job, rank=rank, tail=LOG_TAIL_LINES)
-        error = ""
+        logs = job_logs(job, rank=rank, tail=LOG_TAIL_LINES, attempt=attempt)
+        text, error, note, source, truncated = logs.text, "", logs.note, logs.source, logs.truncated
     except JobNotStarted:
         return None
     except ClusterUnavailable as exc:
-        text, error = "", f"The cluster cannot be reached: {exc}"
-    return {"rank": rank, "ranks": range(job.nodes), "text": text, "error": error, "tail": LOG_TAIL_LINES}
+        text, error, note, source, truncated = "", f"The cluster cannot be reached: {exc}", "", "none", False
+    return {
+        "rank": rank,
+        "ranks": range(job.nodes),
+        "attempt": attempt,
+        "attempts": range(1, job.attempt + 1),
+        "text": text,
+        "error": error,
+        "note": note,
+        "source": source,
+        "truncated": truncated,
+        "tail": LOG_TAIL_LINES,
+    }
 
 
 @login_required

@@ -193,6 +193,29 @@ class Allocation(models.Model):
         return f"job {self.job_id} attempt {self.attempt} rank {self.rank} on node {self.node_id}"
 
 
+class JobLog(models.Model):
+    """One rank's output of one attempt, kept in the `joblogs` storage before its pods were deleted (jobs.logs)."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="logs")
+    attempt = models.PositiveIntegerField()
+    rank = models.PositiveIntegerField()
+    # The storage's name for the file; empty until kept, and when there was nothing to keep.
+    name = models.CharField(max_length=255, blank=True)
+    size = models.PositiveBigIntegerField(default=0)
+    # Only the last MUSTER_LOG_CAPTURE_BYTES were kept.
+    truncated = models.BooleanField(default=False)
+    captured_at = models.DateTimeField(null=True, blank=True)
+    # Failed tries to read it from the cluster, and the last error (or why nothing was kept).
+    tries = models.PositiveSmallIntegerField(default=0)
+    error = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "attempt", "rank"], name="job_log_unique")]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} attempt {self.attempt} rank {self.rank}"
+
+
 class SimulatedPod(models.Model):
     """A pod of the simulated cluster. The database is its API server, so web, worker and beat agree."""
 

@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING, TypedDict
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 
-from jobs.cluster import ClusterBackend, get_backend
-from jobs.errors import JobNotStarted
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.states import JobState
 
@@ -33,17 +31,6 @@ def jobs_visible_to(user: User | AnonymousUser) -> QuerySet[Job]:
 def job_visible_to(job: Job, user: User | AnonymousUser) -> bool:
     """`jobs_visible_to` for one job already in hand (the queue page's rows): the same rule."""
     return bool(getattr(user, "is_staff", False) or (user.is_authenticated and job.owner_id == user.pk))
-
-
-def job_logs(job: Job, *, rank: int, tail: int, backend: ClusterBackend | None = None) -> str:
-    """The last `tail` lines of one rank's pod of the job's latest attempt, read from the cluster.
-
-    The API and the job page both read logs here. Raises `JobNotStarted` before the first attempt
-    and `ClusterUnavailable` when the cluster does not answer.
-    """
-    if job.attempt == 0:
-        raise JobNotStarted(f"Job {job.pk} has not started yet: it has no logs.")
-    return (backend or get_backend()).read_logs(job.pk, job.attempt, rank, tail)
 
 
 def job_assigned_nodes(job: Job) -> list[str]:

@@ -16,6 +16,7 @@ from audit.services import audit_record
 from jobs.cluster import ClusterBackend, ClusterNode, get_backend
 from jobs.errors import IllegalTransition, JobFinished
 from jobs.hooks import job_hooks, queue_changed
+from jobs.logs import gang_teardown
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState, job_plan_cleared
 from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState, can_transition
 
@@ -240,15 +241,15 @@ def job_cancel(*, job: Job, by: User, backend: ClusterBackend | None = None, req
         if by.pk != job.owner_id:
             audit_record(actor=by, action="job.cancel", target=job, changes={"state": [was, job.state]}, request=request, job=job)
         if had_pods:
-            attempt = job.attempt
-            transaction.on_commit(lambda: _teardown_quietly(backend or get_backend(), job.pk, attempt))
+            attempt, ranks = job.attempt, job.nodes
+            transaction.on_commit(lambda: _teardown_quietly(backend or get_backend(), job.pk, attempt, ranks))
         queue_changed()
     return job
 
 
-def _teardown_quietly(backend: ClusterBackend, job_id: int, attempt: int) -> None:
-    # The reconcile step of the next cycle deletes whatever this misses.
+def _teardown_quietly(backend: ClusterBackend, job_id: int, attempt: int, ranks: int) -> None:
+    # The reconcile step of the next cycle deletes whatever this misses (or leaves for a retried capture of its output).
     try:
-        backend.teardown_gang(job_id, attempt)
+        gang_teardown(backend, job_id, attempt, range(ranks))
     except Exception:
         logger.exception("teardown of job %s attempt %s failed; the next cycle will retry", job_id, attempt)

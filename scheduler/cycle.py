@@ -35,6 +35,7 @@ from jobs.lifecycle import (
     job_time_out,
     job_wall_time_passed,
 )
+from jobs.logs import gang_teardown
 from jobs.models import Allocation, ClusterHealth, Job, Node
 from jobs.services import nodes_sync
 from jobs.states import ACTIVE_STATES, JobState
@@ -94,7 +95,7 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
             _charge_active(now)
             gangs = backend.observe_gangs()
             followed = _observe_active(backend, gangs, present, now, report)
-            _reconcile(backend, set(gangs) - followed, report)
+            _reconcile(backend, gangs, set(gangs) - followed, report)
         except ClusterUnavailable as exc:
             # Jobs stay queued and nothing is lost; the next cycle tries again.
             report.cluster_error = str(exc)
@@ -104,8 +105,8 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
         _record_health(now, "")
         decisions, stopped = _admit(now, report)
         # Preempted gangs get the grace period to checkpoint on SIGTERM.
-        for job_id, attempt in stopped:
-            backend.teardown_gang(job_id, attempt, grace_seconds=settings.MUSTER_PREEMPTION_GRACE_SECONDS)
+        for job_id, attempt, ranks in stopped:
+            gang_teardown(backend, job_id, attempt, range(ranks), grace_seconds=settings.MUSTER_PREEMPTION_GRACE_SECONDS)
         _launch(backend, decisions, now, report)
         report.seconds = time.monotonic() - started
         return report
@@ -166,8 +167,9 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
 
 
 def _ended(backend: ClusterBackend, job: Job, report: CycleReport) -> None:
-    """The job ended: its gang goes (an unreachable cluster stops the cycle here; the next one tears it down)."""
-    backend.teardown_gang(job.pk, job.attempt)
+    """The job ended: its output is kept and its gang goes (an unreachable cluster stops the cycle here; the next one
+    tears it down, as it does when the output could not be kept yet)."""
+    gang_teardown(backend, job.pk, job.attempt, range(job.nodes))
     report.ended[job.pk] = job.state
 
 
@@ -178,7 +180,7 @@ def _requeued(backend: ClusterBackend, job: Job, report: CycleReport) -> None:
 
 def _teardown_or_leave_to_reconcile(backend: ClusterBackend, job: Job) -> None:
     try:
-        backend.teardown_gang(job.pk, job.attempt)
+        gang_teardown(backend, job.pk, job.attempt, range(job.nodes))
     except ClusterUnavailable:
         # The attempt is no longer live, so reconciliation deletes what is left once the cluster answers.
         logger.warning("could not tear down job %s attempt %s now; reconciliation will", job.pk, job.attempt)
@@ -208,12 +210,15 @@ def _record_health(now: datetime, error: str) -> None:
     ClusterHealth.objects.filter(pk=1).update(last_cycle_at=now, reachable=not error, error=error, down_since=down_since)
 
 
-def _reconcile(backend: ClusterBackend, unfollowed: set[tuple[int, int]], report: CycleReport) -> None:
-    """Delete gangs the database does not account for (finished, cancelled or unknown jobs)."""
+def _reconcile(
+    backend: ClusterBackend, gangs: dict[tuple[int, int], list[PodStatus]], unfollowed: set[tuple[int, int]], report: CycleReport
+) -> None:
+    """Delete gangs the database does not account for (finished, cancelled or unknown jobs), their output kept first;
+    a gang whose output could not be kept yet stays for the next cycle's try."""
     live = set(Job.objects.filter(state__in=ACTIVE_STATES).values_list("id", "attempt"))
     for job_id, attempt in sorted(unfollowed - live):
-        backend.teardown_gang(job_id, attempt)
-        report.orphans_removed.append((job_id, attempt))
+        if gang_teardown(backend, job_id, attempt, sorted({pod.rank for pod in gangs[(job_id, attempt)]})):
+            report.orphans_removed.append((job_id, attempt))
 
 
 def _charge_active(now: datetime) -> None:
@@ -222,7 +227,7 @@ def _charge_active(now: datetime) -> None:
 
 
 @transaction.atomic
-def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[int, int]]]:
+def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[int, int, int]]]:
     """Carry out the policy's decisions. Each job's writes stand or fall alone.
 
     The snapshot is read before the writes, so a job may be cancelled, deleted or edited in
@@ -234,7 +239,7 @@ def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[in
     node_ids = dict(Node.objects.values_list("name", "id"))
     ids = [p.job_id for p in decisions.placements] + [p.job_id for p in decisions.preemptions]
     jobs = Job.objects.in_bulk(ids)
-    stopped: list[tuple[int, int]] = []
+    stopped: list[tuple[int, int, int]] = []
     for preemption in decisions.preemptions:
         gang = _unless_moved(preemption.job_id, jobs.get(preemption.job_id), partial(_preempted, preemption=preemption, now=now))
         if gang is not None:
@@ -262,9 +267,9 @@ def _unless_moved(job_id: int, job: Job | None, write: Callable[[Job], Written])
         return None
 
 
-def _preempted(job: Job, *, preemption: Preemption, now: datetime) -> tuple[int, int]:
+def _preempted(job: Job, *, preemption: Preemption, now: datetime) -> tuple[int, int, int]:
     job = job_preempt(job, reason=preemption.reason, for_job_id=preemption.for_job_id, now=now)
-    return job.pk, job.attempt
+    return job.pk, job.attempt, job.nodes
 
 
 def _placed(job: Job, *, placement: Placement, node_ids: dict[str, int], now: datetime) -> Job:

@@ -22,7 +22,7 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-"$BIN/gunicorn" config.wsgi --bind "$HOST:$PORT" --workers 2 --access-logfile - --log-level warning &
+"$BIN/gunicorn" config.wsgi --bind "$HOST:$PORT" --workers 2 --threads 8 --access-logfile - --log-level warning &
 pids+=($!)
 "$BIN/celery" -A config worker --loglevel WARNING --concurrency 1 --hostname "muster@%h" --without-gossip --without-mingle --without-heartbeat &
 pids+=($!)

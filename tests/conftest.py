@@ -60,6 +60,15 @@ def _own_lock_and_cache_per_xdist_worker(settings: Any, tmp_path_factory: pytest
 
 
 @pytest.fixture(autouse=True)
+def _job_logs_kept_per_test(settings: Any, tmp_path: Any) -> None:
+    # Kept output is named by job id, attempt and rank, which every test database numbers from 1.
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "joblogs": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(tmp_path / "joblogs")}},
+    }
+
+
+@pytest.fixture(autouse=True)
 def _no_rate_throttles(settings: Any) -> None:
     # Scenario tests submit hundreds of jobs as one user, and the rates' counts (in Redis in CI) outlive a test;
     # tests/accounts/test_accounts.py sets real rates where it tests them. Brute-force lockouts stay on everywhere.

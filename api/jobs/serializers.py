@@ -13,6 +13,7 @@ from api.telemetry.summary import TelemetrySummarySerializer
 from apikit.serializers import StrictSerializer
 from jobs import validators
 from jobs.arrays import ARRAY_SYNTAX, array_indices
+from jobs.logs import job_log_attempts
 from jobs.models import EstimateKind, Job, JobEvent, Node
 from jobs.selectors import job_assigned_nodes
 from policy.model import Priority
@@ -206,20 +207,30 @@ class JobSerializer(serializers.ModelSerializer):
         return priority_data(priority) if priority else None
 
 
+class LogAttemptSerializer(serializers.Serializer):
+    attempt = serializers.IntegerField()
+    ranks = serializers.ListField(child=serializers.IntegerField())
+
+
 class JobDetailSerializer(JobSerializer):
     events = JobEventSerializer(many=True, read_only=True)
+    attempts = serializers.SerializerMethodField(help_text="The attempts whose output can be read (`logs/?attempt=`), with their ranks.")
     telemetry_summary = serializers.SerializerMethodField(
         help_text="GPU and network summary of the job's stored runs; null until a run ends."
     )
 
     class Meta(JobSerializer.Meta):
-        fields = [*JobSerializer.Meta.fields, "env", "simulate", "events", "telemetry_summary"]
+        fields = [*JobSerializer.Meta.fields, "env", "simulate", "events", "attempts", "telemetry_summary"]
         read_only_fields = fields
 
     @extend_schema_field(TelemetrySummarySerializer(allow_null=True))
     def get_telemetry_summary(self, job: Job) -> dict[str, Any] | None:
         summary = job_telemetry_summary(job)
         return TelemetrySummarySerializer(summary).data if summary else None
+
+    @extend_schema_field(LogAttemptSerializer(many=True))
+    def get_attempts(self, job: Job) -> list[dict[str, object]]:
+        return job_log_attempts(job)
 
 
 class NodeSerializer(serializers.ModelSerializer):
@@ -274,8 +285,18 @@ def queue_summary(counts: QueueCounts) -> dict[str, Any]:
 
 
 class LogsQuerySerializer(StrictSerializer):
-    rank = serializers.IntegerField(min_value=0, default=0, help_text="Which rank's pod (0 is the master).")
-    tail = serializers.IntegerField(min_value=1, max_value=10_000, default=500, help_text="Last lines to return.")
+    rank = serializers.IntegerField(min_value=0, default=0, help_text="Which rank's output (0 is the master).")
+    attempt = serializers.IntegerField(
+        min_value=1, required=False, help_text="Which attempt (1 is the first); the latest by default. Ended attempts' output is kept."
+    )
+    tail = serializers.IntegerField(
+        min_value=1, max_value=100_000, required=False, help_text="Last lines to return: 500 by default, and all of it with follow."
+    )
+    follow = serializers.BooleanField(
+        default=False,
+        help_text="Stream the output as text/plain as it is written, until the attempt ends (or MUSTER_LOG_FOLLOW_SECONDS "
+        "pass: reconnect while the job runs). An ended attempt's output is sent whole, once.",
+    )
 
     def validate_rank(self, value: int) -> int:
         job = self.context["job"]
@@ -283,12 +304,30 @@ class LogsQuerySerializer(StrictSerializer):
             raise serializers.ValidationError(f"The job has {job.nodes} rank{'s' if job.nodes != 1 else ''}: 0 to {job.nodes - 1}.")
         return value
 
+    def validate_attempt(self, value: int) -> int:
+        job = self.context["job"]
+        if value > job.attempt:
+            raise serializers.ValidationError(f"The job has had {job.attempt} attempt{'s' if job.attempt != 1 else ''}.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "tail" not in attrs:
+            attrs["tail"] = None if attrs["follow"] else 500
+        return attrs
+
 
 class LogsSerializer(serializers.Serializer):
     job = serializers.IntegerField()
     attempt = serializers.IntegerField()
     rank = serializers.IntegerField()
     logs = serializers.CharField()
+    # A field named like DRF's Field.source: the metaclass takes it out of the class, which mypy cannot see.
+    source = serializers.ChoiceField(  # type: ignore[assignment]
+        choices=["live", "stored", "none"],
+        help_text="`live`: read from the running pod; `stored`: kept when the attempt ended; `none`: nothing to read.",
+    )
+    truncated = serializers.BooleanField(help_text="Only the last MUSTER_LOG_CAPTURE_BYTES of this output were kept.")
+    note = serializers.CharField(help_text="Why there is nothing, when it is known (e.g. the pod was gone before it was kept).")
 
 
 class JobArraySerializer(serializers.Serializer):

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import cast
 
 from django.db.models import QuerySet
+from django.http import StreamingHttpResponse
 from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -31,8 +33,10 @@ from api.jobs.serializers import (
 )
 from apikit.pagination import QueuePagination
 from apikit.viewsets import VisibleViewSet
+from jobs.errors import JobNotStarted
+from jobs.logs import job_logs, job_logs_follow
 from jobs.models import Job, Node
-from jobs.selectors import job_logs, jobs_visible_to, nodes_with_usage
+from jobs.selectors import jobs_visible_to, nodes_with_usage
 from jobs.services import job_cancel, job_submit, job_submit_array, job_submit_check
 from scheduler.queue import queue_counts, queue_entries, queue_jobs
 
@@ -118,16 +122,38 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         job = self.get_queryset().prefetch_related("events").get(pk=job.pk)
         return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data)
 
-    @extend_schema(parameters=[LogsQuerySerializer], responses={200: LogsSerializer, 409: None, 503: None})
+    @extend_schema(
+        parameters=[LogsQuerySerializer],
+        responses={(200, "application/json"): LogsSerializer, (200, "text/plain"): OpenApiTypes.STR, 409: None, 503: None},
+    )
     @action(detail=True, methods=["get"])
-    def logs(self, request: Request, pk: str | None = None) -> Response:
-        """A rank's pod logs of the job's latest attempt, read from the cluster."""
+    def logs(self, request: Request, pk: str | None = None) -> Response | StreamingHttpResponse:
+        """A rank's output of one attempt: live from the cluster while it runs, as kept when it ended; `follow` streams it."""
         job = self.get_object()
         query = LogsQuerySerializer(data=request.query_params.dict(), context={"job": job})
         query.is_valid(raise_exception=True)
-        rank, tail = query.validated_data["rank"], query.validated_data["tail"]
-        text = job_logs(job, rank=rank, tail=tail)
-        return Response({"job": job.pk, "attempt": job.attempt, "rank": rank, "logs": text})
+        rank, tail, attempt = query.validated_data["rank"], query.validated_data["tail"], query.validated_data.get("attempt")
+        if query.validated_data["follow"]:
+            if job.attempt == 0:
+                raise JobNotStarted(f"Job {job.pk} has not started yet: it has no logs.")
+            stream = job_logs_follow(job, rank=rank, tail=tail, attempt=attempt)
+            response = StreamingHttpResponse(stream, content_type="text/plain; charset=utf-8")
+            # Proxies must pass each piece on as it comes (nginx buffers otherwise).
+            response["X-Accel-Buffering"] = "no"
+            response["Cache-Control"] = "no-store"
+            return response
+        logs = job_logs(job, rank=rank, tail=tail, attempt=attempt)
+        return Response(
+            {
+                "job": job.pk,
+                "attempt": logs.attempt,
+                "rank": rank,
+                "logs": logs.text,
+                "source": logs.source,
+                "truncated": logs.truncated,
+                "note": logs.note,
+            }
+        )
 
 
 def _mark_replayed(response: Response, submitted: Submitted) -> Response:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
@@ -80,6 +81,18 @@ class PodStatus:
 DEADLINE_EXCEEDED = "DeadlineExceeded"
 
 
+@dataclass(frozen=True)
+class CapturedLog:
+    """The end of a rank's output: at most the bytes asked for, and whether earlier output was left out."""
+
+    data: bytes
+    truncated: bool
+
+    @classmethod
+    def of(cls, data: bytes, max_bytes: int) -> CapturedLog:
+        return cls(data[-max_bytes:], len(data) > max_bytes) if max_bytes > 0 else cls(b"", bool(data))
+
+
 class ClusterBackend(Protocol):
     #: True for the built-in simulated cluster; the UI says so plainly.
     simulated: bool
@@ -99,3 +112,9 @@ class ClusterBackend(Protocol):
 
     def read_logs(self, job_id: int, attempt: int, rank: int, tail: int | None = None) -> str:
         """The last `tail` lines a rank's pod wrote (all when None); empty when the pod is gone."""
+
+    def read_log_tail(self, job_id: int, attempt: int, rank: int, max_bytes: int) -> CapturedLog | None:
+        """The last `max_bytes` of a rank's output, to keep before its pod is deleted; None when the pod is gone."""
+
+    def follow_logs(self, job_id: int, attempt: int, rank: int, tail: int | None = None) -> Iterator[str]:
+        """A rank's output from its last `tail` lines on (all when None), as it is written, until its pod ends."""

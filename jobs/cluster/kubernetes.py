@@ -12,8 +12,9 @@ the server cannot be reached (connection errors, 5xx, 429) raises
 
 from __future__ import annotations
 
+import codecs
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -23,7 +24,17 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from jobs.cluster.base import DEADLINE_EXCEEDED, ClusterNode, ClusterUnavailable, GangSpec, PodPhase, PodStatus, gang_name, pod_name
+from jobs.cluster.base import (
+    DEADLINE_EXCEEDED,
+    CapturedLog,
+    ClusterNode,
+    ClusterUnavailable,
+    GangSpec,
+    PodPhase,
+    PodStatus,
+    gang_name,
+    pod_name,
+)
 from jobs.cluster.crd_manifests import (
     LABEL_ROLE,
     MPI_REPLICA_INDEX_LABEL,
@@ -52,6 +63,8 @@ from jobs.cluster.manifests import (
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+# Logs are read in pieces this size: a capture keeps only the end, a follow passes each piece on as it comes.
+LOG_CHUNK_BYTES = 64 * 1024
 
 # Pod creates in flight at once per launch; within urllib3's default pool of 10 connections per host.
 LAUNCH_CONCURRENCY = 8
@@ -315,25 +328,91 @@ class KubernetesCluster:
         )
         return list(listed.get("items") or [])
 
+    def _log_pod(self, job_id: int, attempt: int, rank: int) -> str | None:
+        """The pod whose log is the rank's output: its own, or for an MPIJob the launcher's (mpirun gathers every rank's there)."""
+        if self.options.launch_mode != LAUNCH_MPIJOB:
+            return pod_name(job_id, attempt, rank)
+        launchers = self._call(
+            "list launcher pods",
+            self.core.list_namespaced_pod,
+            self.options.namespace,
+            label_selector=f"{gang_selector(job_id, attempt)},{LABEL_ROLE}={ROLE_LAUNCHER}",
+        ).items
+        if not launchers:
+            return None
+        return str(max(launchers, key=lambda p: p.metadata.creation_timestamp).metadata.name)
+
     def read_logs(self, job_id: int, attempt: int, rank: int, tail: int | None = None) -> str:
-        """A rank's pod's log; for an MPIJob the launcher's, whatever the rank, since mpirun gathers every rank's output there."""
-        name = pod_name(job_id, attempt, rank)
-        if self.options.launch_mode == LAUNCH_MPIJOB:
-            launchers = self._call(
-                "list launcher pods",
-                self.core.list_namespaced_pod,
-                self.options.namespace,
-                label_selector=f"{gang_selector(job_id, attempt)},{LABEL_ROLE}={ROLE_LAUNCHER}",
-            ).items
-            if not launchers:
-                return ""
-            name = max(launchers, key=lambda p: p.metadata.creation_timestamp).metadata.name
+        name = self._log_pod(job_id, attempt, rank)
+        if name is None:
+            return ""
         try:
             return self._call("read logs", self.core.read_namespaced_pod_log, name, self.options.namespace, tail_lines=tail)
         except ApiException as exc:
-            if exc.status in (400, 404):
+            if exc.status in (400, 404):  # 400: the container has not started; 404: the pod is gone
                 return ""
             raise
+
+    def read_log_tail(self, job_id: int, attempt: int, rank: int, max_bytes: int) -> CapturedLog | None:
+        """Streams the log and keeps only its end, so a long log never sits whole in memory."""
+        name = self._log_pod(job_id, attempt, rank)
+        if name is None:
+            return None
+        try:
+            response = self._call("read logs", self.core.read_namespaced_pod_log, name, self.options.namespace, _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            if exc.status == 400:
+                return CapturedLog(b"", False)
+            raise
+        kept = bytearray()
+        cut = False
+        try:
+            for chunk in response.stream(LOG_CHUNK_BYTES):
+                kept += chunk
+                if len(kept) > 2 * max_bytes + LOG_CHUNK_BYTES:
+                    del kept[: len(kept) - max_bytes]
+                    cut = True
+        except HTTPError as exc:
+            raise ClusterUnavailable(f"Kubernetes API server dropped a log read of {name}: {exc}") from exc
+        finally:
+            response.release_conn()
+        captured = CapturedLog.of(bytes(kept), max_bytes)
+        return CapturedLog(captured.data, captured.truncated or cut)
+
+    def follow_logs(self, job_id: int, attempt: int, rank: int, tail: int | None = None) -> Iterator[str]:
+        name = self._log_pod(job_id, attempt, rank)
+        if name is None:
+            return
+        try:
+            # No read timeout of a request: a quiet training loop is not a dead connection. The stream ends with the pod.
+            response = self.core.read_namespaced_pod_log(
+                name,
+                self.options.namespace,
+                follow=True,
+                tail_lines=tail,
+                _preload_content=False,
+                _request_timeout=(self.request_timeout, settings.MUSTER_LOG_FOLLOW_SECONDS),
+            )
+        except ApiException as exc:
+            if exc.status in (400, 404):
+                return
+            raise
+        except Exception as exc:
+            if _unavailable(exc):
+                raise ClusterUnavailable(f"Kubernetes API server unreachable (follow logs): {exc}") from exc
+            raise
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        try:
+            for chunk in response.stream(LOG_CHUNK_BYTES):
+                text = decoder.decode(chunk)
+                if text:
+                    yield text
+        except HTTPError:
+            return  # the read timed out or the server closed the stream: the client reconnects if the job still runs
+        finally:
+            response.release_conn()
 
 
 class MissingCustomResource(RuntimeError):

@@ -8,7 +8,8 @@ simulated duration, then Succeeded or Failed by the job's simulated exit code.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -16,8 +17,13 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from jobs.cluster.base import ClusterNode, GangSpec, PodPhase, PodStatus
+from jobs.cluster.base import CapturedLog, ClusterNode, GangSpec, PodPhase, PodStatus
 from jobs.models import SimulatedPod
+
+# A simulated pod prints a line per this many seconds of run time, as a training loop logs its steps.
+LOG_STEP_SECONDS = 10
+STEPS_PER_LINE = 100
+FOLLOW_POLL_SECONDS = 1.0
 
 
 @dataclass
@@ -91,12 +97,44 @@ class SimulatedCluster:
         pod = SimulatedPod.objects.filter(job_id=job_id, attempt=attempt, rank=rank).first()
         if pod is None:
             return ""
-        status = self._status(pod, self.clock())
-        lines = [
-            f"[simulated cluster] no container runs: job {job_id} attempt {attempt} rank {rank} on {pod.node_name}",
-            f"[simulated cluster] pod is {status.phase.value}; simulated run time {pod.duration_seconds:g} s, exit code {pod.exit_code}",
-        ]
-        return "\n".join(lines[-tail:] if tail else lines) + "\n"
+        lines = self._log_lines(pod, self.clock())
+        return "".join(lines[-tail:] if tail else lines)
+
+    def read_log_tail(self, job_id: int, attempt: int, rank: int, max_bytes: int) -> CapturedLog | None:
+        pod = SimulatedPod.objects.filter(job_id=job_id, attempt=attempt, rank=rank).first()
+        if pod is None:
+            return None
+        return CapturedLog.of("".join(self._log_lines(pod, self.clock())).encode(), max_bytes)
+
+    def follow_logs(self, job_id: int, attempt: int, rank: int, tail: int | None = None) -> Iterator[str]:
+        sent = 0
+        while True:
+            pod = SimulatedPod.objects.filter(job_id=job_id, attempt=attempt, rank=rank).first()
+            if pod is None:
+                return
+            now = self.clock()
+            lines = self._log_lines(pod, now)
+            if sent == 0 and tail:
+                sent = max(0, len(lines) - tail)
+            if len(lines) > sent:
+                yield "".join(lines[sent:])
+                sent = len(lines)
+            if self._status(pod, now).phase in (PodPhase.SUCCEEDED, PodPhase.FAILED):
+                return
+            time.sleep(FOLLOW_POLL_SECONDS)
+
+    def _log_lines(self, pod: SimulatedPod, now: datetime) -> list[str]:
+        """What a training script might print: a start line, a step every LOG_STEP_SECONDS while it runs, how it ended."""
+        where = f"job {pod.job_id} attempt {pod.attempt} rank {pod.rank} on {pod.node_name}"
+        lines = [f"[simulated cluster] no container runs: {where}\n", f"$ {' '.join(pod.command)}\n"]
+        started = pod.created_at + timedelta(seconds=self.start_seconds)
+        ran = min((now - started).total_seconds(), pod.duration_seconds)
+        steps = int(ran // LOG_STEP_SECONDS) if ran > 0 else 0
+        lines += [f"step {k * STEPS_PER_LINE} ({k * LOG_STEP_SECONDS:g} s of {pod.duration_seconds:g} s)\n" for k in range(1, steps + 1)]
+        status = self._status(pod, now)
+        if status.phase in (PodPhase.SUCCEEDED, PodPhase.FAILED):
+            lines.append(f"[simulated cluster] exited with code {pod.exit_code} after {pod.duration_seconds:g} s\n")
+        return lines
 
     def _status(self, pod: SimulatedPod, now: datetime) -> PodStatus:
         started = pod.created_at + timedelta(seconds=self.start_seconds)

@@ -1,0 +1,157 @@
+"""Job output that outlives the pods: each rank's log kept per attempt before its gang is torn down, and read back.
+
+Every teardown goes through `gang_teardown`: capture first (the last `MUSTER_LOG_CAPTURE_BYTES` of each
+rank's output, into the `joblogs` storage), then delete the pods. A capture that fails leaves the gang
+standing for the next cycle's reconciliation, which calls `gang_teardown` again; after
+`MUSTER_LOG_CAPTURE_TRIES` failed tries the gang goes without it, so a teardown is never held for good.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.storage import storages
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from jobs.cluster import ClusterBackend, get_backend
+from jobs.errors import JobNotStarted
+from jobs.models import Job, JobLog
+from jobs.states import ACTIVE_STATES
+
+logger = logging.getLogger(__name__)
+
+GONE_NOTE = "The pod was gone before its output could be kept."
+
+
+def log_storage_name(job_id: int, attempt: int, rank: int) -> str:
+    return f"job-logs/{job_id}/{attempt}/{rank}.log"
+
+
+def _settled(row: JobLog) -> bool:
+    return row.captured_at is not None or row.tries >= settings.MUSTER_LOG_CAPTURE_TRIES
+
+
+def gang_logs_capture(backend: ClusterBackend, job_id: int, attempt: int, ranks: Iterable[int], *, now: datetime | None = None) -> bool:
+    """Keep each rank's output of one attempt; True once every rank is kept or given up on (the gang may go)."""
+    if not Job.objects.filter(pk=job_id).exists():
+        return True  # an unknown job's pods: nothing to keep them for
+    now = now or timezone.now()
+    rows = {row.rank: row for row in JobLog.objects.filter(job_id=job_id, attempt=attempt)}
+    settled = True
+    for rank in ranks:
+        row = rows.get(rank) or JobLog(job_id=job_id, attempt=attempt, rank=rank)
+        if _settled(row):
+            continue
+        try:
+            captured = backend.read_log_tail(job_id, attempt, rank, settings.MUSTER_LOG_CAPTURE_BYTES)
+        except Exception as exc:  # a capture must never take the cycle down: any failure is a try
+            row.tries += 1
+            row.error = str(exc)[:500]
+            logger.warning("keeping the output of job %s attempt %s rank %s failed (try %s): %s", job_id, attempt, rank, row.tries, exc)
+            _save(row)
+            settled = settled and _settled(row)
+            continue
+        if captured is None:
+            row.error = GONE_NOTE
+        else:
+            name = log_storage_name(job_id, attempt, rank)
+            storage = storages["joblogs"]
+            storage.delete(name)
+            row.name = storage.save(name, ContentFile(captured.data))
+            row.size = len(captured.data)
+            row.truncated = captured.truncated
+            row.error = ""
+        row.captured_at = now
+        _save(row)
+    return settled
+
+
+def _save(row: JobLog) -> None:
+    try:
+        with transaction.atomic():
+            row.save()
+    except IntegrityError:
+        # A cancel in the web process and a cycle captured the same rank at once: the first row stands.
+        logger.info("job %s attempt %s rank %s was kept by another process", row.job_id, row.attempt, row.rank)
+
+
+def gang_teardown(backend: ClusterBackend, job_id: int, attempt: int, ranks: Iterable[int], *, grace_seconds: int | None = None) -> bool:
+    """Keep the gang's output, then delete its pods; False (pods left for reconciliation) while a capture can still be retried."""
+    if not gang_logs_capture(backend, job_id, attempt, ranks):
+        return False
+    backend.teardown_gang(job_id, attempt, grace_seconds=grace_seconds)
+    return True
+
+
+@dataclass(frozen=True)
+class LogText:
+    text: str
+    attempt: int
+    # "live" (read from the cluster now), "stored" (kept when the attempt ended) or "none" (nothing to read).
+    source: str
+    truncated: bool = False
+    note: str = ""
+
+
+def _attempt_is_live(job: Job, attempt: int) -> bool:
+    return attempt == job.attempt and job.state in ACTIVE_STATES
+
+
+def _tail(text: str, tail: int | None) -> str:
+    if not tail:
+        return text
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[-tail:])
+
+
+def job_logs(job: Job, *, rank: int, tail: int | None, attempt: int | None = None, backend: ClusterBackend | None = None) -> LogText:
+    """One rank's output of one attempt (the latest by default): live while it runs, as kept once it ended.
+
+    Raises `JobNotStarted` before the first attempt and `ClusterUnavailable` when a live read finds the cluster away.
+    """
+    if job.attempt == 0:
+        raise JobNotStarted(f"Job {job.pk} has not started yet: it has no logs.")
+    attempt = attempt or job.attempt
+    if not _attempt_is_live(job, attempt):
+        row = JobLog.objects.filter(job=job, attempt=attempt, rank=rank).first()
+        if row is not None and row.name:
+            with storages["joblogs"].open(row.name, "rb") as stored:
+                text = stored.read().decode("utf-8", errors="replace")
+            return LogText(_tail(text, tail), attempt, "stored", row.truncated)
+        if row is not None and row.captured_at is not None:
+            return LogText("", attempt, "none", note=row.error)
+    # Live, or ended with its pods still waiting for the capture: the cluster has it.
+    text = (backend or get_backend()).read_logs(job.pk, attempt, rank, tail)
+    return LogText(text, attempt, "live" if text else "none")
+
+
+def job_logs_follow(
+    job: Job, *, rank: int, tail: int | None, attempt: int | None = None, backend: ClusterBackend | None = None
+) -> Iterator[str]:
+    """The output as it is written, while the attempt runs (for at most `MUSTER_LOG_FOLLOW_SECONDS`); an ended attempt's, once."""
+    attempt = attempt or job.attempt
+    if not _attempt_is_live(job, attempt):
+        yield job_logs(job, rank=rank, tail=tail, attempt=attempt, backend=backend).text
+        return
+    deadline = time.monotonic() + settings.MUSTER_LOG_FOLLOW_SECONDS
+    for chunk in (backend or get_backend()).follow_logs(job.pk, attempt, rank, tail):
+        yield chunk
+        if time.monotonic() > deadline:
+            return
+
+
+def job_log_attempts(job: Job) -> list[dict[str, object]]:
+    """The attempts whose output can be read, each with its ranks: kept ones, and the live one."""
+    kept: dict[int, list[int]] = {}
+    for attempt, rank in JobLog.objects.filter(job=job).exclude(name="").values_list("attempt", "rank").order_by("attempt", "rank"):
+        kept.setdefault(attempt, []).append(rank)
+    if job.attempt and (_attempt_is_live(job, job.attempt) or job.attempt not in kept):
+        kept.setdefault(job.attempt, list(range(job.nodes)))
+    return [{"attempt": attempt, "ranks": ranks} for attempt, ranks in sorted(kept.items())]
