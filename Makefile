@@ -42,12 +42,14 @@ clean:
 	rm -rf var .pytest_cache
 
 ## Benchmarks, one JSON line per case: the scheduler (benchmarks/bench_scheduler.py), a 32-node launch on the test cluster, the job page's telemetry,
-## and the reads of a queue of 1,000 and 20,000 pending jobs (benchmarks/bench_reads.py).
+## the reads of a queue of 1,000 and 20,000 pending jobs (benchmarks/bench_reads.py), and the API through a live gunicorn on
+## PostgreSQL (benchmarks/bench_api.py: submits with 10,000 pending, arrays, reads at 1,000 and 20,000, a cold page).
 bench: $(STAMP)
 	$(PY) -m benchmarks.bench_scheduler
 	$(PY) -m benchmarks.bench_launch
 	$(PY) -m benchmarks.bench_telemetry
 	$(PY) -m benchmarks.bench_reads
+	$(PY) -m benchmarks.bench_api
 
 ## The what-if replay benchmark (replay/bench.py): one JSON line per policy and offered load.
 replay: $(STAMP)

@@ -229,9 +229,10 @@ STORAGES = {
         if os.environ.get("MUSTER_LOGS_STORAGE_OPTIONS")
         else {"location": str(DATA_DIR / "joblogs")},
     },
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    # `collectstatic` (make run, the image) fingerprints and compresses them; pages then link names cached for a year.
+    "staticfiles": {"BACKEND": "config.static_storage.FingerprintedStaticStorage"},
 }
-# Serve static files straight from the apps in development and tests (no collectstatic needed).
+# Before any collectstatic (tests, a first runserver), serve static files straight from the apps.
 WHITENOISE_USE_FINDERS = True
 # Plotly's JavaScript comes from the installed plotly package (no CDN): a finder serves it and collectstatic copies it.
 STATICFILES_FINDERS = [

@@ -12,6 +12,8 @@ mkdir -p "$MUSTER_DATA_DIR"
 
 "$BIN/python" manage.py migrate --noinput -v 0
 "$BIN/python" manage.py muster_bootstrap
+# Fingerprinted, gzipped static files under $MUSTER_DATA_DIR/static: a page's scripts are cached for a year.
+"$BIN/python" manage.py collectstatic --noinput -v 0
 
 pids=()
 stop() {

@@ -61,7 +61,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     @extend_schema(
         request=JobSubmitSerializer,
         parameters=[IDEMPOTENCY_PARAMETER],
-        responses={201: JobDetailSerializer},
+        responses={201: JobDetailSerializer, 409: None},
         description="Queue a job. With an `Idempotency-Key`, a retry of the same request gets the same job (201, "
         "`Idempotent-Replayed: true`) and the same key with another body is a 409.",
     )
@@ -78,7 +78,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     @extend_schema(
         request=JobArraySubmitSerializer,
         parameters=[IDEMPOTENCY_PARAMETER],
-        responses={201: JobArraySerializer},
+        responses={201: JobArraySerializer, 409: None},
         description="Queue one job per index of `array` (`sbatch --array`'s syntax), in one transaction: all or none, "
         "checked once. Each element's pods find MUSTER_ARRAY_ID and MUSTER_ARRAY_INDEX in their environment.",
     )

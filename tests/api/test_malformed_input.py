@@ -82,6 +82,8 @@ def test_the_schema_documents_errors_and_strict_bodies(api) -> None:
     assert schema["components"]["schemas"]["PriorityClassEnum"]["enum"] == ["production", "normal", "preemptible"]
     cancel = schema["paths"]["/api/v1/jobs/{id}/cancel/"]["post"]["responses"]
     assert cancel["409"]["content"]["application/json"]["schema"]["$ref"] == "#/components/schemas/ErrorDetail"
+    for path in ("/api/v1/jobs/", "/api/v1/jobs/array/"):  # the same Idempotency-Key with another body
+        assert schema["paths"][path]["post"]["responses"]["409"]["content"]["application/json"]["schema"]["$ref"].endswith("ErrorDetail")
 
 
 def test_with_the_database_away_the_api_answers_json_503_and_pages_a_plain_503(tmp_path: Path) -> None:

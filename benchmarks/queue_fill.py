@@ -1,0 +1,73 @@
+"""A queue as a cycle leaves it, bulk-created for the benchmarks: pending jobs with their stored plan, and running jobs.
+
+Import after `django.setup()`: the benchmarks choose their database before Django reads its settings.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from django.utils import timezone
+
+from jobs.models import Allocation, EstimateKind, Job, JobEvent, Node
+from jobs.states import JobState
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+NODES, GPUS = 16, 8
+RESERVED, PLANNED = 8, 500
+SHAPES = [(1, 1), (1, 4), (1, 8), (2, 8), (4, 8), (16, 8)]
+
+
+def plan(position: int, now: Any) -> dict[str, Any]:
+    """What a cycle leaves on the job at `position`: a reservation for the first few, planned starts, then lower bounds."""
+    start = now + timedelta(minutes=10 + position)
+    fields: dict[str, Any] = {
+        "queue_position": position,
+        "priority": 10_000.0 - position,
+        "priority_factors": {"fair_share": [0.5, 500.0], "age": [0.1, 50.0], "class": [0.5, 5000.0], "size": [0.06, 6.0]},
+        "pending_reason_code": "NO_ROOM",
+        "pending_reason": "Needs 2 whole nodes with 8 GPUs; 0 are free.",
+        "estimated_start": start,
+    }
+    if position <= RESERVED:
+        nodes = [f"sim-node-{(2 * position + i) % NODES:03d}" for i in range(2)]
+        fields.update(estimate_kind=EstimateKind.RESERVED, reserved_nodes=nodes, reserved_start=start, promised_start=start)
+    else:
+        fields["estimate_kind"] = EstimateKind.PLANNED if position <= RESERVED + PLANNED else EstimateKind.AFTER
+    return fields
+
+
+def pending_job(owner: User, position: int, now: Any) -> Job:
+    nodes, gpus = SHAPES[position % len(SHAPES)]
+    return Job(
+        owner=owner, name=f"bench-{position}", image="busybox:1", command=["true"], nodes=nodes, gpus_per_node=gpus,
+        wall_time_seconds=3600, priority_class="normal", state=JobState.PENDING,
+        submitted_at=now - timedelta(seconds=100_000 - position), **plan(position, now),
+    )  # fmt: skip
+
+
+def add_pending(owners: list[User], first: int, last: int) -> None:
+    """Pending jobs at positions first..last, submitted oldest first, in bulk inserts."""
+    now = timezone.now()
+    jobs = (pending_job(owners[position % len(owners)], position, now) for position in range(first, last + 1))
+    Job.objects.bulk_create(jobs, batch_size=500)
+
+
+def add_running(owner: User) -> None:
+    """One 1 x 8 job on every node, running for an hour."""
+    now = timezone.now()
+    started = now - timedelta(hours=1)
+    for rank, node in enumerate(Node.objects.order_by("name")):
+        job = Job.objects.create(
+            owner=owner, name=f"running-{rank}", image="busybox:1", command=["true"], nodes=1, gpus_per_node=GPUS,
+            wall_time_seconds=7200, priority_class="normal", state=JobState.RUNNING, attempt=1,
+            submitted_at=started, scheduled_at=started, started_at=started,
+            over_quota=rank % 4 == 0,
+        )  # fmt: skip
+        Allocation.objects.create(job=job, node=node, attempt=1, rank=0, gpus=GPUS, allocated_at=started)
+        # The events a start writes: the job page finds its run (and its telemetry) in them.
+        JobEvent.objects.create(job=job, at=started, to_state=JobState.PENDING, reason="bench")
+        JobEvent.objects.create(job=job, at=started, from_state=JobState.PENDING, to_state=JobState.RUNNING, reason="bench", attempt=1)
