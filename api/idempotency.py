@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
@@ -38,6 +38,8 @@ IDEMPOTENCY_PARAMETER = OpenApiParameter(
 class Submitted:
     job_ids: list[int]
     replayed: bool
+    # The rows this request created, in hand (empty for a replay, which reads them back by id).
+    created: list[Job] = field(default_factory=list)
 
 
 def _fingerprint(request: Request) -> str:
@@ -72,7 +74,8 @@ def submit_once(request: Request, user: User, create: Callable[[], Sequence[Job]
     """
     key = _key(request)
     if key is None:
-        return Submitted(job_ids=[job.pk for job in create()], replayed=False)
+        jobs = list(create())
+        return Submitted(job_ids=[job.pk for job in jobs], replayed=False, created=jobs)
     fingerprint = _fingerprint(request)
     now = timezone.now()
     live_after = now - timedelta(seconds=settings.MUSTER_IDEMPOTENCY_KEY_SECONDS)
@@ -83,9 +86,10 @@ def submit_once(request: Request, user: User, create: Callable[[], Sequence[Job]
             previous = IdempotentSubmit.objects.filter(user=user, key=key).first()
             if previous is not None:
                 return _replay(previous, fingerprint)
-            job_ids = [job.pk for job in create()]
+            jobs = list(create())
+            job_ids = [job.pk for job in jobs]
             IdempotentSubmit.objects.create(user=user, key=key, fingerprint=fingerprint, job_ids=job_ids, created_at=now)
-            return Submitted(job_ids=job_ids, replayed=False)
+            return Submitted(job_ids=job_ids, replayed=False, created=jobs)
     except IntegrityError:
         previous = IdempotentSubmit.objects.filter(user=user, key=key).first()
         if previous is None:

@@ -24,7 +24,7 @@ from jobs.errors import JobFinished, JobNotStarted
 from jobs.logs import job_logs
 from jobs.models import Job
 from jobs.selectors import job_assigned_nodes, job_visible_to, jobs_visible_to
-from jobs.services import job_cancel, job_check_fits_cluster, job_submit, nodes_ensure_known
+from jobs.services import job_cancel, job_check_fits_cluster, job_submit
 from jobs.states import ACTIVE_STATES, JobState
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
 from telemetry.dashboard.page import dashboard_context
@@ -73,7 +73,6 @@ def job_new(request: AuthenticatedHttpRequest) -> HttpResponse:
 def _cluster_fit_errors(*, nodes: int, gpus_per_node: int) -> dict[str, list[str]]:
     """What `job_submit` would say about the job's size, asked early to show it with the other errors."""
     try:
-        nodes_ensure_known()
         job_check_fits_cluster(nodes=nodes, gpus_per_node=gpus_per_node)
     except DjangoValidationError as exc:
         return exc.message_dict

@@ -149,6 +149,8 @@ def job_logs_follow(
 
 def job_log_attempts(job: Job) -> list[dict[str, object]]:
     """The attempts whose output can be read, each with its ranks: kept ones, and the live one."""
+    if not job.attempt:  # never placed: no pod has written anything (and a submit's answer asks no query)
+        return []
     kept: dict[int, list[int]] = {}
     for attempt, rank in JobLog.objects.filter(job=job).exclude(name="").values_list("attempt", "rank").order_by("attempt", "rank"):
         kept.setdefault(attempt, []).append(rank)

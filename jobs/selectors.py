@@ -35,6 +35,8 @@ def job_visible_to(job: Job, user: User | AnonymousUser) -> bool:
 
 def job_assigned_nodes(job: Job) -> list[str]:
     """Node names of the job's latest attempt, by rank (uses prefetched allocations)."""
+    if not job.attempt:  # never placed
+        return []
     allocations = [a for a in job.allocations.all() if a.attempt == job.attempt]
     return [a.node.name for a in sorted(allocations, key=lambda a: a.rank)]
 

@@ -52,9 +52,16 @@ def nodes_ensure_known(*, backend: ClusterBackend | None = None) -> None:
         nodes_sync(cluster_nodes=(backend or get_backend()).list_nodes())
 
 
+def _node_sizes() -> list[int]:
+    return list(Node.objects.exclude(state=NodeState.GONE).values_list("gpus_total", flat=True))
+
+
 def job_check_fits_cluster(*, nodes: int, gpus_per_node: int) -> None:
     """Reject a job that could never run on this cluster, however empty it became."""
-    known = list(Node.objects.exclude(state=NodeState.GONE).values_list("gpus_total", flat=True))
+    known = _node_sizes()
+    if not known:  # no inventory yet (a submit before the first cycle): load it, one query in the usual case
+        nodes_ensure_known()
+        known = _node_sizes()
     largest = max(known, default=0)
     if gpus_per_node > largest:
         raise ValidationError({"gpus_per_node": [f"No node has {gpus_per_node} GPUs; the largest node has {largest}."]})
@@ -84,7 +91,6 @@ def job_submit_check(
 
     Raises ValidationError({field: [messages]}). A dry run (`POST /api/v1/jobs/validate/`) is this alone.
     """
-    nodes_ensure_known()
     job_check_fits_cluster(nodes=nodes, gpus_per_node=gpus_per_node)
     for check in job_hooks.submit_checks:
         check(

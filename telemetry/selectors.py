@@ -149,6 +149,8 @@ class RunReader:
 
 def job_telemetry_summary(job: Job) -> JobTelemetrySummary | None:
     """The job's stored summary; None until one of its runs has ended and been stored."""
+    if not job.attempt:  # never placed, so never ran
+        return None
     try:
         return job.telemetry_summary
     except JobTelemetrySummary.DoesNotExist:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from django.db.models import QuerySet
+from django.db.models import QuerySet, prefetch_related_objects
 from django.http import StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -70,7 +70,12 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         serializer.is_valid(raise_exception=True)
         owner = api_user(request)
         submitted = submit_once(request, owner, lambda: [job_submit(owner=owner, **serializer.validated_data)])
-        job = self.get_queryset().prefetch_related("events").get(pk=submitted.job_ids[0])
+        if submitted.created:
+            # The row just written, answered from memory: a new job has its one event and nothing else yet.
+            job = submitted.created[0]
+            prefetch_related_objects([job], "events")
+        else:
+            job = self.get_queryset().prefetch_related("events").get(pk=submitted.job_ids[0])
         response = Response(JobDetailSerializer(job, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED)
         response["Location"] = request.build_absolute_uri(reverse("job-detail", args=[job.pk]))
         return _mark_replayed(response, submitted)
