@@ -518,13 +518,42 @@ def test_node_inventory_follows_the_cluster(kube: KubeHarness) -> None:
 
 
 def test_logs_of_a_rank_come_from_the_api_server(api: APIClient, kube: KubeHarness, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("jobs.selectors.get_backend", lambda: kube.cluster)
+    monkeypatch.setattr("jobs.logs.get_backend", lambda: kube.cluster)
     job = submit(api, nodes=2, simulate={"duration_seconds": 600})
     kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
     body = api.get(f"/api/v1/jobs/{job['id']}/logs/", {"rank": 1, "tail": 2}).json()
     assert body["rank"] == 1 and body["attempt"] == 1
     expected = kube.core.read_namespaced_pod_log(f"{gang_name(job['id'], 1)}-1", kube.namespace, tail_lines=2)
     assert body["logs"] == expected and body["logs"].strip()
+
+
+def kept_logs(api: APIClient, job_id: int, rank: int, attempt: int) -> str:
+    body = api.get(f"/api/v1/jobs/{job_id}/logs/", {"rank": rank, "attempt": attempt}).json()
+    assert body["source"] == "stored" and body["attempt"] == attempt, body
+    return body["logs"]
+
+
+def test_a_failing_ranks_output_is_kept_through_its_retry_and_after_the_job_failed(api: APIClient, kube: KubeHarness) -> None:
+    job = submit(api, nodes=2, max_restarts=1, simulate={"duration_seconds": 2, "exit_code": 3})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.FAILED)
+    kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"])), timeout=30)
+    detail = api.get(f"/api/v1/jobs/{job['id']}/").json()
+    assert detail["attempts"] == [{"attempt": 1, "ranks": [0, 1]}, {"attempt": 2, "ranks": [0, 1]}]
+    for attempt in (1, 2):  # what the API server served for the pod, kept before the gang went
+        assert "muster-testcluster: simulated container output" in kept_logs(api, job["id"], rank=1, attempt=attempt)
+
+
+def test_a_preempted_jobs_output_is_kept_when_it_is_requeued(
+    api: APIClient, other_api: APIClient, kube: KubeHarness, settings: Any
+) -> None:
+    settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = 0
+    nodes = len(kube.cluster.list_nodes())
+    sweep = submit(api, nodes=nodes, gpus_per_node=8, priority_class="preemptible", simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(sweep["id"]) == JobState.RUNNING)
+    submit(other_api, nodes=2, gpus_per_node=8, priority_class="production", simulate={"duration_seconds": 60})
+    kube.cycle_until(lambda: state(sweep["id"]) == JobState.PENDING)
+    assert Job.objects.get(pk=sweep["id"]).attempt == 1
+    assert "muster-testcluster: simulated container output" in kept_logs(api, sweep["id"], rank=nodes - 1, attempt=1)
 
 
 # --- a process killed mid-launch -----------------------------------------------------------------
