@@ -15,6 +15,11 @@ class QueuePagination(Pagination):
     """The queue's pages also carry a summary of the whole queue (set by the view before paginating)."""
 
     summary: dict[str, Any] = {}
+    # The queue's length as the summary counted it (set by the view): `count` then costs no count of the queue.
+    total: int | None = None
+
+    def get_count(self, queryset: Any) -> int:
+        return self.total if self.total is not None else super().get_count(queryset)
 
     def get_paginated_response(self, data: Any) -> Response:
         response = super().get_paginated_response(data)

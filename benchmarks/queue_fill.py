@@ -8,10 +8,12 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from django.db.models import Count
 from django.utils import timezone
 
 from jobs.models import Allocation, EstimateKind, Job, JobEvent, Node
 from jobs.states import JobState
+from scheduler.plans import store_queue_summary
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -54,6 +56,8 @@ def add_pending(owners: list[User], first: int, last: int) -> None:
     now = timezone.now()
     jobs = (pending_job(owners[position % len(owners)], position, now) for position in range(first, last + 1))
     Job.objects.bulk_create(jobs, batch_size=500)
+    planned = Job.objects.filter(state=JobState.PENDING, queue_position__isnull=False).order_by()
+    store_queue_summary(dict(planned.values_list("pending_reason_code").annotate(n=Count("id"))))
 
 
 def add_running(owner: User) -> None:

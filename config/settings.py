@@ -172,6 +172,8 @@ DATABASES = {
         env="DATABASE_URL",
         default=f"sqlite:///{DATA_DIR / 'muster.sqlite3'}",
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
+        # A kept connection is checked before a request reuses it, so a restarted database costs no failed request.
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

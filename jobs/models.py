@@ -126,6 +126,9 @@ class Job(models.Model):
         indexes = [
             models.Index(fields=["state", "submitted_at"]),
             models.Index(fields=["owner", "state"]),
+            # Job lists, newest first (Meta.ordering): a page of everyone's jobs, or of one owner's, without sorting them all.
+            models.Index(fields=["-submitted_at", "-id"], name="job_newest_first"),
+            models.Index(fields=["owner", "-submitted_at", "-id"], name="job_owner_newest_first"),
             # The queue in the cycle's order (scheduler.queue.queue_jobs): a page of it without sorting every pending job.
             models.Index(fields=["queue_position", "submitted_at", "id"], condition=Q(state=JobState.PENDING), name="job_queue_order"),
         ]
@@ -251,6 +254,19 @@ class ClusterHealth(models.Model):
 
     def __str__(self) -> str:
         return "reachable" if self.reachable else f"unreachable since {self.down_since}: {self.error}"
+
+
+class PlannedQueue(models.Model):
+    """One row: how many jobs the last cycle left waiting, by reason, so the queue's summary reads one row, not the queue.
+
+    Jobs submitted or requeued since have no position yet; reads add them (scheduler.queue.queue_counts).
+    """
+
+    pending_by_reason = models.JSONField(default=dict)
+    planned_at = models.DateTimeField(null=True)
+
+    def __str__(self) -> str:
+        return f"{sum(self.pending_by_reason.values())} waiting at {self.planned_at}"
 
 
 class CycleCounter(models.Model):

@@ -11,7 +11,7 @@ same `UPDATE ... SET col = CASE id WHEN ... END` with one expression per column 
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -21,7 +21,7 @@ from django.db.models import Expression, Field
 from django.db.models.sql.compiler import SQLCompiler
 
 from jobs.lifecycle import fit_reason
-from jobs.models import Job
+from jobs.models import Job, PlannedQueue
 from jobs.states import JobState
 from policy.model import Priority, Reservation, Waiting
 
@@ -40,6 +40,7 @@ PLAN_FIELDS = (
 )
 _PRIORITY = PLAN_FIELDS.index("priority")
 _PROMISED = PLAN_FIELDS.index("promised_start")
+_REASON_CODE = PLAN_FIELDS.index("pending_reason_code")
 # A priority drifts every cycle (its age grows, decayed usage fades): it is rewritten once the total or a factor's
 # weighted part has moved by this much (the pages show one decimal), or with any other change of the job's plan.
 PRIORITY_DRIFT = 0.1
@@ -114,15 +115,25 @@ def store_plans(waiting: Sequence[Waiting], priorities: Mapping[int, Priority], 
     reserved = {r.job_id: r for r in reservations}
     stored = {row[0]: row[1:] for row in Job.objects.filter(state=JobState.PENDING).values_list("id", *PLAN_FIELDS)}
     changes: dict[tuple[str, ...], dict[int, tuple[Any, ...]]] = defaultdict(dict)
+    by_reason: Counter[str] = Counter()
     for wait in waiting:
         old = stored.get(wait.job_id)
         if old is None:
             continue  # placed, preempted, cancelled or deleted since the snapshot
         new = plan_row(wait, priorities.get(wait.job_id), reserved.get(wait.job_id), old[_PROMISED])
+        by_reason[new[_REASON_CODE]] += 1
         fields = changed_fields(old, new)
         if fields:
             changes[fields][wait.job_id] = new
+    store_queue_summary(by_reason)
     return sum(_write_by_pk(fields, rows) for fields, rows in changes.items())
+
+
+def store_queue_summary(by_reason: Mapping[str, int], now: datetime | None = None) -> None:
+    """The planned jobs counted by reason, for the queue's summary (scheduler.queue.queue_counts)."""
+    PlannedQueue.objects.update_or_create(
+        pk=1, defaults={"pending_by_reason": dict(sorted(by_reason.items())), "planned_at": now or datetime.now(UTC)}
+    )
 
 
 class _ValueByPk(Expression):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count, F, Q, QuerySet, Sum
 
-from jobs.models import Allocation, Job
+from jobs.models import Allocation, Job, PlannedQueue
 from jobs.states import ACTIVE_STATES, JobState
 from policy.model import Priority
 
@@ -73,11 +73,31 @@ def queue_jobs() -> QuerySet[Job]:
     )
 
 
+def pending_by_reason() -> dict[str, int]:
+    """Waiting jobs by reason: the last cycle's count of the jobs it planned (one row), and the jobs not planned since.
+
+    Jobs that the last cycle planned and that started or were cancelled since are counted until the next
+    cycle (a cancel or a start asks for one within seconds), as their positions are shown until then.
+    Before any cycle has counted, the pending jobs are counted by reason.
+    """
+    planned = PlannedQueue.objects.filter(pk=1).first()
+    if planned is None:
+        counted = Job.objects.filter(state=JobState.PENDING).order_by().values_list("pending_reason_code").annotate(n=Count("id"))
+        reasons: dict[str, int] = {}
+        for code, n in counted:
+            reasons[code or NEW_REASON] = reasons.get(code or NEW_REASON, 0) + n
+        return reasons
+    reasons = dict(planned.pending_by_reason)
+    # Index job_queue_order: the not-yet-planned jobs lead it (queue_position IS NULL), so this counts only them.
+    new = Job.objects.filter(state=JobState.PENDING, queue_position__isnull=True).count()
+    if new:
+        reasons[NEW_REASON] = reasons.get(NEW_REASON, 0) + new
+    return reasons
+
+
 def queue_counts() -> QueueCounts:
     """The summary of the queue: pending jobs by reason, running jobs and GPUs within and over quota."""
-    reasons: dict[str, int] = {}
-    for code, n in Job.objects.filter(state=JobState.PENDING).order_by().values_list("pending_reason_code").annotate(n=Count("id")):
-        reasons[code or NEW_REASON] = reasons.get(code or NEW_REASON, 0) + n
+    reasons = pending_by_reason()
     running = Job.objects.filter(state__in=ACTIVE_STATES).aggregate(total=Count("id"), over=Count("id", filter=Q(over_quota=True)))
     gpus_over = Allocation.objects.filter(released_at__isnull=True, job__state__in=ACTIVE_STATES, job__over_quota=True).aggregate(
         gpus=Sum("gpus")

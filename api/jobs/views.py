@@ -192,6 +192,7 @@ class QueueView(ListAPIView):
 
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         paginator = cast(QueuePagination, self.paginator)
-        paginator.summary = queue_summary(queue_counts())
+        counts = queue_counts()
+        paginator.summary, paginator.total = queue_summary(counts), counts.pending
         page = paginator.paginate_queryset(self.get_queryset(), request, view=self) or []
         return paginator.get_paginated_response(self.get_serializer(queue_entries(page), many=True).data)
