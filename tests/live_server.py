@@ -50,7 +50,20 @@ def start_gunicorn(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[byt
     """Serve the API with the given environment; returns the process and a client once it answers."""
     port = free_port()
     web = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "8", "--timeout", "60"],
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "config.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--threads",
+            "8",
+            "--timeout",
+            "60",
+        ],
         cwd=ROOT,
         env=env,
         stdout=log.open("wb"),
