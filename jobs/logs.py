@@ -100,6 +100,10 @@ class LogText:
     note: str = ""
 
 
+# How much of the end of a follow's text is kept to find where it stopped in the rank's kept output.
+FOLLOW_OVERLAP_CHARS = 4096
+
+
 def _attempt_is_live(job: Job, attempt: int) -> bool:
     return attempt == job.attempt and job.state in ACTIVE_STATES
 
@@ -111,6 +115,26 @@ def _tail(text: str, tail: int | None) -> str:
     return "".join(lines[-tail:])
 
 
+def _kept(job: Job, attempt: int, rank: int, tail: int | None) -> LogText | None:
+    """What was kept of an ended attempt's rank; None if its capture has not been tried yet."""
+    row = JobLog.objects.filter(job=job, attempt=attempt, rank=rank).first()
+    if row is not None and row.name:
+        with storages["joblogs"].open(row.name, "rb") as stored:
+            text = stored.read().decode("utf-8", errors="replace")
+        return LogText(_tail(text, tail), attempt, "stored", row.truncated)
+    if row is not None and row.captured_at is not None:
+        return LogText("", attempt, "none", note=row.error)
+    return None
+
+
+def _unsent(kept: str, sent_tail: str) -> str:
+    """What `kept` has after the text a follow last sent (its end, `sent_tail`); nothing if they cannot be aligned."""
+    if not sent_tail:
+        return kept
+    at = kept.rfind(sent_tail)
+    return kept[at + len(sent_tail) :] if at >= 0 else ""
+
+
 def job_logs(job: Job, *, rank: int, tail: int | None, attempt: int | None = None, backend: ClusterBackend | None = None) -> LogText:
     """One rank's output of one attempt (the latest by default): live while it runs, as kept once it ended.
 
@@ -119,14 +143,8 @@ def job_logs(job: Job, *, rank: int, tail: int | None, attempt: int | None = Non
     if job.attempt == 0:
         raise JobNotStarted(f"Job {job.pk} has not started yet: it has no logs.")
     attempt = attempt or job.attempt
-    if not _attempt_is_live(job, attempt):
-        row = JobLog.objects.filter(job=job, attempt=attempt, rank=rank).first()
-        if row is not None and row.name:
-            with storages["joblogs"].open(row.name, "rb") as stored:
-                text = stored.read().decode("utf-8", errors="replace")
-            return LogText(_tail(text, tail), attempt, "stored", row.truncated)
-        if row is not None and row.captured_at is not None:
-            return LogText("", attempt, "none", note=row.error)
+    if not _attempt_is_live(job, attempt) and (kept := _kept(job, attempt, rank, tail)) is not None:
+        return kept
     # Live, or ended with its pods still waiting for the capture: the cluster has it.
     text = (backend or get_backend()).read_logs(job.pk, attempt, rank, tail)
     return LogText(text, attempt, "live" if text else "none")
@@ -141,10 +159,19 @@ def job_logs_follow(
         yield job_logs(job, rank=rank, tail=tail, attempt=attempt, backend=backend).text
         return
     deadline = time.monotonic() + settings.MUSTER_LOG_FOLLOW_SECONDS
+    sent_tail = ""
     for chunk in (backend or get_backend()).follow_logs(job.pk, attempt, rank, tail):
         yield chunk
+        sent_tail = (sent_tail + chunk)[-FOLLOW_OVERLAP_CHARS:]
         if time.monotonic() > deadline:
             return
+    # The pods can go between two reads of the stream, with the last lines (how it ended) unsent; the
+    # teardown kept them first, so they are sent from what was kept.
+    kept = _kept(job, attempt, rank, tail=None)
+    if kept is not None and kept.text:
+        rest = _unsent(kept.text, sent_tail)
+        if rest:
+            yield rest
 
 
 def job_log_attempts(job: Job) -> list[dict[str, object]]:

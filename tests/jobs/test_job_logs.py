@@ -154,6 +154,20 @@ def test_follow_streams_a_running_attempt_until_it_ends(api: APIClient, submit: 
     assert "".join(chunks).endswith("exited with code 0 after 2 s\n")
 
 
+def test_a_follow_whose_pods_go_between_two_reads_still_sends_how_the_job_ended(api: APIClient, submit: Any, sim: Any) -> None:
+    job_id = submit(nodes=1, simulate={"duration_seconds": 600})["id"]
+    sim.clock.now = datetime.now(sim.clock.now.tzinfo)
+    sim.cycle()
+    stream = iter(api.get(f"{JOBS}{job_id}/logs/", {"follow": "true"}).streaming_content)
+    first = next(stream).decode()
+    assert first.startswith(f"[simulated cluster] no container runs: job {job_id} attempt 1 rank 0")
+    sim.advance(700)  # the job ends and its pod goes (output kept first) before the follow reads again
+    assert not SimulatedPod.objects.filter(job_id=job_id).exists()
+    rest = b"".join(stream).decode()
+    assert rest.endswith("exited with code 0 after 600 s\n") and "step 5900 (590 s of 600 s)" in rest
+    assert first + rest == logs(api, job_id, tail=100_000)["logs"], "every line once"
+
+
 def test_follow_of_an_ended_attempt_sends_its_kept_output_once(api: APIClient, submit: Any, sim: Any) -> None:
     job_id = submit(nodes=1, simulate={"duration_seconds": 20})["id"]
     assert api.get(f"{JOBS}{job_id}/logs/", {"follow": "true"}).status_code == 409
