@@ -1,0 +1,298 @@
+"""`muster`: Muster from a terminal, in Slurm's habits (sbatch, squeue --start, sprio, scancel, tail -f).
+
+Exit codes: 0 done, 1 the job waited for did not succeed, 2 a usage error, 3 the server cannot be reached
+or is unavailable (try again later), 4 no token or a token the server refuses, 5 the server refused the request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import textwrap
+from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
+
+from muster_client import commands
+from muster_client.errors import ApiError, AuthError, MusterError, Unreachable
+from muster_client.spec import WALL_TIME_FORMS, SpecError, parse_wall_time
+
+USAGE_ERROR, UNREACHABLE, AUTH, REFUSED = 2, 3, 4, 5
+
+DESCRIPTION = """\
+Submit and follow GPU jobs on a Muster cluster from a terminal.
+
+Start with `muster login URL`; the token is kept in ~/.config/muster/config.json
+(MUSTER_URL and MUSTER_TOKEN override it). Every read command takes --json.
+"""
+
+EPILOG = """\
+examples:
+  muster login http://muster.example:8000
+  muster submit job.yaml                      # like sbatch job.sh
+  muster submit -N 2 -G 8 -t 4h --image nvcr.io/nvidia/pytorch:24.05-py3 -- torchrun train.py
+  muster queue                                # like squeue --start
+  muster why 42                               # like sprio -j 42, with the pending reason
+  muster logs -f 42                           # like tail -f slurm-42.out
+  muster wait 42 && echo done
+
+exit codes: 0 ok, 1 the job waited for failed, 2 usage error, 3 server unreachable or unavailable,
+4 missing or refused token, 5 the server refused the request.
+Run `muster COMMAND --help` for each command's options and examples.
+"""
+
+
+def _wall_time(text: str) -> int:
+    try:
+        return parse_wall_time(text)
+    except SpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is negative")
+    return value
+
+
+def _common(json_output: bool) -> argparse.ArgumentParser:
+    """Options every subcommand takes, also after its name (`muster queue --url ...`)."""
+    common = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: a subcommand's unset option must not overwrite the same option given before the subcommand.
+    common.add_argument("--url", default=argparse.SUPPRESS, help="the server (default: MUSTER_URL, else the last `muster login`)")
+    common.add_argument("--token", default=argparse.SUPPRESS, help="an API token (default: MUSTER_TOKEN, else the stored one)")
+    if json_output:
+        common.add_argument("--json", action="store_true", help="print the API's JSON instead of a table, for scripts")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="muster",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[_common(False)],
+    )
+    parser.add_argument("--version", action="version", version=f"muster {_version()}")
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+
+    def command(
+        name: str, handler: Callable[[argparse.Namespace], int], summary: str, more: str, example: str, *, json_output: bool = True
+    ) -> argparse.ArgumentParser:
+        # `summary` is the command's line in `muster --help`; `muster NAME --help` adds `more` and examples.
+        p = sub.add_parser(
+            name,
+            help=summary,
+            description=textwrap.fill(f"{summary}. {more}", 88, break_on_hyphens=False) if more else f"{summary}.",
+            epilog=f"examples:\n{example}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            parents=[_common(json_output)],
+        )
+        p.set_defaults(handler=handler)
+        return p
+
+    p = command(
+        "login",
+        commands.login,
+        "Sign in and keep an API token for this server",
+        "Asks for your username and password (or takes --username and MUSTER_PASSWORD) and stores the token in "
+        "$XDG_CONFIG_HOME/muster/config.json (~/.config/muster), readable by you only. The server becomes the default.",
+        "  muster login http://muster.example:8000\n"
+        "  MUSTER_PASSWORD=... muster login --username ci-bot http://muster.example:8000   # in a script",
+        json_output=False,
+    )
+    p.add_argument("server", nargs="?", metavar="URL", help="the server, e.g. http://muster.example:8000")
+    p.add_argument("--username", "-u", help="your username (asked otherwise); the password comes from MUSTER_PASSWORD or is asked")
+
+    p = command(
+        "submit",
+        commands.submit,
+        "Queue a job from a YAML file and/or flags, like sbatch",
+        "Flags override the file. The YAML's keys are the API's fields: name, image, command (a list, or one "
+        "string split as a shell would), nodes, gpus_per_node, wall_time_seconds (seconds, or a wall time such "
+        "as 4h), env, priority_class, max_restarts, team, preemptible, simulate, array. Prints the job's id; "
+        "--json prints the job.",
+        "  muster submit job.yaml\n"
+        "  muster submit job.yaml -N 4 -t 12h                      # the file, with 4 nodes and 12 hours\n"
+        "  muster submit -N 2 -G 8 -t 4h --image nvcr.io/nvidia/pytorch:24.05-py3 -- torchrun --nproc-per-node 8 train.py\n"
+        "  muster submit sweep.yaml --array 0-99                   # 100 jobs; each reads MUSTER_ARRAY_INDEX\n"
+        "  muster submit job.yaml --dry-run                        # would it be accepted? nothing is queued\n\n"
+        "job.yaml:\n"
+        "  name: llama-ft\n"
+        "  image: nvcr.io/nvidia/pytorch:24.05-py3\n"
+        "  command: torchrun --nproc-per-node 8 train.py --lr 3e-4\n"
+        "  nodes: 2\n"
+        "  gpus_per_node: 8\n"
+        "  wall_time_seconds: 4h\n"
+        "  env: {WANDB_PROJECT: llama}",
+    )
+    p.add_argument("spec_file", nargs="?", metavar="job.yaml", help="the job's fields in YAML")
+    p.add_argument("-N", "--nodes", type=int, help="nodes (ranks), all started at once (default 1)")
+    p.add_argument("-G", "--gpus-per-node", type=int, help="GPUs on each node")
+    p.add_argument("-t", "--time", type=_wall_time, metavar="WALL_TIME", help=f"wall time: {WALL_TIME_FORMS}")
+    p.add_argument("--image", help="container image, e.g. nvcr.io/nvidia/pytorch:24.05-py3")
+    p.add_argument("-J", "--name", help="job name (default: the YAML file's name, else the command's)")
+    p.add_argument("--priority-class", help="production, normal or preemptible (the site's classes)")
+    p.add_argument("--max-restarts", type=_positive, help="restart a failed attempt up to this many times")
+    p.add_argument("--team", help="charge a team you belong to")
+    p.add_argument("--preemptible", action="store_true", help="may borrow idle GPUs beyond your quota; preempted first")
+    p.add_argument("-e", "--env", action="append", metavar="KEY=VALUE", help="an environment variable (repeat for more)")
+    p.add_argument("-a", "--array", metavar="INDICES", help="one job per index, Slurm's syntax: 0-99, 1,3,5-7, 0-98:2")
+    p.add_argument("--dry-run", action="store_true", help="print what would be submitted and whether it fits your limits; queue nothing")
+    p.add_argument("--idempotency-key", metavar="KEY", help="a key of your own (e.g. a CI run id): resending it never makes a second job")
+    p.add_argument("command", nargs="*", default=[], metavar="-- COMMAND", help="the command and its arguments, after --")
+
+    p = command(
+        "queue",
+        commands.queue,
+        "The pending queue with positions and expected starts, like squeue --start",
+        "In the order the scheduler considers it: position, priority, why each job waits and when it is "
+        "expected to start (by 14:05: reserved, starts by then; ~14:05: planned, moves if higher-priority work "
+        "arrives; after 14:05: not before then).",
+        "  muster queue\n  muster queue --user alice --limit 20\n  muster queue --json | jq '.results[0]'",
+    )
+    p.add_argument("-u", "--user", help="only this user's jobs")
+    p.add_argument("-n", "--limit", type=_positive, default=0, help="the first N entries (default: all)")
+
+    p = command(
+        "jobs",
+        commands.jobs,
+        "Your jobs, newest first, like sacct",
+        "An admin sees everyone's.",
+        "  muster jobs\n  muster jobs --state RUNNING,PENDING\n  muster jobs --since 1d --name sweep\n  muster jobs --array 42 --limit 0",
+    )
+    p.add_argument(
+        "-s",
+        "--state",
+        action="append",
+        help="PENDING, SCHEDULED, RUNNING, SUCCEEDED, FAILED, CANCELLED or TIMED_OUT (comma-separated or repeated)",
+    )
+    p.add_argument("--name", help="names containing this text")
+    p.add_argument("-S", "--since", help="submitted since: 2h or 3d ago, or a date/time (2026-11-01, 2026-11-01T09:00)")
+    p.add_argument("-E", "--until", help="submitted before: the same forms as --since")
+    p.add_argument("--array", type=int, metavar="ARRAY_ID", help="the elements of one array")
+    p.add_argument("-u", "--user", help="an owner's username (admins)")
+    p.add_argument("-n", "--limit", type=_positive, default=50, help="at most N jobs (default 50; 0: all)")
+
+    p = command(
+        "show",
+        commands.show,
+        "Everything about one job, like scontrol show job",
+        "State, placement, restarts, the attempts whose logs are kept, and its whole history.",
+        "  muster show 42",
+    )
+    p.add_argument("job_id", type=int, metavar="ID")
+
+    p = command(
+        "why",
+        commands.why,
+        "Why a job waits and what its priority is made of, like sprio",
+        "Its pending reason, place in the queue and expected start, and each priority factor's part, as the last "
+        "scheduling cycle computed them.",
+        "  muster why 42",
+    )
+    p.add_argument("job_id", type=int, metavar="ID")
+
+    p = command(
+        "logs",
+        commands.logs,
+        "A rank's output, live or kept, like tail -f",
+        "Read live while the attempt runs, and kept after it ends: every attempt's output stays readable.",
+        "  muster logs 42                  # rank 0 of the latest attempt\n"
+        "  muster logs 42 --rank 3 --attempt 1\n"
+        "  muster logs -f 42               # follow as it is written (waits for the job to start)",
+    )
+    p.add_argument("job_id", type=int, metavar="ID")
+    p.add_argument("-r", "--rank", type=_positive, default=0, help="which rank (default 0, the master)")
+    p.add_argument("-A", "--attempt", type=int, help="which attempt, 1 the first (default: the latest)")
+    p.add_argument("--tail", type=int, help="only the last N lines (default 500 without -f)")
+    p.add_argument("-f", "--follow", action="store_true", help="stream the output until the attempt ends")
+    p.add_argument("--poll", type=float, default=2.0, help=argparse.SUPPRESS)
+
+    p = command(
+        "wait",
+        commands.wait,
+        "Wait for a job to end; exit code 0 if it succeeded",
+        "Shows its state, queue position and ETA on stderr while it waits. Exits 0 if it SUCCEEDED and 1 if it "
+        "FAILED, was CANCELLED or TIMED_OUT.",
+        '  muster wait 42 && muster logs 42\n  id=$(muster submit job.yaml --json | jq .id) && muster wait "$id"',
+    )
+    p.add_argument("job_id", type=int, metavar="ID")
+    p.add_argument("--poll", type=float, default=2.0, metavar="SECONDS", help="seconds between looks (default 2)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+
+    p = command(
+        "cancel",
+        commands.cancel,
+        "Cancel jobs, like scancel",
+        "Pending jobs leave the queue; running ones are stopped (their output is kept).",
+        "  muster cancel 42 43 44",
+    )
+    p.add_argument("job_ids", type=int, nargs="+", metavar="ID")
+
+    command("usage", commands.usage, "Your limits and use this budget period, and your teams'", "", "  muster usage")
+    command("nodes", commands.nodes, "The cluster's nodes and free GPUs, like sinfo -N", "", "  muster nodes")
+    return parser
+
+
+def _version() -> str:
+    try:
+        return version("muster-client")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    # Everything after the first `--` is the job's command, kept whole (argparse would take its first word for job.yaml).
+    argv = list(argv)
+    if "--" not in argv:
+        return argv, []
+    at = argv.index("--")
+    return argv[:at], argv[at + 1 :]
+
+
+def fail(message: str) -> None:
+    print(f"muster: error: {message}", file=sys.stderr, flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    own, command = _split_command(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(own)
+    if command:
+        if args.handler is not commands.submit:
+            parser.error("only `muster submit` takes a command after --")
+        args.command = command
+    try:
+        return int(args.handler(args))
+    except SpecError as exc:
+        fail(str(exc))
+        return USAGE_ERROR
+    except Unreachable as exc:
+        fail(str(exc))
+        return UNREACHABLE
+    except AuthError as exc:
+        fail(str(exc))
+        return AUTH
+    except ApiError as exc:
+        fail(exc.message)
+        return UNREACHABLE if exc.status >= 500 else REFUSED
+    except MusterError as exc:
+        fail(str(exc))
+        return REFUSED
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `muster jobs | head`: the reader left. Say nothing, and keep Python's exit flush from failing on stdout too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

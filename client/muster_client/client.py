@@ -1,0 +1,327 @@
+"""A Python client for Muster's REST API (/api/v1/): what the `muster` command is built on.
+
+from muster_client import Client
+client = Client.login("http://muster:8000", "me", getpass())
+job = client.submit({"name": "sweep", "image": "...", "command": ["python", "train.py"],
+                     "nodes": 1, "gpus_per_node": 8, "wall_time_seconds": 3600})
+final = client.wait(job["id"])
+"""
+
+from __future__ import annotations
+
+import codecs
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+from urllib.parse import urljoin
+
+import requests
+
+from muster_client.errors import ApiError, AuthError, MusterError, Unreachable, error_message
+
+Job = dict[str, Any]
+JSON = dict[str, Any]
+
+API = "/api/v1/"
+TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"})
+# Holding GPUs: logs are live, `follow` streams.
+ACTIVE_STATES = frozenset({"SCHEDULED", "RUNNING"})
+# Answers a proxy or a restarting server gives: the request may not have reached Muster, so send it again.
+RETRY_STATUSES = frozenset({502, 503, 504})
+PAGE_SIZE = 500  # the API's largest page: fewest round trips
+STREAM_READ_TIMEOUT = 300.0
+
+
+def _reason(exc: requests.RequestException) -> str:
+    text = str(exc)
+    if isinstance(exc, requests.Timeout):
+        return "no answer in time"
+    if "Name or service not known" in text or "Failed to resolve" in text or "nodename nor servname" in text:
+        return "unknown host"
+    if "Connection refused" in text or "Errno 111" in text:
+        return "connection refused"
+    return exc.__class__.__name__
+
+
+def server_url(url: str) -> str:
+    """The server's base URL however it was given: `muster:8000`, `http://muster:8000/`, `.../api/v1`."""
+    url = url.strip().rstrip("/")
+    if "://" not in url:
+        url = f"http://{url}"
+    if url.endswith(API.rstrip("/")):
+        url = url[: -len(API.rstrip("/"))]
+    return url
+
+
+class Client:
+    """One server and one token. Every method raises `Unreachable`, `AuthError` or `ApiError` (all `MusterError`)."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retries: int = 3,
+        session: requests.Session | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.url = server_url(url)
+        self.token = token
+        self.timeout = timeout
+        self.retries = retries
+        self.session = session or requests.Session()
+        self._sleep = sleep
+        # Set by `login`: when the new token stops working (ISO 8601), or None if it never expires.
+        self.token_expires_at: str | None = None
+
+    @classmethod
+    def login(cls, url: str, username: str, password: str, *, timeout: float = 30.0) -> Client:
+        """Exchange a username and password for a new token (named for the day, expiring as the site says)."""
+        client = cls(url, timeout=timeout)
+        answer = client._object("POST", "auth/token/", json={"username": username, "password": password}, login=True)
+        if not isinstance(answer.get("token"), str):
+            raise MusterError(f"the server at {client.url} answered the login without a token")
+        client.token = answer["token"]
+        client.token_expires_at = answer.get("expires_at")
+        return client
+
+    # --- submitting -----------------------------------------------------------------------------
+
+    def submit(self, spec: Mapping[str, Any], *, idempotency_key: str | None = None) -> Job:
+        """Queue one job; returns it as the API does (`id`, `state`, ...).
+
+        Sent with an `Idempotency-Key` (a new UUID unless given), and sent again with the same key when the
+        connection fails or a proxy answers 502/503/504: the server makes the job once, however many tries.
+        """
+        return self._object("POST", "jobs/", json=dict(spec), retry_key=idempotency_key or str(uuid.uuid4()))
+
+    def submit_array(self, spec: Mapping[str, Any], array: str, *, idempotency_key: str | None = None) -> JSON:
+        """Queue one job per index of `array` (`0-99`, `1,3,5-7`, `0-98:2`) in one transaction.
+
+        Returns `{"array_id", "count", "jobs"}`; each element finds MUSTER_ARRAY_INDEX in its environment.
+        """
+        body = {**spec, "array": array}
+        return self._object("POST", "jobs/array/", json=body, retry_key=idempotency_key or str(uuid.uuid4()))
+
+    def validate(self, spec: Mapping[str, Any], array: str | None = None) -> JSON:
+        """A dry run of a submit: `{"valid": true, "count": n}` if it would be accepted now, else the submit's ApiError."""
+        body = {**spec, "array": array} if array is not None else dict(spec)
+        return self._object("POST", "jobs/validate/", json=body)
+
+    def cancel(self, job_id: int) -> Job:
+        """Cancel a job; ApiError 409 if it has already ended."""
+        return self._object("POST", f"jobs/{int(job_id)}/cancel/")
+
+    # --- reading --------------------------------------------------------------------------------
+
+    def job(self, job_id: int) -> Job:
+        return self._object("GET", f"jobs/{int(job_id)}/")
+
+    def jobs(self, **filters: Any) -> Iterator[Job]:
+        """Your jobs (an admin's: everyone's), newest first, every page: `state` (a name or a list), `name`, `team`,
+        `owner`, `array`, `submitted_after`, `submitted_before` (ISO 8601), `limit` (page size)."""
+        params = {key: value for key, value in filters.items() if value is not None}
+        params.setdefault("limit", PAGE_SIZE)
+        for page in self._pages("jobs/", params):
+            yield from page["results"]
+
+    def queue(self, *, max_entries: int | None = None) -> JSON:
+        """The pending queue as the last scheduling cycle ordered it: `{"count", "summary", "results"}`, every page
+        (or the first `max_entries`). Each entry has `position`, `priority`, `pending_reason`, `estimated_start`."""
+        results: list[JSON] = []
+        first: JSON = {}
+        limit = min(PAGE_SIZE, max_entries) if max_entries else PAGE_SIZE
+        for page in self._pages("queue/", {"limit": limit}):
+            first = first or page
+            results += page["results"]
+            if max_entries is not None and len(results) >= max_entries:
+                results = results[:max_entries]
+                break
+        return {"count": first.get("count", len(results)), "summary": first.get("summary", {}), "results": results}
+
+    def nodes(self) -> list[JSON]:
+        return [node for page in self._pages("nodes/", {"limit": PAGE_SIZE}) for node in page["results"]]
+
+    def usage(self) -> JSON:
+        """Your limits and usage now and this budget period, and each of your teams'."""
+        return self._object("GET", "usage/")
+
+    def logs(self, job_id: int, *, rank: int = 0, attempt: int | None = None, tail: int | None = None) -> JSON:
+        """One rank's output of one attempt (the latest by default): `{"logs", "attempt", "source", "note", ...}`."""
+        params = {"rank": rank, "attempt": attempt, "tail": tail}
+        return self._object("GET", f"jobs/{int(job_id)}/logs/", params={k: v for k, v in params.items() if v is not None})
+
+    def follow_logs(self, job_id: int, *, rank: int = 0, attempt: int | None = None) -> Iterator[str]:
+        """The output of one attempt as it is written, in chunks, until that attempt ends.
+
+        The server closes a follow after a while (MUSTER_LOG_FOLLOW_SECONDS); while the attempt still runs this
+        reconnects and skips what it already yielded, so the caller sees one unbroken stream.
+        """
+        attempt = attempt or self.job(job_id)["attempt"] or None
+        sent = 0
+        while True:
+            skip, before = sent, sent
+            params = {"rank": rank, "follow": "true", **({"attempt": attempt} if attempt else {})}
+            response = self._send("GET", f"jobs/{int(job_id)}/logs/", params=params, stream=True)
+            try:
+                with response:
+                    # Incremental: a character split across two chunks is decoded whole.
+                    decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
+                    for data in response.iter_content(chunk_size=None):
+                        chunk = decoder.decode(data)
+                        if skip:
+                            chunk, skip = chunk[skip:], max(0, skip - len(chunk))
+                        if chunk:
+                            sent += len(chunk)
+                            yield chunk
+            except requests.RequestException:
+                pass  # a dropped or silent stream: the job's state below says whether to reconnect
+            job = self.job(job_id)
+            if not (job["state"] in ACTIVE_STATES and job["attempt"] == (attempt or job["attempt"])):
+                return
+            if sent == before:
+                # The pods have ended but the cycle has not noticed yet: give it a moment before asking again.
+                self._sleep(1.0)
+
+    def wait(self, job_id: int, *, poll: float = 2.0, on_update: Callable[[Job], None] | None = None, patience: float = 300.0) -> Job:
+        """Poll until the job has ended (SUCCEEDED, FAILED, CANCELLED, TIMED_OUT); `on_update` sees every read.
+
+        A wait may last days: a server that is away or failing (a restart, a deploy) is asked again until it has
+        been so for `patience` seconds in a row, and only then is its error raised.
+        """
+        failing_since: float | None = None
+        while True:
+            try:
+                job = self.job(job_id)
+            except (Unreachable, ApiError) as exc:
+                if isinstance(exc, ApiError) and exc.status < 500:
+                    raise
+                failing_since = failing_since or time.monotonic()
+                if time.monotonic() - failing_since >= patience:
+                    raise
+                self._sleep(poll)
+                continue
+            failing_since = None
+            if on_update is not None:
+                on_update(job)
+            if job["state"] in TERMINAL_STATES:
+                return job
+            self._sleep(poll)
+
+    # --- the wire -------------------------------------------------------------------------------
+
+    def _pages(self, path: str, params: dict[str, Any]) -> Iterator[JSON]:
+        # DRF's `next` is an absolute URL carrying the filters and the offset.
+        page = self._object("GET", path, params=params)
+        yield page
+        while page.get("next"):
+            page = self._object("GET", page["next"])
+            yield page
+
+    def _object(self, method: str, path: str, **kwargs: Any) -> JSON:
+        value = self._call(method, path, **kwargs)
+        if not isinstance(value, dict):
+            raise MusterError(f"the server at {self.url} gave an unexpected answer to {method} {path}")
+        return value
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        retry_key: str | None = None,
+        login: bool = False,
+    ) -> Any:
+        headers = {"Idempotency-Key": retry_key} if retry_key else {}
+        tries = self.retries + 1 if retry_key else 1
+        for attempt in range(tries):
+            last = attempt == tries - 1
+            try:
+                response = self._send(method, path, params=params, json=json, headers=headers, login=login, retry=not last)
+            except _Retry as retry:
+                self._sleep(min(max(0.5 * 2**attempt, retry.after), 10.0))
+                continue
+            except Unreachable:
+                if last:
+                    raise
+                self._sleep(0.5 * 2**attempt)
+                continue
+            if not response.content:
+                return None
+            try:
+                return response.json()
+            except ValueError:
+                raise MusterError(f"{self.url} answered {method} {path} with something other than JSON: is it a Muster server?") from None
+        raise AssertionError("unreachable: the last try returns or raises")
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+        stream: bool = False,
+        login: bool = False,
+        retry: bool = False,
+    ) -> requests.Response:
+        url = path if "://" in path else urljoin(self.url + API, path)
+        all_headers = {"Accept": "application/json", **(headers or {})}
+        if self.token and not login:
+            all_headers["Authorization"] = f"Bearer {self.token}"
+        try:
+            # A stream may be quiet for minutes (a training step is slow): only connecting is bounded tightly.
+            timeout = (self.timeout, STREAM_READ_TIMEOUT) if stream else self.timeout
+            response = self.session.request(method, url, params=params, json=json, headers=all_headers, timeout=timeout, stream=stream)
+        except requests.RequestException as exc:
+            raise Unreachable(f"cannot reach the Muster server at {self.url} ({_reason(exc)})") from exc
+        if response.status_code < 400:
+            return response
+        if retry and response.status_code in RETRY_STATUSES:
+            raise _Retry(_retry_after(response))
+        raise _error(response, self.url, login=login)
+
+
+class _Retry(Exception):
+    def __init__(self, after: float) -> None:
+        self.after = after
+
+
+def _retry_after(response: requests.Response) -> float:
+    try:
+        return float(response.headers.get("Retry-After", "0"))
+    except ValueError:
+        return 0.0
+
+
+def _body(response: requests.Response) -> Any:
+    kind = response.headers.get("Content-Type", "")
+    if "json" in kind:
+        try:
+            return response.json()
+        except ValueError:
+            return None
+    # A proxy's HTML page says nothing a terminal line could use; plain text might.
+    return response.text[:500] if kind.startswith("text/plain") else None
+
+
+def _error(response: requests.Response, url: str, *, login: bool) -> MusterError:
+    status = response.status_code
+    body = _body(response)
+    message = error_message(status, body, response.reason or "")
+    if status == 401 and login:
+        return AuthError(message)
+    if status == 401:
+        return AuthError(f"token missing or expired ({message}) — run `muster login {url}`")
+    if status == 403:
+        return AuthError(f"not allowed: {message}")
+    if status >= 500:
+        return ApiError(status, f"the server at {url} failed the request: {message}", body)
+    if status == 429 and response.headers.get("Retry-After"):
+        message = f"{message} (retry after {response.headers['Retry-After']} s)"
+    return ApiError(status, message, body)

@@ -1,0 +1,322 @@
+"""What each `muster` subcommand does: read its arguments, call the client, print for a person or, with --json, for a script."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import itertools
+import json
+import os
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import yaml
+
+from muster_client import config, render
+from muster_client.client import TERMINAL_STATES, Client
+from muster_client.errors import ApiError, AuthError
+from muster_client.spec import SpecError, build_spec, load_spec_file, name_for, parse_env, parse_wall_time
+
+OK, JOB_FAILED, REFUSED = 0, 1, 5
+
+
+def out(text: str) -> None:
+    print(text, flush=True)
+
+
+def print_json(data: Any) -> None:
+    out(json.dumps(data, indent=2))
+
+
+def warn(text: str) -> None:
+    print(f"muster: {text}", file=sys.stderr, flush=True)
+
+
+def client_for(args: argparse.Namespace) -> Client:
+    """The client the flags, environment and config file point to; AuthError if there is no token for that server."""
+    settings = config.resolve(getattr(args, "url", None), getattr(args, "token", None))
+    if not settings.url:
+        raise AuthError("no server: run `muster login URL` (or set MUSTER_URL and MUSTER_TOKEN)")
+    if not settings.token:
+        raise AuthError(f"not logged in to {settings.url} — run `muster login {settings.url}`")
+    return Client(settings.url, settings.token)
+
+
+# --- login ----------------------------------------------------------------------------------------
+
+
+def login(args: argparse.Namespace) -> int:
+    url = args.server or getattr(args, "url", None) or os.environ.get("MUSTER_URL") or config.load().get("url")
+    if not url:
+        raise SpecError("give the server's URL: muster login http://muster.example:8000")
+    try:
+        username = args.username or input(f"Username [{_local_user()}]: ").strip() or _local_user()
+        password = os.environ.get("MUSTER_PASSWORD") or getpass.getpass(f"Password for {username}: ")
+    except EOFError:
+        raise SpecError("no terminal to ask on: give --username and set MUSTER_PASSWORD") from None
+    client = Client.login(url, username, password)
+    path = config.save_token(client.url, str(client.token), username=username, expires_at=client.token_expires_at)
+    expiry = f"; it expires {render.when(client.token_expires_at)}" if client.token_expires_at else ""
+    out(f"Logged in to {client.url} as {username}. Token saved in {path}{expiry}.")
+    return OK
+
+
+def _local_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # a container's user with no name: nothing to suggest
+        return ""
+
+
+# --- submit ---------------------------------------------------------------------------------------
+
+
+def _spec(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
+    try:
+        base = load_spec_file(args.spec_file) if args.spec_file else {}
+    except SpecError as exc:
+        if not args.spec_file.endswith((".yaml", ".yml")):
+            # `muster submit train.py`: a Slurm user's habit, where sbatch takes a script.
+            raise SpecError(f"{exc} (a command goes after --: muster submit -G 8 -t 1h --image IMAGE -- python train.py)") from exc
+        raise
+    overrides = {
+        "name": args.name,
+        "image": args.image,
+        "command": args.command or None,
+        "nodes": args.nodes,
+        "gpus_per_node": args.gpus_per_node,
+        "wall_time_seconds": args.time,
+        "priority_class": args.priority_class,
+        "max_restarts": args.max_restarts,
+        "team": args.team,
+        "preemptible": True if args.preemptible else None,
+        "env": parse_env(args.env or []),
+    }
+    spec = build_spec(base, overrides, fallback_name=name_for(args.spec_file, args.command or base.get("command")))
+    array = args.array or spec.pop("array", None)
+    return spec, str(array) if array is not None else None
+
+
+def submit(args: argparse.Namespace) -> int:
+    spec, array = _spec(args)
+    client = client_for(args)
+    if args.dry_run:
+        return _dry_run(client, spec, array, as_json=args.json)
+    if array is not None:
+        created = client.submit_array(spec, array, idempotency_key=args.idempotency_key)
+        if args.json:
+            print_json(created)
+        else:
+            ids, array_id = [job["id"] for job in created["jobs"]], created["array_id"]
+            out(f"Submitted array {array_id}: {created['count']} jobs, {ids[0]} to {ids[-1]} (muster jobs --array {array_id})")
+        return OK
+    job = client.submit(spec, idempotency_key=args.idempotency_key)
+    if args.json:
+        print_json(job)
+    else:
+        out(f"Submitted job {job['id']} ({job['name']}): {job['state']}")
+    return OK
+
+
+def _dry_run(client: Client, spec: dict[str, Any], array: str | None, *, as_json: bool) -> int:
+    shown = {**spec, **({"array": array} if array is not None else {})}
+    try:
+        answer = client.validate(spec, array)
+    except ApiError as exc:
+        if exc.status >= 500:
+            raise
+        if as_json:
+            print_json({"spec": shown, "valid": False, "errors": exc.body})
+        else:
+            out("Would submit:\n" + _indent(yaml.safe_dump(shown, sort_keys=False)))
+        raise ApiError(exc.status, f"it would be refused: {exc.message}", exc.body) from exc
+    if as_json:
+        print_json({"spec": shown, **answer})
+        return OK
+    count = answer.get("count", 1)
+    out("Would submit:\n" + _indent(yaml.safe_dump(shown, sort_keys=False)))
+    out(f"It fits the cluster and your limits: {count} job{'s' if count != 1 else ''} would be queued. Nothing was submitted.")
+    return OK
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  {line}" for line in text.rstrip().splitlines())
+
+
+# --- reading --------------------------------------------------------------------------------------
+
+
+def queue(args: argparse.Namespace) -> int:
+    data = client_for(args).queue(max_entries=args.limit or None)
+    if args.user:
+        data["results"] = [entry for entry in data["results"] if entry["owner"] == args.user]
+    if args.json:
+        print_json(data)
+    else:
+        out(render.queue_table(data))
+    return OK
+
+
+def parse_since(text: str, *, now: datetime | None = None) -> str:
+    """`2h`, `3d` (that long ago) or an ISO 8601 date or time (local unless it says its zone), as ISO 8601."""
+    refused = SpecError(f"'{text}' is neither a date (2026-11-01, 2026-11-01T09:00) nor a span ago (2h, 3d).")
+    try:
+        # Python 3.10's fromisoformat does not read a trailing Z.
+        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        if text[-1:].isdigit():  # a bare number is minutes for -t, but means nothing as a time
+            raise refused from None
+        try:
+            return ((now or datetime.now(timezone.utc)) - timedelta(seconds=parse_wall_time(text))).isoformat()
+        except SpecError:
+            raise refused from None
+    return (moment if moment.tzinfo else moment.astimezone()).isoformat()
+
+
+def jobs(args: argparse.Namespace) -> int:
+    states = [s.strip().upper() for value in args.state or [] for s in value.split(",") if s.strip()]
+    filters = {
+        "state": states or None,
+        "name": args.name,
+        "array": args.array,
+        "owner": args.user,
+        "submitted_after": parse_since(args.since) if args.since else None,
+        "submitted_before": parse_since(args.until) if args.until else None,
+        "limit": min(args.limit, 500) if args.limit else None,  # the page size: no more rows fetched than shown
+    }
+    found = client_for(args).jobs(**filters)
+    rows = list(itertools.islice(found, args.limit) if args.limit else found)
+    if args.json:
+        print_json(rows)
+    else:
+        out(render.jobs_table(rows))
+    return OK
+
+
+def show(args: argparse.Namespace) -> int:
+    job = client_for(args).job(args.job_id)
+    if args.json:
+        print_json(job)
+    else:
+        out("\n".join(render.job_lines(job)))
+    return OK
+
+
+WHY_FIELDS = ("id", "name", "state", "state_reason", "pending_reason", "queue_position", "priority", "estimated_start", "estimate_kind")
+
+
+def why(args: argparse.Namespace) -> int:
+    job = client_for(args).job(args.job_id)
+    if args.json:
+        print_json({key: job.get(key) for key in WHY_FIELDS})
+    else:
+        out("\n".join(render.why_lines(job)))
+    return OK
+
+
+def logs(args: argparse.Namespace) -> int:
+    client = client_for(args)
+    if args.follow:
+        return _follow(client, args)
+    answer = client.logs(args.job_id, rank=args.rank, attempt=args.attempt, tail=args.tail)
+    if args.json:
+        print_json(answer)
+        return OK
+    sys.stdout.write(answer["logs"])
+    sys.stdout.flush()
+    if not answer["logs"]:
+        warn(
+            f"no output for job {args.job_id} attempt {answer['attempt']} rank {args.rank}"
+            + (f": {answer['note']}" if answer.get("note") else "")
+        )
+    return OK
+
+
+def _follow(client: Client, args: argparse.Namespace) -> int:
+    job = client.job(args.job_id)
+    if job["attempt"] == 0 and job["state"] not in TERMINAL_STATES:
+        # `muster submit ... && muster logs -f ID` should just work: wait for the job to start.
+        warn(f"job {job['id']} is {job['state']}: waiting for it to start (Ctrl-C stops waiting)")
+        while job["attempt"] == 0 and job["state"] not in TERMINAL_STATES:
+            time.sleep(args.poll)
+            job = client.job(args.job_id)
+    if job["attempt"] == 0:
+        warn(f"job {job['id']} ended {job['state']} without starting: it has no output")
+        return OK
+    for chunk in client.follow_logs(args.job_id, rank=args.rank, attempt=args.attempt):
+        sys.stdout.write(chunk)
+        sys.stdout.flush()
+    return OK
+
+
+def wait(args: argparse.Namespace) -> int:
+    client = client_for(args)
+    live = sys.stderr.isatty()
+    last: tuple[Any, ...] | None = None
+
+    def progress(job: dict[str, Any]) -> None:
+        nonlocal last
+        if args.quiet or job["state"] in TERMINAL_STATES:
+            return
+        line = render.progress_line(job)
+        if live:
+            sys.stderr.write(f"\r\033[K{line}")
+            sys.stderr.flush()
+            last = ()
+            return
+        # Not a terminal (a CI log): a new line when the job moves, not for every tick of its clocks.
+        moved = (job["state"], job.get("queue_position"), render.reason(job), job.get("attempt"))
+        if moved != last:
+            print(line, file=sys.stderr, flush=True)
+            last = moved
+
+    final = client.wait(args.job_id, poll=args.poll, on_update=progress)
+    if live and last is not None:
+        sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+    if args.json:
+        print_json(final)
+    else:
+        exit_code = f" (exit code {final['exit_code']})" if final.get("exit_code") is not None else ""
+        reason = f": {final['state_reason']}" if final.get("state_reason") and final["state"] != "SUCCEEDED" else ""
+        out(f"Job {final['id']} {final['state']}{exit_code} after {render.elapsed(final)}{reason}")
+    return OK if final["state"] == "SUCCEEDED" else JOB_FAILED
+
+
+def cancel(args: argparse.Namespace) -> int:
+    client = client_for(args)
+    status = OK
+    for job_id in args.job_ids:
+        try:
+            job = client.cancel(job_id)
+        except ApiError as exc:
+            if exc.status >= 500:
+                raise
+            print(f"muster: error: job {job_id}: {exc.message}", file=sys.stderr, flush=True)
+            status = REFUSED
+            continue
+        if args.json:
+            print_json(job)
+        else:
+            out(f"Cancelled job {job['id']} ({job['name']})")
+    return status
+
+
+def usage(args: argparse.Namespace) -> int:
+    summary = client_for(args).usage()
+    if args.json:
+        print_json(summary)
+    else:
+        out(render.usage_text(summary))
+    return OK
+
+
+def nodes(args: argparse.Namespace) -> int:
+    found = client_for(args).nodes()
+    if args.json:
+        print_json(found)
+    else:
+        out(render.nodes_text(found))
+    return OK

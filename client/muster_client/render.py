@@ -1,0 +1,234 @@
+"""How the CLI shows the API's answers to a person: aligned tables and `key: value` lines, times in local time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from muster_client.spec import format_duration
+
+JSON = dict[str, Any]
+
+# What an estimated start means, in the words `squeue --start` readers expect.
+ESTIMATE_PREFIX = {"reserved": "by ", "planned": "~", "after": "after "}
+
+
+def parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    # Python 3.10's fromisoformat does not read a trailing Z.
+    parsed = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def when(value: str | None, *, now: datetime | None = None) -> str:
+    """A time in the local zone: `14:05` today, `2026-11-26 14:05` another day, `-` for none."""
+    moment = parse_time(value)
+    if moment is None:
+        return "-"
+    local = moment.astimezone()
+    today = (now or datetime.now(timezone.utc)).astimezone().date()
+    return local.strftime("%H:%M:%S" if local.date() == today else "%Y-%m-%d %H:%M")
+
+
+def until(value: str | None, *, now: datetime | None = None) -> str:
+    """`in 12m`, `3m ago`, or `-`."""
+    moment = parse_time(value)
+    if moment is None:
+        return "-"
+    seconds = (moment - (now or datetime.now(timezone.utc))).total_seconds()
+    return f"in {format_duration(seconds)}" if seconds >= 0 else f"{format_duration(-seconds)} ago"
+
+
+def expected_start(entry: JSON) -> str:
+    if not entry.get("estimated_start"):
+        return "unknown"
+    return f"{ESTIMATE_PREFIX.get(entry.get('estimate_kind') or '', '')}{when(entry['estimated_start'])}"
+
+
+def cut(value: Any, width: int) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """Columns as wide as their widest cell, two spaces apart, like squeue's."""
+    cells = [[str(h) for h in headers], *[["-" if c is None else str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    return "\n".join("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in cells)
+
+
+def shape(job: JSON) -> str:
+    return f"{job['nodes']}x{job['gpus_per_node']}"
+
+
+def reason(job: JSON) -> str:
+    pending = job.get("pending_reason") or {}
+    return str(pending.get("code") or pending.get("message") or "-")
+
+
+def queue_table(queue: JSON) -> str:
+    rows = [
+        (
+            e["id"],
+            cut(e["name"], 24),
+            e["owner"],
+            shape(e),
+            e["position"] if e["position"] is not None else "new",
+            f"{e['priority']['total']:.0f}" if e.get("priority") else "-",
+            cut(reason(e), 24),
+            expected_start(e),
+        )
+        for e in queue["results"]
+    ]
+    text = table(["ID", "NAME", "USER", "NODESxGPUS", "POS", "PRIORITY", "REASON", "START"], rows)
+    summary = queue.get("summary") or {}
+    by_reason = ", ".join(f"{code} {n}" for code, n in sorted((summary.get("pending_by_reason") or {}).items()))
+    footer = f"{summary.get('pending', queue.get('count', len(rows)))} pending" + (f" ({by_reason})" if by_reason else "")
+    return f"{text}\n{footer}"
+
+
+def elapsed(job: JSON, *, now: datetime | None = None) -> str:
+    started = parse_time(job.get("started_at"))
+    if started is None:
+        return "-"
+    end = parse_time(job.get("finished_at")) or now or datetime.now(timezone.utc)
+    return format_duration((end - started).total_seconds())
+
+
+def jobs_table(jobs: Iterable[JSON]) -> str:
+    rows = [
+        (j["id"], cut(j["name"], 28), j["state"], shape(j), when(j["submitted_at"]), elapsed(j), j.get("exit_code"), j.get("array_index"))
+        for j in jobs
+    ]
+    return table(["ID", "NAME", "STATE", "NODESxGPUS", "SUBMITTED", "ELAPSED", "EXIT", "INDEX"], rows)
+
+
+def job_lines(job: JSON) -> list[str]:
+    """`scontrol show job`: one `key: value` per line."""
+    fields: list[tuple[str, Any]] = [
+        ("id", job["id"]),
+        ("name", job["name"]),
+        ("owner", job["owner"] + (f" (team {job['team']})" if job.get("team") else "")),
+        ("state", job["state"] + (f": {job['state_reason']}" if job.get("state_reason") else "")),
+    ]
+    if job["state"] == "PENDING":
+        fields += [
+            ("reason", (job.get("pending_reason") or {}).get("message") or "-"),
+            ("position", job.get("queue_position") if job.get("queue_position") is not None else "not planned yet"),
+            ("priority", f"{job['priority']['total']:.1f}" if job.get("priority") else "-"),
+            ("expected start", expected_start(job)),
+        ]
+    fields += [
+        ("image", job["image"]),
+        ("command", " ".join(job["command"])),
+        ("nodes x gpus", f"{shape(job)} ({job['gpus']} GPUs)"),
+        ("wall time", format_duration(job["wall_time_seconds"])),
+        ("priority class", job["priority_class"] + (" (preemptible)" if job.get("preemptible") else "")),
+        ("attempt", f"{job['attempt']} (restarts {job['restarts']} of {job['max_restarts']})"),
+        ("exit code", job.get("exit_code")),
+        ("nodes", ", ".join(job.get("assigned_nodes") or []) or "-"),
+        ("submitted", when(job.get("submitted_at"))),
+        ("started", when(job.get("started_at"))),
+        ("finished", when(job.get("finished_at"))),
+        ("elapsed", elapsed(job)),
+    ]
+    if job.get("array_id") is not None:
+        fields.append(("array", f"{job['array_id']} index {job['array_index']}"))
+    if job.get("env"):
+        fields.append(("env", " ".join(f"{k}={v}" for k, v in sorted(job["env"].items()))))
+    if job.get("attempts"):
+        fields.append(("logs", "; ".join(f"attempt {a['attempt']}: ranks {_ranks(a['ranks'])}" for a in job["attempts"])))
+    lines = [f"{key:<15} {'-' if value is None else value}" for key, value in fields]
+    if job.get("events"):
+        lines.append("history")
+        lines += [
+            f"  {when(e['at'])}  {e['from_state'] or '-':>9} -> {e['to_state']:<9}  {e.get('reason') or ''}".rstrip() for e in job["events"]
+        ]
+    return lines
+
+
+def _ranks(ranks: Sequence[int]) -> str:
+    return (
+        f"{ranks[0]}-{ranks[-1]}" if len(ranks) > 1 and list(ranks) == list(range(ranks[0], ranks[-1] + 1)) else ",".join(map(str, ranks))
+    )
+
+
+def why_lines(job: JSON) -> list[str]:
+    """`sprio` and squeue's reason for one job: why it waits, where it stands, what its priority is made of."""
+    head = f"Job {job['id']} ({job['name']}) is {job['state']}"
+    if job["state"] in ("SCHEDULED", "RUNNING"):
+        nodes = ", ".join(job.get("assigned_nodes") or []) or "its nodes"
+        return [f"{head} on {nodes} since {when(job.get('started_at') or job.get('scheduled_at'))}: not waiting."]
+    if job["state"] != "PENDING":
+        return [head + (f": {job['state_reason']}" if job.get("state_reason") else ".")]
+    pending = job.get("pending_reason") or {}
+    message = pending.get("message") or "not yet considered by a scheduling cycle"
+    lines = [f"{head}: {message}" + (f" [{pending['code']}]" if pending.get("code") else "")]
+    position = job.get("queue_position")
+    if position is not None:
+        lines.append(f"Position {position} in the queue.")
+    else:
+        lines.append("Not planned yet: the next scheduling cycle places it in the queue.")
+    start = expected_start(job)
+    if job.get("estimated_start"):
+        start += f" ({until(job['estimated_start'])}; {job['estimate_kind']})"
+    lines.append(f"Expected start: {start}")
+    priority = job.get("priority")
+    if priority:
+        lines.append(f"Priority {priority['total']:.1f} (highest runs first), the sum of:")
+        factors = sorted(priority["factors"].items(), key=lambda item: -item[1]["weighted"])
+        rows = [(name, f"{f['value']:.4f}", f"{f['weighted']:.1f}") for name, f in factors]
+        lines += ["  " + row for row in table(["FACTOR", "VALUE", "WEIGHTED"], rows).splitlines()]
+    return lines
+
+
+def progress_line(job: JSON, *, now: datetime | None = None) -> str:
+    """One line for `muster wait`: state, place in the queue and ETA while pending; elapsed against the wall time once running."""
+    text = f"job {job['id']} {job['state']}"
+    if job["state"] == "PENDING":
+        position = job.get("queue_position")
+        text += f"  position {position if position is not None else 'new'}  reason {reason(job)}"
+        if job.get("estimated_start"):
+            text += f"  ETA {expected_start(job)} ({until(job['estimated_start'], now=now)})"
+    elif job["state"] in ("SCHEDULED", "RUNNING"):
+        if job["state"] == "RUNNING":
+            text += f"  {elapsed(job, now=now)} of {format_duration(job['wall_time_seconds'])}"
+        nodes = job.get("assigned_nodes") or []
+        if nodes:
+            text += f"  on {nodes[0]}" + (f" +{len(nodes) - 1}" if len(nodes) > 1 else "")
+    if job.get("attempt", 0) > 1:
+        text += f"  attempt {job['attempt']}"
+    return text
+
+
+def _limit(value: Any, unit: str = "") -> str:
+    return "unlimited" if value is None else f"{value:g}{unit}" if isinstance(value, float) else f"{value}{unit}"
+
+
+def usage_text(summary: JSON) -> str:
+    accounts = [summary["user"], *summary.get("teams", [])]
+    rows = [
+        (
+            f"{a['account']} {a['name']}",
+            f"{a['usage']['gpus_in_use']}/{_limit(a['max_gpus'])}",
+            f"{a['usage']['node_hours_used']:.2f}",
+            _limit(a["node_hours_per_period"]),
+            "-" if a["usage"]["node_hours_left"] is None else f"{a['usage']['node_hours_left']:.2f}",
+            f"{a['usage']['gpu_hours_used']:.2f}",
+            "unlimited" if a["max_wall_time_seconds"] is None else format_duration(a["max_wall_time_seconds"]),
+            _limit(a["max_node_hours_per_job"]),
+        )
+        for a in accounts
+    ]
+    head = f"Budget period {when(summary['period_start'])} to {when(summary['period_end'])}"
+    headers = ["ACCOUNT", "GPUS NOW/MAX", "NODE-H USED", "NODE-H BUDGET", "LEFT", "GPU-H USED", "MAX WALL", "MAX NODE-H/JOB"]
+    return f"{head}\n{table(headers, rows)}"
+
+
+def nodes_text(nodes: Sequence[JSON]) -> str:
+    rows = [(n["name"], n["rack"], n["state"], f"{n['gpus_free']}/{n['gpus_total']}", n["gpu_model"]) for n in nodes]
+    free = sum(n["gpus_free"] for n in nodes if n["state"] == "READY")
+    total = sum(n["gpus_total"] for n in nodes)
+    return f"{table(['NODE', 'RACK', 'STATE', 'GPUS FREE', 'MODEL'], rows)}\n{len(nodes)} nodes, {free} of {total} GPUs free"

@@ -1,0 +1,143 @@
+"""A job spec from a YAML file and command-line flags, and Slurm's ways of writing a wall time."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# Slurm's --time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S.
+_SLURM_TIME = re.compile(r"(?:(?P<days>\d+)-)?(?P<rest>\d+(?::\d+){0,2})")
+# Units, as people write them: 4h, 90m, 1h30m, 2d, 45s.
+_UNITS = re.compile(r"(?:(?P<d>\d+)d)?(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+)s)?")
+WALL_TIME_FORMS = "4h, 90m, 1h30m, 2d, 90 (minutes, as Slurm), 1:30:00, 2-00:00:00"
+
+
+class SpecError(ValueError):
+    """A job spec the CLI cannot make sense of (before any server sees it)."""
+
+
+def parse_wall_time(text: str) -> int:
+    """Seconds in a wall time written as Slurm's `--time` takes it, or with units: `4h`, `90m`, `1:30:00`, `2-00:00:00`.
+
+    A bare number is minutes, as in Slurm.
+    """
+    value = text.strip().lower()
+    seconds = _slurm_seconds(value) if not value or value[-1].isdigit() else _unit_seconds(value)
+    if seconds is None:
+        raise SpecError(f"'{text}' is not a wall time; write it as {WALL_TIME_FORMS}.")
+    if seconds <= 0:
+        raise SpecError(f"A wall time must be longer than zero; got '{text}'.")
+    return seconds
+
+
+def _slurm_seconds(value: str) -> int | None:
+    match = _SLURM_TIME.fullmatch(value)
+    if match is None:
+        return None
+    parts = [int(p) for p in match["rest"].split(":")]
+    if match["days"] is not None:
+        # After a day count, the fields are hours[:minutes[:seconds]].
+        hours, minutes, seconds = [*parts, 0, 0][:3]
+        return ((int(match["days"]) * 24 + hours) * 60 + minutes) * 60 + seconds
+    if len(parts) == 1:
+        return parts[0] * 60
+    if len(parts) == 2:
+        return parts[0] * 60 + parts[1]
+    return (parts[0] * 60 + parts[1]) * 60 + parts[2]
+
+
+def _unit_seconds(value: str) -> int | None:
+    match = _UNITS.fullmatch(value.replace(" ", ""))
+    if match is None or not any(match.groupdict().values()):
+        return None
+    d, h, m, s = (int(match[k] or 0) for k in "dhms")
+    return ((d * 24 + h) * 60 + m) * 60 + s
+
+
+def format_duration(seconds: float | None) -> str:
+    """`1h30m`, `2d4h`, `2m5s`, `45s`: the shortest way to read a span."""
+    if seconds is None:
+        return "-"
+    total = max(0, round(seconds))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    # Seconds matter under an hour (a short run, a close ETA), not beyond.
+    parts = [(days, "d"), (hours, "h"), (minutes, "m")] + ([(secs, "s")] if total < 3600 else [])
+    text = "".join(f"{n}{unit}" for n, unit in parts if n)
+    return text or "0s"
+
+
+def load_spec_file(path: str) -> dict[str, Any]:
+    """A job spec in YAML whose keys are the API's fields (`name`, `image`, `command`, `nodes`, ...)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise SpecError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 1})" if where is not None else ""
+        raise SpecError(f"{path} is not valid YAML{line}: {getattr(exc, 'problem', None) or exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SpecError(f"{path} must be a mapping of the job's fields (name: ..., image: ..., nodes: ...).")
+    return {str(key): value for key, value in data.items()}
+
+
+def build_spec(base: Mapping[str, Any], overrides: Mapping[str, Any], *, fallback_name: str | None = None) -> dict[str, Any]:
+    """The file's fields with the flags' on top (a flag left unset keeps the file's value).
+
+    Conveniences over the API's own shape: `command` may be one string (split as a shell would),
+    `wall_time_seconds` may be written as a wall time (`4h`), env values may be numbers, and the name defaults
+    to `fallback_name`; `nodes` defaults to 1, as in Slurm.
+    """
+    spec = dict(base)
+    spec.update({key: value for key, value in overrides.items() if value is not None and key != "env"})
+    if overrides.get("env"):
+        # --env adds to the file's environment (and wins over the same name there).
+        spec["env"] = {**(spec.get("env") or {}), **overrides["env"]}
+    if isinstance(spec.get("command"), str):
+        spec["command"] = shlex.split(spec["command"])
+    if isinstance(spec.get("wall_time_seconds"), str):
+        spec["wall_time_seconds"] = parse_wall_time(spec["wall_time_seconds"])
+    if "env" in spec and isinstance(spec["env"], dict):
+        # YAML reads `SEED: 1` as a number; the API takes strings.
+        spec["env"] = {str(key): _env_value(value) for key, value in spec["env"].items()}
+    if not spec.get("name") and fallback_name:
+        spec["name"] = fallback_name
+    spec.setdefault("nodes", 1)
+    return spec
+
+
+def _env_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def name_for(spec_file: str | None, command: list[str] | None) -> str | None:
+    """Slurm names a job after its script: the YAML file's stem, else the command's program."""
+    if spec_file:
+        return Path(spec_file).stem[:100]
+    if command:
+        return Path(command[0]).name[:100] or None
+    return None
+
+
+def parse_env(pairs: list[str]) -> dict[str, str]:
+    """`--env KEY=VALUE` flags as a mapping."""
+    env: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SpecError(f"--env takes KEY=VALUE; got '{pair}'.")
+        env[key] = value
+    return env

@@ -1,0 +1,90 @@
+"""The `muster` command without a server: usage errors, a missing token and an unreachable server, each its exit code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from muster_client import cli, config
+
+from tests.live_server import free_port
+
+
+@pytest.fixture(autouse=True)
+def _own_config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    for name in ("MUSTER_URL", "MUSTER_TOKEN", "MUSTER_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as exc:  # argparse's own errors and --help
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_every_command_has_help_with_an_example(capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("login", "submit", "queue", "jobs", "show", "why", "logs", "wait", "cancel", "usage", "nodes"):
+        code, out, _ = run(capsys, name, "--help")
+        assert code == 0
+        assert f"examples:\n  muster {name}" in out
+
+
+def test_a_bad_wall_time_is_a_usage_error_naming_the_forms(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "submit", "-t", "4x", "--", "python", "train.py")
+    assert code == 2
+    assert "'4x' is not a wall time; write it as 4h, 90m" in err
+
+
+def test_without_a_login_a_command_says_to_log_in(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "queue")
+    assert (code, out) == (4, "")
+    assert err == "muster: error: no server: run `muster login URL` (or set MUSTER_URL and MUSTER_TOKEN)\n"
+    code, _, err = run(capsys, "--url", "http://muster.test:8000", "jobs")
+    assert code == 4
+    assert err == "muster: error: not logged in to http://muster.test:8000 — run `muster login http://muster.test:8000`\n"
+
+
+def test_a_server_that_is_not_there_exits_3_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    config.save_token(url, "secret")
+    code, out, err = run(capsys, "show", "1")
+    assert (code, out) == (3, "")
+    assert err == f"muster: error: cannot reach the Muster server at {url} (connection refused)\n"
+
+
+def test_a_missing_spec_file_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    config.save_token("http://muster.test:8000", "secret")
+    code, _, err = run(capsys, "submit", str(tmp_path / "nope.yaml"))
+    assert code == 2
+    assert err.startswith("muster: error: cannot read ") and "nope.yaml: No such file or directory" in err
+
+
+def test_only_submit_takes_a_command(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "queue", "--", "python")
+    assert code == 2
+    assert "only `muster submit` takes a command after --" in err
+
+
+def test_a_script_given_as_the_spec_file_says_where_a_command_goes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    config.save_token("http://muster.test:8000", "secret")
+    script = tmp_path / "train.py"
+    script.write_text("import torch\nprint('hi')\n")
+    code, _, err = run(capsys, "submit", str(script))
+    assert code == 2
+    assert err.endswith(
+        "must be a mapping of the job's fields (name: ..., image: ..., nodes: ...). (a command goes after --: "
+        "muster submit -G 8 -t 1h --image IMAGE -- python train.py)\n"
+    )
+
+
+def test_login_without_a_terminal_says_how_a_script_logs_in(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_terminal(prompt: str = "") -> str:
+        raise EOFError
+
+    monkeypatch.setattr("builtins.input", no_terminal)
+    code, _, err = run(capsys, "login", "http://muster.test:8000")
+    assert (code, err) == (2, "muster: error: no terminal to ask on: give --username and set MUSTER_PASSWORD\n")

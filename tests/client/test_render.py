@@ -1,0 +1,37 @@
+"""What a person reads: the progress line of `muster wait`, the queue's estimates, tables."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from muster_client import render
+
+NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+
+
+def job(**fields: Any) -> dict[str, Any]:
+    base = {"id": 42, "state": "PENDING", "queue_position": 3, "pending_reason": {"code": "NO_ROOM", "message": "..."}, "attempt": 0}
+    return {**base, "wall_time_seconds": 3600, "estimated_start": None, "estimate_kind": "", **fields}
+
+
+def test_the_wait_line_gives_a_pending_jobs_place_reason_and_eta() -> None:
+    line = render.progress_line(job(estimated_start="2026-11-25T12:12:00Z", estimate_kind="reserved"), now=NOW)
+    assert line.startswith("job 42 PENDING  position 3  reason NO_ROOM  ETA by ")
+    assert line.endswith("(in 12m)")
+    assert render.progress_line(job(queue_position=None), now=NOW) == "job 42 PENDING  position new  reason NO_ROOM"
+
+
+def test_the_wait_line_gives_a_running_jobs_time_against_its_wall_time_and_nodes() -> None:
+    running = job(state="RUNNING", started_at="2026-11-25T11:58:30+00:00", assigned_nodes=["n1", "n2", "n3"], attempt=2)
+    assert render.progress_line(running, now=NOW) == "job 42 RUNNING  1m30s of 1h  on n1 +2  attempt 2"
+
+
+def test_estimates_say_what_kind_they_are() -> None:
+    assert render.expected_start(job(estimated_start="2026-11-25T12:12:00Z", estimate_kind="planned")).startswith("~")
+    assert render.expected_start(job(estimated_start="2026-11-25T12:12:00Z", estimate_kind="after")).startswith("after ")
+    assert render.expected_start(job()) == "unknown"
+
+
+def test_tables_align_their_columns() -> None:
+    assert render.table(["ID", "NAME"], [(1, "a-long-name"), (100, None)]).splitlines() == ["ID   NAME", "1    a-long-name", "100  -"]
