@@ -11,7 +11,7 @@ Prints one JSON line per case; seconds are wall-clock per request as the client 
   reads_growth         each read's p50 and p99 at 20,000 over the same at 1,000 (flat is ~1)
   submits_{C}_clients  with 10,000 pending, C clients submitting as fast as they can: submits/s, p50/p99
   array_1000           one POST /api/v1/jobs/array/ of 1,000 jobs: seconds (median of 3)
-  page_cold_cache      a running job's page in Chromium with an empty cache (MUSTER_CHROMIUM), then again with
+  page_cold_cache      a running job's page in Chromium with an empty cache (BENCH_CHROMIUM), then again with
                        what that visit cached: seconds to the HTML, the first paint of the page's content,
                        DOMContentLoaded, the load event and every chart drawn, and bytes over the wire (medians of 5)
 
@@ -261,13 +261,13 @@ def page_visit(context: Any, url: str) -> dict[str, float]:
 
 def page_cold_cache(server: Server, owner: Any) -> dict[str, Any]:
     """A running job's page (its telemetry charts too) as a first visit, Chromium with an empty cache; then a second visit."""
-    chromium = os.environ.get("MUSTER_CHROMIUM", "/usr/bin/chromium")
+    chromium = os.environ.get("BENCH_CHROMIUM", "/usr/bin/chromium")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         return {"name": "page_cold_cache", "skipped": "needs playwright"}
     if not os.access(chromium, os.X_OK):
-        return {"name": "page_cold_cache", "skipped": f"needs Chromium at {chromium} (MUSTER_CHROMIUM)"}
+        return {"name": "page_cold_cache", "skipped": f"needs Chromium at {chromium} (BENCH_CHROMIUM)"}
     job = Job.objects.filter(state=JobState.RUNNING, owner=owner).first()
     assert job is not None
     url = f"{server.base}/jobs/{job.pk}/"

@@ -91,6 +91,7 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
         report = CycleReport(ran=True)
         try:
             backend = backend or get_backend()
+            backend.prepare()
             present = {n.name for n in nodes_sync(cluster_nodes=backend.list_nodes())}
             _charge_active(now)
             gangs = backend.observe_gangs()
@@ -331,7 +332,10 @@ def _launch(backend: ClusterBackend, decisions: Decisions, now: datetime, report
         try:
             backend.launch_gang(spec)
         except Exception as exc:
-            logger.exception("launch of job %s attempt %s failed", job.pk, job.attempt)
+            if isinstance(exc, ClusterUnavailable):  # expected, and its message says what to do: no traceback
+                logger.warning("launch of job %s attempt %s failed: %s", job.pk, job.attempt, exc)
+            else:
+                logger.exception("launch of job %s attempt %s failed", job.pk, job.attempt)
             report.launch_failed.append(job.pk)
             try:
                 transient = isinstance(exc, ClusterUnavailable)

@@ -97,6 +97,10 @@ class ClusterBackend(Protocol):
     #: True for the built-in simulated cluster; the UI says so plainly.
     simulated: bool
 
+    def prepare(self) -> None:
+        """Make sure the cluster can take gangs (its namespace exists), once per process; raises ClusterUnavailable
+        saying what to do when it cannot, so jobs wait and the pages show why."""
+
     def list_nodes(self) -> list[ClusterNode]: ...
 
     def launch_gang(self, spec: GangSpec) -> None:

@@ -62,6 +62,17 @@ from jobs.cluster.manifests import (
 )
 
 logger = logging.getLogger(__name__)
+# Namespaces this process has found or made: `prepare` asks the API server once, not every cycle.
+_NAMESPACES_SEEN: set[str] = set()
+
+
+def namespace_missing(namespace: str) -> str:
+    return (
+        f"The namespace {namespace!r} for jobs does not exist and Muster may not create it: run "
+        f"`kubectl create namespace {namespace}` (or set MUSTER_K8S_NAMESPACE to an existing namespace)."
+    )
+
+
 T = TypeVar("T")
 # Logs are read in pieces this size: a capture keeps only the end, a follow passes each piece on as it comes.
 LOG_CHUNK_BYTES = 64 * 1024
@@ -151,6 +162,48 @@ class KubernetesCluster:
                 raise ClusterUnavailable(f"Kubernetes API server unreachable ({what}): {exc}") from exc
             raise
 
+    # --- the namespace ---------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Create the jobs' namespace if it is missing and Muster may, and check Muster may create pods there; else
+        say exactly what to do (ClusterUnavailable: jobs wait, the pages show the message)."""
+        namespace = self.options.namespace
+        if namespace in _NAMESPACES_SEEN:
+            return
+        try:
+            self._call("read namespace", self.core.read_namespace, namespace)
+        except ApiException as exc:
+            # 403: a role in the namespace cannot read Namespace objects (the shipped RBAC); the review below says
+            # whether it may start pods there, which it cannot where the namespace is missing.
+            if exc.status == 404:
+                self._create_namespace(namespace)
+            elif exc.status != 403:
+                raise
+        self._check_may_launch(namespace)
+        _NAMESPACES_SEEN.add(namespace)
+
+    def _check_may_launch(self, namespace: str) -> None:
+        # Any signed-in identity may ask what it may do: without pods to create, no gang starts.
+        review = {"spec": {"resourceAttributes": {"namespace": namespace, "verb": "create", "resource": "pods"}}}
+        answer = self._call("access review", client.AuthorizationV1Api(self.api).create_self_subject_access_review, review)
+        if not answer.status.allowed:
+            raise ClusterUnavailable(
+                f"Muster may not create pods in the namespace {namespace!r}: apply platform/kubernetes/rbac.yaml there "
+                f"(after `kubectl create namespace {namespace}` if it does not exist)."
+            )
+
+    def _create_namespace(self, namespace: str) -> None:
+        try:
+            body = {"metadata": {"name": namespace, "labels": {LABEL_MANAGED: MANAGED_BY}}}
+            self._call("create namespace", self.core.create_namespace, body)
+            logger.info("created the namespace %s for jobs", namespace)
+        except ApiException as exc:
+            if exc.status == 409:
+                return  # made meanwhile
+            if exc.status == 403:
+                raise ClusterUnavailable(namespace_missing(namespace)) from exc
+            raise
+
     # --- nodes -----------------------------------------------------------------------------------
 
     def list_nodes(self) -> list[ClusterNode]:
@@ -220,6 +273,10 @@ class KubernetesCluster:
         except ApiException as exc:
             if exc.status == 409:  # AlreadyExists: a retried launch found its own object
                 return None
+            if exc.status == 404 and "namespaces" in str(exc.body or ""):
+                # The namespace went (or was never readable to check): jobs wait, and the pages say what to do.
+                _NAMESPACES_SEEN.discard(self.options.namespace)
+                raise ClusterUnavailable(namespace_missing(self.options.namespace)) from exc
             raise
 
     def _create_custom(self, resource: CustomResource, body: dict[str, Any]) -> dict[str, Any] | None:

@@ -47,6 +47,9 @@ class SimulatedCluster:
             default_duration_seconds=settings.MUSTER_SIM_DEFAULT_DURATION_SECONDS,
         )
 
+    def prepare(self) -> None:
+        """Nothing to prepare: the simulated cluster is rows of this database."""
+
     def list_nodes(self) -> list[ClusterNode]:
         per_rack = -(-self.nodes // self.racks)
         return [

@@ -4,9 +4,10 @@ The cycle stays the one place that moves jobs (it re-reads the whole world under
 lock), so the watch only has to be prompt, not exact: every event that may change a
 job's state (a pod running, failing, succeeding or vanishing; a node appearing,
 going NotReady or disappearing) enqueues one cycle, at most one per `debounce`
-seconds. A `410 Gone` (the resource version fell out of the API server's window)
-relists and goes on; a lost connection waits and reconnects, while beat's periodic
-cycle keeps everything moving in between.
+seconds. Bookmarks (asked for, so a quiet watch resumes from a recent version) move the
+version on without a cycle. A `410 Gone` (the resource version fell out of the API server's
+window; the client raises it from the watch's ERROR event) relists and goes on; a lost
+connection waits and reconnects, while beat's periodic cycle keeps everything moving in between.
 """
 
 from __future__ import annotations
@@ -47,6 +48,19 @@ class Trigger:
         return True
 
 
+def event_version(event: dict[str, Any]) -> str:
+    """The resource version an event leaves the watch at.
+
+    The client deserializes the objects of ADDED, MODIFIED and DELETED events, but leaves a BOOKMARK's as the
+    plain dict the API server sent (it may be partial), so both are read; an ERROR's (a Status) carries none.
+    """
+    obj = event["object"]
+    if isinstance(obj, dict):
+        return str((obj.get("metadata") or {}).get("resourceVersion") or "") if event["type"] != "ERROR" else ""
+    metadata = getattr(obj, "metadata", None)
+    return str(getattr(metadata, "resource_version", None) or "")
+
+
 @dataclass
 class ResourceWatch:
     """One watched collection: list once for a resource version, then follow events; relist on 410."""
@@ -73,10 +87,9 @@ class ResourceWatch:
                 for event in stream:
                     if stop.is_set():
                         return
-                    obj = event["object"]
-                    version = obj.metadata.resource_version or version
-                    if event["type"] != "BOOKMARK":
-                        self.on_event(event["type"], obj)
+                    version = event_version(event) or version
+                    if event["type"] not in ("BOOKMARK", "ERROR"):
+                        self.on_event(event["type"], event["object"])
             except ApiException as exc:
                 if exc.status == 410:
                     logger.info("%s watch: resource version %s is gone; relisting", self.name, version)

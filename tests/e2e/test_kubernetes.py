@@ -44,12 +44,12 @@ from jobs.cluster.manifests import (
     service_owner_reference,
 )
 from jobs.cluster.watch import watches_for
-from jobs.models import Job
+from jobs.models import ClusterHealth, Job
 from jobs.states import JobState
 from quotas.models import Team
 from scheduler.cycle import run_cycle
 from telemetry.tokens import telemetry_token_for_job
-from tests.conftest import job_payload, need_service
+from tests.conftest import job_payload, need_service, session_for
 from tests.kube import KubeHarness, install_crds, kube_harness, kubeconfig_path, mpi_launcher_pod, mpi_worker_pod, reachable_api
 
 pytestmark = pytest.mark.kubernetes
@@ -637,6 +637,42 @@ def as_muster(kube: KubeHarness) -> Iterator[KubernetesCluster]:
         rbac_api.delete_cluster_role_binding(f"muster-nodes-reader-{suffix}")
         rbac_api.delete_cluster_role(f"muster-nodes-reader-{suffix}")
         kube.core.delete_namespace(home, grace_period_seconds=0)
+
+
+def test_a_first_start_makes_the_jobs_namespace_and_runs_a_job_there(api: APIClient, kube: KubeHarness) -> None:
+    fresh = f"{kube.namespace}-fresh"
+    kube.cluster = KubernetesCluster(
+        api=kube.api, options=PodOptions(namespace=fresh, termination_grace_seconds=0), rack_label=kube.cluster.rack_label
+    )
+    try:
+        job = submit(api, nodes=2, simulate={"duration_seconds": 2})
+        kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
+        assert kube.core.read_namespace(fresh).metadata.labels["app.kubernetes.io/managed-by"] == "muster"
+        assert Job.objects.get(pk=job["id"]).restarts == 0
+    finally:
+        kube.core.delete_namespace(fresh, grace_period_seconds=0)
+
+
+def test_without_a_namespace_it_may_use_jobs_wait_and_every_page_says_what_to_do(
+    api: APIClient, user: Any, kube: KubeHarness, as_muster: KubernetesCluster
+) -> None:
+    missing = f"{kube.namespace}-missing"
+    restricted = KubernetesCluster(
+        api=as_muster.api, options=PodOptions(namespace=missing, termination_grace_seconds=0), rack_label=as_muster.rack_label
+    )
+    job = submit(api, nodes=1, simulate={"duration_seconds": 2})
+    for _ in range(2):
+        report = run_cycle(backend=restricted)
+        assert report.cluster_error and f"`kubectl create namespace {missing}`" in report.cluster_error
+        assert "apply platform/kubernetes/rbac.yaml" in report.cluster_error
+    waiting = Job.objects.get(pk=job["id"])
+    assert (waiting.state, waiting.attempt, waiting.restarts) == (JobState.PENDING, 0, 0), "no launch tried, nothing spent"
+    assert ClusterHealth.objects.get(pk=1).error == report.cluster_error
+    page = session_for(user).get("/").content.decode()
+    assert "Jobs cannot start on the cluster" in page and f"kubectl create namespace {missing}" in page
+    # Once it is usable (here: the namespace Muster's role is in), the same job starts.
+    kube.cluster = as_muster
+    kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
 
 
 def test_the_shipped_rbac_is_enough_for_a_job_from_launch_to_teardown_and_no_more(

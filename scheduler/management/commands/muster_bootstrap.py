@@ -9,7 +9,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from jobs.cluster import get_backend
+from jobs.cluster import ClusterUnavailable, get_backend
 from jobs.services import nodes_sync
 from quotas.models import Team
 
@@ -21,8 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("--nodes-only", action="store_true", help="Only load the node inventory; create no accounts (production).")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        nodes = nodes_sync(cluster_nodes=get_backend().list_nodes())
-        self.stdout.write(f"cluster: {settings.MUSTER_CLUSTER}, {len(nodes)} nodes, {sum(n.gpus_total for n in nodes)} GPUs")
+        self._cluster()
         if options["nodes_only"]:
             return
         credentials = settings.DATA_DIR / "local-logins.txt"
@@ -46,3 +45,22 @@ class Command(BaseCommand):
         credentials.write_text(text)
         credentials.chmod(0o600)
         self.stdout.write(text)
+
+    def _cluster(self) -> None:
+        """Prepare the cluster (on Kubernetes: the jobs' namespace) and load its nodes; say plainly what is wrong.
+
+        A cluster Muster cannot use yet is not a crash: the web starts, jobs wait, and every page shows the message
+        until it is fixed (the scheduling cycle checks again each time)."""
+        backend = get_backend()
+        try:
+            backend.prepare()
+            nodes = nodes_sync(cluster_nodes=backend.list_nodes())
+        except ClusterUnavailable as exc:
+            self.stderr.write(f"cluster: {settings.MUSTER_CLUSTER}: jobs cannot start yet: {exc}")
+            return
+        self.stdout.write(f"cluster: {settings.MUSTER_CLUSTER}, {len(nodes)} nodes, {sum(n.gpus_total for n in nodes)} GPUs")
+        if not nodes and settings.MUSTER_CLUSTER == "kubernetes":
+            self.stderr.write(
+                f"cluster: no node has {settings.MUSTER_K8S_GPU_RESOURCE!r} in its allocatable resources: is the GPU device "
+                "plugin running, or is the resource named otherwise (MUSTER_K8S_GPU_RESOURCE)?"
+            )
