@@ -38,7 +38,7 @@ def nodes_sync(*, cluster_nodes: Iterable[ClusterNode]) -> list[Node]:
                 "gpus_total": cn.gpus_total,
                 "rack": cn.rack,
                 "gpu_model": cn.gpu_model,
-                "state": NodeState.READY if cn.schedulable else NodeState.CORDONED,
+                "state": NodeState.NOT_READY if not cn.ready else NodeState.READY if cn.schedulable else NodeState.CORDONED,
             },
         )
         seen.append(node)

@@ -36,7 +36,7 @@ from jobs.lifecycle import (
     job_wall_time_passed,
 )
 from jobs.logs import gang_teardown
-from jobs.models import Allocation, ClusterHealth, Job, Node
+from jobs.models import Allocation, ClusterHealth, Job, Node, NodeState
 from jobs.services import nodes_sync
 from jobs.states import ACTIVE_STATES, JobState
 from policy.model import Decisions, Placement, Preemption
@@ -92,7 +92,8 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
         try:
             backend = backend or get_backend()
             backend.prepare()
-            present = {n.name for n in nodes_sync(cluster_nodes=backend.list_nodes())}
+            # Nodes gangs can go on running on: a NotReady node's pods are lost to the job as surely as a deleted node's.
+            present = {n.name for n in nodes_sync(cluster_nodes=backend.list_nodes()) if n.state != NodeState.NOT_READY}
             _charge_active(now)
             gangs = backend.observe_gangs()
             followed = _observe_active(backend, gangs, present, now, report)
@@ -137,7 +138,7 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
     lost = sorted({p.node_name for p in pods if p.node_name and p.node_name not in present})
     if lost:
         # The cluster's fault, not the job's: back to the queue without spending a restart, to resume elsewhere.
-        why = f"Node {', '.join(lost)} left the cluster under attempt {job.attempt}; requeued."
+        why = f"Node {', '.join(lost)} left the cluster or stopped being Ready under attempt {job.attempt}; requeued."
         _requeued(backend, job_requeue(job, now=now, why=why), report)
         return
     if len(pods) < job.nodes and job.state == JobState.SCHEDULED:

@@ -32,6 +32,8 @@ class ClusterNode:
     rack: str = ""
     gpu_model: str = ""
     schedulable: bool = True
+    # Ready and reachable (Kubernetes: the Ready condition is True). A node that is not has gangs on it requeued.
+    ready: bool = True
 
 
 @dataclass(frozen=True)

@@ -225,6 +225,7 @@ class KubernetesCluster:
             rack=labels.get(self.rack_label, ""),
             gpu_model=labels.get(self.gpu_model_label, ""),
             schedulable=_schedulable(node, self.options.gpu_resource),
+            ready=_ready(node),
         )
 
     # --- gangs -----------------------------------------------------------------------------------
@@ -543,11 +544,15 @@ def _pod_status(pod: client.V1Pod) -> PodStatus:
     )
 
 
+def _ready(node: client.V1Node) -> bool:
+    # Unknown (the kubelet stopped posting status: unreachable) counts as not ready, as the node controller has it.
+    return any(c.type == "Ready" and c.status == "True" for c in ((node.status and node.status.conditions) or []))
+
+
 def _schedulable(node: client.V1Node, gpu_resource: str) -> bool:
     if node.spec and node.spec.unschedulable:
         return False
-    ready = any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
-    if not ready:
+    if not _ready(node):
         return False
     for taint in (node.spec.taints if node.spec else None) or []:
         if taint.effect in _BLOCKING_TAINT_EFFECTS and taint.key != gpu_resource:

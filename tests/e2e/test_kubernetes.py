@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ from jobs.cluster.manifests import (
     service_owner_reference,
 )
 from jobs.cluster.watch import watches_for
-from jobs.models import ClusterHealth, Job
+from jobs.models import ClusterHealth, Job, Node, NodeState
 from jobs.states import JobState
 from quotas.models import Team
 from scheduler.cycle import run_cycle
@@ -201,6 +202,36 @@ def test_a_node_deleted_under_a_running_job_requeues_it(api: APIClient, kube: Ku
         node.metadata.resource_version = None
         node.metadata.uid = None
         kube.core.create_node(node)
+
+
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"  # platform/testcluster/up.sh: KWOK keeps the nodes annotated `fake` Ready
+
+
+def _ready(kube: KubeHarness, name: str) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in kube.core.read_node_status(name).status.conditions)
+
+
+def test_a_node_that_stops_being_ready_requeues_its_gang_without_spending_a_restart(api: APIClient, kube: KubeHarness) -> None:
+    job = submit(api, nodes=2, max_restarts=0, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    victim = api.get(f"/api/v1/jobs/{job['id']}/").json()["assigned_nodes"][1]
+    # As when its kubelet stops answering: KWOK no longer posts the node's status, and the node reads NotReady.
+    kube.core.patch_node(victim, {"metadata": {"annotations": {KWOK_ANNOTATION: "paused-by-test"}}})
+    now = datetime.now(UTC).isoformat()
+    condition = {"type": "Ready", "status": "False", "reason": "KubeletNotReady", "lastHeartbeatTime": now, "lastTransitionTime": now}
+    kube.core.patch_node_status(victim, {"status": {"conditions": [condition]}})
+    try:
+        kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).attempt == 2 and state(job["id"]) == JobState.RUNNING)
+        moved = api.get(f"/api/v1/jobs/{job['id']}/").json()
+        assert moved["restarts"] == 0, "the node failed, not the job: no restart spent (max_restarts=0 would have failed it)"
+        assert victim not in moved["assigned_nodes"]
+        assert any(f"Node {victim} left the cluster or stopped being Ready" in e["reason"] for e in moved["events"])
+        assert Node.objects.get(name=victim).state == NodeState.NOT_READY
+    finally:
+        kube.core.patch_node(victim, {"metadata": {"annotations": {KWOK_ANNOTATION: "fake"}}})
+        deadline = time.monotonic() + 30
+        while not _ready(kube, victim) and time.monotonic() < deadline:
+            time.sleep(0.5)
 
 
 def test_kubectl_shows_exactly_the_objects_muster_created(api: APIClient, kube: KubeHarness) -> None:
