@@ -483,6 +483,28 @@ def test_a_running_jobs_charts_draw_offline_and_update_in_place(
     assert outside == [] and errors == []
 
 
+def test_a_running_jobs_output_streams_into_its_page_when_followed(
+    page: Any, log_in: LogIn, alice: Any, sim: BrowserSim, settings: Any
+) -> None:
+    settings.MUSTER_LIVE_REFRESH_SECONDS = 1
+    job = submit_job(alice, name="follow-me", nodes=1, simulate={"duration_seconds": 12})
+    sim.cycle()
+    sim.advance(1)
+    assert Job.objects.get(pk=job.pk).state == JobState.RUNNING
+    log_in(page, alice)
+    page.goto(f"/jobs/{job.pk}/")
+    logs = page.get_by_test_id("logs")
+    expect(logs).to_contain_text(f"no container runs: job {job.pk} attempt 1 rank 0")
+    page.get_by_test_id("logs-follow").click()
+    expect(page.get_by_test_id("logs-follow")).to_have_text("Following the output as it is written…")
+    # Lines arrive as the pod writes them (the page's poll, every second, leaves the followed output alone)...
+    expect(logs).to_contain_text("step 100 (10 s of 12 s)", timeout=20_000)
+    expect(page.get_by_test_id("logs-follow")).to_have_text("Following the output as it is written…")
+    # ...until the attempt ends, with how it ended.
+    expect(logs).to_contain_text("[simulated cluster] exited with code 0 after 12 s", timeout=15_000)
+    expect(page.get_by_test_id("logs-follow")).to_have_text("The attempt has ended: its output is kept.")
+
+
 def test_the_dashboard_draws_its_charts_offline(page: Any, log_in: LogIn, alice: Any, sim: BrowserSim, live_server: Any) -> None:
     running = submit_job(alice, name="holds-gpus")
     sim.cycle()

@@ -22,7 +22,8 @@
     if (figures.map(function (f) { return f.id; }).join(",") !== chartIds()) { window.location.reload(); return false; }
     if (figures.length && window.musterDrawFigures) { window.musterDrawFigures(figures); }
     replace("telemetry-status", body.telemetry_status_html);
-    replace("job-logs", body.logs_html);
+    // While the reader follows the output as it streams (logs_follow.js), the stream is newer than any poll.
+    if (document.body.dataset.logsFollowing !== "true") { replace("job-logs", body.logs_html); }
     document.body.dataset.liveUpdated = String(Date.now());
     return true;
   }
