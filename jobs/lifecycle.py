@@ -98,14 +98,19 @@ def job_requeue(job: Job, *, now: datetime, why: str, **fields: object) -> Job:
     return job_transition(job, JobState.PENDING, reason=why, now=now, pending_reason_code="REQUEUED", pending_reason=why, **fields)
 
 
-def job_retry_or_fail(job: Job, *, now: datetime, why: str, exit_code: int | None) -> Job:
-    """An attempt failed: requeued while the job has restarts left, else FAILED with the exit code."""
+def job_retry_or_fail(job: Job, *, now: datetime, why: str, exit_code: int | None, failed_on: str = "") -> Job:
+    """An attempt failed: requeued while the job has restarts left, else FAILED with the exit code.
+
+    `failed_on`, the node the failing rank ran on, is avoided by the retry when the cluster has room elsewhere: a
+    rank that died of a bad GPU or a broken link would fail again there.
+    """
     if job.restarts < job.max_restarts:
         return job_requeue(
             job,
             now=now,
             why=f"Attempt {job.attempt} failed: {why} Restarting ({job.restarts + 1} of {job.max_restarts}).",
             restarts=job.restarts + 1,
+            avoid_nodes=[failed_on] if failed_on else [],
         )
     return job_transition(job, JobState.FAILED, reason=fit_reason(f"Attempt {job.attempt} failed: {why}"), now=now, exit_code=exit_code)
 

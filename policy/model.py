@@ -77,6 +77,8 @@ class PendingJob:
     not_before: float | None = None
     # When it was last preempted (seconds since the epoch): it may not borrow again for a while (anti-thrash).
     preempted_at: float | None = None
+    # Nodes its last attempt failed on (a rank's failure): placed elsewhere while enough other nodes exist.
+    avoid_nodes: tuple[str, ...] = ()
 
     @property
     def gpus(self) -> int:

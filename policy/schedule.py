@@ -317,13 +317,14 @@ class _Cycle:
         """
         largest = self._largest_node(job)
         timelines = self.timelines
-        if not timelines.holds and largest is None:
+        avoid = self._avoided(job)
+        if not timelines.holds and largest is None and not avoid:
             return None
         now, end, total = self.now, self.now + job.wall_seconds, self.capacity.total
         gang = job.nodes > 1
 
         def allowed(name: str) -> bool:
-            if largest is not None and total[name] > largest:
+            if name in avoid or (largest is not None and total[name] > largest):
                 return False
             holds = timelines.holds.get(name)
             if not holds:
@@ -333,6 +334,14 @@ class _Cycle:
             return timelines.fits(name, total[name] if gang else job.gpus_per_node, now, end, ignore=job.id)
 
         return allowed
+
+    def _avoided(self, job: PendingJob) -> frozenset[str]:
+        """The nodes its last attempt failed on, unless avoiding them would leave too few nodes of its size ever to run."""
+        if not job.avoid_nodes:
+            return frozenset()
+        avoid = frozenset(job.avoid_nodes)
+        sized = [name for name, gpus in self.capacity.total.items() if gpus >= job.gpus_per_node]
+        return avoid if len([name for name in sized if name not in avoid]) >= job.nodes else frozenset()
 
     def _fit(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
         if job.nodes == 1:

@@ -154,7 +154,8 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         return
     if failed:
         first = failed[0]
-        _failed_attempt(backend, job, now, report, first.message or f"rank {first.rank} failed on {first.node_name}.", first.exit_code)
+        why = first.message or f"rank {first.rank} failed on {first.node_name}."
+        _failed_attempt(backend, job, now, report, why, first.exit_code, failed_on=first.node_name or "")
         return
     phases = {p.phase for p in pods}
     if phases <= {PodPhase.RUNNING, PodPhase.SUCCEEDED} and job.state == JobState.SCHEDULED:
@@ -188,8 +189,10 @@ def _teardown_or_leave_to_reconcile(backend: ClusterBackend, job: Job) -> None:
         logger.warning("could not tear down job %s attempt %s now; reconciliation will", job.pk, job.attempt)
 
 
-def _failed_attempt(backend: ClusterBackend, job: Job, now: datetime, report: CycleReport, why: str, exit_code: int | None) -> None:
-    job = job_retry_or_fail(job, now=now, why=why, exit_code=exit_code)
+def _failed_attempt(
+    backend: ClusterBackend, job: Job, now: datetime, report: CycleReport, why: str, exit_code: int | None, *, failed_on: str = ""
+) -> None:
+    job = job_retry_or_fail(job, now=now, why=why, exit_code=exit_code, failed_on=failed_on)
     if job.state == JobState.PENDING:
         _requeued(backend, job, report)
     else:

@@ -79,6 +79,7 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
         "wall_time_seconds",
         "launch_failures",
         "launch_not_before",
+        "avoid_nodes",
     )
     return tuple(
         PendingJob(
@@ -94,8 +95,9 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
             launch_failures=failures,
             not_before=not_before.timestamp() if not_before else None,
             preempted_at=history[pk][1].timestamp() if history and pk in history else None,
+            avoid_nodes=tuple(avoid or ()),
         )
-        for pk, nodes, gpus, pc, submitted, user, team, preemptible, wall, failures, not_before in rows
+        for pk, nodes, gpus, pc, submitted, user, team, preemptible, wall, failures, not_before, avoid in rows
     )
 
 

@@ -184,3 +184,13 @@ def test_a_job_backing_off_after_failed_launches_waits_and_blocks_nobody() -> No
     assert "Its last 2 launches in a row did not come up" in wait.reason and "00:16:40 UTC" in wait.reason
     # Once the pause is over it is placed like any other job.
     assert [p.job_id for p in schedule(Snapshot(cluster(nodes=4), (held,), now=1_000.0)).placements] == [1]
+
+
+def test_a_retry_goes_elsewhere_than_the_node_its_rank_failed_on_while_the_cluster_has_room() -> None:
+    first = schedule(Snapshot(cluster(nodes=4), (job(1, nodes=2),))).placements[0].node_names
+    retry = replace(job(1, nodes=2), avoid_nodes=(first[1],))
+    again = schedule(Snapshot(cluster(nodes=4), (retry,))).placements[0].node_names
+    assert first[1] not in again and len(again) == 2
+    # Where the cluster has no other nodes of its size it is not stranded: it may go back.
+    tight = replace(job(2, nodes=2), avoid_nodes=("n01",))
+    assert sorted(schedule(Snapshot(cluster(nodes=2), (tight,))).placements[0].node_names) == ["n00", "n01"]

@@ -311,3 +311,14 @@ def test_every_pod_of_a_gang_gets_its_jobs_telemetry_token(submit, sim) -> None:
     # Each token authenticates exactly its own job.
     assert telemetry_token_verify(tokens[first]).job_id == first
     assert telemetry_token_verify(tokens[second]).job_id == second
+
+
+def test_a_failed_ranks_retry_is_placed_away_from_the_node_it_failed_on(submit, sim) -> None:
+    job_id = submit(nodes=1, max_restarts=1, simulate={"duration_seconds": 5, "exit_code": 1})["id"]
+    sim.cycle()
+    failed_on = Allocation.objects.get(job_id=job_id, attempt=1).node.name
+    sim.advance(1.5)
+    sim.advance(10)  # attempt 1 fails and is retried in the same cycle
+    job = Job.objects.get(pk=job_id)
+    assert job.attempt == 2 and job.restarts == 1 and job.avoid_nodes == [failed_on]
+    assert Allocation.objects.get(job_id=job_id, attempt=2).node.name != failed_on
