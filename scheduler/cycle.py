@@ -145,6 +145,12 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         _complete_launch(backend, job, now, report)
         return
     if len(pods) < job.nodes:
+        drained = _drained_nodes(job, missing={*range(job.nodes)} - {p.rank for p in pods})
+        if drained:
+            # A drain (cordon, then evictions) is an operator's doing, not the job's: no restart is spent.
+            why = f"Node {', '.join(drained)} was drained (cordoned, its pods evicted) under attempt {job.attempt}; requeued."
+            _requeued(backend, job_requeue(job, now=now, why=why), report)
+            return
         _failed_attempt(backend, job, now, report, f"{job.nodes - len(pods)} of {job.nodes} pods vanished from the cluster.", None)
         return
     failed = [p for p in pods if p.phase == PodPhase.FAILED]
@@ -187,6 +193,12 @@ def _teardown_or_leave_to_reconcile(backend: ClusterBackend, job: Job) -> None:
     except ClusterUnavailable:
         # The attempt is no longer live, so reconciliation deletes what is left once the cluster answers.
         logger.warning("could not tear down job %s attempt %s now; reconciliation will", job.pk, job.attempt)
+
+
+def _drained_nodes(job: Job, *, missing: set[int]) -> list[str]:
+    """The cordoned nodes the job's missing ranks were on: their pods went in a drain."""
+    held = Allocation.objects.filter(job=job, attempt=job.attempt, rank__in=missing, node__state=NodeState.CORDONED)
+    return sorted(set(held.values_list("node__name", flat=True)))
 
 
 def _failed_attempt(

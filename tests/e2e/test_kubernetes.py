@@ -234,6 +234,24 @@ def test_a_node_that_stops_being_ready_requeues_its_gang_without_spending_a_rest
             time.sleep(0.5)
 
 
+def test_a_drained_node_requeues_its_gang_without_spending_a_restart(api: APIClient, kube: KubeHarness) -> None:
+    job = submit(api, nodes=2, max_restarts=0, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    drained = api.get(f"/api/v1/jobs/{job['id']}/").json()["assigned_nodes"][0]
+    # `kubectl drain`: cordon, then evict the node's pods through the Eviction API.
+    kube.core.patch_node(drained, {"spec": {"unschedulable": True}})
+    try:
+        for pod in kube.core.list_namespaced_pod(kube.namespace, field_selector=f"spec.nodeName={drained}").items:
+            eviction = {"metadata": {"name": pod.metadata.name, "namespace": kube.namespace}, "deleteOptions": {"gracePeriodSeconds": 0}}
+            kube.core.create_namespaced_pod_eviction(pod.metadata.name, kube.namespace, eviction)
+        kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).attempt == 2 and state(job["id"]) == JobState.RUNNING)
+        moved = api.get(f"/api/v1/jobs/{job['id']}/").json()
+        assert moved["restarts"] == 0 and drained not in moved["assigned_nodes"]
+        assert any(f"Node {drained} was drained (cordoned, its pods evicted)" in e["reason"] for e in moved["events"])
+    finally:
+        kube.core.patch_node(drained, {"spec": {"unschedulable": False}})
+
+
 def test_kubectl_shows_exactly_the_objects_muster_created(api: APIClient, kube: KubeHarness) -> None:
     kubectl = shutil.which("kubectl")
     need_service(kubectl is not None, "kubectl (Debian's kubernetes-client)")
