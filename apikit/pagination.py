@@ -14,6 +14,7 @@ class Pagination(LimitOffsetPagination):
 class QueuePagination(Pagination):
     """The queue's pages also carry a summary of the whole queue (set by the view before paginating)."""
 
+    summary_key = "summary"
     summary: dict[str, Any] = {}
     # The queue's length as the summary counted it (set by the view): `count` then costs no count of the queue.
     total: int | None = None
@@ -23,7 +24,7 @@ class QueuePagination(Pagination):
 
     def get_paginated_response(self, data: Any) -> Response:
         response = super().get_paginated_response(data)
-        response.data["summary"] = self.summary
+        response.data[self.summary_key] = self.summary
         return response
 
     def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
@@ -31,5 +32,11 @@ class QueuePagination(Pagination):
         from drf_spectacular.types import OpenApiTypes
 
         paginated = super().get_paginated_response_schema(schema)
-        paginated["properties"]["summary"] = build_basic_type(OpenApiTypes.OBJECT)
+        paginated["properties"][self.summary_key] = build_basic_type(OpenApiTypes.OBJECT)
         return paginated
+
+
+class NodePagination(QueuePagination):
+    """The nodes' pages also say whether jobs can start on the cluster, and if not, why (set by the view)."""
+
+    summary_key = "cluster"

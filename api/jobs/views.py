@@ -31,11 +31,11 @@ from api.jobs.serializers import (
     SubmitCheckSerializer,
     queue_summary,
 )
-from apikit.pagination import QueuePagination
+from apikit.pagination import NodePagination, QueuePagination
 from apikit.viewsets import VisibleViewSet
 from jobs.errors import JobNotStarted
 from jobs.logs import job_logs, job_logs_follow
-from jobs.models import Job, Node
+from jobs.models import ClusterHealth, Job, Node
 from jobs.selectors import jobs_visible_to, nodes_with_usage
 from jobs.services import job_cancel, job_submit, job_submit_array, job_submit_check
 from scheduler.queue import queue_counts, queue_entries, queue_jobs
@@ -168,13 +168,28 @@ def _mark_replayed(response: Response, submitted: Submitted) -> Response:
 
 
 class NodeViewSet(viewsets.ReadOnlyModelViewSet):
+    """The cluster's nodes as the last cycle saw them. The list's `cluster` says whether jobs can start on it and,
+    when they cannot (unreachable, the jobs' namespace missing, Muster not allowed to create pods), why and since
+    when, as every page's banner does."""
+
     serializer_class = NodeSerializer
+    pagination_class = NodePagination
     lookup_field = "name"
     lookup_value_regex = "[^/]+"
     filterset_fields = ["rack", "state"]
 
     def get_queryset(self) -> QuerySet[Node]:
         return nodes_with_usage()
+
+    def list(self, request: Request, *args: object, **kwargs: object) -> Response:
+        health = ClusterHealth.objects.filter(pk=1).first()
+        cast(NodePagination, self.paginator).summary = {
+            "usable": health is None or health.reachable,
+            "problem": health.error if health and not health.reachable else "",
+            "since": health.down_since if health and not health.reachable else None,
+            "last_cycle_at": health.last_cycle_at if health else None,
+        }
+        return super().list(request, *args, **kwargs)
 
 
 class QueueView(ListAPIView):

@@ -62,6 +62,24 @@ from jobs.cluster.manifests import (
 )
 
 logger = logging.getLogger(__name__)
+# What Muster does on the cluster (verb, API group, resource, scope), as platform/kubernetes/rbac.yaml grants it.
+NEEDED_ACCESS: tuple[tuple[str, str, str, str], ...] = (
+    ("create", "", "pods", "namespace"),
+    ("list", "", "pods", "namespace"),
+    ("watch", "", "pods", "namespace"),
+    ("deletecollection", "", "pods", "namespace"),
+    ("get", "", "pods/log", "namespace"),
+    ("create", "", "services", "namespace"),
+    ("get", "", "services", "namespace"),
+    ("delete", "", "services", "namespace"),
+    ("create", "", "secrets", "namespace"),
+    ("list", "", "nodes", "cluster"),
+    ("watch", "", "nodes", "cluster"),
+)
+MODE_ACCESS: dict[str, tuple[tuple[str, str, str, str], ...]] = {
+    LAUNCH_PODGROUP: (("create", PODGROUP.group, PODGROUP.plural, "namespace"), ("delete", PODGROUP.group, PODGROUP.plural, "namespace")),
+    LAUNCH_MPIJOB: tuple((verb, MPIJOB.group, MPIJOB.plural, "namespace") for verb in ("create", "get", "list", "delete")),
+}
 # Namespaces this process has found or made: `prepare` asks the API server once, not every cycle.
 _NAMESPACES_SEEN: set[str] = set()
 
@@ -183,14 +201,25 @@ class KubernetesCluster:
         _NAMESPACES_SEEN.add(namespace)
 
     def _check_may_launch(self, namespace: str) -> None:
-        # Any signed-in identity may ask what it may do: without pods to create, no gang starts.
-        review = {"spec": {"resourceAttributes": {"namespace": namespace, "verb": "create", "resource": "pods"}}}
-        answer = self._call("access review", client.AuthorizationV1Api(self.api).create_self_subject_access_review, review)
-        if not answer.status.allowed:
+        # Any signed-in identity may ask what it may do (SelfSubjectAccessReview): one question per call Muster makes.
+        needed = [*NEEDED_ACCESS, *MODE_ACCESS.get(self.options.launch_mode, ())]
+        missing = [
+            f"{verb} {resource}" for verb, group, resource, scope in needed if not self._may(verb, group, resource, scope, namespace)
+        ]
+        if missing:
             raise ClusterUnavailable(
-                f"Muster may not create pods in the namespace {namespace!r}: apply platform/kubernetes/rbac.yaml there "
-                f"(after `kubectl create namespace {namespace}` if it does not exist)."
+                f"Muster may not {', '.join(missing)} in the namespace {namespace!r}: apply platform/kubernetes/rbac.yaml "
+                f"there (after `kubectl create namespace {namespace}` if it does not exist)."
             )
+
+    def _may(self, verb: str, group: str, resource: str, scope: str, namespace: str) -> bool:
+        kind, _, subresource = resource.partition("/")
+        attributes = {"verb": verb, "group": group, "resource": kind, "subresource": subresource}
+        if scope == "namespace":
+            attributes["namespace"] = namespace
+        review = {"spec": {"resourceAttributes": attributes}}
+        answer = self._call("access review", client.AuthorizationV1Api(self.api).create_self_subject_access_review, review)
+        return bool(answer.status.allowed)
 
     def _create_namespace(self, namespace: str) -> None:
         try:

@@ -717,11 +717,20 @@ def test_without_a_namespace_it_may_use_jobs_wait_and_every_page_says_what_to_do
     waiting = Job.objects.get(pk=job["id"])
     assert (waiting.state, waiting.attempt, waiting.restarts) == (JobState.PENDING, 0, 0), "no launch tried, nothing spent"
     assert ClusterHealth.objects.get(pk=1).error == report.cluster_error
+    assert "may not create pods, list pods, watch pods" in report.cluster_error  # every call it lacks, by name
     page = session_for(user).get("/").content.decode()
     assert "Jobs cannot start on the cluster" in page and f"kubectl create namespace {missing}" in page
+    cluster = api.get("/api/v1/nodes/").json()["cluster"]
+    assert cluster["usable"] is False and cluster["problem"] == report.cluster_error and cluster["since"]
     # Once it is usable (here: the namespace Muster's role is in), the same job starts.
     kube.cluster = as_muster
     kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
+    assert api.get("/api/v1/nodes/").json()["cluster"] == {
+        "usable": True,
+        "problem": "",
+        "since": None,
+        "last_cycle_at": ClusterHealth.objects.get(pk=1).last_cycle_at.isoformat().replace("+00:00", "Z"),
+    }
 
 
 def test_the_shipped_rbac_is_enough_for_a_job_from_launch_to_teardown_and_no_more(
