@@ -372,6 +372,8 @@ LOGGING = {
 }
 # A gang whose pods are not all running this long after launch is torn down and requeued.
 MUSTER_LAUNCH_TIMEOUT_SECONDS = env_int("MUSTER_LAUNCH_TIMEOUT_SECONDS", 600)
+# A node back to Ready after being NotReady takes no new work for this long (one that flaps would fail gang after gang).
+MUSTER_NODE_SETTLE_SECONDS = env_int("MUSTER_NODE_SETTLE_SECONDS", 120)
 # A launch that does not come up (refused, or not running within the timeout) requeues the job held back
 # this long, doubling with each failure in a row up to the maximum; this many in a row fail the job.
 MUSTER_LAUNCH_BACKOFF_SECONDS = env_int("MUSTER_LAUNCH_BACKOFF_SECONDS", 15)

@@ -26,6 +26,9 @@ class Node(models.Model):
     rack = models.CharField(max_length=253, blank=True)
     gpu_model = models.CharField(max_length=200, blank=True)
     state = models.CharField(max_length=16, choices=NodeState.choices, default=NodeState.READY)
+    # When it came back to READY from NOT_READY: no new work until MUSTER_NODE_SETTLE_SECONDS have passed (a node that
+    # flaps would take gangs down with it each time).
+    ready_since = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -30,17 +30,16 @@ def nodes_sync(*, cluster_nodes: Iterable[ClusterNode]) -> list[Node]:
     """Make the Node table match what the cluster reports; nodes it no longer reports are GONE."""
     seen: list[Node] = []
     names = set()
+    before = dict(Node.objects.values_list("name", "state"))
     for cn in cluster_nodes:
         names.add(cn.name)
-        node, _ = Node.objects.update_or_create(
-            name=cn.name,
-            defaults={
-                "gpus_total": cn.gpus_total,
-                "rack": cn.rack,
-                "gpu_model": cn.gpu_model,
-                "state": NodeState.NOT_READY if not cn.ready else NodeState.READY if cn.schedulable else NodeState.CORDONED,
-            },
-        )
+        state = NodeState.NOT_READY if not cn.ready else NodeState.READY if cn.schedulable else NodeState.CORDONED
+        defaults: dict[str, object] = {"gpus_total": cn.gpus_total, "rack": cn.rack, "gpu_model": cn.gpu_model, "state": state}
+        if state == NodeState.NOT_READY:
+            defaults["ready_since"] = None
+        elif before.get(cn.name) == NodeState.NOT_READY:
+            defaults["ready_since"] = timezone.now()  # back: it settles before it takes new work
+        node, _ = Node.objects.update_or_create(name=cn.name, defaults=defaults)
         seen.append(node)
     Node.objects.exclude(name__in=names).exclude(state=NodeState.GONE).update(state=NodeState.GONE)
     return seen

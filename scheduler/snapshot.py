@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import cast
 
 from django.conf import settings
@@ -41,15 +41,17 @@ def policy_config() -> PolicyConfig:
     )
 
 
-def node_views() -> tuple[NodeView, ...]:
-    """Every known node with the GPUs not held by a live allocation."""
+def node_views(now: datetime) -> tuple[NodeView, ...]:
+    """Every known node with the GPUs not held by a live allocation; a node back from NotReady takes no new work
+    until it has been Ready for MUSTER_NODE_SETTLE_SECONDS."""
+    settled_before = now - timedelta(seconds=settings.MUSTER_NODE_SETTLE_SECONDS)
     return tuple(
         NodeView(
             name=n.name,
             gpus_total=n.gpus_total,
             gpus_free=max(0, n.gpus_total - (n.gpus_held or 0)),
             rack=n.rack,
-            schedulable=n.state == NodeState.READY,
+            schedulable=n.state == NodeState.READY and (n.ready_since is None or n.ready_since <= settled_before),
         )
         for n in nodes_with_usage()
     )
@@ -162,7 +164,7 @@ def build_snapshot(now: datetime) -> Snapshot:
     users = {j.user for j in jobs}
     teams = {j.team for j in jobs if j.team}
     return Snapshot(
-        nodes=node_views(),
+        nodes=node_views(now),
         pending=pending,
         running=running,
         accounts=accounts_snapshot(now=now, users=users, teams=teams),
