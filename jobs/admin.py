@@ -204,6 +204,13 @@ def _locked(queryset: QuerySet[Job]) -> QuerySet[Job]:
 
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
-    list_display = ["name", "gpus_total", "rack", "gpu_model", "state", "updated_at"]
-    list_filter = ["state", "rack"]
+    list_display = ["name", "gpus_total", "rack", "gpu_model", "state", "held", "failures_in_row", "updated_at"]
+    list_filter = ["state", "held", "rack"]
+    list_editable = ["held"]
+    readonly_fields = ["failures_in_row", "held_reason"]
+
+    def save_model(self, request: Any, obj: Node, form: Any, change: bool) -> None:
+        if not obj.held:  # cleared by an admin: the node starts a fresh count
+            obj.failures_in_row, obj.held_reason = 0, ""
+        super().save_model(request, obj, form, change)
     search_fields = ["name"]

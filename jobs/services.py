@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -43,6 +44,28 @@ def nodes_sync(*, cluster_nodes: Iterable[ClusterNode]) -> list[Node]:
         seen.append(node)
     Node.objects.exclude(name__in=names).exclude(state=NodeState.GONE).update(state=NodeState.GONE)
     return seen
+
+
+def node_gang_failed(name: str, *, job_id: int, attempt: int) -> Node | None:
+    """A rank of a gang failed on this node: count it, and hold the node once that has happened too often in a row."""
+    node = Node.objects.select_for_update().filter(name=name).first()
+    if node is None:
+        return None
+    node.failures_in_row += 1
+    if node.failures_in_row >= settings.MUSTER_NODE_FAILURE_HOLD and not node.held:
+        node.held = True
+        node.held_reason = (
+            f"{node.failures_in_row} gangs in a row failed on it (the last: job {job_id} attempt {attempt}); "
+            "an admin clears this in Django admin, Nodes, once the node is checked."
+        )
+        logger.warning("node %s held out of placement: %s", name, node.held_reason)
+    node.save(update_fields=["failures_in_row", "held", "held_reason", "updated_at"])
+    return node
+
+
+def nodes_gang_succeeded(names: Iterable[str]) -> None:
+    """A gang ran to success on these nodes: their count of failures in a row starts again."""
+    Node.objects.filter(name__in=list(names), failures_in_row__gt=0).update(failures_in_row=0)
 
 
 def nodes_ensure_known(*, backend: ClusterBackend | None = None) -> None:

@@ -37,7 +37,7 @@ from jobs.lifecycle import (
 )
 from jobs.logs import gang_teardown
 from jobs.models import Allocation, ClusterHealth, Job, Node, NodeState
-from jobs.services import nodes_sync
+from jobs.services import node_gang_failed, nodes_gang_succeeded, nodes_sync
 from jobs.states import ACTIVE_STATES, JobState
 from policy.model import Decisions, Placement, Preemption
 from policy.schedule import schedule
@@ -161,12 +161,15 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
     if failed:
         first = failed[0]
         why = first.message or f"rank {first.rank} failed on {first.node_name}."
+        if first.node_name:
+            node_gang_failed(first.node_name, job_id=job.pk, attempt=job.attempt)
         _failed_attempt(backend, job, now, report, why, first.exit_code, failed_on=first.node_name or "")
         return
     phases = {p.phase for p in pods}
     if phases <= {PodPhase.RUNNING, PodPhase.SUCCEEDED} and job.state == JobState.SCHEDULED:
         job = job_mark_running(job, now=now)
     if phases == {PodPhase.SUCCEEDED}:
+        nodes_gang_succeeded(p.node_name for p in pods if p.node_name)
         _ended(backend, job_succeed(job, now=now), report)
         return
     if job_launch_overdue(job, now=now):

@@ -51,7 +51,7 @@ def node_views(now: datetime) -> tuple[NodeView, ...]:
             gpus_total=n.gpus_total,
             gpus_free=max(0, n.gpus_total - (n.gpus_held or 0)),
             rack=n.rack,
-            schedulable=n.state == NodeState.READY and (n.ready_since is None or n.ready_since <= settled_before),
+            schedulable=not n.held and n.state == NodeState.READY and (n.ready_since is None or n.ready_since <= settled_before),
         )
         for n in nodes_with_usage()
     )

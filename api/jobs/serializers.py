@@ -238,7 +238,7 @@ class NodeSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Node
-        fields = ["name", "gpus_total", "gpus_free", "rack", "gpu_model", "state"]
+        fields = ["name", "gpus_total", "gpus_free", "rack", "gpu_model", "state", "held", "held_reason"]
         read_only_fields = fields
 
     def get_gpus_free(self, node: Node) -> int:

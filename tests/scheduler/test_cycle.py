@@ -6,12 +6,15 @@ import random
 from collections import defaultdict
 from datetime import timedelta
 
+from django.contrib import admin as django_admin
 from django.db.models import Sum
+from django.utils import timezone
 
 from jobs.cluster import ClusterUnavailable
 from jobs.models import Allocation, Job, JobEvent, Node, SimulatedPod
 from jobs.states import JobState
 from scheduler.cycle import run_cycle
+from scheduler.snapshot import node_views
 from tests.conftest import session_for
 
 
@@ -322,3 +325,31 @@ def test_a_failed_ranks_retry_is_placed_away_from_the_node_it_failed_on(submit, 
     job = Job.objects.get(pk=job_id)
     assert job.attempt == 2 and job.restarts == 1 and job.avoid_nodes == [failed_on]
     assert Allocation.objects.get(job_id=job_id, attempt=2).node.name != failed_on
+
+
+def test_a_node_that_fails_gang_after_gang_is_held_out_of_placement(api, submit, sim, settings) -> None:
+    settings.MUSTER_NODE_FAILURE_HOLD = 2
+    failing = {"duration_seconds": 5, "exit_code": 1}
+    first = submit(nodes=1, simulate=failing)["id"]
+    sim.cycle()
+    node = Allocation.objects.get(job_id=first).node.name
+    sim.advance(1.5)
+    sim.advance(10)
+    second = submit(nodes=1, simulate=failing)["id"]
+    sim.cycle()
+    assert Allocation.objects.get(job_id=second).node.name == node  # the fullest-first placement picks it again
+    sim.advance(1.5)
+    sim.advance(10)
+    held = Node.objects.get(name=node)
+    assert held.held and held.failures_in_row == 2 and f"job {second} attempt 1" in held.held_reason
+    third = submit(nodes=1, simulate={"duration_seconds": 5})["id"]
+    sim.cycle()
+    assert Allocation.objects.get(job_id=third).node.name != node
+    shown = api.get(f"/api/v1/nodes/{node}/").json()
+    assert shown["held"] is True and "2 gangs in a row failed on it" in shown["held_reason"]
+    # An admin who checked the node clears the hold in Django admin: it takes work again, with a fresh count.
+    held.held = False
+    django_admin.site._registry[Node].save_model(None, held, None, True)
+    cleared = Node.objects.get(name=node)
+    assert (cleared.held, cleared.failures_in_row, cleared.held_reason) == (False, 0, "")
+    assert next(v for v in node_views(timezone.now()) if v.name == node).schedulable
