@@ -213,4 +213,5 @@ class NodeAdmin(admin.ModelAdmin):
         if not obj.held:  # cleared by an admin: the node starts a fresh count
             obj.failures_in_row, obj.held_reason = 0, ""
         super().save_model(request, obj, form, change)
+
     search_fields = ["name"]

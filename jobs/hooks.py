@@ -21,7 +21,7 @@ A hook registered twice (a second `ready()` in one process) is kept once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -43,6 +43,7 @@ class SubmitCheck(Protocol):
         gpus_per_node: int,
         wall_time_seconds: int,
         preemptible: bool,
+        volumes: Sequence[Mapping[str, object]],
     ) -> None: ...
 
 

@@ -104,6 +104,8 @@ class Job(models.Model):
     launch_not_before = models.DateTimeField(null=True, blank=True)
     # The node a rank of its last failed attempt failed on: the retry is placed elsewhere when the cluster has room.
     avoid_nodes = models.JSONField(default=list, blank=True)
+    # The team's PersistentVolumeClaims it mounts: [{"claim", "mount_path", "read_only"}] (checked at submit).
+    volumes = models.JSONField(default=list, blank=True)
     exit_code = models.IntegerField(null=True, blank=True)
     # Admitted beyond its owner's max_gpus (borrowing idle GPUs): first in line for preemption.
     over_quota = models.BooleanField(default=False)

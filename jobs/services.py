@@ -107,6 +107,7 @@ def job_submit_check(
     wall_time_seconds: int,
     team: Team | None = None,
     preemptible: bool = False,
+    volumes: Sequence[Mapping[str, object]] = (),
     **_spec: Any,
 ) -> None:
     """Everything a submit checks beyond the fields themselves (the cluster's size, the owner's limits); writes nothing.
@@ -116,7 +117,13 @@ def job_submit_check(
     job_check_fits_cluster(nodes=nodes, gpus_per_node=gpus_per_node)
     for check in job_hooks.submit_checks:
         check(
-            owner=owner, team=team, nodes=nodes, gpus_per_node=gpus_per_node, wall_time_seconds=wall_time_seconds, preemptible=preemptible
+            owner=owner,
+            team=team,
+            nodes=nodes,
+            gpus_per_node=gpus_per_node,
+            wall_time_seconds=wall_time_seconds,
+            preemptible=preemptible,
+            volumes=volumes,
         )
 
 
@@ -136,6 +143,7 @@ def _job_row(*, owner: User, now: datetime, spec: Mapping[str, Any], **extra: An
         max_restarts=spec.get("max_restarts", 0),
         preemptible=spec.get("preemptible", False),
         simulate=dict(simulate) if simulate else None,
+        volumes=[dict(v) for v in spec.get("volumes") or ()],
         state=JobState.PENDING,
         pending_reason_code="NEW",
         pending_reason="Waiting for the next scheduling cycle.",
@@ -164,6 +172,7 @@ def job_submit(
     team: Team | None = None,
     simulate: Mapping[str, Any] | None = None,
     preemptible: bool = False,
+    volumes: Sequence[Mapping[str, object]] = (),
 ) -> Job:
     """Queue a job. The job row and its first event are written together, or not at all."""
     spec: dict[str, Any] = {
@@ -179,6 +188,7 @@ def job_submit(
         "team": team,
         "simulate": simulate,
         "preemptible": preemptible,
+        "volumes": volumes,
     }
     job_submit_check(owner=owner, **spec)
     now = timezone.now()

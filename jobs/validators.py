@@ -93,3 +93,43 @@ def command_errors(command: list[str]) -> list[str]:
     if size > COMMAND_MAX_BYTES:
         return [f"The command is {size} bytes; the limit is {COMMAND_MAX_BYTES}."]
     return []
+
+
+VOLUMES_MAX = 16
+# Where a team's data may not be mounted: the system's own directories, and what Muster mounts itself.
+RESERVED_MOUNT_PATHS = (
+    "/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var/run",
+)  # fmt: skip
+MOUNT_PATH = re.compile(r"/[A-Za-z0-9._/-]*")  # fullmatch
+
+
+def mount_path_error(path: str) -> str | None:
+    """Why a job may not mount a volume at `path`, or None."""
+    if not MOUNT_PATH.fullmatch(path) or len(path) > 512:
+        return f"{path!r} is not an absolute path of letters, digits, '.', '_', '-' and '/'."
+    parts = [p for p in path.split("/") if p]
+    if ".." in parts or "." in parts:
+        return f"{path!r} may not contain '.' or '..'."
+    normal = "/" + "/".join(parts)
+    for reserved in RESERVED_MOUNT_PATHS:
+        if normal == reserved or (reserved != "/" and normal.startswith(reserved + "/")):
+            return f"{normal} is a system directory; mount data elsewhere, e.g. under /data."
+    return None
+
+
+def volume_errors(volumes: list[dict[str, object]]) -> list[str]:
+    """The shape of a job's volume list: at most VOLUMES_MAX, each at its own allowed path (the claims are the team's to say)."""
+    if len(volumes) > VOLUMES_MAX:
+        return [f"At most {VOLUMES_MAX} volumes."]
+    errors: list[str] = []
+    seen: set[str] = set()
+    for volume in volumes:
+        path = str(volume.get("mount_path", ""))
+        if error := mount_path_error(path):
+            errors.append(error)
+            continue
+        normal = "/" + "/".join(p for p in path.split("/") if p)
+        if any(normal == other or normal.startswith(other + "/") or other.startswith(normal + "/") for other in seen):
+            errors.append(f"{normal} overlaps another volume's mount path.")
+        seen.add(normal)
+    return errors

@@ -6,14 +6,23 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from audit.services import audit_changes, audit_record
-from quotas.models import Team
+from quotas.models import Team, TeamVolume
 
 # Team fields whose changes go on the audit trail (membership is recorded on its own, as team.members).
-AUDITED_FIELDS = ("name", "description", "allow_host_network", "allow_run_as_root", "allow_writable_root_filesystem")
+AUDITED_FIELDS = (
+    "name", "description", "allow_host_network", "allow_run_as_root", "allow_writable_root_filesystem", "image_pull_secrets",
+)  # fmt: skip
 
 
 def _fields(team: Team) -> dict[str, Any]:
     return {name: getattr(team, name) for name in AUDITED_FIELDS}
+
+
+class TeamVolumeInline(admin.TabularInline):
+    """The PersistentVolumeClaims (in the jobs' namespace) the team's jobs may mount."""
+
+    model = TeamVolume
+    extra = 0
 
 
 @admin.register(Team)
@@ -24,6 +33,7 @@ class TeamAdmin(admin.ModelAdmin):
     list_filter = ["allow_host_network", "allow_run_as_root", "allow_writable_root_filesystem"]
     search_fields = ["name", "description", "members__username"]
     filter_horizontal = ["members"]
+    inlines = [TeamVolumeInline]
 
     @admin.display(description="members")
     def member_count(self, obj: Team) -> int:

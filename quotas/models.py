@@ -12,6 +12,11 @@ team_name_validator = RegexValidator(
     "Team names are 1-63 lowercase letters, digits and hyphens, starting and ending with a letter or digit.",
 )
 
+k8s_name_validator = RegexValidator(
+    r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", "A Kubernetes object name: lowercase letters, digits, '-' and '.', at most 253."
+)
+pull_secrets_validator = RegexValidator(r"^\s*([a-z0-9]([-a-z0-9.]*[a-z0-9])?\s*(,\s*|$))*$", "Names of Secrets, separated by commas.")
+
 
 class Team(models.Model):
     name = models.CharField(max_length=63, unique=True, validators=[team_name_validator])
@@ -31,6 +36,12 @@ class Team(models.Model):
         help_text="Pods of this team's jobs may write to their container's root filesystem. Every other job's pods get a "
         "read-only root filesystem, with /tmp and /dev/shm writable.",
     )
+    image_pull_secrets = models.CharField(
+        max_length=1000,
+        blank=True,
+        validators=[pull_secrets_validator],
+        help_text="Secrets in the jobs' namespace that the team's pods pull their images with, comma-separated.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -38,6 +49,26 @@ class Team(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def pull_secrets(self) -> tuple[str, ...]:
+        return tuple(name.strip() for name in self.image_pull_secrets.split(",") if name.strip())
+
+
+class TeamVolume(models.Model):
+    """A PersistentVolumeClaim in the jobs' namespace that the team's jobs may mount, at a path each job names."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="volumes")
+    claim = models.CharField(max_length=253, validators=[k8s_name_validator], help_text="The claim's name in the jobs' namespace.")
+    read_only = models.BooleanField(default=True, help_text="Mounted read-only whatever the job asks (shared datasets).")
+    description = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["team", "claim"]
+        constraints = [models.UniqueConstraint(fields=["team", "claim"], name="team_volume_once")]
+
+    def __str__(self) -> str:
+        return f"{self.team}: {self.claim}{' (read-only)' if self.read_only else ''}"
 
 
 class Quota(models.Model):

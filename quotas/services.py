@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -40,6 +40,19 @@ def _held_gpus(nodes: int, gpus_per_node: int) -> int:
     return nodes * min(sizes, default=gpus_per_node)
 
 
+def team_volumes_check(*, team: Team | None, volumes: Sequence[Mapping[str, object]] = (), **_spec: object) -> None:
+    """A job mounts only volumes its team was given (quotas.TeamVolume), by claim name; raises ValidationError."""
+    if not volumes:
+        return
+    if team is None:
+        raise ValidationError({"volumes": ["A job mounts its team's volumes: give it a team (`team`) that has them."]})
+    given = set(team.volumes.values_list("claim", flat=True))
+    unknown = sorted({str(v.get("claim")) for v in volumes} - given)
+    if unknown:
+        offered = ", ".join(sorted(given)) or "none"
+        raise ValidationError({"volumes": [f"Team {team.name} has no volume {', '.join(map(repr, unknown))} (it has: {offered})."]})
+
+
 def quota_check_job(
     *,
     owner: User,
@@ -48,6 +61,7 @@ def quota_check_job(
     gpus_per_node: int,
     wall_time_seconds: int,
     preemptible: bool = False,
+    **_spec: object,
 ) -> None:
     """Reject a job that its owner's or team's limits could never let run, naming each limit.
 

@@ -317,7 +317,24 @@ def _gang_spec(job: Job, node_names: tuple[str, ...]) -> GangSpec:
         run_as_root=bool(job.team and job.team.allow_run_as_root),
         writable_root_filesystem=bool(job.team and job.team.allow_writable_root_filesystem),
         simulate=dict(job.simulate or {}),
+        volumes=_volumes(job),
+        image_pull_secrets=job.team.pull_secrets if job.team else (),
     )
+
+
+def _volumes(job: Job) -> tuple[tuple[str, str, bool], ...]:
+    """The job's volumes as its team has them now: a volume taken from the team since the submit refuses the launch."""
+    if not job.volumes:
+        return ()
+    given = dict(job.team.volumes.values_list("claim", "read_only")) if job.team else {}
+    taken = sorted({v["claim"] for v in job.volumes} - set(given))
+    if taken:
+        raise VolumeWithdrawn(f"Team {job.team} no longer has the volume {', '.join(taken)} this job mounts.")
+    return tuple((v["claim"], v["mount_path"], bool(v.get("read_only")) or given[v["claim"]]) for v in job.volumes)
+
+
+class VolumeWithdrawn(Exception):
+    """An admin took a volume from the job's team after the job was submitted."""
 
 
 def _complete_launch(backend: ClusterBackend, job: Job, now: datetime, report: CycleReport) -> None:
@@ -347,9 +364,8 @@ def _launch(backend: ClusterBackend, decisions: Decisions, now: datetime, report
         job = Job.objects.select_related("owner", "team").get(pk=placement.job_id)
         if job.state != JobState.SCHEDULED:
             continue  # cancelled between admission and launch
-        spec = _gang_spec(job, placement.node_names)
         try:
-            backend.launch_gang(spec)
+            backend.launch_gang(_gang_spec(job, placement.node_names))
         except Exception as exc:
             if isinstance(exc, ClusterUnavailable):  # expected, and its message says what to do: no traceback
                 logger.warning("launch of job %s attempt %s failed: %s", job.pk, job.attempt, exc)

@@ -26,6 +26,19 @@ class SimulateSerializer(StrictSerializer):
     exit_code = serializers.IntegerField(min_value=0, max_value=255, required=False)
 
 
+class VolumeSerializer(StrictSerializer):
+    claim = serializers.CharField(max_length=253, help_text="A PersistentVolumeClaim the job's team was given (an admin lists them).")
+    mount_path = serializers.CharField(max_length=512, help_text="An absolute path in the containers, e.g. /data; not a system one.")
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # Declared here, not as a class attribute: `read_only` is also every DRF field's own flag.
+        fields = super().get_fields()
+        fields["read_only"] = serializers.BooleanField(
+            required=False, default=False, help_text="Mount it read-only; a volume the team was given read-only always is."
+        )
+        return fields
+
+
 class JobSubmitSerializer(StrictSerializer):
     name = serializers.CharField(max_length=100)
     image = serializers.CharField(max_length=validators.IMAGE_MAX_LENGTH)
@@ -51,6 +64,15 @@ class JobSubmitSerializer(StrictSerializer):
     preemptible = serializers.BooleanField(
         required=False, default=False, help_text="May borrow idle GPUs beyond its owner's quota; preempted first when they are needed."
     )
+    volumes = VolumeSerializer(
+        many=True, required=False, default=list, help_text="The team's volumes to mount (Kubernetes: PersistentVolumeClaims)."
+    )
+
+    def validate_volumes(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        errors = validators.volume_errors(value)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return [{**v, "mount_path": "/" + "/".join(p for p in v["mount_path"].split("/") if p)} for v in value]
 
     def validate_name(self, value: str) -> str:
         value = value.strip()
@@ -220,7 +242,7 @@ class JobDetailSerializer(JobSerializer):
     )
 
     class Meta(JobSerializer.Meta):
-        fields = [*JobSerializer.Meta.fields, "env", "simulate", "events", "attempts", "telemetry_summary"]
+        fields = [*JobSerializer.Meta.fields, "env", "simulate", "volumes", "events", "attempts", "telemetry_summary"]
         read_only_fields = fields
 
     @extend_schema_field(TelemetrySummarySerializer(allow_null=True))

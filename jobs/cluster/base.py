@@ -60,6 +60,9 @@ class GangSpec:
     # the Kubernetes backend keeps it in a Secret of the gang and references it.
     secret_env: dict[str, str] = field(default_factory=dict)
     simulate: dict[str, float | int] = field(default_factory=dict)
+    # The team's PersistentVolumeClaims the job mounts: (claim, mount path, read-only), and the team's pull secrets.
+    volumes: tuple[tuple[str, str, bool], ...] = ()
+    image_pull_secrets: tuple[str, ...] = ()
 
 
 class PodPhase(StrEnum):

@@ -295,10 +295,16 @@ def base_pod_spec(spec: GangSpec, options: PodOptions, container: dict[str, Any]
         "volumes": [{"name": "tmp", "emptyDir": {}}],
     }
     container["securityContext"]["readOnlyRootFilesystem"] = not spec.writable_root_filesystem
+    # The team's data: claims in the jobs' namespace only (a pod cannot name another's), never host paths.
+    for index, (claim, path, read_only) in enumerate(spec.volumes):
+        name = f"data-{index}"
+        pod_spec["volumes"].append({"name": name, "persistentVolumeClaim": {"claimName": claim, "readOnly": read_only}})
+        container["volumeMounts"].append({"name": name, "mountPath": path, "readOnly": read_only})
     if options.scheduler_name:
         pod_spec["schedulerName"] = options.scheduler_name
-    if options.image_pull_secret:
-        pod_spec["imagePullSecrets"] = [{"name": options.image_pull_secret}]
+    pull_secrets = [*([options.image_pull_secret] if options.image_pull_secret else []), *spec.image_pull_secrets]
+    if pull_secrets:
+        pod_spec["imagePullSecrets"] = [{"name": name} for name in dict.fromkeys(pull_secrets)]
     if options.service_account:
         pod_spec["serviceAccountName"] = options.service_account
     return pod_spec

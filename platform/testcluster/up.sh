@@ -264,7 +264,8 @@ wait_for "kube-apiserver /readyz" kube-apiserver api "$API_URL/readyz"
 # Only the controllers a cluster without cloud, kubelets or network plugins can use: garbage
 # collection of owned objects, service accounts and their tokens, namespaces, node lifecycle
 # (taints on NotReady nodes) and pod GC (pods of deleted nodes), endpoints for headless
-# Services, the workload controllers, and the aggregated ClusterRoles (admin, edit, view).
+# Services, the workload controllers, the aggregated ClusterRoles (admin, edit, view), and the binding of
+# PersistentVolumeClaims to PersistentVolumes (teams' data volumes; nothing is mounted, KWOK runs no kubelet).
 kcm_controllers=(
   garbage-collector-controller
   serviceaccount-controller
@@ -288,6 +289,7 @@ kcm_controllers=(
   disruption-controller
   clusterrole-aggregation-controller
   service-cidr-controller
+  persistentvolume-binder-controller
 )
 kcm_kubeconfig=$RUN_DIR/kube-controller-manager.kubeconfig
 start kube-controller-manager "$KUBE_BIN/kube-controller-manager" \

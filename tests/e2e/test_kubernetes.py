@@ -252,6 +252,38 @@ def test_a_drained_node_requeues_its_gang_without_spending_a_restart(api: APICli
         kube.core.patch_node(drained, {"spec": {"unschedulable": False}})
 
 
+def test_a_teams_volume_is_mounted_in_its_jobs_pods(api: APIClient, user: Any, kube: KubeHarness) -> None:
+    # A claim bound to a volume, as a site's storage would provide (NFS here: KWOK mounts nothing, the API checks all).
+    pv = f"{kube.namespace}-imagenet"
+    kube.core.create_persistent_volume(
+        {
+            "metadata": {"name": pv},
+            "spec": {
+                "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"], "storageClassName": "",
+                "persistentVolumeReclaimPolicy": "Retain", "nfs": {"server": "10.0.0.1", "path": "/exports/imagenet"},
+            },
+        }
+    )  # fmt: skip
+    try:
+        claim = {"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": pv, "resources": {"requests": {"storage": "1Gi"}}}
+        kube.core.create_namespaced_persistent_volume_claim(kube.namespace, {"metadata": {"name": "imagenet"}, "spec": claim})
+        _wait(lambda: kube.core.read_namespaced_persistent_volume_claim("imagenet", kube.namespace).status.phase == "Bound")
+        team = Team.objects.create(name="vision")
+        team.members.add(user)
+        team.volumes.create(claim="imagenet", read_only=True)
+        job = submit(api, nodes=2, team="vision", volumes=[{"claim": "imagenet", "mount_path": "/data"}], simulate={"duration_seconds": 3})
+        kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+        for pod in kube.pods(gang_selector(job["id"])):
+            volumes = {v.name: v for v in pod.spec.volumes}
+            assert volumes["data-0"].persistent_volume_claim.claim_name == "imagenet"
+            assert volumes["data-0"].persistent_volume_claim.read_only is True
+            mounts = {m.name: m for m in pod.spec.containers[0].volume_mounts}
+            assert mounts["data-0"].mount_path == "/data" and mounts["data-0"].read_only is True
+        kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
+    finally:
+        kube.core.delete_persistent_volume(pv)
+
+
 def test_kubectl_shows_exactly_the_objects_muster_created(api: APIClient, kube: KubeHarness) -> None:
     kubectl = shutil.which("kubectl")
     need_service(kubectl is not None, "kubectl (Debian's kubernetes-client)")
