@@ -118,8 +118,14 @@ def test_the_address_comes_from_x_forwarded_for_only_behind_a_trusted_proxy(admi
 # --- teams in Django admin ----------------------------------------------------------------------------
 
 
+# The team page's inline list of volumes, sent empty (Django's formset management form).
+NO_VOLUMES = {"volumes-TOTAL_FORMS": "0", "volumes-INITIAL_FORMS": "0"}
+
+
 def team_form(team: Team, **changes: Any) -> dict[str, Any]:
-    data: dict[str, Any] = {"name": team.name, "description": team.description, "members": [u.pk for u in team.members.all()]}
+    data: dict[str, Any] = {
+        "name": team.name, "description": team.description, "members": [u.pk for u in team.members.all()], **NO_VOLUMES,
+    }  # fmt: skip
     for flag in ("allow_host_network", "allow_run_as_root", "allow_writable_root_filesystem"):
         if getattr(team, flag):
             data[flag] = "on"
@@ -145,7 +151,7 @@ def test_team_settings_and_members_changed_in_django_admin_are_recorded(admin_pa
 
 def test_a_team_created_in_django_admin_is_recorded(admin_page: Client, user: Any) -> None:
     response = admin_page.post(
-        "/admin/quotas/team/add/", {"name": "speech", "description": "", "members": [user.pk], "allow_run_as_root": "on"}
+        "/admin/quotas/team/add/", {"name": "speech", "description": "", "members": [user.pk], "allow_run_as_root": "on", **NO_VOLUMES}
     )
     assert response.status_code == 302, response.content.decode()
     created = only_entry(action="team.create")
