@@ -101,8 +101,8 @@ def job_requeue(job: Job, *, now: datetime, why: str, **fields: object) -> Job:
 def job_retry_or_fail(job: Job, *, now: datetime, why: str, exit_code: int | None, failed_on: str = "") -> Job:
     """An attempt failed: requeued while the job has restarts left, else FAILED with the exit code.
 
-    `failed_on`, the node the failing rank ran on, is avoided by the retry when the cluster has room elsewhere: a
-    rank that died of a bad GPU or a broken link would fail again there.
+    `failed_on`, the node the failing rank ran on, is avoided by the retry when it fits elsewhere: a rank that
+    died of a bad GPU or a broken link would fail again there.
     """
     if job.restarts < job.max_restarts:
         return job_requeue(

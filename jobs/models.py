@@ -102,7 +102,7 @@ class Job(models.Model):
     launch_failures = models.PositiveIntegerField(default=0)
     # After a failed launch the job is not placed again before this (the backoff).
     launch_not_before = models.DateTimeField(null=True, blank=True)
-    # The node a rank of its last failed attempt failed on: the retry is placed elsewhere when the cluster has room.
+    # The node a rank of its last failed attempt failed on: the retry is placed elsewhere when it fits elsewhere then.
     avoid_nodes = models.JSONField(default=list, blank=True)
     # The team's PersistentVolumeClaims it mounts: [{"claim", "mount_path", "read_only"}] (checked at submit).
     volumes = models.JSONField(default=list, blank=True)

@@ -46,6 +46,7 @@ def nodes_sync(*, cluster_nodes: Iterable[ClusterNode]) -> list[Node]:
     return seen
 
 
+@transaction.atomic
 def node_gang_failed(name: str, *, job_id: int, attempt: int) -> Node | None:
     """A rank of a gang failed on this node: count it, and hold the node once that has happened too often in a row."""
     node = Node.objects.select_for_update().filter(name=name).first()

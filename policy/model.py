@@ -77,7 +77,7 @@ class PendingJob:
     not_before: float | None = None
     # When it was last preempted (seconds since the epoch): it may not borrow again for a while (anti-thrash).
     preempted_at: float | None = None
-    # Nodes its last attempt failed on (a rank's failure): placed elsewhere while enough other nodes exist.
+    # Nodes its last attempt failed on (a rank's failure): placed elsewhere when it fits elsewhere then.
     avoid_nodes: tuple[str, ...] = ()
 
     @property

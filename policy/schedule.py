@@ -317,14 +317,13 @@ class _Cycle:
         """
         largest = self._largest_node(job)
         timelines = self.timelines
-        avoid = self._avoided(job)
-        if not timelines.holds and largest is None and not avoid:
+        if not timelines.holds and largest is None:
             return None
         now, end, total = self.now, self.now + job.wall_seconds, self.capacity.total
         gang = job.nodes > 1
 
         def allowed(name: str) -> bool:
-            if name in avoid or (largest is not None and total[name] > largest):
+            if largest is not None and total[name] > largest:
                 return False
             holds = timelines.holds.get(name)
             if not holds:
@@ -335,15 +334,19 @@ class _Cycle:
 
         return allowed
 
-    def _avoided(self, job: PendingJob) -> frozenset[str]:
-        """The nodes its last attempt failed on, unless avoiding them would leave too few nodes of its size ever to run."""
-        if not job.avoid_nodes:
-            return frozenset()
-        avoid = frozenset(job.avoid_nodes)
-        sized = [name for name, gpus in self.capacity.total.items() if gpus >= job.gpus_per_node]
-        return avoid if len([name for name in sized if name not in avoid]) >= job.nodes else frozenset()
-
     def _fit(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
+        """Where the job fits now: away from the nodes its last attempt failed on when it fits elsewhere too.
+
+        Only a preference when placing: a job is never held back, nor its reservation, for a node it avoids.
+        """
+        if job.avoid_nodes:
+            avoid = frozenset(job.avoid_nodes)
+            elsewhere = self._fit_on(job, lambda name: name not in avoid and (allowed is None or allowed(name)))
+            if elsewhere is not None:
+                return elsewhere
+        return self._fit_on(job, allowed)
+
+    def _fit_on(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
         if job.nodes == 1:
             name = self.capacity.best_fit(job.gpus_per_node, allowed)
             return None if name is None else [name]
