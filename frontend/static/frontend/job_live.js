@@ -23,7 +23,7 @@
     if (figures.length && window.musterDrawFigures) { window.musterDrawFigures(figures); }
     replace("telemetry-status", body.telemetry_status_html);
     // While the reader follows the output as it streams (logs_follow.js), the stream is newer than any poll.
-    if (document.body.dataset.logsFollowing !== "true") { replace("job-logs", body.logs_html); }
+    if (!document.body.dataset.logsFollowing) { replace("job-logs", body.logs_html); }
     document.body.dataset.liveUpdated = String(Date.now());
     return true;
   }

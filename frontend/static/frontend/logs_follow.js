@@ -1,7 +1,7 @@
 // "Follow the output": streams a running rank's output into the page as it is written, from
 // /api/v1/jobs/<id>/logs/?follow=true (text/plain, one long response), instead of the last lines the
-// page's poll shows every few seconds. The stream ends when the attempt does; the poll then sees the
-// new state and reloads the page, which shows the output as it was kept.
+// page's poll shows every few seconds (and leaves alone from then on). The stream ends when the attempt
+// does; the poll then sees the new state and reloads the page, which shows the output as it was kept.
 (function () {
   "use strict";
   var KEEP_CHARS = 1000000; // the page keeps the end of a long output, as the kept log does
@@ -30,9 +30,15 @@
         }
         return read();
       })
-      .then(function () { button.textContent = "The attempt has ended: its output is kept."; })
-      .catch(function () { button.textContent = "The stream stopped; the page goes on updating every few seconds."; })
-      .then(function () { delete document.body.dataset.logsFollowing; });
+      .then(function () {
+        // The whole output is on the page; it stays until the page reloads for the job's new state.
+        document.body.dataset.logsFollowing = "ended";
+        button.textContent = "The attempt has ended: its output is kept.";
+      })
+      .catch(function () {
+        delete document.body.dataset.logsFollowing; // the page's poll shows the last lines again
+        button.textContent = "The stream stopped; the page goes on updating every few seconds.";
+      });
   }
 
   document.addEventListener("click", function (event) {
