@@ -374,7 +374,7 @@ LOGGING = {
 MUSTER_LAUNCH_TIMEOUT_SECONDS = env_int("MUSTER_LAUNCH_TIMEOUT_SECONDS", 600)
 # A node back to Ready after being NotReady takes no new work for this long (one that flaps would fail gang after gang).
 MUSTER_NODE_SETTLE_SECONDS = env_int("MUSTER_NODE_SETTLE_SECONDS", 120)
-# After this many gangs in a row failed on a node (a rank's failure), Muster holds it out of placement until an admin clears it.
+# After this many gangs in a row failed on a node and then succeeded elsewhere, Muster holds it out of placement until an admin clears it.
 MUSTER_NODE_FAILURE_HOLD = max(1, env_int("MUSTER_NODE_FAILURE_HOLD", 3))
 # A launch that does not come up (refused, or not running within the timeout) requeues the job held back
 # this long, doubling with each failure in a row up to the maximum; this many in a row fail the job.

@@ -29,7 +29,7 @@ class Node(models.Model):
     # When it came back to READY from NOT_READY: no new work until MUSTER_NODE_SETTLE_SECONDS have passed (a node that
     # flaps would take gangs down with it each time).
     ready_since = models.DateTimeField(null=True, blank=True)
-    # Gangs in a row a rank of which failed here (a success resets it). At MUSTER_NODE_FAILURE_HOLD Muster holds the
+    # Gangs in a row that failed here and then succeeded elsewhere (a success here resets it). At MUSTER_NODE_FAILURE_HOLD Muster holds the
     # node out of placement, whatever the cluster says, until an admin clears `held` (Django admin, Nodes).
     failures_in_row = models.PositiveIntegerField(default=0)
     held = models.BooleanField(default=False, help_text="Muster places nothing here until an admin clears it.")

@@ -48,7 +48,8 @@ def nodes_sync(*, cluster_nodes: Iterable[ClusterNode]) -> list[Node]:
 
 @transaction.atomic
 def node_gang_failed(name: str, *, job_id: int, attempt: int) -> Node | None:
-    """A rank of a gang failed on this node: count it, and hold the node once that has happened too often in a row."""
+    """A gang failed on this node and its retry then ran to success elsewhere: blame the node, and hold it once that
+    has happened too often in a row. (A job that fails everywhere is its code's fault, and counts against no node.)"""
     node = Node.objects.select_for_update().filter(name=name).first()
     if node is None:
         return None
@@ -56,8 +57,8 @@ def node_gang_failed(name: str, *, job_id: int, attempt: int) -> Node | None:
     if node.failures_in_row >= settings.MUSTER_NODE_FAILURE_HOLD and not node.held:
         node.held = True
         node.held_reason = (
-            f"{node.failures_in_row} gangs in a row failed on it (the last: job {job_id} attempt {attempt}); "
-            "an admin clears this in Django admin, Nodes, once the node is checked."
+            f"{node.failures_in_row} gangs in a row failed on it and then succeeded elsewhere (the last: job {job_id}, "
+            f"attempt {attempt} here); an admin clears this in Django admin, Nodes, once the node is checked."
         )
         logger.warning("node %s held out of placement: %s", name, node.held_reason)
     node.save(update_fields=["failures_in_row", "held", "held_reason", "updated_at"])

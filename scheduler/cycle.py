@@ -161,8 +161,6 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
     if failed:
         first = failed[0]
         why = first.message or f"rank {first.rank} failed on {first.node_name}."
-        if first.node_name:
-            node_gang_failed(first.node_name, job_id=job.pk, attempt=job.attempt)
         _failed_attempt(backend, job, now, report, why, first.exit_code, failed_on=first.node_name or "")
         return
     phases = {p.phase for p in pods}
@@ -170,6 +168,9 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         job = job_mark_running(job, now=now)
     if phases == {PodPhase.SUCCEEDED}:
         nodes_gang_succeeded(p.node_name for p in pods if p.node_name)
+        # It failed on the node it avoided and succeeded elsewhere: the node, not the job's code, was at fault.
+        for name in job.avoid_nodes:
+            node_gang_failed(name, job_id=job.pk, attempt=job.attempt - 1)
         _ended(backend, job_succeed(job, now=now), report)
         return
     if job_launch_overdue(job, now=now):
@@ -367,7 +368,7 @@ def _launch(backend: ClusterBackend, decisions: Decisions, now: datetime, report
         try:
             backend.launch_gang(_gang_spec(job, placement.node_names))
         except Exception as exc:
-            if isinstance(exc, ClusterUnavailable):  # expected, and its message says what to do: no traceback
+            if isinstance(exc, ClusterUnavailable | VolumeWithdrawn):  # expected, and its message says what to do: no traceback
                 logger.warning("launch of job %s attempt %s failed: %s", job.pk, job.attempt, exc)
             else:
                 logger.exception("launch of job %s attempt %s failed", job.pk, job.attempt)

@@ -329,27 +329,46 @@ def test_a_failed_ranks_retry_is_placed_away_from_the_node_it_failed_on(submit, 
 
 def test_a_node_that_fails_gang_after_gang_is_held_out_of_placement(api, submit, sim, settings) -> None:
     settings.MUSTER_NODE_FAILURE_HOLD = 2
-    failing = {"duration_seconds": 5, "exit_code": 1}
-    first = submit(nodes=1, simulate=failing)["id"]
-    sim.cycle()
-    node = Allocation.objects.get(job_id=first).node.name
-    sim.advance(1.5)
-    sim.advance(10)
-    second = submit(nodes=1, simulate=failing)["id"]
-    sim.cycle()
-    assert Allocation.objects.get(job_id=second).node.name == node  # the fullest-first placement picks it again
-    sim.advance(1.5)
-    sim.advance(10)
+
+    def fails_there_then_succeeds_elsewhere() -> tuple[int, str]:
+        job_id = submit(nodes=1, max_restarts=1, simulate={"duration_seconds": 5, "exit_code": 1})["id"]
+        sim.cycle()
+        node = Allocation.objects.get(job_id=job_id, attempt=1).node.name
+        sim.advance(1.5)
+        # Its retry's pod runs clean: whatever failed it was the node's.
+        Job.objects.filter(pk=job_id).update(simulate={"duration_seconds": 5, "exit_code": 0})
+        sim.advance(10)
+        assert Allocation.objects.get(job_id=job_id, attempt=2).node.name != node
+        sim.advance(1.5)
+        sim.advance(10)
+        assert Job.objects.get(pk=job_id).state == JobState.SUCCEEDED
+        return job_id, node
+
+    _, node = fails_there_then_succeeds_elsewhere()
+    assert Node.objects.get(name=node).failures_in_row == 1 and not Node.objects.get(name=node).held
+    second, again = fails_there_then_succeeds_elsewhere()
+    assert again == node  # the fullest-first placement picks it again
     held = Node.objects.get(name=node)
-    assert held.held and held.failures_in_row == 2 and f"job {second} attempt 1" in held.held_reason
+    assert held.held and held.failures_in_row == 2 and f"job {second}, attempt 1 here" in held.held_reason
     third = submit(nodes=1, simulate={"duration_seconds": 5})["id"]
     sim.cycle()
     assert Allocation.objects.get(job_id=third).node.name != node
     shown = api.get(f"/api/v1/nodes/{node}/").json()
-    assert shown["held"] is True and "2 gangs in a row failed on it" in shown["held_reason"]
+    assert shown["held"] is True and "2 gangs in a row failed on it and then succeeded elsewhere" in shown["held_reason"]
     # An admin who checked the node clears the hold in Django admin: it takes work again, with a fresh count.
     held.held = False
     django_admin.site._registry[Node].save_model(None, held, None, True)
     cleared = Node.objects.get(name=node)
     assert (cleared.held, cleared.failures_in_row, cleared.held_reason) == (False, 0, "")
     assert next(v for v in node_views(timezone.now()) if v.name == node).schedulable
+
+
+def test_a_job_that_fails_everywhere_counts_against_no_node(submit, sim) -> None:
+    job_id = submit(nodes=1, max_restarts=1, simulate={"duration_seconds": 5, "exit_code": 1})["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    sim.advance(10)
+    sim.advance(1.5)
+    sim.advance(10)
+    assert Job.objects.get(pk=job_id).state == JobState.FAILED
+    assert not Node.objects.filter(failures_in_row__gt=0).exists()
