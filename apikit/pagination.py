@@ -11,16 +11,11 @@ class Pagination(LimitOffsetPagination):
     max_limit = 500
 
 
-class QueuePagination(Pagination):
-    """The queue's pages also carry a summary of the whole queue (set by the view before paginating)."""
+class SummaryPagination(Pagination):
+    """Pages that also carry one object about the whole list under `summary_key` (set by the view before paginating)."""
 
     summary_key = "summary"
     summary: dict[str, Any] = {}
-    # The queue's length as the summary counted it (set by the view): `count` then costs no count of the queue.
-    total: int | None = None
-
-    def get_count(self, queryset: Any) -> int:
-        return self.total if self.total is not None else super().get_count(queryset)
 
     def get_paginated_response(self, data: Any) -> Response:
         response = super().get_paginated_response(data)
@@ -36,7 +31,17 @@ class QueuePagination(Pagination):
         return paginated
 
 
-class NodePagination(QueuePagination):
-    """The nodes' pages also say whether jobs can start on the cluster, and if not, why (set by the view)."""
+class QueuePagination(SummaryPagination):
+    """The queue's pages also carry a summary of the whole queue."""
+
+    # The queue's length as the summary counted it (set by the view): `count` then costs no count of the queue.
+    total: int | None = None
+
+    def get_count(self, queryset: Any) -> int:
+        return self.total if self.total is not None else super().get_count(queryset)
+
+
+class NodePagination(SummaryPagination):
+    """The nodes' pages also say whether jobs can start on the cluster, and if not, why."""
 
     summary_key = "cluster"

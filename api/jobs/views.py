@@ -183,10 +183,11 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
 
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         health = ClusterHealth.objects.filter(pk=1).first()
+        down = health is not None and not health.reachable
         cast(NodePagination, self.paginator).summary = {
-            "usable": health is None or health.reachable,
-            "problem": health.error if health and not health.reachable else "",
-            "since": health.down_since if health and not health.reachable else None,
+            "usable": not down,
+            "problem": health.error if health and down else "",
+            "since": health.down_since if health and down else None,
             "last_cycle_at": health.last_cycle_at if health else None,
         }
         return super().list(request, *args, **kwargs)
