@@ -122,9 +122,11 @@ class PolicyConfig:
     age_max_seconds: float = 7 * 24 * 3600.0
     half_life_seconds: float = 7 * 24 * 3600.0
     class_count: int = 3
-    # A job waiting this long gets a reservation, and keeps it until it starts. The bound is on work, not a
-    # budget of promises: every starving job gets one while fewer than this many are held.
+    # A job starves, and gets a reservation it keeps until it starts, once it has waited this long and at least
+    # `starvation_wall_factor` times its wall time (see starving_after). The bound on reservations is on work,
+    # not a budget of promises: every starving job gets one while fewer than this many are held.
     starvation_seconds: float = 3600.0
+    starvation_wall_factor: float = 0.5
     max_reservations: int = 256
     # How many waiting jobs without a reservation the cycle plans forward for an ETA (a bound on its work);
     # the jobs past it are told "after" the last planned start.
@@ -137,6 +139,16 @@ class PolicyConfig:
     # A preempted job may not borrow beyond its quota again until this long after its preemption.
     reborrow_hysteresis_seconds: float = 3600.0
     max_jobs: int | None = None
+
+    def starving_after(self, wall_seconds: float) -> float:
+        """How long a job with this wall time waits before it is owed a reservation.
+
+        A promise drains its nodes ahead of its start, and every job promised a start goes ahead of the
+        queue's priority order. Scaled with the wall time, promises go to jobs kept waiting long for their
+        length, so short jobs stay ordered by priority (fair share) and long ones still get a bounded wait
+        (the threshold plus the reserved wait).
+        """
+        return max(self.starvation_seconds, self.starvation_wall_factor * wall_seconds)
 
 
 @dataclass(frozen=True)

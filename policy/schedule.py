@@ -11,7 +11,8 @@ In priority order (policy/priority.py), each pending job is:
 3. otherwise, if it is within quota, it may preempt: the smallest set of running
    jobs that are over quota (borrowing) or of a lower class, and older than the
    minimum run time, whose GPUs make it fit;
-4. otherwise, once it has waited past the starvation threshold, it gets a
+4. otherwise, once it has waited past its starvation threshold (the larger of
+   `starvation_seconds` and `starvation_wall_factor` x its wall time), it gets a
    reservation (while fewer than `max_reservations` exist, a bound on work):
    the earliest window, by the running jobs' wall-time ends and the
    reservations already held, in which its whole gang fits. Later jobs may use
@@ -82,18 +83,20 @@ class _Cycle:
         self.capacity = Capacity(snapshot.nodes)
         self.running: dict[int, RunningJob] = {r.id: r for r in sorted(snapshot.running, key=lambda r: r.id)}
         self.on_node: dict[str, dict[int, int]] = defaultdict(dict)  # node -> {job id: GPUs held there}
+        # Without any limit or budget in the accounts every limit check passes: what they count is not worked out.
+        self.limited = any(a.max_gpus is not None or a.node_hours_left is not None for a in snapshot.accounts.values())
         self.in_quota: Counter[str] = Counter()
         for r in self.running.values():
             for name, gpus in zip(r.node_names, r.gpus_held, strict=True):
                 self.on_node[name][r.id] = self.on_node[name].get(r.id, 0) + gpus
-            if not r.over_quota:
+            if not r.over_quota and self.limited:
                 self._count_quota(r.user, r.team, r.gpus)
         # Budgets count what running jobs may still use by their wall time, not only what they used:
         # the ledger charges it as they run, so leaving it out would let the budget be overspent.
         self.budget_used: defaultdict[str, float] = defaultdict(float)
         node_size = {n.name: n.gpus_total for n in snapshot.nodes}
         self.node_sizes = sorted({n.gpus_total for n in snapshot.nodes if n.schedulable})
-        for r in self.running.values():
+        for r in self.running.values() if self.limited else ():
             share = sum(gpus / node_size[name] for name, gpus in zip(r.node_names, r.gpus_held, strict=True) if node_size.get(name))
             left_hours = max(0.0, r.ends_at - self.now) / 3600 * share
             for key, _ in self._owners(r):
@@ -111,11 +114,9 @@ class _Cycle:
         self.failed_searches: set[tuple[int, int | None, int, int, int]] = set()
         self.searches = 0
         # Shortcuts that change no decision, for the cost of a long queue:
-        # - without any limit or budget in the accounts, every limit check passes;
         # - without a running job that is over quota or of a lower class than some pending job, no search
         #   can find a victim (jobs placed in this cycle are never victims), so none is tried;
         # - a waiting job's reason text depends only on its shape and the capacity: worked out once per state.
-        self.limited = any(a.max_gpus is not None or a.node_hours_left is not None for a in snapshot.accounts.values())
         lowest_pending = min((p.class_rank for p in snapshot.pending), default=0)
         self.victims_possible = any(r.over_quota or r.class_rank > lowest_pending for r in snapshot.running)
         self.room_texts: dict[tuple[int, int, int], str] = {}
@@ -133,7 +134,7 @@ class _Cycle:
         # heavy tenant's starving job may never get one, and its wait has no bound.
         free_slots = max(0, self.config.max_reservations - len(self.promised))
         starving = sorted(
-            (j for j in order if self.now - j.submitted_at >= self.config.starvation_seconds and j.id not in self.promised),
+            (j for j in order if self.now - j.submitted_at >= self.config.starving_after(j.wall_seconds) and j.id not in self.promised),
             key=lambda j: (j.submitted_at, j.id),
         )
         self.next_promised = {j.id for j in starving[:free_slots] if j.not_before is None or j.not_before <= self.now}

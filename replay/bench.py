@@ -65,6 +65,8 @@ def main(argv: list[str] | None = None) -> None:
                 "utilisation": round(s["utilisation"], 4),
                 "min_tenant_share": round(s["fair_share"]["min_ratio"], 4) if s["fair_share"]["min_ratio"] is not None else None,
                 "min_share_tenant_day": [s["fair_share"]["min_tenant"], s["fair_share"]["min_day"]],
+                "min_tenant_share_window": round(w, 4) if (w := s["fair_share"]["window_min_ratio"]) is not None else None,
+                "min_share_tenant_window": s["fair_share"]["window_min_tenant"],
                 "preemptions": s["preemptions"],
                 "reservation_slips": s["reservation_slips"]["count"],
                 "mean_wait_s": round(s["wait"]["mean"], 1),

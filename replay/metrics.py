@@ -44,7 +44,9 @@ FAIR_SHARE_DEFINITION = (
     "among the tenants with demand that day, each with weight 1: every tenant gets min(demand, level), with the "
     "level such that the shares add up to min(capacity, total demand). "
     f"min_ratio is the smallest ratio over tenant-days with demand of at least {FAIR_SHARE_MIN_DEMAND_GPU_HOURS:g} GPU-hour; "
-    "1 means every tenant got at least its fair share every day."
+    "1 means every tenant got at least its fair share every day. Over the window, a tenant's ratio is the GPU-seconds "
+    "it held over the days it had demand / the sum of its fair shares over those days (window_min_ratio: the smallest "
+    "over tenants); a job that waits one day and runs the next counts for both, where a day alone cannot."
 )
 
 
@@ -237,7 +239,17 @@ def fair_share(records: Sequence[JobRecord], *, gpus_per_node: int, gpus: int) -
             )
     counted = [row for row in rows if row["counted"]]
     worst = min(counted, key=lambda row: (row["ratio"], row["day"], row["tenant"])) if counted else None
+    held: dict[str, float] = defaultdict(float)
+    fair: dict[str, float] = defaultdict(float)
+    for row in counted:
+        held[row["tenant"]] += row["received_gpu_hours"]
+        fair[row["tenant"]] += row["fair_gpu_hours"]
+    window = {tenant: held[tenant] / fair[tenant] for tenant in sorted(fair) if fair[tenant] > 0}
+    window_worst = min(window, key=lambda t: (window[t], t)) if window else None
     return {
+        "window_min_ratio": window[window_worst] if window_worst else None,
+        "window_min_tenant": window_worst,
+        "window_per_tenant": window,
         "definition": FAIR_SHARE_DEFINITION,
         "min_demand_gpu_hours": FAIR_SHARE_MIN_DEMAND_GPU_HOURS,
         "min_ratio": worst["ratio"] if worst else None,

@@ -137,7 +137,11 @@ def _min_share(summary: Mapping[str, Any]) -> str:
     if ratio is None:
         return DASH
     where = [str(x) for x in (_get(summary, "fair_share", "min_tenant"), _get(summary, "fair_share", "min_day")) if x]
-    return fmt_number(ratio, 2) + (f" ({', '.join(where)})" if where else "")
+    text = fmt_number(ratio, 2) + (f" ({', '.join(where)})" if where else "")
+    window = _get(summary, "fair_share", "window_min_ratio")
+    if window is not None:
+        text += f"; over the window {fmt_number(window, 2)} ({_get(summary, 'fair_share', 'window_min_tenant')})"
+    return text
 
 
 def _slips(summary: Mapping[str, Any]) -> str:

@@ -6,7 +6,7 @@ policy is called once with a `Snapshot` of that instant, and its decisions are a
 cycle's order (preemptions, then placements). The policy is called only when something changed: a
 submit, a finish, a preemption victim becoming eligible (it has run `preemption_min_runtime_seconds`,
 only when the trace has jobs of several classes or preemptible jobs), or, for "muster", a pending
-job crossing `starvation_seconds` (it may get a reservation then). Between events nothing the policy
+job crossing its starvation threshold (`PolicyConfig.starving_after`; it may get a reservation then). Between events nothing the policy
 reads changes in a way that could start a job (capacity only frees at finishes), so the replay
 places jobs at the instants the cycle would, less the cycle's tick delay (the policy is taken to run
 at the event's instant).
@@ -321,7 +321,7 @@ class _Sim:
         self.just_submitted.add(job.id)
         self.shapes[job.nodes, job.gpus_per_node] += 1
         if self.starvation_wakes:
-            heapq.heappush(self.wakes, (job.submit + self.config.starvation_seconds, job.id))
+            heapq.heappush(self.wakes, (job.submit + self.config.starving_after(job.wall_seconds), job.id))
 
     def _release(self, job_id: int, now: float) -> _Run:
         run = self.running.pop(job_id)

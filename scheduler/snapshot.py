@@ -31,6 +31,7 @@ def policy_config() -> PolicyConfig:
         half_life_seconds=settings.MUSTER_FAIR_SHARE_HALF_LIFE_SECONDS,
         class_count=len(settings.MUSTER_PRIORITY_CLASSES),
         starvation_seconds=settings.MUSTER_STARVATION_SECONDS,
+        starvation_wall_factor=settings.MUSTER_STARVATION_WALL_FACTOR,
         max_reservations=settings.MUSTER_MAX_RESERVATIONS,
         plan_jobs=settings.MUSTER_PLAN_JOBS,
         preemption_min_runtime_seconds=settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS,

@@ -21,10 +21,10 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Count, F, Min, Q, Sum
+from django.db.models import Count, F, Min, Sum
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -34,6 +34,7 @@ from jobs.models import Allocation, ClusterHealth, CycleCounter, Job, Node, Node
 from jobs.selectors import start_waits
 from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState
 from scheduler.counters import BUCKET_COUNTER, CYCLE_SECONDS_BUCKETS
+from scheduler.queue import starving_count
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +93,6 @@ class MusterCollector(Collector):
         yield from self._health()
 
     def _jobs(self, now: datetime) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
-        starving_after = now - timedelta(seconds=settings.MUSTER_STARVATION_SECONDS)
         live = (
             Job.objects.exclude(state__in=TERMINAL_STATES)
             .values("state", "over_quota", "pending_reason_code")
@@ -100,20 +100,17 @@ class MusterCollector(Collector):
                 n=Count("id"),
                 gpus_asked=Sum(F("nodes") * F("gpus_per_node")),
                 oldest=Min("submitted_at"),
-                starving=Count("id", filter=Q(submitted_at__lte=starving_after)),
             )
         )
         by_state: dict[str, int] = defaultdict(int)
         by_reason: dict[str, int] = defaultdict(int)
         by_quota: dict[str, list[int]] = {"within": [0, 0], "over": [0, 0]}
         oldest: datetime | None = None
-        starving = 0
         for row in live:
             by_state[row["state"]] += row["n"]
             if row["state"] == JobState.PENDING:
                 by_reason[row["pending_reason_code"] or NEW_REASON] += row["n"]
                 oldest = row["oldest"] if oldest is None else min(oldest, row["oldest"])
-                starving += row["starving"]
             elif row["state"] in ACTIVE_STATES:
                 counts = by_quota["over" if row["over_quota"] else "within"]
                 counts[0] += row["n"]
@@ -147,11 +144,14 @@ class MusterCollector(Collector):
         )
         yield GaugeMetricFamily(
             "muster_jobs_starving",
-            "Pending jobs that have waited past MUSTER_STARVATION_SECONDS (they are owed a reservation).",
-            value=starving,
+            "Pending jobs that have waited past their starvation threshold (MUSTER_STARVATION_SECONDS, and at least"
+            " MUSTER_STARVATION_WALL_FACTOR x their wall time): they are owed a reservation.",
+            value=starving_count(Job.objects.filter(state=JobState.PENDING), now),
         )
         yield GaugeMetricFamily(
-            "muster_starvation_threshold_seconds", "MUSTER_STARVATION_SECONDS, for alert rules.", value=settings.MUSTER_STARVATION_SECONDS
+            "muster_starvation_threshold_seconds",
+            "MUSTER_STARVATION_SECONDS: the shortest starvation threshold (longer jobs' grow with their wall time).",
+            value=settings.MUSTER_STARVATION_SECONDS,
         )
         ended = dict(Job.objects.filter(state__in=TERMINAL_STATES).values_list("state").annotate(n=Count("id")).values_list("state", "n"))
         total = CounterMetricFamily("muster_jobs_ended", "Jobs that have ended, by final state.", labels=["state"])

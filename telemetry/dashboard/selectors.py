@@ -34,6 +34,7 @@ from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.selectors import nodes_with_usage, start_waits
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.selectors import teams_visible_to
+from scheduler.queue import is_starving, starving_count
 from telemetry.models import JobTelemetrySummary
 
 NO_TEAM = "no team"
@@ -218,16 +219,16 @@ def latency(window: Window, now: datetime) -> dict[str, Any]:
 
 
 def starvation(now: datetime) -> dict[str, Any]:
-    """The longest current waits, and how many pending jobs are past MUSTER_STARVATION_SECONDS."""
+    """The longest current waits, and how many pending jobs are past their starvation threshold."""
     threshold = settings.MUSTER_STARVATION_SECONDS
     pending = Job.objects.filter(state=JobState.PENDING)
-    past = pending.filter(submitted_at__lte=now - timedelta(seconds=threshold)).count()
+    past = starving_count(pending, now)
     longest = list(pending.select_related("owner", "team").order_by("submitted_at", "id")[:STARVATION_ROWS])
     rows = [
         {
             "job": job,
             "wait_seconds": max(0.0, (now - job.submitted_at).total_seconds()),
-            "starving": (now - job.submitted_at).total_seconds() >= threshold,
+            "starving": is_starving(job, now),
         }
         for job in longest
     ]

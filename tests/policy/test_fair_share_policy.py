@@ -374,6 +374,20 @@ def test_job_that_has_not_waited_long_enough_gets_no_reservation() -> None:
     assert (decisions.waiting[0].estimate, decisions.waiting[0].estimated_start) == (ESTIMATE_PLANNED, NOW + HOUR)
 
 
+def test_a_long_job_starves_after_a_share_of_its_wall_time_not_after_the_base_threshold() -> None:
+    busy = [running(10, {"n00": 8}, rank=0, left=20 * HOUR)]
+    cfg = config(starvation_seconds=HOUR, starvation_wall_factor=0.5)
+    # Ten hours of wall: past the one-hour base threshold, but owed a promise only after five hours.
+    early = schedule(snap([pend(1, wall=10 * HOUR, age=5 * HOUR - 1)], busy, nodes=1), cfg)
+    assert early.reservations == ()
+    assert early.waiting[0].estimate == ESTIMATE_PLANNED
+    late = schedule(snap([pend(1, wall=10 * HOUR, age=5 * HOUR)], busy, nodes=1), cfg)
+    assert [(r.job_id, r.start) for r in late.reservations] == [(1, NOW + 20 * HOUR)]
+    # A one-hour job is owed one after the base threshold, even though an older long job is not yet.
+    both = schedule(snap([pend(1, wall=10 * HOUR, age=4 * HOUR), pend(2, wall=HOUR, age=HOUR)], busy, nodes=1), cfg)
+    assert [r.job_id for r in both.reservations] == [2]
+
+
 def test_a_failed_preemption_search_is_not_reused_for_a_job_that_may_backfill_where_it_could_not() -> None:
     jobs = [running(10, {"n00": 8}, rank=1, left=1000), running(11, {"n01": 8}, rank=2, left=10 * HOUR)]
     pending = [
@@ -562,6 +576,7 @@ def clusters(draw: st.DrawFn) -> tuple[Snapshot, PolicyConfig]:
             )
     policy = PolicyConfig(
         starvation_seconds=draw(st.sampled_from([0.0, 60.0, 900.0])),
+        starvation_wall_factor=draw(st.sampled_from([0.0, 0.5])),
         max_reservations=draw(st.integers(0, 3)),
         preemption_min_runtime_seconds=draw(st.sampled_from([0.0, 600.0])),
         preemption=draw(st.booleans()) or draw(st.booleans()),

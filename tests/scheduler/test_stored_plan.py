@@ -66,6 +66,7 @@ def fake_policy(monkeypatch: pytest.MonkeyPatch, *decisions: Decisions) -> None:
 def starving(settings: Any) -> None:
     # Every waiting job is past the starvation threshold at once, so the policy reserves for it.
     settings.MUSTER_STARVATION_SECONDS = 0
+    settings.MUSTER_STARVATION_WALL_FACTOR = 0
 
 
 def test_the_cycle_stores_each_waiting_jobs_plan(submit: Any, sim: Any, starving: None, decided: list) -> None:

@@ -54,6 +54,7 @@ def scenario(submit: Any, sim: Any) -> dict[str, int]:
 
 def test_metrics_after_simulated_jobs(scenario: dict[str, int], sim: Any, settings: Any) -> None:
     settings.MUSTER_STARVATION_SECONDS = 60
+    settings.MUSTER_STARVATION_WALL_FACTOR = 0.0
     big = Job.objects.get(pk=scenario["big"])
     now = sim.clock() + timedelta(seconds=100)
     m = parse(metrics_text(now=now))
@@ -79,6 +80,12 @@ def test_metrics_after_simulated_jobs(scenario: dict[str, int], sim: Any, settin
     assert value(m, "muster_pending_oldest_wait_seconds") == pytest.approx(wait)
     assert value(m, "muster_jobs_starving") == 1
     assert value(m, "muster_starvation_threshold_seconds") == 60
+    # A long job's threshold grows with its wall time: the big job (an hour's wall) starves after half of it.
+    settings.MUSTER_STARVATION_WALL_FACTOR = 0.5
+    assert value(parse(metrics_text(now=now)), "muster_jobs_starving") == 0
+    half_wall = big.submitted_at + timedelta(seconds=big.wall_time_seconds / 2)
+    assert value(parse(metrics_text(now=half_wall - timedelta(seconds=1))), "muster_jobs_starving") == 0
+    assert value(parse(metrics_text(now=half_wall)), "muster_jobs_starving") == 1
 
     # Submit to start of the two jobs that started.
     started = Job.objects.filter(started_at__isnull=False)
@@ -142,7 +149,7 @@ def test_empty_database_exports_zeros(db: None) -> None:
 
 
 def test_scrape_runs_a_fixed_number_of_queries(scenario: dict[str, int], django_assert_max_num_queries: Any) -> None:
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(9):
         metrics_text()
 
 
