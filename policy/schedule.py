@@ -8,9 +8,10 @@ In priority order (policy/priority.py), each pending job is:
 2. placed all-or-nothing if it fits now without touching a reservation it would
    outlast. Multi-node jobs take whole idle nodes (one rack if any fits),
    single-node jobs the fullest node that fits;
-3. otherwise, if it is within quota, it may preempt: the smallest set of running
-   jobs that are over quota (borrowing) or of a lower class, and older than the
-   minimum run time, whose GPUs make it fit;
+3. otherwise, if it is within quota, it may preempt: the set of running jobs that
+   are over quota (borrowing) or of a lower class, older than the minimum run time
+   and not further along (since their last checkpoint) than they have left by their
+   wall time, that loses the least work and makes it fit;
 4. otherwise, once it has waited past its starvation threshold (the larger of
    `starvation_seconds` and `starvation_wall_factor` x its wall time), it gets a
    reservation (while fewer than `max_reservations` exist, a bound on work):
@@ -359,6 +360,10 @@ class _Cycle:
         if victim.id in self.started or self.now - victim.started_at < self.config.preemption_min_runtime_seconds:
             return False
         if victim.preemptions >= self.config.max_preemptions:
+            return False
+        if self._lost_if_stopped(victim) > victim.gpus * (victim.ends_at - self.now):
+            # It has run longer since its last checkpoint than it has left by its wall time: waiting for it to end
+            # costs the preemptor less than the work a preemption would throw away.
             return False
         return victim.over_quota or victim.class_rank > job.class_rank
 
