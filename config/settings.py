@@ -439,6 +439,8 @@ MUSTER_PREEMPTION_GRACE_SECONDS = env_int("MUSTER_PREEMPTION_GRACE_SECONDS", 30)
 # A job is preempted at most this many times; a preempted job may not borrow beyond its quota again for this long.
 MUSTER_MAX_PREEMPTIONS = env_int("MUSTER_MAX_PREEMPTIONS", 3)
 MUSTER_REBORROW_HYSTERESIS_SECONDS = env_float("MUSTER_REBORROW_HYSTERESIS_SECONDS", 3600)
+# A job is preempted only while the work it would lose is at most this times what it has left by its wall time.
+MUSTER_PREEMPTION_MAX_LOST_RATIO = env_float("MUSTER_PREEMPTION_MAX_LOST_RATIO", 0.5)
 
 # --- Kubernetes backend (MUSTER_CLUSTER=kubernetes) -------------------------------------------
 

@@ -136,6 +136,9 @@ class PolicyConfig:
     preemption: bool = True
     # A job is preempted at most this many times; after that it runs to its end (or its wall time).
     max_preemptions: int = 3
+    # A job is preempted only while what it would lose (GPU-seconds since its last checkpoint, or its start) is at most
+    # this times the GPU-seconds it has left by its wall time; further along, it is waited for instead.
+    preemption_max_lost_ratio: float = 0.5
     # A preempted job may not borrow beyond its quota again until this long after its preemption.
     reborrow_hysteresis_seconds: float = 3600.0
     max_jobs: int | None = None

@@ -10,8 +10,9 @@ In priority order (policy/priority.py), each pending job is:
    single-node jobs the fullest node that fits;
 3. otherwise, if it is within quota, it may preempt: the set of running jobs that
    are over quota (borrowing) or of a lower class, older than the minimum run time
-   and not further along (since their last checkpoint) than they have left by their
-   wall time, that loses the least work and makes it fit;
+   and whose work since their last checkpoint is at most `preemption_max_lost_ratio`
+   times what they have left by their wall time, that loses the least work and makes
+   it fit;
 4. otherwise, once it has waited past its starvation threshold (the larger of
    `starvation_seconds` and `starvation_wall_factor` x its wall time), it gets a
    reservation (while fewer than `max_reservations` exist, a bound on work):
@@ -361,9 +362,9 @@ class _Cycle:
             return False
         if victim.preemptions >= self.config.max_preemptions:
             return False
-        if self._lost_if_stopped(victim) > victim.gpus * (victim.ends_at - self.now):
-            # It has run longer since its last checkpoint than it has left by its wall time: waiting for it to end
-            # costs the preemptor less than the work a preemption would throw away.
+        if self._lost_if_stopped(victim) > self.config.preemption_max_lost_ratio * victim.gpus * (victim.ends_at - self.now):
+            # Far enough along since its last checkpoint, for what it has left by its wall time, that waiting for it to
+            # end costs less than the work a preemption would throw away (and the victim would run again).
             return False
         return victim.over_quota or victim.class_rank > job.class_rank
 

@@ -38,6 +38,7 @@ def policy_config() -> PolicyConfig:
         preemption=settings.MUSTER_PREEMPTION,
         max_preemptions=settings.MUSTER_MAX_PREEMPTIONS,
         reborrow_hysteresis_seconds=settings.MUSTER_REBORROW_HYSTERESIS_SECONDS,
+        preemption_max_lost_ratio=settings.MUSTER_PREEMPTION_MAX_LOST_RATIO,
         max_jobs=settings.MUSTER_CYCLE_MAX_JOBS,
     )
 

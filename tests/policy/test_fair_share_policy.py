@@ -73,7 +73,7 @@ def running(
     rank: int = 1,
     user: str = "zed",
     team: str | None = None,
-    ran: float = HOUR,
+    ran: float = 20 * 60.0,
     left: float = HOUR,
     over_quota: bool = False,
 ) -> RunningJob:
@@ -227,7 +227,7 @@ def test_job_within_its_quota_preempts_an_over_quota_borrower_and_takes_its_gpus
 
 
 def test_production_job_preempts_a_lower_class_job_that_ran_long_enough_but_not_a_young_one() -> None:
-    old = running(1, {"n00": 8}, rank=2, ran=2 * HOUR, left=3 * HOUR)
+    old = running(1, {"n00": 8}, rank=2, ran=2 * HOUR, left=5 * HOUR)
     young = running(3, {"n01": 8}, rank=2, ran=60)
     decisions = schedule(snap([pend(2, rank=0)], [young, old]), config(preemption_min_runtime_seconds=600))
     assert [(p.job_id, p.for_job_id) for p in decisions.preemptions] == [(1, 2)]

@@ -10,8 +10,8 @@ from tests.policy.test_fair_share_policy import HOUR, NOW, config, pend, placed,
 
 
 def test_a_job_preempted_as_often_as_allowed_runs_on_and_the_next_one_is_stopped() -> None:
-    tired = replace(running(1, {"n00": 8}, rank=2, ran=3 * HOUR, left=5 * HOUR), preemptions=3)
-    fresh = replace(running(3, {"n01": 8}, rank=2, ran=2 * HOUR, left=5 * HOUR), preemptions=2)
+    tired = replace(running(1, {"n00": 8}, rank=2, ran=3 * HOUR, left=10 * HOUR), preemptions=3)
+    fresh = replace(running(3, {"n01": 8}, rank=2, ran=2 * HOUR, left=10 * HOUR), preemptions=2)
     decisions = schedule(snap([pend(2, rank=0)], [tired, fresh]), config(max_preemptions=3))
     assert [p.job_id for p in decisions.preemptions] == [3]
     only_tired = schedule(snap([pend(2, rank=0)], [tired], nodes=1), config(max_preemptions=3))
@@ -34,17 +34,17 @@ def test_a_just_preempted_job_does_not_borrow_again_until_the_hysteresis_has_pas
 
 def test_the_victim_is_the_job_that_loses_the_least_work() -> None:
     # Both hold a whole node; the one that checkpointed ten minutes ago loses less than the one that never did.
-    never = running(1, {"n00": 8}, rank=2, ran=2 * HOUR)
-    checkpointed = replace(running(3, {"n01": 8}, rank=2, ran=5 * HOUR), checkpointed_at=NOW - 600)
+    never = running(1, {"n00": 8}, rank=2, ran=2 * HOUR, left=10 * HOUR)
+    checkpointed = replace(running(3, {"n01": 8}, rank=2, ran=5 * HOUR, left=10 * HOUR), checkpointed_at=NOW - 600)
     decisions = schedule(snap([pend(2, rank=0)], [never, checkpointed]))
     assert [p.job_id for p in decisions.preemptions] == [3]
     assert placed(decisions)[2].node_names == ("n01",)
     # Without checkpoints, the younger job loses less.
-    young = running(4, {"n01": 8}, rank=2, ran=HOUR)
+    young = running(4, {"n01": 8}, rank=2, ran=HOUR, left=10 * HOUR)
     assert [p.job_id for p in schedule(snap([pend(2, rank=0)], [never, young])).preemptions] == [4]
 
 
-def test_a_job_that_has_run_longer_than_it_has_left_is_waited_for_not_preempted() -> None:
+def test_a_job_far_along_for_what_it_has_left_is_waited_for_not_preempted() -> None:
     # Five hours in and one left by its wall time: stopping it throws away more than waiting an hour costs.
     nearly_done = running(1, {"n00": 8}, rank=2, ran=5 * HOUR, left=HOUR)
     decisions = schedule(snap([pend(2, rank=0)], [nearly_done], nodes=1))
@@ -52,6 +52,10 @@ def test_a_job_that_has_run_longer_than_it_has_left_is_waited_for_not_preempted(
     # With a checkpoint ten minutes ago it loses ten minutes' work: it is stopped.
     checkpointed = replace(nearly_done, checkpointed_at=NOW - 600)
     assert [p.job_id for p in schedule(snap([pend(2, rank=0)], [checkpointed], nodes=1)).preemptions] == [1]
-    # Just as long run as left: still stopped (a borrower reclaimed half-way).
-    half = running(1, {"n00": 8}, rank=2, ran=3 * HOUR, left=3 * HOUR)
-    assert [p.job_id for p in schedule(snap([pend(2, rank=0)], [half], nodes=1)).preemptions] == [1]
+    # The default ratio is 0.5: two hours run and four left is the last point at which it is stopped.
+    at_ratio = running(1, {"n00": 8}, rank=2, ran=2 * HOUR, left=4 * HOUR)
+    assert [p.job_id for p in schedule(snap([pend(2, rank=0)], [at_ratio], nodes=1)).preemptions] == [1]
+    past = running(1, {"n00": 8}, rank=2, ran=2 * HOUR + 60, left=4 * HOUR)
+    assert schedule(snap([pend(2, rank=0)], [past], nodes=1)).preemptions == ()
+    # A large ratio turns the check off.
+    assert schedule(snap([pend(2, rank=0)], [nearly_done], nodes=1), config(preemption_max_lost_ratio=1e9)).preemptions

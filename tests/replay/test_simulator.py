@@ -95,7 +95,7 @@ def test_same_input_same_output() -> None:
 
 
 def preemption_trace() -> list[TraceJob]:
-    low = TraceJob(id=1, submit=0.0, runtime=5000.0, gpus=8, nodes=1, gpus_per_node=8, wall_seconds=10800.0, tenant="a", class_rank=2)
+    low = TraceJob(id=1, submit=0.0, runtime=5000.0, gpus=8, nodes=1, gpus_per_node=8, wall_seconds=14400.0, tenant="a", class_rank=2)
     high = TraceJob(id=2, submit=4000.0, runtime=100.0, gpus=8, nodes=1, gpus_per_node=8, wall_seconds=3600.0, tenant="b", class_rank=0)
     return [low, high]
 
