@@ -358,6 +358,8 @@ MUSTER_CYCLE_MAX_JOBS = env_int("MUSTER_CYCLE_MAX_JOBS", 5000)
 MUSTER_SIM_NODES = env_int("MUSTER_SIM_NODES", 16)
 MUSTER_SIM_GPUS_PER_NODE = env_int("MUSTER_SIM_GPUS_PER_NODE", 8)
 MUSTER_SIM_RACKS = env_int("MUSTER_SIM_RACKS", 2)
+# RDMA devices on each node of the simulated cluster's first rack (the other racks have none).
+MUSTER_SIM_RDMA_DEVICES = env_int("MUSTER_SIM_RDMA_DEVICES", 8)
 # Seconds a simulated pod takes to start, and how long a job runs when it says nothing.
 MUSTER_SIM_START_SECONDS = env_float("MUSTER_SIM_START_SECONDS", 1.0)
 MUSTER_SIM_DEFAULT_DURATION_SECONDS = env_float("MUSTER_SIM_DEFAULT_DURATION_SECONDS", 30.0)
@@ -458,6 +460,11 @@ MUSTER_K8S_KUBECONFIG = os.environ.get("MUSTER_K8S_KUBECONFIG", os.environ.get("
 MUSTER_K8S_NAMESPACE = os.environ.get("MUSTER_K8S_NAMESPACE", "muster-jobs")
 MUSTER_K8S_GPU_RESOURCE = os.environ.get("MUSTER_K8S_GPU_RESOURCE", "nvidia.com/gpu")
 MUSTER_K8S_RACK_LABEL = os.environ.get("MUSTER_K8S_RACK_LABEL", "topology.kubernetes.io/zone")
+# The node label of the topology level above the rack (a leaf or spine switch's block); empty: none.
+MUSTER_K8S_BLOCK_LABEL = os.environ.get("MUSTER_K8S_BLOCK_LABEL", "")
+# The extended resource a node's RDMA/SR-IOV devices are advertised as (e.g. "rdma/rdma_shared_device_a",
+# "nvidia.com/hostdev"): read from each node's allocatable and asked per pod by jobs' rdma_per_node. Empty: none.
+MUSTER_K8S_RDMA_RESOURCE = os.environ.get("MUSTER_K8S_RDMA_RESOURCE", "")
 MUSTER_K8S_GPU_MODEL_LABEL = os.environ.get("MUSTER_K8S_GPU_MODEL_LABEL", "nvidia.com/gpu.product")
 MUSTER_K8S_CPU_PER_GPU = os.environ.get("MUSTER_K8S_CPU_PER_GPU", "8")
 MUSTER_K8S_MEMORY_PER_GPU = os.environ.get("MUSTER_K8S_MEMORY_PER_GPU", "64Gi")

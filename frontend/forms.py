@@ -26,6 +26,13 @@ class JobForm(forms.Form):
     )
     nodes = forms.IntegerField(min_value=1, initial=1, help_text="A multi-node job takes whole nodes.")
     gpus_per_node = forms.IntegerField(min_value=1, initial=8, label="GPUs per node")
+    rdma_per_node = forms.IntegerField(
+        min_value=0,
+        initial=0,
+        required=False,
+        label="RDMA devices per node",
+        help_text="For multi-node jobs on an RDMA fabric (RoCE, InfiniBand): the job goes only to nodes that have them.",
+    )
     wall_time_minutes = forms.IntegerField(min_value=1, initial=60, label="Wall time (minutes)")
     priority_class = forms.ChoiceField(choices=(), help_text="Higher classes are scheduled first.")
     max_restarts = forms.IntegerField(min_value=0, initial=0, help_text="Times a failed job is started again.")
@@ -42,7 +49,10 @@ class JobForm(forms.Form):
     FIELD_FOR_API = {"wall_time_seconds": "wall_time_minutes", "simulate": "sim_duration_seconds"}
     SECTIONS = (
         ("What to run", ("name", "image", "command", "env")),
-        ("Resources", ("nodes", "gpus_per_node", "wall_time_minutes", "priority_class", "max_restarts", "team", "preemptible")),
+        (
+            "Resources",
+            ("nodes", "gpus_per_node", "rdma_per_node", "wall_time_minutes", "priority_class", "max_restarts", "team", "preemptible"),
+        ),
         ("Simulated cluster", ("sim_duration_seconds", "sim_exit_code")),
     )
 
@@ -95,7 +105,7 @@ class JobForm(forms.Form):
         data = self.cleaned_data
         payload: dict[str, Any] = {
             key: data[key]
-            for key in ("name", "image", "command", "nodes", "gpus_per_node", "priority_class", "max_restarts", "env")
+            for key in ("name", "image", "command", "nodes", "gpus_per_node", "rdma_per_node", "priority_class", "max_restarts", "env")
             if data.get(key) is not None
         }
         if data.get("wall_time_minutes") is not None:

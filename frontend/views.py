@@ -56,8 +56,9 @@ def job_new(request: AuthenticatedHttpRequest) -> HttpResponse:
         serializer = JobSubmitSerializer(data=form.api_payload(), context={"request": request})
         errors = {} if serializer.is_valid() else dict(serializer.errors)
         data = form.cleaned_data
-        if "nodes" in data and "gpus_per_node" in data and not {"nodes", "gpus_per_node"} & set(errors):
-            errors.update(_cluster_fit_errors(nodes=data["nodes"], gpus_per_node=data["gpus_per_node"]))
+        if "nodes" in data and "gpus_per_node" in data and not {"nodes", "gpus_per_node", "rdma_per_node"} & set(errors):
+            rdma = data.get("rdma_per_node") or 0
+            errors.update(_cluster_fit_errors(nodes=data["nodes"], gpus_per_node=data["gpus_per_node"], rdma_per_node=rdma))
         form.add_api_errors(errors)
         if form.is_valid():
             try:
@@ -70,10 +71,10 @@ def job_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "frontend/job_new.html", {"form": form})
 
 
-def _cluster_fit_errors(*, nodes: int, gpus_per_node: int) -> dict[str, list[str]]:
+def _cluster_fit_errors(*, nodes: int, gpus_per_node: int, rdma_per_node: int) -> dict[str, list[str]]:
     """What `job_submit` would say about the job's size, asked early to show it with the other errors."""
     try:
-        job_check_fits_cluster(nodes=nodes, gpus_per_node=gpus_per_node)
+        job_check_fits_cluster(nodes=nodes, gpus_per_node=gpus_per_node, rdma_per_node=rdma_per_node)
     except DjangoValidationError as exc:
         return exc.message_dict
     return {}

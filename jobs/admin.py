@@ -27,7 +27,7 @@ from jobs.states import ACTIVE_STATES, JobState
 # What a job asks for and runs as. Fixed once it leaves PENDING: changing them under a gang that
 # was placed and charged for another shape would lie to the scheduler, the cluster and the ledger.
 SHAPE_FIELDS = (
-    "owner", "team", "image", "command", "env", "nodes", "gpus_per_node", "wall_time_seconds",
+    "owner", "team", "image", "command", "env", "nodes", "gpus_per_node", "rdma_per_node", "wall_time_seconds",
     "priority_class", "preemptible", "max_restarts", "simulate",
 )  # fmt: skip
 

@@ -24,6 +24,10 @@ class Node(models.Model):
     name = models.CharField(max_length=253, unique=True)
     gpus_total = models.PositiveIntegerField()
     rack = models.CharField(max_length=253, blank=True)
+    # The topology level above the rack (MUSTER_K8S_BLOCK_LABEL: a leaf or spine switch's domain).
+    block = models.CharField(max_length=253, blank=True)
+    # RDMA/SR-IOV devices the node has (its allocatable of MUSTER_K8S_RDMA_RESOURCE).
+    rdma_devices = models.PositiveIntegerField(default=0)
     gpu_model = models.CharField(max_length=200, blank=True)
     state = models.CharField(max_length=16, choices=NodeState.choices, default=NodeState.READY)
     # When it came back to READY from NOT_READY: no new work until MUSTER_NODE_SETTLE_SECONDS have passed (a node that
@@ -83,6 +87,8 @@ class Job(models.Model):
     max_restarts = models.PositiveIntegerField(default=0)
     # May run on idle GPUs beyond its owner's quota, and is the first to be preempted.
     preemptible = models.BooleanField(default=False)
+    # RDMA/SR-IOV devices each of its pods asks for (multi-node jobs only; MUSTER_K8S_RDMA_RESOURCE).
+    rdma_per_node = models.PositiveIntegerField(default=0)
     # Read only by the simulated cluster and the test cluster: how long to "run" and how to exit.
     simulate = models.JSONField(null=True, blank=True)
     # Elements of one array (`POST /api/v1/jobs/array/`) share array_id, the first element's id.

@@ -35,7 +35,14 @@ def nodes_sync(*, cluster_nodes: Iterable[ClusterNode]) -> list[Node]:
     for cn in cluster_nodes:
         names.add(cn.name)
         state = NodeState.NOT_READY if not cn.ready else NodeState.READY if cn.schedulable else NodeState.CORDONED
-        defaults: dict[str, object] = {"gpus_total": cn.gpus_total, "rack": cn.rack, "gpu_model": cn.gpu_model, "state": state}
+        defaults: dict[str, object] = {
+            "gpus_total": cn.gpus_total,
+            "rack": cn.rack,
+            "block": cn.block,
+            "rdma_devices": cn.rdma_devices,
+            "gpu_model": cn.gpu_model,
+            "state": state,
+        }
         if state == NodeState.NOT_READY:
             defaults["ready_since"] = None
         elif before.get(cn.name) == NodeState.NOT_READY:
@@ -76,25 +83,35 @@ def nodes_ensure_known(*, backend: ClusterBackend | None = None) -> None:
         nodes_sync(cluster_nodes=(backend or get_backend()).list_nodes())
 
 
-def _node_sizes() -> list[int]:
-    return list(Node.objects.exclude(state=NodeState.GONE).values_list("gpus_total", flat=True))
+def _node_sizes() -> list[tuple[int, int]]:
+    """(GPUs, RDMA devices) of every known node."""
+    return list(Node.objects.exclude(state=NodeState.GONE).values_list("gpus_total", "rdma_devices"))
 
 
-def job_check_fits_cluster(*, nodes: int, gpus_per_node: int) -> None:
+def job_check_fits_cluster(*, nodes: int, gpus_per_node: int, rdma_per_node: int = 0) -> None:
     """Reject a job that could never run on this cluster, however empty it became."""
-    known = _node_sizes()
-    if not known:  # no inventory yet (a submit before the first cycle): load it, one query in the usual case
+    inventory = _node_sizes()
+    if not inventory:  # no inventory yet (a submit before the first cycle): load it, one query in the usual case
         nodes_ensure_known()
-        known = _node_sizes()
+        inventory = _node_sizes()
+    if rdma_per_node:
+        if nodes < 2:
+            raise ValidationError({"rdma_per_node": ["RDMA devices are for jobs spanning nodes: ask for 2 nodes or more."]})
+        most = max((rdma for _, rdma in inventory), default=0)
+        if rdma_per_node > most:
+            raise ValidationError({"rdma_per_node": [f"No node has {rdma_per_node} RDMA devices; the most any node has is {most}."]})
+        inventory = [(gpus, rdma) for gpus, rdma in inventory if rdma >= rdma_per_node]
+    known = [gpus for gpus, _ in inventory]
     largest = max(known, default=0)
     if gpus_per_node > largest:
         raise ValidationError({"gpus_per_node": [f"No node has {gpus_per_node} GPUs; the largest node has {largest}."]})
     big_enough = sum(1 for g in known if g >= gpus_per_node)
     if nodes > big_enough:
+        devices = f" and {rdma_per_node} RDMA devices" if rdma_per_node else ""
         raise ValidationError(
             {
                 "nodes": [
-                    f"The job needs {nodes} nodes with at least {gpus_per_node} GPUs each, "
+                    f"The job needs {nodes} nodes with at least {gpus_per_node} GPUs{devices} each, "
                     f"but the whole cluster has {big_enough} such nodes ({sum(known)} GPUs in all)."
                 ]
             }
@@ -110,13 +127,14 @@ def job_submit_check(
     team: Team | None = None,
     preemptible: bool = False,
     volumes: Sequence[Mapping[str, object]] = (),
+    rdma_per_node: int = 0,
     **_spec: Any,
 ) -> None:
     """Everything a submit checks beyond the fields themselves (the cluster's size, the owner's limits); writes nothing.
 
     Raises ValidationError({field: [messages]}). A dry run (`POST /api/v1/jobs/validate/`) is this alone.
     """
-    job_check_fits_cluster(nodes=nodes, gpus_per_node=gpus_per_node)
+    job_check_fits_cluster(nodes=nodes, gpus_per_node=gpus_per_node, rdma_per_node=rdma_per_node)
     for check in job_hooks.submit_checks:
         check(
             owner=owner,
@@ -146,6 +164,7 @@ def _job_row(*, owner: User, now: datetime, spec: Mapping[str, Any], **extra: An
         preemptible=spec.get("preemptible", False),
         simulate=dict(simulate) if simulate else None,
         volumes=[dict(v) for v in spec.get("volumes") or ()],
+        rdma_per_node=spec.get("rdma_per_node", 0),
         state=JobState.PENDING,
         pending_reason_code="NEW",
         pending_reason="Waiting for the next scheduling cycle.",
@@ -175,6 +194,7 @@ def job_submit(
     simulate: Mapping[str, Any] | None = None,
     preemptible: bool = False,
     volumes: Sequence[Mapping[str, object]] = (),
+    rdma_per_node: int = 0,
 ) -> Job:
     """Queue a job. The job row and its first event are written together, or not at all."""
     spec: dict[str, Any] = {
@@ -191,6 +211,7 @@ def job_submit(
         "simulate": simulate,
         "preemptible": preemptible,
         "volumes": volumes,
+        "rdma_per_node": rdma_per_node,
     }
     job_submit_check(owner=owner, **spec)
     now = timezone.now()

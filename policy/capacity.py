@@ -3,6 +3,11 @@
 A cluster of 1,000 nodes and a queue of 50,000 jobs rules out scanning every node
 for every job. Nodes sit in buckets by free-GPU count (ordered sets, so every
 walk is deterministic), and idle nodes are also kept per rack for the gangs.
+
+Topology has two levels: the rack (e.g. the nodes under one top-of-rack switch) and
+the block above it (a leaf or spine switch's domain). A gang goes to one rack if one
+fits it, else to one block (as few racks of it as possible), else over as few blocks
+and racks as possible.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ class Capacity:
         usable = sorted((n for n in nodes if n.schedulable), key=lambda n: n.name)
         self.total = {n.name: n.gpus_total for n in usable}
         self.rack = {n.name: n.rack for n in usable}
+        self.block = {n.name: n.block for n in usable}
+        self.rdma = {n.name: n.rdma for n in usable}
         self.free = {n.name: min(max(n.gpus_free, 0), n.gpus_total) for n in usable}
         self.buckets: dict[int, dict[str, None]] = defaultdict(dict)
         self.idle_by_rack: dict[str, dict[str, None]] = defaultdict(dict)
@@ -77,7 +84,8 @@ class Capacity:
         return sum(len(m) for m in self.idle_by_rack.values())
 
     def whole_nodes(self, count: int, gpus_per_node: int, allowed: Allowed = None) -> list[str] | None:
-        """`count` idle nodes for a gang: one rack if any fits (the tightest), else as few racks as possible."""
+        """`count` idle nodes for a gang: one rack if any fits (the tightest), else one block (the tightest, as few of
+        its racks as possible), else as few blocks and racks as possible."""
         if self.idle_count() < count:
             return None
         by_rack = self.idle_nodes(gpus_per_node, allowed)
@@ -87,11 +95,22 @@ class Capacity:
         if fitting:
             rack = min(fitting, key=lambda r: (len(by_rack[r]), r))
             return by_rack[rack][:count]
+        # A rack's nodes share its block (the rack label is read under the block's).
+        racks_of: dict[str, list[str]] = defaultdict(list)
+        for rack, names in by_rack.items():
+            racks_of[self.block[names[0]]].append(rack)
+        idle_in = {block: sum(len(by_rack[r]) for r in racks) for block, racks in racks_of.items()}
+        fitting_blocks = [b for b, n in idle_in.items() if n >= count]
+        if fitting_blocks:
+            blocks = [min(fitting_blocks, key=lambda b: (idle_in[b], b))]
+        else:
+            blocks = sorted(racks_of, key=lambda b: (-idle_in[b], b))
         chosen: list[str] = []
-        for rack in sorted(by_rack, key=lambda r: (-len(by_rack[r]), r)):
-            chosen.extend(by_rack[rack][: count - len(chosen)])
-            if len(chosen) == count:
-                break
+        for block in blocks:
+            for rack in sorted(racks_of[block], key=lambda r: (-len(by_rack[r]), r)):
+                chosen.extend(by_rack[rack][: count - len(chosen)])
+                if len(chosen) == count:
+                    return chosen
         return chosen
 
     def max_free(self) -> int:

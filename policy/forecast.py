@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from policy.model import ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, ESTIMATE_RESERVED, NOT_EXAMINED, PendingJob, Waiting
-from policy.timeline import INF, Hold, NeedOn, Timelines, earliest_common_start
+from policy.timeline import INF, Hold, NeedOn, NodeFits, Timelines, earliest_common_start
 
 # (job, its reason code) -> the earliest its limits let it start, or None when that cannot be known.
 NotBefore = Callable[[PendingJob, str], float | None]
@@ -32,12 +32,13 @@ def forecast(
     plan_jobs: int,
     need_on: NeedOn,
     not_before: NotBefore,
+    node_fits: NodeFits,
 ) -> tuple[Waiting, ...]:
     """`waiting` with an estimated start for each job (in its order, the priority order). Adds holds to `timelines`."""
     out: list[Waiting] = []
     planned = 0
     last: float | None = None
-    planner = _Planner(timelines, need_on)
+    planner = _Planner(timelines, need_on, node_fits)
     for wait in waiting:
         if wait.estimate == ESTIMATE_RESERVED:
             out.append(wait)
@@ -71,25 +72,26 @@ class _Planner:
     enough whole nodes are free together.
     """
 
-    def __init__(self, timelines: Timelines, need_on: NeedOn) -> None:
+    def __init__(self, timelines: Timelines, need_on: NeedOn, node_fits: NodeFits) -> None:
         self.timelines = timelines
         self.need_on = need_on
+        self.node_fits = node_fits
         self.names = sorted(timelines.total)
         # (GPUs, wall, after) -> heap of (earliest start, node GPUs, node, node version when worked out).
-        self.singles: dict[tuple[int, float, float], list[tuple[float, int, str, int]]] = {}
+        self.singles: dict[tuple[int, float, float, int], list[tuple[float, int, str, int]]] = {}
         # (node, GPUs, wall, after) -> (node version, start intervals).
         self.starts: dict[tuple[str, int, float, float], tuple[int, list[tuple[float, float]]]] = {}
 
     def earliest(self, job: PendingJob, after: float) -> tuple[float, list[str]] | None:
         tl = self.timelines
         if job.nodes == 1:
-            key = (job.gpus_per_node, job.wall_seconds, after)
+            key = (job.gpus_per_node, job.wall_seconds, after, job.rdma_per_node)
             heap = self.singles.get(key)
             if heap is None:
                 heap = [
                     (tl.earliest(n, job.gpus_per_node, job.wall_seconds, after), tl.total[n], n, tl.version.get(n, 0))
                     for n in self.names
-                    if tl.total[n] >= job.gpus_per_node
+                    if self.node_fits(job, n)
                 ]
                 heapq.heapify(heap)
                 self.singles[key] = heap
@@ -103,7 +105,7 @@ class _Planner:
             return None
         options = {}
         for name in self.names:
-            if tl.total[name] < job.gpus_per_node:
+            if not self.node_fits(job, name):
                 continue
             need = self.need_on(job, name)
             cache_key = (name, need, job.wall_seconds, after)

@@ -38,6 +38,10 @@ class NodeView:
     gpus_free: int
     rack: str = ""
     schedulable: bool = True
+    # The topology level above the rack (a leaf switch's block, or a spine): gangs that cannot have one rack keep to one.
+    block: str = ""
+    # RDMA/SR-IOV devices the node has (its allocatable of the site's RDMA resource): a gang holds them with the node.
+    rdma: int = 0
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,8 @@ class PendingJob:
     preempted_at: float | None = None
     # Nodes its last attempt failed on (a rank's failure): placed elsewhere when it fits elsewhere then.
     avoid_nodes: tuple[str, ...] = ()
+    # RDMA devices each of its nodes must have (multi-node jobs only: a gang holds its nodes whole, devices included).
+    rdma_per_node: int = 0
 
     @property
     def gpus(self) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from policy.model import PendingJob, Reservation, when
-from policy.timeline import Hold, NeedOn, Timelines, earliest_common_start, earliest_start
+from policy.timeline import Hold, NeedOn, NodeFits, Timelines, earliest_common_start, earliest_start
 
 # Bounds the work: each move search looks at every node.
 MAX_MOVE_SEARCHES = 64
@@ -29,7 +29,7 @@ def keep_promises(
     reservations: Iterable[Reservation],
     jobs: Mapping[int, PendingJob],
     timelines: Timelines,
-    total: Mapping[str, int],
+    node_fits: NodeFits,
     now: float,
     need_on: NeedOn,
 ) -> tuple[dict[int, Reservation], dict[int, str]]:
@@ -40,7 +40,7 @@ def keep_promises(
         job = jobs.get(old.job_id)
         if job is None or job.id in kept:
             continue
-        gone = [n for n in old.node_names if total.get(n, 0) < job.gpus_per_node]
+        gone = [n for n in old.node_names if not node_fits(job, n)]
         if gone or len(old.node_names) != job.nodes:
             lost = ", ".join(gone or old.node_names)
             moved[job.id] = f"its reservation for {when(old.start)} was lost with {lost} (gone, drained or changed)"
@@ -58,7 +58,7 @@ def keep_promises(
             continue
         job = jobs[promise.job_id]
         timelines.release(job.id, promise.node_names)
-        names = [n for n, size in total.items() if size >= job.gpus_per_node]
+        names = [n for n in timelines.total if node_fits(job, n)]
         found = earliest_start(timelines, job, names, now, need_on)
         if found is not None and found[0] < promise.start - 1e-6:
             kept[job.id] = hold(timelines, job, tuple(found[1]), found[0], need_on)

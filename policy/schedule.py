@@ -113,7 +113,7 @@ class _Cycle:
         self.started: set[int] = set()  # placed in this cycle: never preempted in it, whatever the minimum run time
         self.waiting: list[Waiting] = []
         self.preemptions: list[Preemption] = []
-        self.failed_searches: set[tuple[int, int | None, int, int, int]] = set()
+        self.failed_searches: set[tuple[int, int | None, int, int, int, int]] = set()
         self.searches = 0
         # Shortcuts that change no decision, for the cost of a long queue:
         # - without a running job that is over quota or of a lower class than some pending job, no search
@@ -121,8 +121,8 @@ class _Cycle:
         # - a waiting job's reason text depends only on its shape and the capacity: worked out once per state.
         lowest_pending = min((p.class_rank for p in snapshot.pending), default=0)
         self.victims_possible = any(r.over_quota or r.class_rank > lowest_pending for r in snapshot.running)
-        self.room_texts: dict[tuple[int, int, int], str] = {}
-        self.fits_unreserved: dict[tuple[int, int, int], bool] = {}
+        self.room_texts: dict[tuple[int, int, int, int], str] = {}
+        self.fits_unreserved: dict[tuple[int, int, int, int], bool] = {}
 
     # --- the walk --------------------------------------------------------------------------------
 
@@ -130,7 +130,7 @@ class _Cycle:
         priorities = prioritize(self.snapshot, self.config)
         order = priority_order(self.snapshot, self.config, priorities)
         self.promised, self.moved = keep_promises(
-            self.snapshot.reservations, {j.id: j for j in order}, self.timelines, self.capacity.total, self.now, self._need_on
+            self.snapshot.reservations, {j.id: j for j in order}, self.timelines, self._node_fits, self.now, self._need_on
         )
         # New reservations go to the jobs that have waited longest (as EASY's head), not by priority: otherwise a
         # heavy tenant's starving job may never get one, and its wait has no bound.
@@ -150,7 +150,14 @@ class _Cycle:
                     continue
             self._consider(job)
         waiting = forecast(
-            self.waiting, {j.id: j for j in order}, self.timelines, self.now, self.config.plan_jobs, self._need_on, self._not_before
+            self.waiting,
+            {j.id: j for j in order},
+            self.timelines,
+            self.now,
+            self.config.plan_jobs,
+            self._need_on,
+            self._not_before,
+            self._node_fits,
         )
         reservations = tuple(sorted(self.promised.values(), key=lambda r: (r.start, r.job_id)))
         return Decisions(tuple(self.placements), waiting, tuple(self.preemptions), reservations, priorities)
@@ -159,6 +166,11 @@ class _Cycle:
 
     def _releases(self, name: str) -> list[tuple[float, int]]:
         return [(self.running[j].ends_at, gpus) for j, gpus in self.on_node.get(name, {}).items()]
+
+    def _node_fits(self, job: PendingJob, name: str) -> bool:
+        """Whether the node could ever hold one of the job's ranks: enough GPUs, and the RDMA devices it asks for."""
+        total = self.capacity.total.get(name)
+        return total is not None and total >= job.gpus_per_node and self.capacity.rdma[name] >= job.rdma_per_node
 
     def _need_on(self, job: PendingJob, name: str) -> int:
         """What the job holds on a node: a gang the whole node, a single-node job its GPUs."""
@@ -350,6 +362,9 @@ class _Cycle:
         return self._fit_on(job, allowed)
 
     def _fit_on(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
+        if job.rdma_per_node:
+            inner, rdma, need = allowed, self.capacity.rdma, job.rdma_per_node
+            allowed = lambda name: rdma[name] >= need and (inner is None or inner(name))  # noqa: E731
         if job.nodes == 1:
             name = self.capacity.best_fit(job.gpus_per_node, allowed)
             return None if name is None else [name]
@@ -388,7 +403,7 @@ class _Cycle:
             return None
         end = self.now + job.wall_seconds
         backfills = sum(1 for r in self.promised.values() if end <= r.start)
-        key = (job.class_rank, self._largest_node(job), backfills, job.nodes, job.gpus_per_node)
+        key = (job.class_rank, self._largest_node(job), backfills, job.nodes, job.gpus_per_node, job.rdma_per_node)
         if key in self.failed_searches or job.id in self.promised:
             return None
         self.searches += 1
@@ -404,8 +419,8 @@ class _Cycle:
     def _smallest_victim_set(self, job: PendingJob, allowed: Allowed) -> list[int] | None:
         cap = self.capacity
         candidates: list[tuple[tuple[float, int, int, str], list[int]]] = []
-        for name, total in cap.total.items():
-            if total < job.gpus_per_node or (allowed is not None and not allowed(name)):
+        for name in cap.total:
+            if not self._node_fits(job, name) or (allowed is not None and not allowed(name)):
                 continue
             jobs_here = self.on_node.get(name, {})
             victims = [self.running[j] for j in jobs_here if self._may_preempt(job, self.running[j])]
@@ -476,13 +491,13 @@ class _Cycle:
         self._wait(job, code, self._room_text(job))
 
     def _fits_unreserved(self, job: PendingJob) -> bool:
-        key = (job.nodes, job.gpus_per_node, self.capacity.version)
+        key = (job.nodes, job.gpus_per_node, job.rdma_per_node, self.capacity.version)
         if key not in self.fits_unreserved:
             self.fits_unreserved[key] = self._fit(job, None) is not None
         return self.fits_unreserved[key]
 
     def _room_text(self, job: PendingJob) -> str:
-        key = (job.nodes, job.gpus_per_node, self.capacity.version)
+        key = (job.nodes, job.gpus_per_node, job.rdma_per_node, self.capacity.version)
         if key not in self.room_texts:
             self.room_texts[key] = self._room_text_now(job)
         return self.room_texts[key]
@@ -494,9 +509,11 @@ class _Cycle:
             if cap.free_total >= job.gpus:
                 return f"{text} ({cap.free_total} GPUs are free, spread over several nodes)."
             return f"{text} ({cap.free_total} GPUs free in the cluster)."
-        whole = sum(len(v) for v in cap.idle_nodes(job.gpus_per_node).values())
+        rdma, need = cap.rdma, job.rdma_per_node
+        whole = sum(len(v) for v in cap.idle_nodes(job.gpus_per_node, lambda name: rdma[name] >= need).values())
         partly, partly_free = cap.partly_used()
-        text = f"Needs {job.nodes} whole nodes with {job.gpus_per_node} GPUs; {whole} {'is' if whole == 1 else 'are'} free"
+        devices = f" and {need} RDMA devices" if need else ""
+        text = f"Needs {job.nodes} whole nodes with {job.gpus_per_node} GPUs{devices}; {whole} {'is' if whole == 1 else 'are'} free"
         if partly:
             text += f", {partly_free} GPUs free on {partly} partly used node{'s' if partly != 1 else ''}"
         return text + "."
@@ -504,7 +521,7 @@ class _Cycle:
     def _reserve(self, job: PendingJob) -> Reservation | None:
         """The earliest window in which the whole gang fits, by wall-time ends and the reservations already held."""
         largest = self._largest_node(job)
-        names = [n for n, total in self.capacity.total.items() if total >= job.gpus_per_node and (largest is None or total <= largest)]
+        names = [n for n, total in self.capacity.total.items() if self._node_fits(job, n) and (largest is None or total <= largest)]
         found = earliest_start(self.timelines, job, names, self.now, self._need_on)
         if found is None:
             return None

@@ -19,6 +19,8 @@ from policy.model import PendingJob
 INF = float("inf")
 # What a job holds on a node: a gang the whole node, a single-node job its GPUs.
 NeedOn = Callable[[PendingJob, str], int]
+# Whether a node could ever hold one of the job's ranks (enough GPUs, the RDMA devices it asks for).
+NodeFits = Callable[[PendingJob, str], bool]
 
 
 class Hold(NamedTuple):

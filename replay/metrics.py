@@ -239,12 +239,12 @@ def fair_share(records: Sequence[JobRecord], *, gpus_per_node: int, gpus: int) -
             )
     counted = [row for row in rows if row["counted"]]
     worst = min(counted, key=lambda row: (row["ratio"], row["day"], row["tenant"])) if counted else None
-    held: dict[str, float] = defaultdict(float)
-    fair: dict[str, float] = defaultdict(float)
+    got_over: dict[str, float] = defaultdict(float)
+    fair_over: dict[str, float] = defaultdict(float)
     for row in counted:
-        held[row["tenant"]] += row["received_gpu_hours"]
-        fair[row["tenant"]] += row["fair_gpu_hours"]
-    window = {tenant: held[tenant] / fair[tenant] for tenant in sorted(fair) if fair[tenant] > 0}
+        got_over[str(row["tenant"])] += float(row["received_gpu_hours"])  # type: ignore[arg-type]
+        fair_over[str(row["tenant"])] += float(row["fair_gpu_hours"])  # type: ignore[arg-type]
+    window = {tenant: got_over[tenant] / fair_over[tenant] for tenant in sorted(fair_over) if fair_over[tenant] > 0}
     window_worst = min(window, key=lambda t: (window[t], t)) if window else None
     return {
         "window_min_ratio": window[window_worst] if window_worst else None,

@@ -319,6 +319,7 @@ def _gang_spec(job: Job, node_names: tuple[str, ...]) -> GangSpec:
         writable_root_filesystem=bool(job.team and job.team.allow_writable_root_filesystem),
         simulate=dict(job.simulate or {}),
         volumes=_volumes(job),
+        rdma_per_node=job.rdma_per_node,
         image_pull_secrets=job.team.pull_secrets if job.team else (),
     )
 

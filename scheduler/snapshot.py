@@ -53,6 +53,8 @@ def node_views(now: datetime) -> tuple[NodeView, ...]:
             gpus_total=n.gpus_total,
             gpus_free=max(0, n.gpus_total - (n.gpus_held or 0)),
             rack=n.rack,
+            block=n.block,
+            rdma=n.rdma_devices,
             schedulable=not n.held and n.state == NodeState.READY and (n.ready_since is None or n.ready_since <= settled_before),
         )
         for n in nodes_with_usage()
@@ -84,6 +86,7 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
         "launch_failures",
         "launch_not_before",
         "avoid_nodes",
+        "rdma_per_node",
     )
     return tuple(
         PendingJob(
@@ -100,8 +103,9 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
             not_before=not_before.timestamp() if not_before else None,
             preempted_at=history[pk][1].timestamp() if history and pk in history else None,
             avoid_nodes=tuple(avoid or ()),
+            rdma_per_node=rdma,
         )
-        for pk, nodes, gpus, pc, submitted, user, team, preemptible, wall, failures, not_before, avoid in rows
+        for pk, nodes, gpus, pc, submitted, user, team, preemptible, wall, failures, not_before, avoid, rdma in rows
     )
 
 

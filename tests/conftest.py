@@ -149,10 +149,11 @@ class SimHarness:
 
 
 def make_sim(settings: Any) -> SimHarness:
-    """16 nodes x 8 GPUs in 2 racks (the default cluster), 1 s pod start-up, time under test control."""
+    """16 nodes x 8 GPUs in 2 racks (the first with 8 RDMA devices each), 1 s pod start-up, time under test control."""
     settings.MUSTER_SIM_NODES = 16
     settings.MUSTER_SIM_GPUS_PER_NODE = 8
     settings.MUSTER_SIM_RACKS = 2
+    settings.MUSTER_SIM_RDMA_DEVICES = 8  # on the first rack's nodes
     settings.MUSTER_SIM_START_SECONDS = 1.0
     clock = Clock(timezone.now())
     cluster = SimulatedCluster.from_settings()

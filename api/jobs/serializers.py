@@ -67,6 +67,13 @@ class JobSubmitSerializer(StrictSerializer):
     volumes = VolumeSerializer(
         many=True, required=False, default=list, help_text="The team's volumes to mount (Kubernetes: PersistentVolumeClaims)."
     )
+    rdma_per_node = serializers.IntegerField(
+        min_value=0,
+        max_value=1024,
+        required=False,
+        default=0,
+        help_text="RDMA/SR-IOV devices each node's pod asks for (multi-node jobs only); the job goes only to nodes that have them.",
+    )
 
     def validate_volumes(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
         errors = validators.volume_errors(value)
@@ -208,7 +215,7 @@ class JobSerializer(serializers.ModelSerializer):
             "id", "name", "owner", "team", "state", "state_reason", "pending_reason", "queue_position", "priority",
             "image", "command",
             "nodes", "gpus_per_node", "gpus", "wall_time_seconds", "priority_class", "max_restarts",
-            "attempt", "restarts", "exit_code", "assigned_nodes", "preemptible", "over_quota", "estimated_start",
+            "attempt", "restarts", "exit_code", "assigned_nodes", "preemptible", "rdma_per_node", "over_quota", "estimated_start",
             "estimate_kind", "reserved_nodes", "promised_start", "array_id", "array_index",
             "submitted_at", "scheduled_at", "started_at", "finished_at",
         ]  # fmt: skip
@@ -260,7 +267,7 @@ class NodeSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Node
-        fields = ["name", "gpus_total", "gpus_free", "rack", "gpu_model", "state", "held", "held_reason"]
+        fields = ["name", "gpus_total", "gpus_free", "rack", "block", "rdma_devices", "gpu_model", "state", "held", "held_reason"]
         read_only_fields = fields
 
     def get_gpus_free(self, node: Node) -> int:

@@ -115,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Queue a job from a YAML file and/or flags, like sbatch",
         "Flags override the file. The YAML's keys are the API's fields: name, image, command (a list, or one "
         "string split as a shell would), nodes, gpus_per_node, wall_time_seconds (seconds, or a wall time such "
-        "as 4h), env, priority_class, max_restarts, team, preemptible, simulate, array. Prints the job's id; "
+        "as 4h), rdma_per_node, env, priority_class, max_restarts, team, preemptible, volumes, simulate, array. Prints the job's id; "
         "--json prints the job.",
         "  muster submit job.yaml\n"
         "  muster submit job.yaml -N 4 -t 12h                      # the file, with 4 nodes and 12 hours\n"
@@ -134,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec_file", nargs="?", metavar="job.yaml", help="the job's fields in YAML")
     p.add_argument("-N", "--nodes", type=int, help="nodes (ranks), all started at once (default 1)")
     p.add_argument("-G", "--gpus-per-node", type=int, help="GPUs on each node")
+    p.add_argument(
+        "--rdma-per-node", type=int, metavar="N", help="RDMA devices on each node (multi-node jobs; nodes without them are skipped)"
+    )
     p.add_argument("-t", "--time", type=_wall_time, metavar="WALL_TIME", help=f"wall time: {WALL_TIME_FORMS}")
     p.add_argument("--image", help="container image, e.g. nvcr.io/nvidia/pytorch:24.05-py3")
     p.add_argument("-J", "--name", help="job name (default: the YAML file's name, else the command's)")

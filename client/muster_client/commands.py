@@ -87,6 +87,7 @@ def _spec(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
         "command": args.command or None,
         "nodes": args.nodes,
         "gpus_per_node": args.gpus_per_node,
+        "rdma_per_node": args.rdma_per_node,
         "wall_time_seconds": args.time,
         "priority_class": args.priority_class,
         "max_restarts": args.max_restarts,

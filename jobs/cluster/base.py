@@ -32,6 +32,8 @@ class ClusterNode:
     rack: str = ""
     gpu_model: str = ""
     schedulable: bool = True
+    block: str = ""
+    rdma_devices: int = 0
     # Ready and reachable (Kubernetes: the Ready condition is True). A node that is not has gangs on it requeued.
     ready: bool = True
 
@@ -62,6 +64,8 @@ class GangSpec:
     simulate: dict[str, float | int] = field(default_factory=dict)
     # The team's PersistentVolumeClaims the job mounts: (claim, mount path, read-only), and the team's pull secrets.
     volumes: tuple[tuple[str, str, bool], ...] = ()
+    # RDMA devices each pod asks for (PodOptions.rdma_resource).
+    rdma_per_node: int = 0
     image_pull_secrets: tuple[str, ...] = ()
 
 

@@ -111,6 +111,7 @@ def options_from_settings() -> PodOptions:
         master_port=settings.MUSTER_K8S_MASTER_PORT,
         termination_grace_seconds=settings.MUSTER_K8S_TERMINATION_GRACE_SECONDS,
         extra_resources=dict(settings.MUSTER_K8S_EXTRA_RESOURCES),
+        rdma_resource=settings.MUSTER_K8S_RDMA_RESOURCE,
         pod_annotations=dict(settings.MUSTER_K8S_POD_ANNOTATIONS),
         image_pull_secret=settings.MUSTER_K8S_IMAGE_PULL_SECRET,
         service_account=settings.MUSTER_K8S_SERVICE_ACCOUNT,
@@ -150,6 +151,7 @@ class KubernetesCluster:
     api: client.ApiClient
     options: PodOptions = field(default_factory=PodOptions)
     rack_label: str = "topology.kubernetes.io/zone"
+    block_label: str = ""
     gpu_model_label: str = "nvidia.com/gpu.product"
     request_timeout: float = 10.0
     simulated: bool = False
@@ -160,6 +162,7 @@ class KubernetesCluster:
             api=api_client_from_settings(),
             options=options_from_settings(),
             rack_label=settings.MUSTER_K8S_RACK_LABEL,
+            block_label=settings.MUSTER_K8S_BLOCK_LABEL,
             gpu_model_label=settings.MUSTER_K8S_GPU_MODEL_LABEL,
             request_timeout=settings.MUSTER_K8S_REQUEST_TIMEOUT_SECONDS,
         )
@@ -240,11 +243,7 @@ class KubernetesCluster:
         return sorted((self._node(n) for n in nodes if self._gpus(n) > 0), key=lambda n: n.name)
 
     def _gpus(self, node: client.V1Node) -> int:
-        allocatable = (node.status and node.status.allocatable) or {}
-        try:
-            return int(allocatable.get(self.options.gpu_resource, 0))
-        except ValueError:
-            return 0
+        return _allocatable(node, self.options.gpu_resource)
 
     def _node(self, node: client.V1Node) -> ClusterNode:
         labels = node.metadata.labels or {}
@@ -252,6 +251,8 @@ class KubernetesCluster:
             name=node.metadata.name,
             gpus_total=self._gpus(node),
             rack=labels.get(self.rack_label, ""),
+            block=labels.get(self.block_label, "") if self.block_label else "",
+            rdma_devices=_allocatable(node, self.options.rdma_resource) if self.options.rdma_resource else 0,
             gpu_model=labels.get(self.gpu_model_label, ""),
             schedulable=_schedulable(node, self.options.gpu_resource),
             ready=_ready(node),
@@ -576,6 +577,15 @@ def _pod_status(pod: client.V1Pod) -> PodStatus:
 def _ready(node: client.V1Node) -> bool:
     # Unknown (the kubelet stopped posting status: unreachable) counts as not ready, as the node controller has it.
     return any(c.type == "Ready" and c.status == "True" for c in ((node.status and node.status.conditions) or []))
+
+
+def _allocatable(node: client.V1Node, resource: str) -> int:
+    """A whole-number extended resource the node offers (GPUs, RDMA devices); 0 when absent or not a count."""
+    allocatable = (node.status and node.status.allocatable) or {}
+    try:
+        return int(allocatable.get(resource, 0))
+    except ValueError:
+        return 0
 
 
 def _schedulable(node: client.V1Node, gpu_resource: str) -> bool:

@@ -58,6 +58,8 @@ class PodOptions:
     termination_grace_seconds: int = 30
     # Extra resources per pod, e.g. {"rdma/hca_shared_devices_a": "1"} or an SR-IOV VF resource.
     extra_resources: dict[str, str] = field(default_factory=dict)
+    # The extended resource RDMA/SR-IOV devices are advertised as; a job's rdma_per_node asks for that many per pod.
+    rdma_resource: str = ""
     # e.g. {"k8s.v1.cni.cncf.io/networks": "roce-net"} for multus.
     pod_annotations: dict[str, str] = field(default_factory=dict)
     image_pull_secret: str = ""
@@ -256,6 +258,8 @@ def gpu_container(spec: GangSpec, options: PodOptions, name: str, env: dict[str,
     cpu = _times(options.cpu_per_gpu, spec.gpus_per_node)
     memory = _times(options.memory_per_gpu, spec.gpus_per_node)
     resources = {options.gpu_resource: str(spec.gpus_per_node), "cpu": cpu, "memory": memory, **options.extra_resources}
+    if spec.rdma_per_node and options.rdma_resource:
+        resources[options.rdma_resource] = str(spec.rdma_per_node)
     container = locked_down_container(name, spec.image, command, env, resources, secret_env_refs(spec))
     container["volumeMounts"].append({"name": "dshm", "mountPath": "/dev/shm"})
     return container

@@ -31,6 +31,8 @@ class SimulatedCluster:
     nodes: int = 16
     gpus_per_node: int = 8
     racks: int = 2
+    # RDMA devices on each node of the first rack (the others have none), so jobs asking for them have somewhere to go.
+    rdma_devices: int = 8
     start_seconds: float = 1.0
     default_duration_seconds: float = 30.0
     simulated: bool = True
@@ -43,6 +45,7 @@ class SimulatedCluster:
             nodes=settings.MUSTER_SIM_NODES,
             gpus_per_node=settings.MUSTER_SIM_GPUS_PER_NODE,
             racks=max(1, settings.MUSTER_SIM_RACKS),
+            rdma_devices=settings.MUSTER_SIM_RDMA_DEVICES,
             start_seconds=settings.MUSTER_SIM_START_SECONDS,
             default_duration_seconds=settings.MUSTER_SIM_DEFAULT_DURATION_SECONDS,
         )
@@ -57,6 +60,7 @@ class SimulatedCluster:
                 name=f"sim-node-{i:03d}",
                 gpus_total=self.gpus_per_node,
                 rack=f"rack-{i // per_rack + 1}",
+                rdma_devices=self.rdma_devices if i < per_rack else 0,
                 gpu_model="Simulated H100 80GB",
             )
             for i in range(self.nodes)

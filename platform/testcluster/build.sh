@@ -13,10 +13,10 @@ force=0
 
 require_go() {
   local minor
-  command -v go >/dev/null || die "go is needed to build (Go 1.24 or newer)"
+  command -v go >/dev/null || die "go is needed to build (Go 1.26 or newer)"
   minor=$(go env GOVERSION | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
-  ((${minor:-0} >= 24)) ||
-    die "Go 1.24 or newer is needed (the wrapper modules use tool directives), not $(go env GOVERSION)"
+  ((${minor:-0} >= 26)) ||
+    die "Go 1.26 or newer is needed (k8s.io/kubernetes $KUBERNETES_VERSION's go.mod says go 1.26.0), not $(go env GOVERSION)"
 }
 
 # build/go.mod and build/etcd/go.mod repeat the versions of versions.env: they must agree.

@@ -53,6 +53,16 @@ SCHED_PORT=$((PORT_BASE + 59))
 KWOK_PORT=$((PORT_BASE + 50))
 API_URL=https://127.0.0.1:$API_PORT
 
+# KEP-4671 gang scheduling, alpha in Kubernetes v1.36 (README.md, "Gang scheduling"):
+# GenericWorkload serves the Workload and PodGroup objects and the pods' spec.schedulingGroup
+# (API server), runs the podgroup-protection controller (controller-manager) and the scheduler's
+# pod-group queueing; GangScheduling (needs GenericWorkload) adds the GangScheduling plugin to
+# the scheduler's default profile. The same gates on all three, as the components must agree.
+FEATURE_GATES=GenericWorkload=true,GangScheduling=true
+# Alpha API versions are off by default even with their gate on.
+GANG_API=scheduling.k8s.io/v1alpha2
+RUNTIME_CONFIG=$GANG_API=true
+
 for tool in openssl curl jq base64; do
   command -v "$tool" >/dev/null || die "$tool is needed (Debian package: $tool, or coreutils)"
 done
@@ -67,6 +77,10 @@ MARKER=$RUN_DIR/.muster-testcluster
 
 api() { # api CURL_ARGS... PATH: a request as the cluster admin
   curl -fsS --max-time 10 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "$@"
+}
+
+serves_gang_api() { # the API server serves PodGroups (GenericWorkload gate and runtime-config on)
+  api "$API_URL/apis/$GANG_API" | jq -e '[.resources[].name] | index("podgroups") != null' >/dev/null 2>&1
 }
 
 running() { # running NAME: its recorded pid is alive
@@ -165,11 +179,17 @@ if [[ -f $MARKER ]]; then
   alive=0
   for c in "${components[@]}"; do running "$c" && alive=$((alive + 1)); done
   if ((alive == ${#components[@]})) && api "$API_URL/readyz" >/dev/null 2>&1; then
-    log "the test cluster in $RUN_DIR is up already"
-    echo "export KUBECONFIG=$KUBECONFIG_PATH" >&3
-    exit 0
+    # A cluster started before versions.env or the settings above changed is replaced.
+    running_version=$(api "$API_URL/version" | jq -r .gitVersion) || running_version=unknown
+    if [[ $running_version == "$KUBERNETES_VERSION" ]] && serves_gang_api; then
+      log "the test cluster in $RUN_DIR is up already"
+      echo "export KUBECONFIG=$KUBECONFIG_PATH" >&3
+      exit 0
+    fi
+    log "the test cluster in $RUN_DIR runs Kubernetes $running_version$(serves_gang_api || echo " without $GANG_API"), not $KUBERNETES_VERSION with it: restarting it"
+  else
+    log "a previous test cluster in $RUN_DIR is not (fully) running: stopping it first"
   fi
-  log "a previous test cluster in $RUN_DIR is not (fully) running: stopping it first"
   "$TESTCLUSTER_HOME/down.sh"
 fi
 [[ ! -e $RUN_DIR ]] || [[ -z $(ls -A "$RUN_DIR") ]] ||
@@ -256,8 +276,11 @@ start kube-apiserver "$KUBE_BIN/kube-apiserver" \
   --requestheader-extra-headers-prefix=X-Remote-Extra- \
   --proxy-client-cert-file="$PKI/front-proxy-client.crt" \
   --proxy-client-key-file="$PKI/front-proxy-client.key" \
+  --feature-gates="$FEATURE_GATES" \
+  --runtime-config="$RUNTIME_CONFIG" \
   --profiling=false
 wait_for "kube-apiserver /readyz" kube-apiserver api "$API_URL/readyz"
+wait_for "$GANG_API PodGroups served" kube-apiserver serves_gang_api
 
 # --- kube-controller-manager and kube-scheduler --------------------------------------------
 
@@ -266,6 +289,9 @@ wait_for "kube-apiserver /readyz" kube-apiserver api "$API_URL/readyz"
 # (taints on NotReady nodes) and pod GC (pods of deleted nodes), endpoints for headless
 # Services, the workload controllers, the aggregated ClusterRoles (admin, edit, view), and the binding of
 # PersistentVolumeClaims to PersistentVolumes (teams' data volumes; nothing is mounted, KWOK runs no kubelet).
+# podgroup-protection-controller: the API server's PodGroupProtection admission plugin (on by
+# default) puts a finalizer on every PodGroup; this controller removes it once no pod uses the
+# group. Without it a deleted PodGroup, and so its namespace, would never go away.
 kcm_controllers=(
   garbage-collector-controller
   serviceaccount-controller
@@ -290,6 +316,7 @@ kcm_controllers=(
   clusterrole-aggregation-controller
   service-cidr-controller
   persistentvolume-binder-controller
+  podgroup-protection-controller
 )
 kcm_kubeconfig=$RUN_DIR/kube-controller-manager.kubeconfig
 start kube-controller-manager "$KUBE_BIN/kube-controller-manager" \
@@ -306,6 +333,7 @@ start kube-controller-manager "$KUBE_BIN/kube-controller-manager" \
   --cluster-name=muster-testcluster \
   --kube-api-qps=100 \
   --kube-api-burst=200 \
+  --feature-gates="$FEATURE_GATES" \
   --profiling=false
 
 sched_kubeconfig=$RUN_DIR/kube-scheduler.kubeconfig
@@ -316,6 +344,7 @@ start kube-scheduler "$KUBE_BIN/kube-scheduler" \
   --bind-address=127.0.0.1 \
   --secure-port="$SCHED_PORT" \
   --leader-elect=false \
+  --feature-gates="$FEATURE_GATES" \
   --profiling=false
 
 # --- KWOK ----------------------------------------------------------------------------------

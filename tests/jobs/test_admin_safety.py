@@ -28,7 +28,7 @@ def change_payload(job: Job, **changes: Any) -> dict[str, Any]:
     """The change form as the admin page posts it, with `changes` applied."""
     data: dict[str, Any] = {
         "name": job.name, "owner": job.owner_id, "team": job.team_id or "", "image": job.image,
-        "command": '["true"]', "env": "{}", "nodes": job.nodes, "gpus_per_node": job.gpus_per_node,
+        "command": '["true"]', "env": "{}", "nodes": job.nodes, "gpus_per_node": job.gpus_per_node, "rdma_per_node": job.rdma_per_node,
         "wall_time_seconds": job.wall_time_seconds, "priority_class": job.priority_class, "max_restarts": job.max_restarts,
         "simulate": "null",
         "allocations-TOTAL_FORMS": 0, "allocations-INITIAL_FORMS": 0, "events-TOTAL_FORMS": 0, "events-INITIAL_FORMS": 0,

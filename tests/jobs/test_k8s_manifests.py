@@ -9,7 +9,7 @@ from kubernetes import client
 
 from jobs.cluster.base import GangSpec, PodPhase, PodStatus
 from jobs.cluster.crd_manifests import mpijob_manifest, podgroup_manifest
-from jobs.cluster.kubernetes import _pod_status, mpijob_statuses
+from jobs.cluster.kubernetes import KubernetesCluster, _pod_status, mpijob_statuses
 from jobs.cluster.manifests import (
     PodOptions,
     env_secret_manifest,
@@ -300,3 +300,28 @@ def test_an_mpi_workers_rank_is_the_operators_replica_index() -> None:
         status=client.V1PodStatus(phase="Running"),
     )
     assert (_pod_status(pod).rank, _pod_status(pod).node_name) == (5, "gpu-e")
+
+
+def test_a_jobs_rdma_devices_are_asked_per_pod_under_the_sites_resource_name() -> None:
+    options = PodOptions(rdma_resource="rdma/rdma_shared_device_a")
+    resources = pod_manifest(spec(rdma_per_node=4), 0, options)["spec"]["containers"][0]["resources"]
+    assert resources["requests"]["rdma/rdma_shared_device_a"] == "4" == resources["limits"]["rdma/rdma_shared_device_a"]
+    # Not asked, or no resource name set: nothing added.
+    assert "rdma/rdma_shared_device_a" not in pod_manifest(spec(), 0, options)["spec"]["containers"][0]["resources"]["requests"]
+    assert set(pod_manifest(spec(rdma_per_node=4), 0, PodOptions())["spec"]["containers"][0]["resources"]["requests"]) == set(
+        pod_manifest(spec(), 0, PodOptions())["spec"]["containers"][0]["resources"]["requests"]
+    )
+
+
+def test_a_nodes_rdma_devices_and_block_are_read_from_its_allocatable_and_labels() -> None:
+    node = client.V1Node(
+        metadata=client.V1ObjectMeta(name="gpu-a", labels={"topology.kubernetes.io/zone": "r1", "muster.io/block": "spine-2"}),
+        status=client.V1NodeStatus(allocatable={"nvidia.com/gpu": "8", "rdma/rdma_shared_device_a": "8"}),
+    )
+    cluster = KubernetesCluster(
+        api=client.ApiClient(), options=PodOptions(rdma_resource="rdma/rdma_shared_device_a"), block_label="muster.io/block"
+    )
+    seen = cluster._node(node)
+    assert (seen.rack, seen.block, seen.rdma_devices) == ("r1", "spine-2", 8)
+    plain = KubernetesCluster(api=client.ApiClient())._node(node)
+    assert (plain.block, plain.rdma_devices) == ("", 0)

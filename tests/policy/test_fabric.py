@@ -1,0 +1,64 @@
+"""The fabric counted: RDMA devices a gang asks for, and the topology level above the rack."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from policy.capacity import Capacity
+from policy.model import NodeView, Reservation
+from policy.schedule import schedule
+from tests.policy.test_fair_share_policy import HOUR, NOW, config, pend, placed, running, snap, waiting
+
+
+def rdma_nodes(devices: dict[str, int], nodes: int = 4) -> tuple[NodeView, ...]:
+    return tuple(NodeView(f"n{i:02d}", 8, 8, rack="r0", rdma=devices.get(f"n{i:02d}", 0)) for i in range(nodes))
+
+
+def test_a_gang_asking_for_rdma_devices_goes_only_to_nodes_that_have_them() -> None:
+    views = rdma_nodes({"n01": 8, "n03": 8})
+    gang = replace(pend(1, nodes=2), rdma_per_node=4)
+    plain = pend(2, nodes=2)
+    decisions = schedule(replace(snap([gang, plain]), nodes=views))
+    assert placed(decisions)[1].node_names == ("n01", "n03")
+    assert placed(decisions)[2].node_names == ("n00", "n02")
+
+
+def test_a_gang_waits_for_rdma_nodes_and_says_so_even_when_other_nodes_are_idle() -> None:
+    views = rdma_nodes({"n00": 8, "n01": 8})
+    busy = snap([replace(pend(1, nodes=2, age=2 * HOUR), rdma_per_node=8)], [running(10, {"n00": 8}, left=3 * HOUR)], nodes=4)
+    decisions = schedule(replace(busy, nodes=replace_free(views, {"n00": 0})), config(starvation_seconds=HOUR))
+    assert decisions.placements == ()
+    wait = waiting(decisions)[1]
+    assert "Needs 2 whole nodes with 8 GPUs and 8 RDMA devices; 1 is free" in wait.reason
+    # Its reservation is on the RDMA nodes, when n00 frees up; not on the idle n02 and n03.
+    assert decisions.reservations == (Reservation(1, ("n00", "n01"), NOW + 3 * HOUR),)
+
+
+def test_a_reservation_on_a_node_that_lost_its_rdma_devices_moves() -> None:
+    views = rdma_nodes({"n00": 8, "n01": 8, "n02": 8})
+    job = replace(pend(1, nodes=2, age=2 * HOUR), rdma_per_node=8)
+    kept = Reservation(1, ("n00", "n01"), NOW + HOUR)
+    busy = [running(10, {"n00": 8}, left=HOUR), running(11, {"n01": 8}, left=HOUR), running(12, {"n02": 8}, left=2 * HOUR)]
+    shrunk = replace_free(views, {"n00": 0, "n01": 0, "n02": 0}, rdma={"n01": 0})
+    decisions = schedule(replace(snap([job], busy, nodes=3), nodes=shrunk, reservations=(kept,)), config(starvation_seconds=HOUR))
+    assert [(r.node_names, r.start) for r in decisions.reservations] == [(("n00", "n02"), NOW + 2 * HOUR)]
+    assert "was lost with n01" in waiting(decisions)[1].reason
+
+
+def test_a_gang_keeps_to_one_block_when_no_rack_fits_it() -> None:
+    # Racks of two idle nodes each: r0, r1 under block b0; r2, r3 under b1, where r2 has three idle nodes.
+    layout = {"a0": ("r0", "b0"), "a1": ("r0", "b0"), "b0": ("r1", "b0"), "b1": ("r1", "b0")}
+    layout |= {"c0": ("r2", "b1"), "c1": ("r2", "b1"), "c2": ("r2", "b1"), "d0": ("r3", "b1")}
+    cap = Capacity(NodeView(name, 8, 8, rack=rack, block=block) for name, (rack, block) in layout.items())
+    # Four nodes: no rack has four; b0 has exactly four (the tightest block), b1 has four too but b0 sorts first.
+    assert sorted(cap.whole_nodes(4, 8)) == ["a0", "a1", "b0", "b1"]
+    # Three nodes: rack r2 alone fits.
+    assert sorted(cap.whole_nodes(3, 8)) == ["c0", "c1", "c2"]
+    # Five nodes: no block fits; a whole block (the first of the fullest) and then the next block's fullest rack.
+    five = cap.whole_nodes(5, 8)
+    assert five is not None and sorted(five[:4]) == ["a0", "a1", "b0", "b1"] and five[4] == "c0"
+
+
+def replace_free(views: tuple[NodeView, ...], free: dict[str, int], rdma: dict[str, int] | None = None) -> tuple[NodeView, ...]:
+    rdma = rdma or {}
+    return tuple(replace(v, gpus_free=free.get(v.name, v.gpus_free), rdma=rdma.get(v.name, v.rdma)) for v in views)
