@@ -483,11 +483,13 @@ MUSTER_K8S_REQUEST_TIMEOUT_SECONDS = env_float("MUSTER_K8S_REQUEST_TIMEOUT_SECON
 MUSTER_K8S_RUN_AS_USER = env_int("MUSTER_K8S_RUN_AS_USER", 1000)
 if MUSTER_K8S_RUN_AS_USER < 1:
     raise ImproperlyConfigured("MUSTER_K8S_RUN_AS_USER must be a uid of 1 or more (0 is root)")
-# How a gang is made (jobs/cluster/crd_manifests.py): `pods` (any cluster), `podgroup` (plus a scheduler-plugins
-# coscheduling PodGroup; needs its CRD and scheduler) or `mpijob` (one Kubeflow MPIJob v2beta1; needs the MPI operator).
+# How a gang is made (jobs/cluster/crd_manifests.py): `pods` (any cluster), `workload` (plus Kubernetes' own gang
+# PodGroup, scheduling.k8s.io/v1alpha2; needs 1.36+ with the GenericWorkload and GangScheduling feature gates),
+# `podgroup` (plus a scheduler-plugins coscheduling PodGroup; needs its CRD and scheduler) or `mpijob` (one Kubeflow
+# MPIJob v2beta1; needs the MPI operator).
 MUSTER_K8S_LAUNCH_MODE = os.environ.get("MUSTER_K8S_LAUNCH_MODE", "pods").strip() or "pods"
-if MUSTER_K8S_LAUNCH_MODE not in {"pods", "podgroup", "mpijob"}:
-    raise ImproperlyConfigured(f"MUSTER_K8S_LAUNCH_MODE must be 'pods', 'podgroup' or 'mpijob', got {MUSTER_K8S_LAUNCH_MODE!r}")
+if MUSTER_K8S_LAUNCH_MODE not in {"pods", "workload", "podgroup", "mpijob"}:
+    raise ImproperlyConfigured(f"MUSTER_K8S_LAUNCH_MODE must be 'pods', 'workload', 'podgroup' or 'mpijob', got {MUSTER_K8S_LAUNCH_MODE!r}")
 # spec.schedulerName of Muster's pods; set but empty means the default scheduler. Unset, podgroup mode uses the
 # scheduler-plugins Helm chart's second scheduler.
 MUSTER_K8S_SCHEDULER_NAME = os.environ.get(

@@ -1,6 +1,12 @@
 """The custom objects of the optional launch modes, as plain dicts: pure, unit-tested and dry-run like manifests.py.
 
-`podgroup` (MUSTER_K8S_LAUNCH_MODE): the gang is today's Service and pinned pods plus a
+`workload` (MUSTER_K8S_LAUNCH_MODE): the gang is today's Service and pinned pods plus a
+native PodGroup (scheduling.k8s.io/v1alpha2, Kubernetes 1.36+ with the GenericWorkload and
+GangScheduling feature gates) whose gang policy has `minCount` = nodes, owned by the Service.
+Each pod names it in `spec.schedulingGroup.podGroupName`, so the default kube-scheduler holds
+every pod of the gang until all of them can be bound: no second scheduler, no CRD.
+
+`podgroup`: the gang is today's Service and pinned pods plus a
 scheduler-plugins coscheduling PodGroup (scheduling.x-k8s.io/v1alpha1) with
 `minMember` = nodes, owned by the Service like the pods. The pods carry the
 `scheduling.x-k8s.io/pod-group` label and the coscheduling scheduler's name
@@ -62,6 +68,8 @@ class CustomResource:
 
 
 PODGROUP = CustomResource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
+# Kubernetes' own PodGroup (KEP-4671): a built-in API, reached through the same generic client calls.
+NATIVE_PODGROUP = CustomResource("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup")
 MPIJOB = CustomResource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob")
 
 # Muster's label on MPIJob pod templates: which replica a pod is.
@@ -70,6 +78,15 @@ ROLE_LAUNCHER = "launcher"
 ROLE_WORKER = "worker"
 # Set by the MPI operator on each worker pod: its index, 0 .. replicas-1 (Muster reads it as the rank).
 MPI_REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+
+
+def native_podgroup_manifest(spec: GangSpec, options: PodOptions, owner_uid: str | None = None) -> dict[str, Any]:
+    """Kubernetes' PodGroup with a gang policy: kube-scheduler binds all `nodes` pods of the gang or none of them."""
+    metadata: dict[str, Any] = {"name": gang_name(spec.job_id, spec.attempt), "namespace": options.namespace, "labels": gang_labels(spec)}
+    if owner_uid:
+        metadata["ownerReferences"] = [service_owner_reference(spec, owner_uid)]
+    group_spec = {"schedulingPolicy": {"gang": {"minCount": len(spec.node_names)}}}
+    return {"apiVersion": NATIVE_PODGROUP.api_version, "kind": NATIVE_PODGROUP.kind, "metadata": metadata, "spec": group_spec}
 
 
 def podgroup_manifest(spec: GangSpec, options: PodOptions, owner_uid: str | None = None) -> dict[str, Any]:

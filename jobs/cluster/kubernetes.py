@@ -1,8 +1,9 @@
 """The Kubernetes backend: each job attempt is a headless Service and one pod per node (jobs/cluster/manifests.py).
 
 MUSTER_K8S_LAUNCH_MODE picks how a gang is made (jobs/cluster/crd_manifests.py):
-`pods` (the default; any cluster), `podgroup` (the same plus a scheduler-plugins
-coscheduling PodGroup, created before the pods) or `mpijob` (one Kubeflow MPIJob whose
+`pods` (the default; any cluster), `workload` (the same plus Kubernetes' own gang
+PodGroup, KEP-4671, created before the pods), `podgroup` (the same plus a scheduler-plugins
+coscheduling PodGroup) or `mpijob` (one Kubeflow MPIJob whose
 operator makes the pods; its status and launcher decide the gang's outcome).
 
 Talks to the API server with the official client. Every call that fails because
@@ -39,10 +40,12 @@ from jobs.cluster.crd_manifests import (
     LABEL_ROLE,
     MPI_REPLICA_INDEX_LABEL,
     MPIJOB,
+    NATIVE_PODGROUP,
     PODGROUP,
     ROLE_LAUNCHER,
     CustomResource,
     mpijob_manifest,
+    native_podgroup_manifest,
     podgroup_manifest,
 )
 from jobs.cluster.manifests import (
@@ -52,6 +55,7 @@ from jobs.cluster.manifests import (
     LABEL_RANK,
     LAUNCH_MPIJOB,
     LAUNCH_PODGROUP,
+    LAUNCH_WORKLOAD,
     MANAGED_BY,
     PodOptions,
     env_secret_manifest,
@@ -78,7 +82,13 @@ NEEDED_ACCESS: tuple[tuple[str, str, str, str], ...] = (
 )
 MODE_ACCESS: dict[str, tuple[tuple[str, str, str, str], ...]] = {
     LAUNCH_PODGROUP: (("create", PODGROUP.group, PODGROUP.plural, "namespace"), ("delete", PODGROUP.group, PODGROUP.plural, "namespace")),
+    LAUNCH_WORKLOAD: tuple((verb, NATIVE_PODGROUP.group, NATIVE_PODGROUP.plural, "namespace") for verb in ("create", "delete")),
     LAUNCH_MPIJOB: tuple((verb, MPIJOB.group, MPIJOB.plural, "namespace") for verb in ("create", "get", "list", "delete")),
+}
+# The launch modes whose gang is pods plus a group object the gang scheduler reads, created before the pods.
+GROUP_OF_MODE: dict[str, tuple[CustomResource, Callable[..., dict[str, Any]]]] = {
+    LAUNCH_WORKLOAD: (NATIVE_PODGROUP, native_podgroup_manifest),
+    LAUNCH_PODGROUP: (PODGROUP, podgroup_manifest),
 }
 # Namespaces this process has found or made: `prepare` asks the API server once, not every cycle.
 _NAMESPACES_SEEN: set[str] = set()
@@ -285,9 +295,10 @@ class KubernetesCluster:
             service = self._call("read service", self.core.read_namespaced_service, name, self.options.namespace)
         uid = service.metadata.uid
         self._create_env_secret(spec, service_owner_reference(spec, uid))
-        if self.options.launch_mode == LAUNCH_PODGROUP:
-            # Before the pods, so the coscheduling plugin knows the gang's size when the first pod arrives.
-            self._create_custom(PODGROUP, podgroup_manifest(spec, self.options, owner_uid=uid))
+        if self.options.launch_mode in GROUP_OF_MODE:
+            # Before the pods, so the gang scheduler knows the gang's size when the first pod arrives.
+            resource, manifest = GROUP_OF_MODE[self.options.launch_mode]
+            self._create_custom(resource, manifest(spec, self.options, owner_uid=uid))
         bodies = [pod_manifest(spec, rank, self.options, owner_uid=uid) for rank in range(len(spec.node_names))]
         # Concurrent creates: a 64-node gang's pods reach the API server in a fraction of the sequential time.
         with ThreadPoolExecutor(max_workers=min(LAUNCH_CONCURRENCY, len(bodies))) as pool:
@@ -348,8 +359,9 @@ class KubernetesCluster:
             label_selector=gang_selector(job_id, attempt),
             grace_period_seconds=grace,
         )
-        if self.options.launch_mode == LAUNCH_PODGROUP:
-            self._delete_custom(PODGROUP, name, grace)  # the Service owns it too, so garbage collection would
+        if self.options.launch_mode in GROUP_OF_MODE:
+            # The Service owns it too, so garbage collection would delete it, later.
+            self._delete_custom(GROUP_OF_MODE[self.options.launch_mode][0], name, grace)
         # Also in mpijob mode, where there is none unless the mode changed under a live gang: a 404 costs nothing.
         try:
             self._call(

@@ -6,9 +6,10 @@ scheduler chose by required node affinity, so kube-scheduler still validates and
 binds it. Names derive from job id and attempt, so a retried launch finds its own
 objects instead of doubling the gang.
 
-The optional launch modes (`MUSTER_K8S_LAUNCH_MODE`) add to this: `podgroup` labels the
+The optional launch modes (`MUSTER_K8S_LAUNCH_MODE`) add to this: `workload` links the
+pods to a native PodGroup (Kubernetes' own gang scheduling, KEP-4671), `podgroup` labels the
 pods for a scheduler-plugins PodGroup, `mpijob` replaces Service and pods with a Kubeflow
-MPIJob; their custom objects are built in jobs/cluster/crd_manifests.py from the same
+MPIJob; their objects are built in jobs/cluster/crd_manifests.py from the same
 pod parts as here.
 """
 
@@ -42,7 +43,8 @@ LABEL_POD_GROUP = "scheduling.x-k8s.io/pod-group"
 LAUNCH_PODS = "pods"
 LAUNCH_PODGROUP = "podgroup"
 LAUNCH_MPIJOB = "mpijob"
-LAUNCH_MODES = (LAUNCH_PODS, LAUNCH_PODGROUP, LAUNCH_MPIJOB)
+LAUNCH_WORKLOAD = "workload"
+LAUNCH_MODES = (LAUNCH_PODS, LAUNCH_WORKLOAD, LAUNCH_PODGROUP, LAUNCH_MPIJOB)
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,9 @@ def pod_manifest(spec: GangSpec, rank: int, options: PodOptions, owner_uid: str 
     pod_spec = gang_pod_spec(spec, options, container, node_affinity([node]))
     pod_spec["hostname"] = pod_name(spec.job_id, spec.attempt, rank)
     pod_spec["subdomain"] = gang_name(spec.job_id, spec.attempt)
+    if options.launch_mode == LAUNCH_WORKLOAD:
+        # kube-scheduler binds none of the gang's pods until it can bind all of them (its GangScheduling plugin).
+        pod_spec["schedulingGroup"] = {"podGroupName": gang_name(spec.job_id, spec.attempt)}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
 
 

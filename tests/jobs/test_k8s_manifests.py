@@ -8,7 +8,7 @@ import pytest
 from kubernetes import client
 
 from jobs.cluster.base import GangSpec, PodPhase, PodStatus
-from jobs.cluster.crd_manifests import mpijob_manifest, podgroup_manifest
+from jobs.cluster.crd_manifests import mpijob_manifest, native_podgroup_manifest, podgroup_manifest
 from jobs.cluster.kubernetes import KubernetesCluster, _pod_status, mpijob_statuses
 from jobs.cluster.manifests import (
     PodOptions,
@@ -325,3 +325,17 @@ def test_a_nodes_rdma_devices_and_block_are_read_from_its_allocatable_and_labels
     assert (seen.rack, seen.block, seen.rdma_devices) == ("r1", "spine-2", 8)
     plain = KubernetesCluster(api=client.ApiClient())._node(node)
     assert (plain.block, plain.rdma_devices) == ("", 0)
+
+
+def test_workload_mode_links_every_pod_to_a_native_gang_podgroup_of_the_gangs_size() -> None:
+    options = PodOptions(launch_mode="workload")
+    group = native_podgroup_manifest(spec(), options, owner_uid="uid-1")
+    assert (group["apiVersion"], group["kind"]) == ("scheduling.k8s.io/v1alpha2", "PodGroup")
+    assert group["metadata"]["name"] == gang_name(42, 3)
+    assert group["spec"] == {"schedulingPolicy": {"gang": {"minCount": 3}}}
+    assert group["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
+    pods = [pod_manifest(spec(), rank, options) for rank in range(3)]
+    assert {p["spec"]["schedulingGroup"]["podGroupName"] for p in pods} == {gang_name(42, 3)}
+    # Pinned to the planned nodes as in every mode; the default scheduler, no scheduler-plugins label.
+    assert "schedulerName" not in pods[0]["spec"] and "scheduling.x-k8s.io/pod-group" not in pods[0]["metadata"]["labels"]
+    assert "schedulingGroup" not in pod_manifest(spec(), 0, PodOptions())["spec"]
