@@ -2,7 +2,8 @@
 # Checks that a running test cluster behaves as Muster's Kubernetes tests expect, with kubectl:
 # nodes, scheduling onto a pinned node, the simulated run (Succeeded, Failed with an exit code,
 # DeadlineExceeded), garbage collection of owned objects, default service accounts, deletion,
-# pod logs. Exits non-zero on the first check that fails. Needs kubectl and jq.
+# pod logs, native gang scheduling (a scheduling.k8s.io/v1alpha2 PodGroup binds its pods all or
+# nothing). Exits non-zero on the first check that fails. Needs kubectl and jq.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -135,5 +136,43 @@ until_true 30 "the forever pod Running" pod_is forever '.status.phase == "Runnin
 k -n "$ns" delete pod forever --wait=false >/dev/null
 until_true 30 "the deleted pod gone" bash -c "! kubectl -n $ns get pod forever"
 ok "a deleted running pod (finalizer, 30s grace) is gone"
+
+# 8. Native gang scheduling (KEP-4671; the GenericWorkload and GangScheduling gates of up.sh): a
+# PodGroup with gang minCount 2 holds its first pod unbound until the second exists, then both
+# are bound. Deleting them releases the PodGroup's protection finalizer (controller-manager).
+# Fully qualified: tests install a CRD podgroups.scheduling.x-k8s.io too.
+podgroups=podgroups.v1alpha2.scheduling.k8s.io
+gang_pod() { # gang_pod NAME
+  cat <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $1}
+spec:
+  schedulingGroup: {podGroupName: gang}
+  containers:
+  - name: main
+    image: registry.invalid/train:latest
+    resources: {requests: {nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}
+EOF
+}
+k -n "$ns" apply -f - >/dev/null <<EOF
+apiVersion: scheduling.k8s.io/v1alpha2
+kind: PodGroup
+metadata: {name: gang}
+spec:
+  schedulingPolicy: {gang: {minCount: 2}}
+EOF
+gang_pod gang-0 | k -n "$ns" apply -f - >/dev/null
+sleep 3
+pod_is gang-0 '.spec.nodeName == null and .status.phase == "Pending"' >/dev/null ||
+  die "gang-0 was bound without the rest of its gang (minCount 2)"
+gang_pod gang-1 | k -n "$ns" apply -f - >/dev/null
+until_true 30 "gang-0 and gang-1 Running" \
+  bash -c "kubectl -n $ns get pods gang-0 gang-1 -o json | jq -e '[.items[] | select(.spec.nodeName != null) | .status.phase] == [\"Running\", \"Running\"]'"
+ok "a PodGroup (gang minCount 2) kept its first pod Pending until the second came, then both were bound"
+k -n "$ns" delete pod gang-0 gang-1 --wait=false >/dev/null
+k -n "$ns" delete "$podgroups" gang --wait=false >/dev/null
+until_true 30 "the PodGroup gone" bash -c "! kubectl -n $ns get $podgroups gang"
+ok "the deleted PodGroup is gone once its pods are (protection finalizer released)"
 
 log "smoke: all $checks checks ok"

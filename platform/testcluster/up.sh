@@ -80,7 +80,7 @@ api() { # api CURL_ARGS... PATH: a request as the cluster admin
 }
 
 serves_gang_api() { # the API server serves PodGroups (GenericWorkload gate and runtime-config on)
-  api "$API_URL/apis/$GANG_API" | jq -e '[.resources[].name] | index("podgroups") != null' >/dev/null 2>&1
+  api "$API_URL/apis/$GANG_API" 2>/dev/null | jq -e '[.resources[].name] | index("podgroups") != null' >/dev/null 2>&1
 }
 
 running() { # running NAME: its recorded pid is alive

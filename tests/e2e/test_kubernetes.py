@@ -29,9 +29,11 @@ from rest_framework.test import APIClient
 from jobs.cluster.base import ClusterUnavailable, GangSpec, PodPhase
 from jobs.cluster.crd_manifests import (
     MPIJOB,
+    NATIVE_PODGROUP,
     PODGROUP,
     CustomResource,
     mpijob_manifest,
+    native_podgroup_manifest,
     podgroup_manifest,
 )
 from jobs.cluster.kubernetes import KubernetesCluster
@@ -453,6 +455,53 @@ def test_a_podgroup_job_with_the_default_scheduler_runs_to_success(api: APIClien
     assert _custom(kube, PODGROUP, gang_name(job["id"], 1))["spec"]["minMember"] == 2
     kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
     _wait(lambda: _custom(kube, PODGROUP, gang_name(job["id"], 1)) is None and not kube.pods(gang_selector(job["id"])))
+
+
+@pytest.mark.parametrize("kube_mode", [{"launch_mode": "workload"}], indirect=True)
+def test_a_workload_mode_gang_is_held_by_kube_schedulers_own_gang_policy_and_runs_to_success_or_failure(
+    api: APIClient, kube_mode: KubeHarness
+) -> None:
+    """Kubernetes' native gang scheduling (KEP-4671, the test cluster's GenericWorkload and GangScheduling gates)."""
+    kube = kube_mode
+    # The PodGroup's schema is the API server's own: a misspelt field is refused, the gang's passes.
+    spec = _mode_spec(990301, ("n1", "n2"))
+    options = PodOptions(namespace=kube.namespace, launch_mode="workload")
+    custom = client.CustomObjectsApi(kube.api)
+    group = NATIVE_PODGROUP
+    body = native_podgroup_manifest(spec, options)
+    custom.create_namespaced_custom_object(
+        group.group, group.version, kube.namespace, group.plural, body, dry_run="All", field_validation="Strict"
+    )
+    with pytest.raises(ApiException) as refused:
+        bad = {**body, "spec": {"schedulingPolicy": {"gang": {"minMembers": 2}}}}
+        custom.create_namespaced_custom_object(
+            group.group, group.version, kube.namespace, group.plural, bad, dry_run="All", field_validation="Strict"
+        )
+    assert refused.value.status in (400, 422)
+
+    # A gang of three whose third pod is never made stays unbound: all or nothing.
+    partial = _mode_spec(990302, tuple(sorted(n.metadata.name for n in kube.core.list_node().items)[:3]), gpus_per_node=1)
+    custom.create_namespaced_custom_object(
+        group.group, group.version, kube.namespace, group.plural, native_podgroup_manifest(partial, options)
+    )
+    for rank in range(2):
+        kube.core.create_namespaced_pod(kube.namespace, pod_manifest(partial, rank, options))
+    time.sleep(3)
+    assert [p.spec.node_name for p in kube.pods(gang_selector(990302))] == [None, None]
+    kube_mode.cluster.teardown_gang(990302, 1)
+
+    ok = submit(api, nodes=2, gpus_per_node=1, simulate={"duration_seconds": 2})
+    kube.cycle()
+    made = _custom(kube, NATIVE_PODGROUP, gang_name(ok["id"], 1))
+    assert made is not None and made["spec"]["schedulingPolicy"]["gang"]["minCount"] == 2
+    # The client's models predate the field: read the pods as the API server returns them.
+    raw = json.loads(kube.core.list_namespaced_pod(kube.namespace, label_selector=gang_selector(ok["id"]), _preload_content=False).data)
+    assert [p["spec"]["schedulingGroup"] for p in raw["items"]] == [{"podGroupName": gang_name(ok["id"], 1)}] * 2
+    kube.cycle_until(lambda: state(ok["id"]) == JobState.SUCCEEDED)
+    _wait(lambda: _custom(kube, NATIVE_PODGROUP, gang_name(ok["id"], 1)) is None and not kube.pods(gang_selector(ok["id"])))
+
+    failing = submit(api, nodes=2, gpus_per_node=1, simulate={"duration_seconds": 1, "exit_code": 3})
+    kube.cycle_until(lambda: state(failing["id"]) == JobState.FAILED)
 
 
 @pytest.mark.parametrize("kube_mode", [{"launch_mode": "mpijob"}], indirect=True)
