@@ -24,6 +24,9 @@ from scheduler.cycle import CycleReport, run_cycle
 
 # The label platform/testcluster/up.sh puts the fake nodes' racks in.
 TESTCLUSTER_RACK_LABEL = "muster.io/rack"
+# The first rack's nodes advertise this many RDMA devices (platform/testcluster/up.sh); every node is in one block.
+TESTCLUSTER_BLOCK_LABEL = "muster.io/block"
+TESTCLUSTER_RDMA_RESOURCE = "rdma/rdma_shared_device_a"
 # CRDs of the optional launch modes (PodGroup, MPIJob); see the comment at the top of each file.
 CRD_DIR = Path(__file__).parent / "crds"
 
@@ -84,8 +87,12 @@ def kube_harness(api: client.ApiClient, **options: Any) -> Iterator[KubeHarness]
     namespace = f"muster-test-{uuid.uuid4().hex[:8]}"
     core = client.CoreV1Api(api)
     core.create_namespace({"metadata": {"name": namespace}})
+    options = {"rdma_resource": TESTCLUSTER_RDMA_RESOURCE, **options}
     cluster = KubernetesCluster(
-        api=api, options=PodOptions(namespace=namespace, termination_grace_seconds=0, **options), rack_label=TESTCLUSTER_RACK_LABEL
+        api=api,
+        options=PodOptions(namespace=namespace, termination_grace_seconds=0, **options),
+        rack_label=TESTCLUSTER_RACK_LABEL,
+        block_label=TESTCLUSTER_BLOCK_LABEL,
     )
     nodes_sync(cluster_nodes=cluster.list_nodes())
     try:

@@ -19,6 +19,8 @@
 #   TESTCLUSTER_GPU_PRODUCT      nvidia.com/gpu.product label (default NVIDIA-H100-80GB-HBM3)
 #   TESTCLUSTER_NODE_CPU         allocatable cpu per node (default 96)
 #   TESTCLUSTER_NODE_MEMORY      allocatable memory per node (default 1536Gi)
+#   TESTCLUSTER_RDMA_DEVICES     allocatable rdma/rdma_shared_device_a on the first rack's nodes (default 8);
+#                                every node is labelled muster.io/block=block-a (one leaf-switch block)
 #   TESTCLUSTER_PORT_BASE        loopback ports used: base+43 apiserver, base+79/+80 etcd,
 #                                base+57 controller-manager, base+59 scheduler, base+50 kwok
 #                                (default 16400)
@@ -36,6 +38,8 @@ RACKS=${TESTCLUSTER_RACKS:-2}
 GPU_PRODUCT=${TESTCLUSTER_GPU_PRODUCT:-NVIDIA-H100-80GB-HBM3}
 NODE_CPU=${TESTCLUSTER_NODE_CPU:-96}
 NODE_MEMORY=${TESTCLUSTER_NODE_MEMORY:-1536Gi}
+RDMA_DEVICES=${TESTCLUSTER_RDMA_DEVICES:-8}
+RDMA_RESOURCE=rdma/rdma_shared_device_a
 PORT_BASE=${TESTCLUSTER_PORT_BASE:-16400}
 TIMEOUT=${TESTCLUSTER_START_TIMEOUT:-180}
 
@@ -396,8 +400,12 @@ per_rack=$(((NODES + RACKS - 1) / RACKS))
 for ((i = 0; i < NODES; i++)); do
   name=$(printf 'gpu-node-%02d' "$i")
   rack="rack-${letters:$((i / per_rack)):1}"
+  rdma=0
+  ((i < per_rack)) && rdma=$RDMA_DEVICES
   resources=$(jq -cn --arg cpu "$NODE_CPU" --arg mem "$NODE_MEMORY" --arg gpu "$GPUS_PER_NODE" \
-    '{cpu: $cpu, memory: $mem, pods: "110", "ephemeral-storage": "1Ti", "nvidia.com/gpu": $gpu}')
+    --arg rdma_name "$RDMA_RESOURCE" --arg rdma "$rdma" \
+    '{cpu: $cpu, memory: $mem, pods: "110", "ephemeral-storage": "1Ti", "nvidia.com/gpu": $gpu}
+     + (if $rdma == "0" then {} else {($rdma_name): $rdma} end)')
   node=$(jq -cn --arg name "$name" --arg rack "$rack" --arg product "$GPU_PRODUCT" \
     --arg gpus "$GPUS_PER_NODE" --arg cidr "10.244.$i.0/24" --argjson res "$resources" '{
     apiVersion: "v1", kind: "Node",
@@ -406,7 +414,7 @@ for ((i = 0; i < NODES; i++)); do
       annotations: {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
       labels: {
         "kubernetes.io/hostname": $name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-        "type": "kwok", "muster.io/rack": $rack,
+        "type": "kwok", "muster.io/rack": $rack, "muster.io/block": "block-a",
         "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": $product,
         "nvidia.com/gpu.count": $gpus, "nvidia.com/gpu.memory": "81559"
       }
@@ -437,6 +445,9 @@ TESTCLUSTER_NODES=$NODES
 TESTCLUSTER_GPUS_PER_NODE=$GPUS_PER_NODE
 TESTCLUSTER_RACKS=$RACKS
 TESTCLUSTER_RACK_LABEL=muster.io/rack
+TESTCLUSTER_BLOCK_LABEL=muster.io/block
+TESTCLUSTER_RDMA_RESOURCE=$RDMA_RESOURCE
+TESTCLUSTER_RDMA_DEVICES=$RDMA_DEVICES
 TESTCLUSTER_GPU_PRODUCT=$GPU_PRODUCT
 EOF
 log "up in $((SECONDS - started))s: Kubernetes $KUBERNETES_VERSION at $API_URL, $NODES nodes; logs in $LOGS"

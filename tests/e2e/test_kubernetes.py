@@ -47,7 +47,7 @@ from jobs.cluster.manifests import (
     service_owner_reference,
 )
 from jobs.cluster.watch import watches_for
-from jobs.models import ClusterHealth, Job, Node, NodeState
+from jobs.models import Allocation, ClusterHealth, Job, Node, NodeState
 from jobs.states import JobState
 from quotas.models import Team
 from scheduler.cycle import run_cycle
@@ -626,6 +626,22 @@ def test_a_watch_whose_resource_version_is_gone_relists_and_goes_on(kube: KubeHa
 
 
 # --- nodes and logs ------------------------------------------------------------------------------
+
+
+def test_a_gang_asking_for_rdma_devices_runs_on_the_nodes_that_advertise_them(api: APIClient, kube: KubeHarness) -> None:
+    by_name = {n.name: n for n in kube.cluster.list_nodes()}
+    fabric = {name for name, n in by_name.items() if n.rdma_devices == 8}
+    assert fabric and len(fabric) < len(by_name)  # the test cluster's first rack
+    assert {n.block for n in by_name.values()} == {"block-a"}
+    job = submit(api, nodes=2, gpus_per_node=1, rdma_per_node=8, simulate={"duration_seconds": 2})
+    kube.cycle()
+    pods = kube.pods(gang_selector(job["id"]))
+    assert len(pods) == 2
+    for pod in pods:
+        assert pod.spec.containers[0].resources.requests["rdma/rdma_shared_device_a"] == "8"
+    kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
+    ran_on = set(Allocation.objects.filter(job_id=job["id"]).values_list("node__name", flat=True))
+    assert len(ran_on) == 2 and ran_on <= fabric
 
 
 def test_node_inventory_follows_the_cluster(kube: KubeHarness) -> None:
