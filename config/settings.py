@@ -418,8 +418,8 @@ MUSTER_PRIORITY_WEIGHT_CLASS = env_float("MUSTER_PRIORITY_WEIGHT_CLASS", 10000.0
 MUSTER_PRIORITY_WEIGHT_SIZE = env_float("MUSTER_PRIORITY_WEIGHT_SIZE", 100.0)
 # The age factor reaches 1 after a job has waited this long.
 MUSTER_PRIORITY_AGE_MAX_SECONDS = env_float("MUSTER_PRIORITY_AGE_MAX_SECONDS", 7 * 24 * 3600)
-# A job waiting this long, and at least MUSTER_STARVATION_WALL_FACTOR x its wall time, gets a reservation and keeps
-# it until it starts; MUSTER_MAX_RESERVATIONS bounds the cycle's work.
+# A job waiting this long (a single-node job at least MUSTER_STARVATION_WALL_FACTOR x its wall time) gets a reservation
+# and keeps it until it starts; MUSTER_MAX_RESERVATIONS bounds the cycle's work.
 MUSTER_STARVATION_SECONDS = env_float("MUSTER_STARVATION_SECONDS", 3600)
 MUSTER_STARVATION_WALL_FACTOR = env_float("MUSTER_STARVATION_WALL_FACTOR", 0.5)
 MUSTER_MAX_RESERVATIONS = env_int("MUSTER_MAX_RESERVATIONS", 256)

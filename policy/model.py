@@ -128,8 +128,8 @@ class PolicyConfig:
     age_max_seconds: float = 7 * 24 * 3600.0
     half_life_seconds: float = 7 * 24 * 3600.0
     class_count: int = 3
-    # A job starves, and gets a reservation it keeps until it starts, once it has waited this long and at least
-    # `starvation_wall_factor` times its wall time (see starving_after). The bound on reservations is on work,
+    # A job starves, and gets a reservation it keeps until it starts, once it has waited this long and, for a
+    # single-node job, at least `starvation_wall_factor` times its wall time (see starving_after). The bound on reservations is on work,
     # not a budget of promises: every starving job gets one while fewer than this many are held.
     starvation_seconds: float = 3600.0
     starvation_wall_factor: float = 0.5
@@ -149,14 +149,18 @@ class PolicyConfig:
     reborrow_hysteresis_seconds: float = 3600.0
     max_jobs: int | None = None
 
-    def starving_after(self, wall_seconds: float) -> float:
-        """How long a job with this wall time waits before it is owed a reservation.
+    def starving_after(self, wall_seconds: float, nodes: int = 1) -> float:
+        """How long a job of this wall time and node count waits before it is owed a reservation.
 
         A promise drains its nodes ahead of its start, and every job promised a start goes ahead of the
-        queue's priority order. Scaled with the wall time, promises go to jobs kept waiting long for their
-        length, so short jobs stay ordered by priority (fair share) and long ones still get a bounded wait
-        (the threshold plus the reserved wait).
+        queue's priority order. A single-node job waits because of that order (GPUs free up on some node all
+        the time): scaled with its wall time, promises go to the ones kept waiting long for their length, so
+        short jobs stay in fair-share order and long ones still get a bounded wait (the threshold plus the
+        reserved wait). A gang waits because whole nodes must be free at once, which only a reservation
+        brings about: it is owed one after `starvation_seconds`, whatever its length.
         """
+        if nodes > 1:
+            return self.starvation_seconds
         return max(self.starvation_seconds, self.starvation_wall_factor * wall_seconds)
 
 

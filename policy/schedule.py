@@ -13,9 +13,9 @@ In priority order (policy/priority.py), each pending job is:
    and whose work since their last checkpoint is at most `preemption_max_lost_ratio`
    times what they have left by their wall time, that loses the least work and makes
    it fit;
-4. otherwise, once it has waited past its starvation threshold (the larger of
-   `starvation_seconds` and `starvation_wall_factor` x its wall time), it gets a
-   reservation (while fewer than `max_reservations` exist, a bound on work):
+4. otherwise, once it has waited past its starvation threshold
+   (`starvation_seconds`; for a single-node job at least `starvation_wall_factor` x
+   its wall time), it gets a reservation (while fewer than `max_reservations` exist, a bound on work):
    the earliest window, by the running jobs' wall-time ends and the
    reservations already held, in which its whole gang fits. Later jobs may use
    reserved GPUs only if they are gone, by their wall time, before they are needed.
@@ -135,8 +135,9 @@ class _Cycle:
         # New reservations go to the jobs that have waited longest (as EASY's head), not by priority: otherwise a
         # heavy tenant's starving job may never get one, and its wait has no bound.
         free_slots = max(0, self.config.max_reservations - len(self.promised))
+        starves_after = self.config.starving_after
         starving = sorted(
-            (j for j in order if self.now - j.submitted_at >= self.config.starving_after(j.wall_seconds) and j.id not in self.promised),
+            (j for j in order if self.now - j.submitted_at >= starves_after(j.wall_seconds, j.nodes) and j.id not in self.promised),
             key=lambda j: (j.submitted_at, j.id),
         )
         self.next_promised = {j.id for j in starving[:free_slots] if j.not_before is None or j.not_before <= self.now}

@@ -321,7 +321,7 @@ class _Sim:
         self.just_submitted.add(job.id)
         self.shapes[job.nodes, job.gpus_per_node] += 1
         if self.starvation_wakes:
-            heapq.heappush(self.wakes, (job.submit + self.config.starving_after(job.wall_seconds), job.id))
+            heapq.heappush(self.wakes, (job.submit + self.config.starving_after(job.wall_seconds, job.nodes), job.id))
 
     def _release(self, job_id: int, now: float) -> _Run:
         run = self.running.pop(job_id)

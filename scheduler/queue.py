@@ -116,19 +116,20 @@ def queue_counts() -> QueueCounts:
 def starving_count(pending: QuerySet[Job], now: datetime) -> int:
     """How many of `pending` have waited past their starvation threshold (PolicyConfig.starving_after).
 
-    The threshold grows with the wall time past `starvation_seconds / starvation_wall_factor`: jobs up to
-    that wall time are counted in the database, the longer ones (few) by their own threshold.
+    A single-node job's threshold grows with its wall time past `starvation_seconds / starvation_wall_factor`:
+    gangs and jobs up to that wall time are counted in the database, the longer ones (few) by their own threshold.
     """
     config = policy_config()
     past_base = pending.filter(submitted_at__lte=now - timedelta(seconds=config.starvation_seconds))
     if config.starvation_wall_factor <= 0:
         return past_base.count()
     longest_plain = config.starvation_seconds / config.starvation_wall_factor
-    count = past_base.filter(wall_time_seconds__lte=longest_plain).count()
-    for submitted_at, wall in past_base.filter(wall_time_seconds__gt=longest_plain).values_list("submitted_at", "wall_time_seconds"):
+    plain = Q(wall_time_seconds__lte=longest_plain) | Q(nodes__gt=1)
+    count = past_base.filter(plain).count()
+    for submitted_at, wall in past_base.exclude(plain).values_list("submitted_at", "wall_time_seconds"):
         count += (now - submitted_at).total_seconds() >= config.starving_after(wall)
     return count
 
 
 def is_starving(job: Job, now: datetime) -> bool:
-    return (now - job.submitted_at).total_seconds() >= policy_config().starving_after(job.wall_time_seconds)
+    return (now - job.submitted_at).total_seconds() >= policy_config().starving_after(job.wall_time_seconds, job.nodes)

@@ -144,8 +144,8 @@ class MusterCollector(Collector):
         )
         yield GaugeMetricFamily(
             "muster_jobs_starving",
-            "Pending jobs that have waited past their starvation threshold (MUSTER_STARVATION_SECONDS, and at least"
-            " MUSTER_STARVATION_WALL_FACTOR x their wall time): they are owed a reservation.",
+            "Pending jobs that have waited past their starvation threshold (MUSTER_STARVATION_SECONDS; a single-node job"
+            " at least MUSTER_STARVATION_WALL_FACTOR x its wall time): they are owed a reservation.",
             value=starving_count(Job.objects.filter(state=JobState.PENDING), now),
         )
         yield GaugeMetricFamily(

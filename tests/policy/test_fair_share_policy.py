@@ -386,6 +386,10 @@ def test_a_long_job_starves_after_a_share_of_its_wall_time_not_after_the_base_th
     # A one-hour job is owed one after the base threshold, even though an older long job is not yet.
     both = schedule(snap([pend(1, wall=10 * HOUR, age=4 * HOUR), pend(2, wall=HOUR, age=HOUR)], busy, nodes=1), cfg)
     assert [r.job_id for r in both.reservations] == [2]
+    # A gang waits for whole nodes, which only a reservation frees: owed one after the base threshold, however long.
+    gang_busy = [running(10, {"n00": 8}, rank=0, left=20 * HOUR), running(11, {"n01": 8}, rank=0, left=20 * HOUR)]
+    gang = schedule(snap([pend(1, nodes=2, wall=10 * HOUR, age=HOUR)], gang_busy, nodes=2), cfg)
+    assert [r.job_id for r in gang.reservations] == [1]
 
 
 def test_a_failed_preemption_search_is_not_reused_for_a_job_that_may_backfill_where_it_could_not() -> None:

@@ -159,10 +159,9 @@ def test_the_forecast_changes_no_decision() -> None:
 
 
 def test_a_job_is_promised_a_start_when_its_own_starvation_threshold_passes() -> None:
-    # Both nodes are busy until 1000; the gang (wall 400 s) starves at 1 + max(60, 1.5 x 400) = 601. Nothing
+    # Both nodes are busy until 1000; job 3 (one node, wall 400 s) starves at 1 + max(60, 1.5 x 400) = 601. Nothing
     # else happens in between: only a wake-up at its own threshold calls the policy then.
-    gang = job(3, 1.0, 400.0, 16)
-    jobs = [job(1, 0.0, 1000.0, 8), job(2, 0.0, 1000.0, 8), gang]
+    jobs = [job(1, 0.0, 1000.0, 8), job(2, 0.0, 1000.0, 8), job(3, 1.0, 400.0, 8)]
     config = PolicyConfig(starvation_seconds=60, starvation_wall_factor=1.5)
     result = simulate(jobs, cluster=ClusterSpec(nodes=2), policy="muster", config=config, assumptions=Assumptions())
     record = next(r for r in result.records if r.job.id == 3)
