@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from typing import Any, cast
 
 from django import forms
@@ -37,6 +38,11 @@ class JobForm(forms.Form):
     priority_class = forms.ChoiceField(choices=(), help_text="Higher classes are scheduled first.")
     max_restarts = forms.IntegerField(min_value=0, initial=0, help_text="Times a failed job is started again.")
     team = forms.ChoiceField(choices=(), required=False)
+    volumes = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2, **MONO}),
+        required=False,
+        help_text="One per line: CLAIM:/mount/path, with :ro at the end to mount it read-only.",
+    )
     preemptible = forms.BooleanField(
         required=False, help_text="May run on idle GPUs beyond your quota; stopped and requeued first when they are needed."
     )
@@ -48,7 +54,7 @@ class JobForm(forms.Form):
     # Where the API's error keys land on this form.
     FIELD_FOR_API = {"wall_time_seconds": "wall_time_minutes", "simulate": "sim_duration_seconds"}
     SECTIONS = (
-        ("What to run", ("name", "image", "command", "env")),
+        ("What to run", ("name", "image", "command", "env", "volumes")),
         (
             "Resources",
             ("nodes", "gpus_per_node", "rdma_per_node", "wall_time_minutes", "priority_class", "max_restarts", "team", "preemptible"),
@@ -56,7 +62,7 @@ class JobForm(forms.Form):
         ("Simulated cluster", ("sim_duration_seconds", "sim_exit_code")),
     )
 
-    def __init__(self, *args: Any, team_names: list[str], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, team_names: list[str], volumes: Sequence[tuple[str, str, bool]] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         cast(forms.ChoiceField, self.fields["priority_class"]).choices = [(c, c) for c in settings.MUSTER_PRIORITY_CLASSES]
         self.fields["priority_class"].initial = settings.MUSTER_DEFAULT_PRIORITY_CLASS
@@ -71,6 +77,11 @@ class JobForm(forms.Form):
                 self.fields["team"].initial = team_names[0]
         else:
             del self.fields["team"]  # nothing to choose
+        if volumes:
+            given = ", ".join(f"{claim} ({team}{', read-only' if read_only else ''})" for team, claim, read_only in volumes)
+            self.fields["volumes"].help_text += f" Your teams' volumes: {given}."
+        else:
+            del self.fields["volumes"]  # no team of the user's was given any
         if settings.MUSTER_CLUSTER == "simulated":
             default = settings.MUSTER_SIM_DEFAULT_DURATION_SECONDS
             self.fields["sim_duration_seconds"].help_text = f'How long the job "runs"; {default:g} s when left empty.'
@@ -88,6 +99,19 @@ class JobForm(forms.Form):
             return shlex.split(self.cleaned_data["command"])
         except ValueError as exc:
             raise forms.ValidationError(f"Cannot split the command: {exc}.") from exc
+
+    def clean_volumes(self) -> list[dict[str, Any]]:
+        volumes = []
+        for number, line in enumerate(self.cleaned_data["volumes"].splitlines(), start=1):
+            text = line.strip()
+            if not text:
+                continue
+            read_only = text.endswith(":ro")
+            claim, sep, path = text.removesuffix(":ro").partition(":")
+            if not sep or not claim.strip() or not path.strip():
+                raise forms.ValidationError(f"Line {number}: write CLAIM:/mount/path (and :ro to mount it read-only).")
+            volumes.append({"claim": claim.strip(), "mount_path": path.strip(), "read_only": read_only})
+        return volumes
 
     def clean_env(self) -> dict[str, str]:
         env: dict[str, str] = {}
@@ -111,6 +135,8 @@ class JobForm(forms.Form):
         if data.get("wall_time_minutes") is not None:
             payload["wall_time_seconds"] = data["wall_time_minutes"] * 60
         payload["team"] = data.get("team") or None
+        if data.get("volumes"):
+            payload["volumes"] = data["volumes"]
         payload["preemptible"] = bool(data.get("preemptible"))
         simulate = {}
         if data.get("sim_duration_seconds") is not None:
@@ -129,5 +155,12 @@ class JobForm(forms.Form):
                 continue
             if isinstance(messages, dict):
                 messages = [f"{k}: {' '.join(map(str, v))}" for k, v in messages.items()]
+            elif isinstance(messages, list) and any(isinstance(m, dict) for m in messages):
+                # Per item (a volume's own fields): name the item by its line.
+                messages = [
+                    f"Line {n}: " + "; ".join(f"{k}: {' '.join(map(str, v))}" for k, v in m.items())
+                    for n, m in enumerate(messages, start=1)
+                    if isinstance(m, dict) and m
+                ] + [str(m) for m in messages if not isinstance(m, dict)]
             for message in messages if isinstance(messages, list) else [messages]:
                 self.add_error(field if field in self.fields else None, str(message))

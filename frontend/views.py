@@ -26,6 +26,7 @@ from jobs.models import Job
 from jobs.selectors import job_assigned_nodes, job_visible_to, jobs_visible_to
 from jobs.services import job_cancel, job_check_fits_cluster, job_submit
 from jobs.states import ACTIVE_STATES, JobState
+from quotas.selectors import volumes_of_teams_of
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
 from telemetry.dashboard.page import dashboard_context
 from telemetry.dashboard.selectors import node_grid
@@ -46,7 +47,8 @@ def job_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def job_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     team_names = list(request.user.teams.values_list("name", flat=True))
-    form = JobForm(request.POST if request.method == "POST" else None, team_names=team_names)
+    volumes = volumes_of_teams_of(request.user)
+    form = JobForm(request.POST if request.method == "POST" else None, team_names=team_names, volumes=volumes)
     if request.method == "POST":
         # The form turns text into the API's shape, the API's serializer validates it; both run on
         # every post, so all the mistakes in a submission are shown at once, each beside its field.

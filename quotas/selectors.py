@@ -21,7 +21,7 @@ from django.utils import timezone
 from jobs.models import Allocation
 from policy.model import Account, team_key, user_key
 from quotas.limits import LIMIT_FIELDS, Limits, effective_limits, limits_of
-from quotas.models import Quota, Team, UsageCharge
+from quotas.models import Quota, Team, TeamVolume, UsageCharge
 from quotas.periods import decayed_seconds, local_today, overlap_seconds, period_bounds
 
 __all__ = [
@@ -107,6 +107,13 @@ def users_visible_to(viewer: User) -> QuerySet[Any]:
     """Staff see every user's quota; others only their own. One rule for list and detail."""
     users = get_user_model().objects.order_by("username")
     return users if getattr(viewer, "is_staff", False) else users.filter(pk=viewer.pk)
+
+
+def volumes_of_teams_of(user: User) -> list[tuple[str, str, bool]]:
+    """(team, claim, read-only) of every volume given to a team the user is in: what the user's jobs may mount."""
+    return list(
+        TeamVolume.objects.filter(team__members=user).order_by("team__name", "claim").values_list("team__name", "claim", "read_only")
+    )
 
 
 def teams_visible_to(viewer: User) -> QuerySet[Team]:

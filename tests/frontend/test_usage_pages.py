@@ -10,7 +10,7 @@ from django.test import Client
 
 from jobs.models import Job
 from jobs.states import JobState
-from quotas.models import Quota
+from quotas.models import Quota, TeamVolume
 from tests.conftest import session_for
 from tests.jobs.factories import JobFactory
 from tests.quotas.factories import TeamFactory
@@ -167,3 +167,24 @@ def test_submit_page_names_the_quota_and_accepts_a_preemptible_job(user: Any, si
     response = client.post("/jobs/new/", submit_form(preemptible="on"))
     assert response.status_code == 302
     assert Job.objects.get().preemptible is True
+
+
+def test_the_submit_form_mounts_a_teams_volume_and_names_a_bad_line_or_claim(user: Any, sim: Any) -> None:
+    client = session_for(user)
+    assert 'name="volumes"' not in client.get("/jobs/new/").content.decode()  # no team volume: no field
+    team = TeamFactory(name="vision")
+    team.members.add(user)
+    TeamVolume.objects.create(team=team, claim="imagenet", read_only=True)
+    TeamVolume.objects.create(team=team, claim="scratch", read_only=False)
+    page = client.get("/jobs/new/").content.decode()
+    assert "imagenet (vision, read-only), scratch (vision)" in page
+    bad_line = client.post("/jobs/new/", submit_form(team="vision", volumes="imagenet /data"))
+    assert "Line 1: write CLAIM:/mount/path" in bad_line.content.decode() and not Job.objects.exists()
+    not_ours = client.post("/jobs/new/", submit_form(team="vision", volumes="imagenet:/data:ro\nweights:/weights"))
+    assert "weights" in not_ours.content.decode() and not Job.objects.exists()
+    response = client.post("/jobs/new/", submit_form(team="vision", volumes="imagenet:/data:ro\nscratch:/scratch"))
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert Job.objects.get().volumes == [
+        {"claim": "imagenet", "mount_path": "/data", "read_only": True},
+        {"claim": "scratch", "mount_path": "/scratch", "read_only": False},
+    ]
