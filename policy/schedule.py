@@ -364,8 +364,8 @@ class _Cycle:
 
     def _fit_on(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
         if job.rdma_per_node:
-            inner, rdma, need = allowed, self.capacity.rdma, job.rdma_per_node
-            allowed = lambda name: rdma[name] >= need and (inner is None or inner(name))  # noqa: E731
+            inner = allowed
+            allowed = lambda name: self._node_fits(job, name) and (inner is None or inner(name))  # noqa: E731
         if job.nodes == 1:
             name = self.capacity.best_fit(job.gpus_per_node, allowed)
             return None if name is None else [name]
@@ -510,10 +510,9 @@ class _Cycle:
             if cap.free_total >= job.gpus:
                 return f"{text} ({cap.free_total} GPUs are free, spread over several nodes)."
             return f"{text} ({cap.free_total} GPUs free in the cluster)."
-        rdma, need = cap.rdma, job.rdma_per_node
-        whole = sum(len(v) for v in cap.idle_nodes(job.gpus_per_node, lambda name: rdma[name] >= need).values())
+        whole = sum(len(v) for v in cap.idle_nodes(job.gpus_per_node, lambda name: self._node_fits(job, name)).values())
         partly, partly_free = cap.partly_used()
-        devices = f" and {need} RDMA devices" if need else ""
+        devices = f" and {job.rdma_per_node} RDMA devices" if job.rdma_per_node else ""
         text = f"Needs {job.nodes} whole nodes with {job.gpus_per_node} GPUs{devices}; {whole} {'is' if whole == 1 else 'are'} free"
         if partly:
             text += f", {partly_free} GPUs free on {partly} partly used node{'s' if partly != 1 else ''}"
