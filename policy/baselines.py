@@ -68,7 +68,7 @@ class _Baseline:
         self.ends: dict[str, list[tuple[float, int]]] = defaultdict(list)
         for r in snapshot.running:
             for name, gpus in zip(r.node_names, r.gpus_held, strict=True):
-                self.ends[name].append((max(r.ends_at, self.now), gpus))
+                self.ends[name].append((max(r.ends_at, self.now), int(gpus)))
         self.placements: list[Placement] = []
         self.waiting: list[Waiting] = []
         self.reservations: list[Reservation] = []

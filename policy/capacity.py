@@ -22,7 +22,8 @@ Allowed = Callable[[str], bool] | None
 
 class Capacity:
     def __init__(self, nodes: Iterable[NodeView]) -> None:
-        usable = sorted((n for n in nodes if n.schedulable), key=lambda n: n.name)
+        # Whole GPUs only: a node whose GPUs are shared takes GPU slices (policy/sharing.py) and nothing else.
+        usable = sorted((n for n in nodes if n.schedulable and not n.sharing), key=lambda n: n.name)
         self.total = {n.name: n.gpus_total for n in usable}
         self.rack = {n.name: n.rack for n in usable}
         self.block = {n.name: n.block for n in usable}

@@ -40,10 +40,11 @@ def forecast(
     last: float | None = None
     planner = _Planner(timelines, need_on, node_fits)
     for wait in waiting:
-        if wait.estimate == ESTIMATE_RESERVED:
+        job = jobs[wait.job_id]
+        # A GPU slice job was planned over the slices (policy/sharing.py), not over the whole GPUs planned here.
+        if wait.estimate == ESTIMATE_RESERVED or job.shares_gpu:
             out.append(wait)
             continue
-        job = jobs[wait.job_id]
         if wait.reason_code == NOT_EXAMINED or planned >= plan_jobs:
             out.append(replace(wait, estimated_start=last, estimate=ESTIMATE_AFTER if last is not None else ESTIMATE_NONE))
             continue

@@ -42,6 +42,14 @@ class NodeView:
     block: str = ""
     # RDMA/SR-IOV devices the node has (its allocatable of the site's RDMA resource): a gang holds them with the node.
     rdma: int = 0
+    # A node whose GPUs its device plugin shares ("time-slicing", "mps") or partitions ("mig") takes only GPU-slice
+    # jobs (policy/sharing.py), `slices_per_gpu` on each GPU, each `slice_gpus` of a GPU with `slice_memory_gb` of its
+    # memory guaranteed (0: none, as with time-slicing). `slices_used` is per GPU (empty: none used).
+    sharing: str = ""
+    slices_per_gpu: int = 0
+    slice_gpus: float = 0.0
+    slice_memory_gb: float = 0.0
+    slices_used: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,10 +93,19 @@ class PendingJob:
     avoid_nodes: tuple[str, ...] = ()
     # RDMA devices each of its nodes must have (multi-node jobs only: a gang holds its nodes whole, devices included).
     rdma_per_node: int = 0
+    # A GPU slice instead of whole GPUs (single-node jobs only): at least this share of a GPU, at least this much GPU
+    # memory guaranteed, and hardware isolation (MIG) if asked. Either ask makes it a slice job (`shares_gpu`).
+    gpu_fraction: float = 0.0
+    gpu_memory_gb: float = 0.0
+    gpu_isolation: bool = False
 
     @property
     def gpus(self) -> int:
         return self.nodes * self.gpus_per_node
+
+    @property
+    def shares_gpu(self) -> bool:
+        return self.gpu_fraction > 0 or self.gpu_memory_gb > 0 or self.gpu_isolation
 
 
 @dataclass(frozen=True)
@@ -97,7 +114,8 @@ class RunningJob:
 
     id: int
     node_names: tuple[str, ...]
-    gpus_held: tuple[int, ...]
+    # GPUs held per rank: a fraction for a GPU slice (the slice's share of its GPU).
+    gpus_held: tuple[float, ...]
     class_rank: int
     started_at: float
     # started_at + wall time: when its GPUs are free at the latest.
@@ -112,7 +130,7 @@ class RunningJob:
     checkpointed_at: float | None = None
 
     @property
-    def gpus(self) -> int:
+    def gpus(self) -> float:
         return sum(self.gpus_held)
 
 
@@ -190,8 +208,10 @@ class Placement:
     # One entry per rank: rank i runs on node_names[i] and holds gpus_held[i] GPUs there.
     # A multi-node job holds its nodes whole, whatever it asked per node.
     node_names: tuple[str, ...]
-    gpus_held: tuple[int, ...]
+    gpus_held: tuple[float, ...]
     over_quota: bool = False
+    # A GPU slice: the index of the GPU on its node whose slice it holds (gpus_held is the slice's share).
+    gpu_slot: int | None = None
 
 
 @dataclass(frozen=True)

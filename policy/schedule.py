@@ -34,13 +34,15 @@ Deterministic: the same snapshot always gives the same decisions.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import Counter, defaultdict
+from collections import defaultdict
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from policy.capacity import Allowed, Capacity
 from policy.forecast import forecast
 from policy.model import (
     BUDGET,
+    ESTIMATE_PLANNED,
     ESTIMATE_RESERVED,
     FRAGMENTATION,
     LAUNCH_BACKOFF,
@@ -64,6 +66,7 @@ from policy.model import (
 )
 from policy.priority import prioritize, priority_order
 from policy.promises import hold, keep_promises
+from policy.sharing import Slices, describe_ask
 from policy.timeline import Timelines, earliest_start
 
 # Bounds the cost of a cycle over a huge queue: each search looks at every node.
@@ -87,33 +90,35 @@ class _Cycle:
         self.on_node: dict[str, dict[int, int]] = defaultdict(dict)  # node -> {job id: GPUs held there}
         # Without any limit or budget in the accounts every limit check passes: what they count is not worked out.
         self.limited = any(a.max_gpus is not None or a.node_hours_left is not None for a in snapshot.accounts.values())
-        self.in_quota: Counter[str] = Counter()
+        self.in_quota: defaultdict[str, float] = defaultdict(float)
+        self.slices = Slices(snapshot.nodes, snapshot.running, self.now)
+        self.node_gpus = {n.name: n.gpus_total for n in snapshot.nodes}
         for r in self.running.values():
             for name, gpus in zip(r.node_names, r.gpus_held, strict=True):
-                self.on_node[name][r.id] = self.on_node[name].get(r.id, 0) + gpus
+                if name in self.capacity.total:  # whole GPUs; the slices of shared nodes are self.slices'
+                    self.on_node[name][r.id] = self.on_node[name].get(r.id, 0) + int(gpus)
             if not r.over_quota and self.limited:
                 self._count_quota(r.user, r.team, r.gpus)
         # Budgets count what running jobs may still use by their wall time, not only what they used:
         # the ledger charges it as they run, so leaving it out would let the budget be overspent.
         self.budget_used: defaultdict[str, float] = defaultdict(float)
-        node_size = {n.name: n.gpus_total for n in snapshot.nodes}
-        self.node_sizes = sorted({n.gpus_total for n in snapshot.nodes if n.schedulable})
+        self.node_sizes = sorted({n.gpus_total for n in snapshot.nodes if n.schedulable and not n.sharing})
         for r in self.running.values() if self.limited else ():
-            share = sum(gpus / node_size[name] for name, gpus in zip(r.node_names, r.gpus_held, strict=True) if node_size.get(name))
+            share = self._node_share(r.node_names, r.gpus_held)
             left_hours = max(0.0, r.ends_at - self.now) / 3600 * share
             for key, _ in self._owners(r):
                 self.budget_used[key] += left_hours
         self.timelines = Timelines(self.capacity.total, self.capacity.free.__getitem__, self._releases, self.now)
         self.promised: dict[int, Reservation] = {}  # job id -> its reservation, kept or new
         self.moved: dict[int, str] = {}  # job id -> why the reservation it had could not be kept
-        self.quota_ends: defaultdict[str, list[tuple[float, int]]] | None = None
+        self.quota_ends: defaultdict[str, list[tuple[float, float]]] | None = None
         self.next_promised: set[int] = set()  # the starving jobs a new reservation may go to in this cycle
         self.first_promise: tuple[float, int] | None = None  # (start, job id) of the earliest, worked out when needed
         self.placements: list[Placement] = []
         self.started: set[int] = set()  # placed in this cycle: never preempted in it, whatever the minimum run time
         self.waiting: list[Waiting] = []
         self.preemptions: list[Preemption] = []
-        self.failed_searches: set[tuple[int, int | None, int, int, int, int]] = set()
+        self.failed_searches: set[tuple[int, float | None, int, int, int, int]] = set()
         self.searches = 0
         # Shortcuts that change no decision, for the cost of a long queue:
         # - without a running job that is over quota or of a lower class than some pending job, no search
@@ -136,8 +141,13 @@ class _Cycle:
         # heavy tenant's starving job may never get one, and its wait has no bound.
         free_slots = max(0, self.config.max_reservations - len(self.promised))
         starves_after = self.config.starving_after
+        # A GPU slice job is never promised nodes: slices go in the queue's order as they free up (policy/sharing.py).
         starving = sorted(
-            (j for j in order if self.now - j.submitted_at >= starves_after(j.wall_seconds, j.nodes) and j.id not in self.promised),
+            (
+                j
+                for j in order
+                if self.now - j.submitted_at >= starves_after(j.wall_seconds, j.nodes) and j.id not in self.promised and not j.shares_gpu
+            ),
             key=lambda j: (j.submitted_at, j.id),
         )
         self.next_promised = {j.id for j in starving[:free_slots] if j.not_before is None or j.not_before <= self.now}
@@ -150,6 +160,7 @@ class _Cycle:
                     self._wait(job, NOT_EXAMINED, "Not examined in this cycle: the queue is longer than one cycle examines.")
                     continue
             self._consider(job)
+        self._plan_slices({j.id: j for j in order})
         waiting = forecast(
             self.waiting,
             {j.id: j for j in order},
@@ -171,7 +182,7 @@ class _Cycle:
     def _node_fits(self, job: PendingJob, name: str) -> bool:
         """Whether the node could ever hold one of the job's ranks: enough GPUs, and the RDMA devices it asks for."""
         total = self.capacity.total.get(name)
-        return total is not None and total >= job.gpus_per_node and self.capacity.rdma[name] >= job.rdma_per_node
+        return total is not None and not job.shares_gpu and total >= job.gpus_per_node and self.capacity.rdma[name] >= job.rdma_per_node
 
     def _need_on(self, job: PendingJob, name: str) -> int:
         """What the job holds on a node: a gang the whole node, a single-node job its GPUs."""
@@ -192,6 +203,9 @@ class _Cycle:
             self._wait(job, BUDGET, held)
             return
         quota_block = self._quota_block(job) if self.limited else None
+        if job.shares_gpu:
+            self._consider_slice(job, quota_block)
+            return
         if quota_block and (not job.preemptible or self._reborrow_barred(job)):
             self._drop_promise(job)
             if job.preemptible:
@@ -209,13 +223,53 @@ class _Cycle:
             return
         self._explain(job)
 
-    def _place(self, job: PendingJob, chosen: list[str], *, over_quota: bool) -> None:
-        held = tuple(job.gpus_per_node if job.nodes == 1 else self.capacity.total[name] for name in chosen)
+    def _consider_slice(self, job: PendingJob, quota_block: str | None) -> None:
+        """A GPU slice job: the slice meeting its asks, in the queue's order; it neither borrows, preempts nor reserves.
+
+        Slices are taken only by slice jobs, so the first in the order that fits takes each one as it frees up.
+        """
+        if quota_block:
+            self._wait(job, QUOTA_GPUS, quota_block + (" A GPU slice does not borrow beyond its quota." if job.preemptible else ""))
+            return
+        found = self.slices.place(job)
+        if found is None:
+            fitting = self.slices.fitting(job)
+            if not fitting:
+                text = f"Needs {describe_ask(job)}; no node that shares its GPUs offers one now (all are gone, drained or held)."
+            else:
+                count = sum(n.slices_per_gpu * n.gpus_total for n in fitting)
+                text = f"Needs {describe_ask(job)}; all {count} such slices (on {len(fitting)} nodes) are held."
+            self._wait(job, NO_ROOM, text)
+            return
+        name, gpu = found
+        self._place(job, [name], over_quota=False, held=(self.slices.nodes[name].slice_gpus,), gpu_slot=gpu)
+
+    def _plan_slices(self, jobs: dict[int, PendingJob]) -> None:
+        """After the walk: each waiting slice job's estimated start, by the held slices' wall-time ends, in order."""
+        for i, wait in enumerate(self.waiting):
+            job = jobs[wait.job_id]
+            if not job.shares_gpu or wait.reason_code == NOT_EXAMINED:
+                continue
+            after = self._not_before(job, wait.reason_code)
+            start = self.slices.plan(job, max(after, self.now)) if after is not None else None
+            if start is not None:
+                self.waiting[i] = replace(wait, estimated_start=start, estimate=ESTIMATE_PLANNED)
+
+    def _node_share(self, names: tuple[str, ...] | list[str], held: tuple[float, ...]) -> float:
+        """The share of whole nodes GPUs held are (what the ledger charges in node-hours)."""
+        return sum(gpus / self.node_gpus[name] for name, gpus in zip(names, held, strict=True) if self.node_gpus.get(name))
+
+    def _place(
+        self, job: PendingJob, chosen: list[str], *, over_quota: bool, held: tuple[float, ...] | None = None, gpu_slot: int | None = None
+    ) -> None:
+        """Start the job on `chosen`: whole GPUs (a gang the nodes whole), or with `held` the GPU slice at `gpu_slot`."""
         self._drop_promise(job)
-        for name, gpus in zip(chosen, held, strict=True):
-            self.capacity.take(name, gpus)
-            self.on_node[name][job.id] = gpus
-            self.timelines.changed(name)
+        if held is None:
+            held = tuple(job.gpus_per_node if job.nodes == 1 else self.capacity.total[name] for name in chosen)
+            for name, gpus in zip(chosen, held, strict=True):
+                self.capacity.take(name, int(gpus))
+                self.on_node[name][job.id] = int(gpus)
+                self.timelines.changed(name)
         # What this cycle starts counts for the reservations made after it, by its wall time.
         self.running[job.id] = RunningJob(
             id=job.id,
@@ -232,10 +286,10 @@ class _Cycle:
         if not over_quota:
             self._count_quota(job.user, job.team, sum(held))
         # What the ledger will charge: the share of each node it holds, for its wall time.
-        charge = sum(gpus / self.capacity.total[name] for name, gpus in zip(chosen, held, strict=True)) * job.wall_seconds / 3600
+        charge = self._node_share(chosen, held) * job.wall_seconds / 3600
         for key, _ in self._owners(job):
             self.budget_used[key] += charge
-        self.placements.append(Placement(job.id, tuple(chosen), held, over_quota))
+        self.placements.append(Placement(job.id, tuple(chosen), held, over_quota, gpu_slot))
         self.started.add(job.id)
 
     def _hold(self, job: PendingJob, names: tuple[str, ...], start: float) -> Reservation:
@@ -263,13 +317,15 @@ class _Cycle:
             owners.append((team_key(job.team), f"team {job.team}"))
         return owners
 
-    def _count_quota(self, user: str, team: str | None, gpus: int) -> None:
+    def _count_quota(self, user: str, team: str | None, gpus: float) -> None:
         self.in_quota[user_key(user)] += gpus
         if team:
             self.in_quota[team_key(team)] += gpus
 
-    def _quota_gpus(self, job: PendingJob) -> int:
-        """What the job will hold: a gang holds its nodes whole, so at least the smallest nodes it fits on."""
+    def _quota_gpus(self, job: PendingJob) -> float:
+        """What the job will hold: a gang holds its nodes whole, so at least the smallest nodes it fits on; a slice job its slice."""
+        if job.shares_gpu:
+            return self.slices.smallest_share(job)
         sizes = [size for size in self.capacity.sizes if size >= job.gpus_per_node]
         return job.nodes * sizes[0] if job.nodes > 1 and sizes else job.gpus
 
@@ -278,10 +334,10 @@ class _Cycle:
         for key, who in self._owners(job):
             limit = self._account(key).max_gpus
             if limit is not None and self.in_quota[key] + needs > limit:
-                return f"{self.in_quota[key]} of {limit} GPUs of the quota of {who} are in use; this job needs {needs}."
+                return f"{self.in_quota[key]:g} of {limit} GPUs of the quota of {who} are in use; this job needs {needs:g}."
         return None
 
-    def _largest_node(self, job: PendingJob) -> int | None:
+    def _largest_node(self, job: PendingJob) -> float | None:
         """For a gang within its quota: the largest nodes it may hold whole and stay within it (None: any)."""
         if not self.limited:
             return None
@@ -313,6 +369,9 @@ class _Cycle:
         smallest schedulable node it fits on (the largest share) bounds it.
         """
         hours = job.wall_seconds / 3600
+        if job.shares_gpu:
+            share = self.slices.node_share(job)
+            return share * hours, f"a slice of {share:.3g} of a node x {hours:.2f} h"
         if job.nodes > 1:
             return job.nodes * hours, f"{job.nodes} nodes x {hours:.2f} h"
         index = bisect_left(self.node_sizes, job.gpus_per_node)
@@ -419,7 +478,7 @@ class _Cycle:
 
     def _smallest_victim_set(self, job: PendingJob, allowed: Allowed) -> list[int] | None:
         cap = self.capacity
-        candidates: list[tuple[tuple[float, int, int, str], list[int]]] = []
+        candidates: list[tuple[tuple[float, int, float, str], list[int]]] = []
         for name in cap.total:
             if not self._node_fits(job, name) or (allowed is not None and not allowed(name)):
                 continue
@@ -458,7 +517,7 @@ class _Cycle:
 
     def _evict(self, victim: RunningJob, preemptor: PendingJob) -> None:
         for name, gpus in zip(victim.node_names, victim.gpus_held, strict=True):
-            self.capacity.give(name, gpus)
+            self.capacity.give(name, int(gpus))
             self.on_node[name].pop(victim.id, None)
             self.timelines.changed(name)
         if not victim.over_quota:
