@@ -360,6 +360,9 @@ MUSTER_SIM_GPUS_PER_NODE = env_int("MUSTER_SIM_GPUS_PER_NODE", 8)
 MUSTER_SIM_RACKS = env_int("MUSTER_SIM_RACKS", 2)
 # RDMA devices on each node of the simulated cluster's first rack (the other racks have none).
 MUSTER_SIM_RDMA_DEVICES = env_int("MUSTER_SIM_RDMA_DEVICES", 8)
+# Nodes of the simulated cluster whose GPUs are shared, beyond MUSTER_SIM_NODES: comma-separated MODE:SLICES:NODES,
+# MODE one of time-slicing, mps (SLICES replicas per GPU) or mig (SLICES a profile such as 1g.10gb). Empty: none.
+MUSTER_SIM_SHARED_NODES = os.environ.get("MUSTER_SIM_SHARED_NODES", "time-slicing:4:1,mig:1g.10gb:1")
 # Seconds a simulated pod takes to start, and how long a job runs when it says nothing.
 MUSTER_SIM_START_SECONDS = env_float("MUSTER_SIM_START_SECONDS", 1.0)
 MUSTER_SIM_DEFAULT_DURATION_SECONDS = env_float("MUSTER_SIM_DEFAULT_DURATION_SECONDS", 30.0)
@@ -466,6 +469,11 @@ MUSTER_K8S_BLOCK_LABEL = os.environ.get("MUSTER_K8S_BLOCK_LABEL", "")
 # "nvidia.com/hostdev"): read from each node's allocatable and asked per pod by jobs' rdma_per_node. Empty: none.
 MUSTER_K8S_RDMA_RESOURCE = os.environ.get("MUSTER_K8S_RDMA_RESOURCE", "")
 MUSTER_K8S_GPU_MODEL_LABEL = os.environ.get("MUSTER_K8S_GPU_MODEL_LABEL", "nvidia.com/gpu.product")
+# GPU sharing (docs/gpu-sharing.md). The resource the NVIDIA device plugin offers time-slicing or MPS replicas as when
+# it renames them (renameByDefault); without renaming, replicas are MUSTER_K8S_GPU_RESOURCE on a node whose
+# nvidia.com/gpu.sharing-strategy label says so. MIG instances are the resources named by this prefix and a profile.
+MUSTER_K8S_SHARED_GPU_RESOURCE = os.environ.get("MUSTER_K8S_SHARED_GPU_RESOURCE", "nvidia.com/gpu.shared")
+MUSTER_K8S_MIG_RESOURCE_PREFIX = os.environ.get("MUSTER_K8S_MIG_RESOURCE_PREFIX", "nvidia.com/mig-")
 MUSTER_K8S_CPU_PER_GPU = os.environ.get("MUSTER_K8S_CPU_PER_GPU", "8")
 MUSTER_K8S_MEMORY_PER_GPU = os.environ.get("MUSTER_K8S_MEMORY_PER_GPU", "64Gi")
 MUSTER_K8S_SHM_SIZE = os.environ.get("MUSTER_K8S_SHM_SIZE", "32Gi")

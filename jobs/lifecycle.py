@@ -35,9 +35,17 @@ def fit_reason(text: str) -> str:
 
 
 def job_place(
-    job: Job, *, node_names: Sequence[str], gpus_held: Sequence[int], over_quota: bool, node_ids: dict[str, int], now: datetime
+    job: Job,
+    *,
+    node_names: Sequence[str],
+    gpus_held: Sequence[float],
+    over_quota: bool,
+    node_ids: dict[str, int],
+    now: datetime,
+    gpu_slot: int | None = None,
 ) -> Job:
-    """PENDING -> SCHEDULED as a new attempt, holding `gpus_held[rank]` GPUs on `node_names[rank]`."""
+    """PENDING -> SCHEDULED as a new attempt, holding `gpus_held[rank]` GPUs on `node_names[rank]` (a GPU slice: its
+    share of GPU `gpu_slot`)."""
     attempt = job.attempt + 1
     job = job_transition(
         job,
@@ -50,7 +58,7 @@ def job_place(
         charged_until=now,
     )
     Allocation.objects.bulk_create(
-        Allocation(job=job, node_id=node_ids[name], attempt=attempt, rank=rank, gpus=gpus, allocated_at=now)
+        Allocation(job=job, node_id=node_ids[name], attempt=attempt, rank=rank, gpus=gpus, gpu_slot=gpu_slot, allocated_at=now)
         for rank, (name, gpus) in enumerate(zip(node_names, gpus_held, strict=True))
     )
     return job

@@ -28,6 +28,14 @@ class Node(models.Model):
     block = models.CharField(max_length=253, blank=True)
     # RDMA/SR-IOV devices the node has (its allocatable of MUSTER_K8S_RDMA_RESOURCE).
     rdma_devices = models.PositiveIntegerField(default=0)
+    # A node whose GPUs its device plugin shares (docs/gpu-sharing.md): the mode, slices per GPU, each slice's share of
+    # a GPU and guaranteed memory (0: none), and the extended resource a pod asks for one by. Such a node takes GPU-slice
+    # jobs only; gpus_total is still its GPUs.
+    sharing = models.CharField(max_length=16, blank=True)
+    slices_per_gpu = models.PositiveIntegerField(default=0)
+    slice_gpus = models.FloatField(default=0.0)
+    slice_memory_gb = models.FloatField(default=0.0)
+    slice_resource = models.CharField(max_length=253, blank=True)
     gpu_model = models.CharField(max_length=200, blank=True)
     state = models.CharField(max_length=16, choices=NodeState.choices, default=NodeState.READY)
     # When it came back to READY from NOT_READY: no new work until MUSTER_NODE_SETTLE_SECONDS have passed (a node that
@@ -89,6 +97,11 @@ class Job(models.Model):
     preemptible = models.BooleanField(default=False)
     # RDMA/SR-IOV devices each of its pods asks for (multi-node jobs only; MUSTER_K8S_RDMA_RESOURCE).
     rdma_per_node = models.PositiveIntegerField(default=0)
+    # A GPU slice instead of whole GPUs (one node, gpus_per_node 1): at least this share of a GPU, this much GPU memory
+    # guaranteed, hardware isolation (MIG). Null/False: whole GPUs. See docs/gpu-sharing.md.
+    gpu_fraction = models.FloatField(null=True, blank=True)
+    gpu_memory_gb = models.FloatField(null=True, blank=True)
+    gpu_isolation = models.BooleanField(default=False)
     # Read only by the simulated cluster and the test cluster: how long to "run" and how to exit.
     simulate = models.JSONField(null=True, blank=True)
     # Elements of one array (`POST /api/v1/jobs/array/`) share array_id, the first element's id.
@@ -154,6 +167,14 @@ class Job(models.Model):
             models.CheckConstraint(condition=Q(nodes__gte=1), name="job_nodes_positive"),
             models.CheckConstraint(condition=Q(gpus_per_node__gte=1), name="job_gpus_positive"),
             models.CheckConstraint(condition=Q(wall_time_seconds__gte=1), name="job_wall_time_positive"),
+            models.CheckConstraint(
+                condition=Q(gpu_fraction__isnull=True) | Q(gpu_fraction__gt=0, gpu_fraction__lt=1), name="job_gpu_fraction_below_one"
+            ),
+            # A GPU slice is one slice on one node.
+            models.CheckConstraint(
+                condition=Q(gpu_fraction__isnull=True, gpu_memory_gb__isnull=True, gpu_isolation=False) | Q(nodes=1, gpus_per_node=1),
+                name="job_gpu_slice_one_node",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -162,6 +183,11 @@ class Job(models.Model):
     @property
     def gpus(self) -> int:
         return self.nodes * self.gpus_per_node
+
+    @property
+    def shares_gpu(self) -> bool:
+        """It asks for a GPU slice (a share, a memory slice or isolation) rather than whole GPUs."""
+        return bool(self.gpu_fraction or self.gpu_memory_gb or self.gpu_isolation)
 
     @property
     def is_active(self) -> bool:
@@ -199,7 +225,10 @@ class Allocation(models.Model):
     node = models.ForeignKey(Node, on_delete=models.PROTECT, related_name="allocations")
     attempt = models.PositiveIntegerField()
     rank = models.PositiveIntegerField()
-    gpus = models.PositiveIntegerField()
+    # GPUs held: whole GPUs, or a GPU slice's share of its GPU (0.25), which the ledger and quotas count as it is.
+    gpus = models.FloatField()
+    # For a GPU slice: the GPU of the node it is counted on (on Kubernetes the device plugin picks the physical one).
+    gpu_slot = models.PositiveIntegerField(null=True, blank=True)
     allocated_at = models.DateTimeField()
     released_at = models.DateTimeField(null=True, blank=True)
 

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.states import JobState
@@ -42,14 +42,19 @@ def job_assigned_nodes(job: Job) -> list[str]:
 
 
 class NodeUsage(TypedDict):
-    gpus_held: int | None  # None while the node holds no live allocation
+    gpus_held: float | None  # None while the node holds no live allocation
+    slices_held: int
 
 
 def nodes_with_usage() -> QuerySet[WithAnnotations[Node, NodeUsage]]:
-    """Known nodes, each annotated with `gpus_held` by live allocations."""
+    """Known nodes, each annotated with `gpus_held` by live allocations (a slice counts its share) and `slices_held`."""
+    live = Q(allocations__released_at__isnull=True)
     return (
         Node.objects.exclude(state=NodeState.GONE)
-        .annotate(gpus_held=Sum("allocations__gpus", filter=Q(allocations__released_at__isnull=True)))
+        .annotate(
+            gpus_held=Sum("allocations__gpus", filter=live),
+            slices_held=Count("allocations", filter=live & Q(allocations__gpu_slot__isnull=False)),
+        )
         .order_by("name")
     )
 

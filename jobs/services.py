@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,8 @@ from jobs.hooks import job_hooks, queue_changed
 from jobs.logs import gang_teardown
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState, job_plan_cleared
 from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState, can_transition
+from policy.model import NodeView, PendingJob
+from policy.sharing import describe_ask, slice_fits
 
 if TYPE_CHECKING:
     from quotas.models import Team  # Job.team's model; a type-only name, see docs/architecture.md
@@ -40,6 +43,11 @@ def nodes_sync(*, cluster_nodes: Iterable[ClusterNode]) -> list[Node]:
             "rack": cn.rack,
             "block": cn.block,
             "rdma_devices": cn.rdma_devices,
+            "sharing": cn.sharing,
+            "slices_per_gpu": cn.slices_per_gpu,
+            "slice_gpus": cn.slice_gpus,
+            "slice_memory_gb": cn.slice_memory_gb,
+            "slice_resource": cn.slice_resource,
             "gpu_model": cn.gpu_model,
             "state": state,
         }
@@ -84,16 +92,30 @@ def nodes_ensure_known(*, backend: ClusterBackend | None = None) -> None:
 
 
 def _node_sizes() -> list[tuple[int, int]]:
-    """(GPUs, RDMA devices) of every known node."""
-    return list(Node.objects.exclude(state=NodeState.GONE).values_list("gpus_total", "rdma_devices"))
+    """(GPUs, RDMA devices) of every known node whose GPUs are whole (not shared)."""
+    return list(Node.objects.exclude(state=NodeState.GONE).filter(sharing="").values_list("gpus_total", "rdma_devices"))
 
 
-def job_check_fits_cluster(*, nodes: int, gpus_per_node: int, rdma_per_node: int = 0) -> None:
-    """Reject a job that could never run on this cluster, however empty it became."""
-    inventory = _node_sizes()
-    if not inventory:  # no inventory yet (a submit before the first cycle): load it, one query in the usual case
+def _known_nodes() -> None:
+    if not Node.objects.exists():  # no inventory yet (a submit before the first cycle): load it
         nodes_ensure_known()
-        inventory = _node_sizes()
+
+
+def job_check_fits_cluster(
+    *,
+    nodes: int,
+    gpus_per_node: int,
+    rdma_per_node: int = 0,
+    gpu_fraction: float | None = None,
+    gpu_memory_gb: float | None = None,
+    gpu_isolation: bool = False,
+) -> None:
+    """Reject a job that could never run on this cluster, however empty it became."""
+    _known_nodes()
+    if gpu_fraction or gpu_memory_gb or gpu_isolation:
+        _check_gpu_slice(nodes, gpus_per_node, rdma_per_node, gpu_fraction or 0.0, gpu_memory_gb or 0.0, gpu_isolation)
+        return
+    inventory = _node_sizes()
     if rdma_per_node:
         if nodes < 2:
             raise ValidationError({"rdma_per_node": ["RDMA devices are for jobs spanning nodes: ask for 2 nodes or more."]})
@@ -118,6 +140,49 @@ def job_check_fits_cluster(*, nodes: int, gpus_per_node: int, rdma_per_node: int
         )
 
 
+def _check_gpu_slice(nodes: int, gpus_per_node: int, rdma: int, fraction: float, memory_gb: float, isolation: bool) -> None:
+    """A GPU slice is one slice of one GPU on one node, and some shared node must offer a slice meeting its asks."""
+    field = "gpu_fraction" if fraction else "gpu_memory_gb" if memory_gb else "gpu_isolation"
+    if nodes != 1:
+        raise ValidationError({"nodes": ["A GPU slice is for a single-node job: ask for 1 node, or for whole GPUs."]})
+    if gpus_per_node != 1:
+        raise ValidationError({"gpus_per_node": ["A GPU slice is a share of one GPU: gpus_per_node must be 1."]})
+    if rdma:
+        raise ValidationError({"rdma_per_node": ["RDMA devices are for jobs spanning nodes, not for a GPU slice."]})
+    ask = PendingJob(
+        id=0,
+        nodes=1,
+        gpus_per_node=1,
+        class_rank=0,
+        submitted_at=0,
+        gpu_fraction=fraction,
+        gpu_memory_gb=memory_gb,
+        gpu_isolation=isolation,
+    )
+    pools = Counter(
+        Node.objects.exclude(state=NodeState.GONE)
+        .exclude(sharing="")
+        .values_list("sharing", "slices_per_gpu", "slice_gpus", "slice_memory_gb", "slice_resource")
+    )
+    views = {
+        pool: NodeView("", 1, 0, sharing=pool[0], slices_per_gpu=pool[1], slice_gpus=pool[2], slice_memory_gb=pool[3]) for pool in pools
+    }
+    if any(slice_fits(ask, view) for view in views.values()):
+        return
+    offered = "; ".join(
+        f"{sharing} slices of {share:.3g} GPU ({f'{memory:g} GB' if memory else 'no memory guarantee'}) on {count} node(s)"
+        for (sharing, _, share, memory, _), count in sorted(pools.items())
+    )
+    raise ValidationError(
+        {
+            field: [
+                f"No node offers {describe_ask(ask)}. "
+                + (f"Shared here: {offered}." if offered else "No node here shares its GPUs: ask for whole GPUs.")
+            ]
+        }
+    )
+
+
 def job_submit_check(
     *,
     owner: User,
@@ -128,13 +193,23 @@ def job_submit_check(
     preemptible: bool = False,
     volumes: Sequence[Mapping[str, object]] = (),
     rdma_per_node: int = 0,
+    gpu_fraction: float | None = None,
+    gpu_memory_gb: float | None = None,
+    gpu_isolation: bool = False,
     **_spec: Any,
 ) -> None:
     """Everything a submit checks beyond the fields themselves (the cluster's size, the owner's limits); writes nothing.
 
     Raises ValidationError({field: [messages]}). A dry run (`POST /api/v1/jobs/validate/`) is this alone.
     """
-    job_check_fits_cluster(nodes=nodes, gpus_per_node=gpus_per_node, rdma_per_node=rdma_per_node)
+    job_check_fits_cluster(
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        rdma_per_node=rdma_per_node,
+        gpu_fraction=gpu_fraction,
+        gpu_memory_gb=gpu_memory_gb,
+        gpu_isolation=gpu_isolation,
+    )
     for check in job_hooks.submit_checks:
         check(
             owner=owner,
@@ -165,6 +240,9 @@ def _job_row(*, owner: User, now: datetime, spec: Mapping[str, Any], **extra: An
         simulate=dict(simulate) if simulate else None,
         volumes=[dict(v) for v in spec.get("volumes") or ()],
         rdma_per_node=spec.get("rdma_per_node", 0),
+        gpu_fraction=spec.get("gpu_fraction"),
+        gpu_memory_gb=spec.get("gpu_memory_gb"),
+        gpu_isolation=spec.get("gpu_isolation", False),
         state=JobState.PENDING,
         pending_reason_code="NEW",
         pending_reason="Waiting for the next scheduling cycle.",
@@ -195,6 +273,9 @@ def job_submit(
     preemptible: bool = False,
     volumes: Sequence[Mapping[str, object]] = (),
     rdma_per_node: int = 0,
+    gpu_fraction: float | None = None,
+    gpu_memory_gb: float | None = None,
+    gpu_isolation: bool = False,
 ) -> Job:
     """Queue a job. The job row and its first event are written together, or not at all."""
     spec: dict[str, Any] = {
@@ -212,6 +293,9 @@ def job_submit(
         "preemptible": preemptible,
         "volumes": volumes,
         "rdma_per_node": rdma_per_node,
+        "gpu_fraction": gpu_fraction,
+        "gpu_memory_gb": gpu_memory_gb,
+        "gpu_isolation": gpu_isolation,
     }
     job_submit_check(owner=owner, **spec)
     now = timezone.now()

@@ -124,7 +124,9 @@ def ledger_charge(*, job: Job, until: datetime) -> None:
     job.charged_until = until
 
 
-def _pieces(live: list[tuple[int, int, datetime]], charged_until: datetime | None, until: datetime) -> dict[datetime, tuple[float, float]]:
+def _pieces(
+    live: list[tuple[float, int, datetime]], charged_until: datetime | None, until: datetime
+) -> dict[datetime, tuple[float, float]]:
     """(node-seconds, GPU-seconds) per period start for allocations (GPUs, node GPUs, allocated_at) not yet charged."""
     if not live:
         return {}
@@ -151,7 +153,7 @@ def ledger_charge_active(*, until: datetime) -> int:
             .order_by("pk")
             .values_list("pk", "owner_id", "team_id", "charged_until")
         }
-        held: dict[int, list[tuple[int, int, datetime]]] = defaultdict(list)
+        held: dict[int, list[tuple[float, int, datetime]]] = defaultdict(list)
         live = Allocation.objects.filter(job_id__in=list(jobs), released_at__isnull=True, attempt=F("job__attempt")).values_list(
             "job_id", "gpus", "node__gpus_total", "allocated_at"
         )

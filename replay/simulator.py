@@ -328,7 +328,7 @@ class _Sim:
         r = run.running
         for name, gpus in zip(r.node_names, r.gpus_held, strict=True):
             i = self.index[name]
-            self.free[i] += gpus
+            self.free[i] += int(gpus)
             self.views[i] = NodeView(name, self.cluster.gpus_per_node, self.free[i], self.rack[name])
         self.usage.release(run.keys, run.start, now, run.gpus, run.share)
         self.busy -= run.gpus
@@ -508,7 +508,9 @@ class _Sim:
         for p in decisions.preemptions:
             self._preempt(p.job_id, now)
         for placement in decisions.placements:
-            self._place(placement.job_id, placement.node_names, placement.gpus_held, placement.over_quota, now)
+            # Traces hold whole-GPU jobs only: no placement is a GPU slice.
+            held = tuple(int(g) for g in placement.gpus_held)
+            self._place(placement.job_id, placement.node_names, held, placement.over_quota, now)
         for reservation in decisions.reservations:
             record = self.records.get(reservation.job_id)
             if record is not None and record.promised_start is None and reservation.job_id in self.pending:

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from jobs.arrays import array_env
 from jobs.cluster import ClusterBackend, ClusterUnavailable, GangSpec, PodPhase, PodStatus, get_backend
-from jobs.cluster.base import DEADLINE_EXCEEDED
+from jobs.cluster.base import DEADLINE_EXCEEDED, GpuSlice
 from jobs.errors import IllegalTransition
 from jobs.hooks import pod_secret_env
 from jobs.lifecycle import (
@@ -295,18 +295,25 @@ def _preempted(job: Job, *, preemption: Preemption, now: datetime) -> tuple[int,
 
 def _placed(job: Job, *, placement: Placement, node_ids: dict[str, int], now: datetime) -> Job:
     return job_place(
-        job, node_names=placement.node_names, gpus_held=placement.gpus_held, over_quota=placement.over_quota, node_ids=node_ids, now=now
+        job,
+        node_names=placement.node_names,
+        gpus_held=placement.gpus_held,
+        over_quota=placement.over_quota,
+        node_ids=node_ids,
+        now=now,
+        gpu_slot=placement.gpu_slot,
     )
 
 
 def _gang_spec(job: Job, node_names: tuple[str, ...]) -> GangSpec:
+    gpu_slice = _gpu_slice(job)
     return GangSpec(
         job_id=job.pk,
         attempt=job.attempt,
         name=job.name,
         image=job.image,
         command=tuple(job.command),
-        env={**job.env, **array_env(job.array_id, job.array_index)},
+        env={**job.env, **array_env(job.array_id, job.array_index), **(gpu_slice.env() if gpu_slice else {})},
         # The job's own push token, so its pods can send NCCL results to its telemetry (and only its).
         secret_env=pod_secret_env(job.pk),
         node_names=node_names,
@@ -321,7 +328,19 @@ def _gang_spec(job: Job, node_names: tuple[str, ...]) -> GangSpec:
         volumes=_volumes(job),
         rdma_per_node=job.rdma_per_node,
         image_pull_secrets=job.team.pull_secrets if job.team else (),
+        gpu_slice=gpu_slice,
     )
+
+
+def _gpu_slice(job: Job) -> GpuSlice | None:
+    """The GPU slice the job's current attempt holds, as its node offers it; None for whole GPUs."""
+    if not job.shares_gpu:
+        return None
+    allocation = Allocation.objects.select_related("node").filter(job=job, attempt=job.attempt).first()
+    if allocation is None or not allocation.node.slice_resource:
+        return None
+    node = allocation.node
+    return GpuSlice(node.slice_resource, node.sharing, allocation.gpus, node.slice_memory_gb, allocation.gpu_slot or 0)
 
 
 def _volumes(job: Job) -> tuple[tuple[str, str, bool], ...]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from datetime import datetime, timedelta
 from typing import cast
 
@@ -44,18 +44,27 @@ def policy_config() -> PolicyConfig:
 
 
 def node_views(now: datetime) -> tuple[NodeView, ...]:
-    """Every known node with the GPUs not held by a live allocation; a node back from NotReady takes no new work
-    until it has been Ready for MUSTER_NODE_SETTLE_SECONDS."""
+    """Every known node with the GPUs not held by a live allocation (on a shared node: its slices held per GPU); a node
+    back from NotReady takes no new work until it has been Ready for MUSTER_NODE_SETTLE_SECONDS."""
     settled_before = now - timedelta(seconds=settings.MUSTER_NODE_SETTLE_SECONDS)
+    slices: dict[str, Counter[int]] = defaultdict(Counter)
+    live_slices = Allocation.objects.filter(released_at__isnull=True, gpu_slot__isnull=False, node__slices_per_gpu__gt=0)
+    for node, gpu in live_slices.values_list("node__name", "gpu_slot"):
+        slices[node][gpu or 0] += 1
     return tuple(
         NodeView(
             name=n.name,
             gpus_total=n.gpus_total,
-            gpus_free=max(0, n.gpus_total - (n.gpus_held or 0)),
+            gpus_free=max(0, n.gpus_total - int(n.gpus_held or 0)),
             rack=n.rack,
             block=n.block,
             rdma=n.rdma_devices,
             schedulable=not n.held and n.state == NodeState.READY and (n.ready_since is None or n.ready_since <= settled_before),
+            sharing=n.sharing,
+            slices_per_gpu=n.slices_per_gpu,
+            slice_gpus=n.slice_gpus,
+            slice_memory_gb=n.slice_memory_gb,
+            slices_used=tuple(slices[n.name][gpu] for gpu in range(n.gpus_total)) if n.name in slices else (),
         )
         for n in nodes_with_usage()
     )
@@ -87,6 +96,9 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
         "launch_not_before",
         "avoid_nodes",
         "rdma_per_node",
+        "gpu_fraction",
+        "gpu_memory_gb",
+        "gpu_isolation",
     )
     return tuple(
         PendingJob(
@@ -104,14 +116,34 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
             preempted_at=history[pk][1].timestamp() if history and pk in history else None,
             avoid_nodes=tuple(avoid or ()),
             rdma_per_node=rdma,
+            gpu_fraction=fraction or 0.0,
+            gpu_memory_gb=memory or 0.0,
+            gpu_isolation=isolation,
         )
-        for pk, nodes, gpus, pc, submitted, user, team, preemptible, wall, failures, not_before, avoid, rdma in rows
+        for (
+            pk,
+            nodes,
+            gpus,
+            pc,
+            submitted,
+            user,
+            team,
+            preemptible,
+            wall,
+            failures,
+            not_before,
+            avoid,
+            rdma,
+            fraction,
+            memory,
+            isolation,
+        ) in rows
     )
 
 
 def running_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tuple[RunningJob, ...]:
     """Jobs holding GPUs, with where (their live allocations) and until when (start + wall time)."""
-    held: dict[int, list[tuple[int, str, int]]] = defaultdict(list)
+    held: dict[int, list[tuple[int, str, float]]] = defaultdict(list)
     for job_id, rank, node, gpus in Allocation.objects.filter(released_at__isnull=True).values_list("job_id", "rank", "node__name", "gpus"):
         held[job_id].append((rank, node, gpus))
     rows = Job.objects.filter(state__in=ACTIVE_STATES).values_list(

@@ -67,7 +67,8 @@ def job_target(job: Job, run: Run) -> JobTarget:
     return JobTarget(
         job_id=job.pk,
         attempt=run.attempt,
-        ranks=tuple(RankPlacement(a.rank, a.node.name, a.node.rack, a.gpus) for a in allocations),
+        # A GPU slice is charted as its whole GPU (one series): see slice_note.
+        ranks=tuple(RankPlacement(a.rank, a.node.name, a.node.rack, max(1, int(a.gpus))) for a in allocations),
         started=run.started.timestamp(),
         ended=run.ended.timestamp() if run.ended else None,
         expected_seconds=expected_seconds(job),

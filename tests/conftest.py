@@ -148,8 +148,10 @@ class SimHarness:
         return self.cycle()
 
 
-def make_sim(settings: Any) -> SimHarness:
-    """16 nodes x 8 GPUs in 2 racks (the first with 8 RDMA devices each), 1 s pod start-up, time under test control."""
+def make_sim(settings: Any, *, shared: str = "") -> SimHarness:
+    """16 nodes x 8 GPUs in 2 racks (the first with 8 RDMA devices each), 1 s pod start-up, time under test control;
+    `shared`: shared nodes beyond those (MUSTER_SIM_SHARED_NODES), none unless asked."""
+    settings.MUSTER_SIM_SHARED_NODES = shared
     settings.MUSTER_SIM_NODES = 16
     settings.MUSTER_SIM_GPUS_PER_NODE = 8
     settings.MUSTER_SIM_RACKS = 2

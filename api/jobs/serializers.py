@@ -6,6 +6,7 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -73,6 +74,29 @@ class JobSubmitSerializer(StrictSerializer):
         required=False,
         default=0,
         help_text="RDMA/SR-IOV devices each node's pod asks for (multi-node jobs only); the job goes only to nodes that have them.",
+    )
+    # A GPU slice (docs/gpu-sharing.md): one node, one GPU, and any of these three asks.
+    gpu_fraction = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=0.01,
+        max_value=0.99,
+        help_text="A share of one GPU (0.01-0.99), e.g. 0.25, instead of whole GPUs: single-node jobs with gpus_per_node 1. "
+        "It runs on a node whose GPUs the site shares (time-slicing, MPS or MIG) and holds the smallest slice at least this large.",
+    )
+    gpu_memory_gb = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=0.1,
+        max_value=4096,
+        help_text="GPU memory the slice must guarantee, in GB: only MPS and MIG slices enforce memory, time-slicing does not.",
+    )
+    gpu_isolation = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="The slice must be isolated in hardware (its own memory and faults): MIG slices only.",
     )
 
     def validate_volumes(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -215,8 +239,9 @@ class JobSerializer(serializers.ModelSerializer):
             "id", "name", "owner", "team", "state", "state_reason", "pending_reason", "queue_position", "priority",
             "image", "command",
             "nodes", "gpus_per_node", "gpus", "wall_time_seconds", "priority_class", "max_restarts",
-            "attempt", "restarts", "exit_code", "assigned_nodes", "preemptible", "rdma_per_node", "over_quota", "estimated_start",
-            "estimate_kind", "reserved_nodes", "promised_start", "array_id", "array_index",
+            "attempt", "restarts", "exit_code", "assigned_nodes", "preemptible", "rdma_per_node",
+            "gpu_fraction", "gpu_memory_gb", "gpu_isolation", "over_quota", "estimated_start", "estimate_kind",
+            "reserved_nodes", "promised_start", "array_id", "array_index",
             "submitted_at", "scheduled_at", "started_at", "finished_at",
         ]  # fmt: skip
         read_only_fields = fields
@@ -264,14 +289,39 @@ class JobDetailSerializer(JobSerializer):
 
 class NodeSerializer(serializers.ModelSerializer):
     gpus_free = serializers.SerializerMethodField()
+    slices_free = serializers.SerializerMethodField()
 
     class Meta:
         model = Node
-        fields = ["name", "gpus_total", "gpus_free", "rack", "block", "rdma_devices", "gpu_model", "state", "held", "held_reason"]
+        fields = [
+            "name",
+            "gpus_total",
+            "gpus_free",
+            "rack",
+            "block",
+            "rdma_devices",
+            "gpu_model",
+            "state",
+            "held",
+            "held_reason",
+            "sharing",
+            "slices_per_gpu",
+            "slice_gpus",
+            "slice_memory_gb",
+            "slices_free",
+        ]
         read_only_fields = fields
 
-    def get_gpus_free(self, node: Node) -> int:
-        return max(0, node.gpus_total - (getattr(node, "gpus_held", 0) or 0))
+    @extend_schema_field(OpenApiTypes.NUMBER)
+    def get_gpus_free(self, node: Node) -> float:
+        """GPUs not held; on a shared node, less the shares its slices hold (1.75 of 2)."""
+        free = max(0.0, node.gpus_total - float(getattr(node, "gpus_held", 0) or 0))
+        return int(free) if free.is_integer() else round(free, 3)
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_slices_free(self, node: Node) -> int:
+        """Slices no job holds (0 on a node whose GPUs are not shared)."""
+        return max(0, node.slices_per_gpu * node.gpus_total - (getattr(node, "slices_held", 0) or 0))
 
 
 class QueueEntrySerializer(serializers.Serializer):

@@ -34,6 +34,14 @@ class ClusterNode:
     schedulable: bool = True
     block: str = ""
     rdma_devices: int = 0
+    # GPUs its device plugin shares ("time-slicing", "mps") or partitions ("mig"): it then offers `slices_per_gpu`
+    # slices of each GPU as the extended resource `slice_resource`, each `slice_gpus` of a GPU with `slice_memory_gb`
+    # of its memory guaranteed (0: none), and takes GPU-slice jobs only (policy/sharing.py).
+    sharing: str = ""
+    slices_per_gpu: int = 0
+    slice_gpus: float = 0.0
+    slice_memory_gb: float = 0.0
+    slice_resource: str = ""
     # Ready and reachable (Kubernetes: the Ready condition is True). A node that is not has gangs on it requeued.
     ready: bool = True
 
@@ -67,6 +75,28 @@ class GangSpec:
     # RDMA devices each pod asks for (PodOptions.rdma_resource).
     rdma_per_node: int = 0
     image_pull_secrets: tuple[str, ...] = ()
+    # A GPU-slice job's one pod asks for one of these instead of whole GPUs.
+    gpu_slice: GpuSlice | None = None
+
+
+@dataclass(frozen=True)
+class GpuSlice:
+    """The slice of a shared GPU a job's pod holds: what it asks the cluster for, and what its environment says."""
+
+    # The extended resource the node's device plugin offers slices as (one is asked for), e.g. nvidia.com/gpu.shared.
+    resource: str
+    sharing: str
+    # Its share of the GPU, its guaranteed GPU memory (0: none), and which GPU of the node Muster counts it on.
+    share: float
+    memory_gb: float = 0.0
+    gpu: int = 0
+
+    def env(self) -> dict[str, str]:
+        """What the pod is told, so it can size itself (e.g. torch.cuda.set_per_process_memory_fraction)."""
+        env = {"MUSTER_GPU_SHARING": self.sharing, "MUSTER_GPU_SHARE": f"{self.share:.4g}"}
+        if self.memory_gb:
+            env["MUSTER_GPU_MEMORY_GB"] = f"{self.memory_gb:g}"
+        return env
 
 
 class PodPhase(StrEnum):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import logging
+import re
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -122,6 +123,8 @@ def options_from_settings() -> PodOptions:
         termination_grace_seconds=settings.MUSTER_K8S_TERMINATION_GRACE_SECONDS,
         extra_resources=dict(settings.MUSTER_K8S_EXTRA_RESOURCES),
         rdma_resource=settings.MUSTER_K8S_RDMA_RESOURCE,
+        shared_gpu_resource=settings.MUSTER_K8S_SHARED_GPU_RESOURCE,
+        mig_resource_prefix=settings.MUSTER_K8S_MIG_RESOURCE_PREFIX,
         pod_annotations=dict(settings.MUSTER_K8S_POD_ANNOTATIONS),
         image_pull_secret=settings.MUSTER_K8S_IMAGE_PULL_SECRET,
         service_account=settings.MUSTER_K8S_SERVICE_ACCOUNT,
@@ -250,16 +253,20 @@ class KubernetesCluster:
 
     def list_nodes(self) -> list[ClusterNode]:
         nodes = self._call("list nodes", self.core.list_node).items
-        return sorted((self._node(n) for n in nodes if self._gpus(n) > 0), key=lambda n: n.name)
-
-    def _gpus(self, node: client.V1Node) -> int:
-        return _allocatable(node, self.options.gpu_resource)
+        found = (self._node(n) for n in nodes)
+        return sorted((n for n in found if n.gpus_total > 0), key=lambda n: n.name)
 
     def _node(self, node: client.V1Node) -> ClusterNode:
         labels = node.metadata.labels or {}
+        shared = shared_gpus(node, self.options)
         return ClusterNode(
             name=node.metadata.name,
-            gpus_total=self._gpus(node),
+            gpus_total=shared.gpus if shared else _allocatable(node, self.options.gpu_resource),
+            sharing=shared.sharing if shared else "",
+            slices_per_gpu=shared.slices_per_gpu if shared else 0,
+            slice_gpus=shared.slice_gpus if shared else 0.0,
+            slice_memory_gb=shared.memory_gb if shared else 0.0,
+            slice_resource=shared.resource if shared else "",
             rack=labels.get(self.rack_label, ""),
             block=labels.get(self.block_label, "") if self.block_label else "",
             rdma_devices=_allocatable(node, self.options.rdma_resource) if self.options.rdma_resource else 0,
@@ -584,6 +591,70 @@ def _pod_status(pod: client.V1Pod) -> PodStatus:
         message=message,
         reason=status.reason or "",
     )
+
+
+# The labels NVIDIA's GPU feature discovery puts on a node (docs/gpu-sharing.md).
+SHARING_STRATEGY_LABEL = "nvidia.com/gpu.sharing-strategy"
+REPLICAS_LABEL = "nvidia.com/gpu.replicas"
+GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"  # MiB per GPU
+# Compute slices of a MIG-capable GPU (A100, H100, B200): a profile "3g.40gb" is 3/7 of one.
+MIG_COMPUTE_SLICES = 7
+_MIG_PROFILE = re.compile(r"^(\d+)g\.(\d+)gb$")
+
+
+@dataclass(frozen=True)
+class SharedGpus:
+    """What a node's device plugin makes of its GPUs when it shares them: `slices_per_gpu` slices of `gpus` GPUs."""
+
+    sharing: str
+    gpus: int
+    slices_per_gpu: int
+    slice_gpus: float
+    memory_gb: float
+    resource: str
+
+
+def shared_gpus(node: client.V1Node, options: PodOptions) -> SharedGpus | None:
+    """The node's GPU slices, read from its allocatable resources and GPU feature discovery's labels; None if unshared.
+
+    Time-slicing and MPS: `replicas` slices per GPU, offered as the renamed resource (nvidia.com/gpu.shared) or, not
+    renamed, as nvidia.com/gpu with the sharing-strategy label saying so. MIG: the instances of one profile
+    (nvidia.com/mig-1g.10gb); a node with several profiles is read by its smallest, whose instances are the most.
+    """
+    labels = node.metadata.labels or {}
+    strategy = labels.get(SHARING_STRATEGY_LABEL, "")
+    renamed = _allocatable(node, options.shared_gpu_resource) if options.shared_gpu_resource else 0
+    if renamed or strategy in ("time-slicing", "mps"):
+        resource = options.shared_gpu_resource if renamed else options.gpu_resource
+        count = renamed or _allocatable(node, resource)
+        replicas = _label_int(labels, REPLICAS_LABEL)
+        gpus = _label_int(labels, GPU_COUNT_LABEL) or (count // replicas if replicas else count)
+        replicas = replicas or (count // gpus if gpus else 1)
+        if not (count and gpus and replicas):
+            return None
+        sharing = "mps" if strategy == "mps" else "time-slicing"
+        # MPS enforces each replica's share of the memory; time-slicing enforces none.
+        memory = _label_int(labels, GPU_MEMORY_LABEL) / 1024 / replicas if sharing == "mps" else 0.0
+        return SharedGpus(sharing, gpus, replicas, 1 / replicas, round(memory, 1), resource)
+    allocatable = (node.status and node.status.allocatable) or {}
+    profiles = []
+    for name in allocatable:
+        match = _MIG_PROFILE.match(name[len(options.mig_resource_prefix) :]) if name.startswith(options.mig_resource_prefix) else None
+        if match and (count := _allocatable(node, name)):
+            profiles.append((int(match[1]), int(match[2]), count, name))
+    if not profiles:
+        return None
+    compute, memory_gb, count, resource = min(profiles)
+    gpus = _label_int(labels, GPU_COUNT_LABEL) or -(-count // (MIG_COMPUTE_SLICES // compute))
+    return SharedGpus("mig", gpus, max(1, count // gpus), compute / MIG_COMPUTE_SLICES, float(memory_gb), resource)
+
+
+def _label_int(labels: dict[str, str], key: str) -> int:
+    try:
+        return int(labels.get(key, "0"))
+    except ValueError:
+        return 0
 
 
 def _ready(node: client.V1Node) -> bool:

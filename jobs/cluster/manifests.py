@@ -62,6 +62,9 @@ class PodOptions:
     extra_resources: dict[str, str] = field(default_factory=dict)
     # The extended resource RDMA/SR-IOV devices are advertised as; a job's rdma_per_node asks for that many per pod.
     rdma_resource: str = ""
+    # GPU sharing: the renamed time-slicing/MPS replicas' resource, and the prefix of MIG instances' (docs/gpu-sharing.md).
+    shared_gpu_resource: str = "nvidia.com/gpu.shared"
+    mig_resource_prefix: str = "nvidia.com/mig-"
     # e.g. {"k8s.v1.cni.cncf.io/networks": "roce-net"} for multus.
     pod_annotations: dict[str, str] = field(default_factory=dict)
     image_pull_secret: str = ""
@@ -259,10 +262,12 @@ def job_env(spec: GangSpec) -> dict[str, str]:
 
 
 def gpu_container(spec: GangSpec, options: PodOptions, name: str, env: dict[str, str], command: list[str] | None) -> dict[str, Any]:
-    """One node's share of the job: its GPUs, CPU and memory, extra (RDMA) resources, and /dev/shm for NCCL."""
+    """One node's share of the job: its GPUs (or its one GPU slice), CPU and memory, extra (RDMA) resources, and /dev/shm
+    for NCCL. A slice job gets the CPU and memory of one GPU: its host side is not a fraction of its GPU's."""
     cpu = _times(options.cpu_per_gpu, spec.gpus_per_node)
     memory = _times(options.memory_per_gpu, spec.gpus_per_node)
-    resources = {options.gpu_resource: str(spec.gpus_per_node), "cpu": cpu, "memory": memory, **options.extra_resources}
+    gpus = {spec.gpu_slice.resource: "1"} if spec.gpu_slice else {options.gpu_resource: str(spec.gpus_per_node)}
+    resources = {**gpus, "cpu": cpu, "memory": memory, **options.extra_resources}
     if spec.rdma_per_node and options.rdma_resource:
         resources[options.rdma_resource] = str(spec.rdma_per_node)
     container = locked_down_container(name, spec.image, command, env, resources, secret_env_refs(spec))

@@ -8,17 +8,42 @@ simulated duration, then Succeeded or Failed by the job's simulated exit code.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from jobs.cluster.base import CapturedLog, ClusterNode, GangSpec, PodPhase, PodStatus
 from jobs.models import SimulatedPod
+
+SIMULATED_GPU = "Simulated H100 80GB"
+SIMULATED_GPU_MEMORY_GB = 80.0
+MIG_COMPUTE_SLICES = 7
+_SHARED_NODES = re.compile(r"^(time-slicing|mps):(\d+):(\d+)$|^mig:(\d+g\.\d+gb):(\d+)$")
+
+
+def shared_nodes_setting(value: str) -> tuple[tuple[str, str, int], ...]:
+    """MUSTER_SIM_SHARED_NODES ("time-slicing:4:1,mig:1g.10gb:1") as (mode, slices or profile, nodes)."""
+    pools = []
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        match = _SHARED_NODES.match(item)
+        if not match:
+            raise ImproperlyConfigured(
+                f"MUSTER_SIM_SHARED_NODES: {item!r} is not time-slicing:SLICES:NODES, mps:SLICES:NODES or mig:PROFILE:NODES "
+                "(e.g. time-slicing:4:1,mig:1g.10gb:1)."
+            )
+        if match[4]:
+            pools.append(("mig", match[4], int(match[5])))
+        else:
+            pools.append((match[1], match[2], int(match[3])))
+    return tuple(pools)
+
 
 # A simulated pod prints a line per this many seconds of run time, as a training loop logs its steps.
 LOG_STEP_SECONDS = 10
@@ -33,6 +58,8 @@ class SimulatedCluster:
     racks: int = 2
     # RDMA devices on each node of the first rack (the others have none), so jobs asking for them have somewhere to go.
     rdma_devices: int = 8
+    # Nodes whose GPUs are shared, beyond `nodes` (MUSTER_SIM_SHARED_NODES): (mode, slices or MIG profile, count).
+    shared: tuple[tuple[str, str, int], ...] = ()
     start_seconds: float = 1.0
     default_duration_seconds: float = 30.0
     simulated: bool = True
@@ -46,6 +73,7 @@ class SimulatedCluster:
             gpus_per_node=settings.MUSTER_SIM_GPUS_PER_NODE,
             racks=max(1, settings.MUSTER_SIM_RACKS),
             rdma_devices=settings.MUSTER_SIM_RDMA_DEVICES,
+            shared=shared_nodes_setting(settings.MUSTER_SIM_SHARED_NODES),
             start_seconds=settings.MUSTER_SIM_START_SECONDS,
             default_duration_seconds=settings.MUSTER_SIM_DEFAULT_DURATION_SECONDS,
         )
@@ -55,16 +83,46 @@ class SimulatedCluster:
 
     def list_nodes(self) -> list[ClusterNode]:
         per_rack = -(-self.nodes // self.racks)
-        return [
+        nodes = [
             ClusterNode(
                 name=f"sim-node-{i:03d}",
                 gpus_total=self.gpus_per_node,
                 rack=f"rack-{i // per_rack + 1}",
                 rdma_devices=self.rdma_devices if i < per_rack else 0,
-                gpu_model="Simulated H100 80GB",
+                gpu_model=SIMULATED_GPU,
             )
             for i in range(self.nodes)
         ]
+        for mode, slices, count in self.shared:
+            for i in range(count):
+                nodes.append(self._shared_node(f"sim-{mode}-{i:03d}", mode, slices))
+        return nodes
+
+    def _shared_node(self, name: str, mode: str, slices: str) -> ClusterNode:
+        """A node of a shared pool, as the NVIDIA device plugin would offer it (jobs.cluster.kubernetes.shared_gpus)."""
+        if mode == "mig":
+            compute, memory = (int(part.rstrip("gb")) for part in slices.split("g.", 1))
+            per_gpu, share, memory_gb, resource = (
+                MIG_COMPUTE_SLICES // compute,
+                compute / MIG_COMPUTE_SLICES,
+                float(memory),
+                f"nvidia.com/mig-{slices}",
+            )
+        else:
+            per_gpu = int(slices)
+            share, resource = 1 / per_gpu, "nvidia.com/gpu.shared"
+            memory_gb = SIMULATED_GPU_MEMORY_GB / per_gpu if mode == "mps" else 0.0
+        return ClusterNode(
+            name=name,
+            gpus_total=self.gpus_per_node,
+            rack=f"rack-{self.racks}",
+            gpu_model=SIMULATED_GPU,
+            sharing=mode,
+            slices_per_gpu=per_gpu,
+            slice_gpus=share,
+            slice_memory_gb=memory_gb,
+            slice_resource=resource,
+        )
 
     def launch_gang(self, spec: GangSpec) -> None:
         created = self.clock()

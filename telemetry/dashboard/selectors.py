@@ -271,10 +271,10 @@ def gpus(window: Window, now: datetime, viewer: User | AnonymousUser) -> dict[st
     allocations = Allocation.objects.filter(Q(released_at__isnull=True) | Q(released_at__gt=start), allocated_at__lte=now).values_list(
         "allocated_at", "released_at", "gpus", "job__team__name"
     )
-    initial = 0
+    initial = 0.0
     changes: list[tuple[datetime, float]] = []
     per_team: dict[str, float] = defaultdict(float)
-    allocated_now = 0
+    allocated_now = 0.0
     for allocated_at, released_at, held, team in allocations:
         if allocated_at <= start:
             initial += held
@@ -341,7 +341,8 @@ def node_grid() -> list[GridNode]:
     """Known nodes by rack, each with one cell per GPU (held or free): the cluster page's grid."""
     grid = []
     for node in sorted(nodes_with_usage(), key=lambda n: (n.rack, n.name)):
-        held = min(node.gpus_held or 0, node.gpus_total)
+        # A GPU some slice is held on shows as held (slices of a shared node are counted as shares of GPUs).
+        held = min(math.ceil(node.gpus_held or 0), node.gpus_total)
         free = node.gpus_total - held
         # One cell per GPU, so a glance shows which nodes are whole, partly used or full.
         grid.append(GridNode(node.name, node.rack, node.state, node.gpu_model, node.gpus_total, free, [True] * held + [False] * free))
