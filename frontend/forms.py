@@ -34,6 +34,19 @@ class JobForm(forms.Form):
         label="RDMA devices per node",
         help_text="For multi-node jobs on an RDMA fabric (RoCE, InfiniBand): the job goes only to nodes that have them.",
     )
+    gpu_fraction = forms.FloatField(
+        min_value=0.01,
+        max_value=0.99,
+        required=False,
+        label="GPU share",
+        help_text="A share of one GPU (e.g. 0.25) instead of whole GPUs: 1 node, 1 GPU per node. "
+        "Time-slicing shares take turns on the GPU with no memory limit or fault isolation; MPS shares run at once with "
+        "their memory enforced; MIG slices are isolated in hardware.",
+    )
+    gpu_memory_gb = forms.FloatField(
+        min_value=0.1, required=False, label="GPU memory (GB)", help_text="Memory the slice must guarantee: MPS or MIG only."
+    )
+    gpu_isolation = forms.BooleanField(required=False, label="Isolated slice", help_text="Its own memory and faults: MIG only.")
     wall_time_minutes = forms.IntegerField(min_value=1, initial=60, label="Wall time (minutes)")
     priority_class = forms.ChoiceField(choices=(), help_text="Higher classes are scheduled first.")
     max_restarts = forms.IntegerField(min_value=0, initial=0, help_text="Times a failed job is started again.")
@@ -59,11 +72,24 @@ class JobForm(forms.Form):
             "Resources",
             ("nodes", "gpus_per_node", "rdma_per_node", "wall_time_minutes", "priority_class", "max_restarts", "team", "preemptible"),
         ),
+        ("A slice of a GPU (instead of whole GPUs)", ("gpu_fraction", "gpu_memory_gb", "gpu_isolation")),
         ("Simulated cluster", ("sim_duration_seconds", "sim_exit_code")),
     )
 
-    def __init__(self, *args: Any, team_names: list[str], volumes: Sequence[tuple[str, str, bool]] = (), **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        team_names: list[str],
+        volumes: Sequence[tuple[str, str, bool]] = (),
+        shared_pools: Sequence[str] = (),
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
+        if shared_pools:
+            self.fields["gpu_fraction"].help_text += f" Here: {'; '.join(shared_pools)}."
+        else:
+            for name in ("gpu_fraction", "gpu_memory_gb", "gpu_isolation"):
+                del self.fields[name]  # no node shares its GPUs
         cast(forms.ChoiceField, self.fields["priority_class"]).choices = [(c, c) for c in settings.MUSTER_PRIORITY_CLASSES]
         self.fields["priority_class"].initial = settings.MUSTER_DEFAULT_PRIORITY_CLASS
         self.fields["wall_time_minutes"].help_text = (
@@ -129,9 +155,14 @@ class JobForm(forms.Form):
         data = self.cleaned_data
         payload: dict[str, Any] = {
             key: data[key]
-            for key in ("name", "image", "command", "nodes", "gpus_per_node", "rdma_per_node", "priority_class", "max_restarts", "env")
+            for key in (
+                "name", "image", "command", "nodes", "gpus_per_node", "rdma_per_node", "priority_class", "max_restarts", "env",
+                "gpu_fraction", "gpu_memory_gb",
+            )
             if data.get(key) is not None
-        }
+        }  # fmt: skip
+        if data.get("gpu_isolation"):
+            payload["gpu_isolation"] = True
         if data.get("wall_time_minutes") is not None:
             payload["wall_time_seconds"] = data["wall_time_minutes"] * 60
         payload["team"] = data.get("team") or None

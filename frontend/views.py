@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
@@ -23,7 +24,7 @@ from jobs.cluster import ClusterUnavailable
 from jobs.errors import JobFinished, JobNotStarted
 from jobs.logs import job_logs
 from jobs.models import Job
-from jobs.selectors import job_assigned_nodes, job_visible_to, jobs_visible_to
+from jobs.selectors import job_assigned_nodes, job_visible_to, jobs_visible_to, shared_pools
 from jobs.services import job_cancel, job_check_fits_cluster, job_submit
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.selectors import volumes_of_teams_of
@@ -48,7 +49,12 @@ def job_list(request: HttpRequest) -> HttpResponse:
 def job_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     team_names = list(request.user.teams.values_list("name", flat=True))
     volumes = volumes_of_teams_of(request.user)
-    form = JobForm(request.POST if request.method == "POST" else None, team_names=team_names, volumes=volumes)
+    form = JobForm(
+        request.POST if request.method == "POST" else None,
+        team_names=team_names,
+        volumes=volumes,
+        shared_pools=[str(pool) for pool in shared_pools()],
+    )
     if request.method == "POST":
         # The form turns text into the API's shape, the API's serializer validates it; both run on
         # every post, so all the mistakes in a submission are shown at once, each beside its field.
@@ -58,9 +64,9 @@ def job_new(request: AuthenticatedHttpRequest) -> HttpResponse:
         serializer = JobSubmitSerializer(data=form.api_payload(), context={"request": request})
         errors = {} if serializer.is_valid() else dict(serializer.errors)
         data = form.cleaned_data
-        if "nodes" in data and "gpus_per_node" in data and not {"nodes", "gpus_per_node", "rdma_per_node"} & set(errors):
-            rdma = data.get("rdma_per_node") or 0
-            errors.update(_cluster_fit_errors(nodes=data["nodes"], gpus_per_node=data["gpus_per_node"], rdma_per_node=rdma))
+        asks = ("nodes", "gpus_per_node", "rdma_per_node", "gpu_fraction", "gpu_memory_gb", "gpu_isolation")
+        if "nodes" in data and "gpus_per_node" in data and not set(asks) & set(errors):
+            errors.update(_cluster_fit_errors(**{key: data[key] for key in asks if data.get(key) is not None}))
         form.add_api_errors(errors)
         if form.is_valid():
             try:
@@ -73,10 +79,10 @@ def job_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "frontend/job_new.html", {"form": form})
 
 
-def _cluster_fit_errors(*, nodes: int, gpus_per_node: int, rdma_per_node: int) -> dict[str, list[str]]:
+def _cluster_fit_errors(**asks: Any) -> dict[str, list[str]]:
     """What `job_submit` would say about the job's size, asked early to show it with the other errors."""
     try:
-        job_check_fits_cluster(nodes=nodes, gpus_per_node=gpus_per_node, rdma_per_node=rdma_per_node)
+        job_check_fits_cluster(**asks)
     except DjangoValidationError as exc:
         return exc.message_dict
     return {}

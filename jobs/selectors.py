@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
 
@@ -11,6 +12,7 @@ from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, S
 
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.states import JobState
+from policy.model import NodeView
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -78,3 +80,35 @@ def start_waits(*, after: datetime | None = None, until: datetime | None = None)
     for started, queued_at in rows.iterator():
         if queued_at is not None:
             yield started, max(0.0, (started - queued_at).total_seconds())
+
+
+@dataclass(frozen=True)
+class SharedPool:
+    """Nodes whose GPUs are shared the same way: the mode, slices per GPU, a slice's share and guaranteed memory."""
+
+    sharing: str
+    slices_per_gpu: int
+    slice_gpus: float
+    slice_memory_gb: float
+    nodes: int
+
+    def view(self) -> NodeView:
+        """One of its nodes as the policy sees it, to ask whether its slices meet a job's asks (policy.sharing)."""
+        return NodeView("", 1, 0, sharing=self.sharing, slices_per_gpu=self.slices_per_gpu, slice_gpus=self.slice_gpus,
+                        slice_memory_gb=self.slice_memory_gb)  # fmt: skip
+
+    def __str__(self) -> str:
+        memory = f"{self.slice_memory_gb:g} GB each" if self.slice_memory_gb else "no memory guarantee"
+        return f"{self.sharing} slices of {self.slice_gpus:.3g} GPU ({memory}) on {self.nodes} node{'s' if self.nodes != 1 else ''}"
+
+
+def shared_pools() -> list[SharedPool]:
+    """The ways this cluster's known nodes share their GPUs, with how many nodes each (empty: none shares)."""
+    rows = (
+        Node.objects.exclude(state=NodeState.GONE)
+        .exclude(sharing="")
+        .values_list("sharing", "slices_per_gpu", "slice_gpus", "slice_memory_gb")
+        .annotate(n=Count("id"))
+        .order_by("sharing", "slice_gpus", "slice_memory_gb", "slices_per_gpu")
+    )
+    return [SharedPool(*row) for row in rows]

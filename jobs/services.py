@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -20,8 +19,9 @@ from jobs.errors import IllegalTransition, JobFinished
 from jobs.hooks import job_hooks, queue_changed
 from jobs.logs import gang_teardown
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState, job_plan_cleared
+from jobs.selectors import shared_pools
 from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState, can_transition
-from policy.model import NodeView, PendingJob
+from policy.model import PendingJob
 from policy.sharing import describe_ask, slice_fits
 
 if TYPE_CHECKING:
@@ -159,28 +159,11 @@ def _check_gpu_slice(nodes: int, gpus_per_node: int, rdma: int, fraction: float,
         gpu_memory_gb=memory_gb,
         gpu_isolation=isolation,
     )
-    pools = Counter(
-        Node.objects.exclude(state=NodeState.GONE)
-        .exclude(sharing="")
-        .values_list("sharing", "slices_per_gpu", "slice_gpus", "slice_memory_gb", "slice_resource")
-    )
-    views = {
-        pool: NodeView("", 1, 0, sharing=pool[0], slices_per_gpu=pool[1], slice_gpus=pool[2], slice_memory_gb=pool[3]) for pool in pools
-    }
-    if any(slice_fits(ask, view) for view in views.values()):
+    pools = shared_pools()
+    if any(slice_fits(ask, pool.view()) for pool in pools):
         return
-    offered = "; ".join(
-        f"{sharing} slices of {share:.3g} GPU ({f'{memory:g} GB' if memory else 'no memory guarantee'}) on {count} node(s)"
-        for (sharing, _, share, memory, _), count in sorted(pools.items())
-    )
-    raise ValidationError(
-        {
-            field: [
-                f"No node offers {describe_ask(ask)}. "
-                + (f"Shared here: {offered}." if offered else "No node here shares its GPUs: ask for whole GPUs.")
-            ]
-        }
-    )
+    offered = f"Shared here: {'; '.join(map(str, pools))}." if pools else "No node here shares its GPUs: ask for whole GPUs."
+    raise ValidationError({field: [f"No node offers {describe_ask(ask)}. {offered}"]})
 
 
 def job_submit_check(

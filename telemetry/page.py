@@ -62,12 +62,28 @@ def _link(params: Mapping[str, str], **changes: object) -> str:
     return "?" + urlencode(merged) + "#telemetry"
 
 
+def shared_gpu_note(job: Job) -> str:
+    """For a GPU slice: whose activity its GPU charts show. DCGM reports a MIG instance on its own; a time-sliced or
+    MPS GPU only as a whole, so those charts are the whole GPU's, other jobs' work included."""
+    allocation = job.allocations.select_related("node").filter(gpu_slot__isnull=False).order_by("-attempt").first()
+    if allocation is None:
+        return ""
+    node, where = allocation.node, f"GPU {allocation.gpu_slot} of {allocation.node.name}"
+    if node.sharing == "mig":
+        return f"This job holds a MIG slice ({allocation.gpus:.3g} of {where}): its charts are its own instance's."
+    return (
+        f"This job holds a {allocation.gpus:g} {node.sharing} share of {where} (Muster's count; the device plugin picks the "
+        "physical GPU). Its charts show that whole GPU, shared with other jobs: DCGM cannot split a shared GPU's activity by job."
+    )
+
+
 def job_telemetry_context(
     job: Job, params: Mapping[str, str], *, now: datetime | None = None, source: TelemetrySource | None = None
 ) -> dict[str, Any]:
     """Everything the job page's telemetry section shows: figures (as Plotly JSON), flags, summary and controls."""
     runs = job_runs(job)
     context: dict[str, Any] = {"plotly_js": static(PLOTLY_JS), "summary": job_telemetry_summary(job), "figures": []}
+    context["shared_gpu"] = shared_gpu_note(job)
     if not runs:
         context["message"] = "No telemetry yet: the job has not started running."
         return context

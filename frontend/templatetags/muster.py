@@ -8,8 +8,11 @@ from datetime import datetime
 from typing import Any
 
 from django import template
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 from django.utils.timesince import timesince
+
+from jobs.models import Job
 
 register = template.Library()
 
@@ -78,3 +81,14 @@ def page_url(context: Mapping[str, Any], param: str, number: int) -> str:
     query = context["request"].GET.copy()
     query[param] = str(number)
     return "?" + query.urlencode()
+
+
+@register.filter
+def job_size(job: Job) -> str:
+    """What the job holds: "2 nodes x 8 GPUs = 16 GPUs" (with a multiplication sign), or its GPU slice's asks."""
+    if job.shares_gpu:
+        asks = [f"at least {job.gpu_fraction:g} of a GPU" if job.gpu_fraction else ""]
+        asks += [f"{job.gpu_memory_gb:g} GB of GPU memory" if job.gpu_memory_gb else "", "isolated (MIG)" if job.gpu_isolation else ""]
+        return "A GPU slice: " + ", ".join(a for a in asks if a)
+    gpus = f"{job.gpus_per_node} GPU{pluralize(job.gpus_per_node)}"
+    return f"{job.nodes} node{pluralize(job.nodes)} \u00d7 {gpus} = {job.gpus} GPU{pluralize(job.gpus)}"
