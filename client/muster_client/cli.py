@@ -115,13 +115,15 @@ def build_parser() -> argparse.ArgumentParser:
         "Queue a job from a YAML file and/or flags, like sbatch",
         "Flags override the file. The YAML's keys are the API's fields: name, image, command (a list, or one "
         "string split as a shell would), nodes, gpus_per_node, wall_time_seconds (seconds, or a wall time such "
-        "as 4h), rdma_per_node, env, priority_class, max_restarts, team, preemptible, volumes, simulate, array. Prints the job's id; "
+        "as 4h), rdma_per_node, gpu_fraction, gpu_memory_gb, gpu_isolation, env, priority_class, max_restarts, team, preemptible, "
+        "volumes, simulate, array. Prints the job's id; "
         "--json prints the job.",
         "  muster submit job.yaml\n"
         "  muster submit job.yaml -N 4 -t 12h                      # the file, with 4 nodes and 12 hours\n"
         "  muster submit -N 2 -G 8 -t 4h --image nvcr.io/nvidia/pytorch:24.05-py3 -- torchrun --nproc-per-node 8 train.py\n"
         "  muster submit sweep.yaml --array 0-99                   # 100 jobs; each reads MUSTER_ARRAY_INDEX\n"
-        "  muster submit job.yaml --dry-run                        # would it be accepted? nothing is queued\n\n"
+        "  muster submit job.yaml --dry-run                        # would it be accepted? nothing is queued\n"
+        "  muster submit --gpu-fraction 0.25 -t 1h --image IMAGE -- python eval.py   # a quarter of one GPU\n\n"
         "job.yaml:\n"
         "  name: llama-ft\n"
         "  image: nvcr.io/nvidia/pytorch:24.05-py3\n"
@@ -137,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--rdma-per-node", type=int, metavar="N", help="RDMA devices on each node (multi-node jobs; nodes without them are skipped)"
     )
+    p.add_argument(
+        "--gpu-fraction", type=float, metavar="SHARE", help="a share of one GPU (0.01-0.99) on a node whose GPUs are shared, e.g. 0.25"
+    )
+    p.add_argument("--gpu-memory", type=float, metavar="GB", dest="gpu_memory_gb", help="GPU memory the slice must guarantee (MPS, MIG)")
+    p.add_argument("--gpu-isolation", action="store_true", help="the slice must be isolated in hardware (MIG only)")
     p.add_argument("-t", "--time", type=_wall_time, metavar="WALL_TIME", help=f"wall time: {WALL_TIME_FORMS}")
     p.add_argument("--image", help="container image, e.g. nvcr.io/nvidia/pytorch:24.05-py3")
     p.add_argument("-J", "--name", help="job name (default: the YAML file's name, else the command's)")

@@ -227,8 +227,23 @@ def usage_text(summary: JSON) -> str:
     return f"{head}\n{table(headers, rows)}"
 
 
+def _node_extras(node: JSON) -> str:
+    """What a node offers beyond whole GPUs: its GPU slices (free of all), its RDMA devices, its block."""
+    extras = []
+    if node.get("sharing"):
+        slices = node["slices_per_gpu"] * node["gpus_total"]
+        memory = f", {node['slice_memory_gb']:g} GB" if node.get("slice_memory_gb") else ""
+        extras.append(f"{node['sharing']} {node['slices_free']}/{slices} slices of {node['slice_gpus']:.3g} GPU{memory}")
+    if node.get("rdma_devices"):
+        extras.append(f"{node['rdma_devices']} RDMA")
+    if node.get("block"):
+        extras.append(f"block {node['block']}")
+    return "; ".join(extras)
+
+
 def nodes_text(nodes: Sequence[JSON]) -> str:
-    rows = [(n["name"], n["rack"], n["state"], f"{n['gpus_free']}/{n['gpus_total']}", n["gpu_model"]) for n in nodes]
+    rows = [(n["name"], n["rack"], n["state"], f"{n['gpus_free']:g}/{n['gpus_total']}", n["gpu_model"], _node_extras(n)) for n in nodes]
     free = sum(n["gpus_free"] for n in nodes if n["state"] == "READY")
     total = sum(n["gpus_total"] for n in nodes)
-    return f"{table(['NODE', 'RACK', 'STATE', 'GPUS FREE', 'MODEL'], rows)}\n{len(nodes)} nodes, {free} of {total} GPUs free"
+    table_text = table(["NODE", "RACK", "STATE", "GPUS FREE", "MODEL", "SHARING, FABRIC"], rows)
+    return f"{table_text}\n{len(nodes)} nodes, {free:g} of {total} GPUs free"

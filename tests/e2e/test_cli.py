@@ -73,6 +73,7 @@ def stack(require_postgres: None, tmp_path: Path, settings: Any, django_user_mod
         {
             "REDIS_URL": "",
             "MUSTER_SIM_NODES": "2",
+            "MUSTER_SIM_SHARED_NODES": "time-slicing:4:1",
             "MUSTER_SIM_DEFAULT_DURATION_SECONDS": "3",
             "MUSTER_THROTTLE_WRITES": "",
             "MUSTER_THROTTLE_TOKEN_REQUESTS": "",
@@ -237,10 +238,29 @@ def test_a_researchers_day_login_submit_queue_why_logs_wait_cancel_usage(stack: 
     assert "user researcher" in usage.stdout
     assert json.loads(stack.muster("usage", "--json").stdout)["username"] == "researcher"
 
+    # A quarter of a GPU, Run:ai's habit: one node, one GPU's slice, on the node whose GPUs are time-sliced.
+    (tmp_path / "eval.yaml").write_text("simulate: {duration_seconds: 600}\n")
+    quarter = stack.muster(
+        "submit", str(tmp_path / "eval.yaml"), "--gpu-fraction", "0.25", "-t", "1h", "--image", IMAGE, "--json", "--", "python", "eval.py"
+    )
+    assert quarter.returncode == 0, quarter.stderr
+    sliced = json.loads(quarter.stdout)
+    assert (sliced["nodes"], sliced["gpus_per_node"], sliced["gpu_fraction"]) == (1, 1, 0.25)
+    wait_for(lambda: Job.objects.get(pk=sliced["id"]).state == "RUNNING", timeout=60, what="the GPU slice job running")
     nodes = stack.muster("nodes")
     assert nodes.returncode == 0, nodes.stderr
-    assert nodes.stdout.splitlines()[-1] == "2 nodes, 16 of 16 GPUs free"
-    assert [n["name"] for n in json.loads(stack.muster("nodes", "--json").stdout)] == ["sim-node-000", "sim-node-001"]
+    assert nodes.stdout.splitlines()[-1] == "3 nodes, 23.75 of 24 GPUs free"
+    shared_line = next(line for line in nodes.stdout.splitlines() if line.startswith("sim-time-slicing-000"))
+    assert "time-slicing 31/32 slices of 0.25 GPU" in shared_line
+    assert [n["name"] for n in json.loads(stack.muster("nodes", "--json").stdout)] == [
+        "sim-node-000",
+        "sim-node-001",
+        "sim-time-slicing-000",
+    ]
+    refused = stack.muster("submit", "--gpu-fraction", "0.25", "--gpu-isolation", "-t", "1h", "--image", IMAGE, "--", "python", "eval.py")
+    assert refused.returncode != 0
+    assert "No node offers a 0.25-GPU slice, isolated (MIG). Shared here: time-slicing slices of 0.25 GPU" in refused.stderr
+    assert stack.muster("cancel", str(sliced["id"])).returncode == 0
 
 
 def test_an_array_sweep_and_a_failing_job_whose_every_attempt_keeps_its_logs(stack: Stack, tmp_path: Path) -> None:

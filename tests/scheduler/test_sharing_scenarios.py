@@ -149,9 +149,7 @@ def test_the_submit_form_offers_a_gpu_slice_only_where_gpus_are_shared_and_submi
     assert (job.gpu_fraction, job.gpu_isolation, job.shares_gpu) == (0.5, False, True)
 
 
-def test_a_slice_jobs_page_says_what_it_holds_and_whose_activity_its_charts_show(
-    shared_sim: SimHarness, api: APIClient, user: Any
-) -> None:
+def test_a_slice_jobs_page_says_what_it_holds_and_whose_activity_its_charts_show(shared_sim: SimHarness, api: APIClient, user: Any) -> None:
     from tests.conftest import session_for
 
     time_sliced = slice_job(api, gpu_fraction=0.25).json()["id"]
