@@ -313,7 +313,7 @@ def _gang_spec(job: Job, node_names: tuple[str, ...]) -> GangSpec:
         name=job.name,
         image=job.image,
         command=tuple(job.command),
-        env={**job.env, **array_env(job.array_id, job.array_index), **(gpu_slice.env() if gpu_slice else {})},
+        env={**job.env, **array_env(job.array_id, job.array_index)},
         # The job's own push token, so its pods can send NCCL results to its telemetry (and only its).
         secret_env=pod_secret_env(job.pk),
         node_names=node_names,

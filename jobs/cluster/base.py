@@ -78,6 +78,10 @@ class GangSpec:
     # A GPU-slice job's one pod asks for one of these instead of whole GPUs.
     gpu_slice: GpuSlice | None = None
 
+    def muster_env(self) -> dict[str, str]:
+        """What Muster itself tells every pod beyond the job's env (which may not set these names): its GPU slice."""
+        return self.gpu_slice.env() if self.gpu_slice else {}
+
 
 @dataclass(frozen=True)
 class GpuSlice:

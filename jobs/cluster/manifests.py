@@ -160,6 +160,7 @@ def rendezvous_env(spec: GangSpec, rank: int, options: PodOptions) -> dict[str, 
         "MUSTER_ATTEMPT": str(spec.attempt),
         # One line per rank's host, for MPI launchers (`mpirun --hostfile`).
         "MUSTER_HOSTS": ",".join(f"{pod_name(spec.job_id, spec.attempt, r)}.{service}" for r in range(len(spec.node_names))),
+        **spec.muster_env(),
     }
 
 

@@ -142,7 +142,7 @@ class SimulatedCluster:
                         exit_code=exit_code if rank == len(spec.node_names) - 1 else 0,
                         created_at=created,
                         command=list(spec.command),
-                        env=dict(spec.env),
+                        env={**spec.env, **spec.muster_env()},
                     )
             except IntegrityError:
                 continue  # already exists: a retried launch

@@ -21,6 +21,9 @@
 #   TESTCLUSTER_NODE_MEMORY      allocatable memory per node (default 1536Gi)
 #   TESTCLUSTER_RDMA_DEVICES     allocatable rdma/rdma_shared_device_a on the first rack's nodes (default 8);
 #                                every node is labelled muster.io/block=block-a (one leaf-switch block)
+#   TESTCLUSTER_SHARED_NODES     nodes of each GPU-sharing mode the NVIDIA device plugin offers, beyond the
+#                                others (default 1): gpu-shared-ts-NN time-sliced (nvidia.com/gpu.shared, 4 replicas per
+#                                GPU, GFD's sharing labels) and gpu-shared-mig-NN partitioned (nvidia.com/mig-1g.10gb, 7 per GPU)
 #   TESTCLUSTER_PORT_BASE        loopback ports used: base+43 apiserver, base+79/+80 etcd,
 #                                base+57 controller-manager, base+59 scheduler, base+50 kwok
 #                                (default 16400)
@@ -40,6 +43,7 @@ NODE_CPU=${TESTCLUSTER_NODE_CPU:-96}
 NODE_MEMORY=${TESTCLUSTER_NODE_MEMORY:-1536Gi}
 RDMA_DEVICES=${TESTCLUSTER_RDMA_DEVICES:-8}
 RDMA_RESOURCE=rdma/rdma_shared_device_a
+SHARED_NODES=${TESTCLUSTER_SHARED_NODES:-1}
 PORT_BASE=${TESTCLUSTER_PORT_BASE:-16400}
 TIMEOUT=${TESTCLUSTER_START_TIMEOUT:-180}
 
@@ -185,7 +189,8 @@ if [[ -f $MARKER ]]; then
   if ((alive == ${#components[@]})) && api "$API_URL/readyz" >/dev/null 2>&1; then
     # A cluster started before versions.env or the settings above changed is replaced.
     running_version=$(api "$API_URL/version" | jq -r .gitVersion) || running_version=unknown
-    if [[ $running_version == "$KUBERNETES_VERSION" ]] && serves_gang_api; then
+    has_shared_nodes() { ((SHARED_NODES == 0)) || api "$API_URL/api/v1/nodes/gpu-shared-ts-00" >/dev/null 2>&1; }
+    if [[ $running_version == "$KUBERNETES_VERSION" ]] && serves_gang_api && has_shared_nodes; then
       log "the test cluster in $RUN_DIR is up already"
       echo "export KUBECONFIG=$KUBECONFIG_PATH" >&3
       exit 0
@@ -429,12 +434,52 @@ for ((i = 0; i < NODES; i++)); do
     fail "could not create node $name"
 done
 
+# Nodes whose GPUs the device plugin shares, as it and GPU feature discovery advertise them (docs/gpu-sharing.md).
+shared_node() { # name, extended resources (JSON), extra labels (JSON)
+  local res
+  res=$(jq -cn --arg cpu "$NODE_CPU" --arg mem "$NODE_MEMORY" --argjson gpu "$2" \
+    '{cpu: $cpu, memory: $mem, pods: "110", "ephemeral-storage": "1Ti"} + $gpu')
+  jq -cn --arg name "$1" --arg rack "rack-shared" --arg product "$GPU_PRODUCT" --arg gpus "$GPUS_PER_NODE" \
+    --argjson res "$res" --argjson extra "$3" '{
+    apiVersion: "v1", kind: "Node",
+    metadata: {
+      name: $name,
+      annotations: {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+      labels: ({
+        "kubernetes.io/hostname": $name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+        "type": "kwok", "muster.io/rack": $rack, "muster.io/block": "block-a",
+        "nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": $gpus, "nvidia.com/gpu.memory": "81559"
+      } + $extra)
+    },
+    status: {
+      allocatable: $res, capacity: $res,
+      addresses: [{type: "InternalIP", address: "127.0.0.1"}, {type: "Hostname", address: $name}]
+    }
+  }'
+}
+if ((SHARED_NODES > 0)); then
+  log "registering $SHARED_NODES time-sliced and $SHARED_NODES MIG node(s)"
+fi
+for ((i = 0; i < SHARED_NODES; i++)); do
+  for node in \
+    "$(shared_node "$(printf 'gpu-shared-ts-%02d' "$i")" "{\"nvidia.com/gpu.shared\": \"$((GPUS_PER_NODE * 4))\"}" \
+      "{\"nvidia.com/gpu.sharing-strategy\": \"time-slicing\", \"nvidia.com/gpu.replicas\": \"4\", \"nvidia.com/gpu.product\": \"$GPU_PRODUCT-SHARED\"}")" \
+    "$(shared_node "$(printf 'gpu-shared-mig-%02d' "$i")" "{\"nvidia.com/mig-1g.10gb\": \"$((GPUS_PER_NODE * 7))\"}" \
+      "{\"nvidia.com/mig.strategy\": \"mixed\", \"nvidia.com/gpu.product\": \"$GPU_PRODUCT\"}")"; do
+    api -X POST -H 'Content-Type: application/json' --data "$node" "$API_URL/api/v1/nodes" >/dev/null ||
+      fail "could not create a shared GPU node"
+  done
+done
+
 nodes_ready() { # every fake node is Ready, untainted and shows its GPUs
   api "$API_URL/api/v1/nodes" | jq -e --argjson n "$NODES" --arg gpus "$GPUS_PER_NODE" '
     [.items[] | select(.metadata.annotations["kwok.x-k8s.io/node"] == "fake")
       | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))
       | select((.spec.taints // []) | length == 0)
-      | select(.status.allocatable["nvidia.com/gpu"] == $gpus)] | length == $n'
+      | select(.status.allocatable["nvidia.com/gpu"] == $gpus)] | length == $n' &&
+    api "$API_URL/api/v1/nodes" | jq -e --argjson n "$((SHARED_NODES * 2))" '
+    [.items[] | select(.metadata.name | test("^gpu-shared-"))
+      | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length == $n'
 }
 wait_for "$NODES nodes Ready" kwok nodes_ready
 
@@ -449,6 +494,7 @@ TESTCLUSTER_BLOCK_LABEL=muster.io/block
 TESTCLUSTER_RDMA_RESOURCE=$RDMA_RESOURCE
 TESTCLUSTER_RDMA_DEVICES=$RDMA_DEVICES
 TESTCLUSTER_GPU_PRODUCT=$GPU_PRODUCT
+TESTCLUSTER_SHARED_NODES=$SHARED_NODES
 EOF
 log "up in $((SECONDS - started))s: Kubernetes $KUBERNETES_VERSION at $API_URL, $NODES nodes; logs in $LOGS"
 echo "export KUBECONFIG=$KUBECONFIG_PATH" >&3

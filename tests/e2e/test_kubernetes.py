@@ -644,6 +644,46 @@ def test_a_gang_asking_for_rdma_devices_runs_on_the_nodes_that_advertise_them(ap
     assert len(ran_on) == 2 and ran_on <= fabric
 
 
+def test_gpu_slices_run_on_the_shared_nodes_the_device_plugin_advertises(api: APIClient, kube: KubeHarness) -> None:
+    """The test cluster's gpu-shared-ts-00 offers nvidia.com/gpu.shared (4 replicas per GPU, GFD's labels) and
+    gpu-shared-mig-00 nvidia.com/mig-1g.10gb; each slice job's one pod asks for one of those, and runs to its end."""
+    by_name = {n.name: n for n in kube.cluster.list_nodes()}
+    ts, mig = by_name["gpu-shared-ts-00"], by_name["gpu-shared-mig-00"]
+    assert (ts.sharing, ts.gpus_total, ts.slices_per_gpu, ts.slice_gpus, ts.slice_resource) == (
+        "time-slicing",
+        8,
+        4,
+        0.25,
+        "nvidia.com/gpu.shared",
+    )
+    assert (mig.sharing, mig.gpus_total, mig.slices_per_gpu, mig.slice_memory_gb, mig.slice_resource) == (
+        "mig",
+        8,
+        7,
+        10.0,
+        "nvidia.com/mig-1g.10gb",
+    )
+    quarter = submit(api, nodes=1, gpus_per_node=1, gpu_fraction=0.25, simulate={"duration_seconds": 2})
+    isolated = submit(api, nodes=1, gpus_per_node=1, gpu_memory_gb=8, gpu_isolation=True, simulate={"duration_seconds": 2})
+    whole = submit(api, nodes=1, gpus_per_node=1, simulate={"duration_seconds": 2})
+    kube.cycle()
+    (quarter_pod,) = kube.pods(gang_selector(quarter["id"]))
+    (mig_pod,) = kube.pods(gang_selector(isolated["id"]))
+    (whole_pod,) = kube.pods(gang_selector(whole["id"]))
+    requests = quarter_pod.spec.containers[0].resources.requests
+    assert requests["nvidia.com/gpu.shared"] == "1" and "nvidia.com/gpu" not in requests
+    assert mig_pod.spec.containers[0].resources.requests["nvidia.com/mig-1g.10gb"] == "1"
+    env = {e.name: e.value for e in quarter_pod.spec.containers[0].env}
+    assert (env["MUSTER_GPU_SHARING"], env["MUSTER_GPU_SHARE"]) == ("time-slicing", "0.25")
+    for job_id in (quarter["id"], isolated["id"], whole["id"]):
+        kube.cycle_until(lambda job_id=job_id: state(job_id) == JobState.SUCCEEDED)
+    ran_on = dict(Allocation.objects.filter(job_id__in=[quarter["id"], isolated["id"], whole["id"]]).values_list("job_id", "node__name"))
+    # The real kube-scheduler bound each pod where Muster planned it: slices on the shared nodes, whole GPUs elsewhere.
+    assert (ran_on[quarter["id"]], ran_on[isolated["id"]]) == ("gpu-shared-ts-00", "gpu-shared-mig-00")
+    assert not by_name[ran_on[whole["id"]]].sharing
+    assert whole_pod.spec.containers[0].resources.requests["nvidia.com/gpu"] == "1"
+
+
 def test_node_inventory_follows_the_cluster(kube: KubeHarness) -> None:
     names = sorted(n.metadata.name for n in kube.core.list_node().items)
     cordoned, tainted = names[0], names[1]
@@ -693,7 +733,7 @@ def test_a_preempted_jobs_output_is_kept_when_it_is_requeued(
     api: APIClient, other_api: APIClient, kube: KubeHarness, settings: Any
 ) -> None:
     settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = 0
-    nodes = len(kube.cluster.list_nodes())
+    nodes = len([n for n in kube.cluster.list_nodes() if not n.sharing])  # the nodes of whole GPUs
     sweep = submit(api, nodes=nodes, gpus_per_node=8, priority_class="preemptible", simulate={"duration_seconds": 600})
     kube.cycle_until(lambda: state(sweep["id"]) == JobState.RUNNING)
     submit(other_api, nodes=2, gpus_per_node=8, priority_class="production", simulate={"duration_seconds": 60})
