@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint check bench replay clean testcluster-build testcluster-up testcluster-down testcluster-smoke
+.PHONY: run test lint check bench bench-sharing replay clean testcluster-build testcluster-up testcluster-down testcluster-smoke
 
 $(STAMP): requirements.txt requirements-dev.txt constraints.txt client/pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is needed (Python 3.11)"; exit 1; }
@@ -50,6 +50,11 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.bench_telemetry
 	$(PY) -m benchmarks.bench_reads
 	$(PY) -m benchmarks.bench_api
+	$(PY) -m benchmarks.sharing
+
+## GPU sharing alone: the same mixed stream of quarter-GPU and whole-node jobs with and without shared nodes.
+bench-sharing: $(STAMP)
+	$(PY) -m benchmarks.sharing
 
 ## The what-if replay benchmark (replay/bench.py): one JSON line per policy and offered load.
 replay: $(STAMP)
