@@ -79,18 +79,18 @@ class _Planner:
         self.node_fits = node_fits
         self.names = sorted(timelines.total)
         # (GPUs, wall, after) -> heap of (earliest start, node GPUs, node, node version when worked out).
-        self.singles: dict[tuple[int, float, float, int], list[tuple[float, int, str, int]]] = {}
+        self.singles: dict[tuple[int, float, float, int, bool], list[tuple[float, int, str, int]]] = {}
         # (node, GPUs, wall, after) -> (node version, start intervals).
         self.starts: dict[tuple[str, int, float, float], tuple[int, list[tuple[float, float]]]] = {}
 
     def earliest(self, job: PendingJob, after: float) -> tuple[float, list[str]] | None:
         tl = self.timelines
         if job.nodes == 1:
-            key = (job.gpus_per_node, job.wall_seconds, after, job.rdma_per_node)
+            key = (job.gpus_per_node, job.wall_seconds, after, job.rdma_per_node, job.whole_nodes)
             heap = self.singles.get(key)
             if heap is None:
                 heap = [
-                    (tl.earliest(n, job.gpus_per_node, job.wall_seconds, after), tl.total[n], n, tl.version.get(n, 0))
+                    (tl.earliest(n, self.need_on(job, n), job.wall_seconds, after), tl.total[n], n, tl.version.get(n, 0))
                     for n in self.names
                     if self.node_fits(job, n)
                 ]
@@ -101,7 +101,7 @@ class _Planner:
                 if version == tl.version.get(name, 0):
                     return None if t == INF else (t, [name])
                 heapq.heapreplace(
-                    heap, (tl.earliest(name, job.gpus_per_node, job.wall_seconds, after), total, name, tl.version.get(name, 0))
+                    heap, (tl.earliest(name, self.need_on(job, name), job.wall_seconds, after), total, name, tl.version.get(name, 0))
                 )
             return None
         options = {}

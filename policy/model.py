@@ -98,10 +98,22 @@ class PendingJob:
     gpu_fraction: float = 0.0
     gpu_memory_gb: float = 0.0
     gpu_isolation: bool = False
+    # An elastic job (0 < min_nodes < nodes): it starts on as many whole nodes as fit, at least min_nodes and at most
+    # `nodes`, grows while nodes stay idle and shrinks rather than be preempted. 0: it runs on `nodes`, no fewer.
+    min_nodes: int = 0
 
     @property
     def gpus(self) -> int:
         return self.nodes * self.gpus_per_node
+
+    @property
+    def elastic(self) -> bool:
+        return 0 < self.min_nodes < self.nodes
+
+    @property
+    def whole_nodes(self) -> bool:
+        """It holds its nodes whole: a job of several nodes, or an elastic one of any size."""
+        return self.nodes > 1 or self.min_nodes > 0
 
     @property
     def shares_gpu(self) -> bool:
@@ -128,6 +140,15 @@ class RunningJob:
     preemptions: int = 0
     # Its last checkpoint (seconds since the epoch), when it reports them: what a preemption throws away starts there.
     checkpointed_at: float | None = None
+    # An elastic job's bounds (0: not elastic), and what each of its nodes must have to grow onto it.
+    min_nodes: int = 0
+    max_nodes: int = 0
+    gpus_per_node: int = 0
+    rdma_per_node: int = 0
+
+    @property
+    def elastic(self) -> bool:
+        return 0 < self.min_nodes < self.max_nodes
 
     @property
     def gpus(self) -> float:
@@ -222,6 +243,19 @@ class Preemption:
 
 
 @dataclass(frozen=True)
+class Resize:
+    """An elastic job grown onto idle nodes or shrunk to free nodes for a job with priority; its ranks are its nodes'
+    order, so it is shrunk from its last ranks (rank 0, the rendezvous host, stays)."""
+
+    job_id: int
+    node_names: tuple[str, ...]  # all of its nodes after the resize
+    gpus_held: tuple[float, ...]
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
 class Reservation:
     """A promise: the job starts on these nodes at `start` at the latest (earlier if they free up sooner)."""
 
@@ -257,3 +291,5 @@ class Decisions:
     reservations: tuple[Reservation, ...] = ()
     # Every pending job's priority, so reads show what the cycle used without running the policy again.
     priorities: Mapping[int, Priority] = field(default_factory=dict)
+    # Elastic jobs grown or shrunk in this cycle (shrinks happen before the placements that needed their nodes).
+    resizes: tuple[Resize, ...] = ()

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -57,6 +58,7 @@ from policy.model import (
     PolicyConfig,
     Preemption,
     Reservation,
+    Resize,
     RunningJob,
     Snapshot,
     Waiting,
@@ -126,16 +128,22 @@ class _Cycle:
         # - a waiting job's reason text depends only on its shape and the capacity: worked out once per state.
         lowest_pending = min((p.class_rank for p in snapshot.pending), default=0)
         self.victims_possible = any(r.over_quota or r.class_rank > lowest_pending for r in snapshot.running)
-        self.room_texts: dict[tuple[int, int, int, int], str] = {}
-        self.fits_unreserved: dict[tuple[int, int, int, int], bool] = {}
+        self.shrink_possible = any(
+            r.elastic and len(r.node_names) > r.min_nodes and (r.over_quota or r.class_rank > lowest_pending) for r in snapshot.running
+        )
+        self.resizes: list[Resize] = []
+        self.room_texts: dict[tuple[int, int, int, int, int], str] = {}
+        self.fits_unreserved: dict[tuple[int, int, int, int, int], bool] = {}
 
     # --- the walk --------------------------------------------------------------------------------
 
     def run(self) -> Decisions:
         priorities = prioritize(self.snapshot, self.config)
         order = priority_order(self.snapshot, self.config, priorities)
+        # Promises and estimates are for a start: an elastic job's at its fewest nodes.
+        planned = {j.id: _start_shape(j) for j in order}
         self.promised, self.moved = keep_promises(
-            self.snapshot.reservations, {j.id: j for j in order}, self.timelines, self._node_fits, self.now, self._need_on
+            self.snapshot.reservations, planned, self.timelines, self._node_fits, self.now, self._need_on
         )
         # New reservations go to the jobs that have waited longest (as EASY's head), not by priority: otherwise a
         # heavy tenant's starving job may never get one, and its wait has no bound.
@@ -160,10 +168,12 @@ class _Cycle:
                     self._wait(job, NOT_EXAMINED, "Not examined in this cycle: the queue is longer than one cycle examines.")
                     continue
             self._consider(job)
+        if not any(w.reason_code == NOT_EXAMINED for w in self.waiting):
+            self._grow()
         self._plan_slices({j.id: j for j in order})
         waiting = forecast(
             self.waiting,
-            {j.id: j for j in order},
+            planned,
             self.timelines,
             self.now,
             self.config.plan_jobs,
@@ -172,7 +182,7 @@ class _Cycle:
             self._node_fits,
         )
         reservations = tuple(sorted(self.promised.values(), key=lambda r: (r.start, r.job_id)))
-        return Decisions(tuple(self.placements), waiting, tuple(self.preemptions), reservations, priorities)
+        return Decisions(tuple(self.placements), waiting, tuple(self.preemptions), reservations, priorities, tuple(self.resizes))
 
     # --- promises kept from the previous cycle -----------------------------------------------------
 
@@ -185,8 +195,8 @@ class _Cycle:
         return total is not None and not job.shares_gpu and total >= job.gpus_per_node and self.capacity.rdma[name] >= job.rdma_per_node
 
     def _need_on(self, job: PendingJob, name: str) -> int:
-        """What the job holds on a node: a gang the whole node, a single-node job its GPUs."""
-        return self.capacity.total[name] if job.nodes > 1 else job.gpus_per_node
+        """What the job holds on a node: a gang (or an elastic job) the whole node, a single-node job its GPUs."""
+        return self.capacity.total[name] if job.whole_nodes else job.gpus_per_node
 
     def _consider(self, job: PendingJob) -> None:
         if job.not_before is not None and job.not_before > self.now:
@@ -216,6 +226,8 @@ class _Cycle:
         borrowing = quota_block is not None
         allowed = self._allowed(job)
         chosen = self._fit(job, allowed)
+        if chosen is None and not borrowing and self.config.preemption and self.shrink_possible:
+            chosen = self._shrink_for(job, self._allowed(job, evicting=True))
         if chosen is None and not borrowing and self.config.preemption and self.victims_possible:
             chosen = self._preempt_for(job, self._allowed(job, evicting=True))
         if chosen is not None:
@@ -265,7 +277,7 @@ class _Cycle:
         """Start the job on `chosen`: whole GPUs (a gang the nodes whole), or with `held` the GPU slice at `gpu_slot`."""
         self._drop_promise(job)
         if held is None:
-            held = tuple(job.gpus_per_node if job.nodes == 1 else self.capacity.total[name] for name in chosen)
+            held = tuple(self._need_on(job, name) for name in chosen)
             for name, gpus in zip(chosen, held, strict=True):
                 self.capacity.take(name, int(gpus))
                 self.on_node[name][job.id] = int(gpus)
@@ -282,6 +294,10 @@ class _Cycle:
             team=job.team,
             preemptible=job.preemptible,
             over_quota=over_quota,
+            min_nodes=job.min_nodes if job.elastic else 0,
+            max_nodes=job.nodes if job.elastic else 0,
+            gpus_per_node=job.gpus_per_node,
+            rdma_per_node=job.rdma_per_node,
         )
         if not over_quota:
             self._count_quota(job.user, job.team, sum(held))
@@ -327,7 +343,8 @@ class _Cycle:
         if job.shares_gpu:
             return self.slices.smallest_share(job)
         sizes = [size for size in self.capacity.sizes if size >= job.gpus_per_node]
-        return job.nodes * sizes[0] if job.nodes > 1 and sizes else job.gpus
+        start = _start_shape(job)
+        return start.nodes * sizes[0] if start.whole_nodes and sizes else job.gpus
 
     def _quota_block(self, job: PendingJob) -> str | None:
         needs = self._quota_gpus(job)
@@ -345,7 +362,7 @@ class _Cycle:
         if job.nodes == 1 or not limits:
             return None
         room = min(limit - self.in_quota[key] for limit, key in limits)
-        return room // job.nodes if room >= self._quota_gpus(job) else None
+        return room // _start_shape(job).nodes if room >= self._quota_gpus(job) else None
 
     def _budget_hold(self, job: PendingJob) -> str | None:
         need: tuple[float, str] | None = None
@@ -372,8 +389,9 @@ class _Cycle:
         if job.shares_gpu:
             share = self.slices.node_share(job)
             return share * hours, f"a slice of {share:.3g} of a node x {hours:.2f} h"
-        if job.nodes > 1:
-            return job.nodes * hours, f"{job.nodes} nodes x {hours:.2f} h"
+        if job.whole_nodes:
+            nodes = _start_shape(job).nodes
+            return nodes * hours, f"{nodes} node{'s' if nodes != 1 else ''} x {hours:.2f} h"
         index = bisect_left(self.node_sizes, job.gpus_per_node)
         size = self.node_sizes[index] if index < len(self.node_sizes) else job.gpus_per_node
         if job.gpus_per_node >= size:
@@ -395,7 +413,7 @@ class _Cycle:
         if not timelines.holds and largest is None:
             return None
         now, end, total = self.now, self.now + job.wall_seconds, self.capacity.total
-        gang = job.nodes > 1
+        gang = job.whole_nodes
 
         def allowed(name: str) -> bool:
             if largest is not None and total[name] > largest:
@@ -425,10 +443,27 @@ class _Cycle:
         if job.rdma_per_node:
             inner = allowed
             allowed = lambda name: self._node_fits(job, name) and (inner is None or inner(name))  # noqa: E731
-        if job.nodes == 1:
+        if not job.whole_nodes:
             name = self.capacity.best_fit(job.gpus_per_node, allowed)
             return None if name is None else [name]
+        if job.elastic:
+            # The most nodes that fit now, within its quota; no fewer than min_nodes.
+            for count in range(min(job.nodes, self._elastic_room(job)), job.min_nodes - 1, -1):
+                found = self.capacity.whole_nodes(count, job.gpus_per_node, allowed)
+                if found is not None:
+                    return found
+            return None
         return self.capacity.whole_nodes(job.nodes, job.gpus_per_node, allowed)
+
+    def _elastic_room(self, job: PendingJob) -> int:
+        """The most whole nodes an elastic job may hold within its owners' GPU quotas (of the smallest size it fits)."""
+        if not self.limited:
+            return job.nodes
+        limits = [limit - self.in_quota[key] for key, _ in self._owners(job) if (limit := self._account(key).max_gpus) is not None]
+        sizes = [size for size in self.capacity.sizes if size >= job.gpus_per_node]
+        if not limits or not sizes:
+            return job.nodes
+        return int(min(limits) // sizes[0])
 
     # --- preemption ------------------------------------------------------------------------------
 
@@ -467,7 +502,7 @@ class _Cycle:
         if key in self.failed_searches or job.id in self.promised:
             return None
         self.searches += 1
-        victims = self._smallest_victim_set(job, allowed)
+        victims = self._smallest_victim_set(_start_shape(job), allowed)
         if victims is None:
             # Within a cycle capacity only shrinks, and victims and allowed nodes with it: the same key fails again.
             self.failed_searches.add(key)
@@ -484,7 +519,7 @@ class _Cycle:
                 continue
             jobs_here = self.on_node.get(name, {})
             victims = [self.running[j] for j in jobs_here if self._may_preempt(job, self.running[j])]
-            if job.nodes > 1:
+            if job.whole_nodes:
                 if len(victims) != len(jobs_here):
                     continue  # a whole node is needed and something here may not be stopped
                 chosen = [v.id for v in victims]
@@ -514,6 +549,112 @@ class _Cycle:
         for _, chosen in candidates[: job.nodes]:
             victim_ids.extend(v for v in chosen if v not in victim_ids)
         return sorted(victim_ids)
+
+    # --- elastic jobs: shrink for a job with priority, grow onto nodes left idle ------------------
+
+    def _may_shrink(self, job: PendingJob, victim: RunningJob) -> bool:
+        """Who may be shrunk: as who may be preempted (a borrower, or a lower class, past the minimum run time), but the
+        work lost is only a re-rendezvous, so neither the bound on preemptions nor the work since a checkpoint counts."""
+        if victim.id in self.started or self.now - victim.started_at < self.config.preemption_min_runtime_seconds:
+            return False
+        return victim.over_quota or victim.class_rank > job.class_rank
+
+    def _shrink_for(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
+        """Whole nodes for the job taken from elastic jobs above their minimum (their last ranks), before anyone is
+        preempted whole; None when shrinking cannot free enough."""
+        start = _start_shape(job)
+
+        def fits(name: str) -> bool:
+            return self._node_fits(job, name) and (allowed is None or allowed(name))
+
+        idle = sum(len(names) for names in self.capacity.idle_nodes(job.gpus_per_node, fits).values())
+        short = (start.nodes if start.whole_nodes else 1) - idle
+        if short <= 0:
+            return None  # not short of whole nodes: what blocks it is not for a shrink to solve
+        # (lowest class first, borrowers first, then the job, then its last rank first): a job gives up a suffix.
+        offers: list[tuple[tuple[int, bool, int, int], str]] = []
+        for r in self.running.values():
+            if not r.elastic or len(r.node_names) <= r.min_nodes or not self._may_shrink(job, r):
+                continue
+            for rank in range(len(r.node_names) - 1, r.min_nodes - 1, -1):
+                name = r.node_names[rank]
+                if not fits(name) or set(self.on_node.get(name, {})) != {r.id}:
+                    break  # its ranks go from the last: one that cannot go keeps those before it
+                offers.append(((-r.class_rank, not r.over_quota, r.id, -rank), name))
+        if len(offers) < short:
+            return None
+        taken: dict[int, list[str]] = defaultdict(list)
+        for (_, _, victim_id, _), name in sorted(offers)[:short]:
+            taken[victim_id].append(name)
+        for victim_id, names in sorted(taken.items()):
+            self._resize(self.running[victim_id], removed=names, reason=f"Shrunk for job {job.id}, which has priority")
+        return self._fit(job, allowed)
+
+    def _resize(self, r: RunningJob, *, added: Sequence[str] = (), removed: Sequence[str] = (), reason: str) -> None:
+        """Apply a resize to this cycle's view (capacity, timelines, quota) and record it as a decision."""
+        for name in removed:
+            gpus = self.on_node[name].pop(r.id)
+            self.capacity.give(name, gpus)
+            self.timelines.changed(name)
+        for name in added:
+            self.capacity.take(name, self.capacity.total[name])
+            self.on_node[name][r.id] = self.capacity.total[name]
+            self.timelines.changed(name)
+        kept = [(n, g) for n, g in zip(r.node_names, r.gpus_held, strict=True) if n not in removed]
+        kept += [(n, self.capacity.total[n]) for n in added]
+        after = replace(r, node_names=tuple(n for n, _ in kept), gpus_held=tuple(g for _, g in kept))
+        self.running[r.id] = after
+        if not r.over_quota and self.limited:
+            self._count_quota(r.user, r.team, after.gpus - r.gpus)
+        if self.limited:  # budgets count what it may still use by its wall time
+            left_hours = max(0.0, r.ends_at - self.now) / 3600
+            for key, _ in self._owners(r):
+                self.budget_used[key] += (len(added) - len(removed)) * left_hours
+        size = f"from {len(r.node_names)} to {len(after.node_names)} nodes"
+        self.resizes.append(Resize(r.id, after.node_names, after.gpus_held, tuple(added), tuple(removed), f"{reason}: {size}."))
+
+    def _grow(self) -> None:
+        """After the walk, elastic jobs below their most grow onto whole nodes no waiting job could take, that no
+        reservation needs before their wall time ends (oldest first, within their quotas and budgets)."""
+        growable = sorted(
+            (r for r in self.running.values() if r.elastic and len(r.node_names) < r.max_nodes and r.id not in self.started),
+            key=lambda r: (r.class_rank, r.started_at, r.id),
+        )
+        for r in growable:
+            if self.capacity.idle_count() == 0:
+                return
+            shape = PendingJob(
+                r.id, 1, r.gpus_per_node, r.class_rank, r.started_at, user=r.user, team=r.team, rdma_per_node=r.rdma_per_node
+            )
+            room = r.max_nodes - len(r.node_names)
+            if self.limited:
+                room = min(room, self._grow_room(r))
+            racks = {self.capacity.rack.get(n) for n in r.node_names}
+            idle = [
+                n
+                for names in self.capacity.idle_nodes(r.gpus_per_node).values()
+                for n in names
+                if self._node_fits(shape, n) and self.timelines.fits(n, self.capacity.total[n], self.now, r.ends_at)
+            ]
+            # Its own racks first (then by name): the ranks it gains talk to the ones it has.
+            idle.sort(key=lambda n: (self.capacity.rack[n] not in racks, n))
+            if room > 0 and idle:
+                self._resize(r, added=idle[:room], reason="Grew onto whole nodes left idle")
+
+    def _grow_room(self, r: RunningJob) -> int:
+        """How many more nodes its owners' quotas and budgets let it hold until its wall time (borrowers do not grow)."""
+        if r.over_quota:
+            return 0
+        size = self.capacity.total.get(r.node_names[0], 0) or 1
+        room = r.max_nodes
+        hours = max(0.0, r.ends_at - self.now) / 3600
+        for key, _ in self._owners(r):
+            account = self._account(key)
+            if account.max_gpus is not None:
+                room = min(room, int((account.max_gpus - self.in_quota[key]) // size))
+            if account.node_hours_left is not None and hours > 0:
+                room = min(room, int((account.node_hours_left - self.budget_used[key]) // hours))
+        return room
 
     def _evict(self, victim: RunningJob, preemptor: PendingJob) -> None:
         for name, gpus in zip(victim.node_names, victim.gpus_held, strict=True):
@@ -551,20 +692,20 @@ class _Cycle:
         self._wait(job, code, self._room_text(job))
 
     def _fits_unreserved(self, job: PendingJob) -> bool:
-        key = (job.nodes, job.gpus_per_node, job.rdma_per_node, self.capacity.version)
+        key = (job.nodes, job.min_nodes, job.gpus_per_node, job.rdma_per_node, self.capacity.version)
         if key not in self.fits_unreserved:
             self.fits_unreserved[key] = self._fit(job, None) is not None
         return self.fits_unreserved[key]
 
     def _room_text(self, job: PendingJob) -> str:
-        key = (job.nodes, job.gpus_per_node, job.rdma_per_node, self.capacity.version)
+        key = (job.nodes, job.min_nodes, job.gpus_per_node, job.rdma_per_node, self.capacity.version)
         if key not in self.room_texts:
             self.room_texts[key] = self._room_text_now(job)
         return self.room_texts[key]
 
     def _room_text_now(self, job: PendingJob) -> str:
         cap = self.capacity
-        if job.nodes == 1:
+        if not job.whole_nodes:
             text = f"Needs {job.gpus_per_node} GPUs on one node; the most free on any node is {cap.max_free()}"
             if cap.free_total >= job.gpus:
                 return f"{text} ({cap.free_total} GPUs are free, spread over several nodes)."
@@ -572,7 +713,8 @@ class _Cycle:
         whole = sum(len(v) for v in cap.idle_nodes(job.gpus_per_node, lambda name: self._node_fits(job, name)).values())
         partly, partly_free = cap.partly_used()
         devices = f" and {job.rdma_per_node} RDMA devices" if job.rdma_per_node else ""
-        text = f"Needs {job.nodes} whole nodes with {job.gpus_per_node} GPUs{devices}; {whole} {'is' if whole == 1 else 'are'} free"
+        count = f"{job.min_nodes} to {job.nodes}" if job.elastic else f"{job.nodes}"
+        text = f"Needs {count} whole nodes with {job.gpus_per_node} GPUs{devices}; {whole} {'is' if whole == 1 else 'are'} free"
         if partly:
             text += f", {partly_free} GPUs free on {partly} partly used node{'s' if partly != 1 else ''}"
         return text + "."
@@ -581,10 +723,11 @@ class _Cycle:
         """The earliest window in which the whole gang fits, by wall-time ends and the reservations already held."""
         largest = self._largest_node(job)
         names = [n for n, total in self.capacity.total.items() if self._node_fits(job, n) and (largest is None or total <= largest)]
-        found = earliest_start(self.timelines, job, names, self.now, self._need_on)
+        start = _start_shape(job)
+        found = earliest_start(self.timelines, start, names, self.now, self._need_on)
         if found is None:
             return None
-        return self._hold(job, tuple(found[1]), found[0])
+        return self._hold(start, tuple(found[1]), found[0])
 
     def _not_before(self, job: PendingJob, code: str) -> float | None:
         """The earliest a waiting job's limits let it start (None: not known), for its estimate."""
@@ -625,3 +768,8 @@ class _Cycle:
             if in_use + needs > limit:
                 return None
         return at
+
+
+def _start_shape(job: PendingJob) -> PendingJob:
+    """The job as it must be able to start: an elastic job on its fewest nodes (still holding them whole)."""
+    return replace(job, nodes=job.min_nodes) if job.elastic else job

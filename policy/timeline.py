@@ -213,7 +213,7 @@ def earliest_start(
     if job.nodes == 1:
         best: tuple[float, int, str] | None = None
         for name in names:
-            t = timelines.earliest(name, job.gpus_per_node, job.wall_seconds, after)
+            t = timelines.earliest(name, need_on(job, name), job.wall_seconds, after)
             if t < INF and (best is None or (t, timelines.total[name], name) < best):
                 best = (t, timelines.total[name], name)
         return None if best is None else (best[0], [best[2]])

@@ -1,0 +1,148 @@
+"""Elastic jobs: min_nodes..nodes whole nodes; start at the most that fit, grow onto idle nodes, shrink for priority."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from policy.model import Account, PendingJob, RunningJob, Snapshot, user_key
+from policy.schedule import schedule
+from tests.policy.test_fair_share_policy import HOUR, NOW, config, pend, placed, running, snap, waiting
+
+NODES = 8
+
+
+def elastic(job_id: int, low: int, high: int, **kwargs: object) -> PendingJob:
+    return replace(pend(job_id, nodes=high, **kwargs), min_nodes=low)  # type: ignore[arg-type]
+
+
+def elastic_running(job_id: int, on: list[str], low: int, high: int, **kwargs: object) -> RunningJob:
+    r = running(job_id, dict.fromkeys(on, 8), **kwargs)  # type: ignore[arg-type]
+    return replace(r, min_nodes=low, max_nodes=high, gpus_per_node=8)
+
+
+def names(*indices: int) -> list[str]:
+    return [f"n{i:02d}" for i in indices]
+
+
+def test_an_elastic_job_starts_on_the_most_nodes_that_are_free() -> None:
+    busy = [running(10, dict.fromkeys(names(6, 7), 8), left=5 * HOUR)]
+    decisions = schedule(snap([elastic(1, 2, 8)], busy, nodes=NODES))
+    assert placed(decisions)[1].node_names == tuple(names(0, 1, 2, 3, 4, 5))
+    assert placed(decisions)[1].gpus_held == (8,) * 6
+
+
+def test_an_elastic_job_does_not_start_on_nodes_a_reservation_needs_before_it_would_end() -> None:
+    # A starving 8-node gang holds every node from when n06 and n07 free up, in an hour.
+    gang = pend(5, nodes=8, age=3 * HOUR)
+    busy = [running(10, dict.fromkeys(names(6, 7), 8), left=HOUR)]
+    long = schedule(snap([gang, elastic(1, 2, 8, wall=2 * HOUR)], busy, nodes=NODES), config(starvation_seconds=HOUR))
+    assert 1 not in placed(long)
+    assert waiting(long)[1].reason_code == "RESERVATION"
+    assert "Needs 2 to 8 whole nodes with 8 GPUs" in waiting(long)[5].reason or waiting(long)[5].estimate == "reserved"
+    short = schedule(snap([gang, elastic(1, 2, 8, wall=HOUR / 2)], busy, nodes=NODES), config(starvation_seconds=HOUR))
+    # Done before the reservation starts: it backfills all six idle nodes.
+    assert len(placed(short)[1].node_names) == 6
+
+
+def test_an_elastic_job_below_its_minimum_waits_with_its_range_in_the_reason() -> None:
+    busy = [running(10, dict.fromkeys(names(*range(1, 8)), 8), left=HOUR)]
+    decisions = schedule(snap([elastic(1, 2, 8)], busy, nodes=NODES))
+    assert decisions.placements == ()
+    assert waiting(decisions)[1].reason.startswith("Needs 2 to 8 whole nodes with 8 GPUs; 1 is free")
+
+
+def test_an_elastic_job_grows_onto_idle_nodes_up_to_its_most() -> None:
+    job = elastic_running(1, names(0, 1), 2, 4)
+    decisions = schedule(snap([], [job], nodes=NODES))
+    (resize,) = decisions.resizes
+    assert resize.job_id == 1 and resize.added == tuple(names(2, 3)) and resize.removed == ()
+    assert resize.node_names == tuple(names(0, 1, 2, 3))
+    assert resize.reason == "Grew onto whole nodes left idle: from 2 to 4 nodes."
+
+
+def test_growth_leaves_nodes_that_a_waiting_job_takes_and_that_a_reservation_needs() -> None:
+    job = elastic_running(1, names(0, 1), 2, 8, left=3 * HOUR)
+    # A production job takes two of the four idle nodes; a starving gang of 4 is promised the other two and the two
+    # busy ones, in an hour: the elastic job, which runs three more hours, may take none of them.
+    busy = running(10, dict.fromkeys(names(2, 3), 8), left=HOUR)
+    starving = pend(6, nodes=4, age=3 * HOUR, wall=HOUR)
+    decisions = schedule(snap([pend(5, nodes=2, rank=0), starving], [job, busy], nodes=NODES), config(starvation_seconds=HOUR))
+    assert set(placed(decisions)[5].node_names) <= set(names(4, 5, 6, 7))
+    reserved = {r.job_id: r for r in decisions.reservations}[6]
+    assert len(reserved.node_names) == 4
+    assert decisions.resizes == ()
+
+
+def test_an_elastic_job_shrinks_instead_of_being_preempted_for_a_higher_class() -> None:
+    low = elastic_running(1, names(*range(8)), 2, 8, rank=2, ran=HOUR, left=5 * HOUR)
+    urgent = pend(2, nodes=4, rank=0)
+    decisions = schedule(snap([urgent], [low], nodes=NODES))
+    assert decisions.preemptions == ()
+    (resize,) = decisions.resizes
+    assert resize.removed == tuple(names(7, 6, 5, 4)) and resize.node_names == tuple(names(0, 1, 2, 3))
+    assert resize.reason == "Shrunk for job 2, which has priority: from 8 to 4 nodes."
+    assert set(placed(decisions)[2].node_names) == set(names(4, 5, 6, 7))
+
+
+def test_an_elastic_job_never_shrinks_below_its_minimum() -> None:
+    low = elastic_running(1, names(*range(8)), 6, 8, rank=2, ran=HOUR, left=5 * HOUR)
+    decisions = schedule(snap([pend(2, nodes=4, rank=0)], [low], nodes=NODES))
+    # Two nodes are not enough: rather than shrink below six it is preempted whole (the old rule).
+    assert decisions.resizes == ()
+    assert [p.job_id for p in decisions.preemptions] == [1]
+
+
+def test_a_quota_bounds_how_large_an_elastic_job_starts_and_grows() -> None:
+    accounts = (Account(user_key("ann"), max_gpus=24),)
+    decisions = schedule(snap([elastic(1, 2, 8)], nodes=NODES, accounts=accounts))
+    assert len(placed(decisions)[1].node_names) == 3
+    grown = schedule(snap([], [elastic_running(1, names(0, 1), 2, 8, user="ann")], nodes=NODES, accounts=accounts))
+    assert grown.resizes[0].node_names == tuple(names(0, 1, 2))
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 4), st.integers(0, 4), st.sampled_from([0.5, 1.0, 3.0])), min_size=1, max_size=4),
+    st.lists(st.tuples(st.integers(0, 7), st.integers(1, 3), st.sampled_from([0.5, 2.0])), max_size=4),
+    st.lists(st.tuples(st.integers(1, 6), st.sampled_from([1.0, 4.0]), st.integers(0, 2)), max_size=4),
+)
+def test_property_elastic_sizes_stay_within_bounds_and_never_take_a_reserved_node_early(
+    elastic_asks: list[tuple[int, int, float]],
+    running_asks: list[tuple[int, int, float]],
+    gang_asks: list[tuple[int, float, int]],
+) -> None:
+    """Over random clusters: every elastic placement and resize stays within min..max and on whole nodes, and no node an
+    elastic job starts or grows on is promised to a reservation that starts before that job's wall time ends."""
+    taken: set[str] = set()
+    jobs: list[RunningJob] = []
+    for i, (first, count, left) in enumerate(running_asks):
+        on = [n for n in names(*range(first, min(8, first + count))) if n not in taken]
+        if on:
+            taken |= set(on)
+            low = max(1, len(on) - 1)
+            jobs.append(replace(elastic_running(100 + i, on, low, len(on) + 2, left=left * HOUR, rank=2, ran=HOUR)))
+    pending = [elastic(i + 1, low, low + extra, wall=wall * HOUR, rank=1) for i, (low, extra, wall) in enumerate(elastic_asks)]
+    pending += [pend(50 + i, nodes=n, wall=wall * HOUR, rank=rank, age=3 * HOUR) for i, (n, wall, rank) in enumerate(gang_asks)]
+    snapshot: Snapshot = snap(pending, jobs, nodes=NODES)
+    decisions = schedule(snapshot, config(starvation_seconds=HOUR))
+    by_id = {j.id: j for j in pending}
+    ends: dict[str, list[tuple[int, float]]] = {}
+    for p in decisions.placements:
+        job = by_id[p.job_id]
+        if job.elastic:
+            assert job.min_nodes <= len(p.node_names) <= job.nodes and all(g == 8 for g in p.gpus_held)
+        for name in p.node_names:
+            ends.setdefault(name, []).append((p.job_id, NOW + job.wall_seconds))
+    bounds = {r.id: r for r in jobs}
+    for resize in decisions.resizes:
+        r = bounds[resize.job_id]
+        assert r.min_nodes <= len(resize.node_names) <= r.max_nodes
+        for name in resize.added:
+            ends.setdefault(name, []).append((r.id, r.ends_at))
+    for reservation in decisions.reservations:
+        for name in reservation.node_names:
+            for job_id, end in ends.get(name, []):
+                assert end <= reservation.start + 1e-6 or job_id == reservation.job_id, (reservation, name, job_id)
