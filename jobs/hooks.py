@@ -10,6 +10,8 @@ the same transaction, as the direct calls it replaces:
   `ValidationError` refuses the submit (quotas: limits that can never pass).
 - `left_active` run inside `job_transition`'s transaction when a job leaves SCHEDULED/RUNNING, while
   its allocations are still live, so the ledger charges up to that instant before they are released.
+- `resizing` run inside `job_resize`'s transaction before an elastic job's allocations change, so the ledger
+  charges what it held up to that instant (quotas: the same charge as `left_active`).
 - `left_running` run inside that transaction when a job leaves RUNNING (telemetry: store the run).
 - `queue_changed` run when a job was queued, requeued or cancelled, to be acted on after the commit
   (scheduler: run a cycle soon).
@@ -64,6 +66,7 @@ Hook = TypeVar("Hook")
 class JobHooks:
     submit_checks: list[SubmitCheck] = field(default_factory=list)
     left_active: list[LeftActive] = field(default_factory=list)
+    resizing: list[LeftActive] = field(default_factory=list)
     left_running: list[LeftRunning] = field(default_factory=list)
     queue_changed: list[QueueChanged] = field(default_factory=list)
     pod_secret_env: list[PodSecretEnv] = field(default_factory=list)
@@ -73,6 +76,9 @@ class JobHooks:
 
     def on_left_active(self, hook: LeftActive) -> None:
         _add_once(self.left_active, hook)
+
+    def on_resizing(self, hook: LeftActive) -> None:
+        _add_once(self.resizing, hook)
 
     def on_left_running(self, hook: LeftRunning) -> None:
         _add_once(self.left_running, hook)

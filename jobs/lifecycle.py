@@ -12,8 +12,11 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import transaction
 
-from jobs.models import Allocation, Job
+from jobs.errors import IllegalTransition
+from jobs.hooks import job_hooks
+from jobs.models import Allocation, Job, JobResize, Node
 from jobs.services import job_transition
 from jobs.states import JobState
 
@@ -56,12 +59,66 @@ def job_place(
         scheduled_at=now,
         over_quota=over_quota,
         charged_until=now,
+        # An elastic job's size is what it started on (its most while it waited).
+        **({"nodes": len(node_names)} if job.elastic else {}),
     )
     Allocation.objects.bulk_create(
         Allocation(job=job, node_id=node_ids[name], attempt=attempt, rank=rank, gpus=gpus, gpu_slot=gpu_slot, allocated_at=now)
         for rank, (name, gpus) in enumerate(zip(node_names, gpus_held, strict=True))
     )
     return job
+
+
+@transaction.atomic
+def job_resize(
+    job: Job,
+    *,
+    node_names: Sequence[str],
+    added: Sequence[str],
+    removed: Sequence[str],
+    node_ids: dict[str, int],
+    reason: str,
+    now: datetime,
+) -> tuple[list[int], list[int]]:
+    """An elastic RUNNING job grows onto `added` or shrinks off `removed` (its last ranks): (ranks added, ranks removed).
+
+    Its ranks stay 0..n-1 in the order of `node_names` (rank 0, the rendezvous host, never goes). The ledger charges what
+    it held up to now before its allocations change, so each node is charged for the time it was held.
+    """
+    locked = Job.objects.select_for_update().get(pk=job.pk)
+    if locked.state != JobState.RUNNING or locked.attempt != job.attempt or not locked.elastic:
+        raise IllegalTransition(job.pk, locked.state, JobState.RUNNING)
+    live = list(Allocation.objects.filter(job=locked, attempt=locked.attempt, released_at__isnull=True).select_related("node"))
+    by_rank = sorted(live, key=lambda a: a.rank)
+    before = [a.node.name for a in by_rank]
+    if [n for n in before if n not in removed] != [n for n in node_names if n not in added] or set(removed) - set(before):
+        raise IllegalTransition(job.pk, f"RUNNING on {len(before)} other nodes", JobState.RUNNING)
+    for hook in job_hooks.resizing:
+        hook(job=locked, until=now)
+    gone = [a.rank for a in by_rank if a.node.name in removed]
+    if gone and min(gone) < len(before) - len(gone):
+        raise ValueError(f"job {job.pk}: only its last ranks may go, not {gone}")
+    Allocation.objects.filter(pk__in=[a.pk for a in by_rank if a.rank in gone]).update(released_at=now)
+    kept = len(before) - len(gone)
+    grown = list(range(kept, kept + len(added)))
+    Allocation.objects.bulk_create(
+        Allocation(job=locked, node_id=node_ids[name], attempt=locked.attempt, rank=rank, gpus=node_gpus, allocated_at=now)
+        for rank, name, node_gpus in zip(grown, added, _node_gpus(added), strict=True)
+    )
+    size = kept + len(added)
+    Job.objects.filter(pk=job.pk).update(nodes=size, updated_at=now)
+    JobResize.objects.create(
+        job=locked, at=now, attempt=locked.attempt, from_nodes=len(before), to_nodes=size, added=list(added), removed=list(removed),
+        reason=fit_reason(reason),
+    )  # fmt: skip
+    job.nodes = size
+    return grown, gone
+
+
+def _node_gpus(names: Sequence[str]) -> list[int]:
+    """A node an elastic job grows onto is held whole."""
+    sizes = dict(Node.objects.filter(name__in=names).values_list("name", "gpus_total"))
+    return [sizes[name] for name in names]
 
 
 def job_mark_running(job: Job, *, now: datetime) -> Job:

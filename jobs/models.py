@@ -102,6 +102,10 @@ class Job(models.Model):
     gpu_fraction = models.FloatField(null=True, blank=True)
     gpu_memory_gb = models.FloatField(null=True, blank=True)
     gpu_isolation = models.BooleanField(default=False)
+    # An elastic job: it runs on min_nodes..max_nodes whole nodes (null: on `nodes`, fixed). `nodes` is then the size it
+    # holds now while it runs, and max_nodes while it waits; docs/elastic-jobs.md.
+    min_nodes = models.PositiveIntegerField(null=True, blank=True)
+    max_nodes = models.PositiveIntegerField(null=True, blank=True)
     # Read only by the simulated cluster and the test cluster: how long to "run" and how to exit.
     simulate = models.JSONField(null=True, blank=True)
     # Elements of one array (`POST /api/v1/jobs/array/`) share array_id, the first element's id.
@@ -170,6 +174,16 @@ class Job(models.Model):
             models.CheckConstraint(
                 condition=Q(gpu_fraction__isnull=True) | Q(gpu_fraction__gt=0, gpu_fraction__lt=1), name="job_gpu_fraction_below_one"
             ),
+            models.CheckConstraint(
+                condition=Q(min_nodes__isnull=True, max_nodes__isnull=True)
+                | Q(
+                    min_nodes__gte=1,
+                    max_nodes__gt=models.F("min_nodes"),
+                    nodes__gte=models.F("min_nodes"),
+                    nodes__lte=models.F("max_nodes"),
+                ),
+                name="job_elastic_bounds",
+            ),
             # A GPU slice is one slice on one node.
             models.CheckConstraint(
                 condition=Q(gpu_fraction__isnull=True, gpu_memory_gb__isnull=True, gpu_isolation=False) | Q(nodes=1, gpus_per_node=1),
@@ -183,6 +197,10 @@ class Job(models.Model):
     @property
     def gpus(self) -> int:
         return self.nodes * self.gpus_per_node
+
+    @property
+    def elastic(self) -> bool:
+        return self.min_nodes is not None and self.max_nodes is not None
 
     @property
     def shares_gpu(self) -> bool:
@@ -218,6 +236,25 @@ class JobEvent(models.Model):
         return f"{self.job_id}: {self.from_state or '-'} -> {self.to_state}"
 
 
+class JobResize(models.Model):
+    """An elastic job grown or shrunk while it ran: its history beside its state changes (JobEvent)."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="resizes")
+    at = models.DateTimeField()
+    attempt = models.PositiveIntegerField()
+    from_nodes = models.PositiveIntegerField()
+    to_nodes = models.PositiveIntegerField()
+    added = models.JSONField(default=list)
+    removed = models.JSONField(default=list)
+    reason = models.CharField(max_length=500)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}: {self.from_nodes} -> {self.to_nodes} nodes"
+
+
 class Allocation(models.Model):
     """GPUs on one node given to one attempt of a job. Released when the attempt ends."""
 
@@ -235,7 +272,10 @@ class Allocation(models.Model):
     class Meta:
         ordering = ["job_id", "attempt", "rank"]
         constraints = [
-            models.UniqueConstraint(fields=["job", "attempt", "rank"], name="allocation_one_per_rank"),
+            # Live ones only: an elastic job shrunk from its last ranks may grow back onto the same rank numbers.
+            models.UniqueConstraint(
+                fields=["job", "attempt", "rank"], condition=Q(released_at__isnull=True), name="allocation_one_per_rank"
+            ),
         ]
         indexes = [models.Index(fields=["node"], condition=Q(released_at__isnull=True), name="allocation_live_by_node")]
 

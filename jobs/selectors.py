@@ -36,11 +36,16 @@ def job_visible_to(job: Job, user: User | AnonymousUser) -> bool:
 
 
 def job_assigned_nodes(job: Job) -> list[str]:
-    """Node names of the job's latest attempt, by rank (uses prefetched allocations)."""
+    """Node names of the job's latest attempt, by rank (uses prefetched allocations). An elastic job's are the nodes it
+    holds (or held last): ranks it shrank away from are left out while others hold their numbers."""
     if not job.attempt:  # never placed
         return []
     allocations = [a for a in job.allocations.all() if a.attempt == job.attempt]
-    return [a.node.name for a in sorted(allocations, key=lambda a: a.rank)]
+    by_rank: dict[int, Allocation] = {}
+    for a in sorted(allocations, key=lambda a: (a.rank, a.released_at is None, a.released_at or a.allocated_at)):
+        by_rank[a.rank] = a  # the live one (or the last released) of each rank number
+    ranks = sorted(by_rank)[: job.nodes] if job.elastic else sorted(by_rank)
+    return [by_rank[rank].node.name for rank in ranks]
 
 
 class NodeUsage(TypedDict):

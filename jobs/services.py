@@ -109,9 +109,14 @@ def job_check_fits_cluster(
     gpu_fraction: float | None = None,
     gpu_memory_gb: float | None = None,
     gpu_isolation: bool = False,
+    min_nodes: int | None = None,
+    max_nodes: int | None = None,
 ) -> None:
-    """Reject a job that could never run on this cluster, however empty it became."""
+    """Reject a job that could never run on this cluster, however empty it became. An elastic job (min_nodes..max_nodes)
+    must fit at its least and at its most; `nodes` is then its most."""
     _known_nodes()
+    if min_nodes is not None:
+        _check_elastic(nodes, min_nodes, gpu_fraction or gpu_memory_gb or gpu_isolation)
     if gpu_fraction or gpu_memory_gb or gpu_isolation:
         _check_gpu_slice(nodes, gpus_per_node, rdma_per_node, gpu_fraction or 0.0, gpu_memory_gb or 0.0, gpu_isolation)
         return
@@ -125,6 +130,7 @@ def job_check_fits_cluster(
         inventory = [(gpus, rdma) for gpus, rdma in inventory if rdma >= rdma_per_node]
     known = [gpus for gpus, _ in inventory]
     largest = max(known, default=0)
+    elastic = f" (it may grow to {nodes}; ask for a max_nodes the cluster has)" if min_nodes is not None else ""
     if gpus_per_node > largest:
         raise ValidationError({"gpus_per_node": [f"No node has {gpus_per_node} GPUs; the largest node has {largest}."]})
     big_enough = sum(1 for g in known if g >= gpus_per_node)
@@ -134,7 +140,21 @@ def job_check_fits_cluster(
             {
                 "nodes": [
                     f"The job needs {nodes} nodes with at least {gpus_per_node} GPUs{devices} each, "
-                    f"but the whole cluster has {big_enough} such nodes ({sum(known)} GPUs in all)."
+                    f"but the whole cluster has {big_enough} such nodes ({sum(known)} GPUs in all){elastic}."
+                ]
+            }
+        )
+
+
+def _check_elastic(nodes: int, min_nodes: int, slice_asked: object) -> None:
+    if slice_asked:
+        raise ValidationError({"min_nodes": ["A GPU slice is a single-node job; it cannot be elastic."]})
+    if settings.MUSTER_CLUSTER == "kubernetes" and settings.MUSTER_K8S_LAUNCH_MODE in ("podgroup", "mpijob"):
+        raise ValidationError(
+            {
+                "min_nodes": [
+                    f"Elastic jobs need MUSTER_K8S_LAUNCH_MODE pods or workload; this site launches {settings.MUSTER_K8S_LAUNCH_MODE}, "
+                    "whose gangs have a fixed size: ask for a fixed number of nodes."
                 ]
             }
         )
@@ -179,6 +199,8 @@ def job_submit_check(
     gpu_fraction: float | None = None,
     gpu_memory_gb: float | None = None,
     gpu_isolation: bool = False,
+    min_nodes: int | None = None,
+    max_nodes: int | None = None,
     **_spec: Any,
 ) -> None:
     """Everything a submit checks beyond the fields themselves (the cluster's size, the owner's limits); writes nothing.
@@ -192,12 +214,15 @@ def job_submit_check(
         gpu_fraction=gpu_fraction,
         gpu_memory_gb=gpu_memory_gb,
         gpu_isolation=gpu_isolation,
+        min_nodes=min_nodes,
+        max_nodes=max_nodes,
     )
     for check in job_hooks.submit_checks:
         check(
             owner=owner,
             team=team,
-            nodes=nodes,
+            # An elastic job starts on its least: that is what its limits must let it run.
+            nodes=min_nodes or nodes,
             gpus_per_node=gpus_per_node,
             wall_time_seconds=wall_time_seconds,
             preemptible=preemptible,
@@ -226,6 +251,8 @@ def _job_row(*, owner: User, now: datetime, spec: Mapping[str, Any], **extra: An
         gpu_fraction=spec.get("gpu_fraction"),
         gpu_memory_gb=spec.get("gpu_memory_gb"),
         gpu_isolation=spec.get("gpu_isolation", False),
+        min_nodes=spec.get("min_nodes"),
+        max_nodes=spec.get("max_nodes"),
         state=JobState.PENDING,
         pending_reason_code="NEW",
         pending_reason="Waiting for the next scheduling cycle.",
@@ -259,6 +286,8 @@ def job_submit(
     gpu_fraction: float | None = None,
     gpu_memory_gb: float | None = None,
     gpu_isolation: bool = False,
+    min_nodes: int | None = None,
+    max_nodes: int | None = None,
 ) -> Job:
     """Queue a job. The job row and its first event are written together, or not at all."""
     spec: dict[str, Any] = {
@@ -279,6 +308,8 @@ def job_submit(
         "gpu_fraction": gpu_fraction,
         "gpu_memory_gb": gpu_memory_gb,
         "gpu_isolation": gpu_isolation,
+        "min_nodes": min_nodes,
+        "max_nodes": max_nodes,
     }
     job_submit_check(owner=owner, **spec)
     now = timezone.now()

@@ -13,3 +13,4 @@ class QuotasConfig(AppConfig):
         job_hooks.on_submit(quota_check_job)
         job_hooks.on_submit(team_volumes_check)
         job_hooks.on_left_active(ledger_charge)
+        job_hooks.on_resizing(ledger_charge)

@@ -18,6 +18,7 @@ from django.db.models import FloatField, Q, QuerySet, Sum
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from jobs.amounts import gpu_amount
 from jobs.models import Allocation
 from policy.model import Account, team_key, user_key
 from quotas.limits import LIMIT_FIELDS, Limits, effective_limits, limits_of
@@ -50,7 +51,7 @@ class AccountUsage:
     """One account's limits and what it uses now and in the current budget period."""
 
     limits: Limits
-    gpus_in_use: int
+    gpus_in_use: float  # a GPU slice counts its share
     node_hours_used: float
     gpu_hours_used: float
     period_start: datetime
@@ -137,7 +138,7 @@ def account_usages(*, users: Sequence[Any] = (), teams: Sequence[Team] = (), now
         ("user", q["user_id"]) if q["user_id"] else ("team", q["team_id"]): q
         for q in Quota.objects.filter(Q(user_id__in=user_ids) | Q(team_id__in=team_ids)).values("user_id", "team_id", *LIMIT_FIELDS)
     }
-    in_use: dict[tuple[str, int], int] = defaultdict(int)
+    in_use: dict[tuple[str, int], float] = defaultdict(float)
     live = (
         Allocation.objects.filter(released_at__isnull=True)
         .filter(Q(job__owner_id__in=user_ids) | Q(job__team_id__in=team_ids))
@@ -165,7 +166,7 @@ def account_usages(*, users: Sequence[Any] = (), teams: Sequence[Team] = (), now
         node_seconds, gpu_seconds = charged[kind, pk]
         return AccountUsage(
             limits=limits_of(kind, name, rows.get((kind, pk))),
-            gpus_in_use=in_use[kind, pk],
+            gpus_in_use=gpu_amount(in_use[kind, pk]),
             node_hours_used=node_seconds / 3600,
             gpu_hours_used=gpu_seconds / 3600,
             period_start=period_start,

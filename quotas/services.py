@@ -15,6 +15,7 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from audit.services import audit_changes, audit_record
+from jobs.amounts import gpu_amount
 from jobs.models import Allocation, Job, Node, NodeState
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.limits import LIMIT_FIELDS, Limits, default_values, effective_limits, limits_of
@@ -308,7 +309,9 @@ def quota_warnings(*, account: Any, before: Limits, after: Limits, now: datetime
     limit = after.max_gpus
     if limit is not None and limit != before.max_gpus and usage.gpus_in_use > limit:
         owned = {"job__owner": account} if after.kind == "user" else {"job__team": account}
-        borrowed = Allocation.objects.filter(released_at__isnull=True, job__over_quota=True, **owned).aggregate(n=Sum("gpus"))["n"] or 0
+        borrowed = gpu_amount(
+            Allocation.objects.filter(released_at__isnull=True, job__over_quota=True, **owned).aggregate(n=Sum("gpus"))["n"]
+        )
         lent = f" ({borrowed} of them borrowed by preemptible jobs, which stay first in line to be preempted)" if borrowed else ""
         warnings.append(
             f"{whose} holds {usage.gpus_in_use} GPUs now, above the new limit of {limit}{lent}: running jobs are not stopped; "

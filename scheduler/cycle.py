@@ -30,16 +30,18 @@ from jobs.lifecycle import (
     job_place,
     job_preempt,
     job_requeue,
+    job_resize,
     job_retry_or_fail,
     job_succeed,
     job_time_out,
     job_wall_time_passed,
 )
-from jobs.logs import gang_teardown
+from jobs.logs import gang_logs_capture, gang_teardown
 from jobs.models import Allocation, ClusterHealth, Job, Node, NodeState
+from jobs.selectors import job_assigned_nodes
 from jobs.services import node_gang_failed, nodes_gang_succeeded, nodes_sync
 from jobs.states import ACTIVE_STATES, JobState
-from policy.model import Decisions, Placement, Preemption
+from policy.model import Decisions, Placement, Preemption, Resize
 from policy.schedule import schedule
 from quotas.services import ledger_charge_active
 from scheduler.counters import cycle_counters_record
@@ -62,6 +64,8 @@ class CycleReport:
     # Placed jobs whose launch the cluster refused (requeued): counted for /metrics.
     launch_failed: list[int] = field(default_factory=list)
     orphans_removed: list[tuple[int, int]] = field(default_factory=list)
+    # Elastic jobs resized: (job id, ranks added, ranks removed).
+    resized: list[tuple[int, list[int], list[int]]] = field(default_factory=list)
     cluster_error: str = ""
     seconds: float = 0.0
 
@@ -109,6 +113,7 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
         # Preempted gangs get the grace period to checkpoint on SIGTERM.
         for job_id, attempt, ranks in stopped:
             gang_teardown(backend, job_id, attempt, range(ranks), grace_seconds=settings.MUSTER_PREEMPTION_GRACE_SECONDS)
+        _apply_resizes(backend, report)
         _launch(backend, decisions, now, report)
         report.seconds = time.monotonic() - started
         return report
@@ -135,6 +140,8 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
     if job_wall_time_passed(job, now=now):
         _ended(backend, job_time_out(job, now=now), report)
         return
+    # An elastic job's ranks are 0..nodes-1; pods of ranks it shrank away may still be terminating.
+    pods = [p for p in pods if p.rank < job.nodes]
     lost = sorted({p.node_name for p in pods if p.node_name and p.node_name not in present})
     if lost:
         # The cluster's fault, not the job's: back to the queue without spending a restart, to resume elsewhere.
@@ -258,7 +265,7 @@ def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[in
     """
     decisions = schedule(build_snapshot(now), policy_config())
     node_ids = dict(Node.objects.values_list("name", "id"))
-    ids = [p.job_id for p in decisions.placements] + [p.job_id for p in decisions.preemptions]
+    ids = [p.job_id for p in decisions.placements] + [p.job_id for p in decisions.preemptions] + [r.job_id for r in decisions.resizes]
     jobs = Job.objects.in_bulk(ids)
     stopped: list[tuple[int, int, int]] = []
     for preemption in decisions.preemptions:
@@ -266,6 +273,10 @@ def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[in
         if gang is not None:
             stopped.append(gang)
             report.preempted.append(preemption.job_id)
+    for resize in decisions.resizes:
+        ranks = _unless_moved(resize.job_id, jobs.get(resize.job_id), partial(_resized, resize=resize, node_ids=node_ids, now=now))
+        if ranks is not None:
+            report.resized.append((resize.job_id, *ranks))
     placed: list[Placement] = []
     for placement in decisions.placements:
         if _unless_moved(placement.job_id, jobs.get(placement.job_id), partial(_placed, placement=placement, node_ids=node_ids, now=now)):
@@ -286,6 +297,36 @@ def _unless_moved(job_id: int, job: Job | None, write: Callable[[Job], Written])
     except IllegalTransition as exc:
         logger.info("job %s changed since this cycle's snapshot (%s); skipped", job_id, exc)
         return None
+
+
+def _resized(job: Job, *, resize: Resize, node_ids: dict[str, int], now: datetime) -> tuple[list[int], list[int]]:
+    return job_resize(
+        job, node_names=resize.node_names, added=resize.added, removed=resize.removed, node_ids=node_ids, reason=resize.reason, now=now
+    )
+
+
+def _apply_resizes(backend: ClusterBackend, report: CycleReport) -> None:
+    """The pods of what the cycle resized: shrunk ranks go (their output kept), grown ones start. A growth the cluster
+    refuses is undone at once (the job keeps running on the nodes it had)."""
+    for job_id, added, removed in report.resized:
+        job = Job.objects.select_related("owner", "team").get(pk=job_id)
+        if removed:
+            gang_logs_capture(backend, job.pk, job.attempt, removed)
+            backend.teardown_ranks(job.pk, job.attempt, removed, grace_seconds=settings.MUSTER_PREEMPTION_GRACE_SECONDS)
+        if not added:
+            continue
+        names = job_assigned_nodes(job)
+        try:
+            backend.launch_ranks(_gang_spec(job, tuple(names)), added)
+        except Exception as exc:  # refused, or the cluster went away: either way the grown ranks are not running
+            logger.warning("growing job %s onto %s failed: %s", job.pk, names[min(added) :], exc)
+            undo = names[min(added) :]
+            backend.teardown_ranks(job.pk, job.attempt, added)
+            node_ids = dict(Node.objects.filter(name__in=undo).values_list("name", "id"))
+            job_resize(
+                job, node_names=names[: min(added)], added=(), removed=undo, node_ids=node_ids,
+                reason=f"The cluster refused the pods it grew by ({exc}); shrunk back", now=timezone.now(),
+            )  # fmt: skip
 
 
 def _preempted(job: Job, *, preemption: Preemption, now: datetime) -> tuple[int, int, int]:
@@ -329,6 +370,8 @@ def _gang_spec(job: Job, node_names: tuple[str, ...]) -> GangSpec:
         rdma_per_node=job.rdma_per_node,
         image_pull_secrets=job.team.pull_secrets if job.team else (),
         gpu_slice=gpu_slice,
+        min_nodes=job.min_nodes or 0,
+        max_nodes=job.max_nodes or 0,
     )
 
 

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import Count, F, Q, QuerySet, Sum
 
+from jobs.amounts import gpu_amount
 from jobs.models import Allocation, Job, PlannedQueue
 from jobs.states import ACTIVE_STATES, JobState
 from policy.model import Priority
@@ -43,7 +44,7 @@ class QueueCounts:
     pending_by_reason: dict[str, int] = field(default_factory=dict)
     running_within_quota: int = 0
     running_over_quota: int = 0
-    gpus_over_quota: int = 0
+    gpus_over_quota: float = 0
 
 
 def stored_priority(job: Job) -> Priority | None:
@@ -109,7 +110,7 @@ def queue_counts() -> QueueCounts:
         pending_by_reason=dict(sorted(reasons.items())),
         running_within_quota=running["total"] - running["over"],
         running_over_quota=running["over"],
-        gpus_over_quota=gpus_over or 0,
+        gpus_over_quota=gpu_amount(gpus_over),
     )
 
 

@@ -99,46 +99,37 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
         "gpu_fraction",
         "gpu_memory_gb",
         "gpu_isolation",
+        "min_nodes",
+        "max_nodes",
     )
-    return tuple(
-        PendingJob(
-            id=pk,
-            nodes=nodes,
-            gpus_per_node=gpus,
-            class_rank=class_rank(pc),
-            submitted_at=submitted.timestamp(),
-            user=user,
-            team=team,
-            preemptible=preemptible,
-            wall_seconds=float(wall),
-            launch_failures=failures,
-            not_before=not_before.timestamp() if not_before else None,
-            preempted_at=history[pk][1].timestamp() if history and pk in history else None,
-            avoid_nodes=tuple(avoid or ()),
-            rdma_per_node=rdma,
-            gpu_fraction=fraction or 0.0,
-            gpu_memory_gb=memory or 0.0,
-            gpu_isolation=isolation,
+    jobs = []
+    for row in rows:
+        pk, nodes, gpus, pc, submitted, user, team, preemptible, wall, failures, not_before, avoid, rdma = row[:13]
+        fraction, memory, isolation, low, high = row[13:]
+        jobs.append(
+            PendingJob(
+                id=pk,
+                # An elastic job waits for its most (its `nodes` is the size it last held).
+                nodes=high or nodes,
+                gpus_per_node=gpus,
+                class_rank=class_rank(pc),
+                submitted_at=submitted.timestamp(),
+                user=user,
+                team=team,
+                preemptible=preemptible,
+                wall_seconds=float(wall),
+                launch_failures=failures,
+                not_before=not_before.timestamp() if not_before else None,
+                preempted_at=history[pk][1].timestamp() if history and pk in history else None,
+                avoid_nodes=tuple(avoid or ()),
+                rdma_per_node=rdma,
+                gpu_fraction=fraction or 0.0,
+                gpu_memory_gb=memory or 0.0,
+                gpu_isolation=isolation,
+                min_nodes=low or 0,
+            )
         )
-        for (
-            pk,
-            nodes,
-            gpus,
-            pc,
-            submitted,
-            user,
-            team,
-            preemptible,
-            wall,
-            failures,
-            not_before,
-            avoid,
-            rdma,
-            fraction,
-            memory,
-            isolation,
-        ) in rows
-    )
+    return tuple(jobs)
 
 
 def running_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tuple[RunningJob, ...]:
@@ -156,9 +147,13 @@ def running_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
         "team__name",
         "preemptible",
         "over_quota",
+        "min_nodes",
+        "max_nodes",
+        "gpus_per_node",
+        "rdma_per_node",
     )
     result = []
-    for pk, pc, scheduled, started, wall, user, team, preemptible, over_quota in rows:
+    for pk, pc, scheduled, started, wall, user, team, preemptible, over_quota, low, high, gpus, rdma in rows:
         ranks = sorted(held.get(pk, []))
         # An active job has been placed, so scheduled_at (and so each of these) is set.
         start = cast(datetime, started or scheduled).timestamp()
@@ -177,6 +172,10 @@ def running_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
                 preemptible=preemptible,
                 over_quota=over_quota,
                 preemptions=history[pk][0] if history and pk in history else 0,
+                min_nodes=low or 0,
+                max_nodes=high or 0,
+                gpus_per_node=gpus,
+                rdma_per_node=rdma,
             )
         )
     return tuple(result)

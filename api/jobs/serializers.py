@@ -15,7 +15,7 @@ from apikit.serializers import StrictSerializer
 from jobs import validators
 from jobs.arrays import ARRAY_SYNTAX, array_indices
 from jobs.logs import job_log_attempts
-from jobs.models import EstimateKind, Job, JobEvent, Node
+from jobs.models import EstimateKind, Job, JobEvent, JobResize, Node
 from jobs.selectors import job_assigned_nodes
 from policy.model import Priority
 from scheduler.queue import QueueCounts, QueueEntry, stored_priority
@@ -49,7 +49,21 @@ class JobSubmitSerializer(StrictSerializer):
         min_length=1,
         max_length=validators.COMMAND_MAX_ARGS,
     )
-    nodes = serializers.IntegerField(min_value=1, max_value=100_000)
+    nodes = serializers.IntegerField(
+        min_value=1, max_value=100_000, required=False, help_text="Nodes (ranks), all started at once; required unless max_nodes is given."
+    )
+    min_nodes = serializers.IntegerField(
+        min_value=1,
+        max_value=100_000,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="An elastic job (with max_nodes): it starts on as many whole nodes as fit, at least this many, grows "
+        "onto idle nodes up to max_nodes and shrinks back (never below this) rather than be preempted. docs/elastic-jobs.md.",
+    )
+    max_nodes = serializers.IntegerField(
+        min_value=2, max_value=100_000, required=False, allow_null=True, default=None, help_text="An elastic job's most nodes."
+    )
     gpus_per_node = serializers.IntegerField(min_value=1, max_value=1024)
     wall_time_seconds = serializers.IntegerField(min_value=1)
     env = serializers.DictField(
@@ -160,6 +174,18 @@ class JobSubmitSerializer(StrictSerializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         # Whether the job fits the cluster at all is checked by `job_submit` itself.
         attrs.setdefault("priority_class", settings.MUSTER_DEFAULT_PRIORITY_CLASS)
+        low, high = attrs.get("min_nodes"), attrs.get("max_nodes")
+        if (low is None) != (high is None):
+            missing = "max_nodes" if high is None else "min_nodes"
+            raise serializers.ValidationError({missing: ["An elastic job gives both min_nodes and max_nodes."]})
+        if low is not None and high is not None:
+            if low >= high:
+                raise serializers.ValidationError({"max_nodes": [f"max_nodes ({high}) must be more than min_nodes ({low})."]})
+            if attrs.get("nodes") not in (None, high):
+                raise serializers.ValidationError({"nodes": [f"An elastic job's nodes is its max_nodes ({high}); leave it out."]})
+            attrs["nodes"] = high
+        elif "nodes" not in attrs:
+            raise serializers.ValidationError({"nodes": ["This field is required."]})
         return attrs
 
 
@@ -181,6 +207,12 @@ class JobEventSerializer(serializers.ModelSerializer):
     class Meta:
         model = JobEvent
         fields = ["at", "from_state", "to_state", "reason", "attempt"]
+
+
+class JobResizeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = JobResize
+        fields = ["at", "attempt", "from_nodes", "to_nodes", "added", "removed", "reason"]
 
 
 class PendingReasonSerializer(serializers.Serializer):
@@ -239,7 +271,7 @@ class JobSerializer(serializers.ModelSerializer):
             "id", "name", "owner", "team", "state", "state_reason", "pending_reason", "queue_position", "priority",
             "image", "command",
             "nodes", "gpus_per_node", "gpus", "wall_time_seconds", "priority_class", "max_restarts",
-            "attempt", "restarts", "exit_code", "assigned_nodes", "preemptible", "rdma_per_node",
+            "min_nodes", "max_nodes", "attempt", "restarts", "exit_code", "assigned_nodes", "preemptible", "rdma_per_node",
             "gpu_fraction", "gpu_memory_gb", "gpu_isolation", "over_quota", "estimated_start", "estimate_kind",
             "reserved_nodes", "promised_start", "array_id", "array_index",
             "submitted_at", "scheduled_at", "started_at", "finished_at",
@@ -268,14 +300,20 @@ class LogAttemptSerializer(serializers.Serializer):
 
 class JobDetailSerializer(JobSerializer):
     events = JobEventSerializer(many=True, read_only=True)
+    resizes = serializers.SerializerMethodField(help_text="An elastic job's growths and shrinks, oldest first (empty for others).")
     attempts = serializers.SerializerMethodField(help_text="The attempts whose output can be read (`logs/?attempt=`), with their ranks.")
     telemetry_summary = serializers.SerializerMethodField(
         help_text="GPU and network summary of the job's stored runs; null until a run ends."
     )
 
     class Meta(JobSerializer.Meta):
-        fields = [*JobSerializer.Meta.fields, "env", "simulate", "volumes", "events", "attempts", "telemetry_summary"]
+        fields = [*JobSerializer.Meta.fields, "env", "simulate", "volumes", "events", "resizes", "attempts", "telemetry_summary"]
         read_only_fields = fields
+
+    @extend_schema_field(JobResizeSerializer(many=True))
+    def get_resizes(self, job: Job) -> list[dict[str, Any]]:
+        # Read only for an elastic job: no other has any, and the detail's queries stay bounded.
+        return list(JobResizeSerializer(job.resizes.all(), many=True).data) if job.elastic else []
 
     @extend_schema_field(TelemetrySummarySerializer(allow_null=True))
     def get_telemetry_summary(self, job: Job) -> dict[str, Any] | None:

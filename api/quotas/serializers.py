@@ -8,6 +8,14 @@ from typing import Any
 from rest_framework import serializers
 
 from apikit.serializers import StrictSerializer
+from jobs.amounts import gpu_amount
+
+
+class GpuAmountField(serializers.FloatField):
+    """GPUs held: 32 for whole GPUs, 0.25 for a GPU slice's share (jobs.amounts.gpu_amount)."""
+
+    def to_representation(self, value: float) -> float:  # type: ignore[override]  # DRF's stubs say str; JSON wants a number
+        return gpu_amount(value)
 
 
 class QuotaInputSerializer(StrictSerializer):
@@ -28,7 +36,7 @@ class QuotaInputSerializer(StrictSerializer):
 
 
 class UsageSerializer(serializers.Serializer):
-    gpus_in_use = serializers.IntegerField(help_text="GPUs held now by the account's running and scheduled jobs.")
+    gpus_in_use = GpuAmountField(help_text="GPUs held now by the account's running and scheduled jobs (a GPU slice counts its share).")
     node_hours_used = serializers.FloatField(help_text="Node-hours charged in the current budget period.")
     node_hours_left = serializers.FloatField(allow_null=True, help_text="Budget left this period; null without a budget.")
     gpu_hours_used = serializers.FloatField(help_text="GPU-hours charged in the current budget period.")

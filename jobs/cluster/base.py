@@ -77,10 +77,17 @@ class GangSpec:
     image_pull_secrets: tuple[str, ...] = ()
     # A GPU-slice job's one pod asks for one of these instead of whole GPUs.
     gpu_slice: GpuSlice | None = None
+    # An elastic job's bounds (0: a gang of fixed size); `node_names` is its size now.
+    min_nodes: int = 0
+    max_nodes: int = 0
 
     def muster_env(self) -> dict[str, str]:
-        """What Muster itself tells every pod beyond the job's env (which may not set these names): its GPU slice."""
-        return self.gpu_slice.env() if self.gpu_slice else {}
+        """What Muster itself tells every pod beyond the job's env (which may not set these names): its GPU slice, and an
+        elastic job's bounds."""
+        env = self.gpu_slice.env() if self.gpu_slice else {}
+        if self.min_nodes:
+            env.update({"MUSTER_MIN_NODES": str(self.min_nodes), "MUSTER_MAX_NODES": str(self.max_nodes)})
+        return env
 
 
 @dataclass(frozen=True)
@@ -151,6 +158,12 @@ class ClusterBackend(Protocol):
 
     def teardown_gang(self, job_id: int, attempt: int, grace_seconds: int | None = None) -> None:
         """Delete every pod of one attempt, giving them `grace_seconds` after SIGTERM. Deleting what is gone is success."""
+
+    def launch_ranks(self, spec: GangSpec, ranks: list[int]) -> None:
+        """Create the pods of these ranks of a running gang (an elastic job grown onto spec.node_names[rank])."""
+
+    def teardown_ranks(self, job_id: int, attempt: int, ranks: list[int], grace_seconds: int | None = None) -> None:
+        """Delete the pods of these ranks of a running gang (an elastic job shrunk), the rest left running."""
 
     def observe_gangs(self) -> dict[tuple[int, int], list[PodStatus]]:
         """Every gang with pods on the cluster, by (job id, attempt), its pods by rank: one read per cycle.

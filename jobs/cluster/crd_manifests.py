@@ -85,7 +85,8 @@ def native_podgroup_manifest(spec: GangSpec, options: PodOptions, owner_uid: str
     metadata: dict[str, Any] = {"name": gang_name(spec.job_id, spec.attempt), "namespace": options.namespace, "labels": gang_labels(spec)}
     if owner_uid:
         metadata["ownerReferences"] = [service_owner_reference(spec, owner_uid)]
-    group_spec = {"schedulingPolicy": {"gang": {"minCount": len(spec.node_names)}}}
+    # An elastic job's gang is its least: the pods it grows by join a group already scheduled.
+    group_spec = {"schedulingPolicy": {"gang": {"minCount": spec.min_nodes or len(spec.node_names)}}}
     return {"apiVersion": NATIVE_PODGROUP.api_version, "kind": NATIVE_PODGROUP.kind, "metadata": metadata, "spec": group_spec}
 
 

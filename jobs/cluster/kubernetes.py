@@ -306,7 +306,29 @@ class KubernetesCluster:
             # Before the pods, so the gang scheduler knows the gang's size when the first pod arrives.
             resource, manifest = GROUP_OF_MODE[self.options.launch_mode]
             self._create_custom(resource, manifest(spec, self.options, owner_uid=uid))
-        bodies = [pod_manifest(spec, rank, self.options, owner_uid=uid) for rank in range(len(spec.node_names))]
+        self._create_pods(spec, list(range(len(spec.node_names))), uid)
+
+    def launch_ranks(self, spec: GangSpec, ranks: list[int]) -> None:
+        """An elastic job grown: the pods of its new ranks, owned by its gang's Service like the others."""
+        name = gang_name(spec.job_id, spec.attempt)
+        service = self._call("read service", self.core.read_namespaced_service, name, self.options.namespace)
+        self._create_pods(spec, ranks, service.metadata.uid)
+
+    def teardown_ranks(self, job_id: int, attempt: int, ranks: list[int], grace_seconds: int | None = None) -> None:
+        """An elastic job shrunk: its last ranks' pods go (SIGTERM, then the grace period); the others keep running."""
+        grace = self.options.termination_grace_seconds if grace_seconds is None else grace_seconds
+        for rank in ranks:
+            try:
+                self._call(
+                    "delete pod", self.core.delete_namespaced_pod, pod_name(job_id, attempt, rank), self.options.namespace,
+                    grace_period_seconds=grace,
+                )  # fmt: skip
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+
+    def _create_pods(self, spec: GangSpec, ranks: list[int], uid: str) -> None:
+        bodies = [pod_manifest(spec, rank, self.options, owner_uid=uid) for rank in ranks]
         # Concurrent creates: a 64-node gang's pods reach the API server in a fraction of the sequential time.
         with ThreadPoolExecutor(max_workers=min(LAUNCH_CONCURRENCY, len(bodies))) as pool:
             for future in [pool.submit(self._create, "pod", self.core.create_namespaced_pod, body) for body in bodies]:

@@ -161,6 +161,26 @@ def rendezvous_env(spec: GangSpec, rank: int, options: PodOptions) -> dict[str, 
         # One line per rank's host, for MPI launchers (`mpirun --hostfile`).
         "MUSTER_HOSTS": ",".join(f"{pod_name(spec.job_id, spec.attempt, r)}.{service}" for r in range(len(spec.node_names))),
         **spec.muster_env(),
+        **elastic_env(spec, options),
+    }
+
+
+# torchrun's c10d rendezvous port (its default), served by rank 0's pod.
+RDZV_PORT = 29400
+
+
+def elastic_env(spec: GangSpec, options: PodOptions) -> dict[str, str]:
+    """torchrun's elastic settings (its PET_* variables: no flags needed): --nnodes=MIN:MAX with a c10d rendezvous on rank 0,
+    which never goes when the job shrinks; every membership change restarts the workers from their last checkpoint."""
+    if not spec.min_nodes:
+        return {}
+    service = gang_name(spec.job_id, spec.attempt)
+    return {
+        "PET_NNODES": f"{spec.min_nodes}:{spec.max_nodes}",
+        "PET_RDZV_BACKEND": "c10d",
+        "PET_RDZV_ENDPOINT": f"{pod_name(spec.job_id, spec.attempt, 0)}.{service}.{options.namespace}.svc:{RDZV_PORT}",
+        "PET_RDZV_ID": service,
+        "PET_MAX_RESTARTS": "100",
     }
 
 

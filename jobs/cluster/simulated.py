@@ -125,10 +125,19 @@ class SimulatedCluster:
         )
 
     def launch_gang(self, spec: GangSpec) -> None:
+        self.launch_ranks(spec, list(range(len(spec.node_names))))
+
+    def launch_ranks(self, spec: GangSpec, ranks: list[int]) -> None:
         created = self.clock()
         duration = float(spec.simulate.get("duration_seconds", self.default_duration_seconds))
         exit_code = int(spec.simulate.get("exit_code", 0))
-        for rank, node_name in enumerate(spec.node_names):
+        if ranks and ranks[0] > 0:
+            # A grown rank joins a job already running: it ends with the rest (its rendezvous), not a full run later.
+            first = SimulatedPod.objects.filter(job_id=spec.job_id, attempt=spec.attempt, rank=0).first()
+            if first is not None:
+                duration = max(0.0, (first.created_at - created).total_seconds() + first.duration_seconds)
+        for rank in ranks:
+            node_name = spec.node_names[rank]
             try:
                 with transaction.atomic():
                     SimulatedPod.objects.create(
@@ -150,6 +159,9 @@ class SimulatedCluster:
     def teardown_gang(self, job_id: int, attempt: int, grace_seconds: int | None = None) -> None:
         # Simulated pods hold no state to checkpoint: they stop at once, whatever the grace period.
         SimulatedPod.objects.filter(job_id=job_id, attempt=attempt).delete()
+
+    def teardown_ranks(self, job_id: int, attempt: int, ranks: list[int], grace_seconds: int | None = None) -> None:
+        SimulatedPod.objects.filter(job_id=job_id, attempt=attempt, rank__in=ranks).delete()
 
     def observe_gangs(self) -> dict[tuple[int, int], list[PodStatus]]:
         now = self.clock()

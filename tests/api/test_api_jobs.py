@@ -459,7 +459,10 @@ def test_openapi_schema_describes_the_api(db: None) -> None:
         assert path in paths, path
     assert "post" in paths["/api/v1/jobs/"]
     submit_schema = schema["components"]["schemas"]["JobSubmitRequest"]
-    assert {"name", "image", "command", "nodes", "gpus_per_node", "wall_time_seconds"} <= set(submit_schema["required"])
+    assert {"name", "image", "command", "gpus_per_node", "wall_time_seconds"} <= set(submit_schema["required"])
+    # `nodes` is required unless an elastic job gives max_nodes (then it is max_nodes): the schema says so in words.
+    assert "required unless max_nodes is given" in submit_schema["properties"]["nodes"]["description"]
+    assert {"min_nodes", "max_nodes", "gpu_fraction", "gpu_memory_gb", "gpu_isolation"} <= set(submit_schema["properties"])
 
 
 def test_api_docs_render_for_a_logged_in_user(user: Any) -> None:

@@ -1,0 +1,11 @@
+"""GPU amounts as people read them: whole GPUs are counted in floats since a GPU slice holds a share of one."""
+
+from __future__ import annotations
+
+
+def gpu_amount(value: float | int | None) -> float | int:
+    """32.0 reads 32; a share keeps three decimals (0.25, 0.143); None is 0."""
+    if not value:
+        return 0
+    value = float(value)
+    return int(value) if value.is_integer() else round(value, 3)
