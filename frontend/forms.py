@@ -26,6 +26,14 @@ class JobForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3, **MONO}), required=False, help_text="One NAME=value per line.", label="Environment"
     )
     nodes = forms.IntegerField(min_value=1, initial=1, help_text="A multi-node job takes whole nodes.")
+    min_nodes = forms.IntegerField(
+        min_value=1,
+        required=False,
+        label="Elastic: fewest nodes",
+        help_text="Empty: the job runs on Nodes, no fewer. With a value it is elastic (torchrun --nnodes=MIN:MAX): Nodes is its "
+        "most; it starts on as many whole nodes as fit, grows when nodes stay idle, and shrinks to no fewer than this rather "
+        "than be preempted.",
+    )
     gpus_per_node = forms.IntegerField(min_value=1, initial=8, label="GPUs per node")
     rdma_per_node = forms.IntegerField(
         min_value=0,
@@ -65,12 +73,22 @@ class JobForm(forms.Form):
     )
 
     # Where the API's error keys land on this form.
-    FIELD_FOR_API = {"wall_time_seconds": "wall_time_minutes", "simulate": "sim_duration_seconds"}
+    FIELD_FOR_API = {"wall_time_seconds": "wall_time_minutes", "simulate": "sim_duration_seconds", "max_nodes": "nodes"}
     SECTIONS = (
         ("What to run", ("name", "image", "command", "env", "volumes")),
         (
             "Resources",
-            ("nodes", "gpus_per_node", "rdma_per_node", "wall_time_minutes", "priority_class", "max_restarts", "team", "preemptible"),
+            (
+                "nodes",
+                "min_nodes",
+                "gpus_per_node",
+                "rdma_per_node",
+                "wall_time_minutes",
+                "priority_class",
+                "max_restarts",
+                "team",
+                "preemptible",
+            ),
         ),
         ("A slice of a GPU (instead of whole GPUs)", ("gpu_fraction", "gpu_memory_gb", "gpu_isolation")),
         ("Simulated cluster", ("sim_duration_seconds", "sim_exit_code")),
@@ -163,6 +181,10 @@ class JobForm(forms.Form):
         }  # fmt: skip
         if data.get("gpu_isolation"):
             payload["gpu_isolation"] = True
+        if data.get("min_nodes") is not None:
+            # Elastic: Nodes is its most.
+            payload["min_nodes"] = data["min_nodes"]
+            payload["max_nodes"] = payload.pop("nodes", None)
         if data.get("wall_time_minutes") is not None:
             payload["wall_time_seconds"] = data["wall_time_minutes"] * 60
         payload["team"] = data.get("team") or None

@@ -64,7 +64,7 @@ def job_new(request: AuthenticatedHttpRequest) -> HttpResponse:
         serializer = JobSubmitSerializer(data=form.api_payload(), context={"request": request})
         errors = {} if serializer.is_valid() else dict(serializer.errors)
         data = form.cleaned_data
-        asks = ("nodes", "gpus_per_node", "rdma_per_node", "gpu_fraction", "gpu_memory_gb", "gpu_isolation")
+        asks = ("nodes", "gpus_per_node", "rdma_per_node", "gpu_fraction", "gpu_memory_gb", "gpu_isolation", "min_nodes")
         if "nodes" in data and "gpus_per_node" in data and not set(asks) & set(errors):
             errors.update(_cluster_fit_errors(**{key: data[key] for key in asks if data.get(key) is not None}))
         form.add_api_errors(errors)

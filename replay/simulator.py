@@ -67,6 +67,7 @@ from policy.model import (
     PendingJob,
     PolicyConfig,
     Reservation,
+    Resize,
     RunningJob,
     Snapshot,
     team_key,
@@ -129,6 +130,7 @@ class SimResult:
 CHECKS = [
     "no node is ever above its GPUs",
     "a gang always gets all its nodes at once (distinct whole nodes)",
+    "an elastic job holds min_nodes..nodes whole nodes",
     "preemptions name running jobs; placements name pending jobs",
     "every job finishes",
 ]
@@ -173,6 +175,13 @@ class _Run:
     keys: tuple[str, ...]
     gpus: int
     share: float
+    # Since when it holds what it holds now (an elastic job's resize starts a new piece of usage).
+    piece_start: float = 0.0
+    # Its work left, in seconds on all its nodes, as of `progress_at`, and at its start (an elastic job on fewer
+    # nodes progresses at nodes held / nodes asked).
+    remaining: float = 0.0
+    progress_at: float = 0.0
+    remaining_at_start: float = 0.0
 
 
 class _Sim:
@@ -212,7 +221,9 @@ class _Sim:
         self.remaining = {j.id: j.runtime for j in self.jobs}
         self.pending: dict[int, PendingJob] = {}
         self.running: dict[int, _Run] = {}
-        self.finishes: list[tuple[float, int, int]] = []  # (time, job id, attempt)
+        self.finishes: list[tuple[float, int, int]] = []  # (time, job id, version: a start or a resize)
+        self.version = dict.fromkeys(self.records, 0)
+        self.growable: set[int] = set()  # elastic jobs running below their most nodes
         self.wakes: list[tuple[float, int]] = []  # (time, job id: a starving job; 0: a victim becoming eligible)
         self.attempt = dict.fromkeys(self.records, 0)
         self.last_prediction: dict[int, float] = {}
@@ -263,8 +274,8 @@ class _Sim:
             moved = False  # a finish or a submit
             was_empty = not self.pending
             while self.finishes and self.finishes[0][0] <= now:
-                _, job_id, attempt = heapq.heappop(self.finishes)
-                if self.attempt[job_id] == attempt and job_id in self.running:
+                _, job_id, version = heapq.heappop(self.finishes)
+                if self.version[job_id] == version and job_id in self.running:
                     self._finish(job_id, now)
                     moved = True
             while nxt < n and jobs[nxt].submit <= now:
@@ -274,7 +285,7 @@ class _Sim:
             while self.wakes and self.wakes[0][0] <= now:
                 _, job_id = heapq.heappop(self.wakes)
                 due = due or job_id == 0 or job_id in self.pending
-            if self.pending and (due or (moved and (self.call_always or was_empty or self._could_start()))):
+            if (self.pending or self.growable) and (due or (moved and (self.call_always or was_empty or self._could_start()))):
                 self._call(now)
             # A job submitted at a skipped instant had no estimate at submit (it is not the head of the line).
             self.just_submitted.clear()
@@ -314,28 +325,53 @@ class _Sim:
             preemptible=job.preemptible or self.a.tenant_quotas,
             wall_seconds=job.wall_seconds,
             preempted_at=self.preempted_at.get(job.id),
+            min_nodes=job.min_nodes,
         )
+
+    @staticmethod
+    def _shape(job: PendingJob | TraceJob) -> tuple[int, int]:
+        """What must be free for it to start: an elastic job's fewest nodes."""
+        return (job.min_nodes or job.nodes, job.gpus_per_node)
 
     def _submit(self, job: TraceJob) -> None:
         self.pending[job.id] = self._pending(job)
         self.just_submitted.add(job.id)
-        self.shapes[job.nodes, job.gpus_per_node] += 1
+        self.shapes[self._shape(job)] += 1
         if self.starvation_wakes:
             heapq.heappush(self.wakes, (job.submit + self.config.starving_after(job.wall_seconds, job.nodes), job.id))
 
     def _release(self, job_id: int, now: float) -> _Run:
         run = self.running.pop(job_id)
+        self.growable.discard(job_id)
         r = run.running
         for name, gpus in zip(r.node_names, r.gpus_held, strict=True):
-            i = self.index[name]
-            self.free[i] += int(gpus)
-            self.views[i] = NodeView(name, self.cluster.gpus_per_node, self.free[i], self.rack[name])
-        self.usage.release(run.keys, run.start, now, run.gpus, run.share)
-        self.busy -= run.gpus
-        tenant = self.by_id[job_id].tenant
-        self.held_by_tenant[tenant] -= run.gpus
-        self.records[job_id].attempts.append((run.start, now, run.gpus))
+            self._give(name, int(gpus))
+        self._end_piece(job_id, run, now)
+        self._progress(run, now)
         return run
+
+    def _give(self, name: str, gpus: int) -> None:
+        i = self.index[name]
+        self.free[i] += gpus
+        self.views[i] = NodeView(name, self.cluster.gpus_per_node, self.free[i], self.rack[name])
+
+    def _take(self, name: str, gpus: int) -> None:
+        i = self.index[name]
+        self.free[i] -= gpus
+        self.views[i] = NodeView(name, self.cluster.gpus_per_node, self.free[i], self.rack[name])
+
+    def _end_piece(self, job_id: int, run: _Run, now: float) -> None:
+        """What it held since its last start or resize leaves the usage, the busy count and the tenant's share."""
+        self.usage.release(run.keys, run.piece_start, now, run.gpus, run.share)
+        self.busy -= run.gpus
+        self.held_by_tenant[self.by_id[job_id].tenant] -= run.gpus
+        self.records[job_id].attempts.append((run.piece_start, now, run.gpus))
+
+    def _progress(self, run: _Run, now: float) -> None:
+        """Its work done up to now at the rate of the nodes it holds (all of them but for an elastic job shrunk)."""
+        asked = self.by_id[run.running.id].nodes
+        run.remaining = max(0.0, run.remaining - (now - run.progress_at) * len(run.running.node_names) / asked)
+        run.progress_at = now
 
     def _finish(self, job_id: int, now: float) -> None:
         self._release(job_id, now)
@@ -347,7 +383,8 @@ class _Sim:
         if job_id not in self.running:
             raise SimulationError(f"preemptions name running jobs: job {job_id} is not running")
         run = self._release(job_id, now)
-        done = now - run.start
+        # Work in seconds on all its nodes (its run time, unless it is elastic and held fewer).
+        done = run.remaining_at_start - run.remaining
         record = self.records[job_id]
         record.preemptions += 1
         self.preempted_at[job_id] = now
@@ -357,18 +394,22 @@ class _Sim:
         else:
             kept = 0.0
         self.remaining[job_id] = self.remaining[job_id] - kept if self.a.resume == "checkpoint" else record.job.runtime
-        record.gpu_seconds_lost += (done - kept) * run.gpus
-        self.attempt[job_id] += 1
         job = record.job
+        record.gpu_seconds_lost += (done - kept) * (job.nodes * job.gpus_per_node if job.nodes > 1 else run.gpus)
+        self.attempt[job_id] += 1
+        self.version[job_id] += 1
         self.pending[job_id] = self._pending(job)
-        self.shapes[job.nodes, job.gpus_per_node] += 1
+        self.shapes[self._shape(job)] += 1
         self.requeued = True
 
     def _place(self, job_id: int, node_names: tuple[str, ...], gpus_held: tuple[int, ...], over_quota: bool, now: float) -> None:
         job = self.pending.get(job_id)
         if job is None:
             raise SimulationError(f"placements name pending jobs: job {job_id} is not pending")
-        if len(node_names) != job.nodes or len(gpus_held) != job.nodes or len(set(node_names)) != job.nodes:
+        size = len(node_names)
+        if job.elastic and not (job.min_nodes <= size <= job.nodes and len(set(node_names)) == size == len(gpus_held)):
+            raise SimulationError(f"an elastic job holds min_nodes..nodes whole nodes: job {job_id} got {node_names}")
+        if not job.elastic and (len(node_names) != job.nodes or len(gpus_held) != job.nodes or len(set(node_names)) != job.nodes):
             raise SimulationError(
                 f"a gang always gets all its nodes at once: job {job_id} needs {job.nodes} distinct nodes, got {node_names}"
             )
@@ -376,24 +417,23 @@ class _Sim:
             i = self.index.get(name)
             if i is None:
                 raise SimulationError(f"job {job_id} placed on unknown node {name}")
-            want = job.gpus_per_node if job.nodes == 1 else self.cluster.gpus_per_node
+            want = job.gpus_per_node if not job.whole_nodes else self.cluster.gpus_per_node
             if gpus != want:
                 raise SimulationError(f"a gang always gets all its nodes at once: job {job_id} holds {gpus} GPUs on {name}, not {want}")
             if gpus > self.free[i]:
                 raise SimulationError(f"no node is ever above its GPUs: job {job_id} takes {gpus} GPUs on {name}, {self.free[i]} free")
         for name, gpus in zip(node_names, gpus_held, strict=True):
-            i = self.index[name]
-            self.free[i] -= gpus
-            self.views[i] = NodeView(name, self.cluster.gpus_per_node, self.free[i], self.rack[name])
+            self._take(name, gpus)
         del self.pending[job_id]
-        self.shapes[job.nodes, job.gpus_per_node] -= 1
+        self.shapes[self._shape(job)] -= 1
         trace_job = self.by_id[job_id]
         held = sum(gpus_held)
         share = sum(g / self.cluster.gpus_per_node for g in gpus_held)
         keys = (user_key(job.user),) + ((team_key(job.team),) if job.team else ())
         self.usage.allocate(keys, now, held, share)
         self.attempt[job_id] += 1
-        finish = now + self.remaining[job_id]
+        self.version[job_id] += 1
+        finish = now + self.remaining[job_id] * job.nodes / size
         running = RunningJob(
             id=job_id,
             node_names=node_names,
@@ -406,9 +446,15 @@ class _Sim:
             preemptible=job.preemptible,
             over_quota=over_quota,
             preemptions=self.records[job_id].preemptions,
+            min_nodes=job.min_nodes if job.elastic else 0,
+            max_nodes=job.nodes if job.elastic else 0,
+            gpus_per_node=job.gpus_per_node,
         )
-        self.running[job_id] = _Run(running, now, finish, self.attempt[job_id], keys, held, share)
-        heapq.heappush(self.finishes, (finish, job_id, self.attempt[job_id]))
+        remaining = self.remaining[job_id]
+        self.running[job_id] = _Run(running, now, finish, self.attempt[job_id], keys, held, share, now, remaining, now, remaining)
+        if job.elastic and size < job.nodes:
+            self.growable.add(job_id)
+        heapq.heappush(self.finishes, (finish, job_id, self.version[job_id]))
         if self.preemption_wakes:
             heapq.heappush(self.wakes, (now + self.config.preemption_min_runtime_seconds, 0))
         self.busy += held
@@ -418,6 +464,40 @@ class _Sim:
             record.first_start = now
         record.start = now
         self.last_prediction.pop(job_id, None)
+
+    def _resize(self, resize: Resize, now: float) -> None:
+        """An elastic job grown or shrunk: its nodes, its usage piece, and its finish at its new rate."""
+        run = self.running.get(resize.job_id)
+        if run is None or not run.running.elastic:
+            raise SimulationError(f"resizes name running elastic jobs: job {resize.job_id} is not one")
+        r = run.running
+        size = len(resize.node_names)
+        if not (r.min_nodes <= size <= r.max_nodes and len(set(resize.node_names)) == size):
+            raise SimulationError(f"an elastic job holds min_nodes..nodes whole nodes: job {r.id} resized to {resize.node_names}")
+        gpn = self.cluster.gpus_per_node
+        for name in resize.removed:
+            self._give(name, gpn)
+        for name in resize.added:
+            if self.free[self.index[name]] != gpn:
+                raise SimulationError(f"no node is ever above its GPUs: job {r.id} grew onto {name}, which is not idle")
+            self._take(name, gpn)
+        self._progress(run, now)
+        self._end_piece(r.id, run, now)
+        run.running = replace(r, node_names=resize.node_names, gpus_held=tuple(int(g) for g in resize.gpus_held))
+        run.gpus = size * gpn
+        run.share = float(size)
+        run.piece_start = now
+        self.usage.allocate(run.keys, now, run.gpus, run.share)
+        self.busy += run.gpus
+        tenant = self.by_id[r.id].tenant
+        self.held_by_tenant[tenant] = self.held_by_tenant.get(tenant, 0) + run.gpus
+        self.version[r.id] += 1
+        run.finish = now + run.remaining * r.max_nodes / size
+        heapq.heappush(self.finishes, (run.finish, r.id, self.version[r.id]))
+        if size < r.max_nodes:
+            self.growable.add(r.id)
+        else:
+            self.growable.discard(r.id)
 
     def _in_submit_order(self) -> Iterable[PendingJob]:
         if self.requeued:
@@ -443,7 +523,8 @@ class _Sim:
         if self.policy == "fifo":
             head = next(iter(self._in_submit_order()))
             return fits(head.nodes, head.gpus_per_node)
-        return any(count and fits(*shape) for shape, count in self.shapes.items())
+        # An idle node an elastic job below its most may grow onto is a decision too.
+        return any(count and fits(*shape) for shape, count in self.shapes.items()) or bool(self.growable and idle)
 
     # --- one policy call -----------------------------------------------------------------------------
 
@@ -507,6 +588,8 @@ class _Sim:
         self.reservations = decisions.reservations
         for p in decisions.preemptions:
             self._preempt(p.job_id, now)
+        for resize in decisions.resizes:
+            self._resize(resize, now)
         for placement in decisions.placements:
             # Traces hold whole-GPU jobs only: no placement is a GPU slice.
             held = tuple(int(g) for g in placement.gpus_held)

@@ -21,7 +21,7 @@ import csv
 import gzip
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -64,12 +64,18 @@ class Assumptions:
     # Quotas and borrowing: each tenant's max_gpus is its equal share of the cluster's GPUs, and every job is
     # preemptible (it may borrow idle GPUs beyond the quota and is reclaimed when its owner's quota is needed).
     tenant_quotas: bool = False
+    # Elastic jobs: this share of the multi-node jobs, evenly spread in submit order (with 0.5 every second one), may run
+    # on half their nodes (rounded up) to all of them; their work scales with the nodes they hold, and their wall time
+    # is what they need on the fewest.
+    elastic_share: float = 0.0
 
     def __post_init__(self) -> None:
         if self.resume not in RESUME_MODES:
             raise ValueError(f"resume must be one of {RESUME_MODES}, not {self.resume!r}")
         if self.gpus_per_node < 1 or self.wall_round_seconds <= 0 or self.checkpoint_seconds <= 0:
             raise ValueError("gpus_per_node, wall_round_seconds and checkpoint_seconds must be positive")
+        if not 0.0 <= self.elastic_share <= 1.0:
+            raise ValueError("elastic_share is a share of the multi-node jobs, from 0 to 1")
 
     def describe(self) -> list[str]:
         cap = "Runtimes are kept as in the trace."
@@ -87,8 +93,18 @@ class Assumptions:
             if self.tenant_quotas
             else []
         )
+        elastic = (
+            [
+                f"{self.elastic_share:.0%} of the multi-node jobs, evenly spread in submit order, are elastic: they run on half "
+                "their nodes (rounded up) to all of them, their work scales with the nodes they hold, and their wall time is what "
+                "they need on the fewest (rounded up as the others')."
+            ]
+            if self.elastic_share
+            else []
+        )
         return [
             f"Nodes have {self.gpus_per_node} GPUs; a job asking for more is a gang of whole nodes.",
+            *elastic,
             cap,
             f"A job's wall time is its runtime rounded up to {self.wall_round_seconds / 3600:g} hours, unless the trace gives one.",
             resume,
@@ -109,6 +125,7 @@ class TraceJob:
     user: str = ""  # if empty the tenant is the only account that counts
     class_rank: int = 1  # 0 highest
     preemptible: bool = False
+    min_nodes: int = 0  # an elastic job's fewest nodes (Assumptions.elastic_share); 0: it runs on `nodes`
 
 
 def open_trace(path: str | Path) -> Iterator[str]:
@@ -175,7 +192,23 @@ def read_trace(
         if lo <= row.submit < hi:
             rows.append((row.submit, line, row))
     rows.sort(key=lambda r: (r[0], r[1]))
-    return [_job(i, row, assumptions) for i, (_, _, row) in enumerate(rows, start=1)]
+    jobs = [_job(i, row, assumptions) for i, (_, _, row) in enumerate(rows, start=1)]
+    return _elastic(jobs, assumptions) if assumptions.elastic_share else jobs
+
+
+def _elastic(jobs: list[TraceJob], a: Assumptions) -> list[TraceJob]:
+    """The evenly spread `elastic_share` of the multi-node jobs made elastic: the k-th multi-node job (from 0) is elastic when
+    floor((k + 1) x share) > floor(k x share), so with 0.5 every second one."""
+    out, k = [], 0
+    for job in jobs:
+        if job.nodes > 1:
+            if math.floor((k + 1) * a.elastic_share) > math.floor(k * a.elastic_share):
+                low = math.ceil(job.nodes / 2)
+                wall = max(1, math.ceil(job.runtime * job.nodes / low / a.wall_round_seconds)) * a.wall_round_seconds
+                job = replace(job, min_nodes=low, wall_seconds=max(wall, job.wall_seconds))
+            k += 1
+        out.append(job)
+    return out
 
 
 def _job(job_id: int, row: _Row, a: Assumptions) -> TraceJob:

@@ -49,6 +49,18 @@ def _wall_time(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
+def _node_count(text: str) -> tuple[int, int | None]:
+    """-N as sbatch takes it: 4, or 2-8 for an elastic job (min-max)."""
+    low, sep, high = text.partition("-")
+    try:
+        first, last = int(low), int(high) if sep else None
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a node count: write 4, or 2-8 for an elastic job") from None
+    if first < 1 or (last is not None and last <= first):
+        raise argparse.ArgumentTypeError(f"'{text}': nodes are at least 1, and an elastic range's most is above its least")
+    return first, last
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -115,15 +127,16 @@ def build_parser() -> argparse.ArgumentParser:
         "Queue a job from a YAML file and/or flags, like sbatch",
         "Flags override the file. The YAML's keys are the API's fields: name, image, command (a list, or one "
         "string split as a shell would), nodes, gpus_per_node, wall_time_seconds (seconds, or a wall time such "
-        "as 4h), rdma_per_node, gpu_fraction, gpu_memory_gb, gpu_isolation, env, priority_class, max_restarts, team, preemptible, "
-        "volumes, simulate, array. Prints the job's id; "
+        "as 4h), min_nodes, max_nodes, rdma_per_node, gpu_fraction, gpu_memory_gb, gpu_isolation, env, priority_class, "
+        "max_restarts, team, preemptible, volumes, simulate, array. Prints the job's id; "
         "--json prints the job.",
         "  muster submit job.yaml\n"
         "  muster submit job.yaml -N 4 -t 12h                      # the file, with 4 nodes and 12 hours\n"
         "  muster submit -N 2 -G 8 -t 4h --image nvcr.io/nvidia/pytorch:24.05-py3 -- torchrun --nproc-per-node 8 train.py\n"
         "  muster submit sweep.yaml --array 0-99                   # 100 jobs; each reads MUSTER_ARRAY_INDEX\n"
         "  muster submit job.yaml --dry-run                        # would it be accepted? nothing is queued\n"
-        "  muster submit --gpu-fraction 0.25 -t 1h --image IMAGE -- python eval.py   # a quarter of one GPU\n\n"
+        "  muster submit --gpu-fraction 0.25 -t 1h --image IMAGE -- python eval.py   # a quarter of one GPU\n"
+        "  muster submit job.yaml -N 2-8                           # elastic: 2 to 8 nodes (torchrun --nnodes=2:8)\n\n"
         "job.yaml:\n"
         "  name: llama-ft\n"
         "  image: nvcr.io/nvidia/pytorch:24.05-py3\n"
@@ -134,7 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
         "  env: {WANDB_PROJECT: llama}",
     )
     p.add_argument("spec_file", nargs="?", metavar="job.yaml", help="the job's fields in YAML")
-    p.add_argument("-N", "--nodes", type=int, help="nodes (ranks), all started at once (default 1)")
+    p.add_argument(
+        "-N", "--nodes", type=_node_count, metavar="N|MIN-MAX",
+        help="nodes (ranks), all started at once (default 1); MIN-MAX (e.g. 2-8) for an elastic job, as sbatch -N takes it",
+    )  # fmt: skip
     p.add_argument("-G", "--gpus-per-node", type=int, help="GPUs on each node")
     p.add_argument(
         "--rdma-per-node", type=int, metavar="N", help="RDMA devices on each node (multi-node jobs; nodes without them are skipped)"

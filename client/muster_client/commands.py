@@ -85,7 +85,10 @@ def _spec(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
         "name": args.name,
         "image": args.image,
         "command": args.command or None,
-        "nodes": args.nodes,
+        # -N 2-8: an elastic job (its nodes are its max_nodes, which the server fills in).
+        "nodes": args.nodes[0] if args.nodes and args.nodes[1] is None else None,
+        "min_nodes": args.nodes[0] if args.nodes and args.nodes[1] is not None else None,
+        "max_nodes": args.nodes[1] if args.nodes else None,
         "gpus_per_node": args.gpus_per_node,
         "rdma_per_node": args.rdma_per_node,
         "gpu_fraction": args.gpu_fraction,
@@ -98,6 +101,9 @@ def _spec(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
         "preemptible": True if args.preemptible else None,
         "env": parse_env(args.env or []),
     }
+    if args.nodes and args.nodes[1] is None:
+        # -N 4 over a file's elastic range: a fixed size, as asked.
+        base = {k: v for k, v in base.items() if k not in ("min_nodes", "max_nodes")}
     spec = build_spec(base, overrides, fallback_name=name_for(args.spec_file, args.command or base.get("command")))
     array = args.array or spec.pop("array", None)
     return spec, str(array) if array is not None else None

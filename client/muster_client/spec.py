@@ -113,7 +113,10 @@ def build_spec(base: Mapping[str, Any], overrides: Mapping[str, Any], *, fallbac
         spec["env"] = {str(key): _env_value(value) for key, value in spec["env"].items()}
     if not spec.get("name") and fallback_name:
         spec["name"] = fallback_name
-    spec.setdefault("nodes", 1)
+    if spec.get("max_nodes"):
+        spec.pop("nodes", None)  # an elastic job's nodes is its max_nodes
+    else:
+        spec.setdefault("nodes", 1)
     if spec.get("gpu_fraction") or spec.get("gpu_memory_gb") or spec.get("gpu_isolation"):
         spec.setdefault("gpus_per_node", 1)  # a GPU slice is a share of one GPU
     return spec

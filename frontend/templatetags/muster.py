@@ -91,4 +91,7 @@ def job_size(job: Job) -> str:
         asks += [f"{job.gpu_memory_gb:g} GB of GPU memory" if job.gpu_memory_gb else "", "isolated (MIG)" if job.gpu_isolation else ""]
         return "A GPU slice: " + ", ".join(a for a in asks if a)
     gpus = f"{job.gpus_per_node} GPU{pluralize(job.gpus_per_node)}"
+    if job.elastic:
+        held = f", {job.nodes} now" if job.state in ("SCHEDULED", "RUNNING") else ""
+        return f"{job.min_nodes} to {job.max_nodes} nodes (elastic{held}) \u00d7 {gpus}"
     return f"{job.nodes} node{pluralize(job.nodes)} \u00d7 {gpus} = {job.gpus} GPU{pluralize(job.gpus)}"

@@ -88,3 +88,11 @@ def test_login_without_a_terminal_says_how_a_script_logs_in(capsys: pytest.Captu
     monkeypatch.setattr("builtins.input", no_terminal)
     code, _, err = run(capsys, "login", "http://muster.test:8000")
     assert (code, err) == (2, "muster: error: no terminal to ask on: give --username and set MUSTER_PASSWORD\n")
+
+
+def test_an_elastic_node_range_is_checked_before_anything_is_sent(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "submit", "-N", "8-2", "--", "python", "train.py")
+    assert code == 2
+    assert "'8-2': nodes are at least 1, and an elastic range's most is above its least" in err
+    code, _, err = run(capsys, "submit", "-N", "two", "--", "python", "train.py")
+    assert code == 2 and "write 4, or 2-8 for an elastic job" in err

@@ -107,3 +107,24 @@ def test_an_elastic_gpu_slice_is_refused(settings: Any, db: None, api: APIClient
     response = api.post("/api/v1/jobs/", payload, format="json")
     assert response.status_code == 400
     assert "it cannot be elastic" in str(response.json())
+
+
+def test_the_submit_form_makes_an_elastic_job_and_its_page_shows_the_range_and_resizes(sim: SimHarness, submit: Any, user: Any) -> None:
+    from tests.conftest import session_for
+    from tests.frontend.test_usage_pages import submit_form
+
+    client = session_for(user)
+    refused = client.post("/jobs/new/", submit_form(nodes="40", min_nodes="2"))
+    assert "it may grow to 40" in refused.content.decode() and not Job.objects.exists()
+    response = client.post("/jobs/new/", submit_form(nodes="8", min_nodes="2", wall_time_minutes="120"))
+    assert response.status_code == 302, response.content.decode()[:3000]
+    job = Job.objects.get()
+    assert (job.min_nodes, job.max_nodes, job.nodes) == (2, 8, 8)
+    filler = submit(nodes=12, simulate={"duration_seconds": 20})["id"]
+    Job.objects.filter(pk=filler).update(submitted_at=job.submitted_at.replace(year=2000))  # first in line
+    sim.cycle()
+    sim.advance(2)
+    sim.advance(25)
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "2 to 8 nodes (elastic, 8 now) × 8 GPUs" in page
+    assert "4 → 8" in page and "Grew onto whole nodes left idle: from 4 to 8 nodes." in page
