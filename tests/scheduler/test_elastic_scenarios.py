@@ -126,5 +126,5 @@ def test_the_submit_form_makes_an_elastic_job_and_its_page_shows_the_range_and_r
     sim.advance(2)
     sim.advance(25)
     page = client.get(f"/jobs/{job.pk}/").content.decode()
-    assert "2 to 8 nodes (elastic, 8 now) × 8 GPUs" in page
+    assert "2 to 8 nodes (elastic, 8 now) \u00d7 8 GPUs" in page
     assert "4 → 8" in page and "Grew onto whole nodes left idle: from 4 to 8 nodes." in page
