@@ -47,7 +47,7 @@ from jobs.cluster.manifests import (
     service_owner_reference,
 )
 from jobs.cluster.watch import watches_for
-from jobs.models import Allocation, ClusterHealth, Job, Node, NodeState
+from jobs.models import Allocation, ClusterHealth, Job, JobResize, Node, NodeState
 from jobs.states import JobState
 from quotas.models import Team
 from scheduler.cycle import run_cycle
@@ -682,6 +682,35 @@ def test_gpu_slices_run_on_the_shared_nodes_the_device_plugin_advertises(api: AP
     assert (ran_on[quarter["id"]], ran_on[isolated["id"]]) == ("gpu-shared-ts-00", "gpu-shared-mig-00")
     assert not by_name[ran_on[whole["id"]]].sharing
     assert whole_pod.spec.containers[0].resources.requests["nvidia.com/gpu"] == "1"
+
+
+def test_an_elastic_job_grows_and_shrinks_its_pods_on_the_cluster(api: APIClient, kube: KubeHarness, settings: Any) -> None:
+    """On the real API server: an elastic 2..4 job starts on the two nodes left, grows by two pods (torchrun's PET_*
+    rendezvous in their env) when a filler ends, and loses its last two to a production gang, rank 0 staying."""
+    settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = 0
+    whole = len([n for n in kube.cluster.list_nodes() if not n.sharing])
+    filler = submit(api, nodes=whole - 2, gpus_per_node=8, simulate={"duration_seconds": 8})
+    kube.cycle()
+    elastic = submit(api, nodes=None, min_nodes=2, max_nodes=4, gpus_per_node=8, wall_time_seconds=3600, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(elastic["id"]) == JobState.RUNNING)
+    assert Job.objects.get(pk=elastic["id"]).nodes == 2
+    first = {p.metadata.name: p for p in kube.pods(gang_selector(elastic["id"]))}
+    env = {e.name: e.value for e in next(iter(first.values())).spec.containers[0].env}
+    assert env["PET_NNODES"] == "2:4" and env["PET_RDZV_BACKEND"] == "c10d"
+    assert env["PET_RDZV_ENDPOINT"] == f"{gang_name(elastic['id'], 1)}-0.{gang_name(elastic['id'], 1)}.{kube.namespace}.svc:29400"
+    kube.cycle_until(lambda: state(filler["id"]) == JobState.SUCCEEDED, timeout=90)
+    kube.cycle_until(lambda: len(kube.pods(gang_selector(elastic["id"]))) == 4)
+    kube.cycle_until(lambda: all(p.status.phase == "Running" for p in kube.pods(gang_selector(elastic["id"]))))
+    assert Job.objects.get(pk=elastic["id"]).nodes == 4 and state(elastic["id"]) == JobState.RUNNING
+    urgent = submit(api, nodes=whole - 2, gpus_per_node=8, priority_class="production", simulate={"duration_seconds": 2})
+    kube.cycle()
+    job = Job.objects.get(pk=elastic["id"])
+    assert job.nodes == 2 and job.state == JobState.RUNNING
+    assert JobResize.objects.filter(job=job).last().reason.startswith(f"Shrunk for job {urgent['id']}, which has priority")
+    kube.cycle_until(lambda: sorted(int(p.metadata.labels["muster.io/rank"]) for p in kube.pods(gang_selector(elastic["id"]))) == [0, 1])
+    kube.cycle_until(lambda: state(urgent["id"]) == JobState.SUCCEEDED)
+    assert state(elastic["id"]) == JobState.RUNNING
+    api.post(f"/api/v1/jobs/{elastic['id']}/cancel/")
 
 
 def test_node_inventory_follows_the_cluster(kube: KubeHarness) -> None:
