@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from policy.model import PolicyConfig
@@ -37,11 +37,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--tenant-quotas", action="store_true", help="quotas and borrowing: each tenant an equal-share max_gpus, every job preemptible"
     )
+    parser.add_argument(
+        "--elastic-share", type=float, default=0.0,
+        help="this share of the multi-node jobs (every second one for 0.5) is elastic: half to all of its nodes (docs/elastic-jobs.md)",
+    )  # fmt: skip
+    parser.add_argument("--from", dest="start", default="", help="replay only the jobs submitted from this day (UTC)")
+    parser.add_argument("--days", type=float, default=0.0, help="with --from: that many days of submits")
     args = parser.parse_args(argv)
     began = time.perf_counter()
-    assumptions = Assumptions(tenant_quotas=args.tenant_quotas)
+    assumptions = Assumptions(tenant_quotas=args.tenant_quotas, elastic_share=args.elastic_share)
     config = PolicyConfig(max_jobs=CYCLE_MAX_JOBS)
-    jobs = read_trace(open_trace(args.trace), assumptions=assumptions)
+    first = datetime.fromisoformat(args.start).replace(tzinfo=UTC) if args.start else None
+    last = first + timedelta(days=args.days) if first and args.days else None
+    jobs = read_trace(open_trace(args.trace), assumptions=assumptions, start=first, end=last)
     since = datetime.fromisoformat(args.load_from).replace(tzinfo=UTC).timestamp() if args.load_from else float("-inf")
     sizing = [j for j in jobs if j.submit >= since]
     for load in (float(x) for x in args.loads.split(",")):
@@ -54,6 +62,8 @@ def main(argv: list[str] | None = None) -> None:
                 "policy": policy,
                 "load": load,
                 "tenant_quotas": args.tenant_quotas,
+                "elastic_share": args.elastic_share,
+                "elastic_jobs": sum(1 for j in jobs if j.min_nodes),
                 # Over the whole trace's window, and over the window the cluster was sized by (--load-from).
                 "offered_load": round(s["load"], 4),
                 "offered_load_sized": round(offered_load(sizing, cluster.nodes * cluster.gpus_per_node), 4),

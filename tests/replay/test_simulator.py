@@ -57,7 +57,7 @@ def test_a_job_larger_than_the_cluster_is_refused() -> None:
 def test_every_policy_finishes_every_job_and_records_checks(policy: str) -> None:
     result = simulate(TRACE, cluster=ClusterSpec(nodes=2), policy=policy, config=PolicyConfig(), assumptions=Assumptions())
     assert all(r.end is not None for r in result.records)
-    assert len(result.checks) == 4
+    assert len(result.checks) == 5
     assert result.decisions and all(q >= 1 for q, _ in result.decisions)
 
 
@@ -166,3 +166,35 @@ def test_a_job_is_promised_a_start_when_its_own_starvation_threshold_passes() ->
     result = simulate(jobs, cluster=ClusterSpec(nodes=2), policy="muster", config=config, assumptions=Assumptions())
     record = next(r for r in result.records if r.job.id == 3)
     assert (record.promised_at, record.promised_start, record.first_start) == (601.0, 1000.0, 1000.0)
+
+
+def test_an_elastic_job_starts_small_grows_and_finishes_sooner_by_the_work_it_did() -> None:
+    """4 nodes. A fixed 2-node job runs an hour; an elastic 2..4-node job of 2 hours' work on all 4 starts on the 2 left,
+    grows to 4 when the first ends, and ends at 2.5 h (an hour at half speed, then 1.5 h); fixed, it would end at 3 h."""
+    from dataclasses import replace
+
+    hour = 3600.0
+    fixed = job(1, 0.0, hour, 16)
+    ask = replace(job(2, 1.0, 2 * hour, 32), wall_seconds=4 * hour)
+    elastic = replace(ask, min_nodes=2)
+    assert run([fixed, ask], nodes=4)[1] == (hour, 3 * hour)
+    result = simulate([fixed, elastic], cluster=ClusterSpec(nodes=4), policy="muster", config=PolicyConfig(), assumptions=Assumptions())
+    record = result.records[1]
+    # An hour less 1 s at half speed, then the rest (1.5 h + 0.5 s) on all four.
+    assert record.first_start == 1.0 and record.end == pytest.approx(2.5 * hour + 0.5)
+    # Held 2 nodes until the first job ended, then 4: what the utilisation and fair share count.
+    assert record.attempts == [(1.0, hour, 16), (hour, pytest.approx(2.5 * hour + 0.5), 32)]
+    assert "an elastic job holds min_nodes..nodes whole nodes" in result.checks
+
+
+def test_the_trace_makes_a_stated_share_of_multi_node_jobs_elastic() -> None:
+    from replay.trace import read_trace
+
+    lines = ["timestamp,duration,num_gpus,gpu_time,cluster"] + [
+        f"2017-10-01 00:0{i}:00,3600,{g},0,vc1" for i, g in enumerate([8, 16, 32, 16, 64])
+    ]
+    jobs = read_trace(lines, assumptions=Assumptions(elastic_share=0.5))
+    # The multi-node jobs are the 2nd to 5th; every second of them (the 3rd and 5th rows) is elastic on half its nodes.
+    assert [(j.nodes, j.min_nodes) for j in jobs] == [(1, 0), (2, 0), (4, 2), (2, 0), (8, 4)]
+    # Its wall time is what it needs on its fewest nodes: twice its run time, rounded up to the hour.
+    assert [j.wall_seconds for j in jobs if j.min_nodes] == [7200.0, 7200.0]
