@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from dataclasses import fields
 
 from django.conf import settings
 from django.contrib import messages
@@ -25,7 +25,7 @@ from jobs.errors import JobFinished, JobNotStarted
 from jobs.logs import job_logs
 from jobs.models import Job
 from jobs.selectors import job_assigned_nodes, job_visible_to, jobs_visible_to, shared_pools
-from jobs.services import job_cancel, job_check_fits_cluster, job_submit
+from jobs.services import ResourceAsk, job_cancel, job_check_fits_cluster, job_submit
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.selectors import volumes_of_teams_of
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
@@ -64,9 +64,8 @@ def job_new(request: AuthenticatedHttpRequest) -> HttpResponse:
         serializer = JobSubmitSerializer(data=form.api_payload(), context={"request": request})
         errors = {} if serializer.is_valid() else dict(serializer.errors)
         data = form.cleaned_data
-        asks = ("nodes", "gpus_per_node", "rdma_per_node", "gpu_fraction", "gpu_memory_gb", "gpu_isolation", "min_nodes")
-        if "nodes" in data and "gpus_per_node" in data and not set(asks) & set(errors):
-            errors.update(_cluster_fit_errors(**{key: data[key] for key in asks if data.get(key) is not None}))
+        if "nodes" in data and "gpus_per_node" in data and not {f.name for f in fields(ResourceAsk)} & set(errors):
+            errors.update(_cluster_fit_errors(ResourceAsk.of(data)))
         form.add_api_errors(errors)
         if form.is_valid():
             try:
@@ -79,10 +78,10 @@ def job_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "frontend/job_new.html", {"form": form})
 
 
-def _cluster_fit_errors(**asks: Any) -> dict[str, list[str]]:
+def _cluster_fit_errors(ask: ResourceAsk) -> dict[str, list[str]]:
     """What `job_submit` would say about the job's size, asked early to show it with the other errors."""
     try:
-        job_check_fits_cluster(**asks)
+        job_check_fits_cluster(ask)
     except DjangoValidationError as exc:
         return exc.message_dict
     return {}

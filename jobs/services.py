@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -101,19 +102,31 @@ def _known_nodes() -> None:
         nodes_ensure_known()
 
 
-def job_check_fits_cluster(
-    *,
-    nodes: int,
-    gpus_per_node: int,
-    rdma_per_node: int = 0,
-    gpu_fraction: float | None = None,
-    gpu_memory_gb: float | None = None,
-    gpu_isolation: bool = False,
-    min_nodes: int | None = None,
-    max_nodes: int | None = None,
-) -> None:
+@dataclass(frozen=True)
+class ResourceAsk:
+    """What a job asks of the cluster's nodes, as submit checks it against the inventory."""
+
+    nodes: int
+    gpus_per_node: int
+    rdma_per_node: int = 0
+    gpu_fraction: float | None = None
+    gpu_memory_gb: float | None = None
+    gpu_isolation: bool = False
+    # An elastic job's range; `nodes` is then its most.
+    min_nodes: int | None = None
+    max_nodes: int | None = None
+
+    @classmethod
+    def of(cls, spec: Mapping[str, Any]) -> ResourceAsk:
+        """The asks among a submit's fields (the others are left out)."""
+        return cls(**{f.name: spec[f.name] for f in fields(cls) if spec.get(f.name) is not None})
+
+
+def job_check_fits_cluster(ask: ResourceAsk) -> None:
     """Reject a job that could never run on this cluster, however empty it became. An elastic job (min_nodes..max_nodes)
-    must fit at its least and at its most; `nodes` is then its most."""
+    must fit at its least and at its most."""
+    nodes, gpus_per_node, rdma_per_node, min_nodes = ask.nodes, ask.gpus_per_node, ask.rdma_per_node, ask.min_nodes
+    gpu_fraction, gpu_memory_gb, gpu_isolation = ask.gpu_fraction, ask.gpu_memory_gb, ask.gpu_isolation
     _known_nodes()
     if min_nodes is not None:
         _check_elastic(nodes, min_nodes, gpu_fraction or gpu_memory_gb or gpu_isolation)
@@ -195,34 +208,20 @@ def job_submit_check(
     team: Team | None = None,
     preemptible: bool = False,
     volumes: Sequence[Mapping[str, object]] = (),
-    rdma_per_node: int = 0,
-    gpu_fraction: float | None = None,
-    gpu_memory_gb: float | None = None,
-    gpu_isolation: bool = False,
-    min_nodes: int | None = None,
-    max_nodes: int | None = None,
-    **_spec: Any,
+    **spec: Any,
 ) -> None:
     """Everything a submit checks beyond the fields themselves (the cluster's size, the owner's limits); writes nothing.
 
     Raises ValidationError({field: [messages]}). A dry run (`POST /api/v1/jobs/validate/`) is this alone.
     """
-    job_check_fits_cluster(
-        nodes=nodes,
-        gpus_per_node=gpus_per_node,
-        rdma_per_node=rdma_per_node,
-        gpu_fraction=gpu_fraction,
-        gpu_memory_gb=gpu_memory_gb,
-        gpu_isolation=gpu_isolation,
-        min_nodes=min_nodes,
-        max_nodes=max_nodes,
-    )
+    ask = ResourceAsk.of({**spec, "nodes": nodes, "gpus_per_node": gpus_per_node})
+    job_check_fits_cluster(ask)
     for check in job_hooks.submit_checks:
         check(
             owner=owner,
             team=team,
             # An elastic job starts on its least: that is what its limits must let it run.
-            nodes=min_nodes or nodes,
+            nodes=ask.min_nodes or nodes,
             gpus_per_node=gpus_per_node,
             wall_time_seconds=wall_time_seconds,
             preemptible=preemptible,
