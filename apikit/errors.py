@@ -91,4 +91,4 @@ def json_server_error(request: HttpRequest) -> HttpResponse:
     """handler500: JSON under /api/, Django's page elsewhere."""
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "Server error: the request failed; it has been logged."}, status=500)
-    return defaults.server_error(request)
+    return defaults.server_error(request)  # templates/500.html

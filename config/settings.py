@@ -71,6 +71,8 @@ if not SECRET_KEY:
 PRODUCTION = not env_bool("MUSTER_DEV", True)
 SESSION_COOKIE_SECURE = env_bool("MUSTER_SECURE_COOKIES", PRODUCTION)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# A stale form's page keeps what was entered, to send again (frontend/errors.py).
+CSRF_FAILURE_VIEW = "frontend.errors.csrf_failure"
 SECURE_SSL_REDIRECT = env_bool("MUSTER_SSL_REDIRECT", PRODUCTION)
 # Prometheus scrapes /metrics over plain http inside the cluster; a redirect would break the scrape.
 SECURE_REDIRECT_EXEMPT = [r"^metrics$"]
@@ -371,7 +373,9 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # A refused request (403, 404) is the client's, not a fault of the server's: logged in a line, without a traceback.
+    "filters": {"client_errors_plain": {"()": "config.logging_filters.ClientErrorsWithoutTraceback"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["client_errors_plain"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("MUSTER_LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }

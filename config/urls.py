@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
+from frontend.errors import favicon
 from telemetry.exporter_view import metrics_view
 
 urlpatterns = [
@@ -19,9 +20,12 @@ urlpatterns = [
     # Where Prometheus looks by default: no trailing slash.
     path("metrics", metrics_view, name="metrics"),
     path("whatif/", include("whatif.urls")),
+    # Browsers ask for it whatever the pages say.
+    path("favicon.ico", favicon),
     path("", include("frontend.urls")),
 ]
 
 # JSON under /api/, the site's pages elsewhere (apikit/errors.py).
 handler404 = "apikit.errors.json_not_found"
 handler500 = "apikit.errors.json_server_error"
+handler403 = "frontend.errors.forbidden"

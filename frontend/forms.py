@@ -29,7 +29,7 @@ class JobForm(forms.Form):
     min_nodes = forms.IntegerField(
         min_value=1,
         required=False,
-        label="Elastic: fewest nodes",
+        label="Elastic: at least",
         help_text="Empty: the job runs on Nodes, no fewer. With a value it is elastic (torchrun --nnodes=MIN:MAX): Nodes is its "
         "most; it starts on as many whole nodes as fit, grows when nodes stay idle, and shrinks to no fewer than this rather "
         "than be preempted.",

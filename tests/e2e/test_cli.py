@@ -262,7 +262,7 @@ def test_a_researchers_day_login_submit_queue_why_logs_wait_cancel_usage(stack: 
     assert "No node offers a 0.25-GPU slice, isolated (MIG). Shared here: time-slicing slices of 0.25 GPU" in refused.stderr
     assert stack.muster("cancel", str(sliced["id"])).returncode == 0
     # sbatch's -N MIN-MAX: an elastic job, its nodes its most.
-    elastic = stack.muster("submit", "-N", "1-2", "-t", "1h", "--image", IMAGE, "--json", "--", "torchrun", "train.py")
+    elastic = stack.muster("submit", "-N", "1-2", "-G", "8", "-t", "1h", "--image", IMAGE, "--json", "--", "torchrun", "train.py")
     assert elastic.returncode == 0, elastic.stderr
     ranged = json.loads(elastic.stdout)
     assert (ranged["min_nodes"], ranged["max_nodes"], ranged["nodes"]) == (1, 2, 2)

@@ -1,0 +1,87 @@
+"""Pages that never show a developer's error: styled 403/404/500, a stale form sent again as it was, the favicon."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from jobs.models import Job
+from tests.conftest import session_for
+from tests.frontend.test_usage_pages import submit_form
+
+
+def test_a_researcher_opening_the_quotas_page_gets_a_styled_403_and_the_log_has_no_traceback(
+    user: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        response = session_for(user).get("/quotas/")
+    assert response.status_code == 403
+    page = response.content.decode()
+    assert "Not yours to open" in page and 'class="top"' in page  # the site's own page, with its header
+    assert "Back to your jobs" in page
+    (record,) = [r for r in caplog.records if r.name == "django.request"]
+    assert record.getMessage() == "Forbidden (Permission denied): /quotas/"
+    # Django logs it with the PermissionDenied's traceback; the console handler's filter (config/logging_filters.py)
+    # dropped it from the record every handler sees: a line, not a crash report.
+    assert record.exc_info is None and not record.exc_text
+
+
+def test_a_404_names_the_path_and_speaks_of_jobs_only_under_jobs(user: Any) -> None:
+    client = session_for(user)
+    other = client.get("/no/such/page/")
+    assert other.status_code == 404
+    assert "There is no page at <code>/no/such/page/</code>." in other.content.decode()
+    job = client.get("/jobs/999999/")
+    assert job.status_code == 404 and "a job is visible only to its owner and to admins" in job.content.decode()
+
+
+def test_a_server_error_shows_the_sites_standalone_500_page(user: Any, settings: Any) -> None:
+    from django.urls import path
+
+    def boom(request: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    from config import urls
+
+    settings.ROOT_URLCONF = type("urls", (), {"urlpatterns": [path("boom/", boom), *urls.urlpatterns], "handler500": urls.handler500})
+    client = session_for(user)
+    client.raise_request_exception = False
+    response = client.get("/boom/")
+    assert response.status_code == 500
+    assert "Something went wrong" in response.content.decode() and "a bug" not in response.content.decode()
+
+
+def test_a_stale_submit_form_is_sent_again_with_what_was_entered(user: Any, sim: Any) -> None:
+    """The form was opened before a sign-in in another tab: its token no longer matches. The page keeps the fields."""
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    client.get("/jobs/new/")  # sets the CSRF cookie
+    stale = client.post("/jobs/new/", {**submit_form(name="my-run", command="python train.py --lr 3e-4"), "csrfmiddlewaretoken": "x" * 64})
+    assert stale.status_code == 403
+    page = stale.content.decode()
+    assert "That form had gone stale" in page and "CSRF verification failed" not in page and "DEBUG" not in page
+    assert '<input type="hidden" name="name" value="my-run">' in page
+    assert '<input type="hidden" name="command" value="python train.py --lr 3e-4">' in page
+    assert not Job.objects.exists()
+    # One click sends it again, under the page's fresh token.
+    token = page.split('name="csrfmiddlewaretoken" value="', 1)[1].split('"', 1)[0]
+    fields = {**submit_form(name="my-run", command="python train.py --lr 3e-4"), "csrfmiddlewaretoken": token}
+    again = client.post("/jobs/new/", fields)
+    assert again.status_code == 302, again.content.decode()[:2000]
+    assert Job.objects.get().name == "my-run"
+
+
+def test_a_stale_form_after_signing_out_asks_to_sign_in_first(db: None) -> None:
+    client = Client(enforce_csrf_checks=True)
+    response = client.post("/jobs/new/", {"name": "x", "csrfmiddlewaretoken": "y" * 64})
+    assert response.status_code == 403
+    assert "Sign in" in response.content.decode() and 'name="name"' not in response.content.decode()
+
+
+def test_the_favicon_is_served(db: None) -> None:
+    response = Client().get("/favicon.ico", follow=True)
+    assert response.status_code == 200
+    assert response.redirect_chain[0][0].endswith(".svg")
