@@ -10,6 +10,7 @@ from django import forms
 from django.conf import settings
 
 from frontend.templatetags.muster import duration
+from jobs.models import Job
 
 MONO = {"class": "mono", "spellcheck": "false", "autocapitalize": "off", "autocomplete": "off"}
 
@@ -132,6 +133,33 @@ class JobForm(forms.Form):
         else:
             del self.fields["sim_duration_seconds"]
             del self.fields["sim_exit_code"]
+
+    @staticmethod
+    def initial_from(job: Job) -> dict[str, Any]:
+        """A job's fields as this form shows them: what Clone fills in."""
+        simulate = job.simulate or {}
+        initial: dict[str, Any] = {
+            "name": job.name,
+            "image": job.image,
+            "command": shlex.join(job.command),
+            "env": "\n".join(f"{k}={v}" for k, v in job.env.items()),
+            "nodes": job.max_nodes or job.nodes,
+            "min_nodes": job.min_nodes,
+            "gpus_per_node": job.gpus_per_node,
+            "rdma_per_node": job.rdma_per_node,
+            "gpu_fraction": job.gpu_fraction,
+            "gpu_memory_gb": job.gpu_memory_gb,
+            "gpu_isolation": job.gpu_isolation,
+            "wall_time_minutes": -(-job.wall_time_seconds // 60),
+            "priority_class": job.priority_class,
+            "max_restarts": job.max_restarts,
+            "team": job.team.name if job.team else "",
+            "preemptible": job.preemptible,
+            "volumes": "\n".join(f"{v['claim']}:{v['mount_path']}{':ro' if v.get('read_only') else ''}" for v in job.volumes),
+            "sim_duration_seconds": simulate.get("duration_seconds"),
+            "sim_exit_code": simulate.get("exit_code"),
+        }
+        return {key: value for key, value in initial.items() if value is not None}
 
     def sections(self) -> list[tuple[str, list[forms.BoundField]]]:
         """The fields in titled groups, for the template; groups with no fields left are dropped."""

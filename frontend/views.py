@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.requests import AuthenticatedHttpRequest
@@ -49,8 +50,12 @@ def job_list(request: HttpRequest) -> HttpResponse:
 def job_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     team_names = list(request.user.teams.values_list("name", flat=True))
     volumes = volumes_of_teams_of(request.user)
+    # Clone: the form filled in from a job the user can see (?clone=<id>), to change and submit as a new job.
+    clone = request.GET.get("clone", "")
+    source = jobs_visible_to(request.user).filter(pk=int(clone)).first() if clone.isdigit() else None
     form = JobForm(
         request.POST if request.method == "POST" else None,
+        initial=JobForm.initial_from(source) if source else None,
         team_names=team_names,
         volumes=volumes,
         shared_pools=[str(pool) for pool in shared_pools()],
@@ -75,7 +80,7 @@ def job_new(request: AuthenticatedHttpRequest) -> HttpResponse:
             else:
                 messages.success(request, f"Job {job.pk} submitted.")
                 return redirect("frontend:job-detail", pk=job.pk)
-    return render(request, "frontend/job_new.html", {"form": form})
+    return render(request, "frontend/job_new.html", {"form": form, "cloned": source})
 
 
 def _cluster_fit_errors(ask: ResourceAsk) -> dict[str, list[str]]:
@@ -106,6 +111,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "frontend/job_detail.html",
         {
             "job": job,
+            "run_time": _run_time(job),
             "assigned_nodes": job_assigned_nodes(job),
             "queue_entry": entry,
             "logs": logs,
@@ -121,6 +127,17 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "telemetry": job_telemetry_context(job, request.GET),
         },
     )
+
+
+def _run_time(job: Job) -> dict[str, float | None] | None:
+    """How long it has held its GPUs (placement on: what the wall time counts) and, while it holds them, what is left."""
+    placed = job.scheduled_at or job.started_at
+    if placed is None or not job.attempt or not (job.is_active or job.is_finished):
+        return None
+    end = job.finished_at if job.is_finished else timezone.now()
+    elapsed = max(0.0, ((end or timezone.now()) - placed).total_seconds())
+    left = max(0.0, job.wall_time_seconds - elapsed) if job.state in ACTIVE_STATES else None
+    return {"elapsed": elapsed, "left": left}
 
 
 @login_required

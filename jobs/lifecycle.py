@@ -126,7 +126,7 @@ def job_mark_running(job: Job, *, now: datetime) -> Job:
     return job_transition(
         job,
         JobState.RUNNING,
-        reason=f"All {job.nodes} pods are running.",
+        reason=f"All {job.nodes} pods are running." if job.nodes > 1 else "Its pod is running.",
         now=now,
         started_at=now,
         launch_failures=0,

@@ -85,7 +85,9 @@ def job_telemetry_context(
     context: dict[str, Any] = {"plotly_js": static(PLOTLY_JS), "summary": job_telemetry_summary(job), "figures": []}
     context["shared_gpu"] = shared_gpu_note(job)
     if not runs:
-        context["message"] = "No telemetry yet: the job has not started running."
+        context["message"] = (
+            "No telemetry: the job ended without running." if job.is_finished else "No telemetry yet: the job has not started running."
+        )
         return context
     attempts = [r.attempt for r in runs]
     by_attempt = {r.attempt: r for r in runs}

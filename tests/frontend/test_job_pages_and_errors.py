@@ -1,12 +1,15 @@
-"""Pages that never show a developer's error: styled 403/404/500, a stale form sent again as it was, the favicon."""
+"""Pages people live in: Clone, a job's run time, and pages that never show a developer's error (403/404/500, stale forms)."""
 
 from __future__ import annotations
 
 import logging
+import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from jobs.models import Job
 from tests.conftest import session_for
@@ -85,3 +88,42 @@ def test_the_favicon_is_served(db: None) -> None:
     response = Client().get("/favicon.ico", follow=True)
     assert response.status_code == 200
     assert response.redirect_chain[0][0].endswith(".svg")
+
+
+def test_clone_fills_the_form_from_a_job_and_only_from_one_the_user_can_see(user: Any, other_user: Any, sim: Any) -> None:
+    from tests.jobs.factories import JobFactory
+
+    mine = JobFactory(
+        owner=user, name="sweep-7", image="nvcr.io/nvidia/pytorch:24.05-py3", command=["python", "train.py", "--lr", "3e-4"],
+        nodes=8, min_nodes=2, max_nodes=8, gpus_per_node=8, wall_time_seconds=5400, env={"SEED": "7"},
+    )  # fmt: skip
+    theirs = JobFactory(owner=other_user, name="secret")
+    client = session_for(user)
+    page = client.get(f"/jobs/{mine.pk}/").content.decode()
+    assert f'href="/jobs/new/?clone={mine.pk}"' in page
+    form = client.get(f"/jobs/new/?clone={mine.pk}").content.decode()
+    assert f'Filled in from <a href="/jobs/{mine.pk}/">job {mine.pk} (sweep-7)</a>' in form
+    assert 'value="sweep-7"' in form and 'value="python train.py --lr 3e-4"' in form
+    assert 'name="min_nodes" value="2"' in form and 'name="wall_time_minutes" value="90"' in form and "SEED=7" in form
+    hidden = client.get(f"/jobs/new/?clone={theirs.pk}").content.decode()
+    assert "secret" not in hidden and "Filled in from" not in hidden
+
+
+def test_a_job_cancelled_while_queued_says_it_never_started(user: Any, sim: Any) -> None:
+    from tests.jobs.factories import JobFactory
+
+    job = JobFactory(owner=user, state="CANCELLED", attempt=0)
+    page = session_for(user).get(f"/jobs/{job.pk}/").content.decode()
+    assert "never started: it ended while queued" in page and "No telemetry: the job ended without running." in page
+    assert "not started yet" not in page
+
+
+def test_a_running_jobs_page_says_how_long_it_ran_and_what_is_left_of_its_wall_time(user: Any, sim: Any, submit: Any) -> None:
+    job = submit(nodes=1, gpus_per_node=1, wall_time_seconds=3600, simulate={"duration_seconds": 600})
+    sim.cycle()
+    sim.advance(2)
+    # Placed ten minutes ago (the page reads the wall clock, the simulated cluster its own).
+    Job.objects.filter(pk=job["id"]).update(scheduled_at=timezone.now() - timedelta(minutes=10, seconds=-30))
+    page = session_for(user).get(f"/jobs/{job['id']}/").content.decode()
+    run_time = page.split('data-testid="run-time">', 1)[1].split("</dd>", 1)[0]
+    assert re.fullmatch(r"9 min 3[0-2] s of its 1 h wall time; 50 min (2[89]|30) s left", run_time), run_time
