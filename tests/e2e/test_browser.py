@@ -7,8 +7,9 @@ after-commit trigger is switched off and the test runs each cycle in-process on 
 clock it moves by hand, so every page shows exactly what the test made happen.
 
 Chromium comes from the system (MUSTER_CHROMIUM, default /usr/bin/chromium); without
-it these tests skip, or fail when MUSTER_REQUIRE_SERVICES=1. Set MUSTER_SCREENSHOTS
-to a folder to keep screenshots of the main pages there.
+it these tests skip, or fail when MUSTER_REQUIRE_SERVICES=1. Screenshots of the main pages at
+1440 px go to test-artifacts/screenshots/ (MUSTER_SCREENSHOTS names another folder; empty: none),
+which the README names for reviewers and CI keeps.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 LogIn = Callable[[Any, Any], None]
-SHOTS = os.environ.get("MUSTER_SCREENSHOTS", "")
+SHOTS = os.environ.get("MUSTER_SCREENSHOTS", str(Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"))
+WIDTH = 1440
 BANNER = "Simulated cluster"
 
 
@@ -82,7 +84,7 @@ def browser(django_db_setup: None) -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any, live_server: Any) -> Iterator[Any]:
-    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+    context = browser.new_context(base_url=live_server.url, viewport={"width": WIDTH, "height": 900})
     context.set_default_timeout(10_000)
     tab = context.new_page()
     yield tab
@@ -205,6 +207,7 @@ def test_submit_run_and_cancel_a_two_node_job(page: Any, log_in: LogIn, alice: A
     page.get_by_role("link", name="Submit a job").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Submit a job")
     expect(page.get_by_test_id("simulated-banner")).to_be_visible()
+    shoot(page, "submit-form")
 
     page.get_by_label("Name").fill("train-llm")
     page.get_by_label("Image").fill("nvcr.io/nvidia/pytorch:24.05-py3")
@@ -530,3 +533,58 @@ def test_the_dashboard_draws_its_charts_offline(page: Any, log_in: LogIn, alice:
     expect(page.get_by_test_id("dashboard-summary")).to_contain_text("1 / 1")
     shoot(page, "dashboard")
     assert outside == [] and errors == []
+
+
+def page_width(page: Any) -> int:
+    return int(page.evaluate("document.documentElement.scrollWidth"))
+
+
+def test_a_long_job_name_never_widens_the_job_list_at_1440_or_390_px(page: Any, log_in: LogIn, alice: Any, sim: BrowserSim) -> None:
+    long_name = "a-very-long-experiment-name-" + "x" * 72
+    submit_job(alice, name=long_name, nodes=16)
+    sim.cycle()
+    log_in(page, alice)
+    page.goto("/")
+    expect(page.get_by_role("link", name=long_name)).to_have_attribute("title", long_name)
+    assert page_width(page) <= WIDTH
+    why = page.locator("table.jobs td.why").first
+    # "Why waiting" keeps a column wide enough to read, not a word a line.
+    assert why.bounding_box()["width"] >= 200
+    shoot(page, "job-list-long-name")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    assert page_width(page) <= 390  # the table scrolls inside its own box; the page does not widen
+    shoot(page, "job-list-390px")
+    page.goto(f"/jobs/{Job.objects.get().pk}/")
+    assert page_width(page) <= 390
+
+
+def test_a_stale_submit_form_is_sent_again_as_it_was_in_the_browser(page: Any, log_in: LogIn, alice: Any, live_server: Any) -> None:
+    log_in(page, alice)
+    page.goto("/jobs/new/")
+    page.get_by_label("Name").fill("kept-through-a-sign-in")
+    page.get_by_label("Image").fill("nvcr.io/nvidia/pytorch:24.05-py3")
+    page.get_by_label("Command").fill("python train.py --epochs 3")
+    page.get_by_label("Nodes", exact=True).fill("1")
+    page.get_by_label("GPUs per node").fill("1")
+    # Another tab signed in again meanwhile: the CSRF secret this form was rendered with is gone.
+    page.context.add_cookies([{"name": django_settings.CSRF_COOKIE_NAME, "value": "f" * 32, "url": live_server.url}])
+    page.get_by_role("button", name="Submit").click()
+    expect(page.get_by_test_id("csrf-failure")).to_contain_text("What you entered is kept")
+    assert not Job.objects.exists()
+    shoot(page, "stale-form")
+    page.get_by_test_id("resubmit").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("kept-through-a-sign-in")
+    job = Job.objects.get()
+    assert (job.name, job.command) == ("kept-through-a-sign-in", ["python", "train.py", "--epochs", "3"])
+
+
+def test_the_error_pages_are_the_sites_own(page: Any, log_in: LogIn, alice: Any) -> None:
+    log_in(page, alice)
+    assert page.goto("/quotas/").status == 403
+    expect(page.get_by_test_id("forbidden")).to_be_visible()
+    expect(page.locator("header.top")).to_be_visible()
+    shoot(page, "forbidden")
+    assert page.goto("/no/such/page/").status == 404
+    expect(page.get_by_test_id("not-found")).to_contain_text("There is no page at /no/such/page/.")
+    assert page.goto("/favicon.ico").status == 200
