@@ -126,6 +126,7 @@ INSTALLED_APPS = [
     "quotas",
     "scheduler",
     "telemetry",
+    "notify",
     "api",
     "whatif",
     "frontend",
@@ -589,3 +590,20 @@ MUSTER_TELEMETRY_LARGE_JOB_GPUS = env_int("MUSTER_TELEMETRY_LARGE_JOB_GPUS", 8)
 # Bearer token Prometheus sends to /metrics (`authorization: {credentials: ...}` in its scrape config).
 # Empty: /metrics answers requests from loopback only (e.g. a sidecar or a node-local Prometheus).
 MUSTER_METRICS_TOKEN = os.environ.get("MUSTER_METRICS_TOKEN", "").strip()
+
+# Notifications (docs/notifications.md): a job's owner is told when it starts, ends or fails, by e-mail through
+# Django's mail settings (the console by default: set EMAIL_BACKEND and EMAIL_HOST for real mail) or a webhook.
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "muster@localhost")
+# The site's address, for the job links in messages (e.g. https://muster.example); empty: a path only.
+MUSTER_BASE_URL = os.environ.get("MUSTER_BASE_URL", "")
+# A message that cannot be sent is tried again after this, doubling each time, this many times in all.
+MUSTER_NOTIFY_RETRY_SECONDS = env_int("MUSTER_NOTIFY_RETRY_SECONDS", 60)
+MUSTER_NOTIFY_MAX_TRIES = env_int("MUSTER_NOTIFY_MAX_TRIES", 6)
+MUSTER_NOTIFY_WEBHOOK_TIMEOUT_SECONDS = env_float("MUSTER_NOTIFY_WEBHOOK_TIMEOUT_SECONDS", 5.0)
+MUSTER_NOTIFY_SWEEP_SECONDS = env_float("MUSTER_NOTIFY_SWEEP_SECONDS", 60.0)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from django import forms
@@ -68,6 +68,13 @@ class JobForm(forms.Form):
     preemptible = forms.BooleanField(
         required=False, help_text="May run on idle GPUs beyond your quota; stopped and requeued first when they are needed."
     )
+    notify_on = forms.MultipleChoiceField(
+        choices=[("start", "it starts"), ("end", "it ends"), ("fail", "it fails")],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Tell me when",
+        help_text="By your notification default's channels (e-mail, webhook): see Notifications.",
+    )
     sim_duration_seconds = forms.FloatField(min_value=0, required=False, label="Simulated run time (seconds)")
     sim_exit_code = forms.IntegerField(
         min_value=0, max_value=255, required=False, label="Simulated exit code", help_text="0 succeeds (the default); anything else fails."
@@ -92,6 +99,7 @@ class JobForm(forms.Form):
             ),
         ),
         ("A slice of a GPU (instead of whole GPUs)", ("gpu_fraction", "gpu_memory_gb", "gpu_isolation")),
+        ("Notifications", ("notify_on",)),
         ("Simulated cluster", ("sim_duration_seconds", "sim_exit_code")),
     )
 
@@ -101,9 +109,13 @@ class JobForm(forms.Form):
         team_names: list[str],
         volumes: Sequence[tuple[str, str, bool]] = (),
         shared_pools: Sequence[str] = (),
+        notify_default: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        # The owner's default channels; the events are ticked from it and may be changed for this job.
+        self.notify_default = dict(notify_default or {"on": [], "email": True, "webhook": ""})
+        self.fields["notify_on"].initial = self.notify_default["on"]
         if shared_pools:
             self.fields["gpu_fraction"].help_text += f" Here: {'; '.join(shared_pools)}."
         else:
@@ -209,6 +221,8 @@ class JobForm(forms.Form):
         }  # fmt: skip
         if data.get("gpu_isolation"):
             payload["gpu_isolation"] = True
+        if data.get("notify_on") or self.notify_default["on"]:
+            payload["notify"] = {**self.notify_default, "on": list(data.get("notify_on") or [])}
         if data.get("min_nodes") is not None:
             # Elastic: Nodes is its most.
             payload["min_nodes"] = data["min_nodes"]

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from frontend import audit_views, quota_views, token_views, views
+from frontend import audit_views, notify_views, quota_views, token_views, views
 
 app_name = "frontend"
 
@@ -20,5 +20,6 @@ urlpatterns = [
     path("quotas/teams/<str:name>/reset/", quota_views.quota_reset_view, {"kind": "team"}, name="quota-team-reset"),
     path("audit/", audit_views.audit_view, name="audit"),
     path("account/tokens/", token_views.tokens_view, name="tokens"),
+    path("account/notifications/", notify_views.notifications_view, name="notifications"),
     path("account/tokens/<int:pk>/revoke/", token_views.token_revoke_view, name="token-revoke"),
 ]

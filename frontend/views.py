@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import fields
+from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
@@ -11,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -28,6 +30,7 @@ from jobs.models import Job
 from jobs.selectors import job_assigned_nodes, job_visible_to, jobs_visible_to, shared_pools
 from jobs.services import ResourceAsk, job_cancel, job_check_fits_cluster, job_submit
 from jobs.states import ACTIVE_STATES, JobState
+from notify.services import job_notify_save, preference_of
 from quotas.selectors import volumes_of_teams_of
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
 from telemetry.dashboard.page import dashboard_context
@@ -59,6 +62,7 @@ def job_new(request: AuthenticatedHttpRequest) -> HttpResponse:
         team_names=team_names,
         volumes=volumes,
         shared_pools=[str(pool) for pool in shared_pools()],
+        notify_default=_notify_default(request.user),
     )
     if request.method == "POST":
         # The form turns text into the API's shape, the API's serializer validates it; both run on
@@ -74,7 +78,12 @@ def job_new(request: AuthenticatedHttpRequest) -> HttpResponse:
         form.add_api_errors(errors)
         if form.is_valid():
             try:
-                job = job_submit(owner=request.user, **serializer.validated_data)
+                spec = dict(serializer.validated_data)
+                notify = spec.pop("notify", None)
+                with transaction.atomic():
+                    job = job_submit(owner=request.user, **spec)
+                    if notify is not None:
+                        job_notify_save(job, notify)
             except DjangoValidationError as exc:
                 form.add_api_errors(exc.message_dict)
             else:
@@ -243,3 +252,8 @@ def dashboard_view(request: HttpRequest) -> HttpResponse:
     """The cluster and scheduler dashboard (everyone signed in; per-team figures follow the usage report's rule)."""
     context = dashboard_context(request.user, request.GET.get("window"))
     return render(request, "frontend/dashboard.html", {**context, "plotly_js": PLOTLY_JS})
+
+
+def _notify_default(user: Any) -> dict[str, Any]:
+    preference = preference_of(user)
+    return {"on": preference.events, "email": preference.email, "webhook": preference.webhook_url}

@@ -13,6 +13,8 @@ the same transaction, as the direct calls it replaces:
 - `resizing` run inside `job_resize`'s transaction before an elastic job's allocations change, so the ledger
   charges what it held up to that instant (quotas: the same charge as `left_active`).
 - `left_running` run inside that transaction when a job leaves RUNNING (telemetry: store the run).
+- `state_changed` run inside `job_transition`'s transaction after every move, with its event written (notify: the
+  messages a job's owner asked for, written as an outbox in the same transaction).
 - `queue_changed` run when a job was queued, requeued or cancelled, to be acted on after the commit
   (scheduler: run a cycle soon).
 - `pod_secret_env` give environment variables each pod of a gang gets from a Secret, never from its
@@ -53,6 +55,10 @@ class LeftActive(Protocol):
     def __call__(self, *, job: Job, until: datetime) -> None: ...
 
 
+class StateChanged(Protocol):
+    def __call__(self, *, job: Job, from_state: str, to_state: str, reason: str, now: datetime) -> None: ...
+
+
 class LeftRunning(Protocol):
     def __call__(self, *, job: Job, attempt: int, now: datetime) -> None: ...
 
@@ -68,6 +74,7 @@ class JobHooks:
     left_active: list[LeftActive] = field(default_factory=list)
     resizing: list[LeftActive] = field(default_factory=list)
     left_running: list[LeftRunning] = field(default_factory=list)
+    state_changed: list[StateChanged] = field(default_factory=list)
     queue_changed: list[QueueChanged] = field(default_factory=list)
     pod_secret_env: list[PodSecretEnv] = field(default_factory=list)
 
@@ -76,6 +83,9 @@ class JobHooks:
 
     def on_left_active(self, hook: LeftActive) -> None:
         _add_once(self.left_active, hook)
+
+    def on_state_changed(self, hook: StateChanged) -> None:
+        _add_once(self.state_changed, hook)
 
     def on_resizing(self, hook: LeftActive) -> None:
         _add_once(self.resizing, hook)

@@ -377,6 +377,8 @@ def job_transition(job: Job, to_state: str, *, reason: str, now: datetime | None
             # Telemetry stores the run's GPU and network series once this commits.
             for left_running in job_hooks.left_running:
                 left_running(job=job, attempt=job.attempt, now=now)
+        for state_changed in job_hooks.state_changed:
+            state_changed(job=job, from_state=from_state, to_state=to_state, reason=reason, now=now)
     job.state = to_state
     for key, value in fields.items():
         setattr(job, key, value)

@@ -17,6 +17,7 @@ from jobs.arrays import ARRAY_SYNTAX, array_indices
 from jobs.logs import job_log_attempts
 from jobs.models import EstimateKind, Job, JobEvent, JobResize, Node
 from jobs.selectors import job_assigned_nodes
+from notify.services import EVENTS
 from policy.model import Priority
 from scheduler.queue import QueueCounts, QueueEntry, stored_priority
 from telemetry.selectors import job_telemetry_summary
@@ -38,6 +39,21 @@ class VolumeSerializer(StrictSerializer):
             required=False, default=False, help_text="Mount it read-only; a volume the team was given read-only always is."
         )
         return fields
+
+
+class NotifySerializer(StrictSerializer):
+    """When to tell the job's owner, and how (docs/notifications.md); Slurm's --mail-type BEGIN, END, FAIL."""
+
+    on = serializers.ListField(
+        child=serializers.ChoiceField(choices=list(EVENTS)),
+        allow_empty=True,
+        max_length=3,
+        help_text="Any of start (it runs), end (it ended, however), fail (it failed or reached its wall time).",
+    )
+    email = serializers.BooleanField(required=False, default=True, help_text="By e-mail, to the owner's address.")
+    webhook = serializers.URLField(
+        required=False, allow_blank=True, default="", max_length=500, help_text="A URL that gets a JSON POST for each."
+    )
 
 
 class JobSubmitSerializer(StrictSerializer):
@@ -88,6 +104,9 @@ class JobSubmitSerializer(StrictSerializer):
         required=False,
         default=0,
         help_text="RDMA/SR-IOV devices each node's pod asks for (multi-node jobs only); the job goes only to nodes that have them.",
+    )
+    notify = NotifySerializer(
+        required=False, allow_null=True, default=None, help_text="Tell the owner when it starts, ends or fails; default: their own default."
     )
     # A GPU slice (docs/gpu-sharing.md): one node, one GPU, and any of these three asks.
     gpu_fraction = serializers.FloatField(

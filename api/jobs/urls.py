@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from api.jobs.views import JobViewSet, NodeViewSet, QueueView
+from api.jobs.views import JobViewSet, NodeViewSet, NotifyPreferenceView, QueueView
 
 router = DefaultRouter()
 router.register("jobs", JobViewSet, basename="job")
@@ -9,5 +9,6 @@ router.register("nodes", NodeViewSet, basename="node")
 
 urlpatterns = [
     path("queue/", QueueView.as_view(), name="queue"),
+    path("notifications/", NotifyPreferenceView.as_view(), name="notify-preference"),
     *router.urls,
 ]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
+from django.db import transaction
 from django.db.models import QuerySet, prefetch_related_objects
 from django.http import StreamingHttpResponse
 from django.urls import reverse
@@ -12,8 +13,10 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.generics import ListAPIView
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from accounts.requests import api_user
 from api.idempotency import IDEMPOTENCY_PARAMETER, REPLAYED_HEADER, Submitted, submit_once
@@ -27,6 +30,7 @@ from api.jobs.serializers import (
     LogsQuerySerializer,
     LogsSerializer,
     NodeSerializer,
+    NotifySerializer,
     QueueEntrySerializer,
     SubmitCheckSerializer,
     queue_summary,
@@ -38,6 +42,7 @@ from jobs.logs import job_logs, job_logs_follow
 from jobs.models import ClusterHealth, Job, Node
 from jobs.selectors import jobs_visible_to, nodes_with_usage
 from jobs.services import job_cancel, job_submit, job_submit_array, job_submit_check
+from notify.services import job_notify_save, preference_of, preference_save
 from scheduler.queue import queue_counts, queue_entries, queue_jobs
 
 
@@ -69,7 +74,9 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         serializer = JobSubmitSerializer(data=request.data, context=self.get_serializer_context())
         serializer.is_valid(raise_exception=True)
         owner = api_user(request)
-        submitted = submit_once(request, owner, lambda: [job_submit(owner=owner, **serializer.validated_data)])
+        spec = dict(serializer.validated_data)
+        notify = spec.pop("notify", None)
+        submitted = submit_once(request, owner, lambda: _with_notify([job_submit(owner=owner, **spec)], notify))
         if submitted.created:
             # The row just written, answered from memory: a new job has its one event and nothing else yet.
             job = submitted.created[0]
@@ -94,7 +101,8 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         owner = api_user(request)
         spec = dict(serializer.validated_data)
         indices = spec.pop("array")
-        submitted = submit_once(request, owner, lambda: job_submit_array(owner=owner, indices=indices, **spec))
+        notify = spec.pop("notify", None)
+        submitted = submit_once(request, owner, lambda: _with_notify(job_submit_array(owner=owner, indices=indices, **spec), notify))
         jobs = list(self.get_queryset().filter(pk__in=submitted.job_ids).order_by("array_index"))
         array_id = jobs[0].array_id
         elements = JobSerializer(jobs, many=True, context=self.get_serializer_context()).data
@@ -116,6 +124,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         serializer = serializer_class(data=request.data, context=self.get_serializer_context())
         serializer.is_valid(raise_exception=True)
         spec = dict(serializer.validated_data)
+        spec.pop("notify", None)
         count = len(spec.pop("array", [None]))
         job_submit_check(owner=api_user(request), **spec)
         return Response({"valid": True, "count": count})
@@ -212,3 +221,32 @@ class QueueView(ListAPIView):
         paginator.summary, paginator.total = queue_summary(counts), counts.pending
         page = paginator.paginate_queryset(self.get_queryset(), request, view=self) or []
         return paginator.get_paginated_response(self.get_serializer(queue_entries(page), many=True).data)
+
+
+def _with_notify(jobs: list[Job], notify: dict[str, Any] | None) -> list[Job]:
+    """The submit's `notify` as each job's own asks, in the submit's transaction (submit_once's, or this one)."""
+    if notify is not None:
+        with transaction.atomic():
+            for job in jobs:
+                job_notify_save(job, notify)
+    return jobs
+
+
+class NotifyPreferenceView(APIView):
+    """Your default for your jobs' notifications (a submit's `notify` says otherwise for its job)."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses={200: NotifySerializer})
+    def get(self, request: Request) -> Response:
+        return Response(_asks_json(preference_of(api_user(request))))
+
+    @extend_schema(request=NotifySerializer, responses={200: NotifySerializer})
+    def put(self, request: Request) -> Response:
+        serializer = NotifySerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return Response(_asks_json(preference_save(api_user(request), serializer.validated_data)))
+
+
+def _asks_json(asks: Any) -> dict[str, Any]:
+    return {"on": asks.events, "email": asks.email, "webhook": asks.webhook_url}

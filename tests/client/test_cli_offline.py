@@ -96,3 +96,10 @@ def test_an_elastic_node_range_is_checked_before_anything_is_sent(capsys: pytest
     assert "'8-2': nodes are at least 1, and an elastic range's most is above its least" in err
     code, _, err = run(capsys, "submit", "-N", "two", "--", "python", "train.py")
     assert code == 2 and "write 4, or 2-8 for an elastic job" in err
+
+
+def test_mail_types_are_sbatchs_words_and_a_webhook_needs_one(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "submit", "--mail-type", "BEGIN,OFTEN", "--", "python", "train.py")
+    assert code == 2 and "'OFTEN' is not a mail type: use BEGIN, END, FAIL, ALL or NONE" in err
+    code, _, err = run(capsys, "submit", "--webhook", "https://hooks.example/x", "--", "python", "train.py")
+    assert code != 0 and "--webhook needs --mail-type" in err

@@ -1,0 +1,35 @@
+"""The notifications page: a user's default for being told when their jobs start, end or fail."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+
+from accounts.requests import AuthenticatedHttpRequest
+from api.jobs.serializers import NotifySerializer
+from notify.services import EVENTS, preference_of, preference_save
+
+LABELS = {"start": "it starts running", "end": "it ends (however it ends)", "fail": "it fails or reaches its wall time"}
+
+
+@login_required
+def notifications_view(request: AuthenticatedHttpRequest) -> HttpResponse:
+    preference = preference_of(request.user)
+    errors: dict[str, list[str]] = {}
+    if request.method == "POST":
+        data = {
+            "on": [e for e in EVENTS if request.POST.get(f"on_{e}")],
+            "email": bool(request.POST.get("email")),
+            "webhook": request.POST.get("webhook", "").strip(),
+        }
+        serializer = NotifySerializer(data=data)
+        if serializer.is_valid():
+            preference_save(request.user, serializer.validated_data)
+            messages.success(request, "Saved: new jobs of yours follow it unless their submit says otherwise.")
+            return redirect("frontend:notifications")
+        errors = {key: [str(e) for e in value] for key, value in serializer.errors.items()}
+        preference.webhook_url = str(data["webhook"])
+    events = [(e, LABELS[e], e in preference.events) for e in EVENTS]
+    return render(request, "frontend/notifications.html", {"preference": preference, "events": events, "errors": errors})

@@ -1,0 +1,140 @@
+"""Told when a job starts, ends or fails: by e-mail and webhook, per job and by default, sent after the commit, retried."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from django.core import mail
+from rest_framework.test import APIClient
+
+from jobs.models import Job
+from notify.models import Delivery
+from notify.services import deliveries_send_due
+from tests.conftest import SimHarness, session_for
+
+
+@pytest.fixture(autouse=True)
+def _mail(settings: Any, user: Any) -> None:
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    settings.MUSTER_BASE_URL = "https://muster.example"
+    user.email = "alice@example.org"
+    user.save(update_fields=["email"])
+
+
+class Hook:
+    """A webhook receiver on a free loopback port: what it was sent, and what it answers."""
+
+    def __init__(self) -> None:
+        self.received: list[dict[str, Any]] = []
+        self.status = 204
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                hook.received.append(json.loads(body))
+                self.send_response(hook.status)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/muster"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def hook() -> Iterator[Hook]:
+    receiver = Hook()
+    yield receiver
+    receiver.server.shutdown()
+
+
+def send(sim: SimHarness, later: float = 0.0) -> int:
+    """The sender at the simulated cluster's time (the state changes were stamped with it), `later` seconds on."""
+    return deliveries_send_due(now=sim.clock() + timedelta(seconds=later))
+
+
+def test_a_job_asking_for_start_and_end_is_told_both_by_email_and_webhook(sim: SimHarness, submit: Any, hook: Hook) -> None:
+    job = submit(nodes=1, gpus_per_node=1, simulate={"duration_seconds": 5}, notify={"on": ["start", "end"], "webhook": hook.url})
+    sim.cycle()
+    sim.advance(2)  # running
+    assert send(sim) == 2
+    (started,) = mail.outbox
+    assert started.to == ["alice@example.org"]
+    assert started.subject == f"[Muster] job {job['id']} (train-llm) started running"
+    assert f"https://muster.example/jobs/{job['id']}/" in started.body
+    assert hook.received[0]["event"] == "start" and hook.received[0]["job"]["state"] == "RUNNING"
+    sim.advance(10)  # succeeded
+    assert send(sim) == 2
+    assert mail.outbox[1].subject.endswith("succeeded") and hook.received[1]["event"] == "end"
+    assert send(sim) == 0  # nothing owed twice
+
+
+def test_a_failure_is_one_message_even_when_end_and_fail_are_both_asked(sim: SimHarness, submit: Any) -> None:
+    submit(nodes=1, gpus_per_node=1, simulate={"duration_seconds": 1, "exit_code": 3}, notify={"on": ["end", "fail"]})
+    sim.cycle()
+    sim.advance(2)
+    sim.advance(5)
+    assert Job.objects.get().state == "FAILED"
+    assert send(sim) == 1
+    assert mail.outbox[0].subject.endswith("failed") and Delivery.objects.get().event == "fail"
+
+
+def test_the_users_default_applies_unless_the_submit_says_otherwise(sim: SimHarness, submit: Any, api: APIClient) -> None:
+    saved = api.put("/api/v1/notifications/", {"on": ["start"], "email": True}, format="json")
+    assert saved.status_code == 200 and saved.json() == {"on": ["start"], "email": True, "webhook": ""}
+    by_default = submit(nodes=1, gpus_per_node=1, name="default")
+    quiet = submit(nodes=1, gpus_per_node=1, name="quiet", notify={"on": []})
+    sim.cycle()
+    sim.advance(2)
+    send(sim)
+    assert [m.subject for m in mail.outbox] == [f"[Muster] job {by_default['id']} (default) started running"]
+    assert not Delivery.objects.filter(job_id=quiet["id"]).exists()
+
+
+def test_a_webhook_that_fails_is_tried_again_later_and_the_job_is_unaffected(sim: SimHarness, submit: Any, hook: Hook) -> None:
+    hook.status = 503
+    job = submit(nodes=1, gpus_per_node=1, notify={"on": ["start"], "email": False, "webhook": hook.url})
+    sim.cycle()
+    sim.advance(2)
+    assert Job.objects.get(pk=job["id"]).state == "RUNNING"
+    assert send(sim) == 0
+    owed = Delivery.objects.get()
+    assert (owed.tries, owed.sent_at, owed.last_error) == (1, None, "the webhook answered 503")
+    assert send(sim) == 0  # not due again yet (a minute on)
+    hook.status = 200
+    assert send(sim, later=120) == 1
+    assert len(hook.received) == 2  # the failed try, then the one that went
+    assert Delivery.objects.get().sent_at is not None
+
+
+def test_bad_notify_asks_are_refused(sim: SimHarness, api: APIClient) -> None:
+    from tests.conftest import job_payload
+
+    bad_event = api.post("/api/v1/jobs/", job_payload(notify={"on": ["BEGIN"]}), format="json")
+    assert bad_event.status_code == 400 and "BEGIN" in str(bad_event.json())
+    bad_url = api.post("/api/v1/jobs/", job_payload(notify={"on": ["end"], "webhook": "not a url"}), format="json")
+    assert bad_url.status_code == 400 and "webhook" in str(bad_url.json())
+    assert not Job.objects.exists()
+
+
+def test_the_notifications_page_saves_the_default_and_the_form_ticks_it(sim: SimHarness, user: Any) -> None:
+    client = session_for(user)
+    page = client.get("/account/notifications/").content.decode()
+    assert "To alice@example.org." in page
+    response = client.post("/account/notifications/", {"on_end": "on", "on_fail": "on", "email": "on", "webhook": ""})
+    assert response.status_code == 302
+    form = client.get("/jobs/new/").content.decode()
+    ticked = {m for m in re.findall(r'<input type="checkbox" name="notify_on" value="(\w+)"[^>]*checked', form)}
+    assert ticked == {"end", "fail"}
+    bad = client.post("/account/notifications/", {"on_end": "on", "webhook": "ftp://x"})
+    assert bad.status_code == 200 and "Enter a valid URL." in bad.content.decode()
