@@ -63,12 +63,14 @@ def expected_seconds(job: Job) -> float:
 
 def job_target(job: Job, run: Run) -> JobTarget:
     """Where and when one run of the job ran, as a telemetry source needs it (uses prefetched allocations)."""
-    allocations = sorted((a for a in job.allocations.all() if a.attempt == run.attempt), key=lambda a: a.rank)
+    allocations = sorted((a for a in job.allocations.all() if a.attempt == run.attempt), key=lambda a: (a.rank, a.allocated_at))
+    # An elastic job shrunk and grown back onto the same node holds a rank twice in one run: one placement of it.
+    placed = {(a.rank, a.node.name): a for a in allocations}
     return JobTarget(
         job_id=job.pk,
         attempt=run.attempt,
-        # A GPU slice is charted as its whole GPU (one series): see slice_note.
-        ranks=tuple(RankPlacement(a.rank, a.node.name, a.node.rack, max(1, int(a.gpus))) for a in allocations),
+        # A GPU slice is charted as its whole GPU (one series): see telemetry.page.shared_gpu_note.
+        ranks=tuple(RankPlacement(a.rank, a.node.name, a.node.rack, max(1, int(a.gpus))) for a in placed.values()),
         started=run.started.timestamp(),
         ended=run.ended.timestamp() if run.ended else None,
         expected_seconds=expected_seconds(job),
