@@ -34,10 +34,12 @@ class Command(BaseCommand):
             if users.objects.filter(username=username).exists():
                 continue
             password = secrets.token_urlsafe(12)
+            # A local address, so the notifications they ask for show in the worker's log (the console mail backend).
+            email = f"{username}@localhost"
             if staff:
-                users.objects.create_superuser(username=username, password=password, email="")
+                users.objects.create_superuser(username=username, password=password, email=email)
             else:
-                user = users.objects.create_user(username=username, password=password)
+                user = users.objects.create_user(username=username, password=password, email=email)
                 team, _ = Team.objects.get_or_create(name="research", defaults={"description": "Demo team"})
                 team.members.add(user)
             lines.append(f"  {username:<11} password: {password}")
