@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import fields
 from typing import Any
 
@@ -21,6 +22,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.requests import AuthenticatedHttpRequest
+from api.jobs.filters import JobFilter
 from api.jobs.serializers import JobSubmitSerializer
 from frontend.forms import JobForm
 from jobs.cluster import ClusterUnavailable
@@ -41,12 +43,34 @@ from telemetry.staticfiles import PLOTLY_JS
 
 @login_required
 def job_list(request: HttpRequest) -> HttpResponse:
-    jobs = jobs_visible_to(request.user)
-    state = request.GET.get("state", "")
-    if state in JobState.values:
-        jobs = jobs.filter(state=state)
+    """Jobs as squeue and sacct show them, filtered by name, state, owner (admins) and submit date; the rows of
+    active jobs keep up in place (?rows=1 answers just the rows, for the page's poller)."""
+    params = request.GET.copy()
+    if not getattr(request.user, "is_staff", False):
+        params.pop("owner", None)
+    since = params.get("submitted_after", "")
+    filtering = params.copy()
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", since):
+        filtering["submitted_after"] = f"{since}T00:00:00+00:00"  # the date field's day, from midnight UTC
+    # jobs_visible_to prefetches the allocations with their nodes: the running jobs' node lists.
+    jobs = JobFilter(filtering, queryset=jobs_visible_to(request.user)).qs.select_related("owner")
     page = Paginator(jobs, 25).get_page(request.GET.get("page"))
-    return render(request, "frontend/job_list.html", {"page": page, "state": state, "states": JobState.values})
+    rows = [(job, _run_time(job), job_assigned_nodes(job) if job.state in ACTIVE_STATES else []) for job in page.object_list]
+    live = any(job.state in ACTIVE_STATES or job.state == JobState.PENDING for job in page.object_list)
+    context = {"page": page, "rows": rows, "now": timezone.now(), "live": live}
+    if request.GET.get("rows") == "1":
+        html = render_to_string("frontend/job_rows.html", context, request=request)
+        return JsonResponse({"html": html, "live": live, "updated": timezone.now().strftime("%H:%M:%S")})
+    filters = {key: request.GET.get(key, "") for key in ("name", "state", "owner", "submitted_after")}
+    query = params.urlencode()
+    context.update(
+        filters=filters,
+        states=JobState.values,
+        live_url=f"{reverse('frontend:job-list')}?{query}&rows=1" if query else f"{reverse('frontend:job-list')}?rows=1",
+        live_refresh_ms=settings.MUSTER_LIVE_REFRESH_SECONDS * 1000,
+        live_refresh_seconds=settings.MUSTER_LIVE_REFRESH_SECONDS,
+    )
+    return render(request, "frontend/job_list.html", context)
 
 
 @login_required
