@@ -256,6 +256,8 @@ def cluster_view(request: HttpRequest) -> HttpResponse:
     page = Paginator(queue_jobs(), QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
     entries = queue_entries(page)
     visible = {e.job.pk for e in entries if job_visible_to(e.job, request.user)}
+    holders = {job_id for n in nodes for job_id in n.jobs}
+    visible_jobs = set(jobs_visible_to(request.user).filter(pk__in=holders).values_list("pk", flat=True)) if holders else set()
     return render(
         request,
         "frontend/cluster.html",
@@ -267,6 +269,7 @@ def cluster_view(request: HttpRequest) -> HttpResponse:
             "entries": entries,
             "page": page,
             "visible": visible,
+            "visible_jobs": visible_jobs,
         },
     )
 

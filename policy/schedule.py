@@ -351,6 +351,12 @@ class _Cycle:
         for key, who in self._owners(job):
             limit = self._account(key).max_gpus
             if limit is not None and self.in_quota[key] + needs > limit:
+                if self.in_quota[key] > limit:
+                    # The limit was lowered under running work (quotas.services warns the admin): say it as it is.
+                    return (
+                        f"{who.capitalize()} holds {self.in_quota[key]:g} GPUs within its quota, above its limit of {limit} "
+                        f"(lowered since they started); this job needs {needs:g}."
+                    )
                 return f"{self.in_quota[key]:g} of {limit} GPUs of the quota of {who} are in use; this job needs {needs:g}."
         return None
 

@@ -335,15 +335,30 @@ class GridNode:
     gpus_total: int
     gpus_free: int
     gpu_cells: list[bool]
+    held: bool = False
+    held_reason: str = ""
+    # The jobs holding GPUs (or slices) here now, by id.
+    jobs: tuple[int, ...] = ()
 
 
 def node_grid() -> list[GridNode]:
-    """Known nodes by rack, each with one cell per GPU (held or free): the cluster page's grid."""
+    """Known nodes by rack, each with one cell per GPU (held or free) and the jobs holding it: the cluster page's grid."""
+    holders: dict[str, list[int]] = defaultdict(list)
+    live = Allocation.objects.filter(released_at__isnull=True).order_by("job_id").values_list("node__name", "job_id")
+    for name, job_id in live:
+        if job_id not in holders[name]:
+            holders[name].append(job_id)
     grid = []
     for node in sorted(nodes_with_usage(), key=lambda n: (n.rack, n.name)):
         # A GPU some slice is held on shows as held (slices of a shared node are counted as shares of GPUs).
         held = min(math.ceil(node.gpus_held or 0), node.gpus_total)
         free = node.gpus_total - held
         # One cell per GPU, so a glance shows which nodes are whole, partly used or full.
-        grid.append(GridNode(node.name, node.rack, node.state, node.gpu_model, node.gpus_total, free, [True] * held + [False] * free))
+        cells = [True] * held + [False] * free
+        grid.append(
+            GridNode(
+                node.name, node.rack, node.state, node.gpu_model, node.gpus_total, free, cells, node.held, node.held_reason,
+                tuple(holders.get(node.name, ())),
+            )
+        )  # fmt: skip
     return grid

@@ -104,3 +104,24 @@ def test_the_cluster_page_lists_the_stored_queue_a_page_at_a_time(user: Any, mon
 
     html = client.get("/cluster/", {"page": 2}).content.decode()
     assert f"{new.pk} train" in html and ">new</span>" in html
+
+
+def test_the_cluster_page_names_the_jobs_holding_each_node_and_shows_priority_factors(user: Any, other_user: Any, sim: Any) -> None:
+    mine = JobFactory(owner=user, name="mine", nodes=1, gpus_per_node=8, running=True, held=[(_node("sim-node-000"), 8)])
+    theirs = JobFactory(owner=other_user, name="theirs", nodes=1, gpus_per_node=8, running=True, held=[(_node("sim-node-001"), 8)])
+    JobFactory(
+        owner=user, name="waiting", priority_class="preemptible", preemptible=True, priority=1234.5,
+        priority_factors={"age": [0.5, 250.0], "fair_share": [0.9, 900.0]}, queue_position=1,
+    )  # fmt: skip
+    page = session_for(user).get("/cluster/").content.decode()
+    assert f'<a href="/jobs/{mine.pk}/">job {mine.pk}</a>' in page
+    assert f"job {theirs.pk}" in page and f'href="/jobs/{theirs.pk}/"' not in page  # named, but not a link: not yours
+    factors = page.split('data-testid="priority-factors">', 1)[1].split("</small>", 1)[0]
+    assert factors == "Fair share 900.0, Age 250.0"  # on the page, not only on hover
+    assert "preemptible, preemptible" not in page and "preemptible, may borrow" not in page
+
+
+def _node(name: str) -> Any:
+    from jobs.models import Node
+
+    return Node.objects.get(name=name)

@@ -137,6 +137,15 @@ def test_job_beyond_its_users_gpu_quota_waits_and_says_how_many_gpus_are_in_use(
     assert wait.reason == "8 of 8 GPUs of the quota of user ann are in use; this job needs 4."
 
 
+def test_a_quota_lowered_under_running_work_is_said_as_it_is() -> None:
+    """Not "16 of 8 GPUs ... are in use": the account holds more than its limit because the limit came down."""
+    decisions = schedule(
+        snap([pend(2, gpus=4)], [running(1, {"n00": 8, "n01": 8}, user="ann")], accounts=(Account(user_key("ann"), max_gpus=8),)),
+    )
+    (wait,) = decisions.waiting
+    assert wait.reason == "User ann holds 16 GPUs within its quota, above its limit of 8 (lowered since they started); this job needs 4."
+
+
 def test_job_beyond_its_teams_gpu_quota_waits_and_says_how_many_gpus_are_in_use() -> None:
     decisions = schedule(
         snap(
