@@ -184,6 +184,14 @@ class JobForm(forms.Form):
         except ValueError as exc:
             raise forms.ValidationError(f"Cannot split the command: {exc}.") from exc
 
+    def clean_wall_time_minutes(self) -> int:
+        """The site's maximum in the unit this field asks in (the API says it in seconds)."""
+        minutes = int(self.cleaned_data["wall_time_minutes"])
+        most = settings.MUSTER_MAX_WALL_TIME_SECONDS
+        if minutes * 60 > most:
+            raise forms.ValidationError(f"The site maximum is {most // 60} minutes ({duration(most)}); you asked for {minutes}.")
+        return minutes
+
     def clean_volumes(self) -> list[dict[str, Any]]:
         volumes = []
         for number, line in enumerate(self.cleaned_data["volumes"].splitlines(), start=1):

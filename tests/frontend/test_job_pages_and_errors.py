@@ -127,3 +127,11 @@ def test_a_running_jobs_page_says_how_long_it_ran_and_what_is_left_of_its_wall_t
     page = session_for(user).get(f"/jobs/{job['id']}/").content.decode()
     run_time = page.split('data-testid="run-time">', 1)[1].split("</dd>", 1)[0]
     assert re.fullmatch(r"9 min 3[0-2] s of its 1 h wall time; 50 min (2[89]|30) s left", run_time), run_time
+
+
+def test_the_wall_time_error_is_in_the_minutes_the_form_asks_in(user: Any, sim: Any, settings: Any) -> None:
+    settings.MUSTER_MAX_WALL_TIME_SECONDS = 14 * 24 * 3600
+    page = session_for(user).post("/jobs/new/", submit_form(wall_time_minutes="30000")).content.decode()
+    assert "The site maximum is 20160 minutes (14 d); you asked for 30000." in page
+    assert "seconds" not in page.split('id="id_wall_time_minutes"', 1)[1].split("</div>", 1)[0]
+    assert not Job.objects.exists()
