@@ -362,13 +362,15 @@ class _Cycle:
 
     def _largest_node(self, job: PendingJob) -> float | None:
         """For a gang within its quota: the largest nodes it may hold whole and stay within it (None: any)."""
-        if not self.limited:
+        room = self._quota_room(job) if self.limited and job.nodes > 1 else None
+        if room is None:
             return None
-        limits = [(limit, key) for key, _ in self._owners(job) if (limit := self._account(key).max_gpus) is not None]
-        if job.nodes == 1 or not limits:
-            return None
-        room = min(limit - self.in_quota[key] for limit, key in limits)
         return room // _start_shape(job).nodes if room >= self._quota_gpus(job) else None
+
+    def _quota_room(self, job: PendingJob | RunningJob) -> float | None:
+        """GPUs its owners' tightest quota has left (None: no owner has a limit)."""
+        rooms = [limit - self.in_quota[key] for key, _ in self._owners(job) if (limit := self._account(key).max_gpus) is not None]
+        return min(rooms, default=None)
 
     def _budget_hold(self, job: PendingJob) -> str | None:
         need: tuple[float, str] | None = None
@@ -463,13 +465,11 @@ class _Cycle:
 
     def _elastic_room(self, job: PendingJob) -> int:
         """The most whole nodes an elastic job may hold within its owners' GPU quotas (of the smallest size it fits)."""
-        if not self.limited:
-            return job.nodes
-        limits = [limit - self.in_quota[key] for key, _ in self._owners(job) if (limit := self._account(key).max_gpus) is not None]
+        room = self._quota_room(job) if self.limited else None
         sizes = [size for size in self.capacity.sizes if size >= job.gpus_per_node]
-        if not limits or not sizes:
+        if room is None or not sizes:
             return job.nodes
-        return int(min(limits) // sizes[0])
+        return int(room // sizes[0])
 
     # --- preemption ------------------------------------------------------------------------------
 
@@ -652,12 +652,11 @@ class _Cycle:
         if r.over_quota:
             return 0
         size = self.capacity.total.get(r.node_names[0], 0) or 1
-        room = r.max_nodes
+        quota = self._quota_room(r)
+        room = r.max_nodes if quota is None else min(r.max_nodes, int(quota // size))
         hours = max(0.0, r.ends_at - self.now) / 3600
         for key, _ in self._owners(r):
             account = self._account(key)
-            if account.max_gpus is not None:
-                room = min(room, int((account.max_gpus - self.in_quota[key]) // size))
             if account.node_hours_left is not None and hours > 0:
                 room = min(room, int((account.node_hours_left - self.budget_used[key]) // hours))
         return room
