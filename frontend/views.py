@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import fields
-from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
@@ -32,7 +31,7 @@ from jobs.models import Job
 from jobs.selectors import job_assigned_nodes, job_visible_to, jobs_visible_to, shared_pools
 from jobs.services import ResourceAsk, job_cancel, job_check_fits_cluster, job_submit
 from jobs.states import ACTIVE_STATES, JobState
-from notify.services import job_notify_save, preference_of
+from notify.services import asks_json, job_notify_save, preference_of
 from quotas.selectors import volumes_of_teams_of
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
 from telemetry.dashboard.page import dashboard_context
@@ -86,7 +85,7 @@ def job_new(request: AuthenticatedHttpRequest) -> HttpResponse:
         team_names=team_names,
         volumes=volumes,
         shared_pools=[str(pool) for pool in shared_pools()],
-        notify_default=_notify_default(request.user),
+        notify_default=asks_json(preference_of(request.user)),
     )
     if request.method == "POST":
         # The form turns text into the API's shape, the API's serializer validates it; both run on
@@ -279,8 +278,3 @@ def dashboard_view(request: HttpRequest) -> HttpResponse:
     """The cluster and scheduler dashboard (everyone signed in; per-team figures follow the usage report's rule)."""
     context = dashboard_context(request.user, request.GET.get("window"))
     return render(request, "frontend/dashboard.html", {**context, "plotly_js": PLOTLY_JS})
-
-
-def _notify_default(user: Any) -> dict[str, Any]:
-    preference = preference_of(user)
-    return {"on": preference.events, "email": preference.email, "webhook": preference.webhook_url}

@@ -93,17 +93,26 @@ def _verb(to_state: str) -> str:
     }.get(JobState(to_state), f"is {to_state}")
 
 
-def job_notify_save(job: Job, asks: Mapping[str, Any]) -> JobNotify:
-    """A submit's `notify` ({"on": [...], "email": bool, "webhook": url}) as the job's own asks."""
+def _asks_fields(asks: Mapping[str, Any]) -> dict[str, Any]:
+    """Asks as the API and the pages give them ({"on": [...], "email": bool, "webhook": url}) as the models' fields."""
     on = set(asks.get("on") or ())
-    return JobNotify.objects.create(
-        job=job,
-        on_start="start" in on,
-        on_end="end" in on,
-        on_fail="fail" in on,
-        email=bool(asks.get("email", True)),
-        webhook_url=asks.get("webhook") or "",
-    )
+    return {
+        "on_start": "start" in on,
+        "on_end": "end" in on,
+        "on_fail": "fail" in on,
+        "email": bool(asks.get("email", True)),
+        "webhook_url": asks.get("webhook") or "",
+    }
+
+
+def asks_json(asks: Asks) -> dict[str, Any]:
+    """The models' fields back in the API's and the pages' shape."""
+    return {"on": asks.events, "email": asks.email, "webhook": asks.webhook_url}
+
+
+def job_notify_save(job: Job, asks: Mapping[str, Any]) -> JobNotify:
+    """A submit's `notify` as the job's own asks."""
+    return JobNotify.objects.create(job=job, **_asks_fields(asks))
 
 
 def preference_of(user: User) -> NotifyPreference:
@@ -112,17 +121,7 @@ def preference_of(user: User) -> NotifyPreference:
 
 
 def preference_save(user: User, asks: Mapping[str, Any]) -> NotifyPreference:
-    on = set(asks.get("on") or ())
-    preference, _ = NotifyPreference.objects.update_or_create(
-        user=user,
-        defaults={
-            "on_start": "start" in on,
-            "on_end": "end" in on,
-            "on_fail": "fail" in on,
-            "email": bool(asks.get("email", True)),
-            "webhook_url": asks.get("webhook") or "",
-        },
-    )
+    preference, _ = NotifyPreference.objects.update_or_create(user=user, defaults=_asks_fields(asks))
     return preference
 
 

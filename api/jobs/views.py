@@ -42,7 +42,7 @@ from jobs.logs import job_logs, job_logs_follow
 from jobs.models import ClusterHealth, Job, Node
 from jobs.selectors import jobs_visible_to, nodes_with_usage
 from jobs.services import job_cancel, job_submit, job_submit_array, job_submit_check
-from notify.services import job_notify_save, preference_of, preference_save
+from notify.services import asks_json, job_notify_save, preference_of, preference_save
 from scheduler.queue import queue_counts, queue_entries, queue_jobs
 
 
@@ -239,14 +239,10 @@ class NotifyPreferenceView(APIView):
 
     @extend_schema(responses={200: NotifySerializer})
     def get(self, request: Request) -> Response:
-        return Response(_asks_json(preference_of(api_user(request))))
+        return Response(asks_json(preference_of(api_user(request))))
 
     @extend_schema(request=NotifySerializer, responses={200: NotifySerializer})
     def put(self, request: Request) -> Response:
         serializer = NotifySerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        return Response(_asks_json(preference_save(api_user(request), serializer.validated_data)))
-
-
-def _asks_json(asks: Any) -> dict[str, Any]:
-    return {"on": asks.events, "email": asks.email, "webhook": asks.webhook_url}
+        return Response(asks_json(preference_save(api_user(request), serializer.validated_data)))
