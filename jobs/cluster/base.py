@@ -21,6 +21,10 @@ def pod_name(job_id: int, attempt: int, rank: int) -> str:
     return f"{gang_name(job_id, attempt)}-{rank}"
 
 
+# Compute slices of a MIG-capable GPU (A100, H100, B200): a profile "3g.40gb" is 3/7 of one.
+MIG_COMPUTE_SLICES = 7
+
+
 class ClusterUnavailable(Exception):
     """The cluster cannot be reached; jobs stay queued and nothing is lost."""
 

@@ -28,6 +28,7 @@ from urllib3.exceptions import HTTPError
 
 from jobs.cluster.base import (
     DEADLINE_EXCEEDED,
+    MIG_COMPUTE_SLICES,
     CapturedLog,
     ClusterNode,
     ClusterUnavailable,
@@ -620,8 +621,6 @@ SHARING_STRATEGY_LABEL = "nvidia.com/gpu.sharing-strategy"
 REPLICAS_LABEL = "nvidia.com/gpu.replicas"
 GPU_COUNT_LABEL = "nvidia.com/gpu.count"
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"  # MiB per GPU
-# Compute slices of a MIG-capable GPU (A100, H100, B200): a profile "3g.40gb" is 3/7 of one.
-MIG_COMPUTE_SLICES = 7
 _MIG_PROFILE = re.compile(r"^(\d+)g\.(\d+)gb$")
 
 

@@ -19,12 +19,11 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from jobs.cluster.base import CapturedLog, ClusterNode, GangSpec, PodPhase, PodStatus
+from jobs.cluster.base import MIG_COMPUTE_SLICES, CapturedLog, ClusterNode, GangSpec, PodPhase, PodStatus
 from jobs.models import SimulatedPod
 
 SIMULATED_GPU = "Simulated H100 80GB"
 SIMULATED_GPU_MEMORY_GB = 80.0
-MIG_COMPUTE_SLICES = 7
 _SHARED_NODES = re.compile(r"^(time-slicing|mps):(\d+):(\d+)$|^mig:(\d+g\.\d+gb):(\d+)$")
 
 
