@@ -84,6 +84,17 @@ def page_url(context: Mapping[str, Any], param: str, number: int) -> str:
 
 
 @register.filter
+def job_size_short(job: Job) -> str:
+    """What the job asks, for a table cell: nodes x GPUs, an elastic range of nodes x GPUs, or its share of a GPU."""
+    if job.shares_gpu:
+        return f"{job.gpu_fraction:g} GPU" if job.gpu_fraction else "a slice of a GPU"
+    gpus = f"{job.gpus_per_node} GPU{pluralize(job.gpus_per_node)}"
+    if job.elastic:
+        return f"{job.min_nodes}\u2013{job.max_nodes} nodes \u00d7 {gpus}"
+    return f"{job.nodes} node{pluralize(job.nodes)} \u00d7 {gpus}"
+
+
+@register.filter
 def job_size(job: Job) -> str:
     """What the job holds: "2 nodes x 8 GPUs = 16 GPUs" (with a multiplication sign), or its GPU slice's asks."""
     if job.shares_gpu:
@@ -94,4 +105,4 @@ def job_size(job: Job) -> str:
     if job.elastic:
         held = f", {job.nodes} now" if job.state in ("SCHEDULED", "RUNNING") else ""
         return f"{job.min_nodes} to {job.max_nodes} nodes (elastic{held}) \u00d7 {gpus}"
-    return f"{job.nodes} node{pluralize(job.nodes)} \u00d7 {gpus} = {job.gpus} GPU{pluralize(job.gpus)}"
+    return f"{job_size_short(job)} = {job.gpus} GPU{pluralize(job.gpus)}"
