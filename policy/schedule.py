@@ -33,6 +33,7 @@ Deterministic: the same snapshot always gives the same decisions.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Sequence
@@ -73,6 +74,18 @@ from policy.timeline import Timelines, earliest_start
 
 # Bounds the cost of a cycle over a huge queue: each search looks at every node.
 MAX_PREEMPTION_SEARCHES = 32
+# A shorter wall time is offered as the way to start sooner only if it leaves at least this long to run.
+SOONER_MIN_WALL_SECONDS = 10 * 60
+# Bounds that offer's cost in a cycle over a huge queue: searches for the first waiting jobs in the order only.
+MAX_SOONER_SEARCHES = 64
+
+
+def _minutes(seconds: float) -> str:
+    """A wall time as a user types it back: '2 h 10 min', '45 min', '3 h'."""
+    hours, minutes = divmod(int(seconds // 60), 60)
+    if not hours:
+        return f"{minutes} min"
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
 
 
 def schedule(snapshot: Snapshot, config: PolicyConfig | None = None, *, max_jobs: int | None = None) -> Decisions:
@@ -134,6 +147,7 @@ class _Cycle:
         self.resizes: list[Resize] = []
         self.room_texts: dict[tuple[int, int, int, int, int], str] = {}
         self.fits_unreserved: dict[tuple[int, int, int, int, int], bool] = {}
+        self.sooner_texts: dict[tuple[int, int, int, int, int, int, float], str] = {}
 
     # --- the walk --------------------------------------------------------------------------------
 
@@ -685,13 +699,16 @@ class _Cycle:
             text = f"{self._room_text(job)} Reserved {nodes}; starts by {when(kept.start)}."
             if moved:
                 text += f" Moved: {moved}."
+            if kept.start > self.now and self._fits_unreserved(job):
+                text += self._sooner_text(job)
             self._wait(job, NO_ROOM, text, kept.start, ESTIMATE_RESERVED)
             return
         if self.promised and self._fits_unreserved(job):
             if self.first_promise is None:
                 self.first_promise = min((r.start, r.job_id) for r in self.promised.values())
             blocking = self.first_promise
-            self._wait(job, RESERVATION, f"Behind the reservation for job {blocking[1]}, expected to start {when(blocking[0])}.")
+            text = f"Behind the reservation for job {blocking[1]}, expected to start {when(blocking[0])}."
+            self._wait(job, RESERVATION, text + self._sooner_text(job))
             return
         code = FRAGMENTATION if self.capacity.free_total >= job.gpus else NO_ROOM
         self._wait(job, code, self._room_text(job))
@@ -701,6 +718,37 @@ class _Cycle:
         if key not in self.fits_unreserved:
             self.fits_unreserved[key] = self._fit(job, None) is not None
         return self.fits_unreserved[key]
+
+    def _sooner_text(self, job: PendingJob) -> str:
+        """What would start it now, for a job the free nodes hold but the reservations on them do not leave time for:
+        the longest wall time that would backfill it (Slurm users shorten --time for this), if long enough to be of use.
+        """
+        shape = (job.nodes, job.min_nodes, job.gpus_per_node, job.rdma_per_node)
+        key = (*shape, self.capacity.version, self.timelines.changes, job.wall_seconds)
+        if key in self.sooner_texts:
+            return self.sooner_texts[key]
+        if len(self.sooner_texts) >= MAX_SOONER_SEARCHES:
+            return ""
+        # Backfill fits a wall time W where every node it takes stays free for W: the candidates are those spans.
+        spans = sorted(
+            {
+                span
+                for name in self.timelines.holds
+                if SOONER_MIN_WALL_SECONDS <= (span := self.timelines.free_for(name, self._need_on(job, name))) < job.wall_seconds
+            }
+        )
+        best = None
+        lo, hi = 0, len(spans) - 1
+        while lo <= hi:  # the longer the wall time, the fewer nodes allow it: the largest that still fits
+            mid = (lo + hi) // 2
+            shorter = replace(job, wall_seconds=math.floor(spans[mid] / 60) * 60)
+            if self._fit(shorter, self._allowed(shorter)) is not None:
+                best, lo = shorter.wall_seconds, mid + 1
+            else:
+                hi = mid - 1
+        text = f" With a wall time of at most {_minutes(best)} it would start now." if best and best >= SOONER_MIN_WALL_SECONDS else ""
+        self.sooner_texts[key] = text
+        return text
 
     def _room_text(self, job: PendingJob) -> str:
         key = (job.nodes, job.min_nodes, job.gpus_per_node, job.rdma_per_node, self.capacity.version)

@@ -50,6 +50,8 @@ class Timelines:
         self._profiles: dict[str, tuple[list[float], list[int]]] = {}
         # Bumped whenever a node's profile changes, so callers can cache what they derive from it.
         self.version: dict[str, int] = {}
+        # Bumped on every change to any node: one key for what is derived from all of them.
+        self.changes = 0
 
     # --- changes ---------------------------------------------------------------------------------
 
@@ -57,6 +59,7 @@ class Timelines:
         """The node's free GPUs or running work changed: its profile is rebuilt when next read."""
         self._profiles.pop(name, None)
         self.version[name] = self.version.get(name, 0) + 1
+        self.changes += 1
 
     def hold(self, name: str, hold: Hold) -> None:
         insort(self.holds.setdefault(name, []), hold)
@@ -123,6 +126,14 @@ class Timelines:
                 return False
             i += 1
         return True
+
+    def free_for(self, name: str, gpus: int) -> float:
+        """How long from now `gpus` GPUs stay free on the node: 0 if they are not free now, INF if for good."""
+        times, frees = self.profile(name)
+        for at, free in zip(times, frees, strict=True):
+            if free < gpus:
+                return at - self.now
+        return INF
 
     def held(self, name: str) -> bool:
         return name in self.holds

@@ -437,6 +437,23 @@ def test_short_job_backfills_onto_reserved_nodes_and_a_long_one_waits_behind_the
     assert wait.reason.startswith("Behind the reservation for job 1, expected to start")
 
 
+def test_a_job_behind_a_reservation_is_told_the_wall_time_that_would_start_it_now_and_that_one_does() -> None:
+    # n00 keeps 4 GPUs free for 1000 s (16 min 40 s) before job 1's reservation: 16 min is the longest whole-minute wall.
+    decisions = backfill_case(short_wall=1001)
+    for job_id in (2, 3):
+        assert waiting(decisions)[job_id].reason.endswith("With a wall time of at most 16 min it would start now.")
+    assert 3 in placed(backfill_case(short_wall=16 * 60))
+    assert 3 not in placed(backfill_case(short_wall=17 * 60))
+
+
+def test_no_shorter_wall_time_is_offered_when_the_free_span_is_too_short_to_be_of_use() -> None:
+    jobs = [running(10, {"n00": 4}, rank=0, left=5 * 60), running(11, {"n01": 8}, rank=0, left=5 * HOUR)]
+    pending = [pend(1, gpus=8, age=2 * HOUR), pend(2, gpus=4, age=100, wall=2 * HOUR)]
+    wait = waiting(schedule(snap(pending, jobs), config(starvation_seconds=HOUR)))[2]
+    assert wait.reason_code == RESERVATION
+    assert "wall time" not in wait.reason
+
+
 def test_backfill_may_end_exactly_when_the_reservation_starts_but_not_a_second_later() -> None:
     assert 3 in placed(backfill_case(short_wall=1000))
     decisions = backfill_case(short_wall=1001)
