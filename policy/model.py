@@ -145,6 +145,8 @@ class RunningJob:
     max_nodes: int = 0
     gpus_per_node: int = 0
     rdma_per_node: int = 0
+    # When it is expected to end (policy/runtime.py: its owner's recent run times); None: at its wall-time end.
+    expected_end: float | None = None
 
     @property
     def elastic(self) -> bool:
@@ -153,6 +155,12 @@ class RunningJob:
     @property
     def gpus(self) -> float:
         return sum(self.gpus_held)
+
+    def likely_end(self, now: float) -> float:
+        """When it is expected to end: the prediction while it still lies ahead, its wall-time end once it ran past it."""
+        if self.expected_end is None or self.expected_end <= now:
+            return self.ends_at
+        return min(self.expected_end, self.ends_at)
 
 
 @dataclass(frozen=True)

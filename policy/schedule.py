@@ -701,7 +701,7 @@ class _Cycle:
                 text += f" Moved: {moved}."
             if kept.start > self.now and self._fits_unreserved(job):
                 text += self._sooner_text(job)
-            self._wait(job, NO_ROOM, text, kept.start, ESTIMATE_RESERVED)
+            self._wait(job, NO_ROOM, text, self._expected_start(job, kept), ESTIMATE_RESERVED)
             return
         if self.promised and self._fits_unreserved(job):
             if self.first_promise is None:
@@ -718,6 +718,22 @@ class _Cycle:
         if key not in self.fits_unreserved:
             self.fits_unreserved[key] = self._fit(job, None) is not None
         return self.fits_unreserved[key]
+
+    def _expected_start(self, job: PendingJob, kept: Reservation) -> float:
+        """When a reserved job is expected to start: its nodes freed at the running work's expected ends, not at its
+        wall-time ends (what the promise, kept.start, is held by). Never later than the promise."""
+        latest = self.now
+        for name in kept.node_names:
+            if any(h.job_id != job.id and h.start < kept.start for h in self.timelines.holds.get(name, ())):
+                return kept.start  # behind another reservation, whose own run time is not known until it starts
+            need, free, at = self._need_on(job, name), self.capacity.free[name], self.now
+            ends = sorted((self.running[j].likely_end(self.now), gpus) for j, gpus in self.on_node.get(name, {}).items())
+            for end, gpus in ends:
+                if free >= need:
+                    break
+                free, at = free + gpus, end
+            latest = max(latest, at)
+        return min(latest, kept.start)
 
     def _sooner_text(self, job: PendingJob) -> str:
         """What would start it now, for a job the free nodes hold but the reservations on them do not leave time for:

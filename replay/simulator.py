@@ -73,6 +73,7 @@ from policy.model import (
     team_key,
     user_key,
 )
+from policy.runtime import RECENT_JOBS, expected_runtime
 from policy.schedule import schedule
 from replay.trace import Assumptions, TraceJob
 from replay.usage import DecayedUsage
@@ -227,6 +228,8 @@ class _Sim:
         self.wakes: list[tuple[float, int]] = []  # (time, job id: a starving job; 0: a victim becoming eligible)
         self.attempt = dict.fromkeys(self.records, 0)
         self.last_prediction: dict[int, float] = {}
+        # Each user's latest run times, newest first: what a running job's expected end is predicted from (policy/runtime.py).
+        self.runtimes: dict[str, list[float]] = {}
         self.just_submitted: set[int] = set()
         self.usage = DecayedUsage(config.half_life_seconds, self.jobs[0].submit if self.jobs else 0.0)
         self.samples: list[tuple[float, int, int, dict[str, float]]] = []
@@ -374,7 +377,9 @@ class _Sim:
         run.progress_at = now
 
     def _finish(self, job_id: int, now: float) -> None:
-        self._release(job_id, now)
+        run = self._release(job_id, now)
+        user = run.running.user
+        self.runtimes[user] = [now - run.start, *self.runtimes.get(user, ())][:RECENT_JOBS]
         self.records[job_id].end = now
         self.remaining[job_id] = 0.0
         self.done += 1
@@ -441,6 +446,7 @@ class _Sim:
             class_rank=job.class_rank,
             started_at=now,
             ends_at=now + job.wall_seconds,
+            expected_end=now + predicted if (predicted := expected_runtime(self.runtimes.get(job.user, ()), job.wall_seconds)) else None,
             user=job.user,
             team=job.team,
             preemptible=job.preemptible,

@@ -7,12 +7,14 @@ from datetime import datetime, timedelta
 from typing import cast
 
 from django.conf import settings
-from django.db.models import Count, Max
+from django.db.models import Count, F, Max, Window
+from django.db.models.functions import RowNumber
 
 from jobs.models import Allocation, Job, JobEvent, NodeState
 from jobs.selectors import nodes_with_usage
 from jobs.states import ACTIVE_STATES, JobState
 from policy.model import NodeView, PendingJob, PolicyConfig, Reservation, RunningJob, Snapshot
+from policy.runtime import RECENT_JOBS, expected_runtime
 from quotas.selectors import accounts_snapshot
 
 
@@ -152,6 +154,8 @@ def running_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
         "gpus_per_node",
         "rdma_per_node",
     )
+    rows = list(rows)
+    runtimes = recent_runtimes({row[5] for row in rows})
     result = []
     for pk, pc, scheduled, started, wall, user, team, preemptible, over_quota, low, high, gpus, rdma in rows:
         ranks = sorted(held.get(pk, []))
@@ -167,6 +171,7 @@ def running_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
                 class_rank=class_rank(pc),
                 started_at=start,
                 ends_at=placed + wall,
+                expected_end=start + predicted if (predicted := expected_runtime(runtimes.get(user, ()), wall)) is not None else None,
                 user=user,
                 team=team,
                 preemptible=preemptible,
@@ -179,6 +184,29 @@ def running_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
             )
         )
     return tuple(result)
+
+
+def recent_runtimes(users: set[str]) -> dict[str, list[float]]:
+    """Each user's latest run times in seconds, newest first (policy/runtime.py averages them): finished jobs that ran."""
+    if not users:
+        return {}
+    latest = Window(RowNumber(), partition_by=[F("owner_id")], order_by=F("finished_at").desc())
+    rows = (
+        Job.objects.filter(
+            owner__username__in=users,
+            state__in=(JobState.SUCCEEDED, JobState.FAILED, JobState.TIMED_OUT),
+            started_at__isnull=False,
+            finished_at__isnull=False,
+        )
+        .annotate(latest=latest)
+        .filter(latest__lte=RECENT_JOBS)
+        .order_by("owner_id", "latest")
+        .values_list("owner__username", "started_at", "finished_at")
+    )
+    runtimes: dict[str, list[float]] = defaultdict(list)
+    for user, started, finished in rows:
+        runtimes[user].append((finished - started).total_seconds())
+    return runtimes
 
 
 def held_reservations() -> tuple[Reservation, ...]:

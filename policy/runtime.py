@@ -1,0 +1,25 @@
+"""A running job's expected end, from its owner's recent jobs: what a waiting job's expected start is read from.
+
+Reservations and backfill plan by wall times, since a job may run to its limit and a promise must hold.
+An expected start need not: users ask for more time than they use, and by much the same margin job
+after job. The prediction is the one of Tsafrir, Etsion and Feitelson ("Backfilling using
+system-generated predictions rather than user runtime estimates", IEEE TPDS 2007): the mean run time
+of the owner's last two finished jobs, never above the job's own wall time. A job that runs past its
+prediction is expected to end at its wall time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+# How many of the owner's most recent finished jobs the prediction averages.
+RECENT_JOBS = 2
+
+
+def expected_runtime(recent_runtimes: Sequence[float], wall_seconds: float) -> float | None:
+    """Seconds a job asking `wall_seconds` is expected to run, from its owner's latest run times (newest first); None
+    without any."""
+    recent = [max(0.0, r) for r in recent_runtimes[:RECENT_JOBS]]
+    if not recent:
+        return None
+    return min(wall_seconds, sum(recent) / len(recent))

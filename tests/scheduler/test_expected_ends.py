@@ -1,0 +1,34 @@
+"""The cycle's snapshot predicts each running job's end from its owner's last finished jobs (policy/runtime.py)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from jobs.states import JobState
+from scheduler.snapshot import running_jobs
+from tests.accounts.factories import UserFactory
+from tests.jobs.factories import JobFactory, hours_ago
+
+pytestmark = pytest.mark.django_db
+
+
+def finished(owner: object, *, ended_hours_ago: float, ran_minutes: float, state: str = JobState.SUCCEEDED) -> None:
+    end = hours_ago(ended_hours_ago)
+    JobFactory(owner=owner, finished=True, state=state, started_at=end - timedelta(minutes=ran_minutes), finished_at=end)
+
+
+def test_a_running_job_is_expected_to_end_after_the_mean_of_its_owners_last_two_run_times() -> None:
+    ann, bob = UserFactory(username="ann"), UserFactory(username="bob")
+    finished(ann, ended_hours_ago=30, ran_minutes=600)  # older than the last two: not counted
+    finished(ann, ended_hours_ago=20, ran_minutes=30)
+    finished(ann, ended_hours_ago=10, ran_minutes=90, state=JobState.FAILED)
+    JobFactory(owner=ann, state=JobState.CANCELLED, started_at=hours_ago(5), finished_at=hours_ago(4))  # never counted
+    job = JobFactory(owner=ann, running=True, wall_time_seconds=4 * 3600)
+    newcomer = JobFactory(owner=bob, running=True, wall_time_seconds=4 * 3600)
+    ends = {r.id: (r.started_at, r.expected_end, r.ends_at) for r in running_jobs()}
+    started, expected, wall_end = ends[job.id]
+    assert expected == pytest.approx(started + 60 * 60)
+    assert wall_end == pytest.approx(started + 4 * 3600)
+    assert ends[newcomer.id][1] is None  # no history: its wall time is all that is known
