@@ -154,7 +154,6 @@ def running_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
         "gpus_per_node",
         "rdma_per_node",
     )
-    rows = list(rows)
     runtimes = recent_runtimes({row[5] for row in rows})
     result = []
     for pk, pc, scheduled, started, wall, user, team, preemptible, over_quota, low, high, gpus, rdma in rows:
@@ -205,7 +204,8 @@ def recent_runtimes(users: set[str]) -> dict[str, list[float]]:
     )
     runtimes: dict[str, list[float]] = defaultdict(list)
     for user, started, finished in rows:
-        runtimes[user].append((finished - started).total_seconds())
+        if started and finished:  # never None here (filtered); the row's type cannot say so
+            runtimes[user].append((finished - started).total_seconds())
     return runtimes
 
 
