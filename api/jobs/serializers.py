@@ -247,8 +247,8 @@ def submit_problems(serializer: JobSubmitSerializer, owner: User) -> tuple[dict[
             valid = serializer.validate(valid)
         except serializers.ValidationError as exc:
             detail = exc.detail if isinstance(exc.detail, dict) else {api_settings.NON_FIELD_ERRORS_KEY: exc.detail}
-            for key, messages in detail.items():
-                errors.setdefault(key, messages)
+            for key, detailed in detail.items():
+                errors.setdefault(key, detailed)
             valid = {}
     for key, messages in job_submit_problems(owner=owner, **valid).items():
         errors.setdefault(key, messages)
