@@ -293,3 +293,7 @@ class JobForm(forms.Form):
                 ] + [str(m) for m in messages if not isinstance(m, dict)]
             for message in messages if isinstance(messages, list) else [messages]:
                 self.add_error(field if field in self.fields else None, str(message))
+        if "wall_time_minutes" not in self.errors:
+            # The API checks limits only with a valid size; the wall time's are known without one.
+            for message in self.wall_time_limit_errors():
+                self.add_error("wall_time_minutes", message)
