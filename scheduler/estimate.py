@@ -164,7 +164,11 @@ def _account_checks(usage: AccountUsage, ask: ResourceAsk, wall: int | None, pre
 
 
 def _span(seconds: float) -> str:
+    """A wall time in minutes, the unit the form asks in, with hours or days beside: `90 min (1 h 30 min)`."""
     minutes = round(seconds / 60)
     hours, rest = divmod(minutes, 60)
-    words = f"{hours} h {rest} min" if hours and rest else f"{hours} h" if hours else f"{rest} min"
-    return f"{minutes} min ({words})" if hours else words
+    if minutes < 60:
+        return f"{minutes} min"
+    if hours % 24 == 0 and not rest:
+        return f"{minutes} min ({hours // 24} d)" if hours >= 24 else f"{minutes} min ({hours} h)"
+    return f"{minutes} min ({hours} h{f' {rest} min' if rest else ''})"
