@@ -115,6 +115,7 @@ def test_one_preemptible_control_and_back_keeps_what_was_typed(page: Any, log_in
     expect(page.get_by_label("Image")).to_have_value(IMAGE)
     expect(page.get_by_label("Command")).to_have_value("python train.py --config 'my run.yaml'")
     expect(page.get_by_label("Environment")).to_have_value("RUN=1")
+    expect(page.get_by_test_id("estimate-start")).to_have_attribute("data-kind", "now")  # and its estimate with them
     page.go_forward()
     page.go_back()
     expect(page.get_by_label("Command")).to_have_value("python train.py --config 'my run.yaml'")

@@ -1,7 +1,7 @@
 // The submit form's estimate beside Submit: as fields change, the form is posted (debounced, one request at a time)
 // to its estimate URL, which answers whether the job would be accepted, which limits hold it and when it would start,
-// and the panel is replaced by the server's HTML. Nothing is submitted or reloaded. Also on load, and when the page
-// comes back from the back/forward cache with the fields the browser restored.
+// and the panel is replaced by the server's HTML. Nothing is submitted or reloaded. Also on load once something was
+// typed (a cloned, restored or re-shown form), and when the page comes back with the fields the browser restored.
 (function () {
   "use strict";
   var form = document.querySelector("form[data-estimate-url]");
@@ -39,7 +39,15 @@
     timer = window.setTimeout(ask, 400);
   }
 
+  // A blank form is not told what it lacks before anything was typed; a cloned or restored one gets its estimate at once.
+  function started() {
+    return ["name", "image", "command"].some(function (name) {
+      var field = form.elements.namedItem(name);
+      return field && field.value.trim() !== "";
+    });
+  }
+
   form.addEventListener("input", soon);
   form.addEventListener("change", soon);
-  window.addEventListener("pageshow", function () { soon(); });
+  window.addEventListener("pageshow", function () { if (started()) { soon(); } });
 })();
