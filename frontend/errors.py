@@ -10,8 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
 
-# Never carried into the resubmitted form: the stale token, and what must be typed again.
-NOT_CARRIED = {"csrfmiddlewaretoken", "password", "password1", "password2", "old_password", "new_password1", "new_password2"}
+from frontend.form_stash import NOT_CARRIED, form_kept_for, form_stash
 
 
 def favicon(request: HttpRequest) -> HttpResponse:
@@ -27,4 +26,8 @@ def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpR
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     """CSRF_FAILURE_VIEW: the form's own fields again, under a fresh token, to send once more."""
     fields = [(key, value) for key, values in request.POST.lists() if key not in NOT_CARRIED for value in values]
-    return render(request, "csrf.html", {"fields": fields, "action": request.get_full_path()}, status=403)
+    # Signed out (the session expired with the cookies): the submit form keeps them through the sign-in instead.
+    kept = not request.user.is_authenticated and form_kept_for(request.path) and bool(fields)
+    if kept:
+        form_stash(request, request.POST)
+    return render(request, "csrf.html", {"fields": fields, "action": request.get_full_path(), "kept": kept}, status=403)

@@ -12,7 +12,10 @@ from django.conf import settings
 from frontend.templatetags.muster import duration
 from jobs.models import Job
 
-MONO = {"class": "mono", "spellcheck": "false", "autocapitalize": "off", "autocomplete": "off"}
+# No autocomplete="off": with it the browser forgets what was typed when the user comes back to the form (Back).
+MONO = {"class": "mono", "spellcheck": "false", "autocapitalize": "off"}
+# The priority class that also makes a job preemptible in the browser: one control, not a class and a tick box.
+PREEMPTIBLE_CLASS = "preemptible"
 
 
 class JobForm(forms.Form):
@@ -110,9 +113,12 @@ class JobForm(forms.Form):
         volumes: Sequence[tuple[str, str, bool]] = (),
         shared_pools: Sequence[str] = (),
         notify_default: Mapping[str, Any] | None = None,
+        wall_time_limits: Sequence[tuple[str | None, str, int]] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        # (team or None for the user's own, whose quota, its most seconds): checked here to say it in minutes.
+        self.wall_time_limits = wall_time_limits
         # The owner's default channels; the events are ticked from it and may be changed for this job.
         self.notify_default = dict(notify_default or {"on": [], "email": True, "webhook": ""})
         self.fields["notify_on"].initial = self.notify_default["on"]
@@ -123,6 +129,13 @@ class JobForm(forms.Form):
                 del self.fields[name]  # no node shares its GPUs
         cast(forms.ChoiceField, self.fields["priority_class"]).choices = [(c, c) for c in settings.MUSTER_PRIORITY_CLASSES]
         self.fields["priority_class"].initial = settings.MUSTER_DEFAULT_PRIORITY_CLASS
+        if PREEMPTIBLE_CLASS in settings.MUSTER_PRIORITY_CLASSES:
+            # The class says it: a job of the preemptible class may borrow idle GPUs and is stopped first.
+            self.fields["priority_class"].help_text += (
+                f" {PREEMPTIBLE_CLASS}: scheduled last, may run on idle GPUs beyond your quota, and is stopped and requeued "
+                "first when they are needed."
+            )
+            del self.fields["preemptible"]
         self.fields["wall_time_minutes"].help_text = (
             f"The job is stopped after this long. Site maximum: {settings.MUSTER_MAX_WALL_TIME_SECONDS // 60} minutes"
             f" ({duration(settings.MUSTER_MAX_WALL_TIME_SECONDS)})."
@@ -192,6 +205,15 @@ class JobForm(forms.Form):
             raise forms.ValidationError(f"The site maximum is {most // 60} minutes ({duration(most)}); you asked for {minutes}.")
         return minutes
 
+    def wall_time_limit_errors(self) -> list[str]:
+        """The owner's and the chosen team's wall-time limits the job breaks, in minutes (the API says them in seconds)."""
+        minutes, team = self.cleaned_data.get("wall_time_minutes"), self.cleaned_data.get("team") or None
+        return [
+            f"{whose} allows at most {most // 60} minutes ({duration(most)}) per job; you asked for {minutes}."
+            for applies_to, whose, most in self.wall_time_limits
+            if minutes is not None and applies_to in (None, team) and minutes * 60 > most
+        ]
+
     def clean_volumes(self) -> list[dict[str, Any]]:
         volumes = []
         for number, line in enumerate(self.cleaned_data["volumes"].splitlines(), start=1):
@@ -240,7 +262,9 @@ class JobForm(forms.Form):
         payload["team"] = data.get("team") or None
         if data.get("volumes"):
             payload["volumes"] = data["volumes"]
-        payload["preemptible"] = bool(data.get("preemptible"))
+        payload["preemptible"] = bool(data.get("preemptible")) or (
+            "preemptible" not in self.fields and data.get("priority_class") == PREEMPTIBLE_CLASS
+        )
         simulate = {}
         if data.get("sim_duration_seconds") is not None:
             simulate["duration_seconds"] = data["sim_duration_seconds"]
@@ -256,6 +280,8 @@ class JobForm(forms.Form):
             field = self.FIELD_FOR_API.get(key, key)
             if field in self.errors:
                 continue
+            if key == "wall_time_seconds":
+                messages = self.wall_time_limit_errors() or messages  # in the unit the field asks in
             if isinstance(messages, dict):
                 messages = [f"{k}: {' '.join(map(str, v))}" for k, v in messages.items()]
             elif isinstance(messages, list) and any(isinstance(m, dict) for m in messages):
@@ -267,3 +293,7 @@ class JobForm(forms.Form):
                 ] + [str(m) for m in messages if not isinstance(m, dict)]
             for message in messages if isinstance(messages, list) else [messages]:
                 self.add_error(field if field in self.fields else None, str(message))
+        if "wall_time_minutes" not in self.errors:
+            # The API checks limits only with a valid size; the wall time's are known without one.
+            for message in self.wall_time_limit_errors():
+                self.add_error("wall_time_minutes", message)

@@ -1,12 +1,13 @@
 from django.urls import path
 
-from frontend import audit_views, notify_views, quota_views, token_views, views
+from frontend import audit_views, notify_views, quota_views, submit_views, token_views, views
 
 app_name = "frontend"
 
 urlpatterns = [
     path("", views.job_list, name="job-list"),
-    path("jobs/new/", views.job_new, name="job-new"),
+    path("jobs/new/", submit_views.job_new, name="job-new"),
+    path("jobs/new/estimate/", submit_views.job_new_estimate, name="job-new-estimate"),
     path("jobs/<int:pk>/", views.job_detail, name="job-detail"),
     path("jobs/<int:pk>/live/", views.job_live, name="job-live"),
     path("jobs/<int:pk>/cancel/", views.job_cancel_view, name="job-cancel"),

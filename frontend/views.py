@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import fields
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -22,17 +19,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.requests import AuthenticatedHttpRequest
 from api.jobs.filters import JobFilter
-from api.jobs.serializers import JobSubmitSerializer
-from frontend.forms import JobForm
 from jobs.cluster import ClusterUnavailable
 from jobs.errors import JobFinished, JobNotStarted
 from jobs.logs import job_logs
 from jobs.models import Job
-from jobs.selectors import job_assigned_nodes, job_visible_to, jobs_visible_to, shared_pools
-from jobs.services import ResourceAsk, job_cancel, job_check_fits_cluster, job_submit
+from jobs.selectors import job_assigned_nodes, job_visible_to, jobs_visible_to
+from jobs.services import job_cancel
 from jobs.states import ACTIVE_STATES, JobState
-from notify.services import asks_json, job_notify_save, preference_of
-from quotas.selectors import volumes_of_teams_of
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
 from telemetry.dashboard.page import dashboard_context
 from telemetry.dashboard.selectors import node_grid
@@ -70,58 +63,6 @@ def job_list(request: HttpRequest) -> HttpResponse:
         live_refresh_seconds=settings.MUSTER_LIVE_REFRESH_SECONDS,
     )
     return render(request, "frontend/job_list.html", context)
-
-
-@login_required
-def job_new(request: AuthenticatedHttpRequest) -> HttpResponse:
-    team_names = list(request.user.teams.values_list("name", flat=True))
-    volumes = volumes_of_teams_of(request.user)
-    # Clone: the form filled in from a job the user can see (?clone=<id>), to change and submit as a new job.
-    clone = request.GET.get("clone", "")
-    source = jobs_visible_to(request.user).filter(pk=int(clone)).first() if clone.isdigit() else None
-    form = JobForm(
-        request.POST if request.method == "POST" else None,
-        initial=JobForm.initial_from(source) if source else None,
-        team_names=team_names,
-        volumes=volumes,
-        shared_pools=[str(pool) for pool in shared_pools()],
-        notify_default=asks_json(preference_of(request.user)),
-    )
-    if request.method == "POST":
-        # The form turns text into the API's shape, the API's serializer validates it; both run on
-        # every post, so all the mistakes in a submission are shown at once, each beside its field.
-        form.is_valid()
-        # The plain HttpRequest (the serializer reads only `.user`). A bare DRF `Request(request)` has no
-        # authenticators: its `.user` is AnonymousUser, and reading it sets the Django request's user to that too.
-        serializer = JobSubmitSerializer(data=form.api_payload(), context={"request": request})
-        errors = {} if serializer.is_valid() else dict(serializer.errors)
-        data = form.cleaned_data
-        if "nodes" in data and "gpus_per_node" in data and not {f.name for f in fields(ResourceAsk)} & set(errors):
-            errors.update(_cluster_fit_errors(ResourceAsk.of(data)))
-        form.add_api_errors(errors)
-        if form.is_valid():
-            try:
-                spec = dict(serializer.validated_data)
-                notify = spec.pop("notify", None)
-                with transaction.atomic():
-                    job = job_submit(owner=request.user, **spec)
-                    if notify is not None:
-                        job_notify_save(job, notify)
-            except DjangoValidationError as exc:
-                form.add_api_errors(exc.message_dict)
-            else:
-                messages.success(request, f"Job {job.pk} submitted.")
-                return redirect("frontend:job-detail", pk=job.pk)
-    return render(request, "frontend/job_new.html", {"form": form, "cloned": source})
-
-
-def _cluster_fit_errors(ask: ResourceAsk) -> dict[str, list[str]]:
-    """What `job_submit` would say about the job's size, asked early to show it with the other errors."""
-    try:
-        job_check_fits_cluster(ask)
-    except DjangoValidationError as exc:
-        return exc.message_dict
-    return {}
 
 
 LOG_TAIL_LINES = 200

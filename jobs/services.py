@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -212,21 +213,58 @@ def job_submit_check(
 ) -> None:
     """Everything a submit checks beyond the fields themselves (the cluster's size, the owner's limits); writes nothing.
 
-    Raises ValidationError({field: [messages]}). A dry run (`POST /api/v1/jobs/validate/`) is this alone.
+    Raises ValidationError({field: [messages]}) with every refusal at once. A dry run (`POST /api/v1/jobs/validate/`) is this alone.
     """
-    ask = ResourceAsk.of({**spec, "nodes": nodes, "gpus_per_node": gpus_per_node})
-    job_check_fits_cluster(ask)
+    problems = job_submit_problems(
+        owner=owner,
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        wall_time_seconds=wall_time_seconds,
+        team=team,
+        preemptible=preemptible,
+        volumes=volumes,
+        **spec,
+    )
+    if problems:
+        raise ValidationError(problems)
+
+
+def job_submit_problems(*, owner: User, **spec: Any) -> dict[str, list[str]]:
+    """Every refusal of `job_submit_check` at once, for the asks given; writes nothing.
+
+    A form with mistakes in some fields still gets the checks the others allow: the cluster's size needs `nodes` and
+    `gpus_per_node`, the limits also `wall_time_seconds` (the team defaults to none). Missing asks skip those checks.
+    """
+    problems: dict[str, list[str]] = {}
+
+    def collect(check: Callable[[], None]) -> None:
+        try:
+            check()
+        except ValidationError as exc:
+            for key, messages in exc.message_dict.items():
+                problems.setdefault(key, []).extend(m for m in messages if m not in problems.get(key, []))
+
+    if spec.get("nodes") is None or spec.get("gpus_per_node") is None:
+        return problems
+    ask = ResourceAsk.of(spec)
+    collect(lambda: job_check_fits_cluster(ask))
+    if spec.get("wall_time_seconds") is None:
+        return problems
     for check in job_hooks.submit_checks:
-        check(
-            owner=owner,
-            team=team,
-            # An elastic job starts on its least: that is what its limits must let it run.
-            nodes=ask.min_nodes or nodes,
-            gpus_per_node=gpus_per_node,
-            wall_time_seconds=wall_time_seconds,
-            preemptible=preemptible,
-            volumes=volumes,
+        collect(
+            partial(
+                check,
+                owner=owner,
+                team=spec.get("team"),
+                # An elastic job starts on its least: that is what its limits must let it run.
+                nodes=ask.min_nodes or ask.nodes,
+                gpus_per_node=ask.gpus_per_node,
+                wall_time_seconds=spec["wall_time_seconds"],
+                preemptible=bool(spec.get("preemptible")),
+                volumes=spec.get("volumes") or (),
+            )
         )
+    return problems
 
 
 def _job_row(*, owner: User, now: datetime, spec: Mapping[str, Any], **extra: Any) -> Job:

@@ -33,7 +33,7 @@ def _whose(limits: Limits) -> str:
     return f"your quota (user {limits.name})" if limits.kind == "user" else f"the quota of your team {limits.name}"
 
 
-def _held_gpus(nodes: int, gpus_per_node: int) -> int:
+def held_gpus(nodes: int, gpus_per_node: int) -> int:
     """What the job will hold: a multi-node job takes whole nodes, at least the smallest ones it fits on (as the policy counts)."""
     if nodes == 1:
         return gpus_per_node
@@ -71,7 +71,7 @@ def quota_check_job(
     preemptible job may exceed `max_gpus` by borrowing idle GPUs.
     """
     errors: dict[str, list[str]] = {}
-    gpus = _held_gpus(nodes, gpus_per_node)
+    gpus = held_gpus(nodes, gpus_per_node)
     node_hours = nodes * wall_time_seconds / 3600
     accounts = [effective_limits(user=owner)] + ([effective_limits(team=team)] if team is not None else [])
     for limits in accounts:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta
-from typing import cast
+from typing import Any, cast
 
 from django.conf import settings
 from django.db.models import Count, F, Max, Window
@@ -109,29 +109,63 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
         pk, nodes, gpus, pc, submitted, user, team, preemptible, wall, failures, not_before, avoid, rdma = row[:13]
         fraction, memory, isolation, low, high = row[13:]
         jobs.append(
-            PendingJob(
-                id=pk,
-                # An elastic job waits for its most (its `nodes` is the size it last held).
-                nodes=high or nodes,
+            pending_job(
+                job_id=pk,
+                nodes=nodes,
                 gpus_per_node=gpus,
-                class_rank=class_rank(pc),
-                submitted_at=submitted.timestamp(),
+                priority_class=pc,
+                submitted_at=submitted,
                 user=user,
                 team=team,
                 preemptible=preemptible,
-                wall_seconds=float(wall),
+                wall_time_seconds=wall,
                 launch_failures=failures,
                 not_before=not_before.timestamp() if not_before else None,
                 preempted_at=history[pk][1].timestamp() if history and pk in history else None,
                 avoid_nodes=tuple(avoid or ()),
                 rdma_per_node=rdma,
-                gpu_fraction=fraction or 0.0,
-                gpu_memory_gb=memory or 0.0,
+                gpu_fraction=fraction,
+                gpu_memory_gb=memory,
                 gpu_isolation=isolation,
-                min_nodes=low or 0,
+                min_nodes=low,
+                max_nodes=high,
             )
         )
     return tuple(jobs)
+
+
+def pending_job(
+    *,
+    job_id: int,
+    nodes: int,
+    gpus_per_node: int,
+    priority_class: str,
+    submitted_at: datetime,
+    user: str,
+    team: str | None,
+    wall_time_seconds: float,
+    min_nodes: int | None = None,
+    max_nodes: int | None = None,
+    gpu_fraction: float | None = None,
+    gpu_memory_gb: float | None = None,
+    **rest: Any,
+) -> PendingJob:
+    """A waiting job as the policy sees it, from a job's fields (a stored row's, or a submit's not yet written)."""
+    return PendingJob(
+        id=job_id,
+        # An elastic job waits for its most (its `nodes` is the size it last held).
+        nodes=max_nodes or nodes,
+        gpus_per_node=gpus_per_node,
+        class_rank=class_rank(priority_class),
+        submitted_at=submitted_at.timestamp(),
+        user=user,
+        team=team,
+        wall_seconds=float(wall_time_seconds),
+        gpu_fraction=gpu_fraction or 0.0,
+        gpu_memory_gb=gpu_memory_gb or 0.0,
+        min_nodes=min_nodes or 0,
+        **rest,
+    )
 
 
 def running_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tuple[RunningJob, ...]:
@@ -221,9 +255,10 @@ def held_reservations() -> tuple[Reservation, ...]:
     )
 
 
-def build_snapshot(now: datetime) -> Snapshot:
+def build_snapshot(now: datetime, *, extra: tuple[PendingJob, ...] = ()) -> Snapshot:
+    """The world as the policy sees it; `extra`: jobs not written, waiting beside the queue (a what-if estimate's)."""
     history = preemption_history()
-    pending = pending_jobs(history)
+    pending = (*pending_jobs(history), *extra)
     running = running_jobs(history)
     jobs: tuple[PendingJob | RunningJob, ...] = (*pending, *running)
     users = {j.user for j in jobs}

@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any, cast
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import SkipField
+from rest_framework.settings import api_settings
 
 from api.telemetry.summary import TelemetrySummarySerializer
 from apikit.serializers import StrictSerializer
@@ -17,6 +20,7 @@ from jobs.arrays import ARRAY_SYNTAX, array_indices
 from jobs.logs import job_log_attempts
 from jobs.models import EstimateKind, Job, JobEvent, JobResize, Node
 from jobs.selectors import job_assigned_nodes
+from jobs.services import job_submit_problems
 from notify.services import EVENTS
 from policy.model import Priority
 from scheduler.queue import QueueCounts, QueueEntry, stored_priority
@@ -206,6 +210,49 @@ class JobSubmitSerializer(StrictSerializer):
         elif "nodes" not in attrs:
             raise serializers.ValidationError({"nodes": ["This field is required."]})
         return attrs
+
+    def valid_fields(self) -> dict[str, Any]:
+        """After `is_valid()` failed: the values of the fields that are valid on their own, validated as DRF does, so
+        the checks across fields, of the cluster's size and of the owner's limits can still look at them."""
+        valid: dict[str, Any] = {}
+        for field in self._writable_fields:
+            method = getattr(self, f"validate_{field.field_name}", None)
+            try:
+                value = field.run_validation(field.get_value(self.initial_data))
+                if method is not None:
+                    value = method(value)
+            except (serializers.ValidationError, DjangoValidationError, SkipField):
+                continue
+            self.set_value(valid, field.source_attrs, value)
+        return valid
+
+
+ELASTIC_FIELDS = {"nodes", "min_nodes", "max_nodes"}
+
+
+def submit_problems(serializer: JobSubmitSerializer, owner: User) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Every reason a submit of the serializer's data would be refused, all at once, and the submit's spec if none.
+
+    Each field's own errors, then the checks across fields and those of the cluster's size and the owner's limits
+    (`jobs.services.job_submit_problems`) over the fields that are valid: a form never shows its mistakes in rounds.
+    """
+    if serializer.is_valid():
+        spec = dict(serializer.validated_data)
+        problems = job_submit_problems(owner=owner, **spec)
+        return problems, None if problems else spec
+    errors: dict[str, Any] = dict(serializer.errors)
+    valid = serializer.valid_fields()
+    if not ELASTIC_FIELDS & set(errors):
+        try:
+            valid = serializer.validate(valid)
+        except serializers.ValidationError as exc:
+            detail = exc.detail if isinstance(exc.detail, dict) else {api_settings.NON_FIELD_ERRORS_KEY: exc.detail}
+            for key, detailed in detail.items():
+                errors.setdefault(key, detailed)
+            valid = {}
+    for key, messages in job_submit_problems(owner=owner, **valid).items():
+        errors.setdefault(key, messages)
+    return errors, None
 
 
 class JobArraySubmitSerializer(JobSubmitSerializer):
@@ -475,3 +522,36 @@ class JobArraySerializer(serializers.Serializer):
 class SubmitCheckSerializer(serializers.Serializer):
     valid = serializers.BooleanField()
     count = serializers.IntegerField(help_text="How many jobs the submit would create (an array's elements).")
+
+
+class LimitCheckSerializer(serializers.Serializer):
+    name = serializers.ChoiceField(choices=["cluster", "gpus", "wall_time", "node_hours", "budget"])
+    status = serializers.ChoiceField(
+        choices=["ok", "waits", "refused"], help_text="ok: lets it run now; waits: it would wait for it; refused: never."
+    )
+    text = serializers.CharField()
+
+
+class StartEstimateSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(
+        choices=["now", "reserved", "planned", "after", "unknown"],
+        help_text="now: the next cycle would start it; reserved: by `at` at the latest; planned: about `at` (moves if "
+        "higher-priority work arrives); after: not before `at`; unknown: see `reason` (or it would be refused).",
+    )
+    at = serializers.DateTimeField(allow_null=True)
+    reason_code = serializers.CharField(help_text="Why it would wait, as a pending job's `pending_reason.code`; empty if it starts now.")
+    reason = serializers.CharField()
+    position = serializers.IntegerField(allow_null=True, help_text="Its place in the queue (1 is next) if it would wait.")
+    preempts = serializers.IntegerField(help_text="Running jobs it would preempt to start now.")
+
+
+class EstimateSerializer(serializers.Serializer):
+    """A submit's dry run with its estimated start (`sbatch --test-only`): nothing is written."""
+
+    accepted = serializers.BooleanField(help_text="A submit would be accepted now (the cluster's size, the owner's limits).")
+    fits_limits = serializers.BooleanField(help_text="Accepted, and no limit makes it wait (GPUs in use, the period's budget).")
+    problems = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()), help_text="What a submit would refuse, by field."
+    )
+    limits = LimitCheckSerializer(many=True)
+    start = StartEstimateSerializer()

@@ -22,6 +22,7 @@ from accounts.requests import api_user
 from api.idempotency import IDEMPOTENCY_PARAMETER, REPLAYED_HEADER, Submitted, submit_once
 from api.jobs.filters import JobFilter
 from api.jobs.serializers import (
+    EstimateSerializer,
     JobArraySerializer,
     JobArraySubmitSerializer,
     JobDetailSerializer,
@@ -43,6 +44,7 @@ from jobs.models import ClusterHealth, Job, Node
 from jobs.selectors import jobs_visible_to, nodes_with_usage
 from jobs.services import job_cancel, job_submit, job_submit_array, job_submit_check
 from notify.services import asks_json, job_notify_save, preference_of, preference_save
+from scheduler.estimate import job_estimate
 from scheduler.queue import queue_counts, queue_entries, queue_jobs
 
 
@@ -128,6 +130,20 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         count = len(spec.pop("array", [None]))
         job_submit_check(owner=api_user(request), **spec)
         return Response({"valid": True, "count": count})
+
+    @extend_schema(
+        request=JobSubmitSerializer,
+        responses={200: EstimateSerializer},
+        description="`sbatch --test-only`: the body of a submit, validated as a submit is (400 alike), then whether it "
+        "would be accepted, which of the owner's limits it meets, and when it would start: the scheduling cycle's own "
+        "plan of the current queue with this job added. Writes nothing.",
+    )
+    @action(detail=False, methods=["post"])
+    def estimate(self, request: Request) -> Response:
+        serializer = JobSubmitSerializer(data=request.data, context=self.get_serializer_context())
+        serializer.is_valid(raise_exception=True)
+        estimate = job_estimate(owner=api_user(request), spec=dict(serializer.validated_data))
+        return Response(EstimateSerializer(estimate).data)
 
     @extend_schema(request=None, responses={200: JobDetailSerializer, 409: None})
     @action(detail=True, methods=["post"])

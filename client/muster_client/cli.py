@@ -148,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  muster submit -N 2 -G 8 -t 4h --image nvcr.io/nvidia/pytorch:24.05-py3 -- torchrun --nproc-per-node 8 train.py\n"
         "  muster submit sweep.yaml --array 0-99                   # 100 jobs; each reads MUSTER_ARRAY_INDEX\n"
         "  muster submit job.yaml --dry-run                        # would it be accepted? nothing is queued\n"
+        "  muster submit job.yaml --test-only                      # and when would it start? (sbatch --test-only)\n"
         "  muster submit --gpu-fraction 0.25 -t 1h --image IMAGE -- python eval.py   # a quarter of one GPU\n"
         "  muster submit job.yaml -N 2-8                           # elastic: 2 to 8 nodes (torchrun --nnodes=2:8)\n\n"
         "job.yaml:\n"
@@ -188,6 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-e", "--env", action="append", metavar="KEY=VALUE", help="an environment variable (repeat for more)")
     p.add_argument("-a", "--array", metavar="INDICES", help="one job per index, Slurm's syntax: 0-99, 1,3,5-7, 0-98:2")
     p.add_argument("--dry-run", action="store_true", help="print what would be submitted and whether it fits your limits; queue nothing")
+    p.add_argument(
+        "--test-only", action="store_true",
+        help="like sbatch --test-only: whether it would be accepted, your limits, and when the queue would start it; queue nothing",
+    )  # fmt: skip
     p.add_argument("--idempotency-key", metavar="KEY", help="a key of your own (e.g. a CI run id): resending it never makes a second job")
     p.add_argument("command", nargs="*", default=[], metavar="-- COMMAND", help="the command and its arguments, after --")
 

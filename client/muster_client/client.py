@@ -110,6 +110,11 @@ class Client:
         body = {**spec, "array": array} if array is not None else dict(spec)
         return self._object("POST", "jobs/validate/", json=body)
 
+    def estimate(self, spec: Mapping[str, Any]) -> JSON:
+        """`sbatch --test-only`: whether a submit of `spec` would be accepted, which of the owner's limits it meets and
+        when it would start (`{"accepted", "fits_limits", "problems", "limits", "start"}`); nothing is queued."""
+        return self._object("POST", "jobs/estimate/", json=dict(spec))
+
     def cancel(self, job_id: int) -> Job:
         """Cancel a job; ApiError 409 if it has already ended."""
         return self._object("POST", f"jobs/{int(job_id)}/cancel/")

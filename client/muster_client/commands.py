@@ -115,6 +115,10 @@ def _spec(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
 def submit(args: argparse.Namespace) -> int:
     spec, array = _spec(args)
     client = client_for(args)
+    if args.test_only:
+        if array is not None:
+            raise SpecError("--test-only estimates one job: leave out --array (or use --dry-run to check the array)")
+        return _test_only(client, spec, as_json=args.json)
     if args.dry_run:
         return _dry_run(client, spec, array, as_json=args.json)
     if array is not None:
@@ -152,6 +156,16 @@ def _dry_run(client: Client, spec: dict[str, Any], array: str | None, *, as_json
     out("Would submit:\n" + _indent(yaml.safe_dump(shown, sort_keys=False)))
     out(f"It fits the cluster and your limits: {count} job{'s' if count != 1 else ''} would be queued. Nothing was submitted.")
     return OK
+
+
+def _test_only(client: Client, spec: dict[str, Any], *, as_json: bool) -> int:
+    """The server's estimate for this submit: exit 0 if it would be accepted, REFUSED (5) if not. Nothing is queued."""
+    answer = client.estimate(spec)
+    if as_json:
+        print_json(answer)
+    else:
+        out(render.estimate_text(answer))
+    return OK if answer["accepted"] else REFUSED
 
 
 def _indent(text: str) -> str:

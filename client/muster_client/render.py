@@ -247,3 +247,26 @@ def nodes_text(nodes: Sequence[JSON]) -> str:
     total = sum(n["gpus_total"] for n in nodes)
     table_text = table(["NODE", "RACK", "STATE", "GPUS FREE", "MODEL", "SHARING, FABRIC"], rows)
     return f"{table_text}\n{len(nodes)} nodes, {free:g} of {total} GPUs free"
+
+
+LIMIT_MARK = {"ok": "ok", "waits": "waits", "refused": "NO"}
+
+
+def estimate_text(estimate: JSON, *, now: datetime | None = None) -> str:
+    """`muster submit --test-only`: would it be accepted, the limits, and when it would start (sbatch --test-only's line)."""
+    start = estimate["start"]
+    if not estimate["accepted"]:
+        lines = ["It would be refused:"] + [f"  {field}: {m}" for field, messages in estimate["problems"].items() for m in messages]
+    elif start["kind"] == "now":
+        stops = f", preempting {start['preempts']} job{'s' if start['preempts'] != 1 else ''}" if start["preempts"] else ""
+        lines = [f"It would start now (the next scheduling cycle places it{stops})."]
+    elif start["at"]:
+        prefix = {"reserved": "by ", "planned": "about ", "after": "not before "}.get(start["kind"], "")
+        place = f", number {start['position']} in the queue" if start.get("position") else ""
+        lines = [f"It would start {prefix}{when(start['at'], now=now)} ({until(start['at'], now=now)}){place}."]
+    else:
+        lines = ["Its start cannot be estimated now."]
+    if estimate["accepted"] and start.get("reason"):
+        lines.append(f"  {start['reason']}")
+    lines += [f"  [{LIMIT_MARK.get(check['status'], check['status'])}] {check['text']}" for check in estimate["limits"]]
+    return "\n".join([*lines, "Nothing was submitted."])

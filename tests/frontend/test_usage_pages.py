@@ -164,7 +164,7 @@ def test_submit_page_names_the_quota_and_accepts_a_preemptible_job(user: Any, si
     assert page.status_code == 200
     assert "The job needs 16 GPUs; your quota (user alice) allows at most 8 at once." in page.content.decode()
     assert not Job.objects.exists()
-    response = client.post("/jobs/new/", submit_form(preemptible="on"))
+    response = client.post("/jobs/new/", submit_form(priority_class="preemptible"))  # the one preemptible control
     assert response.status_code == 302
     assert Job.objects.get().preemptible is True
 

@@ -1,0 +1,174 @@
+"""What if this job were submitted now: would it be accepted, which limits hold it, and when would it start.
+
+`sbatch --test-only` for Muster. The submit's own checks say whether it would be accepted (every refusal at
+once: `jobs.services.job_submit_problems`); the owner's limits are read as the usage page reads them; the start is
+the cycle's own: the snapshot the cycle would build, with the job added as it would be queued (its id after every
+job's, submitted now), through the same `policy.schedule`, whose forecast plans every waiting job forward over the
+wall times. Reads only: nothing is written (no job, no charge, no audit row, no stored plan).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.db.models import Max
+from django.utils import timezone
+
+from jobs.lifecycle import fit_reason
+from jobs.models import Job
+from jobs.services import ResourceAsk, job_check_fits_cluster, job_submit_problems
+from policy.model import ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, ESTIMATE_RESERVED
+from policy.schedule import schedule
+from quotas.selectors import AccountUsage, account_usages
+from quotas.services import held_gpus
+from scheduler.snapshot import build_snapshot, pending_job, policy_config
+
+# What an estimated start means (`StartEstimate.kind`): the stored plan's kinds, and two of its own.
+START_NOW = "now"  # it would be placed by the next cycle
+START_UNKNOWN = "unknown"  # nothing can be known (the reason says why), or it would be refused
+KIND_OF = {ESTIMATE_RESERVED: "reserved", ESTIMATE_PLANNED: "planned", ESTIMATE_AFTER: "after", ESTIMATE_NONE: START_UNKNOWN}
+
+# A limit check's outcome: it lets the job run now, makes it wait (GPUs in use, the period's budget), or refuses it.
+OK, WAITS, REFUSED = "ok", "waits", "refused"
+
+
+@dataclass(frozen=True)
+class LimitCheck:
+    name: str  # "cluster", "gpus", "wall_time", "node_hours", "budget"
+    status: str  # OK, WAITS or REFUSED
+    text: str
+
+
+@dataclass(frozen=True)
+class StartEstimate:
+    kind: str  # START_NOW, "reserved", "planned", "after" or START_UNKNOWN
+    at: datetime | None
+    reason_code: str = ""
+    reason: str = ""
+    position: int | None = None  # its place in the queue (1: next), when it would wait
+    preempts: int = 0  # running jobs it would stop to start now
+
+
+@dataclass(frozen=True)
+class SubmitEstimate:
+    accepted: bool
+    problems: dict[str, list[str]]  # what a submit would refuse, by field (empty when accepted)
+    limits: tuple[LimitCheck, ...]
+    start: StartEstimate
+
+    @property
+    def fits_limits(self) -> bool:
+        return self.accepted and all(limit.status == OK for limit in self.limits)
+
+
+def job_estimate(*, owner: User, spec: dict[str, Any], now: datetime | None = None) -> SubmitEstimate:
+    """The estimate for a submit of `spec` (the submit serializer's validated data) by `owner`, at `now`."""
+    now = now or timezone.now()
+    problems = job_submit_problems(owner=owner, **spec)
+    limits = _limit_checks(owner, spec, now)
+    if problems:
+        return SubmitEstimate(False, problems, limits, StartEstimate(START_UNKNOWN, None, reason="It would be refused: see why."))
+    return SubmitEstimate(True, {}, limits, _start(owner, spec, now))
+
+
+def _start(owner: User, spec: dict[str, Any], now: datetime) -> StartEstimate:
+    job_id = (Job.objects.aggregate(last=Max("id"))["last"] or 0) + 1
+    team = spec.get("team")
+    job = pending_job(
+        job_id=job_id,
+        nodes=spec["nodes"],
+        gpus_per_node=spec["gpus_per_node"],
+        priority_class=spec["priority_class"],
+        submitted_at=now,
+        user=owner.get_username(),
+        team=team.name if team is not None else None,
+        wall_time_seconds=spec["wall_time_seconds"],
+        min_nodes=spec.get("min_nodes"),
+        max_nodes=spec.get("max_nodes"),
+        gpu_fraction=spec.get("gpu_fraction"),
+        gpu_memory_gb=spec.get("gpu_memory_gb"),
+        gpu_isolation=bool(spec.get("gpu_isolation")),
+        preemptible=bool(spec.get("preemptible")),
+        rdma_per_node=spec.get("rdma_per_node") or 0,
+    )
+    decisions = schedule(build_snapshot(now, extra=(job,)), policy_config())
+    if any(p.job_id == job_id for p in decisions.placements):
+        stops = sum(1 for p in decisions.preemptions if p.for_job_id == job_id)
+        return StartEstimate(START_NOW, now, preempts=stops)
+    wait = next(w for w in decisions.waiting if w.job_id == job_id)
+    at = datetime.fromtimestamp(wait.estimated_start, UTC) if wait.estimated_start is not None else None
+    kind = KIND_OF.get(wait.estimate, START_UNKNOWN) if at is not None else START_UNKNOWN
+    return StartEstimate(kind, at, wait.reason_code, fit_reason(wait.reason), wait.position)
+
+
+def _limit_checks(owner: User, spec: dict[str, Any], now: datetime) -> tuple[LimitCheck, ...]:
+    """Each limit the job meets or not, in words: the cluster's size, then the owner's and the team's limits."""
+    if spec.get("nodes") is None or spec.get("gpus_per_node") is None:
+        return ()
+    ask = ResourceAsk.of(spec)
+    try:
+        job_check_fits_cluster(ask)
+    except ValidationError as exc:
+        checks = [LimitCheck("cluster", REFUSED, " ".join(m for ms in exc.message_dict.values() for m in ms))]
+    else:
+        checks = [LimitCheck("cluster", OK, "Fits this cluster.")]
+    wall = spec.get("wall_time_seconds")
+    if wall is not None:
+        most = settings.MUSTER_MAX_WALL_TIME_SECONDS
+        checks.append(LimitCheck("wall_time", OK if wall <= most else REFUSED, f"Wall time: {_span(wall)}; the site allows {_span(most)}."))
+    team = spec.get("team")
+    for usage in account_usages(users=[owner], teams=[team] if team is not None else [], now=now):
+        checks += _account_checks(usage, ask, wall, bool(spec.get("preemptible")))
+    return tuple(checks)
+
+
+def _account_checks(usage: AccountUsage, ask: ResourceAsk, wall: int | None, preemptible: bool) -> list[LimitCheck]:
+    limits = usage.limits
+    whose = f"your quota (user {limits.name})" if limits.kind == "user" else f"team {limits.name}'s quota"
+    # An elastic job starts on its least: that is what its limits must let it run. A gang holds its nodes whole.
+    nodes = ask.min_nodes or ask.nodes
+    gpus = float(ask.gpu_fraction) if ask.gpu_fraction else held_gpus(nodes, ask.gpus_per_node)
+    checks = []
+    if limits.max_gpus is not None:
+        room = limits.max_gpus - usage.gpus_in_use
+        if gpus <= room:
+            status = OK
+        elif gpus <= limits.max_gpus or preemptible:
+            status = WAITS
+        else:
+            status = REFUSED
+        borrow = " (preemptible: it may borrow idle GPUs beyond it)" if preemptible and gpus > room else ""
+        text = f"GPUs: {gpus:g} at once; {whose} allows {limits.max_gpus}, {usage.gpus_in_use:g} in use now{borrow}."
+        checks.append(LimitCheck("gpus", status, text))
+    if wall is not None and limits.max_wall_time_seconds is not None:
+        ok = wall <= limits.max_wall_time_seconds
+        text = f"Wall time: {_span(wall)}; {whose} allows {_span(limits.max_wall_time_seconds)}."
+        checks.append(LimitCheck("wall_time", OK if ok else REFUSED, text))
+    if wall is not None:
+        node_hours = nodes * wall / 3600
+        if limits.max_node_hours_per_job is not None:
+            ok = node_hours <= limits.max_node_hours_per_job
+            text = f"Node-hours: at most {node_hours:g} for this job; {whose} allows {limits.max_node_hours_per_job:g} per job."
+            checks.append(LimitCheck("node_hours", OK if ok else REFUSED, text))
+        left = usage.node_hours_left
+        if left is not None:
+            budget = f"{whose} has {left:g} of {limits.node_hours_per_period:g} left this period"
+            text = f"Budget: this job may use {node_hours:g} node-hours; {budget}."
+            checks.append(LimitCheck("budget", OK if node_hours <= left else WAITS, text))
+    return checks
+
+
+def _span(seconds: float) -> str:
+    """A wall time in minutes, the unit the form asks in, with hours or days beside: `90 min (1 h 30 min)`."""
+    minutes = round(seconds / 60)
+    hours, rest = divmod(minutes, 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    if hours % 24 == 0 and not rest:
+        return f"{minutes} min ({hours // 24} d)" if hours >= 24 else f"{minutes} min ({hours} h)"
+    return f"{minutes} min ({hours} h{f' {rest} min' if rest else ''})"

@@ -1,0 +1,61 @@
+"""`muster submit --test-only` (sbatch --test-only) against the server in this process: the estimate, exit codes, nothing queued."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from muster_client import cli, config
+
+from accounts.services import token_create
+from jobs.hooks import job_hooks
+from jobs.models import Job
+from quotas.models import Quota
+from tests.conftest import SimHarness
+from tests.jobs.factories import JobFactory
+
+IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
+
+
+@pytest.fixture
+def signed_in(live_server: Any, tx_sim: SimHarness, django_user_model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    for name in ("MUSTER_URL", "MUSTER_TOKEN", "MUSTER_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(job_hooks, "queue_changed", [])
+    user = django_user_model.objects.create_user(username="dana", password="x")
+    config.save_token(live_server.url, token_create(user=user, name="cli").secret)
+    monkeypatch.setenv("MUSTER_URL", live_server.url)
+    return user
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = cli.main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_test_only_says_when_it_would_start_and_queues_nothing(signed_in: Any, tx_sim: SimHarness, capsys: Any) -> None:
+    flags = ["submit", "-N", "2", "-G", "8", "-t", "1h", "--image", IMAGE, "--test-only", "--", "python", "train.py"]
+    code, out = run(capsys, *flags)
+    assert code == 0
+    assert out.startswith("It would start now (the next scheduling cycle places it).")
+    assert "[ok] Fits this cluster." in out and out.endswith("Nothing was submitted.\n")
+
+    JobFactory(owner=signed_in, nodes=16, queued=True, history=True, wall_time_seconds=7200)
+    tx_sim.cycle()
+    code, out = run(capsys, *flags)
+    assert code == 0
+    assert out.startswith("It would start about ") and "number 1 in the queue" in out
+    assert Job.objects.count() == 1
+
+
+def test_test_only_names_every_refusal_and_exits_5(signed_in: Any, capsys: Any) -> None:
+    Quota.objects.create(user=signed_in, max_gpus=8, max_wall_time_seconds=3600)
+    code, out = run(capsys, "submit", "-N", "2", "-G", "8", "-t", "2h", "--image", IMAGE, "--test-only", "--", "python", "train.py")
+    assert code == 5
+    assert out.startswith("It would be refused:")
+    assert "nodes: The job needs 16 GPUs; your quota (user dana) allows at most 8 at once." in out
+    assert "wall_time_seconds: The wall time is 7200 s (2 h)" in out
+    assert "[NO] GPUs: 16 at once" in out
+    assert not Job.objects.exists()

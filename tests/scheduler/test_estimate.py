@@ -1,0 +1,141 @@
+"""`POST /api/v1/jobs/estimate/` and `scheduler.estimate.job_estimate`: a submit's what-if, the cycle's own plan, nothing written."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from rest_framework.test import APIClient
+
+from jobs.models import Job
+from jobs.states import JobState
+from quotas.models import Team
+from scheduler.estimate import job_estimate
+from tests.conftest import SimHarness, job_payload
+from tests.quotas.factories import QuotaFactory
+
+pytestmark = pytest.mark.django_db
+
+ESTIMATE = "/api/v1/jobs/estimate/"
+
+
+def estimate(api: APIClient, **overrides: Any) -> dict[str, Any]:
+    response = api.post(ESTIMATE, job_payload(**overrides), format="json")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def statuses(body: dict[str, Any]) -> dict[str, str]:
+    return {check["name"]: check["status"] for check in body["limits"]}
+
+
+def test_on_an_empty_cluster_it_starts_now_and_nothing_is_written(api: APIClient, sim: SimHarness) -> None:
+    with CaptureQueriesContext(connection) as queries:
+        body = estimate(api)
+    writes = [q["sql"] for q in queries if q["sql"].split()[0].upper() in ("INSERT", "UPDATE", "DELETE")]
+    assert writes == []
+    assert not Job.objects.exists()
+    assert body["accepted"] is True and body["fits_limits"] is True and body["problems"] == {}
+    assert body["start"]["kind"] == "now" and body["start"]["preempts"] == 0
+    assert statuses(body) == {"cluster": "ok", "wall_time": "ok"}
+
+
+def test_each_limit_it_breaks_is_named_at_once(api: APIClient, user: Any, sim: SimHarness) -> None:
+    QuotaFactory(user=user, max_gpus=8, max_wall_time_seconds=3600, max_node_hours_per_job=1.5)
+    body = estimate(api, nodes=2, wall_time_seconds=7200)
+    assert body["accepted"] is False and body["start"]["kind"] == "unknown"
+    # GPUs, wall time and node-hours per job, all in one answer.
+    assert "allows at most 8 at once" in body["problems"]["nodes"][0]
+    assert "allows at most 1.5 node-hours per job" in body["problems"]["nodes"][1]
+    assert "allows at most 3600 s (1 h) per job" in body["problems"]["wall_time_seconds"][0]
+    assert statuses(body) == {"cluster": "ok", "wall_time": "refused", "gpus": "refused", "node_hours": "refused"}
+    texts = " ".join(check["text"] for check in body["limits"])
+    assert "GPUs: 16 at once; your quota (user alice) allows 8" in texts.replace(user.username, "alice")
+
+    # Preemptible, it may borrow beyond the quota: accepted, and it waits for nothing on an idle cluster.
+    body = estimate(api, nodes=2, wall_time_seconds=1800, preemptible=True)
+    assert body["accepted"] is True and body["start"]["kind"] == "now"
+    assert statuses(body)["gpus"] == "waits"
+
+
+def test_larger_than_the_cluster_is_refused_with_the_cluster_named(api: APIClient, sim: SimHarness) -> None:
+    body = estimate(api, nodes=17)
+    assert body["accepted"] is False
+    assert "the whole cluster has 16 such nodes" in body["problems"]["nodes"][0]
+    assert statuses(body)["cluster"] == "refused"
+
+
+def test_gpus_in_use_and_a_spent_budget_make_it_wait_with_the_policys_reason(
+    api: APIClient, user: Any, sim: SimHarness, submit: Any
+) -> None:
+    QuotaFactory(user=user, max_gpus=16, node_hours_per_period=100)
+    submit(nodes=2, simulate={"duration_seconds": 3000})
+    sim.cycle()
+    body = estimate(api, nodes=1)
+    assert body["accepted"] is True and body["fits_limits"] is False
+    assert statuses(body)["gpus"] == "waits"
+    assert body["start"]["reason_code"] == "QUOTA_GPUS"
+    assert body["start"]["kind"] == "planned"  # when its owner's running job ends by its wall time
+
+    body = estimate(api, nodes=1, wall_time_seconds=200 * 3600 // 1)  # more node-hours than the budget has
+    assert statuses(body)["budget"] == "waits"
+
+
+def test_a_full_cluster_gives_the_start_the_cycle_then_stores(api: APIClient, user: Any, other_user: Any, sim: SimHarness) -> None:
+    other = APIClient()
+    other.force_authenticate(other_user)
+    whole = other.post("/api/v1/jobs/", job_payload(nodes=16, wall_time_seconds=5400, simulate={"duration_seconds": 9000}), format="json")
+    assert whole.status_code == 201
+    sim.cycle()
+    sim.advance(5)
+    # Two more wait ahead of ours: one as large as the cluster, one small.
+    for nodes in (16, 3):
+        assert other.post("/api/v1/jobs/", job_payload(nodes=nodes, wall_time_seconds=3600), format="json").status_code == 201
+    sim.cycle()
+
+    spec_payload = job_payload(nodes=4, wall_time_seconds=1800)
+    body = estimate(api, nodes=4, wall_time_seconds=1800)
+    assert body["accepted"] is True and body["start"]["kind"] == "planned"
+    assert body["start"]["reason_code"] in ("NO_ROOM", "RESERVATION")
+
+    # Submitted for real and planned by a cycle at the same instant, it gets the start the estimate gave.
+    response = api.post("/api/v1/jobs/", spec_payload, format="json")
+    assert response.status_code == 201
+    sim.cycle()
+    job = Job.objects.get(pk=response.json()["id"])
+    assert job.state == JobState.PENDING
+    assert job.estimate_kind == body["start"]["kind"]
+    assert job.estimated_start is not None
+    assert job.estimated_start.isoformat().replace("+00:00", "Z") == body["start"]["at"]
+    assert job.queue_position == body["start"]["position"]
+
+
+def test_the_service_matches_the_cycle_at_the_same_instant(user: Any, sim: SimHarness, submit: Any) -> None:
+    submit(nodes=16, simulate={"duration_seconds": 9000})
+    sim.cycle()
+    sim.advance(60)
+    spec = {**job_payload(nodes=2), "priority_class": "normal", "team": None}
+    spec.pop("name"), spec.pop("image"), spec.pop("command")
+    result = job_estimate(owner=user, spec=spec, now=sim.clock.now)
+    # The running job holds every node until its wall time (an hour from its placement).
+    placed = Job.objects.get().scheduled_at
+    assert result.start.kind == "planned" and result.start.at == placed + timedelta(hours=1)
+
+
+def test_the_estimate_validates_like_a_submit(api: APIClient, sim: SimHarness) -> None:
+    bad = job_payload(image="Not A Ref", nodes=0, wall_time_seconds=10**9, surprise=1)
+    response = api.post(ESTIMATE, bad, format="json")
+    assert response.status_code == 400
+    assert set(response.json()) == {"image", "nodes", "wall_time_seconds", "surprise"} or set(response.json()) == {"surprise"}
+    # The very answer a submit of the same body gets: one serializer, not a copy.
+    assert api.post("/api/v1/jobs/", bad, format="json").json() == response.json()
+    assert not Job.objects.exists()
+
+
+def test_a_team_the_user_is_not_in_is_refused(api: APIClient, sim: SimHarness) -> None:
+    Team.objects.create(name="vision")
+    response = api.post(ESTIMATE, job_payload(team="vision"), format="json")
+    assert response.status_code == 400
