@@ -63,6 +63,19 @@ def test_a_reservation_says_by_when_and_where(user: Any) -> None:
     assert "Promised a start by 2026-11-20 12:30 UTC when first reserved; now by 2026-11-20 13:30 UTC." in html
 
 
+def test_a_reservation_expected_before_its_promise_says_both(user: Any) -> None:
+    early = AT - timedelta(minutes=40)
+    job = JobFactory(
+        owner=user,
+        **planned(estimated_start=early, estimate_kind="reserved", reserved_nodes=["n1"], reserved_start=AT, promised_start=AT),
+    )
+    html = page_of(user, job)
+    assert (
+        "Reserved: starts by 2026-11-20 12:30 UTC on n1; expected about 2026-11-20 11:50 UTC, when the jobs there are expected to end."
+        in html
+    )
+
+
 def test_an_estimate_past_the_plan_is_a_lower_bound(user: Any) -> None:
     html = page_of(user, JobFactory(owner=user, **planned(estimated_start=AT, estimate_kind="after", queue_position=900)))
     assert "Queued, position 900." in html and 'data-estimate="after">Not before 2026-11-20 12:30 UTC.' in html
