@@ -19,6 +19,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.requests import AuthenticatedHttpRequest
 from api.jobs.filters import JobFilter
+from frontend.live import is_live_poll, live_parts_response, page_query, render_parts, updated_at
+from frontend.sorting import JOB_LIST_DEFAULT, QUEUE_DEFAULT, Sorting, job_columns, queue_columns
+from jobs.attempts import job_attempts
 from jobs.cluster import ClusterUnavailable
 from jobs.errors import JobFinished, JobNotStarted
 from jobs.logs import job_logs
@@ -32,33 +35,35 @@ from telemetry.dashboard.selectors import node_grid
 from telemetry.page import job_telemetry_context
 from telemetry.staticfiles import PLOTLY_JS
 
+# The parts of the job list that keep up in place (frontend.live).
+JOB_LIST_PARTS = {"job-rows": "frontend/job_rows.html"}
+
 
 @login_required
 def job_list(request: HttpRequest) -> HttpResponse:
-    """Jobs as squeue and sacct show them, filtered by name, state, owner (admins) and submit date; the rows of
-    active jobs keep up in place (?rows=1 answers just the rows, for the page's poller)."""
-    params = request.GET.copy()
+    """Jobs as squeue and sacct show them, filtered by name, state, owner (admins) and submit date and sorted by any
+    column (?sort=, frontend.sorting); the rows keep up in place while jobs on the page are queued or running
+    (?parts=1 answers just the rows, for live_parts.js)."""
+    params = page_query(request)
     if not getattr(request.user, "is_staff", False):
         params.pop("owner", None)
     since = params.get("submitted_after", "")
     filtering = params.copy()
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", since):
         filtering["submitted_after"] = f"{since}T00:00:00+00:00"  # the date field's day, from midnight UTC
+    sort = Sorting(job_columns(), request.GET.get("sort", ""), default=JOB_LIST_DEFAULT)
     # jobs_visible_to prefetches the allocations with their nodes: the running jobs' node lists.
-    jobs = JobFilter(filtering, queryset=jobs_visible_to(request.user)).qs.select_related("owner")
+    jobs = sort.apply(JobFilter(filtering, queryset=jobs_visible_to(request.user)).qs.select_related("owner"))
     page = Paginator(jobs, 25).get_page(request.GET.get("page"))
     rows = [(job, _run_time(job), job_assigned_nodes(job) if job.state in ACTIVE_STATES else []) for job in page.object_list]
     live = any(job.state in ACTIVE_STATES or job.state == JobState.PENDING for job in page.object_list)
-    context = {"page": page, "rows": rows, "now": timezone.now(), "live": live}
-    if request.GET.get("rows") == "1":
-        html = render_to_string("frontend/job_rows.html", context, request=request)
-        return JsonResponse({"html": html, "live": live, "updated": timezone.now().strftime("%H:%M:%S")})
+    context = {"page": page, "rows": rows, "now": timezone.now(), "live": live, "sort": sort}
+    if is_live_poll(request):
+        return live_parts_response(request, JOB_LIST_PARTS, context, live=live)
     filters = {key: request.GET.get(key, "") for key in ("name", "state", "owner", "submitted_after")}
-    query = params.urlencode()
     context.update(
         filters=filters,
         states=JobState.values,
-        live_url=f"{reverse('frontend:job-list')}?{query}&rows=1" if query else f"{reverse('frontend:job-list')}?rows=1",
         live_refresh_ms=settings.MUSTER_LIVE_REFRESH_SECONDS * 1000,
         live_refresh_seconds=settings.MUSTER_LIVE_REFRESH_SECONDS,
     )
@@ -71,26 +76,22 @@ LOG_TAIL_LINES = 200
 @login_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(jobs_visible_to(request.user).prefetch_related("events"), pk=pk)
-    entry = simulated_run = None
+    simulated_run = None
     if settings.MUSTER_CLUSTER == "simulated":
         simulate = job.simulate or {}
         simulated_run = (simulate.get("duration_seconds", settings.MUSTER_SIM_DEFAULT_DURATION_SECONDS), simulate.get("exit_code", 0))
-    if job.state == JobState.PENDING:
-        # What the last cycle stored on the job: no other job is read.
-        entry = queue_entry(job)
     logs = _logs(job, request.GET)
     return render(
         request,
         "frontend/job_detail.html",
         {
-            "job": job,
-            "run_time": _run_time(job),
+            **_job_parts_context(job, request.GET),
             "assigned_nodes": job_assigned_nodes(job),
-            "queue_entry": entry,
             "logs": logs,
             "simulated_run": simulated_run,
             "live": job.state in ACTIVE_STATES or job.state == JobState.PENDING,
             "live_refresh_seconds": settings.MUSTER_LIVE_REFRESH_SECONDS,
+            "updated": updated_at(),
             "live_page": {
                 "url": reverse("frontend:job-live", args=[job.pk]),
                 "state": job.state,
@@ -100,6 +101,26 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "telemetry": job_telemetry_context(job, request.GET),
         },
     )
+
+
+# The parts of a job's page that change while its state stays (frontend.live; job_live.js asks /live/ for them).
+JOB_PARTS = {
+    "job-status": "frontend/job_status.html",
+    "run-time": "frontend/job_run_time.html",
+    "job-attempts": "frontend/job_attempts.html",
+}
+
+
+def _job_parts_context(job: Job, query: QueryDict) -> dict[str, object]:
+    """What JOB_PARTS draw: the job, its place in the queue while it waits (what the last cycle stored on it: no
+    other job is read), its run time and its attempts (from its prefetched events and allocations)."""
+    return {
+        "job": job,
+        "queue_entry": queue_entry(job),
+        "run_time": _run_time(job),
+        "attempts": job_attempts(job),
+        "shown_attempt": _shown_attempt(job, query),
+    }
 
 
 def _run_time(job: Job) -> dict[str, float | None] | None:
@@ -116,40 +137,50 @@ def _run_time(job: Job) -> dict[str, float | None] | None:
 @login_required
 @require_GET
 def job_live(request: HttpRequest, pk: int) -> JsonResponse:
-    """What the page of a running job redraws in place, without a reload: its state, telemetry and logs.
+    """What the page of a queued, starting or running job redraws in place, without a reload: its state, the parts
+    of the page that change (JOB_PARTS) and, while it runs, its telemetry and logs.
 
-    A whole-page reload every few seconds would throw away the reader's zoom on the charts and
+    A whole-page reload every few seconds would throw away the reader's scroll and zoom on the charts and
     re-render everything; the page script polls this with the page's own query string instead,
-    and reloads only when `state` is no longer the one it shows.
+    and reloads only when `state` (or `attempt`) is no longer the one it shows.
     """
-    job = get_object_or_404(jobs_visible_to(request.user), pk=pk)
-    body: dict[str, object] = {"state": job.state, "attempt": job.attempt}
+    job = get_object_or_404(jobs_visible_to(request.user).prefetch_related("events"), pk=pk)
+    parts = render_parts(request, JOB_PARTS, _job_parts_context(job, request.GET))
+    body: dict[str, object] = {"state": job.state, "attempt": job.attempt, "updated": updated_at(), "parts": parts}
     if job.state != JobState.RUNNING:
         return JsonResponse(body)
     # Everyone watching a large job asks for the same figures every few seconds: render them once per half
     # interval (what it shows depends only on the job, its attempt and the page's options, all in the key).
     query = hashlib.sha256(request.GET.urlencode().encode()).hexdigest()[:16]
     key = f"job-live:{job.pk}:{job.submitted_at.timestamp()}:{job.attempt}:{query}"
-    parts = cache.get(key)
-    if parts is None:
+    running = cache.get(key)
+    if running is None:
         telemetry = job_telemetry_context(job, request.GET)
         logs = _logs(job, request.GET)
-        parts = {
+        running = {
             "figures": telemetry["figures"],
             "flags": telemetry.get("flags", []),
-            "telemetry_status_html": render_to_string("frontend/telemetry_status.html", {"telemetry": telemetry}),
-            "logs_html": "" if logs is None else render_to_string("frontend/job_logs.html", {"job": job, "logs": logs}),
+            "parts": {
+                "telemetry-status": render_to_string("frontend/telemetry_status.html", {"telemetry": telemetry}),
+                "job-logs": "" if logs is None else render_to_string("frontend/job_logs.html", {"job": job, "logs": logs}),
+            },
         }
-        cache.set(key, parts, timeout=max(1, settings.MUSTER_LIVE_REFRESH_SECONDS // 2))
-    return JsonResponse({**body, **parts})
+        cache.set(key, running, timeout=max(1, settings.MUSTER_LIVE_REFRESH_SECONDS // 2))
+    return JsonResponse({**body, **running, "parts": {**parts, **running["parts"]}})
+
+
+def _shown_attempt(job: Job, query: QueryDict) -> int:
+    """The attempt whose logs the page shows (?attempt=, else the latest)."""
+    asked = query.get("attempt", "")
+    return int(asked) if asked.isdigit() and 1 <= int(asked) <= job.attempt else job.attempt
 
 
 def _logs(job: Job, query: QueryDict) -> dict[str, object] | None:
     """The last lines of one rank's output in one attempt (the latest by default), or why there are none; None before
     the job first starts."""
-    rank_param, attempt_param = query.get("rank", "0"), query.get("attempt", "")
+    rank_param = query.get("rank", "0")
     rank = int(rank_param) if rank_param.isdigit() and int(rank_param) < job.nodes else 0
-    attempt = int(attempt_param) if attempt_param.isdigit() and 1 <= int(attempt_param) <= job.attempt else job.attempt
+    attempt = _shown_attempt(job, query)
     try:
         logs = job_logs(job, rank=rank, tail=LOG_TAIL_LINES, attempt=attempt)
         text, error, note, source, truncated = logs.text, "", logs.note, logs.source, logs.truncated
@@ -185,33 +216,41 @@ def job_cancel_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 
 
 QUEUE_PAGE_SIZE = 100
+# The cluster page is all parts: the nodes and the queue keep up in place (frontend.live).
+CLUSTER_PARTS = {"cluster-nodes": "frontend/cluster_nodes.html", "queue": "frontend/cluster_queue.html"}
 
 
 @login_required
 def cluster_view(request: HttpRequest) -> HttpResponse:
+    """Every node's GPUs and the jobs holding them, and the queue as the last cycle planned it (sortable, ?sort=);
+    both keep up in place (?parts=1 answers them, for live_parts.js)."""
     nodes = node_grid()
-    total = sum(n.gpus_total for n in nodes)
-    free = sum(n.gpus_free for n in nodes)
+    sort = Sorting(queue_columns(), request.GET.get("sort", ""), default=QUEUE_DEFAULT)
     # The queue as the last cycle stored it, a page at a time: a long queue costs one page of rows and a few counts.
-    page = Paginator(queue_jobs(), QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(sort.apply(queue_jobs()), QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
     entries = queue_entries(page)
     visible = {e.job.pk for e in entries if job_visible_to(e.job, request.user)}
     holders = {job_id for n in nodes for job_id in n.jobs}
     visible_jobs = set(jobs_visible_to(request.user).filter(pk__in=holders).values_list("pk", flat=True)) if holders else set()
-    return render(
-        request,
-        "frontend/cluster.html",
-        {
-            "nodes": nodes,
-            "gpus_total": total,
-            "gpus_free": free,
-            "counts": queue_counts(),
-            "entries": entries,
-            "page": page,
-            "visible": visible,
-            "visible_jobs": visible_jobs,
-        },
+    context = {
+        "nodes": nodes,
+        "gpus_total": sum(n.gpus_total for n in nodes),
+        "gpus_free": sum(n.gpus_free for n in nodes),
+        "counts": queue_counts(),
+        "entries": entries,
+        "page": page,
+        "sort": sort,
+        "visible": visible,
+        "visible_jobs": visible_jobs,
+    }
+    if is_live_poll(request):
+        return live_parts_response(request, CLUSTER_PARTS, context, live=True)
+    context.update(
+        updated=updated_at(),
+        live_refresh_ms=settings.MUSTER_LIVE_REFRESH_SECONDS * 1000,
+        live_refresh_seconds=settings.MUSTER_LIVE_REFRESH_SECONDS,
     )
+    return render(request, "frontend/cluster.html", context)
 
 
 @login_required

@@ -21,6 +21,35 @@ def when(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
+@dataclass(frozen=True)
+class BudgetLeft:
+    """An account's node-hour budget as every page, the API and the BUDGET reason state it.
+
+    `left` is the budget less this period's ledger; `committed` is the part of it the account's running jobs
+    may still use by their wall time, which the scheduler counts as spent already, so a new job must fit in
+    `uncommitted`. quotas.selectors works both out from the database; the policy from its snapshot.
+    """
+
+    left: float
+    committed: float
+
+    @property
+    def uncommitted(self) -> float:
+        """What a new job may still use."""
+        return max(0.0, self.left - self.committed)
+
+    def __str__(self) -> str:
+        """The one wording, in node-hours to one decimal (the parts add up as written):
+        '47.4 node-hours left, 44.3 of it committed to running jobs, 3.1 for new jobs'."""
+        left, committed = round(max(self.left, 0.0), 1), round(max(self.committed, 0.0), 1)
+        text = f"{left:.1f} node-hours left"
+        if left <= 0 or committed <= 0:
+            return text
+        if committed >= left:
+            return f"{text}, all of it committed to running jobs"
+        return f"{text}, {committed:.1f} of it committed to running jobs, {left - committed:.1f} for new jobs"
+
+
 def user_key(username: str) -> str:
     return f"user:{username}"
 

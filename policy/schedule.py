@@ -53,6 +53,7 @@ from policy.model import (
     QUOTA_GPUS,
     RESERVATION,
     Account,
+    BudgetLeft,
     Decisions,
     PendingJob,
     Placement,
@@ -393,11 +394,12 @@ class _Cycle:
             if account.node_hours_left is None:
                 continue
             need = need or self._budget_need(job)
-            left = account.node_hours_left - self.budget_used[key]
-            if need[0] > left:
-                renews = f" until {when(account.budget_resets_at)}" if account.budget_resets_at else ""
-                has = f"{who.capitalize()} has {max(left, 0):.1f} node-hours of its budget left{renews}"
-                return f"{has}; this job may use {need[0]:.1f} ({need[1]})."
+            # The same figure, in the same words, as the usage page: what running jobs (and those placed in this
+            # cycle) may still use by their wall time is committed, and a new job must fit in the rest.
+            budget = BudgetLeft(left=account.node_hours_left, committed=self.budget_used[key])
+            if need[0] > budget.left - budget.committed:
+                renews = f" It renews {when(account.budget_resets_at)}." if account.budget_resets_at else ""
+                return f"The budget of {who} has {budget}; this job may use {need[0]:.1f} ({need[1]}).{renews}"
         return None
 
     def _budget_need(self, job: PendingJob) -> tuple[float, str]:

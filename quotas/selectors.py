@@ -20,13 +20,14 @@ from django.utils import timezone
 
 from jobs.amounts import gpu_amount
 from jobs.models import Allocation
-from policy.model import Account, team_key, user_key
+from policy.model import Account, BudgetLeft, team_key, user_key
 from quotas.limits import LIMIT_FIELDS, Limits, effective_limits, limits_of
 from quotas.models import Quota, Team, TeamVolume, UsageCharge
 from quotas.periods import decayed_seconds, local_today, overlap_seconds, period_bounds
 
 __all__ = [
     "AccountUsage",
+    "BudgetLeft",
     "ReportRow",
     "UsageSummary",
     "account_usages",
@@ -56,11 +57,20 @@ class AccountUsage:
     gpu_hours_used: float
     period_start: datetime
     period_end: datetime
+    # What its running jobs may still use by their wall time (the share of each node they hold x the time left).
+    node_hours_committed: float = 0.0
+
+    @property
+    def budget(self) -> BudgetLeft | None:
+        """What is left of the budget this period and how much of it running jobs are committed to; None without one."""
+        budget = self.limits.node_hours_per_period
+        if budget is None:
+            return None
+        return BudgetLeft(left=node_hours_left(budget, self.node_hours_used), committed=self.node_hours_committed)
 
     @property
     def node_hours_left(self) -> float | None:
-        budget = self.limits.node_hours_per_period
-        return None if budget is None else max(0.0, budget - self.node_hours_used)
+        return None if self.budget is None else self.budget.left
 
     @property
     def budget_fraction_used(self) -> float | None:
@@ -101,6 +111,11 @@ class ReportRow:
     node_hours: float
 
 
+def node_hours_left(budget: float, used: float) -> float:
+    """What is left of a period's budget after the ledger's charges (never below nothing)."""
+    return max(0.0, budget - used)
+
+
 # --- who may see which accounts ----------------------------------------------------------------
 
 
@@ -127,7 +142,9 @@ def teams_visible_to(viewer: User) -> QuerySet[Team]:
 
 
 def account_usages(*, users: Sequence[Any] = (), teams: Sequence[Team] = (), now: datetime | None = None) -> list[AccountUsage]:
-    """Limits, GPUs in use and this period's ledger totals for the given users then teams (three queries)."""
+    """Limits, GPUs in use, this period's ledger totals and the budget left with what running jobs are committed to
+    (`AccountUsage.budget`: the one place the pages and the API get that figure) for the given users then teams
+    (three queries)."""
     now = now or timezone.now()
     period_start, period_end = period_bounds(now)
     user_ids = [u.pk for u in users]
@@ -139,16 +156,23 @@ def account_usages(*, users: Sequence[Any] = (), teams: Sequence[Team] = (), now
         for q in Quota.objects.filter(Q(user_id__in=user_ids) | Q(team_id__in=team_ids)).values("user_id", "team_id", *LIMIT_FIELDS)
     }
     in_use: dict[tuple[str, int], float] = defaultdict(float)
+    committed: dict[tuple[str, int], float] = defaultdict(float)
+    # Grouped by the times of each job: the GPUs it holds, and the node-hours it may still use until its wall time
+    # ends (counted from its placement, as the scheduler's snapshot counts it).
     live = (
         Allocation.objects.filter(released_at__isnull=True)
         .filter(Q(job__owner_id__in=user_ids) | Q(job__team_id__in=team_ids))
-        .values("job__owner_id", "job__team_id")
-        .annotate(gpus_held=Sum("gpus"))
+        .values_list("job__owner_id", "job__team_id", "job__scheduled_at", "job__started_at", "job__wall_time_seconds")
+        .annotate(gpus_held=Sum("gpus"), node_share=Sum(NODE_SHARE))
+        .order_by()
     )
-    for row in live:
-        in_use["user", row["job__owner_id"]] += row["gpus_held"]
-        if row["job__team_id"] is not None:
-            in_use["team", row["job__team_id"]] += row["gpus_held"]
+    for owner_id, team_id, scheduled_at, started_at, wall, gpus_held, node_share in live:
+        placed = scheduled_at or started_at
+        left_hours = 0.0 if placed is None else max(0.0, (placed + timedelta(seconds=wall) - now).total_seconds()) / 3600
+        for key in (("user", owner_id), ("team", team_id)):
+            if key[1] is not None:
+                in_use[key] += gpus_held
+                committed[key] += node_share * left_hours
     charged: dict[tuple[str, int], tuple[float, float]] = defaultdict(lambda: (0.0, 0.0))
     charges = (
         UsageCharge.objects.filter(period_start__gte=period_start, period_start__lt=period_end)
@@ -171,6 +195,7 @@ def account_usages(*, users: Sequence[Any] = (), teams: Sequence[Team] = (), now
             gpu_hours_used=gpu_seconds / 3600,
             period_start=period_start,
             period_end=period_end,
+            node_hours_committed=committed[kind, pk],
         )
 
     return [usage("user", u.pk, u.get_username()) for u in users] + [usage("team", t.pk, t.name) for t in teams]
@@ -221,7 +246,7 @@ def accounts_snapshot(*, now: datetime, users: Iterable[str], teams: Iterable[st
         accounts[key] = Account(
             key=key,
             max_gpus=account.max_gpus,
-            node_hours_left=None if budget is None else max(0.0, budget - used_node_seconds.get(key, 0.0) / 3600),
+            node_hours_left=None if budget is None else node_hours_left(budget, used_node_seconds.get(key, 0.0) / 3600),
             budget_resets_at=period_end.timestamp(),
             weight=account.fair_share_weight,
             usage_gpu_seconds=gpu_seconds,

@@ -38,7 +38,15 @@ class QuotaInputSerializer(StrictSerializer):
 class UsageSerializer(serializers.Serializer):
     gpus_in_use = GpuAmountField(help_text="GPUs held now by the account's running and scheduled jobs (a GPU slice counts its share).")
     node_hours_used = serializers.FloatField(help_text="Node-hours charged in the current budget period.")
-    node_hours_left = serializers.FloatField(allow_null=True, help_text="Budget left this period; null without a budget.")
+    node_hours_left = serializers.FloatField(
+        allow_null=True, help_text="Budget left this period (the budget less the node-hours charged); null without a budget."
+    )
+    node_hours_committed = serializers.FloatField(
+        source="budget.committed",
+        allow_null=True,
+        help_text="The part of node_hours_left the account's running jobs may still use by their wall time, which the "
+        "scheduler counts as spent: a new job must fit in the rest. Null without a budget.",
+    )
     gpu_hours_used = serializers.FloatField(help_text="GPU-hours charged in the current budget period.")
     period_start = serializers.DateTimeField()
     period_end = serializers.DateTimeField()

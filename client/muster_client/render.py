@@ -216,6 +216,8 @@ def usage_text(summary: JSON) -> str:
             f"{a['usage']['node_hours_used']:.2f}",
             _limit(a["node_hours_per_period"]),
             "-" if a["usage"]["node_hours_left"] is None else f"{a['usage']['node_hours_left']:.2f}",
+            # What running jobs may still use of what is left (a server before it sent none: unknown).
+            "-" if a["usage"].get("node_hours_committed") is None else f"{a['usage']['node_hours_committed']:.2f}",
             f"{a['usage']['gpu_hours_used']:.2f}",
             "unlimited" if a["max_wall_time_seconds"] is None else format_duration(a["max_wall_time_seconds"]),
             _limit(a["max_node_hours_per_job"]),
@@ -223,7 +225,7 @@ def usage_text(summary: JSON) -> str:
         for a in accounts
     ]
     head = f"Budget period {when(summary['period_start'])} to {when(summary['period_end'])}"
-    headers = ["ACCOUNT", "GPUS NOW/MAX", "NODE-H USED", "NODE-H BUDGET", "LEFT", "GPU-H USED", "MAX WALL", "MAX NODE-H/JOB"]
+    headers = ["ACCOUNT", "GPUS NOW/MAX", "NODE-H USED", "NODE-H BUDGET", "LEFT", "COMMITTED", "GPU-H USED", "MAX WALL", "MAX NODE-H/JOB"]
     return f"{head}\n{table(headers, rows)}"
 
 

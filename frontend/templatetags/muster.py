@@ -10,8 +10,11 @@ from typing import Any
 from django import template
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
+from django.utils.html import format_html
 from django.utils.timesince import timesince
 
+from frontend.live import page_query
+from frontend.sorting import Sorting
 from jobs.models import Job
 
 register = template.Library()
@@ -77,10 +80,37 @@ def factor_summary(factors: Mapping[str, tuple[float, float]]) -> str:
 
 @register.simple_tag(takes_context=True)
 def page_url(context: Mapping[str, Any], param: str, number: int) -> str:
-    """`?<param>=<number>` keeping the rest of the current query string (filters), for pagination links."""
-    query = context["request"].GET.copy()
+    """`?<param>=<number>` keeping the rest of the current query string (filters, sort), for pagination links."""
+    query = page_query(context["request"])
     query[param] = str(number)
     return "?" + query.urlencode()
+
+
+SORT_ARROWS = {"ascending": "\u25b2", "descending": "\u25bc"}
+
+
+@register.simple_tag(takes_context=True)
+def sort_header(context: Mapping[str, Any], sort: Sorting, key: str, label: str, name: str = "") -> str:
+    """A sortable column's header: a link to sort by it (the other way if it is the column sorted by), keeping the
+    filters and starting at the first page, with aria-sort and an arrow on the column sorted by. `name` says what
+    the column is in the link's title, where the label is too short to ("#")."""
+    name = name or label.lower()
+    query = page_query(context["request"])
+    query.pop("page", None)
+    query["sort"] = sort.asks(key)
+    direction = sort.aria(key)
+    if direction is None:
+        return format_html('<th class="sortable"><a href="?{}" title="Sort by {}">{}</a></th>', query.urlencode(), name, label)
+    return format_html(
+        '<th class="sortable" aria-sort="{}"><a href="?{}" title="Sorted by {}, {}: reverse">{}<span class="sort-arrow" '
+        'aria-hidden="true">{}</span></a></th>',
+        direction,
+        query.urlencode(),
+        name,
+        direction,
+        label,
+        SORT_ARROWS[direction],
+    )
 
 
 @register.filter

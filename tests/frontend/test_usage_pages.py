@@ -30,7 +30,7 @@ def test_usage_page_shows_limits_usage_and_teams(user: Any, vision: Any) -> None
     html = page.content.decode()
     assert 'data-testid="account-user-alice"' in html and 'data-testid="account-team-vision"' in html
     assert "0 of 16" in html  # GPUs in use of the quota
-    assert "200.00 left" in html
+    assert "200.0 node-hours left" in html
     assert 'role="meter"' in html  # the budget bar
     assert "no quota set" in html  # the team has none
     assert 'href="/usage/"' in html and 'aria-current="page">Usage' in html

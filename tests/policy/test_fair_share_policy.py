@@ -321,7 +321,7 @@ def test_job_beyond_its_budget_waits_naming_the_account_and_when_it_renews() -> 
     (wait,) = decisions.waiting
     assert wait.reason_code == BUDGET
     assert wait.reason == (
-        "User ann has 1.5 node-hours of its budget left until 2026-12-01 00:00 UTC; this job may use 2.0 (2 nodes x 1.00 h)."
+        "The budget of user ann has 1.5 node-hours left; this job may use 2.0 (2 nodes x 1.00 h). It renews 2026-12-01 00:00 UTC."
     )
 
 
@@ -331,7 +331,10 @@ def test_team_budget_is_charged_by_the_jobs_placed_in_the_same_cycle() -> None:
     assert list(placed(decisions)) == [1]
     (wait,) = decisions.waiting
     assert wait.reason_code == BUDGET
-    assert wait.reason.startswith("Team vision has 0.5 node-hours of its budget left; this job may use 1.0")
+    # The job placed before it in this cycle is committed to its wall time: the same words as the usage page.
+    assert wait.reason.startswith(
+        "The budget of team vision has 1.5 node-hours left, 1.0 of it committed to running jobs, 0.5 for new jobs; this job may use 1.0"
+    )
 
 
 def test_a_single_node_job_counts_only_its_share_of_the_node_against_the_budget() -> None:
@@ -340,7 +343,10 @@ def test_a_single_node_job_counts_only_its_share_of_the_node_against_the_budget(
     decisions = schedule(snap([pend(1, gpus=2, wall=2 * HOUR, age=100), pend(2, gpus=2, wall=2 * HOUR, age=50)], accounts=(account,)))
     assert list(placed(decisions)) == [1]
     (wait,) = decisions.waiting
-    assert wait.reason == "User ann has 0.2 node-hours of its budget left; this job may use 0.5 (2 of a node's 8 GPUs x 2.00 h)."
+    assert wait.reason == (
+        "The budget of user ann has 0.8 node-hours left, 0.5 of it committed to running jobs, 0.3 for new jobs; "
+        "this job may use 0.5 (2 of a node's 8 GPUs x 2.00 h)."
+    )
 
 
 def test_job_with_a_spent_budget_waits_even_on_an_empty_cluster() -> None:

@@ -180,17 +180,23 @@ def test_a_running_jobs_page_redraws_in_place_from_the_live_view(submit, sim, us
     assert [f["id"] for f in body["figures"]] == [f["id"] for f in expected["figures"]]
     node_lines = figure({"figures": body["figures"]}, "gpu_util")["data"]
     assert {t["name"] for t in node_lines} == {f"rank {r} · {a.node.name}" for r, a in enumerate(job.allocations.order_by("rank"))}
-    assert 'data-testid="efficiency-flags"' in body["telemetry_status_html"]
-    assert "Logs" in body["logs_html"] and "attempt 1" in body["logs_html"]
+    assert 'data-testid="efficiency-flags"' in body["parts"]["telemetry-status"]
+    assert "Logs" in body["parts"]["job-logs"] and "attempt 1" in body["parts"]["job-logs"]
+    # With the parts every live job page redraws: its status line, run time and attempts.
+    assert "of its 1 h wall time" in body["parts"]["run-time"] and 'data-attempt="1"' in body["parts"]["job-attempts"]
 
 
-def test_the_live_view_of_a_job_that_is_not_running_only_says_its_state(submit, sim, user) -> None:
+def test_the_live_view_of_a_job_that_is_not_running_has_its_state_and_status_but_no_telemetry(submit, sim, user) -> None:
     job_id = submit(nodes=1, gpus_per_node=1)["id"]
     page = session_for(user)
     job = Job.objects.get(pk=job_id)
-    assert live(page, job).json() == {"state": "PENDING", "attempt": 0}
+    body = live(page, job).json()
+    assert (body["state"], body["attempt"]) == ("PENDING", 0) and "figures" not in body
+    assert set(body["parts"]) == {"job-status", "run-time", "job-attempts"}
+    assert "Queued" in body["parts"]["job-status"] and body["parts"]["run-time"] == body["parts"]["job-attempts"].strip() == ""
+    # The queued job's page updates in place too (no whole-page refresh, except without JavaScript).
     html = page.get(f"/jobs/{job_id}/").content.decode()
-    assert '<meta http-equiv="refresh" content="3">' in html and "job-live" not in html
+    assert '<noscript><meta http-equiv="refresh"' in html and "frontend/job_live.js" in html
 
 
 def test_the_live_view_is_private_and_read_only(submit, sim, user, other_user) -> None:
@@ -214,7 +220,13 @@ def test_viewers_of_a_running_job_share_one_render_per_half_interval(submit, sim
     job = start_running(submit, sim, nodes=1, gpus_per_node=2, simulate={"duration_seconds": 7200}, ran_for=600)
     owner, admin = session_for(user), session_for(other_user)
     first = live(owner, job).json()
-    assert live(admin, job).json() == first  # another viewer, within the interval: the same render
+    second = live(admin, job).json()
+
+    def rendered(body: dict[str, Any]) -> list[Any]:
+        """What is rendered once per interval (the job's status and run time are drawn for every poll)."""
+        return [body["figures"], body["flags"], body["parts"]["telemetry-status"], body["parts"]["job-logs"]]
+
+    assert rendered(second) == rendered(first)  # another viewer, within the interval: the same render
     live(owner, job, "?view=gpu")  # other options are another render
     assert renders == ["", "view=gpu"]
     cache.clear()  # the interval has passed

@@ -1,5 +1,5 @@
-// One poller for the pages that follow something live (a running job, a what-if run):
-// musterPoll(url, refreshMs, apply) asks `url` for JSON, hands it to apply(body), and asks again
+// One poller for the pages that follow something live (the job list, the cluster page, a job, a what-if run):
+// musterPoll(url, refreshMs, apply) asks `url()` for JSON, hands it to apply(body), and asks again
 // refreshMs after the answer while apply returns true. The next request is timed from the end of
 // the last, so a slow server is never asked twice at once, and a tab in the background asks nothing
 // until it is shown again. A redirect (signed out) or an error page: a reload shows the reader what
@@ -32,5 +32,19 @@
       }
     });
     schedule();
+  };
+
+  // Draws an answer's parts ({element id: HTML}, frontend/live.py) in place, sets the page's "last updated"
+  // stamps ([data-live-stamp]) to body.updated, and marks the body with the time (the browser tests watch it).
+  window.musterParts = function (body) {
+    var parts = body.parts || {};
+    Object.keys(parts).forEach(function (id) {
+      var element = document.getElementById(id);
+      if (element) { element.innerHTML = parts[id]; }
+    });
+    if (body.updated) {
+      document.querySelectorAll("[data-live-stamp]").forEach(function (stamp) { stamp.textContent = body.updated; });
+    }
+    document.body.dataset.liveUpdated = String(Date.now());
   };
 })();

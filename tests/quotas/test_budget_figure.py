@@ -1,0 +1,118 @@
+"""One budget figure everywhere: what is left this period and how much of it running jobs are committed to.
+
+`quotas.selectors.account_usages` works both numbers out (AccountUsage.budget), `policy.model.BudgetLeft` says them
+in words, and the usage page, the quota pages, the API and the scheduler's BUDGET reason all show that one figure.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from jobs.models import Job
+from policy.model import BudgetLeft
+from quotas.models import Quota
+from quotas.selectors import account_usages, usage_summary
+from tests.conftest import client_for, session_for
+from tests.jobs.factories import JobFactory, NodeFactory
+from tests.quotas.factories import TeamFactory, UsageChargeFactory
+
+
+def test_the_words_of_a_budget() -> None:
+    assert str(BudgetLeft(left=47.36, committed=44.26)) == "47.4 node-hours left, 44.3 of it committed to running jobs, 3.1 for new jobs"
+    # Nothing running: no commitment to mention; everything committed (or more, after a lowered budget): said so.
+    assert str(BudgetLeft(left=12.0, committed=0.0)) == "12.0 node-hours left"
+    assert str(BudgetLeft(left=12.0, committed=0.04)) == "12.0 node-hours left"
+    assert str(BudgetLeft(left=5.0, committed=9.0)) == "5.0 node-hours left, all of it committed to running jobs"
+    assert str(BudgetLeft(left=0.0, committed=3.0)) == "0.0 node-hours left"
+    # The parts add up as written, whatever the rounding of each.
+    assert str(BudgetLeft(left=0.75, committed=0.46)) == "0.8 node-hours left, 0.5 of it committed to running jobs, 0.3 for new jobs"
+    assert BudgetLeft(left=5.0, committed=9.0).uncommitted == 0.0 and BudgetLeft(left=5.0, committed=1.5).uncommitted == 3.5
+
+
+def test_running_jobs_commit_their_share_of_each_node_until_their_wall_time(user: Any) -> None:
+    now = timezone.now()
+    team = TeamFactory(name="vision")
+    Quota.objects.create(user=user, node_hours_per_period=100.0)
+    Quota.objects.create(team=team, node_hours_per_period=40.0)
+    UsageChargeFactory(user=user, team=team, node_seconds=10 * 3600)  # 10 node-hours charged this period
+    placed = now - timedelta(hours=1)
+    # Two whole nodes, 1 h into a 4 h wall time: 2 x 3 h committed, to the user and to the team.
+    JobFactory(owner=user, team=team, running=True, nodes=2, wall_time_seconds=4 * 3600, scheduled_at=placed, started_at=placed)
+    # 2 of a node's 8 GPUs, 30 min into 2.5 h: a quarter node for 2 h, the user's only.
+    JobFactory(
+        owner=user,
+        running=True,
+        gpus_per_node=2,
+        wall_time_seconds=int(2.5 * 3600),
+        scheduled_at=now - timedelta(minutes=30),
+        started_at=now - timedelta(minutes=30),
+        held=[(NodeFactory(gpus_total=8), 2)],
+    )
+    # Past its wall time (the cycle stops it next): nothing left to commit. Ended jobs hold nothing.
+    JobFactory(owner=user, running=True, wall_time_seconds=600, scheduled_at=placed, started_at=placed)
+    JobFactory(owner=user, finished=True)
+
+    mine, vision = account_usages(users=[user], teams=[team], now=now)
+    assert mine.budget is not None and vision.budget is not None
+    assert mine.budget.left == pytest.approx(90.0) and mine.budget.committed == pytest.approx(6.0 + 0.5)
+    assert vision.budget.left == pytest.approx(30.0) and vision.budget.committed == pytest.approx(6.0)
+    assert str(mine.budget) == "90.0 node-hours left, 6.5 of it committed to running jobs, 83.5 for new jobs"
+    assert mine.node_hours_left == mine.budget.left
+
+
+def test_an_account_without_a_budget_has_no_budget_figure(user: Any) -> None:
+    JobFactory(owner=user, running=True, nodes=2)
+    (usage,) = account_usages(users=[user])
+    assert usage.budget is None and usage.node_hours_left is None
+    assert usage.node_hours_committed > 0  # worked out all the same, but nothing states it without a budget
+
+
+def test_the_usage_page_the_quota_pages_and_the_api_state_the_same_figure(user: Any, admin_user: Any) -> None:
+    Quota.objects.create(user=user, node_hours_per_period=60.0)
+    UsageChargeFactory(user=user, node_seconds=12.6 * 3600)
+    placed = timezone.now() - timedelta(hours=2)
+    JobFactory(owner=user, running=True, nodes=4, wall_time_seconds=8 * 3600, scheduled_at=placed, started_at=placed)
+    words = str(usage_summary(user).user_account.budget)
+    assert words.startswith("47.4 node-hours left, 24.0 of it committed to running jobs")
+
+    usage_page = session_for(user).get("/usage/").content.decode()
+    assert f'<strong data-testid="budget-left">{words}</strong>' in usage_page
+    assert 'class="committed"' in usage_page  # the bar shows the committed part beside what was used
+    admin = session_for(admin_user)
+    assert f'<small data-testid="budget-left">{words}</small>' in admin.get("/quotas/").content.decode()
+    assert f'<span data-testid="budget-left">{words}</span>' in admin.get("/quotas/users/alice/").content.decode()
+
+    body = client_for(user).get("/api/v1/usage/").json()["user"]["usage"]
+    assert str(BudgetLeft(left=body["node_hours_left"], committed=body["node_hours_committed"])) == words
+    assert body["node_hours_committed"] == pytest.approx(24.0, abs=0.01)
+    assert client_for(admin_user).get("/api/v1/quotas/users/root/").json()["usage"]["node_hours_committed"] is None
+
+
+def test_the_queue_says_the_budget_in_the_usage_pages_words(user: Any, sim: Any) -> None:
+    """The scheduler works the figure out from its snapshot, the pages from the database: the same numbers, the same
+    words, so the BUDGET reason and the usage page can no longer disagree."""
+    Quota.objects.create(user=user, node_hours_per_period=20.0)
+    api = client_for(user)
+    base = {"image": "busybox:1", "command": ["true"], "gpus_per_node": 8, "simulate": {"duration_seconds": 7200}}
+    running = api.post("/api/v1/jobs/", {**base, "name": "long", "nodes": 4, "wall_time_seconds": 4 * 3600}, format="json")
+    assert running.status_code == 201, running.content
+    sim.cycle()
+    sim.advance(1.5)
+    held = api.post("/api/v1/jobs/", {**base, "name": "more", "nodes": 2, "wall_time_seconds": 3 * 3600}, format="json").json()
+    sim.cycle()
+    job = Job.objects.get(pk=held["id"])
+    assert job.pending_reason_code == "BUDGET"
+    (usage,) = account_usages(users=[user], now=sim.clock())
+    assert usage.budget is not None
+    words = str(usage.budget)
+    assert words.startswith("20.0 node-hours left, 16.0 of it committed to running jobs, 4.0 for new jobs")
+    assert job.pending_reason.startswith(f"The budget of user alice has {words}; this job may use 6.0 (2 nodes x 3.00 h).")
+    assert words in session_for(user).get("/usage/").content.decode()
+    cluster = session_for(user).get("/cluster/").content.decode()
+    assert f"The budget of user alice has {words}" in cluster and f"The budget of user alice has {words}" in (
+        session_for(user).get(f"/jobs/{job.pk}/").content.decode()
+    )
