@@ -29,7 +29,7 @@ LEGEND_ROW = 20
 
 def legend_height(names: Iterable[str], *, width: int = LEGEND_WIDTH) -> int:
     """About how tall a horizontal legend of these entries is, in pixels (0 for none)."""
-    rows, used = 0, width
+    rows, used = 0, float(width)
     for name in names:
         entry = 46 + 6.5 * len(name)  # the line sample, the text at 12 px, the gap to the next
         if used + entry > width:
