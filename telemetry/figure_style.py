@@ -44,7 +44,8 @@ def base_layout(title: str, *, height: int = 300, date_axis: bool = True, legend
 
     `height` is the chart without its legend; `legend` (the names it shows) adds the legend's rows.
     """
-    xaxis: dict[str, Any] = {"gridcolor": GRID, "automargin": True}
+    # The time axis' labels a little below it: its first label, centred on the axis' start, clears the y axis' "0".
+    xaxis: dict[str, Any] = {"gridcolor": GRID, "automargin": True, "ticklabelstandoff": 6}
     if date_axis:
         xaxis.update({"type": "date", "title": {"text": "time (UTC)", "standoff": 6}})
     return {

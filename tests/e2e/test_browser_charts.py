@@ -62,6 +62,7 @@ def assert_nothing_overlaps(page: Any, chart: str) -> None:
         assert not any(overlap(title, tick) for tick in boxes["yticks"]), f"{chart}: the y axis' title over its ticks"
     for tick in boxes["xticks"]:
         assert not any(overlap(tick, legend) for legend in boxes["legend"]), f"{chart}: a tick under the legend"
+        assert not any(overlap(tick, other) for other in boxes["yticks"]), f"{chart}: a time label over a y label"
     for tick in boxes["yticks"]:
         assert inside(tick, boxes["chart"]), f"{chart}: a tick label cut at the chart's edge"
 

@@ -107,7 +107,7 @@ def test_axes_make_room_for_their_labels_and_the_legend_for_itself() -> None:
     layout = base_layout("t", legend=["a"] * 40)
     # Tick labels and titles push the margins (nothing is cut or drawn over); the legend sits at the bottom of the
     # figure and pushes the plot up, clear of the time axis' title.
-    assert layout["xaxis"]["automargin"] and layout["yaxis"]["automargin"]
+    assert layout["xaxis"]["automargin"] and layout["yaxis"]["automargin"] and layout["xaxis"]["ticklabelstandoff"] > 0
     assert layout["xaxis"]["title"]["text"] == "time (UTC)"
     assert layout["legend"]["yref"] == "container" and layout["legend"]["y"] == 0 and layout["legend"]["yanchor"] == "bottom"
     # The figure grows with its legend, so a per-GPU chart's plot is as tall as the whole job's.
