@@ -560,6 +560,8 @@ except (ValueError, TypeError) as _exc:
 MUSTER_TELEMETRY_SIM_INTERVAL_SECONDS = env_int("MUSTER_TELEMETRY_SIM_INTERVAL_SECONDS", 5)
 # The page of a running job redraws its charts, flags and logs in place this often (seconds).
 MUSTER_LIVE_REFRESH_SECONDS = max(1, env_int("MUSTER_LIVE_REFRESH_SECONDS", 10))
+# How often the dashboard (/dashboard/) redraws its numbers and charts in place.
+MUSTER_DASHBOARD_REFRESH_SECONDS = max(1, env_int("MUSTER_DASHBOARD_REFRESH_SECONDS", 60))
 # Charts: at most this many points per line trace, and time columns in the nodes x GPUs heatmap.
 MUSTER_TELEMETRY_MAX_POINTS = env_int("MUSTER_TELEMETRY_MAX_POINTS", 2000)
 MUSTER_TELEMETRY_HEATMAP_COLUMNS = env_int("MUSTER_TELEMETRY_HEATMAP_COLUMNS", 360)

@@ -30,7 +30,7 @@ from jobs.selectors import job_assigned_nodes, job_visible_to, jobs_visible_to
 from jobs.services import job_cancel
 from jobs.states import ACTIVE_STATES, JobState
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
-from telemetry.dashboard.page import dashboard_context
+from telemetry.dashboard.page import dashboard_context, dashboard_live
 from telemetry.dashboard.selectors import node_grid
 from telemetry.page import job_telemetry_context
 from telemetry.staticfiles import PLOTLY_JS
@@ -256,5 +256,7 @@ def cluster_view(request: HttpRequest) -> HttpResponse:
 @login_required
 def dashboard_view(request: HttpRequest) -> HttpResponse:
     """The cluster and scheduler dashboard (everyone signed in; per-team figures follow the usage report's rule)."""
-    context = dashboard_context(request.user, request.GET.get("window"))
-    return render(request, "frontend/dashboard.html", {**context, "plotly_js": PLOTLY_JS})
+    context = {**dashboard_context(request.user, request.GET.get("window")), "plotly_js": PLOTLY_JS}
+    if request.GET.get("live") == "1":  # the page's poller (telemetry/dashboard.js): redrawn in place
+        return JsonResponse(dashboard_live(request, context))
+    return render(request, "frontend/dashboard.html", context)

@@ -19,6 +19,10 @@ BUSY_PERCENT = 40.0
 # Tensor cores count as unused below this activity (ratio) when the GPUs are at least this busy.
 TENSOR_UNUSED_RATIO = 0.05
 TENSOR_BUSY_PERCENT = 30.0
+# A straggler: one GPU at least STRAGGLER_GAP points busier than every other GPU of the gang (the others wait for it
+# at each step), in buckets adding up to STRAGGLER_SHARE of the run and at least half the idle-seconds setting.
+STRAGGLER_GAP = 12.0
+STRAGGLER_SHARE = 0.2
 LISTED = 8
 
 
@@ -93,6 +97,19 @@ def efficiency_flags(
                 )
             )
 
+    straggler = _straggler(gpu_util, needed=max(STRAGGLER_SHARE * observed, idle_seconds / 2, 3 * step))
+    if straggler is not None:
+        slow, seconds, gap = straggler
+        who = f"GPU {slow.gpu} of {slow.node} (rank {slow.rank})" if slow.gpu >= 0 else slow.label
+        flags.append(
+            Flag(
+                "STRAGGLER",
+                f"{who} was {gap:.0f} points busier than every other GPU for {_duration(seconds)} "
+                f"({seconds / observed:.0%} of the run): the rest of the gang waits for it at each step. "
+                "A throttling GPU, a slow link or an uneven share of the data would do this.",
+            )
+        )
+
     util_mean = samples_mean(s.buckets for s in gpu_util)
     if (
         len(gpu_util) >= large_job_gpus
@@ -109,6 +126,44 @@ def efficiency_flags(
             )
         )
     return flags
+
+
+def _straggler(gpu_util: list[Series], *, needed: float) -> tuple[Series, float, float] | None:
+    """The GPU that most often ran STRAGGLER_GAP points above all the others, if it did for `needed` seconds or more:
+    (its series, for how long, its mean lead over the next busiest GPU meanwhile)."""
+    if len(gpu_util) < 2:
+        return None
+    step = gpu_util[0].buckets.step
+    if any(s.buckets.step != step for s in gpu_util):
+        return None
+    first = min(s.buckets.first for s in gpu_util)
+    length = max(s.buckets.first + len(s.buckets) for s in gpu_util) - first
+    # The busiest and the second busiest GPU of every bucket, in one pass over each series.
+    top = [-1.0] * length
+    second = [-1.0] * length
+    leader = [-1] * length
+    for index, s in enumerate(gpu_util):
+        offset = s.buckets.first - first
+        for i, (mean, count) in enumerate(zip(s.buckets.mean, s.buckets.count, strict=True), offset):
+            if not count:
+                continue
+            if mean > top[i]:
+                second[i] = top[i]
+                top[i] = mean
+                leader[i] = index
+            elif mean > second[i]:
+                second[i] = mean
+    ahead: dict[int, list[float]] = {}
+    for i in range(length):
+        if second[i] >= 0.0 and top[i] - second[i] >= STRAGGLER_GAP:
+            ahead.setdefault(leader[i], []).append(top[i] - second[i])
+    if not ahead:
+        return None
+    index, gaps = max(ahead.items(), key=lambda item: len(item[1]))
+    seconds = len(gaps) * step
+    if seconds < needed:
+        return None
+    return gpu_util[index], seconds, sum(gaps) / len(gaps)
 
 
 def site_efficiency_flags(*, gpu_util: list[Series], tensor_active_mean: float | None) -> list[Flag]:

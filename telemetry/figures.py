@@ -10,22 +10,28 @@ Plotly does not know fails there.
 
 At job level each metric is a mean line inside a band from the lowest to the highest sample
 of any GPU in the bucket, so a spike on one GPU for one sample still shows however long the
-range. Values are rounded to the metric's display decimals; the API returns them unrounded.
+range. Values are shown in a unit that suits the figure (`scale_for`: byte rates in kB/s to
+TB/s by the largest value, memory in GiB) and rounded for display; the API returns them as
+stored. A chart with nothing to draw says why (`telemetry.figure_style.empty_figure`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from telemetry.catalogue import METRICS, Level, Metric
 from telemetry.downsampling import Buckets
-from telemetry.figure_style import COLORS, base_layout
+from telemetry.figure_style import COLORS, base_layout, empty_figure
 from telemetry.sources.base import Series
 
 BAND_ALPHA = "33"
 PUSHED_COLOR = "#101828"
+# A chart's second metric (RX beside TX, tensor-core beside SM activity) is dashed, so it shows even where it lies
+# exactly on the first.
+SECOND_DASH = "dash"
 
 
 @dataclass(frozen=True)
@@ -33,19 +39,51 @@ class Chart:
     key: str
     title: str
     metrics: tuple[str, ...]
+    # What the chart's box says while it has nothing to draw.
+    empty: str
     multi_node_only: bool = False
 
 
 # The job page's line charts, in order.
 CHARTS = (
-    Chart("gpu_util", "GPU utilisation", ("gpu_util",)),
-    Chart("activity", "SM and tensor-core activity", ("sm_active", "tensor_active")),
-    Chart("memory", "GPU memory used", ("fb_used",)),
-    Chart("pcie", "PCIe TX / RX", ("pcie_tx", "pcie_rx")),
-    Chart("nvlink", "NVLink TX / RX", ("nvlink_tx", "nvlink_rx")),
-    Chart("network", "Inter-node network (InfiniBand) TX / RX", ("ib_tx", "ib_rx"), multi_node_only=True),
-    Chart("nccl", "NCCL bus bandwidth", ("nccl_busbw",)),
+    Chart("gpu_util", "GPU utilisation", ("gpu_util",), "GPU utilisation appears when the job's GPUs report it (DCGM)."),
+    Chart(
+        "activity",
+        "SM and tensor-core activity",
+        ("sm_active", "tensor_active"),
+        "SM and tensor-core activity appear when the job's GPUs report them (DCGM profiling metrics).",
+    ),
+    Chart("memory", "GPU memory used", ("fb_used",), "GPU memory appears when the job's GPUs report it (DCGM)."),
+    Chart("pcie", "PCIe TX / RX", ("pcie_tx", "pcie_rx"), "PCIe traffic appears when the job's GPUs report it (DCGM)."),
+    Chart("nvlink", "NVLink TX / RX", ("nvlink_tx", "nvlink_rx"), "NVLink traffic appears when the job's GPUs report it (DCGM)."),
+    Chart(
+        "network",
+        "Inter-node network (InfiniBand) TX / RX",
+        ("ib_tx", "ib_rx"),
+        "Inter-node traffic appears when the job's nodes report it (node exporter's InfiniBand counters).",
+        multi_node_only=True,
+    ),
+    Chart(
+        "nccl",
+        "NCCL bus bandwidth",
+        ("nccl_busbw",),
+        "NCCL bus bandwidth appears when the job reports it: once its first collectives run "
+        "(NCCL Inspector, or the job pushing its own numbers).",
+    ),
 )
+HEATMAP_TITLE = "GPU utilisation per node and GPU"
+HEATMAP_EMPTY = "Each GPU's utilisation appears when the job's GPUs report it (DCGM)."
+
+# Byte rates are shown in the decimal unit that suits the figure's largest value (ticks read "400 MB/s", never
+# "0.4 GB/s" nor "200 mB/s"); a figure whose values are all below 1 kB/s (an all-zero series) gets 0-1 kB/s.
+_BYTE_RATES = {"B/s": 1.0, "GB/s": 1e9}
+_PREFIXES = ("", "k", "M", "G", "T")
+# Labelled heatmap rows: every row up to this many, then one label per node.
+HEATMAP_LABELLED_ROWS = 128
+# Tall enough for its colour bar and time axis however few the rows.
+HEATMAP_MIN_HEIGHT = 220
+# Node names longer than this are shortened in row labels (the full name is in the hover).
+HEATMAP_NAME_CHARS = 18
 
 
 def x_ms(buckets: Buckets) -> list[int]:
@@ -61,115 +99,211 @@ def rounded(values: Sequence[float], counts: Sequence[int], decimals: int) -> li
     return [round(v, decimals) if c else None for v, c in zip(values, counts, strict=True)]
 
 
-def _yaxis(metric: Metric) -> dict[str, object]:
-    if metric.unit == "ratio":
-        return {"tickformat": ".0%", "rangemode": "tozero", "title": {"text": "active"}}
+@dataclass(frozen=True)
+class Scale:
+    """How one figure shows a metric's values: divided by `divisor`, `suffix` after every tick and hover value."""
+
+    divisor: float
+    suffix: str
+    decimals: int
+    hover: str
+    yaxis: dict[str, Any]
+
+    def values(self, values: Sequence[float], counts: Sequence[int]) -> list[float | None]:
+        if self.divisor == 1:
+            return rounded(values, counts, self.decimals)
+        d, decimals = self.divisor, self.decimals
+        return [round(v / d, decimals) if c else None for v, c in zip(values, counts, strict=True)]
+
+
+def scale_for(metric: Metric, peak: float | None) -> Scale:
+    """The unit, ticks and hover of a chart of `metric` whose largest value is `peak` (None: no data)."""
     if metric.unit == "%":
-        return {"ticksuffix": "%", "range": [0, 100], "title": {"text": "%"}}
-    if metric.unit == "B/s":
-        return {"tickformat": ".2s", "ticksuffix": "B/s", "rangemode": "tozero", "title": {"text": "bytes/s"}}
-    if metric.unit == "MiB":
-        return {"tickformat": ",.0f", "rangemode": "tozero", "title": {"text": "MiB"}}
-    return {"rangemode": "tozero", "title": {"text": metric.unit}}
-
-
-def _hover(metric: Metric) -> str:
+        return Scale(1, "%", metric.decimals, "%{y:.1f}%", {"ticksuffix": "%", "range": [0, 100]})
     if metric.unit == "ratio":
-        return "%{y:.1%}"
-    if metric.unit == "B/s":
-        return "%{y:.3s}B/s"
-    return "%{y:,." + str(max(0, metric.decimals)) + "f} " + metric.unit
+        return Scale(1, "", metric.decimals, "%{y:.1%}", {"tickformat": ".0%", "rangemode": "tozero"})
+    if metric.unit in _BYTE_RATES:
+        base = _BYTE_RATES[metric.unit]
+        peak_bytes = (peak or 0.0) * base
+        power = 1 if peak_bytes < 1000 else min(len(_PREFIXES) - 1, int(math.log10(peak_bytes) // 3))
+        suffix = f" {_PREFIXES[power]}B/s"
+        yaxis: dict[str, Any] = {"ticksuffix": suffix, "exponentformat": "none", "rangemode": "tozero"}
+        if peak_bytes < 1000:
+            yaxis["range"] = [0, 1]  # an all-zero (or all but) byte rate: 0-1 kB/s, not Plotly's -1 to 1 in millibytes
+        return Scale(1000**power / base, suffix, 3, "%{y:.3~g}" + suffix, yaxis)
+    if metric.unit == "MiB":
+        return Scale(1024, " GiB", 2, "%{y:.1f} GiB", {"ticksuffix": " GiB", "rangemode": "tozero"})
+    suffix = f" {metric.unit}"
+    hover = "%{y:,." + str(max(0, metric.decimals)) + "f}" + suffix
+    return Scale(1, suffix, metric.decimals, hover, {"ticksuffix": suffix, "rangemode": "tozero"})
 
 
-def _layout(title: str, height: int = 300) -> dict[str, Any]:
-    return base_layout(title, height=height)
+def _peak(series: Series, band: bool) -> float | None:
+    b = series.buckets
+    return max((v for v, c in zip(b.max if band else b.mean, b.count, strict=True) if c), default=None)
 
 
-def band_traces(series: Series, metric: Metric, name: str, color: str) -> list[dict[str, object]]:
-    """Mean line inside a min-max band: three traces of len(buckets) points each."""
+def band_outline(x: Sequence[int], low: Sequence[float | None], high: Sequence[float | None]) -> tuple[list[int], list[float | None]]:
+    """The band between `low` and `high` as closed outlines, one per run of buckets with samples, split by gaps.
+
+    Drawn with `fill: toself`, which closes each segment of a trace on itself: two traces filled `tonexty` would
+    bridge a gap (a job that stops reporting for a while) with a wedge from one side of it to the other.
+    """
+    bx: list[int] = []
+    by: list[float | None] = []
+    i, n = 0, len(x)
+    while i < n:
+        if high[i] is None:
+            i += 1
+            continue
+        j = i
+        while j < n and high[j] is not None:
+            j += 1
+        if bx:
+            bx.append(x[i])
+            by.append(None)  # a gap: the next outline is a shape of its own
+        bx.extend(x[i:j])
+        by.extend(high[i:j])
+        bx.extend(reversed(x[i:j]))
+        by.extend(reversed(low[i:j]))
+        i = j
+    return bx, by
+
+
+def band_traces(series: Series, scale: Scale, name: str, color: str, *, dash: str = "solid") -> list[dict[str, object]]:
+    """A mean line inside its min-max band: the band's outline, then the line of len(buckets) points."""
     b = series.buckets
     x = x_ms(b)
-    band = {"type": "scatter", "x": x, "mode": "lines", "line": {"width": 0, "color": color}, "hoverinfo": "skip", "showlegend": False}
-    low = {**band, "y": rounded(b.min, b.count, metric.decimals), "legendgroup": name, "name": f"{name} min"}
-    high = {
-        **band,
-        "y": rounded(b.max, b.count, metric.decimals),
-        "fill": "tonexty",
+    bx, by = band_outline(x, scale.values(b.min, b.count), scale.values(b.max, b.count))
+    band = {
+        "type": "scatter",
+        "x": bx,
+        "y": by,
+        "mode": "lines",
+        "fill": "toself",
         "fillcolor": color + BAND_ALPHA,
+        "line": {"width": 0, "color": color},
+        "hoverinfo": "skip",
+        "showlegend": False,
         "legendgroup": name,
-        "name": f"{name} max",
+        "name": f"{name} min-max",
     }
     mean: dict[str, object] = {
         "type": "scatter",
         "x": x,
-        "y": rounded(b.mean, b.count, metric.decimals),
+        "y": scale.values(b.mean, b.count),
         "mode": "lines",
-        "line": {"width": 1.6, "color": color},
+        "line": {"width": 1.6, "color": color, "dash": dash},
         "legendgroup": name,
         "name": name,
-        "hovertemplate": f"{name}: {_hover(metric)}<extra></extra>",
+        "hovertemplate": f"{name}: {scale.hover}<extra></extra>",
     }
-    return [low, high, mean]
+    return [band, mean]
 
 
 Figure = dict[str, Any]
 
 
+def _name(metric: Metric, series: Series, *, several: bool, one_node: bool) -> str:
+    """A line's legend entry: the metric at job level; the node, or the GPU within the chart's one node, below it."""
+    if series.level == Level.JOB:
+        return f"{metric.label} ({series.origin})" if metric.key == "nccl_busbw" else metric.label
+    where = f"GPU {series.gpu}" if series.gpu >= 0 and one_node else series.label
+    return f"{metric.short} {where}" if several else where
+
+
 def line_figure(chart: Chart, series_by_metric: dict[str, list[Series]], *, pushed: Series | None = None) -> Figure:
-    """One chart: per metric, a band and mean line at job level, or one line per node or GPU."""
-    traces: list[dict[str, object]] = []
+    """One chart: per metric, a band and mean line at job level, or one line per node or GPU.
+
+    With nothing to draw (no series, or only empty buckets) it is an `empty_figure` saying why.
+    """
     metrics = [METRICS[k] for k in chart.metrics]
-    color = 0
-    for metric in metrics:
-        for series in series_by_metric.get(metric.key, []):
-            name = metric.label if series.level == Level.JOB else series.label
-            if len(metrics) > 1 and series.level != Level.JOB:
-                name = f"{metric.short} {name}"
+    entries = [(metric, s) for metric in metrics for s in series_by_metric.get(metric.key, [])]
+    peaks = [p for metric, s in entries if (p := _peak(s, s.level == Level.JOB)) is not None]
+    if pushed is not None and (p := _peak(pushed, False)) is not None:
+        peaks.append(p)
+    title = chart.title
+    gpu_nodes = {s.node for _, s in entries if s.level == Level.GPU}
+    one_node = len(gpu_nodes) == 1
+    if one_node:
+        first = next(s for _, s in entries if s.level == Level.GPU)
+        title = f"{chart.title} · {first.node} (rank {first.rank})"
+    if not peaks:
+        return empty_figure(title, chart.empty)
+    scale = scale_for(metrics[0], max(peaks))
+    traces: list[dict[str, object]] = []
+    several = len(metrics) > 1
+    for m, metric in enumerate(metrics):
+        dash = SECOND_DASH if m else "solid"
+        for i, series in enumerate(series_by_metric.get(metric.key, [])):
+            name = _name(metric, series, several=several, one_node=one_node)
             if series.level == Level.JOB:
-                name = f"{metric.label} ({series.origin})" if metric.key == "nccl_busbw" else metric.label
-                traces.extend(band_traces(series, metric, name, COLORS[color % len(COLORS)]))
-            else:
-                b = series.buckets
-                traces.append(
-                    {
-                        "type": "scatter",
-                        "x": x_ms(b),
-                        "y": rounded(b.mean, b.count, metric.decimals),
-                        "mode": "lines",
-                        "line": {"width": 1.2, "color": COLORS[color % len(COLORS)]},
-                        "name": name,
-                        "hovertemplate": f"{name}: {_hover(metric)}<extra></extra>",
-                    }
-                )
-            color += 1
+                traces.extend(band_traces(series, scale, name, COLORS[m % len(COLORS)], dash=dash))
+                continue
+            b = series.buckets
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": x_ms(b),
+                    "y": scale.values(b.mean, b.count),
+                    "mode": "lines",
+                    # The same colour for one GPU's (or node's) lines of every metric; the dash tells the metrics apart.
+                    "line": {"width": 1.2, "color": COLORS[i % len(COLORS)], "dash": dash},
+                    "name": name,
+                    "hovertemplate": f"{name}: {scale.hover}<extra></extra>",
+                }
+            )
     if pushed is not None:
-        metric = METRICS["nccl_busbw"]
         b = pushed.buckets
         traces.append(
             {
                 "type": "scatter",
                 "x": x_ms(b),
-                "y": rounded(b.mean, b.count, metric.decimals),
+                "y": scale.values(b.mean, b.count),
                 "mode": "lines+markers",
                 "marker": {"size": 4},
                 "line": {"width": 1.2, "color": PUSHED_COLOR},
                 "name": "pushed by the job",
-                "hovertemplate": f"pushed: {_hover(metric)}<extra></extra>",
+                "hovertemplate": f"pushed: {scale.hover}<extra></extra>",
             }
         )
-    layout = _layout(chart.title)
-    layout["yaxis"] = {**layout["yaxis"], **_yaxis(metrics[0])}
+    legend = [str(t["name"]) for t in traces if t.get("showlegend") is not False]
+    layout = base_layout(title, legend=legend)
+    layout["yaxis"] = {**layout["yaxis"], **scale.yaxis}
     if len(traces) > 12:
         # Dozens of lines: a unified hover box would cover the chart.
         layout["hovermode"] = "closest"
     return {"data": traces, "layout": layout}
 
 
-def heatmap_figure(series: list[Series], *, title: str = "GPU utilisation per node and GPU") -> Figure:
-    """Rows: every GPU (by rank, then GPU index); columns: time buckets; colour: mean utilisation (%)."""
+def _short_names(nodes: Sequence[str]) -> dict[str, str]:
+    """Node names as row labels: a domain all of them share dropped, and the middle of a long one elided."""
+    names = list(dict.fromkeys(nodes))
+    suffix = ""
+    if names and all("." in n for n in names):
+        tails = {n[n.index(".") :] for n in names}
+        if len(tails) == 1:
+            suffix = tails.pop()
+    short = {}
+    for n in names:
+        s = n[: len(n) - len(suffix)] if suffix else n
+        if len(s) > HEATMAP_NAME_CHARS:
+            keep = HEATMAP_NAME_CHARS - 1
+            s = s[: keep // 2] + "…" + s[len(s) - (keep - keep // 2) :]
+        short[n] = s
+    return short
+
+
+def heatmap_figure(series: list[Series], *, title: str = HEATMAP_TITLE) -> Figure:
+    """Rows: every GPU (by rank, then GPU index); columns: time buckets; colour: mean utilisation (%).
+
+    Every row is labelled ("node · GPU n", the node's name shortened when long; the full label is in the hover),
+    with rows tall enough to read; past HEATMAP_LABELLED_ROWS GPUs, each node's first row is labelled instead.
+    Each column is centred on its bucket, so the time axis starts where the first bucket does.
+    """
     series = [s for s in series if len(s.buckets)]
-    if not series:
-        return {"data": [], "layout": _layout(title, 200)}
+    if not any(s.buckets.samples for s in series):
+        return empty_figure(title, HEATMAP_EMPTY)
     step = series[0].buckets.step
     first = min(s.buckets.first for s in series)
     length = max(s.buckets.first + len(s.buckets) for s in series) - first
@@ -182,9 +316,27 @@ def heatmap_figure(series: list[Series], *, title: str = "GPU utilisation per no
         row = [None] * pad + rounded(b.mean, b.count, decimals)
         z.append(row + [None] * (length - len(row)))
         labels.append(s.label)
-    x = [(first + i) * step * 1000 for i in range(length)]
-    layout = _layout(title, height=min(800, max(220, 90 + 9 * len(series))))
-    layout["yaxis"] = {"autorange": "reversed", "showticklabels": len(series) <= 64, "tickfont": {"size": 9}}
+    x = [(first + i) * step * 1000 + step * 500 for i in range(length)]
+    rows = len(series)
+    short = _short_names([s.node for s in series])
+    if rows <= HEATMAP_LABELLED_ROWS:
+        tickvals, ticktext = labels, [f"{short[s.node]} · GPU {s.gpu}" if s.gpu >= 0 else short[s.node] for s in series]
+        row_px, font = (16, 11) if rows <= 32 else (12, 10)
+    else:
+        firsts = [i for i, s in enumerate(series) if i == 0 or s.node != series[i - 1].node]
+        tickvals, ticktext = [labels[i] for i in firsts], [short[series[i].node] for i in firsts]
+        row_px, font = max(2, min(12, 1200 // rows)), 10
+    layout = base_layout(title, height=max(HEATMAP_MIN_HEIGHT, 100 + rows * row_px))
+    layout["yaxis"] = {
+        **layout["yaxis"],
+        "autorange": "reversed",
+        "tickmode": "array",
+        "tickvals": tickvals,
+        "ticktext": ticktext,
+        "tickfont": {"size": font},
+        "showgrid": False,
+    }
+    layout["xaxis"] = {**layout["xaxis"], "showgrid": False}
     layout["hovermode"] = "closest"
     heatmap = {
         "type": "heatmap",
@@ -196,11 +348,21 @@ def heatmap_figure(series: list[Series], *, title: str = "GPU utilisation per no
         "colorscale": "Viridis",
         "colorbar": {"title": {"text": "%"}, "thickness": 12},
         "hovertemplate": "%{y}<br>%{x}<br>%{z:.1f}%<extra></extra>",
-        "ygap": 1 if len(series) <= 64 else 0,
+        "ygap": 1 if rows <= 64 else 0,
     }
     return {"data": [heatmap], "layout": layout}
 
 
+def not_applicable(chart: Chart, gpus_per_node: Sequence[int]) -> str:
+    """Why a chart can have nothing to show for a job of this shape ("" when it can): said instead of drawing zeros."""
+    if chart.key == "nccl" and sum(gpus_per_node) <= 1:
+        return "A single-GPU job runs no NCCL collectives: there is no bus bandwidth to chart."
+    if chart.key == "nvlink" and gpus_per_node and max(gpus_per_node) <= 1:
+        return "No NVLink traffic: with one GPU per node, a GPU has no NVLink peer to talk to."
+    return ""
+
+
 def max_points(figure: Figure) -> int:
-    """The most points any trace of a figure carries (time points for lines, time columns for heatmaps)."""
-    return max((len(t.get("x") or []) for t in figure["data"]), default=0)
+    """The most time points any trace of a figure carries (points of a line, columns of a heatmap; a band's outline
+    passes each of its time points twice)."""
+    return max((len(set(t["x"])) if t.get("fill") == "toself" else len(t.get("x") or []) for t in figure["data"]), default=0)

@@ -22,7 +22,8 @@ from jobs.models import Job
 from telemetry.catalogue import METRICS, Level
 from telemetry.downsampling import samples_mean, step_for
 from telemetry.efficiency import site_efficiency_flags
-from telemetry.figures import CHARTS, heatmap_figure, line_figure, max_points
+from telemetry.figure_style import empty_figure
+from telemetry.figures import CHARTS, heatmap_figure, line_figure, max_points, not_applicable
 from telemetry.selectors import RunReader, job_runs, job_target, job_telemetry_summary
 from telemetry.sources import TelemetrySource, TelemetryUnavailable, get_source
 from telemetry.staticfiles import PLOTLY_JS
@@ -100,6 +101,7 @@ def job_telemetry_context(
     options = _options(params, attempts, nodes_of)
     run = by_attempt[options.attempt]
     nodes = [r.node for r in targets[options.attempt].ranks]
+    gpus_per_node = [r.gpus for r in targets[options.attempt].ranks]
     node = options.node
     reader = RunReader.open(job, run, source or get_source(), now=now)
     start, end = reader.window()
@@ -126,6 +128,11 @@ def job_telemetry_context(
         tensor_job = None
         for chart in CHARTS:
             if chart.multi_node_only and len(nodes) < 2:
+                continue
+            reason = not_applicable(chart, gpus_per_node)
+            if reason:
+                # Said in the chart's box rather than drawn as an empty axis or a line at zero.
+                figures.append((chart.key, empty_figure(chart.title, reason)))
                 continue
             by_metric = {
                 key: reader.read(METRICS[key], level=level, start=start, end=end, step=line_step, node=node if level == Level.GPU else None)

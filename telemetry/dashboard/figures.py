@@ -11,19 +11,33 @@ from telemetry.figure_style import COLORS, GRID, base_layout
 Figure = dict[str, Any]
 
 
-def _layout(title: str, *, height: int = 300, date_axis: bool = True) -> dict[str, Any]:
-    layout = base_layout(title, height=height, date_axis=date_axis)
+def _layout(
+    title: str, *, height: int = 300, date_axis: bool = True, legend: Sequence[str] = (), span: Sequence[int] = ()
+) -> dict[str, Any]:
+    layout = base_layout(title, height=height, date_axis=date_axis, legend=legend)
     layout["yaxis"] = {**layout["yaxis"], "rangemode": "tozero"}
+    if span:
+        # The time axis runs from the first data (or the window's start) to now. Included in the autorange rather
+        # than set as the range: a set range would replace the reader's zoom at every update; this moves with it.
+        # Clipped at the start too: the latency chart's markers would otherwise pad it to before the first data.
+        layout["xaxis"] = {**layout["xaxis"], "autorangeoptions": {"include": list(span), "clipmin": span[0]}}
     return layout
 
 
 def _line(x: list[int], y: Sequence[float | None], name: str, color: str, *, shape: str = "hv", mode: str = "lines") -> dict[str, Any]:
-    return {"type": "scatter", "x": x, "y": list(y), "mode": mode, "name": name, "line": {"color": color, "width": 1.6, "shape": shape}}
+    # Markers are drawn whole at the axes' edges (the latency of the first interval sits on the time axis' start).
+    line = {"color": color, "width": 1.6, "shape": shape}
+    return {"type": "scatter", "x": x, "y": list(y), "mode": mode, "name": name, "line": line, "cliponaxis": False}
+
+
+# Counts of jobs or GPUs: the axis reaches at least this high, so a quiet cluster's ticks are whole numbers
+# (0-4 in ones), not 0-1 in fifths of a job.
+COUNT_AXIS: dict[str, Any] = {"rangemode": "tozero", "autorangeoptions": {"include": [0, 4]}}
 
 
 def queue_figure(depth: dict[str, Any]) -> Figure:
-    layout = _layout("Queue depth (most jobs at once per interval)")
-    layout["yaxis"] = {**layout["yaxis"], "title": {"text": "jobs"}}
+    layout = _layout("Queue depth (most jobs at once per interval)", legend=["pending", "scheduled or running"], span=depth["range"])
+    layout["yaxis"] = {**layout["yaxis"], **COUNT_AXIS, "title": {"text": "jobs"}}
     data = [
         _line(depth["x"], depth["pending"], "pending", COLORS[1]),
         _line(depth["x"], depth["active"], "scheduled or running", COLORS[0]),
@@ -32,7 +46,8 @@ def queue_figure(depth: dict[str, Any]) -> Figure:
 
 
 def latency_figure(lat: dict[str, Any]) -> Figure:
-    layout = _layout("Scheduling latency, queued to started (percentiles per interval)")
+    names = [f"p{p}" for p in PERCENTILES]
+    layout = _layout("Scheduling latency, queued to started (percentiles per interval)", legend=names, span=lat["range"])
     layout["yaxis"] = {**layout["yaxis"], "title": {"text": "seconds"}}
     data = [_line(lat["x"], lat["series"][p], f"p{p}", COLORS[i], shape="linear", mode="lines+markers") for i, p in enumerate(PERCENTILES)]
     return {"data": data, "layout": layout}
@@ -43,8 +58,7 @@ def starvation_figure(starve: dict[str, Any]) -> Figure:
     hours = [r["wait_seconds"] / 3600 for r in rows]
     threshold_h = starve["threshold_seconds"] / 3600
     layout = _layout("Longest current waits", height=max(220, 60 + 24 * len(rows)), date_axis=False)
-    layout["xaxis"] = {"gridcolor": GRID, "title": {"text": "hours waiting"}, "rangemode": "tozero"}
-    layout["margin"] = {"l": 160, "r": 20, "t": 40, "b": 40}
+    layout["xaxis"] = {"gridcolor": GRID, "title": {"text": "hours waiting"}, "rangemode": "tozero", "automargin": True}
     # The starvation threshold as a vertical line: jobs past it are owed a reservation.
     layout["shapes"] = [
         {
@@ -71,9 +85,11 @@ def starvation_figure(starve: dict[str, Any]) -> Figure:
 
 
 def quota_figure(standing: dict[str, Any]) -> Figure:
-    layout = _layout("GPUs held within quota and borrowed beyond it, per team", date_axis=False)
+    legend = ["within quota", "beyond quota (preempted first)"]
+    layout = _layout("GPUs held within quota and borrowed beyond it, per team", date_axis=False, legend=legend)
+    layout["legend"] = {**layout["legend"], "traceorder": "normal"}
     layout["barmode"] = "stack"
-    layout["yaxis"] = {**layout["yaxis"], "title": {"text": "GPUs"}}
+    layout["yaxis"] = {**layout["yaxis"], **COUNT_AXIS, "title": {"text": "GPUs"}}
     data = [
         {"type": "bar", "x": standing["teams"], "y": standing["within_by_team"], "name": "within quota", "marker": {"color": COLORS[0]}},
         {
@@ -88,7 +104,9 @@ def quota_figure(standing: dict[str, Any]) -> Figure:
 
 
 def allocation_figure(g: dict[str, Any]) -> Figure:
-    layout = _layout("GPUs allocated (mean per interval) of the cluster's GPUs")
+    layout = _layout(
+        "GPUs allocated (mean per interval) of the cluster's GPUs", legend=["allocated", "total (nodes reported now)"], span=g["range"]
+    )
     layout["yaxis"] = {**layout["yaxis"], "title": {"text": "GPUs"}}
     data = [
         _line(g["x"], g["allocated"], "allocated", COLORS[0], shape="hv"),
@@ -117,7 +135,8 @@ def team_usage_figure(team_hours: dict[str, float]) -> Figure:
 
 
 def used_figure(used: dict[str, Any]) -> Figure:
-    layout = _layout("Allocated vs used GPU-hours of runs that ended (telemetry summaries)", date_axis=False)
+    legend = ["allocated", "used (GPU utilisation x time)"]
+    layout = _layout("Allocated vs used GPU-hours of runs that ended (telemetry summaries)", date_axis=False, legend=legend)
     layout["barmode"] = "group"
     layout["yaxis"] = {**layout["yaxis"], "title": {"text": "GPU-hours"}}
     data = [

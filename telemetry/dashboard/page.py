@@ -1,11 +1,20 @@
-"""The dashboard page's context: the numbers and, for each that has data, its figure."""
+"""The dashboard page's context: the numbers and, for each that has data, its figure; and what its poller redraws.
+
+The page (`frontend/dashboard.html`, its body in `telemetry/dashboard_body.html`) keeps itself
+current in place: `telemetry/dashboard.js` asks the page's own URL with `live=1` every
+MUSTER_DASHBOARD_REFRESH_SECONDS for `dashboard_live`'s JSON, swaps in the new body around the
+charts it already has and redraws those with Plotly.react, so a zoom or a hidden series survives.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
+from django.http import HttpRequest
+from django.template.loader import render_to_string
 from django.utils import timezone
 
 from telemetry.dashboard.figures import (
@@ -20,11 +29,13 @@ from telemetry.dashboard.figures import (
 from telemetry.dashboard.selectors import (
     PERCENTILES,
     WINDOWS,
+    first_data,
     gpus,
     latency,
     node_grid,
     queue_depth,
     quota_standing,
+    span_for,
     starvation,
     window_for,
 )
@@ -34,11 +45,12 @@ def dashboard_context(viewer: User | AnonymousUser, window_key: str | None = Non
     """Numbers and figures for frontend/dashboard.html. A figure is left out (and the page says why) when it has no data."""
     now = now or timezone.now()
     window = window_for(window_key)
-    depth = queue_depth(window, now)
-    lat = latency(window, now)
+    span = span_for(window, now, first_data())
+    depth = queue_depth(window, now, span)
+    lat = latency(window, now, span)
     starve = starvation(now)
     standing = quota_standing(viewer)
-    g = gpus(window, now, viewer)
+    g = gpus(window, now, viewer, span)
     figures: list[dict[str, Any]] = []
     has_history = depth["changes"] > 0 or depth["pending_now"] or depth["active_now"]
     if has_history:
@@ -60,6 +72,9 @@ def dashboard_context(viewer: User | AnonymousUser, window_key: str | None = Non
         "window": window,
         "windows": list(WINDOWS.values()),
         "now": now,
+        "span": span,
+        "refresh_seconds": settings.MUSTER_DASHBOARD_REFRESH_SECONDS,
+        "live": {"refresh_ms": settings.MUSTER_DASHBOARD_REFRESH_SECONDS * 1000},
         "queue": depth,
         "has_history": has_history,
         "latency": lat,
@@ -72,4 +87,13 @@ def dashboard_context(viewer: User | AnonymousUser, window_key: str | None = Non
         "nodes": nodes,
         "gpus_free": sum(n.gpus_free for n in nodes),
         "gpus_total": sum(n.gpus_total for n in nodes),
+    }
+
+
+def dashboard_live(request: HttpRequest, context: dict[str, Any]) -> dict[str, Any]:
+    """What the page's poller redraws: the figures, and the page's body around them (numbers, empty states, nodes)."""
+    return {
+        "figures": context["figures"],
+        "html": render_to_string("telemetry/dashboard_body.html", context, request=request),
+        "updated": context["now"].isoformat(),
     }

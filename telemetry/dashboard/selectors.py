@@ -13,6 +13,10 @@ monitoring stack:
 - GPUs used: the telemetry summaries written when runs end (mean GPU utilisation x GPU-seconds).
   Running jobs have none yet, so "used now" is unknown rather than guessed.
 
+The time series span the window, or less on a young install: from the first JobEvent ever
+written (`Span`), in steps that keep about as many points as the whole window would, so a
+site an hour old sees its hour across the whole chart, not squeezed into its last pixel.
+
 Per-team numbers follow the usage report's rule: staff see every team; others see their own
 teams by name and the rest summed as "other teams".
 """
@@ -28,7 +32,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Count, Q
+from django.db.models import Count, Min, Q
 
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.selectors import nodes_with_usage, start_waits
@@ -63,6 +67,48 @@ DEFAULT_WINDOW = "24h"
 
 def window_for(key: str | None) -> Window:
     return WINDOWS.get(key or "", WINDOWS[DEFAULT_WINDOW])
+
+
+# Bucket lengths a shorter span may use (seconds), up to the window's own.
+NICE_STEPS = (10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600)
+
+
+@dataclass(frozen=True)
+class Span:
+    """What the time series cover: the window, or from the first data on if that came later; and their buckets."""
+
+    start: datetime
+    end: datetime
+    # Bucket of the time series and of the latency percentiles: the window's, or finer for a shorter span so
+    # that it gets about as many buckets as the window.
+    step: int
+    latency_step: int
+
+    @property
+    def range_ms(self) -> list[int]:
+        """[start, end] in milliseconds since the epoch: what the time axes show."""
+        return [int(self.start.timestamp() * 1000), int(self.end.timestamp() * 1000)]
+
+
+def _nice_step(seconds: float, longest: int) -> int:
+    """The shortest of NICE_STEPS at least `seconds` long, and never above `longest`."""
+    return min(longest, next((s for s in NICE_STEPS if s >= seconds), longest))
+
+
+def first_data() -> datetime | None:
+    """When the first job event was written (every submit writes one): where the site's history begins."""
+    return JobEvent.objects.aggregate(first=Min("at"))["first"]
+
+
+def span_for(window: Window, now: datetime, first: datetime | None = None) -> Span:
+    """The span of the time series: the window, starting no earlier than `first` (the site's first data)."""
+    start = now - timedelta(seconds=window.seconds)
+    if first is not None and start < first < now:
+        start = first
+    seconds = (now - start).total_seconds()
+    step = _nice_step(seconds / (window.seconds / window.step), window.step)
+    latency_step = _nice_step(seconds / (window.seconds / window.latency_step), window.latency_step)
+    return Span(start, now, step, latency_step)
 
 
 # --- arithmetic ------------------------------------------------------------------------------------
@@ -153,9 +199,10 @@ def _team_namer(viewer: User | AnonymousUser) -> Any:
 # --- the sections ----------------------------------------------------------------------------------
 
 
-def queue_depth(window: Window, now: datetime) -> dict[str, Any]:
+def queue_depth(window: Window, now: datetime, span: Span | None = None) -> dict[str, Any]:
     """Pending and GPU-holding jobs over the window (highest count per bucket), from the JobEvent history."""
-    start = now - timedelta(seconds=window.seconds)
+    span = span or span_for(window, now, first_data())
+    start = span.start
     current = dict.fromkeys(("pending", "active"), 0)
     for state, in_state in _state_counts():
         if state == JobState.PENDING:
@@ -175,10 +222,11 @@ def queue_depth(window: Window, now: datetime) -> dict[str, Any]:
             active_changes.append((at, a))
     pending_start = current["pending"] - sum(d for _, d in pending_changes)
     active_start = current["active"] - sum(d for _, d in active_changes)
-    pending = step_levels(pending_start, pending_changes, start, now, window.step)
-    active = step_levels(active_start, active_changes, start, now, window.step)
+    pending = step_levels(pending_start, pending_changes, start, now, span.step)
+    active = step_levels(active_start, active_changes, start, now, span.step)
     return {
-        "x": _x(start, len(pending), window.step),
+        "x": _x(start, len(pending), span.step),
+        "range": span.range_ms,
         "pending": [round(lv.max) for lv in pending],
         "active": [round(lv.max) for lv in active],
         "pending_now": current["pending"],
@@ -196,15 +244,16 @@ def _state_counts() -> list[tuple[str, int]]:
     )
 
 
-def latency(window: Window, now: datetime) -> dict[str, Any]:
+def latency(window: Window, now: datetime, span: Span | None = None) -> dict[str, Any]:
     """Queued-to-start percentiles of the starts in the window, overall and per latency_step bucket."""
-    start = now - timedelta(seconds=window.seconds)
-    samples = list(start_waits(after=start, until=now))
+    span = span or span_for(window, now, first_data())
+    start = span.start
+    samples = list(start_waits(after=now - timedelta(seconds=window.seconds), until=now))
     values = sorted(s for _, s in samples)
-    buckets = math.ceil(window.seconds / window.latency_step)
+    buckets = max(1, math.ceil((now - start).total_seconds() / span.latency_step))
     per_bucket: list[list[float]] = [[] for _ in range(buckets)]
     for started, seconds in samples:
-        index = min(buckets - 1, int((started - start).total_seconds() // window.latency_step))
+        index = max(0, min(buckets - 1, int((started - start).total_seconds() // span.latency_step)))
         per_bucket[index].append(seconds)
     for bucket in per_bucket:
         bucket.sort()
@@ -212,7 +261,8 @@ def latency(window: Window, now: datetime) -> dict[str, Any]:
         "count": len(values),
         "overall": {p: percentile(values, p) for p in PERCENTILES},
         "max": values[-1] if values else None,
-        "x": _x(start, buckets, window.latency_step),
+        "x": _x(start, buckets, span.latency_step),
+        "range": span.range_ms,
         "series": {p: [percentile(b, p) for b in per_bucket] for p in PERCENTILES},
         "counts": [len(b) for b in per_bucket],
     }
@@ -263,8 +313,9 @@ def quota_standing(viewer: User | AnonymousUser) -> dict[str, Any]:
     }
 
 
-def gpus(window: Window, now: datetime, viewer: User | AnonymousUser) -> dict[str, Any]:
+def gpus(window: Window, now: datetime, viewer: User | AnonymousUser, span: Span | None = None) -> dict[str, Any]:
     """GPUs allocated over time (time-weighted mean per bucket), GPU-hours per team, and measured use."""
+    span = span or span_for(window, now, first_data())
     start = now - timedelta(seconds=window.seconds)
     team_name = _team_namer(viewer)
     total = sum(Node.objects.exclude(state=NodeState.GONE).values_list("gpus_total", flat=True))
@@ -285,12 +336,15 @@ def gpus(window: Window, now: datetime, viewer: User | AnonymousUser) -> dict[st
         else:
             allocated_now += held
         per_team[team_name(team)] += held * _overlap_seconds(allocated_at, released_at, start, now) / 3600
-    levels = step_levels(initial, changes, start, now, window.step)
+    # GPU-hours count the whole window; the series starts where the span does (nothing was held before the first data).
+    held_at_span = initial + sum(delta for at, delta in changes if at <= span.start)
+    levels = step_levels(held_at_span, changes, span.start, now, span.step)
     teams = sorted((t for t, h in per_team.items() if h > 0), key=lambda t: (-per_team[t], t))
     return {
         "total": total,
         "allocated_now": allocated_now,
-        "x": _x(start, len(levels), window.step),
+        "x": _x(span.start, len(levels), span.step),
+        "range": span.range_ms,
         "allocated": [round(lv.mean, 2) for lv in levels],
         "team_hours": {t: per_team[t] for t in teams},
         "used": measured_use(window, now, team_name),

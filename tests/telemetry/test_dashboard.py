@@ -14,7 +14,7 @@ from django.utils import timezone
 from jobs.models import Job, JobEvent, Node
 from jobs.states import JobState
 from telemetry.dashboard.page import dashboard_context
-from telemetry.dashboard.selectors import WINDOWS, gpus, latency, percentile, queue_depth, step_levels
+from telemetry.dashboard.selectors import WINDOWS, first_data, gpus, latency, percentile, queue_depth, span_for, step_levels
 from telemetry.models import JobTelemetrySummary
 from tests.conftest import session_for
 from tests.jobs.factories import AllocationFactory, JobFactory, NodeFactory
@@ -233,3 +233,67 @@ def test_dashboard_after_simulated_jobs(submit: Any, sim: Any, admin_user: Any) 
     assert context["standing"]["pending_by_reason"] == {"NO_ROOM": 1}
     for f in context["figures"]:
         as_plotly_figure(f["figure"])
+
+
+# --- a young site, and updates in place ------------------------------------------------------------
+
+
+def running_since(owner: Any, node: Node, submitted: datetime) -> Job:
+    """A job queued at `submitted`, placed a minute later and running since, holding 8 GPUs of `node`."""
+    job = JobFactory(owner=owner, state=JobState.RUNNING, submitted_at=submitted, started_at=submitted + timedelta(seconds=61))
+    event(job, submitted, "", JobState.PENDING)
+    event(job, submitted + timedelta(seconds=60), JobState.PENDING, JobState.SCHEDULED)
+    event(job, submitted + timedelta(seconds=61), JobState.SCHEDULED, JobState.RUNNING)
+    AllocationFactory(job=job, node=node, gpus=8, allocated_at=submitted + timedelta(seconds=60), released_at=None)
+    return job
+
+
+def test_a_young_sites_time_series_start_at_its_first_data(user: Any, node: Node, now: datetime) -> None:
+    # The site's first job was submitted 30 minutes ago and started a minute later: nothing happened before.
+    first = now - timedelta(minutes=30)
+    running_since(user, node, first)
+    span = span_for(DAY, now, first_data())
+    assert span.start == first and span.range_ms == [int(first.timestamp() * 1000), int(now.timestamp() * 1000)]
+    # About as many buckets as a whole day would have, not 6 of 288 squeezed into the last pixel.
+    assert span.step == 10 and span.latency_step == 120
+    depth = queue_depth(DAY, now, span)
+    assert depth["x"][0] == int(first.timestamp() * 1000) and len(depth["x"]) == 180
+    assert depth["pending"][:8] == [1] * 6 + [0, 0] and depth["active"][6] == 1
+    allocated = gpus(DAY, now, user, span)
+    assert allocated["x"] == depth["x"] and allocated["allocated"][5] == 0 and allocated["allocated"][6] == 8
+    lat = latency(DAY, now, span)
+    assert lat["x"][0] == depth["x"][0] and lat["series"][50][0] == 61.0
+    context = dashboard_context(user, "24h", now=now)
+    for key in ("dashboard-queue", "dashboard-latency", "dashboard-allocation"):
+        figure = next(f["figure"] for f in context["figures"] if f["id"] == key)
+        # The axis runs from the first data to now, whatever the data's own first and last points.
+        assert figure["layout"]["xaxis"]["autorangeoptions"] == {"include": span.range_ms, "clipmin": span.range_ms[0]}, key
+        assert "range" not in figure["layout"]["xaxis"]  # a fixed range would undo the reader's zoom at every update
+
+
+def test_history_older_than_the_window_fills_the_window(user: Any, now: datetime) -> None:
+    started_job(user, now - timedelta(days=3), now - timedelta(days=3) + timedelta(minutes=1))
+    span = span_for(DAY, now, first_data())
+    assert span.start == now - timedelta(hours=24) and (span.step, span.latency_step) == (DAY.step, DAY.latency_step)
+    assert span_for(DAY, now, None) == span  # no history at all: the window
+
+
+def test_the_dashboard_updates_in_place_from_its_own_url(user: Any, node: Node, settings: Any) -> None:
+    settings.MUSTER_DASHBOARD_REFRESH_SECONDS = 5
+    now = timezone.now()
+    running_since(user, node, now - timedelta(hours=2))
+    client = session_for(user)
+    html = client.get("/dashboard/?window=7d").content.decode()
+    # No whole-page refresh (it threw away any zoom): the page's script asks for JSON and redraws in place.
+    assert 'http-equiv="refresh"' not in html
+    assert json.loads(re.search(r'<script id="dashboard-live" type="application/json">(.*?)</script>', html, re.S).group(1)) == {
+        "refresh_ms": 5000
+    }
+    assert "telemetry/dashboard.js" in html and "frontend/poll.js" in html and 'id="dashboard-body"' in html
+    assert 'data-testid="dashboard-updated"' in html and "updates in place every 5 s" in html
+    body = client.get("/dashboard/?window=7d&live=1").json()
+    assert [f["id"] for f in body["figures"]] == [f["id"] for f in figures_in(html)]
+    assert 'data-testid="dashboard-summary"' in body["html"] and "<strong>last 7 days</strong>" in body["html"]
+    assert 'id="dashboard-queue"' in body["html"] and "<html" not in body["html"]
+    assert datetime.fromisoformat(body["updated"]) >= now
+    assert Client().get("/dashboard/?live=1").status_code == 302  # signed out: to the login page, as the page

@@ -13,7 +13,7 @@ from django.test import Client
 from jobs.models import Job
 from telemetry.catalogue import Level
 from telemetry.downsampling import coarsen
-from telemetry.figures import max_points
+from telemetry.figures import band_outline, max_points
 from telemetry.models import JobSeries
 from telemetry.page import job_telemetry_context
 from telemetry.staticfiles import PLOTLY_JS
@@ -48,19 +48,22 @@ def test_the_heatmap_is_every_gpu_of_the_stored_run(finished) -> None:
     assert len(heat["z"]) == len(rows) == 16
     assert heat["y"][0] == f"rank 0 · {rows[0].node} · GPU 0" and heat["y"][-1] == f"rank 1 · {rows[-1].node} · GPU 7"
     step = (heat["x"][1] - heat["x"][0]) // 1000
+    first = heat["x"][0] - step * 500  # each column is centred on its bucket
     for z, row in zip(heat["z"], rows, strict=True):
         coarse = coarsen(row.buckets(), step)
-        start = (coarse.first * step * 1000 - heat["x"][0]) // (step * 1000)
+        start = (coarse.first * step * 1000 - first) // (step * 1000)
         assert z[start : start + len(coarse)] == present(coarse.mean, coarse.count, 1)
 
 
 def test_job_lines_are_the_stored_mean_min_and_max(finished) -> None:
     ctx = context(finished)
     traces = figure(ctx, "gpu_util")["data"]
-    low, high, mean = traces
+    band, mean = traces
     row = JobSeries.objects.get(job=finished, metric="gpu_util", level=Level.JOB).buckets()
     assert mean["y"] == present(row.mean, row.count, 1)
-    assert low["y"] == present(row.min, row.count, 1) and high["y"] == present(row.max, row.count, 1)
+    # The band: the highest samples forwards and the lowest back, closed on itself.
+    assert band["fill"] == "toself"
+    assert (band["x"], band["y"]) == band_outline(mean["x"], present(row.min, row.count, 1), present(row.max, row.count, 1))
     assert mean["x"][0] == row.first * row.step * 1000
     activity = figure(ctx, "activity")["data"]
     assert [t["name"] for t in activity if t.get("showlegend") is not False] == ["SM activity", "Tensor-core activity"]
@@ -74,14 +77,19 @@ def test_per_node_and_per_gpu_lines(finished) -> None:
     assert len(names) == 2 and names[0].startswith("rank 0 · ")
     node = JobSeries.objects.filter(job=finished, level=Level.NODE, rank=1).values_list("node", flat=True).first()
     per_gpu = context(finished, view="gpu", node=node)
-    traces = figure(per_gpu, "gpu_util")["data"]
-    assert len(traces) == 8 and all(f"rank 1 · {node} · GPU" in t["name"] for t in traces)
+    util = figure(per_gpu, "gpu_util")
+    traces = util["data"]
+    # One node's GPUs: the title names the node, the legend only the GPUs (short enough to stay off the plot).
+    assert util["layout"]["title"]["text"] == f"GPU utilisation · {node} (rank 1)"
+    assert [t["name"] for t in traces] == [f"GPU {g}" for g in range(8)]
     row = JobSeries.objects.get(job=finished, metric="gpu_util", node=node, gpu=5).buckets()
     assert traces[5]["y"] == present(row.mean, row.count, 1)
-    pcie = [t["name"] for t in figure(per_gpu, "pcie")["data"]]
-    assert pcie[0] == f"TX rank 1 · {node} · GPU 0" and pcie[-1] == f"RX rank 1 · {node} · GPU 7"
+    pcie = figure(per_gpu, "pcie")["data"]
+    assert pcie[0]["name"] == "TX GPU 0" and pcie[-1]["name"] == "RX GPU 7"
+    # One GPU's TX and RX share a colour; RX is dashed, so it shows even where it lies on TX.
+    assert pcie[0]["line"]["color"] == pcie[8]["line"]["color"] and pcie[0]["line"]["dash"] == "solid" and pcie[8]["line"]["dash"] == "dash"
     # NCCL bandwidth is job-wide: it shows whichever node's GPUs are picked.
-    assert len(figure(per_gpu, "nccl")["data"]) == 3
+    assert len(figure(per_gpu, "nccl")["data"]) == 2  # its band and mean line
     # Unknown options fall back to the defaults instead of failing the page.
     assert context(finished, view="rack", range="1y", node="nope", run="9")["options"].view == "job"
 
@@ -99,14 +107,16 @@ def test_no_trace_exceeds_the_point_budget_and_spikes_survive(finished, settings
     assert ctx["max_points"] <= 20
     assert max_points(figure(ctx, "heatmap")) <= 10
     # The checkpoint's PCIe TX burst lasts a minute; at ~3-minute points it still shows in the band's maximum.
-    pcie = figure(ctx, "pcie")["data"]
+    pcie = figure(ctx, "pcie")
     stored = JobSeries.objects.get(job=finished, metric="pcie_tx", level=Level.JOB).buckets()
-    assert max(v for v in pcie[1]["y"] if v is not None) == round(max(v for v, c in zip(stored.max, stored.count, strict=True) if c))
+    peak = max(v for v, c in zip(stored.max, stored.count, strict=True) if c)
+    assert pcie["layout"]["yaxis"]["ticksuffix"] == " GB/s"  # ~10 GB/s at the peak: shown in GB/s
+    assert max(v for v in pcie["data"][0]["y"] if v is not None) == round(peak / 1e9, 3)  # the band's top
 
 
 def test_a_time_range_shows_the_end_of_the_run(finished) -> None:
     ctx = context(finished, range="15m")
-    x = figure(ctx, "gpu_util")["data"][2]["x"]
+    x = figure(ctx, "gpu_util")["data"][1]["x"]  # the mean line
     end = ctx["run"].ended.timestamp() * 1000
     assert end - 16 * 60 * 1000 <= x[0] and x[-1] < end
 

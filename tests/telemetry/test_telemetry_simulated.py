@@ -145,3 +145,108 @@ def test_idle_flags_need_a_sustained_stretch() -> None:
 
     assert codes(9) == set()
     assert codes(10) == {"IDLE_GPUS"}
+
+
+# --- the shapes of a real job --------------------------------------------------------------------
+
+
+def util_at(src: SimulatedTelemetry, t: JobTarget, start: float, end: float, *, step: int = 1, metric: str = "gpu_util") -> list[float]:
+    job = src.read(t, METRICS[metric], start=T0 + start, end=T0 + end, step=step, level=Level.JOB)[0].buckets
+    return [m for m, c in zip(job.mean, job.count, strict=True) if c]
+
+
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def test_a_job_warms_up_loading_then_climbing_to_its_steady_level() -> None:
+    src, t = SimulatedTelemetry(interval=1, profile_for=lambda job_id: Profile.HEALTHY), target("rack-1")
+    # An hour's job warms up for 3 minutes: it loads for the first 72 s, GPUs near idle and memory filling in steps.
+    loading, climbing, steady = util_at(src, t, 0, 70), util_at(src, t, 80, 170), util_at(src, t, 200, 580)
+    assert max(loading) < 10
+    assert 10 < climbing[0] < climbing[-1] < mean(steady)  # a curve, steep first, then levelling off
+    assert climbing[10] - climbing[0] > climbing[-1] - climbing[-11]
+    memory = util_at(src, t, 0, 200, metric="fb_used")
+    assert len(set(round(m, -2) for m in memory[:70])) >= 3 and memory[150] > 2 * memory[60]
+
+
+def test_steady_training_oscillates_with_the_step_and_the_links_burst_at_its_all_reduce() -> None:
+    src, t = SimulatedTelemetry(interval=1, profile_for=lambda job_id: Profile.HEALTHY), target("rack-1", "rack-1")
+    util = util_at(src, t, 200, 560)
+    nvlink = util_at(src, t, 200, 560, metric="nvlink_tx")
+    assert max(util) - min(util) > 6  # the all-reduce's dip, every step
+    # The links carry the all-reduce while the GPUs compute less: the two move against each other.
+    mu, mn = mean(util), mean(nvlink)
+    covariance = sum((u - mu) * (n - mn) for u, n in zip(util, nvlink, strict=True))
+    assert covariance < 0 and max(nvlink) > 2 * min(nvlink)
+    # Sampled once a minute the steps average out, as an exporter's samples would.
+    coarse = util_at(src, t, 240, 540, step=60)
+    assert max(coarse) - min(coarse) < max(util) - min(util)
+
+
+def test_evaluation_every_ten_minutes_dips_the_gpus_and_pauses_nccl() -> None:
+    src, t = source(), target("rack-1", "rack-1")
+    util = src.read(t, METRICS["gpu_util"], start=T0 + 540, end=T0 + 720, step=15, level=Level.JOB)[0].buckets
+    evaluating, training = util.mean[4], util.mean[0]  # 600-615 s, 540-555 s
+    assert 0.3 * training < evaluating < 0.6 * training
+    nccl = src.read(t, METRICS["nccl_busbw"], start=T0 + 540, end=T0 + 720, step=15, level=Level.JOB)[0].buckets
+    assert nccl.count[4] == 0 and nccl.count[0] > 0  # no collectives to report while evaluating
+
+
+def test_tx_and_rx_differ_as_on_real_links() -> None:
+    src, t = source(), target("rack-1", "rack-2")
+    for tx, rx in (("nvlink_tx", "nvlink_rx"), ("ib_tx", "ib_rx"), ("pcie_tx", "pcie_rx")):
+        sent, received = job_mean(src, t, tx), job_mean(src, t, rx)
+        assert sent != received and sent > 0 and received > 0, tx
+    # An all-reduce receives about what it sends; PCIe carries input batches in, checkpoints out.
+    assert 0.8 < job_mean(src, t, "nvlink_rx") / job_mean(src, t, "nvlink_tx") < 1.0
+    assert job_mean(src, t, "pcie_rx") > 2 * job_mean(src, t, "pcie_tx")
+
+
+def test_a_healthy_gang_has_a_straggler_now_and_then_but_is_not_flagged() -> None:
+    src, t = source(), target("rack-1", "rack-1", seconds=4 * HOUR)
+    util = src.read(t, METRICS["gpu_util"], start=t.started, end=t.ended, step=60, level=Level.GPU)
+    ahead = 0
+    for i in range(len(util[0].buckets)):
+        means = sorted((s.buckets.mean[i] for s in util if s.buckets.count[i]), reverse=True)
+        ahead += means[0] - means[1] >= 12
+    assert 0 < ahead < 0.1 * len(util[0].buckets)  # a few minutes of four hours
+    assert flags_for(Profile.HEALTHY, t) == {}
+
+
+def test_the_model_is_a_function_of_job_attempt_rank_gpu_metric_and_time() -> None:
+    t = target("rack-1", "rack-1")
+    again = JobTarget(t.job_id, 2, t.ranks, t.started, t.ended, t.expected_seconds)
+
+    def read(src: SimulatedTelemetry, target_: JobTarget) -> list[list[float]]:
+        return [s.buckets.mean for s in src.read(target_, METRICS["nvlink_rx"], start=T0, end=T0 + HOUR, step=60, level=Level.GPU)]
+
+    first = read(source(), t)
+    assert read(source(), t) == first and read(source(), again) != first
+    assert len({tuple(m) for m in first}) == len(first)  # every GPU its own numbers
+
+
+def test_a_straggling_gpu_is_named() -> None:
+    flags = flags_for(Profile.STRAGGLER, target("rack-1", "rack-1"))
+    assert set(flags) == {"STRAGGLER"}
+    assert re.match(r"GPU \d of sim-node-00[01] \(rank [01]\) was \d+ points busier than every other GPU for \d+ min", flags["STRAGGLER"])
+
+
+def test_the_straggler_flag_needs_one_gpu_ahead_of_all_the_others_for_a_fifth_of_the_run() -> None:
+    def gpu(index: int, values: list[float]) -> Series:
+        buckets = bucketize([i * 60 for i in range(len(values))], values, 60, start=0, end=60 * len(values))
+        return Series("gpu_util", Level.GPU, "n", index, 0, buckets, 60, "x")
+
+    def codes(*gpus: list[float]) -> set[str]:
+        series = [gpu(i, values) for i, values in enumerate(gpus)]
+        flags = efficiency_flags(gpu_util=series, tensor_active_mean=0.5, idle_percent=5, idle_seconds=600, large_job_gpus=99)
+        return {f.code for f in flags}
+
+    steady = [80.0] * 60
+    ahead = lambda minutes: [95.0] * minutes + [80.0] * (60 - minutes)  # noqa: E731
+    waiting = lambda minutes: [60.0] * minutes + [80.0] * (60 - minutes)  # noqa: E731
+    assert codes(ahead(15), waiting(15), waiting(15)) == {"STRAGGLER"}  # 15 of 60 minutes, 35 points ahead
+    assert codes(ahead(8), waiting(8), waiting(8)) == set()  # under a fifth of the run
+    assert codes([90.0] * 60, [89.0] * 60, steady) == set()  # two GPUs abreast: nobody is behind one GPU
+    # Half the gang idle is an idle rank, not a straggler: the busiest GPU is never alone at the top.
+    assert "STRAGGLER" not in codes([90.0] * 60, [91.0] * 60, [1.0] * 60, [2.0] * 60)

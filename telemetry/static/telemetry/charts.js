@@ -1,5 +1,6 @@
-// Draws the job page's telemetry figures (Plotly JSON from the server) with the plotly.js served by Muster.
-// `window.musterDrawFigures` is also what the live page script (frontend/job_live.js) redraws with.
+// Draws the job page's telemetry figures and the dashboard's (Plotly JSON from the server) with the plotly.js served
+// by Muster. `window.musterDrawFigures` is also what the live page scripts (frontend/job_live.js,
+// telemetry/dashboard.js) redraw with.
 (function () {
   "use strict";
   if (typeof Plotly === "undefined") { return; }
@@ -8,9 +9,13 @@
     entries.forEach(function (entry) {
       var element = document.getElementById(entry.id);
       if (!element) { return; }
+      var layout = entry.figure.layout;
       // A fixed uirevision makes Plotly.react keep what the reader did (zoom, hidden traces) across redraws.
-      entry.figure.layout.uirevision = entry.id;
-      Plotly.react(element, entry.figure.data, entry.figure.layout, { displaylogo: false, responsive: true });
+      layout.uirevision = entry.id;
+      // The element as tall as the figure: a responsive chart takes its size from its element when the window is
+      // resized, and an element as tall as its CSS minimum would squash it to that.
+      if (layout.height) { element.style.height = layout.height + "px"; }
+      Plotly.react(element, entry.figure.data, layout, { displaylogo: false, responsive: true });
     });
   }
 
