@@ -11,27 +11,14 @@ from audit.models import AuditEntry
 from jobs.models import Job, JobEvent
 from quotas.models import Quota, UsageCharge
 from tests.conftest import PASSWORD, session_for
+from tests.frontend.forms import submit_form
 
 pytestmark = pytest.mark.django_db
 
 
-def form(**overrides: str) -> dict[str, str]:
-    fields = {
-        "name": "train",
-        "image": "nvcr.io/nvidia/pytorch:24.05-py3",
-        "command": "python train.py",
-        "nodes": "2",
-        "gpus_per_node": "8",
-        "wall_time_minutes": "60",
-        "priority_class": "normal",
-        "max_restarts": "0",
-    }
-    return fields | overrides
-
-
 def test_field_errors_cross_field_errors_and_limits_come_in_one_round(user: Any, sim: Any) -> None:
     Quota.objects.create(user=user, max_gpus=8, max_wall_time_seconds=3600, max_node_hours_per_job=1)
-    page = session_for(user).post("/jobs/new/", form(image="Not A Ref", min_nodes="3", wall_time_minutes="90"))
+    page = session_for(user).post("/jobs/new/", submit_form(image="Not A Ref", min_nodes="3", wall_time_minutes="90"))
     errors = page.context["form"].errors
     assert set(errors) == {"image", "nodes", "wall_time_minutes"}
     # Elastic 3..2 is a mistake across two fields; the quota's limits are checked beside it anyway.
@@ -42,19 +29,19 @@ def test_field_errors_cross_field_errors_and_limits_come_in_one_round(user: Any,
 
 def test_the_estimate_answers_json_and_writes_nothing(user: Any, sim: Any) -> None:
     client = session_for(user)
-    body = client.post("/jobs/new/estimate/", form()).json()
+    body = client.post("/jobs/new/estimate/", submit_form()).json()
     assert (body["accepted"], body["fits_limits"], body["start"], body["errors"]) == (True, True, "now", 0)
     assert 'data-kind="now"' in body["html"] and "Would start now" in body["html"]
-    body = client.post("/jobs/new/estimate/", form(nodes="17", image="x y")).json()
+    body = client.post("/jobs/new/estimate/", submit_form(nodes="17", image="x y")).json()
     assert (body["accepted"], body["errors"]) == (False, 2)
     assert "the whole cluster has 16 such nodes" in body["html"]
     assert not (Job.objects.exists() or JobEvent.objects.exists() or UsageCharge.objects.exists() or AuditEntry.objects.exists())
-    assert Client().post("/jobs/new/estimate/", form()).status_code == 401
+    assert Client().post("/jobs/new/estimate/", submit_form()).status_code == 401
 
 
 def test_a_signed_out_submit_is_kept_for_after_the_sign_in_and_never_sent(user: Any, sim: Any) -> None:
     client = Client()
-    response = client.post("/jobs/new/", form(name="kept", notify_on="fail"))
+    response = client.post("/jobs/new/", submit_form(name="kept", notify_on="fail"))
     assert response.status_code == 302 and response["Location"] == "/accounts/login/?next=/jobs/new/"
     assert not Job.objects.exists()
     client.post("/accounts/login/?next=/jobs/new/", {"username": user.username, "password": PASSWORD})

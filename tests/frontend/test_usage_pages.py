@@ -12,6 +12,7 @@ from jobs.models import Job
 from jobs.states import JobState
 from quotas.models import Quota, TeamVolume
 from tests.conftest import session_for
+from tests.frontend.forms import submit_form
 from tests.jobs.factories import JobFactory
 from tests.quotas.factories import TeamFactory
 
@@ -141,20 +142,6 @@ def test_quota_form_shows_errors_beside_fields(admin_user: Any, user: Any) -> No
 def test_unknown_account_page_is_404(admin_user: Any) -> None:
     assert session_for(admin_user).get("/quotas/users/nobody/").status_code == 404
     assert session_for(admin_user).get("/quotas/teams/nobody/").status_code == 404
-
-
-def submit_form(**overrides: str) -> dict[str, str]:
-    form = {
-        "name": "big",
-        "image": "busybox",
-        "command": "python train.py",
-        "nodes": "2",
-        "gpus_per_node": "8",
-        "wall_time_minutes": "60",
-        "priority_class": "normal",
-        "max_restarts": "0",
-    }
-    return form | overrides
 
 
 def test_submit_page_names_the_quota_and_accepts_a_preemptible_job(user: Any, sim: Any) -> None:
