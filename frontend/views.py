@@ -26,7 +26,7 @@ from jobs.cluster import ClusterUnavailable
 from jobs.errors import JobFinished, JobNotStarted
 from jobs.logs import job_logs
 from jobs.models import Job
-from jobs.selectors import job_assigned_nodes, job_visible_to, jobs_visible_to
+from jobs.selectors import job_assigned_nodes, job_assigned_racks, job_visible_to, jobs_visible_to
 from jobs.services import job_cancel
 from jobs.states import ACTIVE_STATES, JobState
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
@@ -87,6 +87,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         {
             **_job_parts_context(job, request.GET),
             "assigned_nodes": job_assigned_nodes(job),
+            "assigned_racks": job_assigned_racks(job),
             "logs": logs,
             "simulated_run": simulated_run,
             "live": job.state in ACTIVE_STATES or job.state == JobState.PENDING,

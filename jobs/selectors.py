@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,9 +36,10 @@ def job_visible_to(job: Job, user: User | AnonymousUser) -> bool:
     return bool(getattr(user, "is_staff", False) or (user.is_authenticated and job.owner_id == user.pk))
 
 
-def job_assigned_nodes(job: Job) -> list[str]:
-    """Node names of the job's latest attempt, by rank (uses prefetched allocations). An elastic job's are the nodes it
-    holds (or held last): ranks it shrank away from are left out while others hold their numbers."""
+def _assigned(job: Job) -> list[Allocation]:
+    """The allocations of the job's latest attempt, one per rank in rank order (uses prefetched allocations). An elastic
+    job's are those of the nodes it holds (or held last): ranks it shrank away from are left out while others hold their
+    numbers."""
     if not job.attempt:  # never placed
         return []
     allocations = [a for a in job.allocations.all() if a.attempt == job.attempt]
@@ -45,7 +47,18 @@ def job_assigned_nodes(job: Job) -> list[str]:
     for a in sorted(allocations, key=lambda a: (a.rank, a.released_at is None, a.released_at or a.allocated_at)):
         by_rank[a.rank] = a  # the live one (or the last released) of each rank number
     ranks = sorted(by_rank)[: job.nodes] if job.elastic else sorted(by_rank)
-    return [by_rank[rank].node.name for rank in ranks]
+    return [by_rank[rank] for rank in ranks]
+
+
+def job_assigned_nodes(job: Job) -> list[str]:
+    """Node names of the job's latest attempt, by rank."""
+    return [a.node.name for a in _assigned(job)]
+
+
+def job_assigned_racks(job: Job) -> list[tuple[str, int]]:
+    """The racks the job's latest attempt spans, in rank order, each with how many of its nodes are there: what a
+    gang's network between ranks depends on."""
+    return list(Counter(a.node.rack or "no rack" for a in _assigned(job)).items())
 
 
 class NodeUsage(TypedDict):

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from jobs.models import Job
 from tests.conftest import session_for
-from tests.frontend.test_usage_pages import submit_form
+from tests.frontend.forms import submit_form
 
 
 def test_a_researcher_opening_the_quotas_page_gets_a_styled_403_and_the_log_has_no_traceback(
@@ -135,3 +135,15 @@ def test_the_wall_time_error_is_in_the_minutes_the_form_asks_in(user: Any, sim: 
     assert "The site maximum is 20160 minutes (14 d); you asked for 30000." in page
     assert "seconds" not in page.split('id="id_wall_time_minutes"', 1)[1].split("</div>", 1)[0]
     assert not Job.objects.exists()
+
+
+def test_a_gangs_page_names_the_racks_its_ranks_span(user: Any) -> None:
+    from tests.jobs.factories import JobFactory, NodeFactory
+
+    nodes = [NodeFactory(name=f"gpu-{i}", rack="rack-a" if i < 3 else "rack-b") for i in range(4)]
+    job = JobFactory(owner=user, running=True, nodes=4, held=nodes)
+    page = session_for(user).get(f"/jobs/{job.pk}/").content.decode()
+    racks = page.split('data-testid="assigned-racks">', 1)[1].split("</dd>", 1)[0]
+    assert racks == "rack-a (3 nodes), rack-b (1 node)"
+    queued = session_for(user).get(f"/jobs/{JobFactory(owner=user).pk}/").content.decode()
+    assert 'data-testid="assigned-racks"' not in queued

@@ -111,7 +111,7 @@ def test_an_elastic_gpu_slice_is_refused(settings: Any, db: None, api: APIClient
 
 def test_the_submit_form_makes_an_elastic_job_and_its_page_shows_the_range_and_resizes(sim: SimHarness, submit: Any, user: Any) -> None:
     from tests.conftest import session_for
-    from tests.frontend.test_usage_pages import submit_form
+    from tests.frontend.forms import submit_form
 
     client = session_for(user)
     refused = client.post("/jobs/new/", submit_form(nodes="40", min_nodes="2"))

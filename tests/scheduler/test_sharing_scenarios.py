@@ -132,7 +132,7 @@ def test_without_shared_nodes_a_slice_is_refused_saying_to_ask_for_whole_gpus(si
 
 def test_the_submit_form_offers_a_gpu_slice_only_where_gpus_are_shared_and_submits_one(settings: Any, user: Any, db: None) -> None:
     from tests.conftest import session_for
-    from tests.frontend.test_usage_pages import submit_form
+    from tests.frontend.forms import submit_form
 
     client = session_for(user)
     make_sim(settings)
