@@ -130,6 +130,8 @@ class PendingJob:
     # An elastic job (0 < min_nodes < nodes): it starts on as many whole nodes as fit, at least min_nodes and at most
     # `nodes`, grows while nodes stay idle and shrinks rather than be preempted. 0: it runs on `nodes`, no fewer.
     min_nodes: int = 0
+    # Its predicted run time (policy/runtime.py: its owner's recent run times); None: its wall time. Estimates only.
+    expected_seconds: float | None = None
 
     @property
     def gpus(self) -> int:

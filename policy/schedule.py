@@ -71,7 +71,7 @@ from policy.model import (
 from policy.priority import prioritize, priority_order
 from policy.promises import hold, keep_promises
 from policy.sharing import Slices, describe_ask
-from policy.timeline import Timelines, earliest_start
+from policy.timeline import Timelines, earliest_common_start, earliest_start
 
 # Bounds the cost of a cycle over a huge queue: each search looks at every node.
 MAX_PREEMPTION_SEARCHES = 32
@@ -149,6 +149,7 @@ class _Cycle:
         self.room_texts: dict[tuple[int, int, int, int, int], str] = {}
         self.fits_unreserved: dict[tuple[int, int, int, int, int], bool] = {}
         self.sooner_texts: dict[tuple[int, int, int, int, int, int, float], str] = {}
+        self.planned: dict[int, PendingJob] = {}  # the waiting jobs by id, as promises and estimates see them
 
     # --- the walk --------------------------------------------------------------------------------
 
@@ -157,6 +158,7 @@ class _Cycle:
         order = priority_order(self.snapshot, self.config, priorities)
         # Promises and estimates are for a start: an elastic job's at its fewest nodes.
         planned = {j.id: _start_shape(j) for j in order}
+        self.planned = planned
         self.promised, self.moved = keep_promises(
             self.snapshot.reservations, planned, self.timelines, self._node_fits, self.now, self._need_on
         )
@@ -305,6 +307,7 @@ class _Cycle:
             class_rank=job.class_rank,
             started_at=self.now,
             ends_at=self.now + job.wall_seconds,
+            expected_end=self.now + job.expected_seconds if job.expected_seconds is not None else None,
             user=job.user,
             team=job.team,
             preemptible=job.preemptible,
@@ -722,20 +725,24 @@ class _Cycle:
         return self.fits_unreserved[key]
 
     def _expected_start(self, job: PendingJob, kept: Reservation) -> float:
-        """When a reserved job is expected to start: its nodes freed at the running work's expected ends, not at its
-        wall-time ends (what the promise, kept.start, is held by). Never later than the promise."""
-        latest = self.now
-        for name in kept.node_names:
-            if any(h.job_id != job.id and h.start < kept.start for h in self.timelines.holds.get(name, ())):
-                return kept.start  # behind another reservation, whose own run time is not known until it starts
-            need, free, at = self._need_on(job, name), self.capacity.free[name], self.now
-            ends = sorted((self.running[j].likely_end(self.now), gpus) for j, gpus in self.on_node.get(name, {}).items())
-            for end, gpus in ends:
-                if free >= need:
-                    break
-                free, at = free + gpus, end
-            latest = max(latest, at)
-        return min(latest, kept.start)
+        """When a reserved job is expected to start: the promise worked out again on its nodes with each running job
+        gone at its expected end, and each reservation ahead of it there gone its expected run time after its own
+        promise, instead of at their wall times (what the promise, kept.start, is held by). Never later than it."""
+        names = kept.node_names
+
+        def likely_releases(name: str) -> list[tuple[float, int]]:
+            return [(self.running[j].likely_end(self.now), gpus) for j, gpus in self.on_node.get(name, {}).items()]
+
+        likely = Timelines(self.capacity.total, self.capacity.free.__getitem__, likely_releases, self.now)
+        for name in names:
+            for h in self.timelines.holds.get(name, ()):
+                if h.job_id != job.id:
+                    other = self.planned.get(h.job_id)
+                    seconds = other.expected_seconds if other is not None else None
+                    likely.hold(name, h if seconds is None else h._replace(end=min(h.end, h.start + seconds)))
+        options = {name: likely.starts(name, self._need_on(job, name), job.wall_seconds, self.now) for name in names}
+        found = earliest_common_start(options, len(names))
+        return kept.start if found is None else min(found[0], kept.start)
 
     def _sooner_text(self, job: PendingJob) -> str:
         """What would start it now, for a job the free nodes hold but the reservations on them do not leave time for:

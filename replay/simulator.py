@@ -327,6 +327,7 @@ class _Sim:
             team=team,
             preemptible=job.preemptible or self.a.tenant_quotas,
             wall_seconds=job.wall_seconds,
+            expected_seconds=expected_runtime(self.runtimes.get(user, ()), job.wall_seconds),
             preempted_at=self.preempted_at.get(job.id),
             min_nodes=job.min_nodes,
         )

@@ -9,6 +9,7 @@ from typing import Any, cast
 from django.conf import settings
 from django.db.models import Count, F, Max, Window
 from django.db.models.functions import RowNumber
+from django.utils import timezone
 
 from jobs.models import Allocation, Job, JobEvent, NodeState
 from jobs.selectors import nodes_with_usage
@@ -104,6 +105,7 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
         "min_nodes",
         "max_nodes",
     )
+    runtimes = recent_runtimes({row[5] for row in rows})
     jobs = []
     for row in rows:
         pk, nodes, gpus, pc, submitted, user, team, preemptible, wall, failures, not_before, avoid, rdma = row[:13]
@@ -129,6 +131,7 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
                 gpu_isolation=isolation,
                 min_nodes=low,
                 max_nodes=high,
+                expected_seconds=expected_runtime(runtimes.get(user, ()), wall),
             )
         )
     return tuple(jobs)
@@ -219,8 +222,12 @@ def running_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
     return tuple(result)
 
 
+RECENT_RUNTIME_DAYS = 30
+
+
 def recent_runtimes(users: set[str]) -> dict[str, list[float]]:
-    """Each user's latest run times in seconds, newest first (policy/runtime.py averages them): finished jobs that ran."""
+    """Each user's latest run times in seconds, newest first (policy/runtime.py averages them): jobs that ran and ended
+    within RECENT_RUNTIME_DAYS (older ones say little of what the user runs now, and the bound keeps the read small)."""
     if not users:
         return {}
     latest = Window(RowNumber(), partition_by=[F("owner_id")], order_by=F("finished_at").desc())
@@ -229,7 +236,7 @@ def recent_runtimes(users: set[str]) -> dict[str, list[float]]:
             owner__username__in=users,
             state__in=(JobState.SUCCEEDED, JobState.FAILED, JobState.TIMED_OUT),
             started_at__isnull=False,
-            finished_at__isnull=False,
+            finished_at__gte=timezone.now() - timedelta(days=RECENT_RUNTIME_DAYS),
         )
         .annotate(latest=latest)
         .filter(latest__lte=RECENT_JOBS)

@@ -39,3 +39,29 @@ def test_a_reserved_job_is_expected_when_the_work_on_its_nodes_is_expected_to_en
 
 def test_a_job_that_ran_past_its_prediction_is_expected_at_its_wall_time() -> None:
     assert reserved_case(expected_end=NOW - 60) == (NOW + 3 * HOUR, NOW + 3 * HOUR)
+
+
+def test_a_reservation_behind_another_is_expected_when_that_one_is_expected_to_be_done() -> None:
+    # n00 and n01 run until +1 h. Job 1 (2 nodes, 3 h wall, its owner's jobs run 30 min) is reserved first at +1 h;
+    # job 2 (2 nodes) is reserved after it, at +4 h by wall times, and is expected at +1.5 h.
+    jobs = [running(10, {"n00": 8}, left=HOUR), running(11, {"n01": 8}, left=HOUR)]
+    pending = [
+        replace(pend(1, nodes=2, age=3 * HOUR, wall=3 * HOUR), expected_seconds=0.5 * HOUR),
+        pend(2, nodes=2, age=2 * HOUR, wall=HOUR),
+    ]
+    decisions = schedule(snap(pending, jobs), config(starvation_seconds=HOUR))
+    assert {r.job_id: r.start for r in decisions.reservations} == {1: NOW + HOUR, 2: NOW + 4 * HOUR}
+    assert waiting(decisions)[2].estimated_start == NOW + 1.5 * HOUR
+
+
+def test_a_job_started_in_this_cycle_is_expected_to_end_by_its_prediction() -> None:
+    # n00 is free and takes job 5 now (2 h wall, expected 20 min); job 1 (2 nodes) waits for n00 and n01 (+1 h).
+    jobs = [running(11, {"n01": 8}, left=HOUR)]
+    pending = [
+        replace(pend(5, age=4 * HOUR, wall=2 * HOUR, rank=0), expected_seconds=1200.0),
+        pend(1, nodes=2, age=2 * HOUR, wall=HOUR),
+    ]
+    decisions = schedule(snap(pending, jobs), config(starvation_seconds=HOUR))
+    assert [p.job_id for p in decisions.placements] == [5]
+    assert {r.job_id: r.start for r in decisions.reservations} == {1: NOW + 2 * HOUR}
+    assert waiting(decisions)[1].estimated_start == NOW + HOUR

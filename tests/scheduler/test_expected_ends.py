@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from jobs.states import JobState
-from scheduler.snapshot import running_jobs
+from scheduler.snapshot import pending_jobs, running_jobs
 from tests.accounts.factories import UserFactory
 from tests.jobs.factories import JobFactory, hours_ago
 
@@ -32,3 +32,12 @@ def test_a_running_job_is_expected_to_end_after_the_mean_of_its_owners_last_two_
     assert expected == pytest.approx(started + 60 * 60)
     assert wall_end == pytest.approx(started + 4 * 3600)
     assert ends[newcomer.id][1] is None  # no history: its wall time is all that is known
+    waiting = JobFactory(owner=ann, wall_time_seconds=4 * 3600)
+    assert {j.id: j.expected_seconds for j in pending_jobs()} == {waiting.id: 3600.0}
+
+
+def test_run_times_older_than_a_month_say_nothing() -> None:
+    ann = UserFactory(username="ann")
+    finished(ann, ended_hours_ago=31 * 24, ran_minutes=30)
+    job = JobFactory(owner=ann, running=True, wall_time_seconds=4 * 3600)
+    assert {r.id: r.expected_end for r in running_jobs()} == {job.id: None}
