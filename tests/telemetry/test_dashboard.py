@@ -202,6 +202,13 @@ def test_page_renders_figures_plotly_accepts(user: Any, node: Node) -> None:
     assert "<strong>last 7 days</strong>" in week
 
 
+def test_gpu_amounts_read_as_counts_not_floats(user: Any, node: Node) -> None:
+    JobFactory(owner=user, running=True, held=[(node, node.gpus_total)])
+    html = session_for(user).get("/dashboard/").content.decode()
+    assert f"<td>GPUs allocated now</td><td>{node.gpus_total} of {node.gpus_total}</td>" in html
+    assert f"1 job ({node.gpus_total} GPUs)" in html
+
+
 def test_empty_dashboard(user: Any) -> None:
     page = session_for(user).get("/dashboard/")
     assert page.status_code == 200
