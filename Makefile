@@ -65,7 +65,7 @@ replay: $(STAMP)
 testcluster-build:
 	@platform/testcluster/build.sh
 
-## Start it; prints `export KUBECONFIG=...` (eval "$$(make testcluster-up)" sets it in your shell).
+## Start it; prints `export KUBECONFIG=...` and the nodes' rack and block labels (eval "$$(make testcluster-up)" sets them in your shell).
 testcluster-up: testcluster-build
 	@platform/testcluster/up.sh
 

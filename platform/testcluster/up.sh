@@ -79,6 +79,12 @@ PKI=$RUN_DIR/pki
 LOGS=$RUN_DIR/logs
 PIDS=$RUN_DIR/pids
 KUBECONFIG_PATH=$RUN_DIR/kubeconfig
+# What `eval "$(make testcluster-up)"` sets: the kubeconfig, and where this cluster's nodes say their rack and block
+# (Muster's defaults are the well-known topology labels, which these fake nodes do not carry).
+print_env() {
+  echo "export KUBECONFIG=$KUBECONFIG_PATH" >&3
+  echo "export MUSTER_K8S_RACK_LABEL=muster.io/rack MUSTER_K8S_BLOCK_LABEL=muster.io/block" >&3
+}
 MARKER=$RUN_DIR/.muster-testcluster
 
 # --- helpers -------------------------------------------------------------------------------
@@ -192,7 +198,7 @@ if [[ -f $MARKER ]]; then
     has_shared_nodes() { ((SHARED_NODES == 0)) || api "$API_URL/api/v1/nodes/gpu-shared-ts-00" >/dev/null 2>&1; }
     if [[ $running_version == "$KUBERNETES_VERSION" ]] && serves_gang_api && has_shared_nodes; then
       log "the test cluster in $RUN_DIR is up already"
-      echo "export KUBECONFIG=$KUBECONFIG_PATH" >&3
+      print_env
       exit 0
     fi
     log "the test cluster in $RUN_DIR runs Kubernetes $running_version$(serves_gang_api || echo " without $GANG_API"), not $KUBERNETES_VERSION with it: restarting it"
@@ -497,4 +503,4 @@ TESTCLUSTER_GPU_PRODUCT=$GPU_PRODUCT
 TESTCLUSTER_SHARED_NODES=$SHARED_NODES
 EOF
 log "up in $((SECONDS - started))s: Kubernetes $KUBERNETES_VERSION at $API_URL, $NODES nodes; logs in $LOGS"
-echo "export KUBECONFIG=$KUBECONFIG_PATH" >&3
+print_env
