@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from django.conf import settings
-from django.db.models import Count, F, Max, Window
+from django.db.models import Count, F, Max, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
@@ -84,7 +84,10 @@ def preemption_history() -> dict[int, tuple[int, datetime]]:
     return {job_id: (n, last) for job_id, n, last in rows}
 
 
-def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tuple[PendingJob, ...]:
+Runtimes = dict[str, list[float]]
+
+
+def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None, runtimes: Runtimes | None = None) -> tuple[PendingJob, ...]:
     rows = Job.objects.filter(state=JobState.PENDING).values_list(
         "id",
         "nodes",
@@ -105,7 +108,8 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
         "min_nodes",
         "max_nodes",
     )
-    runtimes = recent_runtimes({row[5] for row in rows})
+    if runtimes is None:
+        runtimes = recent_runtimes({row[5] for row in rows})
     jobs = []
     for row in rows:
         pk, nodes, gpus, pc, submitted, user, team, preemptible, wall, failures, not_before, avoid, rdma = row[:13]
@@ -171,7 +175,7 @@ def pending_job(
     )
 
 
-def running_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tuple[RunningJob, ...]:
+def running_jobs(history: dict[int, tuple[int, datetime]] | None = None, runtimes: Runtimes | None = None) -> tuple[RunningJob, ...]:
     """Jobs holding GPUs, with where (their live allocations) and until when (start + wall time)."""
     held: dict[int, list[tuple[int, str, float]]] = defaultdict(list)
     for job_id, rank, node, gpus in Allocation.objects.filter(released_at__isnull=True).values_list("job_id", "rank", "node__name", "gpus"):
@@ -191,7 +195,8 @@ def running_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
         "gpus_per_node",
         "rdma_per_node",
     )
-    runtimes = recent_runtimes({row[5] for row in rows})
+    if runtimes is None:
+        runtimes = recent_runtimes({row[5] for row in rows})
     result = []
     for pk, pc, scheduled, started, wall, user, team, preemptible, over_quota, low, high, gpus, rdma in rows:
         ranks = sorted(held.get(pk, []))
@@ -225,11 +230,10 @@ def running_jobs(history: dict[int, tuple[int, datetime]] | None = None) -> tupl
 RECENT_RUNTIME_DAYS = 30
 
 
-def recent_runtimes(users: set[str]) -> dict[str, list[float]]:
+def recent_runtimes(users: set[str] | QuerySet[Job, str]) -> Runtimes:
     """Each user's latest run times in seconds, newest first (policy/runtime.py averages them): jobs that ran and ended
-    within RECENT_RUNTIME_DAYS (older ones say little of what the user runs now, and the bound keeps the read small)."""
-    if not users:
-        return {}
+    within RECENT_RUNTIME_DAYS (older ones say little of what the user runs now, and the bound keeps the read small).
+    `users` may be a query of names: it is then a subquery of this one read (no users: no read at all)."""
     latest = Window(RowNumber(), partition_by=[F("owner_id")], order_by=F("finished_at").desc())
     rows = (
         Job.objects.filter(
@@ -243,7 +247,7 @@ def recent_runtimes(users: set[str]) -> dict[str, list[float]]:
         .order_by("owner_id", "latest")
         .values_list("owner__username", "started_at", "finished_at")
     )
-    runtimes: dict[str, list[float]] = defaultdict(list)
+    runtimes: Runtimes = defaultdict(list)
     for user, started, finished in rows:
         if started and finished:  # never None here (filtered); the row's type cannot say so
             runtimes[user].append((finished - started).total_seconds())
@@ -265,8 +269,12 @@ def held_reservations() -> tuple[Reservation, ...]:
 def build_snapshot(now: datetime, *, extra: tuple[PendingJob, ...] = ()) -> Snapshot:
     """The world as the policy sees it; `extra`: jobs not written, waiting beside the queue (a what-if estimate's)."""
     history = preemption_history()
-    pending = (*pending_jobs(history), *extra)
-    running = running_jobs(history)
+    # One read of recent run times for the owners of every waiting and running job (pending_jobs and running_jobs
+    # would each make their own).
+    owners = Job.objects.filter(state__in=(JobState.PENDING, *ACTIVE_STATES)).values_list("owner__username", flat=True)
+    runtimes = recent_runtimes(owners)
+    pending = (*pending_jobs(history, runtimes), *extra)
+    running = running_jobs(history, runtimes)
     jobs: tuple[PendingJob | RunningJob, ...] = (*pending, *running)
     users = {j.user for j in jobs}
     teams = {j.team for j in jobs if j.team}

@@ -41,3 +41,23 @@ def test_run_times_older_than_a_month_say_nothing() -> None:
     finished(ann, ended_hours_ago=31 * 24, ran_minutes=30)
     job = JobFactory(owner=ann, running=True, wall_time_seconds=4 * 3600)
     assert {r.id: r.expected_end for r in running_jobs()} == {job.id: None}
+
+
+def test_the_cycles_snapshot_reads_run_times_once_for_waiting_and_running_owners() -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    from scheduler.snapshot import build_snapshot
+
+    ann, bob = UserFactory(username="ann"), UserFactory(username="bob")
+    finished(ann, ended_hours_ago=2, ran_minutes=30)
+    finished(bob, ended_hours_ago=2, ran_minutes=90)
+    running = JobFactory(owner=ann, running=True, wall_time_seconds=4 * 3600)
+    waiting = JobFactory(owner=bob, wall_time_seconds=4 * 3600)
+    with CaptureQueriesContext(connection) as queries:
+        snapshot = build_snapshot(timezone.now())
+    assert sum("ROW_NUMBER" in q["sql"] for q in queries.captured_queries) == 1
+    (run,) = snapshot.running
+    assert (run.id, run.expected_end) == (running.id, pytest.approx(run.started_at + 30 * 60))
+    assert {j.id: j.expected_seconds for j in snapshot.pending} == {waiting.id: 90 * 60.0}
