@@ -424,12 +424,15 @@ MUSTER_PRIORITY_WEIGHT_FAIR_SHARE = env_float("MUSTER_PRIORITY_WEIGHT_FAIR_SHARE
 MUSTER_PRIORITY_WEIGHT_AGE = env_float("MUSTER_PRIORITY_WEIGHT_AGE", 500.0)
 MUSTER_PRIORITY_WEIGHT_CLASS = env_float("MUSTER_PRIORITY_WEIGHT_CLASS", 10000.0)
 MUSTER_PRIORITY_WEIGHT_SIZE = env_float("MUSTER_PRIORITY_WEIGHT_SIZE", 100.0)
+MUSTER_PRIORITY_WEIGHT_SHORT = env_float("MUSTER_PRIORITY_WEIGHT_SHORT", 2000.0)
+# The short-wall-time factor falls from 1 (an hour or less) to 0 at this wall time.
+MUSTER_PRIORITY_SHORT_MAX_SECONDS = env_float("MUSTER_PRIORITY_SHORT_MAX_SECONDS", 7 * 24 * 3600)
 # The age factor reaches 1 after a job has waited this long.
 MUSTER_PRIORITY_AGE_MAX_SECONDS = env_float("MUSTER_PRIORITY_AGE_MAX_SECONDS", 7 * 24 * 3600)
 # A job waiting this long (a single-node job at least MUSTER_STARVATION_WALL_FACTOR x its wall time) gets a reservation
 # and keeps it until it starts; MUSTER_MAX_RESERVATIONS bounds the cycle's work.
 MUSTER_STARVATION_SECONDS = env_float("MUSTER_STARVATION_SECONDS", 3600)
-MUSTER_STARVATION_WALL_FACTOR = env_float("MUSTER_STARVATION_WALL_FACTOR", 0.5)
+MUSTER_STARVATION_WALL_FACTOR = env_float("MUSTER_STARVATION_WALL_FACTOR", 2.0)
 MUSTER_MAX_RESERVATIONS = env_int("MUSTER_MAX_RESERVATIONS", 256)
 # How many waiting jobs without a reservation each cycle plans forward for an estimated start.
 MUSTER_PLAN_JOBS = env_int("MUSTER_PLAN_JOBS", 500)

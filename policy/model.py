@@ -202,6 +202,9 @@ class PolicyConfig:
     weight_age: float = 500.0
     weight_class: float = 10000.0
     weight_size: float = 100.0
+    weight_short: float = 2000.0
+    # The short-wall-time factor is 1 for a wall time of an hour or less and 0 at this wall time or more (log scale).
+    short_max_seconds: float = 7 * 24 * 3600.0
     # Age factor reaches 1 after this long in the queue.
     age_max_seconds: float = 7 * 24 * 3600.0
     half_life_seconds: float = 7 * 24 * 3600.0
@@ -210,7 +213,7 @@ class PolicyConfig:
     # single-node job, at least `starvation_wall_factor` times its wall time (see starving_after). The bound on reservations is on work,
     # not a budget of promises: every starving job gets one while fewer than this many are held.
     starvation_seconds: float = 3600.0
-    starvation_wall_factor: float = 0.5
+    starvation_wall_factor: float = 2.0
     max_reservations: int = 256
     # How many waiting jobs without a reservation the cycle plans forward for an ETA (a bound on its work);
     # the jobs past it are told "after" the last planned start.
@@ -233,7 +236,7 @@ class PolicyConfig:
         A promise drains its nodes ahead of its start, and every job promised a start goes ahead of the
         queue's priority order. A single-node job waits because of that order (GPUs free up on some node all
         the time): scaled with its wall time, promises go to the ones kept waiting long for their length, so
-        short jobs stay in fair-share order and long ones still get a bounded wait (the threshold plus the
+        short jobs stay in priority order and long ones still get a bounded wait (the threshold plus the
         reserved wait). A gang waits because whole nodes must be free at once, which only a reservation
         brings about: it is owed one after `starvation_seconds`, whatever its length.
         """

@@ -20,6 +20,8 @@ import math
 
 from policy.model import Account, PendingJob, PolicyConfig, Priority, RunningJob, Snapshot, team_key, user_key
 
+HOUR = 3600.0
+
 
 def prioritize(snapshot: Snapshot, config: PolicyConfig) -> dict[int, Priority]:
     cluster_gpus = sum(n.gpus_total for n in snapshot.nodes if n.schedulable) or 1
@@ -40,6 +42,8 @@ def prioritize(snapshot: Snapshot, config: PolicyConfig) -> dict[int, Priority]:
 
     classes = max(config.class_count - 1, 1)
     w_fair, w_age, w_class, w_size = config.weight_fair_share, config.weight_age, config.weight_class, config.weight_size
+    w_short = config.weight_short
+    shorts: dict[float, float] = {}
     age_max = config.age_max_seconds
     # The factors depend on the job only through its owners, submit time, class and size: computed once per value.
     owners: dict[tuple[str, str | None], float] = {}
@@ -59,12 +63,32 @@ def prioritize(snapshot: Snapshot, config: PolicyConfig) -> dict[int, Priority]:
         size = sizes.get(gpus)
         if size is None:
             size = sizes[gpus] = min(1.0, gpus / cluster_gpus)
-        fair_w, age_w, class_w, size_w = fair_share * w_fair, age * w_age, rank * w_class, size * w_size
-        weighted = {"fair_share": (fair_share, fair_w), "age": (age, age_w), "class": (rank, class_w), "size": (size, size_w)}
+        short = shorts.get(job.wall_seconds)
+        if short is None:
+            short = shorts[job.wall_seconds] = short_factor(job.wall_seconds, config.short_max_seconds)
+        fair_w, age_w, class_w, size_w, short_w = fair_share * w_fair, age * w_age, rank * w_class, size * w_size, short * w_short
+        weighted = {
+            "fair_share": (fair_share, fair_w),
+            "age": (age, age_w),
+            "class": (rank, class_w),
+            "size": (size, size_w),
+            "short": (short, short_w),
+        }
         # Added in the factors' order from 0, as sum() over them did: the same float.
-        total = 0 + fair_w + age_w + class_w + size_w
+        total = 0 + fair_w + age_w + class_w + size_w + short_w
         result[job.id] = Priority(total=total, factors=weighted)
     return result
+
+
+def short_factor(wall_seconds: float, short_max_seconds: float) -> float:
+    """1 for a wall time of an hour or less, falling with the log of the wall time to 0 at `short_max_seconds`.
+
+    Log scale because wall times span minutes to weeks: 1 h against 2 h counts as much as 1 day against 2 days.
+    """
+    if short_max_seconds <= HOUR:
+        return 1.0
+    hours = max(wall_seconds, HOUR) / HOUR
+    return max(0.0, 1.0 - math.log(hours) / math.log(short_max_seconds / HOUR))
 
 
 def priority_order(snapshot: Snapshot, config: PolicyConfig, priorities: dict[int, Priority] | None = None) -> list[PendingJob]:

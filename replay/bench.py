@@ -13,6 +13,7 @@ window that defines the offered load would size a cluster (47 nodes at load 1.0)
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from datetime import UTC, datetime, timedelta
@@ -43,10 +44,14 @@ def main(argv: list[str] | None = None) -> None:
     )  # fmt: skip
     parser.add_argument("--from", dest="start", default="", help="replay only the jobs submitted from this day (UTC)")
     parser.add_argument("--days", type=float, default=0.0, help="with --from: that many days of submits")
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KNOB=VALUE",
+        help="change one of the policy's knobs (a PolicyConfig field, e.g. weight_short=2000); repeatable",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     began = time.perf_counter()
     assumptions = Assumptions(tenant_quotas=args.tenant_quotas, elastic_share=args.elastic_share)
-    config = PolicyConfig(max_jobs=CYCLE_MAX_JOBS)
+    config = with_overrides(PolicyConfig(max_jobs=CYCLE_MAX_JOBS), args.overrides, parser)
     first = datetime.fromisoformat(args.start).replace(tzinfo=UTC) if args.start else None
     last = first + timedelta(days=args.days) if first and args.days else None
     jobs = read_trace(open_trace(args.trace), assumptions=assumptions, start=first, end=last)
@@ -60,6 +65,7 @@ def main(argv: list[str] | None = None) -> None:
             s = summarize(result, config=config)
             line = {
                 "policy": policy,
+                "set": args.overrides,
                 "load": load,
                 "tenant_quotas": args.tenant_quotas,
                 "elastic_share": args.elastic_share,
@@ -91,6 +97,22 @@ def main(argv: list[str] | None = None) -> None:
             }
             print(json.dumps(line), flush=True)
     print(json.dumps({"total_seconds": round(time.perf_counter() - began, 1)}), flush=True)
+
+
+def with_overrides(config: PolicyConfig, overrides: list[str], parser: argparse.ArgumentParser) -> PolicyConfig:
+    """The config with each KNOB=VALUE applied, the value read as the field's type; a clear error for anything else."""
+    # A knob without a value by default (max_jobs: None) has no type to read a value as: not offered.
+    types = {f.name: type(getattr(config, f.name)) for f in dataclasses.fields(config) if getattr(config, f.name) is not None}
+    changes: dict[str, object] = {}
+    for item in overrides:
+        knob, sep, value = item.partition("=")
+        if not sep or knob not in types:
+            parser.error(f"--set {item!r}: expected KNOB=VALUE with KNOB one of {', '.join(types)}")
+        try:
+            changes[knob] = (value.lower() in {"1", "true", "yes"}) if types[knob] is bool else types[knob](value)
+        except ValueError:
+            parser.error(f"--set {item!r}: {value!r} is not a {types[knob].__name__}")
+    return dataclasses.replace(config, **changes)  # type: ignore[arg-type]
 
 
 def _busy(result: SimResult) -> float:

@@ -30,6 +30,8 @@ def policy_config() -> PolicyConfig:
         weight_age=settings.MUSTER_PRIORITY_WEIGHT_AGE,
         weight_class=settings.MUSTER_PRIORITY_WEIGHT_CLASS,
         weight_size=settings.MUSTER_PRIORITY_WEIGHT_SIZE,
+        weight_short=settings.MUSTER_PRIORITY_WEIGHT_SHORT,
+        short_max_seconds=settings.MUSTER_PRIORITY_SHORT_MAX_SECONDS,
         age_max_seconds=settings.MUSTER_PRIORITY_AGE_MAX_SECONDS,
         half_life_seconds=settings.MUSTER_FAIR_SHARE_HALF_LIFE_SECONDS,
         class_count=len(settings.MUSTER_PRIORITY_CLASSES),

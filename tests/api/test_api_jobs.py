@@ -316,7 +316,7 @@ def test_queue_lists_pending_jobs_in_scheduling_order(api: APIClient, other_api:
     assert totals == sorted(totals, reverse=True)
     for entry in entries:
         factors = entry["priority"]["factors"]
-        assert set(factors) == {"fair_share", "age", "class", "size"}
+        assert set(factors) == {"fair_share", "age", "class", "size", "short"}
         assert entry["priority"]["total"] == pytest.approx(sum(f["weighted"] for f in factors.values()), abs=0.01)
     assert entries[0]["priority"]["factors"]["class"]["value"] == 1.0
     assert entries[-1]["priority"]["factors"]["class"]["value"] == 0.0

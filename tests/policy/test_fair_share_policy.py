@@ -34,7 +34,7 @@ from policy.model import (
     team_key,
     user_key,
 )
-from policy.priority import prioritize
+from policy.priority import prioritize, short_factor
 from policy.schedule import schedule
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC).timestamp()
@@ -430,7 +430,8 @@ def backfill_case(short_wall: float) -> Decisions:
         pend(2, gpus=4, age=100, wall=2 * HOUR),  # would fit on n00 now, but would outlast the reservation
         pend(3, gpus=4, age=50, wall=short_wall),
     ]
-    return schedule(snap(pending, jobs), config(starvation_seconds=HOUR))
+    # Without the short-wall-time factor, so job 2 (older) is looked at before job 3.
+    return schedule(snap(pending, jobs), config(starvation_seconds=HOUR, weight_short=0.0))
 
 
 def test_short_job_backfills_onto_reserved_nodes_and_a_long_one_waits_behind_the_reservation() -> None:
@@ -514,10 +515,31 @@ def test_priority_factors_are_between_zero_and_one_and_add_up_to_the_total() -> 
     accounts = (Account(user_key("ann"), usage_gpu_seconds=5e5, usage_node_seconds=1e5), Account(team_key("vision"), weight=2.0))
     pending = [pend(1, rank=0, team="vision", age=30 * 24 * HOUR), pend(2, rank=2, nodes=3, gpus=8, user="bob", age=0)]
     for priority in prioritize(snap(pending, nodes=4, accounts=accounts), PolicyConfig()).values():
-        assert set(priority.factors) == {"fair_share", "age", "class", "size"}
+        assert set(priority.factors) == {"fair_share", "age", "class", "size", "short"}
         for value, _ in priority.factors.values():
             assert 0.0 <= value <= 1.0
         assert priority.total == pytest.approx(sum(weighted for _, weighted in priority.factors.values()))
+
+
+def test_short_factor_is_one_up_to_an_hour_and_falls_on_a_log_scale_to_zero_at_the_max() -> None:
+    week = 7 * 24 * HOUR
+    assert short_factor(10 * 60.0, week) == 1.0
+    assert short_factor(HOUR, week) == 1.0
+    assert short_factor(week, week) == 0.0
+    assert short_factor(4 * week, week) == 0.0
+    # Log scale: doubling the wall time costs the same wherever it is.
+    doubling_short = short_factor(HOUR, week) - short_factor(2 * HOUR, week)
+    assert doubling_short == pytest.approx(short_factor(24 * HOUR, week) - short_factor(48 * HOUR, week))
+    assert short_factor(24 * HOUR, week) == pytest.approx(1 - math.log(24) / math.log(168))
+
+
+def test_the_shorter_wall_time_goes_first_with_the_short_factor_weighted_and_the_older_job_without() -> None:
+    pending = [pend(1, wall=48 * HOUR, age=600.0), pend(2, wall=HOUR, age=60.0)]
+    without = prioritize(snap(pending, nodes=1), PolicyConfig(weight_short=0.0))
+    assert without[1].total > without[2].total  # only age tells them apart
+    weighted = prioritize(snap(pending, nodes=1), PolicyConfig(weight_short=1000.0))
+    assert weighted[2].total > weighted[1].total
+    assert weighted[2].factors["short"] == (1.0, 1000.0)
 
 
 # --- placement -----------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ def test_a_reservation_behind_another_is_expected_when_that_one_is_expected_to_b
         replace(pend(1, nodes=2, age=3 * HOUR, wall=3 * HOUR), expected_seconds=0.5 * HOUR),
         pend(2, nodes=2, age=2 * HOUR, wall=HOUR),
     ]
-    decisions = schedule(snap(pending, jobs), config(starvation_seconds=HOUR))
+    decisions = schedule(snap(pending, jobs), config(starvation_seconds=HOUR, weight_short=0.0))
     assert {r.job_id: r.start for r in decisions.reservations} == {1: NOW + HOUR, 2: NOW + 4 * HOUR}
     assert waiting(decisions)[2].estimated_start == NOW + 1.5 * HOUR
 
