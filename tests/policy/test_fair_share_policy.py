@@ -542,13 +542,13 @@ def test_the_shorter_wall_time_goes_first_with_the_short_factor_weighted_and_the
     assert weighted[2].factors["short"] == (1.0, 1000.0)
 
 
-
 def test_one_free_node_goes_to_the_owners_shorter_job_though_it_came_later() -> None:
     busy = [running(10, {"n00": 8}, left=10 * HOUR)]
     pending = [pend(1, wall=3 * 24 * HOUR, age=1800.0), pend(2, wall=2 * HOUR, age=60.0)]
     decisions = schedule(snap(pending, busy, nodes=2), PolicyConfig())
     assert [p.job_id for p in decisions.placements] == [2]
     assert schedule(snap(pending, busy, nodes=2), PolicyConfig(weight_short=0.0)).placements[0].job_id == 1
+
 
 # --- placement -----------------------------------------------------------------------------------
 
