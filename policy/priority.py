@@ -1,4 +1,4 @@
-"""Multifactor priority: a weighted sum of fair share, age, priority class and size.
+"""Multifactor priority: a weighted sum of fair share, age, priority class, size and short wall time.
 
 Every factor is in [0, 1]; the weights (settings) say how much each counts.
 
@@ -12,6 +12,9 @@ Every factor is in [0, 1]; the weights (settings) say how much each counts.
 - class: 1 for the highest priority class, 0 for the lowest.
 - size: the job's share of the cluster's GPUs, so large gangs are not starved
   by a stream of small jobs.
+- short: 1 for a wall time of an hour or less, 0 at `short_max_seconds`, log scale
+  between: shortest-job-first within the other factors, which cuts the mean wait most
+  (docs/scheduling.md has the replay's figures).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ def prioritize(snapshot: Snapshot, config: PolicyConfig) -> dict[int, Priority]:
     w_short = config.weight_short
     shorts: dict[float, float] = {}
     age_max = config.age_max_seconds
-    # The factors depend on the job only through its owners, submit time, class and size: computed once per value.
+    # The factors depend on the job only through its owners, submit time, class, size and wall time: computed once per value.
     owners: dict[tuple[str, str | None], float] = {}
     ranks: dict[int, float] = {}
     sizes: dict[int, float] = {}

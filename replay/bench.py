@@ -109,10 +109,17 @@ def with_overrides(config: PolicyConfig, overrides: list[str], parser: argparse.
         if not sep or knob not in types:
             parser.error(f"--set {item!r}: expected KNOB=VALUE with KNOB one of {', '.join(types)}")
         try:
-            changes[knob] = (value.lower() in {"1", "true", "yes"}) if types[knob] is bool else types[knob](value)
+            changes[knob] = _boolean(value) if types[knob] is bool else types[knob](value)
         except ValueError:
-            parser.error(f"--set {item!r}: {value!r} is not a {types[knob].__name__}")
+            parser.error(f"--set {item!r}: {value!r} is not a valid {types[knob].__name__}")
     return dataclasses.replace(config, **changes)  # type: ignore[arg-type]
+
+
+def _boolean(value: str) -> bool:
+    words = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+    if value.lower() not in words:
+        raise ValueError(value)
+    return words[value.lower()]
 
 
 def _busy(result: SimResult) -> float:
