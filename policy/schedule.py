@@ -118,6 +118,11 @@ class _Cycle:
         # Budgets count what running jobs may still use by their wall time, not only what they used:
         # the ledger charges it as they run, so leaving it out would let the budget be overspent.
         self.budget_used: defaultdict[str, float] = defaultdict(float)
+        # A promise holds its owners' quota and budget as well as its nodes (see _commit): job id -> (GPUs, node-hours),
+        # and per account what its promised jobs hold.
+        self.commitments: dict[int, tuple[float, float]] = {}
+        self.held_quota: defaultdict[str, float] = defaultdict(float)
+        self.held_budget: defaultdict[str, float] = defaultdict(float)
         self.node_sizes = sorted({n.gpus_total for n in snapshot.nodes if n.schedulable and not n.sharing})
         for r in self.running.values() if self.limited else ():
             share = self._node_share(r.node_names, r.gpus_held)
@@ -162,6 +167,9 @@ class _Cycle:
         self.promised, self.moved = keep_promises(
             self.snapshot.reservations, planned, self.timelines, self._node_fits, self.now, self._need_on
         )
+        # The jobs that could not start by borrowing need their quota held most: they are committed first.
+        for kept in sorted(self.promised.values(), key=lambda r: (self._may_borrow(planned[r.job_id]), r.start, r.job_id)):
+            self._commit(planned[kept.job_id])
         # New reservations go to the jobs that have waited longest (as EASY's head), not by priority: otherwise a
         # heavy tenant's starving job may never get one, and its wait has no bound.
         free_slots = max(0, self.config.max_reservations - len(self.promised))
@@ -329,6 +337,7 @@ class _Cycle:
     def _hold(self, job: PendingJob, names: tuple[str, ...], start: float) -> Reservation:
         reservation = self.promised[job.id] = hold(self.timelines, job, names, start, self._need_on)
         self.first_promise = None
+        self._commit(job)
         return reservation
 
     def _drop_promise(self, job: PendingJob) -> None:
@@ -336,6 +345,39 @@ class _Cycle:
         if reservation is not None:
             self.timelines.release(job.id, reservation.node_names)
             self.first_promise = None
+        if job.id in self.commitments:
+            gpus, hours = self.commitments.pop(job.id)
+            for key, _ in self._owners(job):
+                self.held_quota[key] -= gpus
+                self.held_budget[key] -= hours
+
+    def _commit(self, job: PendingJob) -> None:
+        """Hold what the promised job needs of its owners' quota and budget, where they have room for it now.
+
+        Without it, the owner's later jobs (backfilled ahead of the promised start, within quota) take the room and
+        the promise is broken at its start by the owner's own limit. A job promised while it borrows holds no quota:
+        it starts by borrowing, which a pending job, once allowed, stays allowed to do.
+        """
+        if not self.limited or job.id in self.commitments:
+            return
+        gpus = self._quota_gpus(job) if self._quota_block(job) is None else 0.0
+        budgeted = any(self._account(key).node_hours_left is not None for key, _ in self._owners(job))
+        hours = self._budget_need(job)[0] if budgeted and self._budget_hold(job) is None else 0.0
+        self.commitments[job.id] = (gpus, hours)
+        for key, _ in self._owners(job):
+            self.held_quota[key] += gpus
+            self.held_budget[key] += hours
+
+    def _quota_used(self, key: str, job: PendingJob | RunningJob) -> float:
+        """GPUs of the account's quota in use or held for its promised jobs, leaving out what `job` holds itself."""
+        return self.in_quota[key] + self.held_quota[key] - self.commitments.get(job.id, (0.0, 0.0))[0]
+
+    def _budget_committed(self, key: str, job: PendingJob | RunningJob) -> float:
+        """Node-hours of the account's budget its running jobs may still use and its promised jobs hold, but `job`'s own."""
+        return self.budget_used[key] + self.held_budget[key] - self.commitments.get(job.id, (0.0, 0.0))[1]
+
+    def _may_borrow(self, job: PendingJob) -> bool:
+        return job.preemptible and not self._reborrow_barred(job)
 
     def _wait(self, job: PendingJob, code: str, text: str, estimated_start: float | None = None, estimate: str = "") -> None:
         self.waiting.append(Waiting(job.id, len(self.waiting) + 1, code, text, estimated_start, estimate))
@@ -368,14 +410,21 @@ class _Cycle:
         needs = self._quota_gpus(job)
         for key, who in self._owners(job):
             limit = self._account(key).max_gpus
-            if limit is not None and self.in_quota[key] + needs > limit:
+            used = self._quota_used(key, job)
+            if limit is not None and used + needs > limit:
                 if self.in_quota[key] > limit:
                     # The limit was lowered under running work (quotas.services warns the admin): say it as it is.
                     return (
                         f"{who.capitalize()} holds {self.in_quota[key]:g} GPUs within its quota, above its limit of {limit} "
                         f"(lowered since they started); this job needs {needs:g}."
                     )
-                return f"{self.in_quota[key]:g} of {limit} GPUs of the quota of {who} are in use; this job needs {needs:g}."
+                held = used - self.in_quota[key]
+                if held > 0:
+                    return (
+                        f"{used - held:g} of {limit} GPUs of the quota of {who} are in use and {held:g} held for its jobs "
+                        f"promised a start; this job needs {needs:g}."
+                    )
+                return f"{used:g} of {limit} GPUs of the quota of {who} are in use; this job needs {needs:g}."
         return None
 
     def _largest_node(self, job: PendingJob) -> float | None:
@@ -387,7 +436,7 @@ class _Cycle:
 
     def _quota_room(self, job: PendingJob | RunningJob) -> float | None:
         """GPUs its owners' tightest quota has left (None: no owner has a limit)."""
-        rooms = [limit - self.in_quota[key] for key, _ in self._owners(job) if (limit := self._account(key).max_gpus) is not None]
+        rooms = [limit - self._quota_used(key, job) for key, _ in self._owners(job) if (limit := self._account(key).max_gpus) is not None]
         return min(rooms, default=None)
 
     def _budget_hold(self, job: PendingJob) -> str | None:
@@ -399,7 +448,7 @@ class _Cycle:
             need = need or self._budget_need(job)
             # The same figure, in the same words, as the usage page: what running jobs (and those placed in this
             # cycle) may still use by their wall time is committed, and a new job must fit in the rest.
-            budget = BudgetLeft(left=account.node_hours_left, committed=self.budget_used[key])
+            budget = BudgetLeft(left=account.node_hours_left, committed=self._budget_committed(key, job))
             if need[0] > budget.left - budget.committed:
                 renews = f" It renews {when(account.budget_resets_at)}." if account.budget_resets_at else ""
                 return f"The budget of {who} has {budget}; this job may use {need[0]:.1f} ({need[1]}).{renews}"
@@ -677,7 +726,7 @@ class _Cycle:
         for key, _ in self._owners(r):
             account = self._account(key)
             if account.node_hours_left is not None and hours > 0:
-                room = min(room, int((account.node_hours_left - self.budget_used[key]) // hours))
+                room = min(room, int((account.node_hours_left - self._budget_committed(key, r)) // hours))
         return room
 
     def _evict(self, victim: RunningJob, preemptor: PendingJob) -> None:
@@ -829,6 +878,12 @@ class _Cycle:
                 if not r.over_quota:
                     for key, _ in self._owners(r):
                         self.quota_ends[key].append((r.ends_at, r.gpus))
+            # A promised job's held quota is used from its start until its wall time after it.
+            for job_id, (gpus, _) in self.commitments.items():
+                promise = self.promised.get(job_id)
+                if gpus and promise is not None:
+                    for key, _ in self._owners(self.planned[job_id]):
+                        self.quota_ends[key].append((promise.start + self.planned[job_id].wall_seconds, gpus))
             for ends in self.quota_ends.values():
                 ends.sort()
         for key, _ in self._owners(job):
@@ -837,7 +892,7 @@ class _Cycle:
                 continue
             if needs > limit:
                 return None
-            in_use = self.in_quota[key]
+            in_use = self._quota_used(key, job)
             for end, gpus in self.quota_ends.get(key, ()):
                 if in_use + needs <= limit:
                     break

@@ -9,17 +9,21 @@ platform stores: the previous cycle's reservations (Snapshot.reservations). The 
   nodes only then), never later, unless a node it held was lost in between (then its reason says it moved);
 - a reserved job whose start has come is started in that cycle;
 - nothing started, running or reserved ever overlaps another beyond a node's GPUs.
+
+`PromisesUnderQuotas` runs the same machine with GPU quotas on two of the three users: their later jobs
+(started within quota, or borrowing when preemptible) must not take the quota a promised job needs, and a
+preempted job is requeued barred from borrowing for the hysteresis, as on the platform.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from policy.model import ESTIMATE_RESERVED, NodeView, PendingJob, PolicyConfig, Reservation, RunningJob, Snapshot
+from policy.model import ESTIMATE_RESERVED, Account, NodeView, PendingJob, PolicyConfig, Reservation, RunningJob, Snapshot, user_key
 from policy.schedule import schedule
 
 NOW = 1_800_000_000.0
@@ -36,9 +40,12 @@ class Run:
     started: float
     # When it really ends: at most its wall time.
     finishes: float
+    over_quota: bool = False
 
 
 class Promises(RuleBasedStateMachine):
+    accounts: tuple[Account, ...] = ()
+
     @initialize()
     def start(self) -> None:
         self.now = NOW
@@ -122,9 +129,11 @@ class Promises(RuleBasedStateMachine):
                     ends_at=run.started + run.job.wall_seconds,
                     user=run.job.user,
                     preemptible=run.job.preemptible,
+                    over_quota=run.over_quota,
                 )
                 for job_id, run in sorted(self.running.items())
             ),
+            accounts={a.key: a for a in self.accounts},
             now=self.now,
             reservations=self.reservations,
         )
@@ -150,10 +159,10 @@ class Promises(RuleBasedStateMachine):
             assert self.now <= (waits[job_id].estimated_start or 0.0) <= kept[job_id].start
         for p in decisions.preemptions:
             run = self.running.pop(p.job_id)
-            self.pending[p.job_id] = run.job
+            self.pending[p.job_id] = replace(run.job, preempted_at=self.now)
         for p in decisions.placements:
             job = self.pending.pop(p.job_id)
-            self.running[p.job_id] = Run(job, p.node_names, p.gpus_held, self.now, self.now + self.runtimes[p.job_id])
+            self.running[p.job_id] = Run(job, p.node_names, p.gpus_held, self.now, self.now + self.runtimes[p.job_id], p.over_quota)
         self.reservations = decisions.reservations
         self.lost_since_cycle = set()
         self._no_overlap(decisions.reservations)
@@ -179,5 +188,11 @@ class Promises(RuleBasedStateMachine):
             assert sum(g for run in self.running.values() for n, g in zip(run.nodes, run.gpus, strict=True) if n == name) <= total
 
 
+class PromisesUnderQuotas(Promises):
+    accounts = (Account(user_key("u0"), max_gpus=8), Account(user_key("u1"), max_gpus=12))
+
+
 Promises.TestCase.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
 TestPromisesOverTime = Promises.TestCase
+PromisesUnderQuotas.TestCase.settings = settings(max_examples=600, stateful_step_count=40, deadline=None)
+TestPromisesUnderQuotas = PromisesUnderQuotas.TestCase
