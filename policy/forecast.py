@@ -1,8 +1,11 @@
-"""An estimated start for every waiting job: the queue planned forward over the wall times.
+"""An estimated start for every waiting job: the queue planned forward as it is expected to run.
 
 After the cycle's walk, the waiting jobs without a reservation are planned in priority order, each at
-the earliest window in which it fits around the running jobs (by their wall-time ends), the
-reservations, and the jobs planned before it, as `squeue --start` does for Slurm's backfill plan.
+the earliest window of its wall time in which it fits around the running jobs, the reservations, and
+the jobs planned before it, as `squeue --start` does for Slurm's backfill plan. The timelines are the
+expected ones (policy.schedule._likely_timelines): running jobs, reserved jobs and the jobs planned
+before it go at their predicted run times (policy/runtime.py) where there is one, else at their wall
+times; the wall times alone made every estimate late by what jobs leave unused of theirs.
 Nothing here changes a decision: a planned start is an estimate that moves when higher-priority work
 arrives or work ends early; only a reservation is a promise.
 
@@ -58,8 +61,11 @@ def forecast(
             out.append(wait)
             continue
         start, chosen = found
+        # Jobs planned after it see it gone at its expected end (the timelines are the expected ones, not the wall
+        # times promises are held by); it still needs a window of its wall time, as the walk places it.
+        ends = start + (job.expected_seconds or job.wall_seconds)
         for name in chosen:
-            timelines.hold(name, Hold(start, job.id, start + job.wall_seconds, need_on(job, name)))
+            timelines.hold(name, Hold(start, job.id, ends, need_on(job, name)))
         last = start if last is None else max(last, start)
         out.append(replace(wait, estimated_start=start, estimate=ESTIMATE_PLANNED))
     return tuple(out)

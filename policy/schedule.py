@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -199,7 +199,7 @@ class _Cycle:
         waiting = forecast(
             self.waiting,
             planned,
-            self.timelines,
+            self._likely_timelines(),
             self.now,
             self.config.plan_jobs,
             self._need_on,
@@ -773,22 +773,28 @@ class _Cycle:
             self.fits_unreserved[key] = self._fit(job, None) is not None
         return self.fits_unreserved[key]
 
-    def _expected_start(self, job: PendingJob, kept: Reservation) -> float:
-        """When a reserved job is expected to start: the promise worked out again on its nodes with each running job
-        gone at its expected end, and each reservation ahead of it there gone its expected run time after its own
-        promise, instead of at their wall times (what the promise, kept.start, is held by). Never later than it."""
-        names = kept.node_names
+    def _likely_timelines(self, names: Iterable[str] | None = None, *, leave_out: int | None = None) -> Timelines:
+        """The nodes' timelines as they are expected to go: each running job gone at its expected end and each
+        reservation (but `leave_out`'s) gone its expected run time after its promised start, instead of at their wall
+        times. Only `names`' holds are copied (None: every node's)."""
 
         def likely_releases(name: str) -> list[tuple[float, int]]:
             return [(self.running[j].likely_end(self.now), gpus) for j, gpus in self.on_node.get(name, {}).items()]
 
         likely = Timelines(self.capacity.total, self.capacity.free.__getitem__, likely_releases, self.now)
-        for name in names:
+        for name in self.timelines.holds if names is None else names:
             for h in self.timelines.holds.get(name, ()):
-                if h.job_id != job.id:
+                if h.job_id != leave_out:
                     other = self.planned.get(h.job_id)
                     seconds = other.expected_seconds if other is not None else None
                     likely.hold(name, h if seconds is None else h._replace(end=min(h.end, h.start + seconds)))
+        return likely
+
+    def _expected_start(self, job: PendingJob, kept: Reservation) -> float:
+        """When a reserved job is expected to start: the promise worked out again on its nodes as they are expected to
+        go (`_likely_timelines`), not by the wall times the promise, kept.start, is held by. Never later than it."""
+        names = kept.node_names
+        likely = self._likely_timelines(names, leave_out=job.id)
         options = {name: likely.starts(name, self._need_on(job, name), job.wall_seconds, self.now) for name in names}
         found = earliest_common_start(options, len(names))
         return kept.start if found is None else min(found[0], kept.start)

@@ -1,6 +1,8 @@
-"""An estimated start for every waiting job: planned forward by wall times, from when its limits let it run."""
+"""An estimated start for every waiting job: planned forward as the work is expected to run, from when its limits let it run."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from policy.model import BUDGET, ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, QUOTA_GPUS, Account, user_key
 from policy.schedule import schedule
@@ -16,6 +18,19 @@ def test_jobs_are_planned_one_after_another_in_priority_order_around_the_running
         (ESTIMATE_PLANNED, NOW + HOUR),
         (ESTIMATE_PLANNED, NOW + 2 * HOUR),
         (ESTIMATE_PLANNED, NOW + 3 * HOUR),
+    ]
+
+
+def test_the_plan_follows_predicted_run_times_where_there_are_any() -> None:
+    # The running job may hold n00 for two hours but is expected to end in half an hour; the first waiting job asks
+    # an hour and is expected to take twenty minutes (its owner's recent runs).
+    jobs = [replace(running(10, {"n00": 8}, left=2 * HOUR), expected_end=NOW + HOUR / 2)]
+    first = replace(pend(1, age=300), expected_seconds=HOUR / 3)
+    decisions = schedule(snap([first, pend(2, age=200)], jobs, nodes=1), config(starvation_seconds=10 * HOUR))
+    w = waiting(decisions)
+    assert [(w[i].estimate, w[i].estimated_start) for i in (1, 2)] == [
+        (ESTIMATE_PLANNED, NOW + HOUR / 2),
+        (ESTIMATE_PLANNED, NOW + HOUR / 2 + HOUR / 3),
     ]
 
 
