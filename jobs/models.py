@@ -60,7 +60,7 @@ class EstimateKind(models.TextChoices):
 
     # A reservation: it starts by then at the latest, on its reserved nodes.
     RESERVED = "reserved", "reserved: starts by then"
-    # The queue planned forward by wall times: moves if higher-priority work arrives.
+    # The queue planned forward as the work is expected to run: moves if higher-priority work arrives.
     PLANNED = "planned", "planned: about then"
     # Past the planned part of the queue: a lower bound.
     AFTER = "after", "after: not before then"

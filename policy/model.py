@@ -309,7 +309,7 @@ class Reservation:
 
 # What a waiting job's estimated_start means.
 ESTIMATE_RESERVED = "reserved"  # a reservation: the start at the latest, unless capacity is lost
-ESTIMATE_PLANNED = "planned"  # the plan of the queue forward by wall times: moves as higher-priority work arrives
+ESTIMATE_PLANNED = "planned"  # the plan of the queue forward as the work is expected to run: moves as higher-priority work arrives
 ESTIMATE_AFTER = "after"  # past the planned part of the queue: not before this time
 ESTIMATE_NONE = ""  # no estimate can be known (the reason says why)
 

@@ -26,7 +26,7 @@ arrived since: each keeps its start, which may only move earlier (work ending
 before its wall time; onto other nodes only then); only lost capacity (a node gone
 or drained) moves it later, and the job's reason then says so. New reservations go
 to the longest-waiting starving jobs first. After the walk, the jobs without a reservation are planned
-forward over the wall times (policy/forecast.py) for an estimated start.
+forward as the work is expected to run (policy/forecast.py) for an estimated start.
 
 Deterministic: the same snapshot always gives the same decisions.
 """

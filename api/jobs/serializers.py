@@ -310,7 +310,7 @@ QUEUE_POSITION_HELP = (
 PRIORITY_HELP = "The priority the last cycle used and each factor's part; null unless the job is pending, and until a cycle planned it."
 ESTIMATE_KIND_HELP = (
     "What estimated_start means: `reserved` (a reservation: starts by then at the latest, on reserved_nodes), "
-    "`planned` (the queue planned forward by wall times: moves if higher-priority work arrives), "
+    "`planned` (the queue planned forward as the work is expected to run: moves if higher-priority work arrives), "
     "`after` (past the planned part of the queue: not before then), or empty (nothing known)."
 )
 RESERVED_NODES_HELP = "The nodes held for the job by its reservation; empty without one."
