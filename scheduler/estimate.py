@@ -4,7 +4,8 @@
 once: `jobs.services.job_submit_problems`); the owner's limits are read as the usage page reads them; the start is
 the cycle's own: the snapshot the cycle would build, with the job added as it would be queued (its id after every
 job's, submitted now), through the same `policy.schedule`, whose forecast plans every waiting job forward as the
-work is expected to run (predicted run times where there are any, wall times otherwise). Reads only: nothing is written (no job, no charge, no audit row, no stored plan).
+work is expected to run (predicted run times where there are any, wall times otherwise). Reads only: nothing is
+written (no job, no charge, no audit row, no stored plan).
 """
 
 from __future__ import annotations
