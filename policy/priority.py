@@ -27,7 +27,6 @@ import math
 
 from policy.model import Account, PendingJob, PolicyConfig, Priority, RunningJob, Snapshot, team_key, user_key
 
-HOUR = 3600.0
 SHORT_MIN_SECONDS = 60.0
 
 
