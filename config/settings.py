@@ -424,13 +424,9 @@ MUSTER_PRIORITY_WEIGHT_FAIR_SHARE = env_float("MUSTER_PRIORITY_WEIGHT_FAIR_SHARE
 MUSTER_PRIORITY_WEIGHT_AGE = env_float("MUSTER_PRIORITY_WEIGHT_AGE", 500.0)
 MUSTER_PRIORITY_WEIGHT_CLASS = env_float("MUSTER_PRIORITY_WEIGHT_CLASS", 10000.0)
 MUSTER_PRIORITY_WEIGHT_SIZE = env_float("MUSTER_PRIORITY_WEIGHT_SIZE", 100.0)
-MUSTER_PRIORITY_WEIGHT_SHORT = env_float("MUSTER_PRIORITY_WEIGHT_SHORT", 5000.0)
-# The short-job factor falls from 1 (a minute or less) to 0 at this length.
+MUSTER_PRIORITY_WEIGHT_SHORT = env_float("MUSTER_PRIORITY_WEIGHT_SHORT", 2000.0)
+# The short-wall-time factor falls from 1 (an hour or less) to 0 at this wall time.
 MUSTER_PRIORITY_SHORT_MAX_SECONDS = env_float("MUSTER_PRIORITY_SHORT_MAX_SECONDS", 7 * 24 * 3600)
-# The short-job factor ranks a job by its expected run time (its owner's recent jobs), but at most this far below its wall time.
-MUSTER_PRIORITY_SHORT_PREDICTION_SECONDS = env_float("MUSTER_PRIORITY_SHORT_PREDICTION_SECONDS", 3600.0)
-if MUSTER_PRIORITY_SHORT_PREDICTION_SECONDS < 0:
-    raise ImproperlyConfigured("MUSTER_PRIORITY_SHORT_PREDICTION_SECONDS must be 0 or more")
 # The age factor reaches 1 after a job has waited this long.
 MUSTER_PRIORITY_AGE_MAX_SECONDS = env_float("MUSTER_PRIORITY_AGE_MAX_SECONDS", 7 * 24 * 3600)
 # A job waiting this long (a single-node job at least MUSTER_STARVATION_WALL_FACTOR x its wall time) gets a reservation

@@ -202,11 +202,9 @@ class PolicyConfig:
     weight_age: float = 500.0
     weight_class: float = 10000.0
     weight_size: float = 100.0
-    weight_short: float = 5000.0
-    # The short-job factor is 1 for a minute or less and 0 at this length or more (log scale). The length is the wall
-    # time, less up to `short_prediction_seconds` when the job is expected to end sooner (policy/priority.py: short_length).
+    weight_short: float = 2000.0
+    # The short-wall-time factor is 1 for a wall time of an hour or less and 0 at this wall time or more (log scale).
     short_max_seconds: float = 7 * 24 * 3600.0
-    short_prediction_seconds: float = 3600.0
     # Age factor reaches 1 after this long in the queue.
     age_max_seconds: float = 7 * 24 * 3600.0
     half_life_seconds: float = 7 * 24 * 3600.0

@@ -1,4 +1,4 @@
-"""Multifactor priority: a weighted sum of fair share, age, priority class, size and short length.
+"""Multifactor priority: a weighted sum of fair share, age, priority class, size and short wall time.
 
 Every factor is in [0, 1]; the weights (settings) say how much each counts.
 
@@ -12,13 +12,9 @@ Every factor is in [0, 1]; the weights (settings) say how much each counts.
 - class: 1 for the highest priority class, 0 for the lowest.
 - size: the job's share of the cluster's GPUs, so large gangs are not starved
   by a stream of small jobs.
-- short: 1 for a minute or less, 0 at `short_max_seconds`, log scale between:
-  shortest-job-first within the other factors, which cuts the mean wait most
-  (docs/scheduling.md has the replay's figures). The length is the wall time, less
-  up to `short_prediction_seconds` (an hour) when the owner's recent jobs say it
-  will end sooner (policy/runtime.py): users ask whole hours, and most jobs that
-  ask one hour run for minutes. The bound keeps a long ask long, however short the
-  owner's last jobs were.
+- short: 1 for a wall time of an hour or less, 0 at `short_max_seconds`, log scale
+  between: shortest-job-first within the other factors, which cuts the mean wait most
+  (docs/scheduling.md has the replay's figures).
 """
 
 from __future__ import annotations
@@ -27,7 +23,7 @@ import math
 
 from policy.model import Account, PendingJob, PolicyConfig, Priority, RunningJob, Snapshot, team_key, user_key
 
-SHORT_MIN_SECONDS = 60.0
+HOUR = 3600.0
 
 
 def prioritize(snapshot: Snapshot, config: PolicyConfig) -> dict[int, Priority]:
@@ -70,10 +66,9 @@ def prioritize(snapshot: Snapshot, config: PolicyConfig) -> dict[int, Priority]:
         size = sizes.get(gpus)
         if size is None:
             size = sizes[gpus] = min(1.0, gpus / cluster_gpus)
-        length = short_length(job.wall_seconds, job.expected_seconds, config.short_prediction_seconds)
-        short = shorts.get(length)
+        short = shorts.get(job.wall_seconds)
         if short is None:
-            short = shorts[length] = short_factor(length, config.short_max_seconds)
+            short = shorts[job.wall_seconds] = short_factor(job.wall_seconds, config.short_max_seconds)
         fair_w, age_w, class_w, size_w, short_w = fair_share * w_fair, age * w_age, rank * w_class, size * w_size, short * w_short
         weighted = {
             "fair_share": (fair_share, fair_w),
@@ -88,23 +83,15 @@ def prioritize(snapshot: Snapshot, config: PolicyConfig) -> dict[int, Priority]:
     return result
 
 
-def short_length(wall_seconds: float, expected_seconds: float | None, prediction_seconds: float) -> float:
-    """The length the short factor ranks a job by: its wall time, less up to `prediction_seconds` when it is expected to
-    end sooner."""
-    if expected_seconds is None:
-        return wall_seconds
-    return max(wall_seconds - prediction_seconds, min(wall_seconds, expected_seconds))
-
-
-def short_factor(seconds: float, short_max_seconds: float) -> float:
-    """1 for a minute or less, falling with the log of the length to 0 at `short_max_seconds`.
+def short_factor(wall_seconds: float, short_max_seconds: float) -> float:
+    """1 for a wall time of an hour or less, falling with the log of the wall time to 0 at `short_max_seconds`.
 
     Log scale because wall times span minutes to weeks: 1 h against 2 h counts as much as 1 day against 2 days.
     """
-    if short_max_seconds <= SHORT_MIN_SECONDS:
+    if short_max_seconds <= HOUR:
         return 1.0
-    span = max(seconds, SHORT_MIN_SECONDS) / SHORT_MIN_SECONDS
-    return max(0.0, 1.0 - math.log(span) / math.log(short_max_seconds / SHORT_MIN_SECONDS))
+    hours = max(wall_seconds, HOUR) / HOUR
+    return max(0.0, 1.0 - math.log(hours) / math.log(short_max_seconds / HOUR))
 
 
 def priority_order(snapshot: Snapshot, config: PolicyConfig, priorities: dict[int, Priority] | None = None) -> list[PendingJob]:

@@ -32,7 +32,6 @@ def policy_config() -> PolicyConfig:
         weight_size=settings.MUSTER_PRIORITY_WEIGHT_SIZE,
         weight_short=settings.MUSTER_PRIORITY_WEIGHT_SHORT,
         short_max_seconds=settings.MUSTER_PRIORITY_SHORT_MAX_SECONDS,
-        short_prediction_seconds=settings.MUSTER_PRIORITY_SHORT_PREDICTION_SECONDS,
         age_max_seconds=settings.MUSTER_PRIORITY_AGE_MAX_SECONDS,
         half_life_seconds=settings.MUSTER_FAIR_SHARE_HALF_LIFE_SECONDS,
         class_count=len(settings.MUSTER_PRIORITY_CLASSES),

@@ -293,10 +293,7 @@ class PriorityFactorSerializer(serializers.Serializer):
 
 class PrioritySerializer(serializers.Serializer):
     total = serializers.FloatField(help_text="The sum of the weighted factors; the queue runs highest first.")
-    factors = serializers.DictField(
-        child=PriorityFactorSerializer(),
-        help_text="fair_share, age, class, size and short (its wall time, less up to an hour when expected to end sooner).",
-    )
+    factors = serializers.DictField(child=PriorityFactorSerializer(), help_text="fair_share, age, class, size and short (wall time).")
 
 
 def priority_data(priority: Priority) -> dict[str, Any]:

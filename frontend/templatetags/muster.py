@@ -62,7 +62,7 @@ def limit(value: float | int | None) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-FACTOR_LABELS = {"fair_share": "Fair share", "age": "Age", "class": "Priority class", "size": "Size", "short": "Short job"}
+FACTOR_LABELS = {"fair_share": "Fair share", "age": "Age", "class": "Priority class", "size": "Size", "short": "Short wall time"}
 
 
 @register.filter

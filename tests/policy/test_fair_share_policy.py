@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -35,7 +34,7 @@ from policy.model import (
     team_key,
     user_key,
 )
-from policy.priority import prioritize, short_factor, short_length
+from policy.priority import prioritize, short_factor
 from policy.schedule import schedule
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC).timestamp()
@@ -415,8 +414,7 @@ def test_a_failed_preemption_search_is_not_reused_for_a_job_that_may_backfill_wh
         pend(2, wall=20 * HOUR, age=100),  # would outlast the reservation: may not use, or preempt on, its nodes
         pend(3, wall=100, age=50),  # the same class and shape, but gone long before it starts: may backfill there
     ]
-    # In this order (by age alone): job 3 comes after the search for job 2 failed.
-    decisions = schedule(snap(pending, jobs), config(starvation_seconds=HOUR, weight_short=0.0))
+    decisions = schedule(snap(pending, jobs), config(starvation_seconds=HOUR))
     (reservation,) = decisions.reservations
     assert (reservation.job_id, reservation.start) == (1, NOW + 10 * HOUR)
     assert [(p.job_id, p.node_names) for p in decisions.placements] == [(3, ("n01",))]
@@ -523,40 +521,20 @@ def test_priority_factors_are_between_zero_and_one_and_add_up_to_the_total() -> 
         assert priority.total == pytest.approx(sum(weighted for _, weighted in priority.factors.values()))
 
 
-def test_short_factor_is_one_up_to_a_minute_and_falls_on_a_log_scale_to_zero_at_the_max() -> None:
+def test_short_factor_is_one_up_to_an_hour_and_falls_on_a_log_scale_to_zero_at_the_max() -> None:
     week = 7 * 24 * HOUR
-    assert short_factor(30.0, week) == 1.0
-    assert short_factor(60.0, week) == 1.0
-    assert short_factor(10 * 60.0, week) < 1.0
+    assert short_factor(10 * 60.0, week) == 1.0
+    assert short_factor(HOUR, week) == 1.0
     assert short_factor(week, week) == 0.0
     assert short_factor(4 * week, week) == 0.0
-    # Log scale: doubling the length costs the same wherever it is.
+    # Log scale: doubling the wall time costs the same wherever it is.
     doubling_short = short_factor(HOUR, week) - short_factor(2 * HOUR, week)
     assert doubling_short == pytest.approx(short_factor(24 * HOUR, week) - short_factor(48 * HOUR, week))
-    assert short_factor(24 * HOUR, week) == pytest.approx(1 - math.log(24 * 60) / math.log(7 * 24 * 60))
-
-
-def test_the_short_factor_ranks_a_job_by_its_expected_run_time_but_at_most_an_hour_below_its_wall_time() -> None:
-    assert short_length(HOUR, None, HOUR) == HOUR
-    assert short_length(HOUR, 300.0, HOUR) == 300.0
-    assert short_length(HOUR, 5 * HOUR, HOUR) == HOUR  # never above the wall time
-    assert short_length(4 * HOUR, 300.0, HOUR) == 3 * HOUR  # a long ask is not made short by its owner's short jobs
-    assert short_length(4 * HOUR, 300.0, 0.0) == 4 * HOUR
-
-
-def test_of_two_jobs_asking_the_same_wall_time_the_one_expected_to_end_sooner_goes_first() -> None:
-    # Both ask an hour; ann's recent jobs ran 5 minutes, bob's 50. Bob's job is older.
-    pending = [replace(pend(1, user="bob", age=600.0), expected_seconds=50 * 60.0), replace(pend(2, age=60.0), expected_seconds=300.0)]
-    priorities = prioritize(snap(pending, nodes=1), PolicyConfig())
-    assert priorities[2].factors["short"][0] > priorities[1].factors["short"][0]
-    assert list(placed(schedule(snap(pending, nodes=1)))) == [2]
-    # A prediction moves a job by at most an hour of its ask: 4 h expected to take 5 min still ranks after 2 h.
-    long_ask = [replace(pend(1, wall=4 * HOUR, age=600.0), expected_seconds=300.0), pend(2, user="bob", wall=2 * HOUR, age=60.0)]
-    assert list(placed(schedule(snap(long_ask, nodes=1)))) == [2]
+    assert short_factor(24 * HOUR, week) == pytest.approx(1 - math.log(24) / math.log(168))
 
 
 def test_the_shorter_wall_time_goes_first_with_the_short_factor_weighted_and_the_older_job_without() -> None:
-    pending = [pend(1, wall=48 * HOUR, age=600.0), pend(2, wall=60.0, age=60.0)]
+    pending = [pend(1, wall=48 * HOUR, age=600.0), pend(2, wall=HOUR, age=60.0)]
     without = prioritize(snap(pending, nodes=1), PolicyConfig(weight_short=0.0))
     assert without[1].total > without[2].total  # only age tells them apart
     weighted = prioritize(snap(pending, nodes=1), PolicyConfig(weight_short=1000.0))

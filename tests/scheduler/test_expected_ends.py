@@ -61,26 +61,3 @@ def test_the_cycles_snapshot_reads_run_times_once_for_waiting_and_running_owners
     (run,) = snapshot.running
     assert (run.id, run.expected_end) == (running.id, pytest.approx(run.started_at + 30 * 60))
     assert {j.id: j.expected_seconds for j in snapshot.pending} == {waiting.id: 90 * 60.0}
-
-
-def test_of_two_one_hour_asks_the_one_whose_owner_runs_short_jobs_ranks_higher_unless_the_setting_turns_it_off(settings) -> None:
-    from django.utils import timezone
-
-    from policy.priority import prioritize
-    from scheduler.snapshot import build_snapshot, policy_config
-
-    ann, bob = UserFactory(username="ann"), UserFactory(username="bob")
-    finished(ann, ended_hours_ago=2, ran_minutes=5)
-    finished(bob, ended_hours_ago=2, ran_minutes=50)
-    quick = JobFactory(owner=ann, wall_time_seconds=3600)
-    slow = JobFactory(owner=bob, wall_time_seconds=3600)
-
-    def short_factors() -> dict[int, float]:
-        priorities = prioritize(build_snapshot(timezone.now()), policy_config())
-        return {pk: priorities[pk].factors["short"][0] for pk in (quick.id, slow.id)}
-
-    ranked = short_factors()
-    assert ranked[quick.id] > ranked[slow.id]
-    settings.MUSTER_PRIORITY_SHORT_PREDICTION_SECONDS = 0.0
-    by_wall = short_factors()
-    assert by_wall[quick.id] == by_wall[slow.id]
