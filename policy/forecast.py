@@ -63,7 +63,7 @@ def forecast(
         start, chosen = found
         # Jobs planned after it see it gone at its expected end (the timelines are the expected ones, not the wall
         # times promises are held by); it still needs a window of its wall time, as the walk places it.
-        ends = start + (job.expected_seconds or job.wall_seconds)
+        ends = start + job.likely_seconds
         for name in chosen:
             timelines.hold(name, Hold(start, job.id, ends, need_on(job, name)))
         last = start if last is None else max(last, start)

@@ -138,6 +138,11 @@ class PendingJob:
         return self.nodes * self.gpus_per_node
 
     @property
+    def likely_seconds(self) -> float:
+        """How long it is expected to run once started: its prediction where it has one (never above its wall time)."""
+        return self.wall_seconds if self.expected_seconds is None else min(self.wall_seconds, self.expected_seconds)
+
+    @property
     def elastic(self) -> bool:
         return 0 < self.min_nodes < self.nodes
 

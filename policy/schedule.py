@@ -786,8 +786,7 @@ class _Cycle:
             for h in self.timelines.holds.get(name, ()):
                 if h.job_id != leave_out:
                     other = self.planned.get(h.job_id)
-                    seconds = other.expected_seconds if other is not None else None
-                    likely.hold(name, h if seconds is None else h._replace(end=min(h.end, h.start + seconds)))
+                    likely.hold(name, h if other is None else h._replace(end=min(h.end, h.start + other.likely_seconds)))
         return likely
 
     def _expected_start(self, job: PendingJob, kept: Reservation) -> float:

@@ -34,6 +34,15 @@ def test_the_plan_follows_predicted_run_times_where_there_are_any() -> None:
     ]
 
 
+def test_a_prediction_of_no_time_at_all_is_a_prediction_not_a_missing_one() -> None:
+    # The owner's last jobs ended as they started: the job planned first is expected gone at once, not after its hour.
+    jobs = [running(10, {"n00": 8}, left=HOUR / 2)]
+    first = replace(pend(1, age=300), expected_seconds=0.0)
+    decisions = schedule(snap([first, pend(2, age=200)], jobs, nodes=1), config(starvation_seconds=10 * HOUR))
+    w = waiting(decisions)
+    assert [w[i].estimated_start for i in (1, 2)] == [NOW + HOUR / 2, NOW + HOUR / 2]
+
+
 def test_past_the_planned_jobs_the_estimate_is_a_lower_bound() -> None:
     jobs = [running(10, {"n00": 8}, left=HOUR)]
     pending = [pend(1, age=300), pend(2, age=200), pend(3, age=100)]
