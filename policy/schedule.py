@@ -79,6 +79,8 @@ MAX_PREEMPTION_SEARCHES = 32
 SOONER_MIN_WALL_SECONDS = 10 * 60
 # Bounds that offer's cost in a cycle over a huge queue: searches for the first waiting jobs in the order only.
 MAX_SOONER_SEARCHES = 64
+# Why a running job may not be preempted now (policy/schedule.py _protected).
+PROTECTED_NEW, PROTECTED_SPENT, PROTECTED_FAR = "new", "spent", "far"
 
 
 def _minutes(seconds: float) -> str:
@@ -87,6 +89,10 @@ def _minutes(seconds: float) -> str:
     if not hours:
         return f"{minutes} min"
     return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
+def _gpus(count: float) -> str:
+    return f"{count:g}"
 
 
 def schedule(snapshot: Snapshot, config: PolicyConfig | None = None, *, max_jobs: int | None = None) -> Decisions:
@@ -152,6 +158,7 @@ class _Cycle:
         )
         self.resizes: list[Resize] = []
         self.room_texts: dict[tuple[int, int, int, int, int], str] = {}
+        self.reclaim_texts: dict[int, str] = {}
         self.fits_unreserved: dict[tuple[int, int, int, int, int], bool] = {}
         self.sooner_texts: dict[tuple[int, int, int, int, int, int, float], str] = {}
         self.planned: dict[int, PendingJob] = {}  # the waiting jobs by id, as promises and estimates see them
@@ -258,7 +265,7 @@ class _Cycle:
         if chosen is not None:
             self._place(job, chosen, over_quota=borrowing)
             return
-        self._explain(job)
+        self._explain(job, reclaiming=self.limited and not borrowing and self.config.preemption)
 
     def _consider_slice(self, job: PendingJob, quota_block: str | None) -> None:
         """A GPU slice job: the slice meeting its asks, in the queue's order; it neither borrows, preempts nor reserves.
@@ -542,15 +549,45 @@ class _Cycle:
     # --- preemption ------------------------------------------------------------------------------
 
     def _may_preempt(self, job: PendingJob, victim: RunningJob) -> bool:
+        return self._protected(victim) is None and (victim.over_quota or victim.class_rank > job.class_rank)
+
+    def _protected(self, victim: RunningJob) -> str | None:
+        """Why a running job may not be stopped now, whoever asks (None: it may, by one of a higher claim)."""
         if victim.id in self.started or self.now - victim.started_at < self.config.preemption_min_runtime_seconds:
-            return False
+            return PROTECTED_NEW
         if victim.preemptions >= self.config.max_preemptions:
-            return False
+            return PROTECTED_SPENT
         if self._lost_if_stopped(victim) > self.config.preemption_max_lost_ratio * victim.gpus * (victim.ends_at - self.now):
             # Far enough along since its last checkpoint, for what it has left by its wall time, that waiting for it to
             # end costs less than the work a preemption would throw away (and the victim would run again).
-            return False
-        return victim.over_quota or victim.class_rank > job.class_rank
+            return PROTECTED_FAR
+        return None
+
+    def _reclaim_text(self) -> str:
+        """For a job within its quota that found no room: why the GPUs lent beyond quotas were not taken back for it.
+
+        Without it the reason says only that the cluster is full, while a user sees others run beyond their quota.
+        """
+        key = self.capacity.version
+        if key not in self.reclaim_texts:
+            held: dict[str | None, float] = defaultdict(float)
+            for r in self.running.values():
+                if r.over_quota:
+                    held[self._protected(r)] += r.gpus
+            parts = [
+                f"{_gpus(held[code])} {words}"
+                for code, words in (
+                    (PROTECTED_NEW, f"by jobs that started less than {_minutes(self.config.preemption_min_runtime_seconds)} ago"),
+                    (PROTECTED_SPENT, f"by jobs already preempted {self.config.max_preemptions} times"),
+                    (PROTECTED_FAR, "by jobs too far along to stop (stopping them loses more work than waiting for them costs)"),
+                    (None, "on nodes where stopping them does not make room for it"),
+                )
+                if held.get(code)
+            ]
+            total = sum(held.values())
+            lent = f" Jobs beyond their owners' quotas hold {_gpus(total)} GPUs; none could be taken back for it: "
+            self.reclaim_texts[key] = lent + "; ".join(parts) + "." if total else ""
+        return self.reclaim_texts[key]
 
     def _reborrow_at(self, job: PendingJob) -> float:
         return (job.preempted_at or 0.0) + self.config.reborrow_hysteresis_seconds
@@ -742,7 +779,9 @@ class _Cycle:
 
     # --- waiting: reservations and reasons -------------------------------------------------------
 
-    def _explain(self, job: PendingJob) -> None:
+    def _explain(self, job: PendingJob, *, reclaiming: bool = False) -> None:
+        """Reserve for the job if it is owed a start, and say why it waits (`reclaiming`: borrowers could have been
+        stopped for it, and the reason says why none was)."""
         kept = self.promised.get(job.id)
         moved = self.moved.pop(job.id, None)
         if kept is None and (moved or (job.id in self.next_promised and len(self.promised) < self.config.max_reservations)):
@@ -765,7 +804,7 @@ class _Cycle:
             self._wait(job, RESERVATION, text + self._sooner_text(job))
             return
         code = FRAGMENTATION if self.capacity.free_total >= job.gpus else NO_ROOM
-        self._wait(job, code, self._room_text(job))
+        self._wait(job, code, self._room_text(job) + (self._reclaim_text() if reclaiming else ""))
 
     def _fits_unreserved(self, job: PendingJob) -> bool:
         key = (job.nodes, job.min_nodes, job.gpus_per_node, job.rdma_per_node, self.capacity.version)

@@ -59,3 +59,25 @@ def test_a_job_far_along_for_what_it_has_left_is_waited_for_not_preempted() -> N
     assert schedule(snap([pend(2, rank=0)], [past], nodes=1)).preemptions == ()
     # A large ratio turns the check off.
     assert schedule(snap([pend(2, rank=0)], [nearly_done], nodes=1), config(preemption_max_lost_ratio=1e9)).preemptions
+
+
+def test_a_job_within_its_quota_that_reclaims_nothing_says_why_the_lent_gpus_stay_lent() -> None:
+    # ann may hold 8 GPUs and holds none; zed borrows both nodes, one job too new to stop, one too far along.
+    quota = (Account(user_key("ann"), max_gpus=8), Account(user_key("zed"), max_gpus=0))
+    new = running(1, {"n00": 8}, ran=300, left=10 * HOUR, over_quota=True)
+    far = running(3, {"n01": 8}, ran=5 * HOUR, left=HOUR, over_quota=True)
+    decisions = schedule(snap([pend(2, user="ann")], [new, far], accounts=quota))
+    assert decisions.preemptions == () and decisions.placements == ()
+    reason = waiting(decisions)[2].reason
+    assert "Jobs beyond their owners' quotas hold 16 GPUs; none could be taken back for it" in reason
+    assert "8 by jobs that started less than 10 min ago" in reason
+    assert "8 by jobs too far along to stop" in reason
+    # Once the new one has run past the minimum run time it is taken back, and nothing needs explaining.
+    older = replace(new, started_at=NOW - HOUR)
+    assert [p.job_id for p in schedule(snap([pend(2, user="ann")], [older, far], accounts=quota)).preemptions] == [1]
+
+
+def test_a_job_without_a_quota_is_not_told_about_borrowers() -> None:
+    far = running(3, {"n00": 8, "n01": 8}, ran=5 * HOUR, left=HOUR)
+    reason = waiting(schedule(snap([pend(2)], [far])))[2].reason
+    assert "quotas" not in reason
