@@ -147,6 +147,7 @@ class _Cycle:
         self.preemptions: list[Preemption] = []
         self.failed_searches: set[tuple[int, float | None, int, int, int, int]] = set()
         self.searches = 0
+        self.unsearched: set[int] = set()  # within quota, but the cycle's preemption searches were used up before it
         # Shortcuts that change no decision, for the cost of a long queue:
         # - without a running job that is over quota or of a lower class than some pending job, no search
         #   can find a victim (jobs placed in this cycle are never victims), so none is tried;
@@ -606,6 +607,7 @@ class _Cycle:
         # `allowed` lets it use. Those are the largest node its quota lets it hold whole, and which reservations it
         # may backfill: every reservation starting no earlier than the job's wall time ends, so their count says which.
         if self.searches >= MAX_PREEMPTION_SEARCHES:
+            self.unsearched.add(job.id)
             return None
         end = self.now + job.wall_seconds
         backfills = sum(1 for r in self.promised.values() if end <= r.start)
@@ -804,7 +806,13 @@ class _Cycle:
             self._wait(job, RESERVATION, text + self._sooner_text(job))
             return
         code = FRAGMENTATION if self.capacity.free_total >= job.gpus else NO_ROOM
-        self._wait(job, code, self._room_text(job) + (self._reclaim_text() if reclaiming else ""))
+        text = self._room_text(job)
+        if reclaiming and job.id in self.unsearched:
+            searched = f"This cycle had already looked for jobs to preempt for {MAX_PREEMPTION_SEARCHES} others"
+            text += f" {searched}, so not for this one; the next cycle looks again."
+        elif reclaiming:
+            text += self._reclaim_text()
+        self._wait(job, code, text)
 
     def _fits_unreserved(self, job: PendingJob) -> bool:
         key = (job.nodes, job.min_nodes, job.gpus_per_node, job.rdma_per_node, self.capacity.version)

@@ -81,3 +81,16 @@ def test_a_job_without_a_quota_is_not_told_about_borrowers() -> None:
     far = running(3, {"n00": 8, "n01": 8}, ran=5 * HOUR, left=HOUR)
     reason = waiting(schedule(snap([pend(2)], [far])))[2].reason
     assert "quotas" not in reason
+
+
+def test_a_job_past_the_cycles_preemption_searches_is_told_so_not_that_nothing_can_be_stopped() -> None:
+    # Every node is held; the only borrower is too new to stop, so every search fails, each for a new shape.
+    quota = (Account(user_key("ann"), max_gpus=1000), Account(user_key("zed"), max_gpus=0))
+    jobs = [running(1, {"n00": 8}, user="bob"), running(3, {"n01": 8}, user="bob"), running(4, {"n02": 8}, ran=60, over_quota=True)]
+    shapes = [(nodes, gpus) for nodes in (1, 2, 3, 4, 5) for gpus in range(1, 9)]
+    pending = [pend(100 + i, nodes=n, gpus=g, user="ann") for i, (n, g) in enumerate(shapes)]
+    decisions = schedule(snap(pending, jobs, accounts=quota, nodes=3))
+    reasons = [w.reason for w in decisions.waiting if w.job_id >= 100]
+    told_later = [r for r in reasons if "had already looked for jobs to preempt for 32 others" in r]
+    told_why = [r for r in reasons if "none could be taken back for it: 8 by jobs that started less than 10 min ago" in r]
+    assert len(told_why) == 32 and len(told_later) == len(shapes) - 32
