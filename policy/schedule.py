@@ -91,10 +91,6 @@ def _minutes(seconds: float) -> str:
     return f"{hours} h {minutes} min" if minutes else f"{hours} h"
 
 
-def _gpus(count: float) -> str:
-    return f"{count:g}"
-
-
 def schedule(snapshot: Snapshot, config: PolicyConfig | None = None, *, max_jobs: int | None = None) -> Decisions:
     """Decide which pending jobs start now and where, which running jobs are preempted, and why the rest wait."""
     config = config or PolicyConfig()
@@ -576,7 +572,7 @@ class _Cycle:
                 if r.over_quota:
                     held[self._protected(r)] += r.gpus
             parts = [
-                f"{_gpus(held[code])} {words}"
+                f"{held[code]:g} {words}"
                 for code, words in (
                     (PROTECTED_NEW, f"by jobs that started less than {_minutes(self.config.preemption_min_runtime_seconds)} ago"),
                     (PROTECTED_SPENT, f"by jobs already preempted {self.config.max_preemptions} times"),
@@ -586,7 +582,7 @@ class _Cycle:
                 if held.get(code)
             ]
             total = sum(held.values())
-            lent = f" Jobs beyond their owners' quotas hold {_gpus(total)} GPUs; none could be taken back for it: "
+            lent = f" Jobs beyond their owners' quotas hold {total:g} GPUs; none could be taken back for it: "
             self.reclaim_texts[key] = lent + "; ".join(parts) + "." if total else ""
         return self.reclaim_texts[key]
 
