@@ -262,7 +262,7 @@ class _Cycle:
         if chosen is not None:
             self._place(job, chosen, over_quota=borrowing)
             return
-        self._explain(job, reclaiming=self.limited and not borrowing and self.config.preemption)
+        self._explain(job, reclaiming=not borrowing and self.config.preemption)
 
     def _consider_slice(self, job: PendingJob, quota_block: str | None) -> None:
         """A GPU slice job: the slice meeting its asks, in the queue's order; it neither borrows, preempts nor reserves.

@@ -77,10 +77,19 @@ def test_a_job_within_its_quota_that_reclaims_nothing_says_why_the_lent_gpus_sta
     assert [p.job_id for p in schedule(snap([pend(2, user="ann")], [older, far], accounts=quota)).preemptions] == [1]
 
 
-def test_a_job_without_a_quota_is_not_told_about_borrowers() -> None:
-    far = running(3, {"n00": 8, "n01": 8}, ran=5 * HOUR, left=HOUR)
-    reason = waiting(schedule(snap([pend(2)], [far])))[2].reason
-    assert "quotas" not in reason
+def test_only_a_job_that_could_reclaim_is_told_about_borrowers() -> None:
+    # zed borrows both nodes with a job too far along to stop.
+    far = running(3, {"n00": 8, "n01": 8}, ran=5 * HOUR, left=HOUR, over_quota=True)
+    told = "Jobs beyond their owners' quotas hold 16 GPUs; none could be taken back for it: 16 by jobs too far along"
+    # ann has no quota at all: nothing limits her, so she may reclaim, and is told why she did not.
+    unlimited = (Account(user_key("zed"), max_gpus=0),)
+    assert told in waiting(schedule(snap([pend(2)], [far], accounts=unlimited)))[2].reason
+    # ann beyond her own quota would only borrow, and borrowers stop no one: nothing to tell her.
+    borrower = (Account(user_key("ann"), max_gpus=0), Account(user_key("zed"), max_gpus=0))
+    reason = waiting(schedule(snap([pend(2, preemptible=True)], [far], accounts=borrower)))[2].reason
+    assert "Jobs beyond their owners' quotas" not in reason
+    # Without preemption no one is stopped for anyone: nothing to tell either.
+    assert "Jobs beyond" not in waiting(schedule(snap([pend(2)], [far], accounts=unlimited), config(preemption=False)))[2].reason
 
 
 def test_a_job_past_the_cycles_preemption_searches_is_told_so_not_that_nothing_can_be_stopped() -> None:
