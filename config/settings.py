@@ -454,6 +454,11 @@ MUSTER_MAX_PREEMPTIONS = env_int("MUSTER_MAX_PREEMPTIONS", 3)
 MUSTER_REBORROW_HYSTERESIS_SECONDS = env_float("MUSTER_REBORROW_HYSTERESIS_SECONDS", 3600)
 # A job is preempted only while the work it would lose is at most this times what it has left by its wall time.
 MUSTER_PREEMPTION_MAX_LOST_RATIO = env_float("MUSTER_PREEMPTION_MAX_LOST_RATIO", 0.5)
+# Preemption for fair share (docs/scheduling.md): off by default; the gap is in shares of the cluster (U/S).
+MUSTER_FAIR_SHARE_PREEMPTION = env_bool("MUSTER_FAIR_SHARE_PREEMPTION", False)
+MUSTER_FAIR_SHARE_PREEMPTION_GAP = env_float("MUSTER_FAIR_SHARE_PREEMPTION_GAP", 1.0)
+if MUSTER_FAIR_SHARE_PREEMPTION_GAP < 0:
+    raise ImproperlyConfigured("MUSTER_FAIR_SHARE_PREEMPTION_GAP must be 0 or more (shares of the cluster)")
 
 # --- Kubernetes backend (MUSTER_CLUSTER=kubernetes) -------------------------------------------
 

@@ -90,6 +90,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "assigned_racks": job_assigned_racks(job),
             "logs": logs,
             "simulated_run": simulated_run,
+            "fair_share_preemption": settings.MUSTER_FAIR_SHARE_PREEMPTION,
             "live": job.state in ACTIVE_STATES or job.state == JobState.PENDING,
             "live_refresh_seconds": settings.MUSTER_LIVE_REFRESH_SECONDS,
             "updated": updated_at(),

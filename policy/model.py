@@ -233,6 +233,11 @@ class PolicyConfig:
     preemption_max_lost_ratio: float = 0.5
     # A preempted job may not borrow beyond its quota again until this long after its preemption.
     reborrow_hysteresis_seconds: float = 3600.0
+    # Preemption for fair share: a job whose owner has used at most its share may stop a preemptible job, of its class
+    # and of an owner without a GPU quota, whose owner has used at least `fair_share_preemption_gap` shares more (U/S,
+    # see policy/priority.py).
+    fair_share_preemption: bool = False
+    fair_share_preemption_gap: float = 1.0
     max_jobs: int | None = None
 
     def starving_after(self, wall_seconds: float, nodes: int = 1) -> float:

@@ -20,6 +20,7 @@ Every factor is in [0, 1]; the weights (settings) say how much each counts.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from policy.model import Account, PendingJob, PolicyConfig, Priority, RunningJob, Snapshot, team_key, user_key
 
@@ -28,20 +29,10 @@ HOUR = 3600.0
 
 def prioritize(snapshot: Snapshot, config: PolicyConfig) -> dict[int, Priority]:
     cluster_gpus = sum(n.gpus_total for n in snapshot.nodes if n.schedulable) or 1
-    cluster_nodes = sum(1 for n in snapshot.nodes if n.schedulable) or 1
-    window = config.half_life_seconds / math.log(2)
-    active = _active_accounts(snapshot)
-    # Summed in a fixed order, so float rounding cannot depend on the order the snapshot lists jobs in.
-    weight_sums = {kind: sum(_account(snapshot, k).weight for k in sorted(keys)) or 1.0 for kind, keys in active.items()}
-    cache: dict[str, float] = {}
+    usage = usage_ratios(snapshot, config)
 
     def fair(key: str, kind: str) -> float:
-        if key not in cache:
-            account = _account(snapshot, key)
-            used = max(account.usage_gpu_seconds / (cluster_gpus * window), account.usage_node_seconds / (cluster_nodes * window))
-            share = account.weight / weight_sums[kind]
-            cache[key] = 2 ** (-used / share) if share > 0 else 0.0
-        return cache[key]
+        return 2 ** -usage(key, kind)
 
     classes = max(config.class_count - 1, 1)
     w_fair, w_age, w_class, w_size = config.weight_fair_share, config.weight_age, config.weight_class, config.weight_size
@@ -81,6 +72,30 @@ def prioritize(snapshot: Snapshot, config: PolicyConfig) -> dict[int, Priority]:
         total = 0 + fair_w + age_w + class_w + size_w + short_w
         result[job.id] = Priority(total=total, factors=weighted)
     return result
+
+
+def usage_ratios(snapshot: Snapshot, config: PolicyConfig) -> Callable[[str, str], float]:
+    """U/S per account: its dominant share of the cluster's recent usage over its share of it (1: exactly its share).
+
+    The fair-share factor is 2^(-U/S); preemption for fair share compares the ratios themselves.
+    """
+    cluster_gpus = sum(n.gpus_total for n in snapshot.nodes if n.schedulable) or 1
+    cluster_nodes = sum(1 for n in snapshot.nodes if n.schedulable) or 1
+    window = config.half_life_seconds / math.log(2)
+    active = _active_accounts(snapshot)
+    # Summed in a fixed order, so float rounding cannot depend on the order the snapshot lists jobs in.
+    weight_sums = {kind: sum(_account(snapshot, k).weight for k in sorted(keys)) or 1.0 for kind, keys in active.items()}
+    cache: dict[str, float] = {}
+
+    def ratio(key: str, kind: str) -> float:
+        if key not in cache:
+            account = _account(snapshot, key)
+            used = max(account.usage_gpu_seconds / (cluster_gpus * window), account.usage_node_seconds / (cluster_nodes * window))
+            share = account.weight / weight_sums[kind]
+            cache[key] = used / share if share > 0 else math.inf
+        return cache[key]
+
+    return ratio
 
 
 def short_factor(wall_seconds: float, short_max_seconds: float) -> float:

@@ -68,7 +68,7 @@ from policy.model import (
     user_key,
     when,
 )
-from policy.priority import prioritize, priority_order
+from policy.priority import prioritize, priority_order, usage_ratios
 from policy.promises import hold, keep_promises
 from policy.sharing import Slices, describe_ask
 from policy.timeline import Timelines, earliest_common_start, earliest_start
@@ -141,18 +141,23 @@ class _Cycle:
         self.started: set[int] = set()  # placed in this cycle: never preempted in it, whatever the minimum run time
         self.waiting: list[Waiting] = []
         self.preemptions: list[Preemption] = []
-        self.failed_searches: set[tuple[int, float | None, int, int, int, int]] = set()
+        self.failed_searches: set[tuple[int, float | None, int, int, int, int, float | None]] = set()
         self.searches = 0
         self.unsearched: set[int] = set()  # within quota, but the cycle's preemption searches were used up before it
         # Shortcuts that change no decision, for the cost of a long queue:
-        # - without a running job that is over quota or of a lower class than some pending job, no search
-        #   can find a victim (jobs placed in this cycle are never victims), so none is tried;
+        # - without a running job that is over quota, of a lower class than some pending job or (with preemption
+        #   for fair share) a preemptible one of an owner over its share, no search can find a victim (jobs placed
+        #   in this cycle are never victims), so none is tried;
         # - a waiting job's reason text depends only on its shape and the capacity: worked out once per state.
         lowest_pending = min((p.class_rank for p in snapshot.pending), default=0)
-        self.victims_possible = any(r.over_quota or r.class_rank > lowest_pending for r in snapshot.running)
-        self.shrink_possible = any(
-            r.elastic and len(r.node_names) > r.min_nodes and (r.over_quota or r.class_rank > lowest_pending) for r in snapshot.running
-        )
+        self.usage = usage_ratios(snapshot, config) if config.fair_share_preemption else None
+        fair_victims = [r for r in snapshot.running if self._fair_share_victim(r)]
+        may_lose = {r.id for r in snapshot.running if r.over_quota or r.class_rank > lowest_pending} | {r.id for r in fair_victims}
+        self.victims_possible = bool(may_lose)
+        self.any_borrower = any(r.over_quota for r in snapshot.running)
+        self.lowest_running_class = max((r.class_rank for r in snapshot.running), default=-1)
+        self.most_over_share = max((self._usage_of(r) for r in fair_victims), default=None)
+        self.shrink_possible = any(r.elastic and len(r.node_names) > r.min_nodes and r.id in may_lose for r in snapshot.running)
         self.resizes: list[Resize] = []
         self.room_texts: dict[tuple[int, int, int, int, int], str] = {}
         self.reclaim_texts: dict[int, str] = {}
@@ -546,7 +551,37 @@ class _Cycle:
     # --- preemption ------------------------------------------------------------------------------
 
     def _may_preempt(self, job: PendingJob, victim: RunningJob) -> bool:
-        return self._protected(victim) is None and (victim.over_quota or victim.class_rank > job.class_rank)
+        if self._protected(victim) is not None:
+            return False
+        return victim.over_quota or victim.class_rank > job.class_rank or self._over_share(job, victim)
+
+    def _may_preempt_any(self, job: PendingJob) -> bool:
+        """Whether any running job could be a victim for it, before a search (a search is bounded per cycle)."""
+        if self.any_borrower or self.lowest_running_class > job.class_rank:
+            return True
+        if self.most_over_share is None:
+            return False
+        mine = self._usage_of(job)
+        return mine <= 1.0 and self.most_over_share - mine >= self.config.fair_share_preemption_gap
+
+    def _usage_of(self, job: PendingJob | RunningJob) -> float:
+        """U/S of the account fair share is judged by: the team's, or the user's without one."""
+        assert self.usage is not None
+        return self.usage(team_key(job.team), "team") if job.team else self.usage(user_key(job.user), "user")
+
+    def _fair_share_victim(self, victim: RunningJob) -> bool:
+        """May be stopped for fair share by someone: preemptible, its owners without a GPU quota, over its share."""
+        if self.usage is None or not victim.preemptible or victim.over_quota:
+            return False
+        if any(self._account(key).max_gpus is not None for key, _ in self._owners(victim)):
+            return False  # a quota is the owner's guarantee; beyond it, borrowing and reclaiming decide
+        return self._usage_of(victim) > 1.0
+
+    def _over_share(self, job: PendingJob, victim: RunningJob) -> bool:
+        if not self._fair_share_victim(victim) or victim.class_rank < job.class_rank:
+            return False
+        mine = self._usage_of(job)
+        return mine <= 1.0 and self._usage_of(victim) - mine >= self.config.fair_share_preemption_gap
 
     def _protected(self, victim: RunningJob) -> str | None:
         """Why a running job may not be stopped now, whoever asks (None: it may, by one of a higher claim)."""
@@ -599,15 +634,19 @@ class _Cycle:
         return victim.gpus * max(0.0, self.now - since)
 
     def _preempt_for(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
-        # What the search depends on besides capacity: the class (who may be stopped), the shape, and the nodes
+        # What the search depends on besides capacity: the class and, with preemption for fair share, the owner's usage
+        # (who may be stopped), the shape, and the nodes
         # `allowed` lets it use. Those are the largest node its quota lets it hold whole, and which reservations it
         # may backfill: every reservation starting no earlier than the job's wall time ends, so their count says which.
+        if not self._may_preempt_any(job):
+            return None
         if self.searches >= MAX_PREEMPTION_SEARCHES:
             self.unsearched.add(job.id)
             return None
         end = self.now + job.wall_seconds
         backfills = sum(1 for r in self.promised.values() if end <= r.start)
-        key = (job.class_rank, self._largest_node(job), backfills, job.nodes, job.gpus_per_node, job.rdma_per_node)
+        mine = self._usage_of(job) if self.usage is not None else None
+        key = (job.class_rank, self._largest_node(job), backfills, job.nodes, job.gpus_per_node, job.rdma_per_node, mine)
         if key in self.failed_searches or job.id in self.promised:
             return None
         self.searches += 1
@@ -666,7 +705,7 @@ class _Cycle:
         work lost is only a re-rendezvous, so neither the bound on preemptions nor the work since a checkpoint counts."""
         if victim.id in self.started or self.now - victim.started_at < self.config.preemption_min_runtime_seconds:
             return False
-        return victim.over_quota or victim.class_rank > job.class_rank
+        return victim.over_quota or victim.class_rank > job.class_rank or self._over_share(job, victim)
 
     def _shrink_for(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
         """Whole nodes for the job taken from elastic jobs above their minimum (their last ranks), before anyone is
@@ -772,7 +811,12 @@ class _Cycle:
         if not victim.over_quota:
             self._count_quota(victim.user, victim.team, -victim.gpus)
         del self.running[victim.id]
-        why = "it runs beyond its owner's quota" if victim.over_quota else "it is of a lower priority class"
+        if victim.over_quota:
+            why = "it runs beyond its owner's quota"
+        elif victim.class_rank > preemptor.class_rank:
+            why = "it is of a lower priority class"
+        else:
+            why = "its owner has used more than its fair share of the cluster, and the job's owner less"
         self.preemptions.append(Preemption(victim.id, preemptor.id, f"Preempted for job {preemptor.id}: {why}."))
 
     # --- waiting: reservations and reasons -------------------------------------------------------

@@ -23,7 +23,7 @@ from policy.model import PolicyConfig
 from replay.load import nodes_for_load, offered_load
 from replay.metrics import summarize
 from replay.simulator import ClusterSpec, SimResult, simulate
-from replay.trace import Assumptions, open_trace, read_trace
+from replay.trace import RESUME_MODES, Assumptions, open_trace, read_trace
 
 DEFAULT_TRACE = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "philly-2017-09-10.csv.gz"
 CYCLE_MAX_JOBS = 5000  # config/settings.py MUSTER_CYCLE_MAX_JOBS default
@@ -38,6 +38,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--tenant-quotas", action="store_true", help="quotas and borrowing: each tenant an equal-share max_gpus, every job preemptible"
     )
+    parser.add_argument("--all-preemptible", action="store_true", help="every job preemptible (preemptible: true); no quotas")
+    parser.add_argument(
+        "--resume", choices=RESUME_MODES, default="restart",
+        help="what a preempted job does: start again from zero, or resume from its last checkpoint (one an hour of run time)",
+    )  # fmt: skip
     parser.add_argument(
         "--elastic-share", type=float, default=0.0,
         help="this share of the multi-node jobs (every second one for 0.5) is elastic: half to all of its nodes (docs/elastic-jobs.md)",
@@ -50,7 +55,9 @@ def main(argv: list[str] | None = None) -> None:
     )  # fmt: skip
     args = parser.parse_args(argv)
     began = time.perf_counter()
-    assumptions = Assumptions(tenant_quotas=args.tenant_quotas, elastic_share=args.elastic_share)
+    assumptions = Assumptions(
+        tenant_quotas=args.tenant_quotas, elastic_share=args.elastic_share, all_preemptible=args.all_preemptible, resume=args.resume
+    )
     config = with_overrides(PolicyConfig(max_jobs=CYCLE_MAX_JOBS), args.overrides, parser)
     first = datetime.fromisoformat(args.start).replace(tzinfo=UTC) if args.start else None
     last = first + timedelta(days=args.days) if first and args.days else None
@@ -68,6 +75,8 @@ def main(argv: list[str] | None = None) -> None:
                 "set": args.overrides,
                 "load": load,
                 "tenant_quotas": args.tenant_quotas,
+                "all_preemptible": args.all_preemptible,
+                "resume": args.resume,
                 "elastic_share": args.elastic_share,
                 "elastic_jobs": sum(1 for j in jobs if j.min_nodes),
                 # Over the whole trace's window, and over the window the cluster was sized by (--load-from).

@@ -64,6 +64,8 @@ class Assumptions:
     # Quotas and borrowing: each tenant's max_gpus is its equal share of the cluster's GPUs, and every job is
     # preemptible (it may borrow idle GPUs beyond the quota and is reclaimed when its owner's quota is needed).
     tenant_quotas: bool = False
+    # Every job preemptible, without quotas: what fair-share preemption (PolicyConfig.fair_share_preemption) may stop.
+    all_preemptible: bool = False
     # Elastic jobs: this share of the multi-node jobs, evenly spread in submit order (with 0.5 every second one), may run
     # on half their nodes (rounded up) to all of them; their work scales with the nodes they hold, and their wall time
     # is what they need on the fewest.
@@ -91,6 +93,8 @@ class Assumptions:
         quotas = (
             ["Each tenant's GPU quota is its equal share of the cluster's GPUs; every job may borrow beyond it and is preempted first."]
             if self.tenant_quotas
+            else ["Every job is preemptible (submitted with preemptible: true); no tenant has a quota."]
+            if self.all_preemptible
             else []
         )
         elastic = (
@@ -231,6 +235,7 @@ def _job(job_id: int, row: _Row, a: Assumptions) -> TraceJob:
         tenant=row.tenant,
         user=row.user,
         class_rank=row.class_rank,
+        preemptible=a.all_preemptible,
     )
 
 

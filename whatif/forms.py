@@ -89,6 +89,12 @@ class WhatIfForm(forms.Form):
         label="Quotas and borrowing",
         help_text="Each tenant a GPU quota of an equal share of the cluster; every job may borrow beyond it and is reclaimed first.",
     )
+    all_preemptible = forms.BooleanField(
+        required=False,
+        initial=DEFAULTS.all_preemptible,
+        label="Every job preemptible",
+        help_text="Without quotas: what preemption for fair share (fair_share_preemption=true in the settings) may stop.",
+    )
 
     def clean_trace_file(self) -> Any:
         upload = self.cleaned_data.get("trace_file")
@@ -129,4 +135,5 @@ class WhatIfForm(forms.Form):
             runtime_cap_seconds=cap or None,
             resume=self.cleaned_data["resume"],
             tenant_quotas=self.cleaned_data.get("tenant_quotas", False),
+            all_preemptible=self.cleaned_data.get("all_preemptible", False),
         )

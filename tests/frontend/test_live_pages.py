@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
+from django.test import override_settings
 from django.utils import timezone
 
 from frontend.sorting import Sorting, job_columns, queue_columns
@@ -191,6 +192,10 @@ def test_a_preemptible_jobs_class_is_said_once(user: Any) -> None:
     page = session_for(user)
     assert re.search(r'data-testid="priority-class">preemptible \(may borrow', page.get(f"/jobs/{both.pk}/").content.decode())
     assert 'data-testid="priority-class">normal, preemptible (may borrow' in page.get(f"/jobs/{flag.pk}/").content.decode()
+    assert "fair share" not in page.get(f"/jobs/{flag.pk}/").content.decode()
+    with override_settings(MUSTER_FAIR_SHARE_PREEMPTION=True):
+        html = page.get(f"/jobs/{flag.pk}/").content.decode()
+    assert "preempted first; while its owners have no GPU quota and have used more than their fair share, it may also be stopped" in html
 
 
 def test_the_live_answers_of_other_users_jobs_are_not_found(user: Any, other_user: Any) -> None:

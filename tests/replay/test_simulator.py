@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -115,6 +116,20 @@ def test_a_preempted_job_is_requeued_and_resumes(resume: str, end: float, lost: 
     assert low.end == end
     assert low.gpu_seconds_lost == lost
     assert low.attempts == [(0.0, 4000.0, 8), (4100.0, end, 8)]
+
+
+def test_with_preemption_for_fair_share_a_newcomer_stops_the_heavy_tenants_preemptible_job() -> None:
+    # Tenant a holds the only node from 0; b arrives at 1000. With a 10-minute half-life a has by then used 1.4 shares.
+    long = TraceJob(id=1, submit=0.0, runtime=20000.0, gpus=8, nodes=1, gpus_per_node=8, wall_seconds=20000.0, tenant="a", preemptible=True)
+    newcomer = TraceJob(id=2, submit=1000.0, runtime=500.0, gpus=8, nodes=1, gpus_per_node=8, wall_seconds=3600.0, tenant="b")
+    config = PolicyConfig(half_life_seconds=600.0, fair_share_preemption=True)
+    result = simulate([long, newcomer], cluster=ClusterSpec(nodes=1), policy="muster", config=config, assumptions=Assumptions())
+    first, second = result.records
+    assert second.first_start == 1000.0 and first.preemptions == 1 and first.attempts[0] == (0.0, 1000.0, 8)
+    # Off, or with a's job not preemptible, b waits for it to end.
+    for jobs, cfg in (([long, newcomer], PolicyConfig(half_life_seconds=600.0)), ([replace(long, preemptible=False), newcomer], config)):
+        kept = simulate(jobs, cluster=ClusterSpec(nodes=1), policy="muster", config=cfg, assumptions=Assumptions())
+        assert kept.records[1].first_start == 20000.0 and kept.records[0].preemptions == 0
 
 
 def test_decayed_usage_matches_the_closed_form() -> None:

@@ -106,3 +106,10 @@ def test_assumptions_describe_and_validate() -> None:
     assert any("checkpoint" in s for s in Assumptions(resume="checkpoint").describe())
     with pytest.raises(ValueError):
         Assumptions(resume="sometimes")
+
+
+def test_every_job_preemptible_is_said_and_marks_each_job() -> None:
+    a = Assumptions(all_preemptible=True)
+    assert all(job.preemptible for job in read_trace(PHILLY.splitlines(), assumptions=a))
+    assert not any(job.preemptible for job in read_trace(PHILLY.splitlines(), assumptions=Assumptions()))
+    assert any("Every job is preemptible" in s for s in a.describe())

@@ -341,6 +341,40 @@ def test_job_within_quota_preempts_a_borrower_over_quota(
     assert (summary["running_within_quota"], summary["running_over_quota"], summary["gpus_over_quota"]) == (2, 0, 0)
 
 
+def test_with_preemption_for_fair_share_a_newcomer_stops_preemptible_work_of_a_user_far_over_their_share(
+    world: Any, api: APIClient, other_api: APIClient, settings: Any
+) -> None:
+    settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = 300
+    # An hour's half-life, so two hours of the whole cluster put alice 1.5 shares over hers within the test.
+    settings.MUSTER_FAIR_SHARE_HALF_LIFE_SECONDS = 3600
+    sim = world(4, racks=1)
+    hers = [
+        post(api, name=f"sweep-{i}", nodes=1, preemptible=True, wall_time_seconds=36000, simulate={"duration_seconds": 36000})["id"]
+        for i in range(4)
+    ]
+    sim.cycle()
+    sim.advance(1.5)
+    sim.clock.advance(2 * 3600)
+    claim = post(other_api, name="eval", nodes=1, simulate={"duration_seconds": 60})["id"]
+    # Off (the default): bob waits for room like anyone.
+    report = sim.cycle()
+    assert report.preempted == [] and get(other_api, claim)["pending_reason"]["code"] == "NO_ROOM"
+
+    settings.MUSTER_FAIR_SHARE_PREEMPTION = True
+    report = sim.cycle()
+    assert len(report.preempted) == 1 and report.preempted[0] in hers and report.placed == [claim]
+    victim = get(api, report.preempted[0])
+    assert victim["events"][-2]["reason"] == (
+        f"Preempted for job {claim}: its owner has used more than its fair share of the cluster, and the job's owner less."
+    )
+    assert victim["state"] == "PENDING" and victim["pending_reason"]["code"] == "PREEMPTED"
+    # Her other jobs run on; and nothing of bob's is stopped for her in turn (she is the one over her share).
+    assert all(get(api, j)["state"] == "RUNNING" for j in hers if j != victim["id"])
+    sim.advance(1.5)
+    report = sim.advance(30)
+    assert report.preempted == [] and get(api, victim["id"])["state"] == "PENDING"
+
+
 # --- budget --------------------------------------------------------------------------------------
 
 

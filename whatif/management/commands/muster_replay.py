@@ -46,6 +46,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--tenant-quotas", action="store_true", help="each tenant an equal-share GPU quota; every job may borrow beyond it"
         )
+        parser.add_argument("--all-preemptible", action="store_true", help="every job preemptible, no quotas")
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -57,6 +58,7 @@ class Command(BaseCommand):
                 runtime_cap_seconds=options["runtime_cap"] or None,
                 resume=options["resume"],
                 tenant_quotas=options["tenant_quotas"],
+                all_preemptible=options["all_preemptible"],
             )
         except OverrideError as exc:
             raise CommandError(f"--set: {exc}") from None
