@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -160,7 +160,7 @@ class _Cycle:
         self.shrink_possible = any(r.elastic and len(r.node_names) > r.min_nodes and r.id in may_lose for r in snapshot.running)
         self.resizes: list[Resize] = []
         self.room_texts: dict[tuple[int, int, int, int, int], str] = {}
-        self.reclaim_texts: dict[int, str] = {}
+        self.reclaim_texts: dict[tuple[int, object], str] = {}
         self.fits_unreserved: dict[tuple[int, int, int, int, int], bool] = {}
         self.sooner_texts: dict[tuple[int, int, int, int, int, int, float], str] = {}
         self.planned: dict[int, PendingJob] = {}  # the waiting jobs by id, as promises and estimates see them
@@ -595,16 +595,28 @@ class _Cycle:
             return PROTECTED_FAR
         return None
 
-    def _reclaim_text(self) -> str:
-        """For a job within its quota that found no room: why the GPUs lent beyond quotas were not taken back for it.
+    def _reclaim_text(self, job: PendingJob) -> str:
+        """For a job that found no room: why the GPUs lent beyond quotas (and, with preemption for fair share, held by
+        preemptible jobs of owners over their share) were not taken back for it.
 
         Without it the reason says only that the cluster is full, while a user sees others run beyond their quota.
         """
-        key = self.capacity.version
+        text = self._held_text((self.capacity.version, None), lambda r: r.over_quota, "Jobs beyond their owners' quotas hold", "taken back")
+        if self.most_over_share is not None and self._may_preempt_any(job):
+            mine = self._usage_of(job)
+            text += self._held_text(
+                (self.capacity.version, (job.class_rank, mine)),
+                lambda r: not r.over_quota and self._over_share(job, r),
+                "Preemptible jobs of owners over their fair share hold",
+                "stopped",
+            )
+        return text
+
+    def _held_text(self, key: tuple[int, object], victim: Callable[[RunningJob], bool], held_by: str, taken: str) -> str:
         if key not in self.reclaim_texts:
             held: dict[str | None, float] = defaultdict(float)
             for r in self.running.values():
-                if r.over_quota:
+                if victim(r):
                     held[self._protected(r)] += r.gpus
             parts = [
                 f"{held[code]:g} {words}"
@@ -617,8 +629,7 @@ class _Cycle:
                 if held.get(code)
             ]
             total = sum(held.values())
-            lent = f" Jobs beyond their owners' quotas hold {total:g} GPUs; none could be taken back for it: "
-            self.reclaim_texts[key] = lent + "; ".join(parts) + "." if total else ""
+            self.reclaim_texts[key] = f" {held_by} {total:g} GPUs; none could be {taken} for it: " + "; ".join(parts) + "." if total else ""
         return self.reclaim_texts[key]
 
     def _reborrow_at(self, job: PendingJob) -> float:
@@ -851,7 +862,7 @@ class _Cycle:
             searched = f"This cycle had already looked for jobs to preempt for {MAX_PREEMPTION_SEARCHES} others"
             text += f" {searched}, so not for this one; the next cycle looks again."
         elif reclaiming:
-            text += self._reclaim_text()
+            text += self._reclaim_text(job)
         self._wait(job, code, text)
 
     def _fits_unreserved(self, job: PendingJob) -> bool:

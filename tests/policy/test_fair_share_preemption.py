@@ -65,8 +65,15 @@ def test_the_usual_protections_hold_for_fair_share_victims() -> None:
     # Started five minutes ago, or further along than the lost-work ratio allows: waited for, not stopped.
     new = [replace(running(1, {"n00": 8}, ran=300, left=10 * HOUR), preemptible=True)]
     far = [replace(running(1, {"n00": 8}, ran=5 * HOUR, left=HOUR), preemptible=True)]
-    for jobs in (new, far):
-        assert schedule(snap([pend(9, user="ann")], jobs, nodes=1, accounts=(heavy(3.0),)), ON).preemptions == ()
+    for jobs, why in ((new, "8 by jobs that started less than 10 min ago"), (far, "8 by jobs too far along to stop")):
+        decisions = schedule(snap([pend(9, user="ann")], jobs, nodes=1, accounts=(heavy(3.0),)), ON)
+        assert decisions.preemptions == ()
+        # Her reason says why the work of the owner over its share was not stopped for her.
+        reason = waiting(decisions)[9].reason
+        assert "Preemptible jobs of owners over their fair share hold 8 GPUs; none could be stopped for it: " + why in reason
+    # Without the feature, or to zed himself, nothing of it is said.
+    assert "fair share" not in waiting(schedule(snap([pend(9, user="ann")], far, nodes=1, accounts=(heavy(3.0),))))[9].reason
+    assert "fair share" not in waiting(schedule(snap([pend(9, user="zed")], far, nodes=1, accounts=(heavy(3.0),)), ON))[9].reason
 
 
 def test_a_heavy_owner_whose_search_failed_does_not_stand_for_a_light_one_of_the_same_shape() -> None:
