@@ -551,18 +551,23 @@ class _Cycle:
     # --- preemption ------------------------------------------------------------------------------
 
     def _may_preempt(self, job: PendingJob, victim: RunningJob) -> bool:
-        if self._protected(victim) is not None:
-            return False
+        return self._protected(victim) is None and self._outranks(job, victim)
+
+    def _outranks(self, job: PendingJob, victim: RunningJob) -> bool:
+        """Whether the job has a claim on the victim's GPUs: it borrows, is of a lower class, or its owner is over its
+        fair share while the job's is not (with preemption for fair share)."""
         return victim.over_quota or victim.class_rank > job.class_rank or self._over_share(job, victim)
 
     def _may_preempt_any(self, job: PendingJob) -> bool:
         """Whether any running job could be a victim for it, before a search (a search is bounded per cycle)."""
         if self.any_borrower or self.lowest_running_class > job.class_rank:
             return True
-        if self.most_over_share is None:
-            return False
+        return self.most_over_share is not None and self._claims_share_from(job, self.most_over_share)
+
+    def _claims_share_from(self, job: PendingJob, ratio: float) -> bool:
+        """Whether the job's owner may stop, for fair share, the work of an owner that has used `ratio` (U/S)."""
         mine = self._usage_of(job)
-        return mine <= 1.0 and self.most_over_share - mine >= self.config.fair_share_preemption_gap
+        return mine <= 1.0 and ratio - mine >= self.config.fair_share_preemption_gap
 
     def _usage_of(self, job: PendingJob | RunningJob) -> float:
         """U/S of the account fair share is judged by: the team's, or the user's without one."""
@@ -580,8 +585,7 @@ class _Cycle:
     def _over_share(self, job: PendingJob, victim: RunningJob) -> bool:
         if not self._fair_share_victim(victim) or victim.class_rank < job.class_rank:
             return False
-        mine = self._usage_of(job)
-        return mine <= 1.0 and self._usage_of(victim) - mine >= self.config.fair_share_preemption_gap
+        return self._claims_share_from(job, self._usage_of(victim))
 
     def _protected(self, victim: RunningJob) -> str | None:
         """Why a running job may not be stopped now, whoever asks (None: it may, by one of a higher claim)."""
@@ -602,10 +606,9 @@ class _Cycle:
         Without it the reason says only that the cluster is full, while a user sees others run beyond their quota.
         """
         text = self._held_text((self.capacity.version, None), lambda r: r.over_quota, "Jobs beyond their owners' quotas hold", "taken back")
-        if self.most_over_share is not None and self._may_preempt_any(job):
-            mine = self._usage_of(job)
+        if self.most_over_share is not None and self._claims_share_from(job, self.most_over_share):
             text += self._held_text(
-                (self.capacity.version, (job.class_rank, mine)),
+                (self.capacity.version, (job.class_rank, self._usage_of(job))),
                 lambda r: not r.over_quota and self._over_share(job, r),
                 "Preemptible jobs of owners over their fair share hold",
                 "stopped",
@@ -646,9 +649,9 @@ class _Cycle:
 
     def _preempt_for(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
         # What the search depends on besides capacity: the class and, with preemption for fair share, the owner's usage
-        # (who may be stopped), the shape, and the nodes
-        # `allowed` lets it use. Those are the largest node its quota lets it hold whole, and which reservations it
-        # may backfill: every reservation starting no earlier than the job's wall time ends, so their count says which.
+        # (who may be stopped), the shape, and the nodes `allowed` lets it use. Those are the largest node its quota
+        # lets it hold whole, and which reservations it may backfill: every reservation starting no earlier than the
+        # job's wall time ends, so their count says which.
         if not self._may_preempt_any(job):
             return None
         if self.searches >= MAX_PREEMPTION_SEARCHES:
@@ -712,11 +715,11 @@ class _Cycle:
     # --- elastic jobs: shrink for a job with priority, grow onto nodes left idle ------------------
 
     def _may_shrink(self, job: PendingJob, victim: RunningJob) -> bool:
-        """Who may be shrunk: as who may be preempted (a borrower, or a lower class, past the minimum run time), but the
-        work lost is only a re-rendezvous, so neither the bound on preemptions nor the work since a checkpoint counts."""
+        """Who may be shrunk: as who may be preempted (one the job outranks, past the minimum run time), but the work
+        lost is only a re-rendezvous, so neither the bound on preemptions nor the work since a checkpoint counts."""
         if victim.id in self.started or self.now - victim.started_at < self.config.preemption_min_runtime_seconds:
             return False
-        return victim.over_quota or victim.class_rank > job.class_rank or self._over_share(job, victim)
+        return self._outranks(job, victim)
 
     def _shrink_for(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
         """Whole nodes for the job taken from elastic jobs above their minimum (their last ranks), before anyone is
