@@ -88,3 +88,15 @@ def test_a_heavy_owner_whose_search_failed_does_not_stand_for_a_light_one_of_the
     assert decisions.priorities[8].total > decisions.priorities[9].total
     assert [(p.job_id, p.for_job_id) for p in decisions.preemptions] == [(1, 9)]
     assert set(placed(decisions)) == {9}
+
+
+def test_an_elastic_job_of_the_owner_over_its_share_shrinks_for_the_newcomer_rather_than_being_stopped() -> None:
+    wide = replace(running(1, {"n00": 8, "n01": 8}, ran=HOUR, left=10 * HOUR), preemptible=True, min_nodes=1, max_nodes=2, gpus_per_node=8)
+    decisions = schedule(snap([pend(9, user="ann")], [wide], accounts=(heavy(3.0),)), ON)
+    assert decisions.preemptions == ()
+    (resize,) = decisions.resizes
+    assert resize.job_id == 1 and resize.node_names == ("n00",)
+    assert placed(decisions)[9].node_names == ("n01",)
+    # Off, it keeps both nodes and the newcomer waits.
+    off = schedule(snap([pend(9, user="ann")], [wide], accounts=(heavy(3.0),)))
+    assert off.resizes == () and off.placements == ()
