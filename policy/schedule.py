@@ -151,12 +151,13 @@ class _Cycle:
         # - a waiting job's reason text depends only on its shape and the capacity: worked out once per state.
         lowest_pending = min((p.class_rank for p in snapshot.pending), default=0)
         self.usage = usage_ratios(snapshot, config) if config.fair_share_preemption else None
-        fair_victims = [r for r in snapshot.running if self._fair_share_victim(r)]
-        may_lose = {r.id for r in snapshot.running if r.over_quota or r.class_rank > lowest_pending} | {r.id for r in fair_victims}
+        # Who may be stopped for fair share, with its owner's U/S: worked out once, not at every victim search.
+        self.fair_share_victims = {r.id: self._usage_of(r) for r in snapshot.running if self._fair_share_victim(r)}
+        may_lose = {r.id for r in snapshot.running if r.over_quota or r.class_rank > lowest_pending} | set(self.fair_share_victims)
         self.victims_possible = bool(may_lose)
         self.any_borrower = any(r.over_quota for r in snapshot.running)
         self.lowest_running_class = max((r.class_rank for r in snapshot.running), default=-1)
-        self.most_over_share = max((self._usage_of(r) for r in fair_victims), default=None)
+        self.most_over_share = max(self.fair_share_victims.values(), default=None)
         self.shrink_possible = any(r.elastic and len(r.node_names) > r.min_nodes and r.id in may_lose for r in snapshot.running)
         self.resizes: list[Resize] = []
         self.room_texts: dict[tuple[int, int, int, int, int], str] = {}
@@ -583,9 +584,10 @@ class _Cycle:
         return self._usage_of(victim) > 1.0
 
     def _over_share(self, job: PendingJob, victim: RunningJob) -> bool:
-        if not self._fair_share_victim(victim) or victim.class_rank < job.class_rank:
+        ratio = self.fair_share_victims.get(victim.id)
+        if ratio is None or victim.class_rank < job.class_rank:
             return False
-        return self._claims_share_from(job, self._usage_of(victim))
+        return self._claims_share_from(job, ratio)
 
     def _protected(self, victim: RunningJob) -> str | None:
         """Why a running job may not be stopped now, whoever asks (None: it may, by one of a higher claim)."""

@@ -450,7 +450,7 @@ class _Sim:
             expected_end=now + predicted if (predicted := expected_runtime(self.runtimes.get(job.user, ()), job.wall_seconds)) else None,
             user=job.user,
             team=job.team,
-            preemptible=job.preemptible or self.a.tenant_quotas,
+            preemptible=job.preemptible,
             over_quota=over_quota,
             preemptions=self.records[job_id].preemptions,
             min_nodes=job.min_nodes if job.elastic else 0,
