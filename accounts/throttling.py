@@ -64,3 +64,15 @@ class TokenRequestRateThrottle(SimpleRateThrottle):
 
     def get_cache_key(self, request: Request, view: Any) -> str | None:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+
+class CheckpointRateThrottle(SimpleRateThrottle):
+    """Checkpoint reports per job, whoever sends them (its pods or its owner), at MUSTER_THROTTLE_CHECKPOINTS."""
+
+    scope = "checkpoints"
+
+    def get_rate(self) -> str | None:
+        return settings.MUSTER_THROTTLE_CHECKPOINTS or None
+
+    def get_cache_key(self, request: Request, view: Any) -> str | None:
+        return self.cache_format % {"scope": self.scope, "ident": view.kwargs.get("pk", "")}

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from apikit.errors import ClusterUnreachable, Conflict, domain_error_register
 from jobs.cluster import ClusterUnavailable
-from jobs.errors import IllegalTransition, JobFinished, JobNotStarted
+from jobs.errors import IllegalTransition, JobFinished, JobNotRunning, JobNotStarted
 
 
 def register() -> None:
     domain_error_register(JobFinished, lambda exc: Conflict(str(exc)))
     domain_error_register(IllegalTransition, lambda exc: Conflict(str(exc)))
     domain_error_register(JobNotStarted, lambda exc: Conflict(str(exc)))
+    domain_error_register(JobNotRunning, lambda exc: Conflict(str(exc)))
     domain_error_register(ClusterUnavailable, lambda exc: ClusterUnreachable(f"The cluster cannot be reached: {exc}"))

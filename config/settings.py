@@ -209,6 +209,8 @@ AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if M
 # right or wrong; DRF's "N/second|minute|hour|day" form, empty for no limit. Counted in the cache.
 MUSTER_THROTTLE_WRITES = os.environ.get("MUSTER_THROTTLE_WRITES", "120/minute")
 MUSTER_THROTTLE_TOKEN_REQUESTS = os.environ.get("MUSTER_THROTTLE_TOKEN_REQUESTS", "60/minute")
+# Checkpoint reports per job (`POST /api/v1/jobs/{id}/checkpoint/`): room for every rank of a large gang to report one.
+MUSTER_THROTTLE_CHECKPOINTS = os.environ.get("MUSTER_THROTTLE_CHECKPOINTS", "120/minute")
 # A token made by the password exchange (POST /api/v1/auth/token/) expires after this many days; 0: never.
 MUSTER_TOKEN_EXCHANGE_EXPIRY_DAYS = env_int("MUSTER_TOKEN_EXCHANGE_EXPIRY_DAYS", 30)
 

@@ -19,3 +19,8 @@ class JobFinished(Exception):
 
 class JobNotStarted(Exception):
     """The job has not run yet, so what only a run makes (logs) does not exist."""
+
+
+class JobNotRunning(Exception):
+    """What only the running attempt of a job may do (report a checkpoint) came while it is not running, or from
+    another attempt."""

@@ -149,6 +149,12 @@ class Job(models.Model):
     promised_start = models.DateTimeField(null=True, blank=True)
     # Usage is charged to the ledger up to this instant.
     charged_until = models.DateTimeField(null=True, blank=True)
+    # The last checkpoint the job reported (`POST /api/v1/jobs/{id}/checkpoint/`, jobs.checkpoints) and its training
+    # step, if it gave one. Kept across attempts: a restarted job resumes from it. The policy weighs a preemption by the
+    # work since then (since the attempt's start when the checkpoint is older, or there is none).
+    checkpointed_at = models.DateTimeField(null=True, blank=True)
+    checkpoint_step = models.PositiveBigIntegerField(null=True, blank=True)
+    checkpoint_attempt = models.PositiveIntegerField(null=True, blank=True)
 
     submitted_at = models.DateTimeField()
     scheduled_at = models.DateTimeField(null=True, blank=True)

@@ -833,7 +833,13 @@ class _Cycle:
             why = "it is of a lower priority class"
         else:
             why = "its owner has used more than its fair share of the cluster, and the job's owner less"
-        self.preemptions.append(Preemption(victim.id, preemptor.id, f"Preempted for job {preemptor.id}: {why}."))
+        since = "its last checkpoint" if (victim.checkpointed_at or 0.0) > victim.started_at else "its start"
+        lost = self._lost_if_stopped(victim) / 3600
+        self.preemptions.append(
+            Preemption(
+                victim.id, preemptor.id, f"Preempted for job {preemptor.id}: {why}. The work since {since} is lost ({lost:.1f} GPU-hours)."
+            )
+        )
 
     # --- waiting: reservations and reasons -------------------------------------------------------
 

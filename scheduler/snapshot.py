@@ -198,11 +198,12 @@ def running_jobs(history: dict[int, tuple[int, datetime]] | None = None, runtime
         "max_nodes",
         "gpus_per_node",
         "rdma_per_node",
+        "checkpointed_at",
     )
     if runtimes is None:
         runtimes = recent_runtimes({row[5] for row in rows})
     result = []
-    for pk, pc, scheduled, started, wall, user, team, preemptible, over_quota, low, high, gpus, rdma in rows:
+    for pk, pc, scheduled, started, wall, user, team, preemptible, over_quota, low, high, gpus, rdma, checkpointed in rows:
         ranks = sorted(held.get(pk, []))
         # An active job has been placed, so scheduled_at (and so each of these) is set.
         start = cast(datetime, started or scheduled).timestamp()
@@ -226,6 +227,7 @@ def running_jobs(history: dict[int, tuple[int, datetime]] | None = None, runtime
                 max_nodes=high or 0,
                 gpus_per_node=gpus,
                 rdma_per_node=rdma,
+                checkpointed_at=checkpointed.timestamp() if checkpointed else None,
             )
         )
     return tuple(result)

@@ -26,6 +26,8 @@ from telemetry.models import TelemetryCredential
 TOKEN_PREFIX = "mtt"
 ENV_TOKEN = "MUSTER_TELEMETRY_TOKEN"
 ENV_URL = "MUSTER_TELEMETRY_URL"
+# The same token reports the job's checkpoints (api/jobs: `POST /api/v1/jobs/{id}/checkpoint/`).
+ENV_CHECKPOINT_URL = "MUSTER_CHECKPOINT_URL"
 _KEY_SALT = "muster.telemetry.push-token"
 
 
@@ -63,10 +65,11 @@ def telemetry_token_for_job(job_id: int) -> str:
 
 
 def telemetry_pod_env(job_id: int) -> dict[str, str]:
-    """Environment for every pod of the job: its push token, and the push URL when MUSTER_PUBLIC_URL is set."""
+    """Environment for every pod of the job: its token, and where to push and report checkpoints when MUSTER_PUBLIC_URL is set."""
     env = {ENV_TOKEN: telemetry_token_for_job(job_id)}
     if settings.MUSTER_PUBLIC_URL:
         env[ENV_URL] = f"{settings.MUSTER_PUBLIC_URL}/api/v1/jobs/{job_id}/telemetry/"
+        env[ENV_CHECKPOINT_URL] = f"{settings.MUSTER_PUBLIC_URL}/api/v1/jobs/{job_id}/checkpoint/"
     return env
 
 

@@ -275,6 +275,24 @@ class JobEventSerializer(serializers.ModelSerializer):
         fields = ["at", "from_state", "to_state", "reason", "attempt"]
 
 
+class CheckpointReportSerializer(StrictSerializer):
+    at = serializers.DateTimeField(
+        required=False, help_text="When the checkpoint was written (ISO 8601, with a zone); now if left out. Not in the future."
+    )
+    step = serializers.IntegerField(min_value=0, max_value=2**63 - 1, required=False, help_text="The training step it holds.")
+    attempt = serializers.IntegerField(
+        min_value=1, required=False, help_text="The attempt that wrote it (the pods' MUSTER_ATTEMPT): a report of another one is a 409."
+    )
+
+
+class CheckpointSerializer(serializers.Serializer):
+    job = serializers.IntegerField()
+    attempt = serializers.IntegerField(help_text="The attempt that wrote it.")
+    checkpointed_at = serializers.DateTimeField()
+    checkpoint_step = serializers.IntegerField(allow_null=True)
+    recorded = serializers.BooleanField(help_text="False when the attempt had already reported this checkpoint or a later one.")
+
+
 class JobResizeSerializer(serializers.ModelSerializer):
     class Meta:
         model = JobResize
@@ -340,6 +358,7 @@ class JobSerializer(serializers.ModelSerializer):
             "min_nodes", "max_nodes", "attempt", "restarts", "exit_code", "assigned_nodes", "preemptible", "rdma_per_node",
             "gpu_fraction", "gpu_memory_gb", "gpu_isolation", "over_quota", "estimated_start", "estimate_kind",
             "reserved_nodes", "promised_start", "array_id", "array_index",
+            "checkpointed_at", "checkpoint_step", "checkpoint_attempt",
             "submitted_at", "scheduled_at", "started_at", "finished_at",
         ]  # fmt: skip
         read_only_fields = fields

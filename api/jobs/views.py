@@ -9,19 +9,24 @@ from django.db.models import QuerySet, prefetch_related_objects
 from django.http import StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.generics import ListAPIView
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from accounts.requests import api_user
+from accounts.throttling import CheckpointRateThrottle
 from api.idempotency import IDEMPOTENCY_PARAMETER, REPLAYED_HEADER, Submitted, submit_once
 from api.jobs.filters import JobFilter
 from api.jobs.serializers import (
+    CheckpointReportSerializer,
+    CheckpointSerializer,
     EstimateSerializer,
     JobArraySerializer,
     JobArraySubmitSerializer,
@@ -36,8 +41,10 @@ from api.jobs.serializers import (
     SubmitCheckSerializer,
     queue_summary,
 )
+from api.telemetry.authentication import IsAuthenticatedOrJobToken, JobTokenIfPresented
 from apikit.pagination import NodePagination, QueuePagination
 from apikit.viewsets import VisibleViewSet
+from jobs.checkpoints import CheckpointInvalid, job_checkpoint_report
 from jobs.errors import JobNotStarted
 from jobs.logs import job_logs, job_logs_follow
 from jobs.models import ClusterHealth, Job, Node
@@ -46,6 +53,7 @@ from jobs.services import job_cancel, job_submit, job_submit_array, job_submit_c
 from notify.services import asks_json, job_notify_save, preference_of, preference_save
 from scheduler.estimate import job_estimate
 from scheduler.queue import queue_counts, queue_entries, queue_jobs
+from telemetry.tokens import JobTokenAuth
 
 
 class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, VisibleViewSet):
@@ -151,6 +159,47 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         job = job_cancel(job=self.get_object(), by=api_user(request), request=request)
         job = self.get_queryset().prefetch_related("events").get(pk=job.pk)
         return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data)
+
+    @extend_schema(
+        request=CheckpointReportSerializer,
+        responses={
+            200: CheckpointSerializer,
+            400: OpenApiResponse(description="A field is wrong (unknown, in the future, before this attempt was placed); nothing stored"),
+            403: OpenApiResponse(description="Another job's token, or a user who does not own the job"),
+            409: OpenApiResponse(description="The job is not running, or the report is from another attempt"),
+            429: OpenApiResponse(description="Over MUSTER_THROTTLE_CHECKPOINTS for this job"),
+        },
+        description="Report that the job wrote a checkpoint: its pods (`Authorization: Bearer $MUSTER_TELEMETRY_TOKEN`, to "
+        "`$MUSTER_CHECKPOINT_URL`) or its owner. A preemption then throws away only the work since it, and chooses its "
+        "victims by that; the job's page shows it. The attempt's latest report stands; an earlier one changes nothing.",
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        authentication_classes=[JobTokenIfPresented, *api_settings.DEFAULT_AUTHENTICATION_CLASSES],
+        permission_classes=[IsAuthenticatedOrJobToken],
+        throttle_classes=[CheckpointRateThrottle, *api_settings.DEFAULT_THROTTLE_CLASSES],
+    )
+    def checkpoint(self, request: Request, pk: str | None = None) -> Response:
+        job_id = self._reporting_for(request)
+        report = CheckpointReportSerializer(data=request.data)
+        report.is_valid(raise_exception=True)
+        try:
+            checkpoint = job_checkpoint_report(job_id, **report.validated_data)
+        except CheckpointInvalid as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from exc
+        return Response(CheckpointSerializer(checkpoint).data)
+
+    def _reporting_for(self, request: Request) -> int:
+        """The job a checkpoint report may be for: a job token's own job, or a job the signed-in user owns."""
+        if isinstance(request.auth, JobTokenAuth):
+            if str(request.auth.job_id) != self.kwargs["pk"]:
+                raise PermissionDenied("This token belongs to another job.")
+            return request.auth.job_id
+        job = self.get_object()
+        if job.owner_id != request.user.pk:
+            raise PermissionDenied("Only the job's owner, or its pods with its token, report its checkpoints.")
+        return job.pk
 
     @extend_schema(
         parameters=[LogsQuerySerializer],

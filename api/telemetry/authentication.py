@@ -10,7 +10,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from telemetry.tokens import ENV_TOKEN, InvalidToken, JobTokenAuth, telemetry_token_verify
+from telemetry.tokens import ENV_TOKEN, TOKEN_PREFIX, InvalidToken, JobTokenAuth, telemetry_token_verify
 
 
 class JobTokenAuthentication(BaseAuthentication):
@@ -36,3 +36,20 @@ class JobTokenAuthentication(BaseAuthentication):
 class HasJobToken(BasePermission):
     def has_permission(self, request: Request, view: Any) -> bool:
         return isinstance(request.auth, JobTokenAuth)
+
+
+class JobTokenIfPresented(JobTokenAuthentication):
+    """A job's token where a user's login is also accepted: a bearer token of another kind is left to the next class."""
+
+    def authenticate(self, request: Request) -> tuple[AnonymousUser, JobTokenAuth] | None:
+        header = get_authorization_header(request).split()
+        if len(header) == 2 and header[0].lower() == b"bearer" and not header[1].startswith(f"{TOKEN_PREFIX}.".encode()):
+            return None
+        return super().authenticate(request)
+
+
+class IsAuthenticatedOrJobToken(BasePermission):
+    """A signed-in user (the view then checks the job is theirs) or a job's token (the view checks which job)."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return isinstance(request.auth, JobTokenAuth) or bool(request.user and request.user.is_authenticated)

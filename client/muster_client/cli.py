@@ -74,6 +74,16 @@ def _mail_type(text: str) -> list[str]:
     return events
 
 
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative")
+    return value
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -283,6 +293,20 @@ def build_parser() -> argparse.ArgumentParser:
         "  muster cancel 42 43 44",
     )
     p.add_argument("job_ids", type=int, nargs="+", metavar="ID")
+
+    p = command(
+        "checkpoint",
+        commands.checkpoint,
+        "Report that a running job wrote a checkpoint",
+        "A preemption then throws away only the work since it, and Muster prefers to stop the jobs that lose least. "
+        "Inside the job it needs no login: the job id, attempt, address and token come from the pod's MUSTER_JOB_ID, "
+        "MUSTER_ATTEMPT, MUSTER_CHECKPOINT_URL and MUSTER_TELEMETRY_TOKEN. Outside it, your login reports for your own jobs.",
+        "  muster checkpoint --step 4000                # in the job, after saving its state\n"
+        "  muster checkpoint 42 --at 2026-11-26T17:30:00Z",
+    )
+    p.add_argument("job_id", type=int, nargs="?", metavar="ID", help="the job (default: MUSTER_JOB_ID, inside a job)")
+    p.add_argument("--step", type=_non_negative, metavar="N", help="the training step the checkpoint holds")
+    p.add_argument("--at", metavar="TIME", help="when it was written, ISO 8601 with a zone (default: now)")
 
     command("usage", commands.usage, "Your limits and use this budget period, and your teams'", "", "  muster usage")
     command("nodes", commands.nodes, "The cluster's nodes and free GPUs, like sinfo -N", "", "  muster nodes")

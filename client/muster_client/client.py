@@ -119,6 +119,13 @@ class Client:
         """Cancel a job; ApiError 409 if it has already ended."""
         return self._object("POST", f"jobs/{int(job_id)}/cancel/")
 
+    def checkpoint(self, job_id: int, *, step: int | None = None, at: str | None = None, attempt: int | None = None) -> JSON:
+        """Report that the running job wrote a checkpoint (at `at`, ISO 8601; now if None): a preemption then loses only the
+        work since it. With a user's token for the owner's jobs, or inside the job with its MUSTER_TELEMETRY_TOKEN.
+        Returns `{"job", "attempt", "checkpointed_at", "checkpoint_step", "recorded"}`; ApiError 409 if it is not running."""
+        body = {key: value for key, value in {"step": step, "at": at, "attempt": attempt}.items() if value is not None}
+        return self._object("POST", f"jobs/{int(job_id)}/checkpoint/", json=body)
+
     # --- reading --------------------------------------------------------------------------------
 
     def job(self, job_id: int) -> Job:

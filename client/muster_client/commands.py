@@ -331,6 +331,32 @@ def cancel(args: argparse.Namespace) -> int:
     return status
 
 
+def checkpoint(args: argparse.Namespace) -> int:
+    in_job = os.environ.get("MUSTER_JOB_ID", "")
+    job_id = args.job_id if args.job_id is not None else int(in_job) if in_job.isdigit() else None
+    if job_id is None:
+        raise SpecError("give the job's ID (inside a job, MUSTER_JOB_ID gives it)")
+    ours = in_job == str(job_id)
+    attempt = os.environ.get("MUSTER_ATTEMPT", "")
+    client = (_client_in_job(args) if ours else None) or client_for(args)
+    result = client.checkpoint(job_id, step=args.step, at=args.at, attempt=int(attempt) if ours and attempt.isdigit() else None)
+    if args.json:
+        print_json(result)
+    else:
+        step = f", step {result['checkpoint_step']}" if result.get("checkpoint_step") is not None else ""
+        kept = "" if result.get("recorded") else " (already reported, or a later one was)"
+        out(f"Job {result['job']} attempt {result['attempt']}: last checkpoint {result['checkpointed_at']}{step}{kept}")
+    return OK
+
+
+def _client_in_job(args: argparse.Namespace) -> Client | None:
+    """Inside the job, unless flags or MUSTER_TOKEN name a login: its own token, to where its pods report."""
+    url, token = os.environ.get("MUSTER_CHECKPOINT_URL", ""), os.environ.get("MUSTER_TELEMETRY_TOKEN", "")
+    if not (url and token) or getattr(args, "url", None) or getattr(args, "token", None) or os.environ.get("MUSTER_TOKEN"):
+        return None
+    return Client(url.split("/api/v1/", 1)[0], token)
+
+
 def usage(args: argparse.Namespace) -> int:
     summary = client_for(args).usage()
     if args.json:

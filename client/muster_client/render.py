@@ -134,6 +134,9 @@ def job_lines(job: JSON) -> list[str]:
         ("finished", when(job.get("finished_at"))),
         ("elapsed", elapsed(job)),
     ]
+    if job.get("checkpointed_at"):
+        step = f", step {job['checkpoint_step']}" if job.get("checkpoint_step") is not None else ""
+        fields.append(("checkpoint", f"{when(job['checkpointed_at'])}{step} (attempt {job.get('checkpoint_attempt')})"))
     if job.get("array_id") is not None:
         fields.append(("array", f"{job['array_id']} index {job['array_index']}"))
     if job.get("env"):

@@ -127,6 +127,16 @@ RESOURCES = [
         },
     ),
     Resource(
+        "job checkpoint",
+        "/api/v1/jobs/{id}/checkpoint/",
+        anonymous=(),
+        detail=lambda owner: job_url(owner, "checkpoint/"),
+        detail_method="post",
+        owner_status=(409,),  # its owner is told only a running job reports checkpoints
+        bad=BadInput({"step": -1}, "step", method="post", on="detail"),
+        skip={"flat_queries": "write-only"},
+    ),
+    Resource(
         "nodes",
         "/api/v1/nodes/",
         bad=BadInput({"state": "MELTED"}, "state"),

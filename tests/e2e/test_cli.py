@@ -26,6 +26,7 @@ import requests
 from muster_client import Client
 
 from jobs.models import Job, SimulatedPod
+from telemetry.tokens import telemetry_token_for_job
 from tests.conftest import PASSWORD
 from tests.live_server import free_port, start_gunicorn
 from tests.processes import Processes, wait_for
@@ -314,6 +315,45 @@ def test_an_array_sweep_and_a_failing_job_whose_every_attempt_keeps_its_logs(sta
     show = stack.muster("show", str(job["id"]))
     assert "logs            attempt 1: ranks 0; attempt 2: ranks 0" in show.stdout
     assert "restarts 1 of 1" in show.stdout
+
+
+def test_a_job_reports_its_checkpoints_from_inside_with_nothing_but_its_pod_environment(stack: Stack) -> None:
+    stack.login()
+    stack.start_scheduler()
+    done = stack.muster(
+        "submit", "--image", IMAGE, "-N", "1", "-G", "8", "-t", "1:00:00", "-J", "ckpt", "--json", "--", "python", "train.py"
+    )
+    assert done.returncode == 0, done.stderr
+    job_id = json.loads(done.stdout)["id"]
+    early = stack.muster("checkpoint", str(job_id))
+    if job_row(job_id).state == "PENDING":
+        assert early.returncode == 5 and early.stderr.strip().endswith("only a running job reports checkpoints.")
+    wait_for(lambda: job_row(job_id).state == "RUNNING", 30, "the job to run")
+
+    # Inside the job: no login, no flags; a fresh home with no config, as in a container.
+    pod_env = {
+        "HOME": str(stack.home / "pod"),
+        "XDG_CONFIG_HOME": str(stack.home / "pod" / ".config"),
+        "MUSTER_JOB_ID": str(job_id),
+        "MUSTER_ATTEMPT": "1",
+        "MUSTER_CHECKPOINT_URL": f"{stack.url}/api/v1/jobs/{job_id}/checkpoint/",
+        "MUSTER_TELEMETRY_TOKEN": telemetry_token_for_job(job_id),
+    }
+    inside = stack.muster("checkpoint", "--step", "4000", env=pod_env)
+    assert inside.returncode == 0, inside.stderr
+    assert inside.stdout.startswith(f"Job {job_id} attempt 1: last checkpoint ") and inside.stdout.endswith(", step 4000\n")
+    job = job_row(job_id)
+    assert (job.checkpoint_step, job.checkpoint_attempt) == (4000, 1) and job.checkpointed_at is not None
+    stale = stack.muster("checkpoint", "--step", "1", env={**pod_env, "MUSTER_ATTEMPT": "2"})
+    assert stale.returncode == 5 and "runs attempt 1 now" in stale.stderr
+
+    # Outside it, the owner's login reports for the job; `show` prints the last one.
+    again = stack.muster("checkpoint", str(job_id), "--step", "4500", "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["checkpoint_step"] == 4500
+    assert "step 4500 (attempt 1)" in stack.muster("show", str(job_id)).stdout
+    nothing = stack.muster("checkpoint")
+    assert nothing.returncode == 2 and "give the job's ID" in nothing.stderr
 
 
 def test_errors_are_one_line_with_an_exit_code_a_script_can_use(stack: Stack, tmp_path: Path) -> None:

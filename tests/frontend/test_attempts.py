@@ -55,7 +55,10 @@ def test_a_job_preempted_then_succeeded_has_two_attempts_each_with_its_output(
 
     first, second = attempts_of(sweep)
     assert (first.number, first.outcome, first.ran, len(first.nodes)) == (1, outcomes.PREEMPTED, True, 16)
-    assert first.reason == f"Preempted for job {prod.json()['id']}: it is of a lower priority class."
+    assert (
+        first.reason
+        == f"Preempted for job {prod.json()['id']}: it is of a lower priority class. The work since its start is lost (11.0 GPU-hours)."
+    )
     assert first.run_seconds is not None and 300 < first.run_seconds < 320
     assert (second.outcome, second.exit_code, second.ended_at) == (outcomes.SUCCEEDED, 0, job.finished_at)
 

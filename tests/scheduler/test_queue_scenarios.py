@@ -279,7 +279,10 @@ def test_production_job_preempts_a_preemptible_class_job_which_then_resumes(
     job = get(api, sweep["id"])
     assert job["state"] == "PENDING" and job["submitted_at"] == sweep["submitted_at"]
     assert transitions(job) == ["PENDING", "SCHEDULED", "RUNNING", "PREEMPTED", "PENDING"]
-    assert job["events"][3]["reason"] == f"Preempted for job {prod}: it is of a lower priority class."
+    assert (
+        job["events"][3]["reason"]
+        == f"Preempted for job {prod}: it is of a lower priority class. The work since its start is lost (11.0 GPU-hours)."
+    )
     assert job["pending_reason"] == {"code": "PREEMPTED", "message": f"Requeued after preemption by job {prod}."}
     assert not set(sim.cluster.observe_gangs()) - {(prod, 1)}, "the preempted gang's pods are gone"
     assert get(other_api, prod)["state"] == "SCHEDULED"
@@ -333,7 +336,9 @@ def test_job_within_quota_preempts_a_borrower_over_quota(
     assert report.preempted == [borrower] and report.placed == [claim]
     job = get(api, borrower)
     assert transitions(job)[-2:] == ["PREEMPTED", "PENDING"]
-    assert job["events"][-2]["reason"] == f"Preempted for job {claim}: it runs beyond its owner's quota."
+    assert job["events"][-2]["reason"].startswith(
+        f"Preempted for job {claim}: it runs beyond its owner's quota. The work since its start is lost ("
+    )
     assert job["over_quota"] is False and job["pending_reason"]["code"] == "PREEMPTED"
     assert get(api, own)["state"] == "RUNNING" and get(api, own)["attempt"] == 1
     assert set(get(other_api, claim)["assigned_nodes"]) <= set(job["assigned_nodes"])
@@ -364,8 +369,9 @@ def test_with_preemption_for_fair_share_a_newcomer_stops_preemptible_work_of_a_u
     report = sim.cycle()
     assert len(report.preempted) == 1 and report.preempted[0] in hers and report.placed == [claim]
     victim = get(api, report.preempted[0])
-    assert victim["events"][-2]["reason"] == (
-        f"Preempted for job {claim}: its owner has used more than its fair share of the cluster, and the job's owner less."
+    assert victim["events"][-2]["reason"].startswith(
+        f"Preempted for job {claim}: its owner has used more than its fair share of the cluster, and the job's owner less. "
+        "The work since its start is lost ("
     )
     assert victim["state"] == "PENDING" and victim["pending_reason"]["code"] == "PREEMPTED"
     # Her other jobs run on; and nothing of bob's is stopped for her in turn (she is the one over her share).
