@@ -1,4 +1,4 @@
-"""How the OpenAPI schema describes API-token authentication (imported by ApiConfig.ready)."""
+"""How the OpenAPI schema describes authentication: API tokens and jobs' own tokens (imported by ApiConfig.ready)."""
 
 from __future__ import annotations
 
@@ -17,4 +17,17 @@ class ApiTokenScheme(OpenApiAuthenticationExtension):
             "scheme": "bearer",
             "description": "A token from /api/v1/tokens/ or /api/v1/auth/token/, sent as 'Authorization: Bearer <token>' "
             "('Token <token>' works too).",
+        }
+
+
+class JobTokenScheme(OpenApiAuthenticationExtension):
+    target_class = "api.telemetry.authentication.JobTokenAuthentication"
+    match_subclasses = True
+    name = "jobToken"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "The job's own token, in its pods' MUSTER_TELEMETRY_TOKEN: it reports for that job only.",
         }

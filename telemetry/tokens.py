@@ -1,4 +1,4 @@
-"""Per-job telemetry tokens: what a job's pods present to push NCCL results for that job, and only it.
+"""Per-job tokens: what a job's pods present to push NCCL results for that job, and to report its checkpoints, and only its.
 
 A token is `mtt.<job id>.<HMAC-SHA256 of the job id and a random per-job salt, keyed by SECRET_KEY>`.
 The database holds only the salt, so:
@@ -37,7 +37,7 @@ class InvalidToken(Exception):
 
 @dataclass(frozen=True)
 class JobTokenAuth:
-    """A verified token: its holder may push telemetry for `job_id`."""
+    """A verified token: its holder may push telemetry and report checkpoints for `job_id`."""
 
     job_id: int
 

@@ -27,7 +27,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_every_command_has_help_with_an_example(capsys: pytest.CaptureFixture[str]) -> None:
-    for name in ("login", "submit", "queue", "jobs", "show", "why", "logs", "wait", "cancel", "usage", "nodes"):
+    for name in ("login", "submit", "queue", "jobs", "show", "why", "logs", "wait", "cancel", "checkpoint", "usage", "nodes"):
         code, out, _ = run(capsys, name, "--help")
         assert code == 0
         assert f"examples:\n  muster {name}" in out

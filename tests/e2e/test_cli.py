@@ -319,15 +319,12 @@ def test_an_array_sweep_and_a_failing_job_whose_every_attempt_keeps_its_logs(sta
 
 def test_a_job_reports_its_checkpoints_from_inside_with_nothing_but_its_pod_environment(stack: Stack) -> None:
     stack.login()
-    stack.start_scheduler()
-    done = stack.muster(
-        "submit", "--image", IMAGE, "-N", "1", "-G", "8", "-t", "1:00:00", "-J", "ckpt", "--json", "--", "python", "train.py"
-    )
+    done = stack.muster("submit", "--image", IMAGE, "-N", "1", "-G", "8", "-t", "1:00:00", "-J", "ckpt", "--json", "--", "train.py")
     assert done.returncode == 0, done.stderr
     job_id = json.loads(done.stdout)["id"]
-    early = stack.muster("checkpoint", str(job_id))
-    if job_row(job_id).state == "PENDING":
-        assert early.returncode == 5 and early.stderr.strip().endswith("only a running job reports checkpoints.")
+    early = stack.muster("checkpoint", str(job_id))  # no scheduler yet: it waits
+    assert early.returncode == 5 and early.stderr.strip().endswith(f"Job {job_id} is PENDING: only a running job reports checkpoints.")
+    stack.start_scheduler()
     wait_for(lambda: job_row(job_id).state == "RUNNING", 30, "the job to run")
 
     # Inside the job: no login, no flags; a fresh home with no config, as in a container.
