@@ -4,6 +4,10 @@ backfill, preemption search) over a synthetic 1,000-node x 8-GPU cluster with 2,
 Prints one JSON line per case, then a line comparing the cost per pending job at 50,000
 against 10,000 (measured in this same process, so the ratio holds on a busy machine).
 The bar: median at 10,000 pending <= 1.0 s, and the ratio no worse than about linear (~1).
+
+`--fair-share-preemption` times each case a second time with MUSTER_FAIR_SHARE_PREEMPTION on (a fifth of the
+running jobs are preemptible, owners' usage spread over two orders of magnitude) and prints its cost against
+the default's, measured in the same process.
 """
 
 from __future__ import annotations
@@ -29,11 +33,11 @@ from policy.model import PolicyConfig  # noqa: E402
 from policy.schedule import schedule  # noqa: E402
 
 
-def run_case(pending: int, repeats: int) -> dict[str, Any]:
+def run_case(pending: int, repeats: int, *, fair_share_preemption: bool = False) -> dict[str, Any]:
     snapshot = synthetic_snapshot(nodes=1000, running=2000, pending=pending)
     # The settings' defaults (every starving job reserved up to 256, 500 jobs planned forward), and the steady
     # state: the reservations a first cycle made are handed to the timed ones, as the stored plan is.
-    config = PolicyConfig(starvation_seconds=6 * 3600, max_jobs=None)
+    config = PolicyConfig(starvation_seconds=6 * 3600, max_jobs=None, fair_share_preemption=fair_share_preemption)
     snapshot = replace(snapshot, reservations=schedule(snapshot, config).reservations)
     times = []
     decisions = None
@@ -47,7 +51,7 @@ def run_case(pending: int, repeats: int) -> dict[str, Any]:
     for w in decisions.waiting:
         codes[w.reason_code] = codes.get(w.reason_code, 0) + 1
     return {
-        "name": f"cycle_1000x8_running2000_pending{pending}",
+        "name": f"cycle_1000x8_running2000_pending{pending}" + ("_fair_share_preemption" if fair_share_preemption else ""),
         "pending": pending,
         "nodes": len(snapshot.nodes),
         "running": len(snapshot.running),
@@ -65,12 +69,18 @@ def run_case(pending: int, repeats: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    sizes = [int(a) for a in sys.argv[1:]] or [1000, 10_000, 50_000]
+    with_option = "--fair-share-preemption" in sys.argv[1:]
+    sizes = [int(a) for a in sys.argv[1:] if a != "--fair-share-preemption"] or [1000, 10_000, 50_000]
     results = {}
     for pending in sizes:
-        result = run_case(pending, repeats=5 if pending <= 10_000 else 3)
+        repeats = 5 if pending <= 10_000 else 3
+        result = run_case(pending, repeats)
         results[pending] = result
         print(json.dumps(result), flush=True)
+        if with_option:
+            on = run_case(pending, repeats, fair_share_preemption=True)
+            on["cost_against_default"] = round(on["median_seconds"] / result["median_seconds"], 3)
+            print(json.dumps(on), flush=True)
     if 10_000 in results and 50_000 in results:
         per_job_10k = results[10_000]["median_seconds"] / 10_000
         per_job_50k = results[50_000]["median_seconds"] / 50_000
