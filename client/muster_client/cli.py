@@ -78,16 +78,6 @@ def _non_negative(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is negative")
-    return value
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"'{text}' is negative")
@@ -193,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--image", help="container image, e.g. nvcr.io/nvidia/pytorch:24.05-py3")
     p.add_argument("-J", "--name", help="job name (default: the YAML file's name, else the command's)")
     p.add_argument("--priority-class", help="production, normal or preemptible (the site's classes)")
-    p.add_argument("--max-restarts", type=_positive, help="restart a failed attempt up to this many times")
+    p.add_argument("--max-restarts", type=_non_negative, help="restart a failed attempt up to this many times")
     p.add_argument("--team", help="charge a team you belong to")
     p.add_argument("--preemptible", action="store_true", help="may borrow idle GPUs beyond your quota; preempted first")
     p.add_argument("-e", "--env", action="append", metavar="KEY=VALUE", help="an environment variable (repeat for more)")
@@ -216,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  muster queue\n  muster queue --user alice --limit 20\n  muster queue --json | jq '.results[0]'",
     )
     p.add_argument("-u", "--user", help="only this user's jobs")
-    p.add_argument("-n", "--limit", type=_positive, default=0, help="the first N entries (default: all)")
+    p.add_argument("-n", "--limit", type=_non_negative, default=0, help="the first N entries (default: all)")
 
     p = command(
         "jobs",
@@ -236,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-E", "--until", help="submitted before: the same forms as --since")
     p.add_argument("--array", type=int, metavar="ARRAY_ID", help="the elements of one array")
     p.add_argument("-u", "--user", help="an owner's username (admins)")
-    p.add_argument("-n", "--limit", type=_positive, default=50, help="at most N jobs (default 50; 0: all)")
+    p.add_argument("-n", "--limit", type=_non_negative, default=50, help="at most N jobs (default 50; 0: all)")
 
     p = command(
         "show",
@@ -267,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  muster logs -f 42               # follow as it is written (waits for the job to start)",
     )
     p.add_argument("job_id", type=int, metavar="ID")
-    p.add_argument("-r", "--rank", type=_positive, default=0, help="which rank (default 0, the master)")
+    p.add_argument("-r", "--rank", type=_non_negative, default=0, help="which rank (default 0, the master)")
     p.add_argument("-A", "--attempt", type=int, help="which attempt, 1 the first (default: the latest)")
     p.add_argument("--tail", type=int, help="only the last N lines (default 500 without -f)")
     p.add_argument("-f", "--follow", action="store_true", help="stream the output until the attempt ends")

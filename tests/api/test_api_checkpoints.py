@@ -16,23 +16,12 @@ from jobs.checkpoints import job_checkpoint_report
 from jobs.models import Job
 from telemetry.tokens import telemetry_pod_env
 from tests.conftest import client_for, session_for
+from tests.job_token import pod, running_job
 
 
 @pytest.fixture
 def running(submit, sim) -> Job:
-    job_id = submit(nodes=2, gpus_per_node=8, simulate={"duration_seconds": 3600})["id"]
-    sim.cycle()
-    sim.advance(2)
-    job = Job.objects.get(pk=job_id)
-    assert job.state == "RUNNING"
-    return job
-
-
-def pod(job: Job) -> APIClient:
-    """A client holding what a pod of the job has in its environment."""
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {telemetry_pod_env(job.pk)['MUSTER_TELEMETRY_TOKEN']}")
-    return client
+    return running_job(submit, sim, seconds=3600)
 
 
 def report(client: APIClient, job: Job | int, body: Any = None) -> Any:

@@ -15,6 +15,7 @@ from accounts.services import token_create
 from jobs.models import Job
 from telemetry.models import NcclSample, TelemetryCredential
 from telemetry.tokens import telemetry_pod_env, telemetry_token_for_job, telemetry_token_verify
+from tests.job_token import pod, running_job
 
 NCCL_TESTS_OUTPUT = """\
 # Collective test starting: all_reduce_perf
@@ -58,19 +59,7 @@ def inspector_record(busbw: float = 519.770464, **overrides: Any) -> dict[str, A
 
 @pytest.fixture
 def running(submit, sim) -> Job:
-    job_id = submit(nodes=2, gpus_per_node=8, simulate={"duration_seconds": 600})["id"]
-    sim.cycle()
-    sim.advance(2)
-    job = Job.objects.get(pk=job_id)
-    assert job.state == "RUNNING"
-    return job
-
-
-def pod(job: Job) -> APIClient:
-    """A client holding what a pod of the job has in its environment."""
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {telemetry_pod_env(job.pk)['MUSTER_TELEMETRY_TOKEN']}")
-    return client
+    return running_job(submit, sim, seconds=600)
 
 
 def push(client: APIClient, job: Job | int, body: Any, content_type: str = "application/json", query: str = "") -> Any:
