@@ -628,7 +628,11 @@ class _Cycle:
                 for code, words in (
                     (PROTECTED_NEW, f"by jobs that started less than {_minutes(self.config.preemption_min_runtime_seconds)} ago"),
                     (PROTECTED_SPENT, f"by jobs already preempted {self.config.max_preemptions} times"),
-                    (PROTECTED_FAR, "by jobs too far along to stop (stopping them loses more work than waiting for them costs)"),
+                    (
+                        PROTECTED_FAR,
+                        "by jobs too far along to stop (stopping them loses more work, since their last checkpoint, "
+                        "than waiting for them costs)",
+                    ),
                     (None, "on nodes where stopping them does not make room for it"),
                 )
                 if held.get(code)
