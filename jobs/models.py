@@ -322,6 +322,8 @@ class SimulatedPod(models.Model):
     gpus = models.PositiveIntegerField()
     duration_seconds = models.FloatField()
     exit_code = models.IntegerField(default=0)
+    # Rank 0 reports a checkpoint this often while it runs (0: never), as training code would (jobs.checkpoints).
+    checkpoint_every_seconds = models.FloatField(default=0.0)
     created_at = models.DateTimeField()
     # What a real pod's spec would carry: the command it runs and the environment it gets (secrets left out).
     command = models.JSONField(default=list)

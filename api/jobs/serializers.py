@@ -30,6 +30,12 @@ from telemetry.selectors import job_telemetry_summary
 class SimulateSerializer(StrictSerializer):
     duration_seconds = serializers.FloatField(min_value=0, max_value=30 * 24 * 3600, required=False)
     exit_code = serializers.IntegerField(min_value=0, max_value=255, required=False)
+    checkpoint_every_seconds = serializers.FloatField(
+        min_value=60,
+        max_value=30 * 24 * 3600,
+        required=False,
+        help_text="The simulated cluster only: rank 0 reports a checkpoint this often while it runs, as training code would.",
+    )
 
 
 class VolumeSerializer(StrictSerializer):

@@ -19,7 +19,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from jobs.checkpoints import CheckpointInvalid, job_checkpoint_report
 from jobs.cluster.base import MIG_COMPUTE_SLICES, CapturedLog, ClusterNode, GangSpec, PodPhase, PodStatus
+from jobs.errors import JobNotRunning
 from jobs.models import SimulatedPod
 
 SIMULATED_GPU = "Simulated H100 80GB"
@@ -130,6 +132,7 @@ class SimulatedCluster:
         created = self.clock()
         duration = float(spec.simulate.get("duration_seconds", self.default_duration_seconds))
         exit_code = int(spec.simulate.get("exit_code", 0))
+        checkpoint_every = float(spec.simulate.get("checkpoint_every_seconds", 0.0))
         if ranks and ranks[0] > 0:
             # A grown rank joins a job already running: it ends with the rest (its rendezvous), not a full run later.
             first = SimulatedPod.objects.filter(job_id=spec.job_id, attempt=spec.attempt, rank=0).first()
@@ -148,6 +151,7 @@ class SimulatedCluster:
                         duration_seconds=duration,
                         # A failing job fails on its last rank, the way one bad rank takes a gang down.
                         exit_code=exit_code if rank == len(spec.node_names) - 1 else 0,
+                        checkpoint_every_seconds=checkpoint_every if rank == 0 else 0.0,
                         created_at=created,
                         command=list(spec.command),
                         env={**spec.env, **spec.muster_env()},
@@ -166,8 +170,30 @@ class SimulatedCluster:
         now = self.clock()
         gangs: dict[tuple[int, int], list[PodStatus]] = {}
         for pod in SimulatedPod.objects.order_by("job_id", "attempt", "rank"):
-            gangs.setdefault((pod.job_id, pod.attempt), []).append(self._status(pod, now))
+            status = self._status(pod, now)
+            gangs.setdefault((pod.job_id, pod.attempt), []).append(status)
+            if pod.checkpoint_every_seconds and status.phase == PodPhase.RUNNING:
+                self._report_checkpoint(pod, now)
         return gangs
+
+    def _checkpoints(self, pod: SimulatedPod, now: datetime) -> int:
+        """How many checkpoints the pod has written by `now`: one every checkpoint_every_seconds of run time."""
+        if not pod.checkpoint_every_seconds:
+            return 0
+        ran = min((now - pod.created_at).total_seconds() - self.start_seconds, pod.duration_seconds)
+        return max(0, int(ran // pod.checkpoint_every_seconds))
+
+    def _report_checkpoint(self, pod: SimulatedPod, now: datetime) -> None:
+        # What the job's code does after saving (`muster checkpoint`), at the simulated time it saved. Before the cycle
+        # has marked the job running the report is refused, as a real one would be; a later cycle reports it again.
+        written = self._checkpoints(pod, now)
+        if not written:
+            return
+        at = pod.created_at + timedelta(seconds=self.start_seconds + written * pod.checkpoint_every_seconds)
+        try:
+            job_checkpoint_report(pod.job_id, at=at, step=self._step(written * pod.checkpoint_every_seconds), attempt=pod.attempt, now=now)
+        except (JobNotRunning, CheckpointInvalid):
+            pass
 
     def read_logs(self, job_id: int, attempt: int, rank: int, tail: int | None = None) -> str:
         pod = SimulatedPod.objects.filter(job_id=job_id, attempt=attempt, rank=rank).first()
@@ -206,11 +232,25 @@ class SimulatedCluster:
         started = pod.created_at + timedelta(seconds=self.start_seconds)
         ran = min((now - started).total_seconds(), pod.duration_seconds)
         steps = int(ran // LOG_STEP_SECONDS) if ran > 0 else 0
-        lines += [f"step {k * STEPS_PER_LINE} ({k * LOG_STEP_SECONDS:g} s of {pod.duration_seconds:g} s)\n" for k in range(1, steps + 1)]
+        timed: list[tuple[float, str]] = [
+            (k * LOG_STEP_SECONDS, f"step {k * STEPS_PER_LINE} ({k * LOG_STEP_SECONDS:g} s of {pod.duration_seconds:g} s)\n")
+            for k in range(1, steps + 1)
+        ]
+        every = pod.checkpoint_every_seconds
+        timed += [
+            (k * every, f"checkpoint saved at step {self._step(k * every)}; reported to Muster\n")
+            for k in range(1, self._checkpoints(pod, now) + 1)
+        ]
+        lines += [line for _, line in sorted(timed, key=lambda t: t[0])]
         status = self._status(pod, now)
         if status.phase in (PodPhase.SUCCEEDED, PodPhase.FAILED):
             lines.append(f"[simulated cluster] exited with code {pod.exit_code} after {pod.duration_seconds:g} s\n")
         return lines
+
+    @staticmethod
+    def _step(seconds: float) -> int:
+        """The training step the simulated job has reached after `seconds` of run time (its log lines' count)."""
+        return int(seconds / LOG_STEP_SECONDS * STEPS_PER_LINE)
 
     def _status(self, pod: SimulatedPod, now: datetime) -> PodStatus:
         started = pod.created_at + timedelta(seconds=self.start_seconds)

@@ -15,7 +15,7 @@ from accounts.throttling import CheckpointRateThrottle
 from jobs.checkpoints import job_checkpoint_report
 from jobs.models import Job
 from telemetry.tokens import telemetry_pod_env
-from tests.conftest import client_for, session_for
+from tests.conftest import client_for, job_payload, session_for
 from tests.job_token import pod, running_job
 
 
@@ -156,3 +156,29 @@ def test_a_preemption_stops_the_job_that_loses_least_and_says_what_was_lost(
         assert reason.endswith("The work since its last checkpoint is lost (5.4 GPU-hours).")  # 64 GPUs x 301 s
     else:
         assert reason.startswith(f"Preempted for job {prod}: it is of a lower priority class. The work since its start is lost (")
+
+
+# --- the simulated cluster's jobs report as training code would ---------------------------------------------------------
+
+
+def test_a_simulated_job_reports_a_checkpoint_as_it_runs_and_says_so_in_its_log(submit, sim) -> None:
+    job_id = submit(nodes=2, gpus_per_node=8, simulate={"duration_seconds": 3600, "checkpoint_every_seconds": 600})["id"]
+    sim.cycle()
+    sim.advance(2)
+    started = Job.objects.get(pk=job_id).started_at
+    assert Job.objects.get(pk=job_id).checkpointed_at is None, "nothing written before its first 10 minutes"
+    sim.advance(1300)  # 1,301 s in: the pods started 1 s after launch, so two checkpoints, at 601 s and 1,201 s of the clock
+    job = Job.objects.get(pk=job_id)
+    assert (job.checkpoint_step, job.checkpoint_attempt) == (12_000, 1)  # a log line of 100 steps every 10 s
+    assert job.checkpointed_at is not None and started is not None
+    assert 1190 < (job.checkpointed_at - started).total_seconds() < 1205
+    logs = sim.cluster.read_logs(job_id, 1, 0)  # at the simulated clock's time (the API reads the server's)
+    assert "checkpoint saved at step 6000; reported to Muster\n" in logs
+    assert logs.index("step 6000 (") < logs.index("checkpoint saved at step 6000") < logs.index("step 6100 (")
+    assert "checkpoint saved at step 12000" in logs and "checkpoint saved at step 18000" not in logs
+
+
+def test_the_simulated_checkpoint_interval_is_validated(api: APIClient) -> None:
+    response = api.post("/api/v1/jobs/", {**job_payload(), "simulate": {"checkpoint_every_seconds": 5}}, format="json")
+    assert response.status_code == 400
+    assert "greater than or equal to 60" in str(response.json()["simulate"]["checkpoint_every_seconds"])
