@@ -176,12 +176,15 @@ class SimulatedCluster:
                 self._report_checkpoint(pod, now)
         return gangs
 
+    def _ran(self, pod: SimulatedPod, now: datetime) -> float:
+        """Seconds the pod has run by `now` (negative while it starts), at most its duration."""
+        return min((now - pod.created_at).total_seconds() - self.start_seconds, pod.duration_seconds)
+
     def _checkpoints(self, pod: SimulatedPod, now: datetime) -> int:
         """How many checkpoints the pod has written by `now`: one every checkpoint_every_seconds of run time."""
         if not pod.checkpoint_every_seconds:
             return 0
-        ran = min((now - pod.created_at).total_seconds() - self.start_seconds, pod.duration_seconds)
-        return max(0, int(ran // pod.checkpoint_every_seconds))
+        return max(0, int(self._ran(pod, now) // pod.checkpoint_every_seconds))
 
     def _report_checkpoint(self, pod: SimulatedPod, now: datetime) -> None:
         # What the job's code does after saving (`muster checkpoint`), at the simulated time it saved. Before the cycle
@@ -229,8 +232,7 @@ class SimulatedCluster:
         """What a training script might print: a start line, a step every LOG_STEP_SECONDS while it runs, how it ended."""
         where = f"job {pod.job_id} attempt {pod.attempt} rank {pod.rank} on {pod.node_name}"
         lines = [f"[simulated cluster] no container runs: {where}\n", f"$ {' '.join(pod.command)}\n"]
-        started = pod.created_at + timedelta(seconds=self.start_seconds)
-        ran = min((now - started).total_seconds(), pod.duration_seconds)
+        ran = self._ran(pod, now)
         steps = int(ran // LOG_STEP_SECONDS) if ran > 0 else 0
         timed: list[tuple[float, str]] = [
             (k * LOG_STEP_SECONDS, f"step {k * STEPS_PER_LINE} ({k * LOG_STEP_SECONDS:g} s of {pod.duration_seconds:g} s)\n")
