@@ -648,10 +648,14 @@ class _Cycle:
         """Just preempted: borrowing again at once would only be reclaimed again (thrash)."""
         return job.preempted_at is not None and self.now < self._reborrow_at(job)
 
+    @staticmethod
+    def _lost_since(victim: RunningJob) -> float:
+        """Where the work a preemption throws away begins: its last checkpoint if it reported one since it started."""
+        return max(victim.started_at, victim.checkpointed_at or victim.started_at)
+
     def _lost_if_stopped(self, victim: RunningJob) -> float:
         """GPU-seconds a preemption throws away: since its last checkpoint if it reports them, else since its start."""
-        since = max(victim.started_at, victim.checkpointed_at or victim.started_at)
-        return victim.gpus * max(0.0, self.now - since)
+        return victim.gpus * max(0.0, self.now - self._lost_since(victim))
 
     def _preempt_for(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
         # What the search depends on besides capacity: the class and, with preemption for fair share, the owner's usage
@@ -837,7 +841,7 @@ class _Cycle:
             why = "it is of a lower priority class"
         else:
             why = "its owner has used more than its fair share of the cluster, and the job's owner less"
-        since = "its last checkpoint" if (victim.checkpointed_at or 0.0) > victim.started_at else "its start"
+        since = "its last checkpoint" if self._lost_since(victim) > victim.started_at else "its start"
         lost = self._lost_if_stopped(victim) / 3600
         self.preemptions.append(
             Preemption(
