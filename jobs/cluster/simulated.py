@@ -22,7 +22,7 @@ from django.utils import timezone
 from jobs.checkpoints import CheckpointInvalid, job_checkpoint_report
 from jobs.cluster.base import MIG_COMPUTE_SLICES, CapturedLog, ClusterNode, GangSpec, PodPhase, PodStatus
 from jobs.errors import JobNotRunning
-from jobs.models import SimulatedPod
+from jobs.models import Job, SimulatedPod
 
 SIMULATED_GPU = "Simulated H100 80GB"
 SIMULATED_GPU_MEMORY_GB = 80.0
@@ -169,11 +169,20 @@ class SimulatedCluster:
     def observe_gangs(self) -> dict[tuple[int, int], list[PodStatus]]:
         now = self.clock()
         gangs: dict[tuple[int, int], list[PodStatus]] = {}
-        for pod in SimulatedPod.objects.order_by("job_id", "attempt", "rank"):
+        pods = list(SimulatedPod.objects.order_by("job_id", "attempt", "rank"))
+        # What each checkpointing job last recorded, read once: a report only when there is a new checkpoint, so a
+        # cycle does not lock every such job's row to be told it has nothing new.
+        recorded = {
+            pk: (attempt, step)
+            for pk, attempt, step in Job.objects.filter(pk__in={p.job_id for p in pods if p.checkpoint_every_seconds}).values_list(
+                "pk", "checkpoint_attempt", "checkpoint_step"
+            )
+        }
+        for pod in pods:
             status = self._status(pod, now)
             gangs.setdefault((pod.job_id, pod.attempt), []).append(status)
             if pod.checkpoint_every_seconds and status.phase == PodPhase.RUNNING:
-                self._report_checkpoint(pod, now)
+                self._report_checkpoint(pod, now, recorded.get(pod.job_id))
         return gangs
 
     def _ran(self, pod: SimulatedPod, now: datetime) -> float:
@@ -186,15 +195,18 @@ class SimulatedCluster:
             return 0
         return max(0, int(self._ran(pod, now) // pod.checkpoint_every_seconds))
 
-    def _report_checkpoint(self, pod: SimulatedPod, now: datetime) -> None:
+    def _report_checkpoint(self, pod: SimulatedPod, now: datetime, recorded: tuple[int | None, int | None] | None) -> None:
         # What the job's code does after saving (`muster checkpoint`), at the simulated time it saved. Before the cycle
         # has marked the job running the report is refused, as a real one would be; a later cycle reports it again.
         written = self._checkpoints(pod, now)
         if not written:
             return
+        step = self._step(written * pod.checkpoint_every_seconds)
+        if recorded == (pod.attempt, step):
+            return
         at = pod.created_at + timedelta(seconds=self.start_seconds + written * pod.checkpoint_every_seconds)
         try:
-            job_checkpoint_report(pod.job_id, at=at, step=self._step(written * pod.checkpoint_every_seconds), attempt=pod.attempt, now=now)
+            job_checkpoint_report(pod.job_id, at=at, step=step, attempt=pod.attempt, now=now)
         except (JobNotRunning, CheckpointInvalid):
             pass
 

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -176,6 +178,20 @@ def test_a_simulated_job_reports_a_checkpoint_as_it_runs_and_says_so_in_its_log(
     assert "checkpoint saved at step 6000; reported to Muster\n" in logs
     assert logs.index("step 6000 (") < logs.index("checkpoint saved at step 6000") < logs.index("step 6100 (")
     assert "checkpoint saved at step 12000" in logs and "checkpoint saved at step 18000" not in logs
+
+
+def test_a_simulated_job_reports_each_checkpoint_once(submit, sim) -> None:
+    job_id = submit(nodes=1, gpus_per_node=8, simulate={"duration_seconds": 3600, "checkpoint_every_seconds": 600})["id"]
+    sim.cycle()
+    sim.advance(2)  # running
+    sim.advance(700)
+    assert Job.objects.get(pk=job_id).checkpoint_step == 6000
+    # Nothing new written: observing the cluster again takes no lock on the job's row (a report would).
+    with CaptureQueriesContext(connection) as queries:
+        sim.cluster.observe_gangs()
+    assert not [q["sql"] for q in queries if "FOR UPDATE" in q["sql"]]
+    sim.advance(600)
+    assert Job.objects.get(pk=job_id).checkpoint_step == 12_000
 
 
 def test_the_simulated_checkpoint_interval_is_validated(api: APIClient) -> None:
