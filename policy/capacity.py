@@ -64,12 +64,23 @@ class Capacity:
         self._index(name)
         self.version += 1
 
-    def best_fit(self, gpus: int, allowed: Allowed = None) -> str | None:
-        """The allowed node left with the fewest free GPUs after taking `gpus`."""
+    def best_fit(self, gpus: int, allowed: Allowed = None, prefer: Allowed = None, look: int = 1) -> str | None:
+        """The allowed node left with the fewest free GPUs after taking `gpus`; of those, the first `prefer` likes
+        among the first `look` (a bound on the work), else the first."""
         for free in sorted(k for k, members in self.buckets.items() if k >= gpus and members):
+            first: str | None = None
+            seen = 0
             for name in self.buckets[free]:
-                if allowed is None or allowed(name):
+                if allowed is not None and not allowed(name):
+                    continue
+                seen += 1
+                if prefer is None or prefer(name):
                     return name
+                first = first or name
+                if seen >= look:
+                    break
+            if first is not None:
+                return first
         return None
 
     def idle_nodes(self, gpus_per_node: int, allowed: Allowed = None) -> dict[str, list[str]]:

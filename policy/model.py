@@ -239,6 +239,9 @@ class PolicyConfig:
     fair_share_preemption: bool = False
     fair_share_preemption_gap: float = 1.0
     max_jobs: int | None = None
+    # A job of part of a node goes, among the nodes it fits best, to one whose jobs all end by its own wall-time end
+    # (looking at most this many of them; 1: the first that fits): see _Cycle._fit_on.
+    align_look: int = 32
 
     def starving_after(self, wall_seconds: float, nodes: int = 1) -> float:
         """How long a job of this wall time and node count waits before it is owed a reservation.

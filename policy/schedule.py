@@ -530,7 +530,8 @@ class _Cycle:
             inner = allowed
             allowed = lambda name: self._node_fits(job, name) and (inner is None or inner(name))  # noqa: E731
         if not job.whole_nodes:
-            name = self.capacity.best_fit(job.gpus_per_node, allowed)
+            look = self.config.align_look
+            name = self.capacity.best_fit(job.gpus_per_node, allowed, self._within_node_end(job) if look > 1 else None, look)
             return None if name is None else [name]
         if job.elastic:
             # The most nodes that fit now, within its quota; no fewer than min_nodes.
@@ -540,6 +541,20 @@ class _Cycle:
                     return found
             return None
         return self.capacity.whole_nodes(job.nodes, job.gpus_per_node, allowed)
+
+    def _within_node_end(self, job: PendingJob) -> Callable[[str], bool]:
+        """Whether the job would end, by wall time, before the node comes free whole anyway (a job there runs as long).
+
+        A job that outlives the others on its node keeps the node in fragments after they end, which an 8-GPU job
+        or a gang cannot use: on the replay of the real trace, preferring nodes it does not outlive cut gangs' and
+        all jobs' p99 waits at both loads (docs/scheduling.md, "Placement").
+        """
+        end = self.now + job.wall_seconds
+
+        def within(name: str) -> bool:
+            return any(self.running[j].ends_at >= end for j in self.on_node.get(name, ()))
+
+        return within
 
     def _elastic_room(self, job: PendingJob) -> int:
         """The most whole nodes an elastic job may hold within its owners' GPU quotas (of the smallest size it fits)."""

@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy.model import FRAGMENTATION, LAUNCH_BACKOFF, NO_ROOM, NOT_EXAMINED, NodeView, PendingJob, Snapshot
+from policy.model import FRAGMENTATION, LAUNCH_BACKOFF, NO_ROOM, NOT_EXAMINED, NodeView, PendingJob, RunningJob, Snapshot
 from policy.schedule import schedule
 
 
@@ -52,6 +52,19 @@ def test_small_jobs_pack_onto_partly_used_nodes() -> None:
     nodes = cluster(nodes=3, free={"n00": 8, "n01": 3, "n02": 8})
     decisions = schedule(Snapshot(nodes, (job(1, gpus=2),)))
     assert decisions.placements[0].node_names == ("n01",)
+
+
+def test_a_small_job_goes_where_the_jobs_end_with_it_so_the_node_comes_free_whole() -> None:
+    # Two nodes equally tight for 4 GPUs: one frees up in an hour, the other in ten.
+    nodes = cluster(nodes=2, racks=1, free={"n00": 4, "n01": 4})
+    running = (
+        RunningJob(id=10, node_names=("n00",), gpus_held=(4,), class_rank=1, started_at=0.0, ends_at=3600.0),
+        RunningJob(id=11, node_names=("n01",), gpus_held=(4,), class_rank=1, started_at=0.0, ends_at=36000.0),
+    )
+    for wall, node in ((3000.0, "n00"), (36000.0, "n01")):
+        pending = (replace(job(1, gpus=4), wall_seconds=wall),)
+        (placement,) = schedule(Snapshot(nodes, pending, running)).placements
+        assert placement.node_names == (node,), f"a job of {wall} s went to {placement.node_names}"
 
 
 def test_fragmentation_is_named_when_free_gpus_are_scattered() -> None:
