@@ -239,8 +239,8 @@ class PolicyConfig:
     fair_share_preemption: bool = False
     fair_share_preemption_gap: float = 1.0
     max_jobs: int | None = None
-    # A job of part of a node goes, among the nodes it fits best, to one whose jobs all end by its own wall-time end
-    # (looking at most this many of them; 1: the first that fits): see _Cycle._fit_on.
+    # A job of part of a node goes, among the nodes it fits best, to one where a job at least as long (by wall time)
+    # already runs, so it does not outlive the node's jobs (looking at most this many; 1: the first that fits).
     align_look: int = 32
 
     def starving_after(self, wall_seconds: float, nodes: int = 1) -> float:

@@ -546,8 +546,8 @@ class _Cycle:
         """Whether the job would end, by wall time, before the node comes free whole anyway (a job there runs as long).
 
         A job that outlives the others on its node keeps the node in fragments after they end, which an 8-GPU job
-        or a gang cannot use: on the replay of the real trace, preferring nodes it does not outlive cut gangs' and
-        all jobs' p99 waits at both loads (docs/scheduling.md, "Placement").
+        or a gang cannot use: on the replay of the real trace, preferring nodes it does not outlive cut the p99 wait at
+        both loads and gangs' p99 at load 1.0 (docs/scheduling.md, "Placement" and "What it costs, measured").
         """
         end = self.now + job.wall_seconds
 
