@@ -530,8 +530,7 @@ class _Cycle:
             inner = allowed
             allowed = lambda name: self._node_fits(job, name) and (inner is None or inner(name))  # noqa: E731
         if not job.whole_nodes:
-            look = self.config.align_look
-            name = self.capacity.best_fit(job.gpus_per_node, allowed, self._within_node_end(job) if look > 1 else None, look)
+            name = self.capacity.best_fit(job.gpus_per_node, allowed, self._within_node_end(job), self.config.align_look)
             return None if name is None else [name]
         if job.elastic:
             # The most nodes that fit now, within its quota; no fewer than min_nodes.
@@ -543,7 +542,7 @@ class _Cycle:
         return self.capacity.whole_nodes(job.nodes, job.gpus_per_node, allowed)
 
     def _within_node_end(self, job: PendingJob) -> Callable[[str], bool]:
-        """Whether the job would end, by wall time, before the node comes free whole anyway (a job there runs as long).
+        """The test whether the job would end, by wall time, before a node comes free whole anyway (a job there runs as long).
 
         A job that outlives the others on its node keeps the node in fragments after they end, which an 8-GPU job
         or a gang cannot use: on the replay of the real trace, preferring nodes it does not outlive cut the p99 wait at
@@ -552,7 +551,7 @@ class _Cycle:
         end = self.now + job.wall_seconds
 
         def within(name: str) -> bool:
-            return any(self.running[j].ends_at >= end for j in self.on_node.get(name, ()))
+            return any(ends_at >= end for ends_at, _ in self._releases(name))
 
         return within
 
