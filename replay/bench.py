@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> None:
                 "p99_wait_s": round(s["wait"]["p99"], 1),
                 "gang_p99_wait_s": round(s["wait"]["split"]["gang"]["p99"], 1) if s["wait"]["split"]["gang"]["p99"] is not None else None,
                 "utilisation": round(s["utilisation"], 4),
+                "idle_while_waiting": round(s["idle_while_waiting"], 4),
                 "min_tenant_share": round(s["fair_share"]["min_ratio"], 4) if s["fair_share"]["min_ratio"] is not None else None,
                 "min_share_tenant_day": [s["fair_share"]["min_tenant"], s["fair_share"]["min_day"]],
                 "min_tenant_share_window": round(w, 4) if (w := s["fair_share"]["window_min_ratio"]) is not None else None,

@@ -7,7 +7,11 @@ Definitions (times in seconds):
   node, all its GPUs) and "sub_node" (fewer GPUs than a node).
 - bounded slowdown = max(1, JCT / max(runtime, 10 s)), averaged over jobs.
 - utilisation = GPU-seconds held by jobs (every run, preempted ones too; a gang holds its nodes whole)
-  / (makespan x cluster GPUs); makespan = last end - first submit.
+  / (makespan x cluster GPUs); makespan = last end - first submit. On a finite trace it is mostly the
+  makespan: the policy whose last long job starts later scores lower, whatever it left idle before.
+- idle while waiting = GPU-seconds free while at least one job waited (before its first start, or again
+  after a preemption) / (makespan x cluster GPUs): what the policy left unused that a queue was there for,
+  whether by fragments no waiting job fits, by nodes drained for a reservation, or by holding jobs back.
 - load = offered load: sum(runtime x GPUs asked) / ((last submit - first submit) x cluster GPUs).
 - fair share: see FAIR_SHARE_DEFINITION.
 - reservation slip: a job that got a reservation and started later than the first reservation's
@@ -120,6 +124,7 @@ def summarize(result: SimResult, *, config: PolicyConfig) -> dict[str, Any]:
         "load": offered_load([r.job for r in records], gpus),
         "makespan_seconds": makespan,
         "utilisation": busy / (makespan * gpus) if makespan > 0 and gpus else 0.0,
+        "idle_while_waiting": idle_while_waiting(records, gpus) / (makespan * gpus) if makespan > 0 and gpus else 0.0,
         "jct": {**_stats(jct["all"]), "split": {k: _stats(jct[k]) for k in splits}},
         "wait": {**_stats(wait["all"]), "split": {k: _stats(wait[k]) for k in splits}},
         "bounded_slowdown_mean": sum(slowdowns) / len(slowdowns) if slowdowns else None,
@@ -135,6 +140,27 @@ def summarize(result: SimResult, *, config: PolicyConfig) -> dict[str, Any]:
         "decision_cpu": _decision_cpu(result.decisions),
         "sim_cpu_seconds": result.cpu_seconds,
     }
+
+
+def idle_while_waiting(records: Sequence[JobRecord], gpus: int) -> float:
+    """GPU-seconds free while at least one job waited: each job waits from its submit to its first run and between runs."""
+    events: list[tuple[float, int, int]] = []  # (time, change in GPUs held, change in jobs waiting)
+    for r in records:
+        waiting_since = r.job.submit
+        for start, end, held in r.attempts:
+            if start > waiting_since:
+                events += [(waiting_since, 0, 1), (start, 0, -1)]
+            events += [(start, held, 0), (end, -held, 0)]
+            waiting_since = end
+        if not r.attempts:
+            events.append((waiting_since, 0, 1))
+    idle, held, waiting = 0.0, 0, 0
+    last = None
+    for t, d_held, d_waiting in sorted(events):
+        if last is not None and waiting > 0:
+            idle += (t - last) * max(0, gpus - held)
+        held, waiting, last = held + d_held, waiting + d_waiting, t
+    return idle
 
 
 def _errors(errors: list[float]) -> dict[str, float | int | None]:

@@ -188,6 +188,7 @@ def _rows() -> list[tuple[str, list[Row]]]:
             [
                 ("bounded slowdown, mean (τ = 10 s)", lambda s: fmt_number(s.get("bounded_slowdown_mean"), 2)),
                 ("GPU utilisation", lambda s: fmt_percent(s.get("utilisation"))),
+                ("GPUs idle while jobs wait", lambda s: fmt_percent(s.get("idle_while_waiting"))),
                 ("makespan", lambda s: fmt_duration(s.get("makespan_seconds"))),
                 ("min tenant share ratio (tenant, day)", _min_share),
                 ("preemptions", lambda s: fmt_number(s.get("preemptions"))),

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from policy.model import PolicyConfig
-from replay.metrics import percentile, summarize, water_fill
-from replay.simulator import ClusterSpec, simulate
-from replay.trace import Assumptions
+from replay.metrics import idle_while_waiting, percentile, summarize, water_fill
+from replay.simulator import ClusterSpec, JobRecord, simulate
+from replay.trace import Assumptions, TraceJob
 from tests.replay.test_baselines import TRACE
 
 
@@ -34,11 +34,24 @@ def test_jct_wait_utilisation_by_hand() -> None:
     assert jct["split"]["sub_node"]["mean"] == pytest.approx((40 + 647) / 2)
     assert s["makespan_seconds"] == 650
     assert s["utilisation"] == pytest.approx((100 * 8 + 50 * 16 + 40 * 4 + 500 * 4) / (650 * 16))
+    # Waiting: the gang from 1 to 100, the second 4-GPU job from 3 to 150. Free meanwhile: 8 GPUs on 1-2,
+    # 4 on 2-42, 8 on 42-100, none on 100-150.
+    assert s["idle_while_waiting"] == pytest.approx((8 * 1 + 4 * 40 + 8 * 58) / (650 * 16))
     assert s["load"] == pytest.approx(3760 / (3 * 16))
     assert s["bounded_slowdown_mean"] == pytest.approx((1 + 149 / 50 + 1 + 647 / 500) / 4)
     assert s["preemptions"] == 0 and s["gpu_hours_lost"] == 0
     assert s["reservation_slips"] == {"count": 0, "mean_seconds": 0.0, "max_seconds": 0.0}
     assert set(s) >= {"policy", "jobs", "nodes", "gpus", "eta", "decision_cpu", "sim_cpu_seconds", "fair_share"}
+
+
+def test_a_preempted_job_waits_again_until_its_next_run() -> None:
+    # 8 GPUs. Job 1 (4 GPUs) runs 0-10, is preempted, runs again 30-50; job 2 (8 GPUs) waits 0-10 and runs 10-30.
+    one = JobRecord(job=TraceJob(1, 0.0, 30.0, 4, 1, 4, 3600.0, "a"), attempts=[(0.0, 10.0, 4), (30.0, 50.0, 4)])
+    two = JobRecord(job=TraceJob(2, 0.0, 20.0, 8, 1, 8, 3600.0, "b"), attempts=[(10.0, 30.0, 8)])
+    # Free while someone waits: 4 GPUs on 0-10 (job 2 waits), none on 10-30 (job 1 waits, all held), none after.
+    assert idle_while_waiting([one, two], 8) == 4 * 10
+    # Alone, job 1 leaves all 8 free while it waits between its runs.
+    assert idle_while_waiting([one], 8) == 8 * 20
 
 
 def test_fair_share_single_tenant_by_hand() -> None:

@@ -56,6 +56,7 @@ def fake_summary(policy: str, wait: float) -> dict[str, Any]:
         "load": 0.5,
         "makespan_seconds": 1200.0,
         "utilisation": 0.5,
+        "idle_while_waiting": 0.025,
         "jct": {**stats, "gang": stats, "whole_node": stats, "sub_node": stats},
         "wait": {**stats, "gang": stats, "whole_node": stats, "sub_node": stats},
         "bounded_slowdown_mean": 1.5,

@@ -40,6 +40,7 @@ def test_the_table_has_every_row_for_every_policy() -> None:
     assert rows["wait mean, all jobs"] == ["10.0 min", "2.0 min"]
     assert rows["wait p99, gangs (several nodes)"] == ["30.0 min", "6.0 min"]
     assert rows["GPU utilisation"] == ["50.0%", "50.0%"]
+    assert rows["GPUs idle while jobs wait"] == ["2.5%", "2.5%"]
     assert rows["min tenant share ratio (tenant, day)"][0] == "0.80 (b, 2017-07-14)"
     assert rows["reservation slips"][0] == "2 (mean 30 s, max 50 s)"
     assert rows["CPU per decision by queue length"][0] == "0-9 waiting: 0.50 ms; 10-99 waiting: 1.50 ms"
