@@ -7,8 +7,9 @@ Definitions (times in seconds):
   node, all its GPUs) and "sub_node" (fewer GPUs than a node).
 - bounded slowdown = max(1, JCT / max(runtime, 10 s)), averaged over jobs.
 - utilisation = GPU-seconds held by jobs (every run, preempted ones too; a gang holds its nodes whole)
-  / (makespan x cluster GPUs); makespan = last end - first submit. On a finite trace it is mostly the
-  makespan: the policy whose last long job starts later scores lower, whatever it left idle before.
+  / (makespan x cluster GPUs); makespan = last end - first submit. Without preemption every policy holds
+  the same GPU-seconds, so it tells policies apart by their makespan alone: the one whose last long job
+  starts later scores lower, whatever it left idle before.
 - idle while waiting = GPU-seconds free while at least one job waited (before its first start, or again
   after a preemption) / (makespan x cluster GPUs): what the policy left unused that a queue was there for,
   whether by fragments no waiting job fits, by nodes drained for a reservation, or by holding jobs back.
