@@ -22,7 +22,7 @@ from pathlib import Path
 from policy.model import PolicyConfig
 from replay.load import nodes_for_load, offered_load
 from replay.metrics import summarize
-from replay.simulator import ClusterSpec, SimResult, simulate
+from replay.simulator import ClusterSpec, simulate
 from replay.trace import RESUME_MODES, Assumptions, open_trace, read_trace
 
 DEFAULT_TRACE = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "philly-2017-09-10.csv.gz"
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
                 "reservation_slips": s["reservation_slips"]["count"],
                 "mean_wait_s": round(s["wait"]["mean"], 1),
                 "gpu_hours_lost": round(s["gpu_hours_lost"], 1),
-                "gpu_hours_lost_share": round(s["gpu_hours_lost"] * 3600 / busy, 4) if (busy := _busy(result)) else 0.0,
+                "gpu_hours_lost_share": round(s["gpu_hours_lost"] * 3600 / busy, 4) if (busy := s["gpu_seconds_held"]) else 0.0,
                 "max_preemptions_per_job": max((r.preemptions for r in result.records), default=0),
                 "eta_median_abs_s": s["eta"]["while_waiting"]["median_abs_seconds"],
                 "eta_reserved_median_abs_s": s["eta"]["reserved"]["median_abs_seconds"],
@@ -130,11 +130,6 @@ def _boolean(value: str) -> bool:
     if value.lower() not in words:
         raise ValueError(value)
     return words[value.lower()]
-
-
-def _busy(result: SimResult) -> float:
-    """GPU-seconds held by every run (preempted ones too)."""
-    return sum((end - start) * held for r in result.records for start, end, held in r.attempts)
 
 
 if __name__ == "__main__":

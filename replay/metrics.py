@@ -124,6 +124,7 @@ def summarize(result: SimResult, *, config: PolicyConfig) -> dict[str, Any]:
         "gpus": gpus,
         "load": offered_load([r.job for r in records], gpus),
         "makespan_seconds": makespan,
+        "gpu_seconds_held": busy,
         "utilisation": busy / (makespan * gpus) if makespan > 0 and gpus else 0.0,
         "idle_while_waiting": idle_while_waiting(records, gpus) / (makespan * gpus) if makespan > 0 and gpus else 0.0,
         "jct": {**_stats(jct["all"]), "split": {k: _stats(jct[k]) for k in splits}},

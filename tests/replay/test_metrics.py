@@ -33,6 +33,7 @@ def test_jct_wait_utilisation_by_hand() -> None:
     assert jct["split"]["whole_node"]["mean"] == 100
     assert jct["split"]["sub_node"]["mean"] == pytest.approx((40 + 647) / 2)
     assert s["makespan_seconds"] == 650
+    assert s["gpu_seconds_held"] == 100 * 8 + 50 * 16 + 40 * 4 + 500 * 4
     assert s["utilisation"] == pytest.approx((100 * 8 + 50 * 16 + 40 * 4 + 500 * 4) / (650 * 16))
     # Waiting: the gang from 1 to 100, the second 4-GPU job from 3 to 150. Free meanwhile: 8 GPUs on 1-2,
     # 4 on 2-42, 8 on 42-100, none on 100-150.
