@@ -193,9 +193,12 @@ class RunningJob:
         return sum(self.gpus_held)
 
     def likely_end(self, now: float) -> float:
-        """When it is expected to end: the prediction while it still lies ahead, its wall-time end once it ran past it."""
-        if self.expected_end is None or self.expected_end <= now:
+        """When it is expected to end: the prediction while it still lies ahead; once it ran past it, half-way from now
+        to its wall-time end (nothing then says where in what is left it ends, and half-way is the middle of it)."""
+        if self.expected_end is None or self.ends_at <= now:
             return self.ends_at
+        if self.expected_end <= now:
+            return now + (self.ends_at - now) / 2
         return min(self.expected_end, self.ends_at)
 
 

@@ -37,8 +37,12 @@ def test_a_reserved_job_is_expected_when_the_work_on_its_nodes_is_expected_to_en
     assert reserved_case(expected_end=NOW + 0.5 * HOUR) == (NOW + 3 * HOUR, NOW + HOUR)
 
 
-def test_a_job_that_ran_past_its_prediction_is_expected_at_its_wall_time() -> None:
-    assert reserved_case(expected_end=NOW - 60) == (NOW + 3 * HOUR, NOW + 3 * HOUR)
+def test_a_job_that_ran_past_its_prediction_is_expected_half_way_to_its_wall_time() -> None:
+    # Job 10 was expected an hour ago and has 3 h left by its wall time: it is expected in 1.5 h, the promise stays.
+    assert reserved_case(expected_end=NOW - HOUR) == (NOW + 3 * HOUR, NOW + 1.5 * HOUR)
+    # Past its wall time (not yet stopped): nothing is left to halve.
+    past_wall = replace(running(10, {"n00": 8}, left=-60.0), expected_end=NOW - HOUR)
+    assert past_wall.likely_end(NOW) == NOW - 60
 
 
 def test_a_reservation_behind_another_is_expected_when_that_one_is_expected_to_be_done() -> None:
