@@ -187,15 +187,15 @@ def test_starving_big_gang_gets_a_reservation_and_starts_by_its_promise(
     assert job["state"] == "PENDING" and job["pending_reason"]["code"] == "NO_ROOM"
     message = job["pending_reason"]["message"]
     assert message.startswith("Needs 32 whole nodes with 8 GPUs; 0 are free. Reserved 32 nodes (sim-node-")
-    estimate = parse(job["promised_start"])
+    promise = parse(job["promised_start"])
     # The promise is held by wall times: the 32nd of them ends 200 + 5 x 31 s after the fill jobs were placed (wall time
     # counts from placement).
-    assert estimate == t0 + timedelta(seconds=355)
-    assert message.endswith(f"; starts by {estimate:%Y-%m-%d %H:%M} UTC.") and job["estimate_kind"] == "reserved"
+    assert promise == t0 + timedelta(seconds=355)
+    assert message.endswith(f"; starts by {promise:%Y-%m-%d %H:%M} UTC.") and job["estimate_kind"] == "reserved"
     # Bob's jobs that ended ran 30 s, so his fill jobs have outlived what he usually runs: each is expected half-way
     # from now to its wall-time end, and the gang when the last of its nodes is expected to free up.
     now = sim.clock()
-    assert parse(job["estimated_start"]) == now + (estimate - now) / 2
+    assert parse(job["estimated_start"]) == now + (promise - now) / 2
     assert len(message) <= 500
     reserved = set(Allocation.objects.filter(job_id__in=fill[:32]).values_list("node__name", flat=True))
     named = set(re.findall(r"sim-node-\d{3}\b", message))
@@ -203,27 +203,27 @@ def test_starving_big_gang_gets_a_reservation_and_starts_by_its_promise(
     # The reservation is stored on the job for the next cycles to keep: its nodes, and its start as the promise.
     assert set(job["reserved_nodes"]) == reserved
 
-    # A stream of bob's jobs: long ones would hold a reserved node past the estimate, short ones end before it.
+    # A stream of bob's jobs: long ones would hold a reserved node past the promise, short ones end before it.
     started_before: dict[int, str] = {}
     waited_behind: dict[str, set[int]] = {"long": set(), "short": set()}
     kinds: dict[int, str] = {}
-    while sim.clock() + timedelta(seconds=STEP) <= estimate:
+    while sim.clock() + timedelta(seconds=STEP) <= promise:
         kinds[post(other_api, name="long", nodes=1, wall_time_seconds=900, simulate={"duration_seconds": 800})["id"]] = "long"
         kinds[post(other_api, name="short", nodes=1, wall_time_seconds=60, simulate={"duration_seconds": 30})["id"]] = "short"
         report = sim.advance(STEP)
         job = get(api, big)
         assert job["state"] == "PENDING", "started before every reserved node was free"
         # A backfilled job is admitted when now + its wall time <= the start, and its wall time counts
-        # from that placement, so it can never move the estimate later.
-        assert parse(job["estimated_start"]) <= estimate
-        assert parse(job["promised_start"]) == estimate
+        # from that placement, so it can never move the promise later.
+        assert parse(job["estimated_start"]) <= promise
+        assert parse(job["promised_start"]) == promise
         for placed in report.placed:
             node = Allocation.objects.get(job_id=placed, released_at__isnull=True).node.name
             started_before[placed] = node
             if node in reserved:
                 placed_job = Job.objects.get(pk=placed)
                 end = placed_job.scheduled_at + timedelta(seconds=placed_job.wall_time_seconds)
-                assert end <= estimate, f"job {placed} on reserved {node} would end after the gang starts"
+                assert end <= promise, f"job {placed} on reserved {node} would end after the gang starts"
         entries = queue(other_api)["results"]
         # The gang's reservation, or one a starving short job of bob's got meanwhile (a single-node job starves after
         # its own threshold), possibly starting in this very cycle.
@@ -243,11 +243,11 @@ def test_starving_big_gang_gets_a_reservation_and_starts_by_its_promise(
     assert waited_behind["long"] and waited_behind["short"]
 
     # At the promised start, every reserved node is free and the gang starts.
-    sim.clock.now = estimate
+    sim.clock.now = promise
     report = sim.cycle()
     assert big in report.placed
     job = get(api, big)
-    assert job["state"] == "SCHEDULED" and parse(job["scheduled_at"]) <= estimate
+    assert job["state"] == "SCHEDULED" and parse(job["scheduled_at"]) <= promise
     assert set(job["assigned_nodes"]) == reserved
 
 
