@@ -6,7 +6,7 @@ after job. The prediction is the one of Tsafrir, Etsion and Feitelson ("Backfill
 system-generated predictions rather than user runtime estimates", IEEE TPDS 2007): the mean run time
 of the owner's last two finished jobs, never above the job's own wall time. A job that runs past its
 prediction is expected half-way from now to its wall-time end (RunningJob.likely_end), which on the replay
-brought expected starts closer than its wall time did (docs/scheduling.md, "An estimated start").
+brought expected starts closer than its wall time did (docs/replay-findings.md, "Estimated starts").
 """
 
 from __future__ import annotations

@@ -546,7 +546,7 @@ class _Cycle:
 
         A job that outlives the others on its node keeps the node in fragments after they end, which an 8-GPU job
         or a gang cannot use: on the replay of the real trace, preferring nodes it does not outlive cut the p99 wait at
-        both loads and gangs' p99 at load 1.0 (docs/scheduling.md, "Placement" and "What it costs, measured").
+        both loads and gangs' p99 at load 1.0 (docs/replay-findings.md, "What it costs").
         """
         end = self.now + job.wall_seconds
 
