@@ -142,17 +142,22 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         return
     # An elastic job's ranks are 0..nodes-1; pods of ranks it shrank away may still be terminating.
     pods = [p for p in pods if p.rank < job.nodes]
-    lost = sorted({p.node_name for p in pods if p.node_name and p.node_name not in present})
+    missing = {*range(job.nodes)} - {p.rank for p in pods}
+    lost = {p.node_name for p in pods if p.node_name and p.node_name not in present}
+    if missing:
+        # Kubernetes deletes a deleted node's pods (the pod GC): the ranks are gone by the time the cycle looks,
+        # and only their allocations still say where they ran.
+        lost |= _nodes_of(job, missing) - present
     if lost:
         # The cluster's fault, not the job's: back to the queue without spending a restart, to resume elsewhere.
-        why = f"Node {', '.join(lost)} left the cluster or stopped being Ready under attempt {job.attempt}; requeued."
+        why = f"Node {', '.join(sorted(lost))} left the cluster or stopped being Ready under attempt {job.attempt}; requeued."
         _requeued(backend, job_requeue(job, now=now, why=why), report)
         return
     if len(pods) < job.nodes and job.state == JobState.SCHEDULED:
         _complete_launch(backend, job, now, report)
         return
     if len(pods) < job.nodes:
-        drained = _drained_nodes(job, missing={*range(job.nodes)} - {p.rank for p in pods})
+        drained = _drained_nodes(job, missing=missing)
         if drained:
             # A drain (cordon, then evictions) is an operator's doing, not the job's: no restart is spent.
             why = f"Node {', '.join(drained)} was drained (cordoned, its pods evicted) under attempt {job.attempt}; requeued."
@@ -204,6 +209,12 @@ def _teardown_or_leave_to_reconcile(backend: ClusterBackend, job: Job) -> None:
     except ClusterUnavailable:
         # The attempt is no longer live, so reconciliation deletes what is left once the cluster answers.
         logger.warning("could not tear down job %s attempt %s now; reconciliation will", job.pk, job.attempt)
+
+
+def _nodes_of(job: Job, ranks: set[int]) -> set[str]:
+    """The nodes the attempt's given ranks hold."""
+    held = Allocation.objects.filter(job=job, attempt=job.attempt, rank__in=ranks, released_at__isnull=True)
+    return set(held.values_list("node__name", flat=True))
 
 
 def _drained_nodes(job: Job, *, missing: set[int]) -> list[str]:

@@ -300,6 +300,24 @@ def test_a_node_leaving_under_a_running_job_requeues_it_without_spending_a_resta
     assert Allocation.objects.get(job_id=job_id, attempt=2).node.name != "sim-node-015"
 
 
+def test_a_node_that_left_with_its_pods_requeues_the_job_without_spending_a_restart(submit, sim) -> None:
+    """On Kubernetes the pod GC deletes a deleted node's pods, often before the cycle sees the node go: no pod is
+    left to say where it ran, and the job must not fail for it."""
+    job_id = submit(nodes=2, max_restarts=0)["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    assert Job.objects.get(pk=job_id).state == JobState.RUNNING
+    sim.cluster.nodes = 15  # the last node leaves; move the gang's rank 1 there first
+    Allocation.objects.filter(job_id=job_id, rank=1).update(node=Node.objects.get(name="sim-node-015"))
+    SimulatedPod.objects.filter(job_id=job_id, rank=1).delete()
+    sim.cycle()
+    job = Job.objects.get(pk=job_id)
+    reason = JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last().reason
+    assert reason == "Node sim-node-015 left the cluster or stopped being Ready under attempt 1; requeued."
+    assert job.restarts == 0 and job.attempt == 2 and job.state == JobState.SCHEDULED
+    assert "sim-node-015" not in Allocation.objects.filter(job_id=job_id, attempt=2).values_list("node__name", flat=True)
+
+
 def test_every_pod_of_a_gang_gets_its_jobs_telemetry_token(submit, sim) -> None:
     from telemetry.tokens import telemetry_token_verify
 
