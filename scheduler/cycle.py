@@ -143,11 +143,10 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
     # An elastic job's ranks are 0..nodes-1; pods of ranks it shrank away may still be terminating.
     pods = [p for p in pods if p.rank < job.nodes]
     missing = {*range(job.nodes)} - {p.rank for p in pods}
-    lost = {p.node_name for p in pods if p.node_name and p.node_name not in present}
-    if missing:
-        # Kubernetes deletes a deleted node's pods (the pod GC): the ranks are gone by the time the cycle looks,
-        # and only their allocations still say where they ran.
-        lost |= _nodes_of(job, missing) - present
+    # Where the missing ranks ran, by their allocations: Kubernetes deletes a deleted node's pods (the pod GC), so
+    # often no pod is left to say so by the time the cycle looks.
+    missing_on = _nodes_of(job, missing) if missing else {}
+    lost = {p.node_name for p in pods if p.node_name and p.node_name not in present} | (missing_on.keys() - present)
     if lost:
         # The cluster's fault, not the job's: back to the queue without spending a restart, to resume elsewhere.
         why = f"Node {', '.join(sorted(lost))} left the cluster or stopped being Ready under attempt {job.attempt}; requeued."
@@ -157,7 +156,7 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         _complete_launch(backend, job, now, report)
         return
     if len(pods) < job.nodes:
-        drained = _drained_nodes(job, missing=missing)
+        drained = sorted(name for name, state in missing_on.items() if state == NodeState.CORDONED)
         if drained:
             # A drain (cordon, then evictions) is an operator's doing, not the job's: no restart is spent.
             why = f"Node {', '.join(drained)} was drained (cordoned, its pods evicted) under attempt {job.attempt}; requeued."
@@ -211,16 +210,10 @@ def _teardown_or_leave_to_reconcile(backend: ClusterBackend, job: Job) -> None:
         logger.warning("could not tear down job %s attempt %s now; reconciliation will", job.pk, job.attempt)
 
 
-def _nodes_of(job: Job, ranks: set[int]) -> set[str]:
-    """The nodes the attempt's given ranks hold."""
+def _nodes_of(job: Job, ranks: set[int]) -> dict[str, str]:
+    """The nodes the attempt's given ranks hold, with each node's state."""
     held = Allocation.objects.filter(job=job, attempt=job.attempt, rank__in=ranks, released_at__isnull=True)
-    return set(held.values_list("node__name", flat=True))
-
-
-def _drained_nodes(job: Job, *, missing: set[int]) -> list[str]:
-    """The cordoned nodes the job's missing ranks were on: their pods went in a drain."""
-    held = Allocation.objects.filter(job=job, attempt=job.attempt, rank__in=missing, node__state=NodeState.CORDONED)
-    return sorted(set(held.values_list("node__name", flat=True)))
+    return dict(held.values_list("node__name", "node__state"))
 
 
 def _failed_attempt(
