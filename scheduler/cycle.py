@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from jobs.arrays import array_env
 from jobs.cluster import ClusterBackend, ClusterUnavailable, GangSpec, PodPhase, PodStatus, get_backend
-from jobs.cluster.base import DEADLINE_EXCEEDED, GpuSlice
+from jobs.cluster.base import DEADLINE_EXCEEDED, TERMINATION_BY_KUBELET, GpuSlice
 from jobs.errors import IllegalTransition
 from jobs.hooks import pod_secret_env
 from jobs.lifecycle import (
@@ -152,6 +152,19 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         why = f"Node {', '.join(sorted(lost))} left the cluster or stopped being Ready under attempt {job.attempt}; requeued."
         _requeued(backend, job_requeue(job, now=now, why=why), report)
         return
+    disrupted = next((p for p in pods if p.disruption and p.disruption != TERMINATION_BY_KUBELET), None)
+    if disrupted is not None:
+        # The cluster stops the pod (an eviction, the scheduler's preemption, a NoExecute taint): as Kubernetes' own
+        # Jobs ignore such failures (podFailurePolicy on DisruptionTarget), no restart is spent; the gang cannot go on.
+        if Node.objects.filter(name=disrupted.node_name, state=NodeState.CORDONED).exists():
+            why = _drained_why([disrupted.node_name], job.attempt)
+        else:
+            why = (
+                f"Rank {disrupted.rank} on {disrupted.node_name or 'its node'} was stopped by the cluster ({disrupted.disruption}) "
+                f"under attempt {job.attempt}; requeued."
+            )
+        _requeued(backend, job_requeue(job, now=now, why=why), report)
+        return
     if len(pods) < job.nodes and job.state == JobState.SCHEDULED:
         _complete_launch(backend, job, now, report)
         return
@@ -159,8 +172,7 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         drained = sorted(name for name, state in missing_on.items() if state == NodeState.CORDONED)
         if drained:
             # A drain (cordon, then evictions) is an operator's doing, not the job's: no restart is spent.
-            why = f"Node {', '.join(drained)} was drained (cordoned, its pods evicted) under attempt {job.attempt}; requeued."
-            _requeued(backend, job_requeue(job, now=now, why=why), report)
+            _requeued(backend, job_requeue(job, now=now, why=_drained_why(drained, job.attempt)), report)
             return
         _failed_attempt(backend, job, now, report, f"{job.nodes - len(pods)} of {job.nodes} pods vanished from the cluster.", None)
         return
@@ -208,6 +220,10 @@ def _teardown_or_leave_to_reconcile(backend: ClusterBackend, job: Job) -> None:
     except ClusterUnavailable:
         # The attempt is no longer live, so reconciliation deletes what is left once the cluster answers.
         logger.warning("could not tear down job %s attempt %s now; reconciliation will", job.pk, job.attempt)
+
+
+def _drained_why(nodes: list[str], attempt: int) -> str:
+    return f"Node {', '.join(nodes)} was drained (cordoned, its pods evicted) under attempt {attempt}; requeued."
 
 
 def _nodes_of(job: Job, ranks: set[int]) -> dict[str, str]:

@@ -130,9 +130,15 @@ class PodStatus:
     message: str = ""
     # The cluster's short reason, e.g. "DeadlineExceeded" when the pod outlived activeDeadlineSeconds.
     reason: str = ""
+    # Why the cluster is stopping the pod, when it is (the reason of its DisruptionTarget condition), e.g.
+    # "EvictionByEvictionAPI", "PreemptionByScheduler", "DeletionByTaintManager", "TerminationByKubelet".
+    disruption: str = ""
 
 
 DEADLINE_EXCEEDED = "DeadlineExceeded"
+# The kubelet stopping a pod for the node's pressure (memory, disk) most often stops the pod that used too much:
+# the job's doing, unlike the other disruptions, so it spends a restart as a failure does.
+TERMINATION_BY_KUBELET = "TerminationByKubelet"
 
 
 @dataclass(frozen=True)

@@ -605,6 +605,7 @@ def _pod_status(pod: client.V1Pod) -> PodStatus:
             exit_code = terminated.exit_code
             if terminated.exit_code:
                 message = message or f"container {container.name} exited with code {terminated.exit_code} ({terminated.reason or 'Error'})."
+    disruption = next((c.reason or c.type for c in status.conditions or [] if c.type == "DisruptionTarget" and c.status == "True"), "")
     return PodStatus(
         # An MPIJob's workers carry the operator's index instead of Muster's rank (one template for all of them).
         rank=int(labels.get(LABEL_RANK, labels.get(MPI_REPLICA_INDEX_LABEL, 0))),
@@ -613,6 +614,7 @@ def _pod_status(pod: client.V1Pod) -> PodStatus:
         exit_code=exit_code,
         message=message,
         reason=status.reason or "",
+        disruption=disruption,
     )
 
 

@@ -259,6 +259,23 @@ def test_a_drained_node_requeues_its_gang_without_spending_a_restart(api: APICli
         kube.core.patch_node(drained, {"spec": {"unschedulable": False}})
 
 
+def test_a_pod_the_cluster_marks_for_disruption_requeues_its_gang_without_spending_a_restart(api: APIClient, kube: KubeHarness) -> None:
+    """kube-scheduler's preemption (like an eviction or a NoExecute taint) first sets the pod's DisruptionTarget
+    condition, then deletes it: the gang goes back to the queue as Kubernetes' own Jobs would, at no restart."""
+    job = submit(api, nodes=2, max_restarts=0, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    pod = next(p for p in kube.pods(gang_selector(job["id"])) if p.metadata.labels.get("muster.io/rank") == "1")
+    now = datetime.now(UTC).isoformat()
+    condition = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler", "lastTransitionTime": now}
+    kube.core.patch_namespaced_pod_status(pod.metadata.name, kube.namespace, {"status": {"conditions": [condition]}})
+    kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).attempt == 2 and state(job["id"]) == JobState.RUNNING)
+    moved = api.get(f"/api/v1/jobs/{job['id']}/").json()
+    assert moved["restarts"] == 0
+    expected = f"Rank 1 on {pod.spec.node_name} was stopped by the cluster (PreemptionByScheduler) under attempt 1; requeued."
+    assert any(e["reason"] == expected for e in moved["events"])
+    kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"], 1)))
+
+
 def test_a_teams_volume_is_mounted_in_its_jobs_pods(api: APIClient, user: Any, kube: KubeHarness) -> None:
     # A claim bound to a volume, as a site's storage would provide (NFS here: KWOK mounts nothing, the API checks all).
     pv = f"{kube.namespace}-imagenet"

@@ -302,6 +302,21 @@ def test_an_mpi_workers_rank_is_the_operators_replica_index() -> None:
     assert (_pod_status(pod).rank, _pod_status(pod).node_name) == (5, "gpu-e")
 
 
+def test_a_pod_the_cluster_is_stopping_says_why_from_its_disruption_target_condition() -> None:
+    def pod(*conditions: client.V1PodCondition) -> client.V1Pod:
+        return client.V1Pod(
+            metadata=client.V1ObjectMeta(labels={"muster.io/rank": "1"}),
+            spec=client.V1PodSpec(containers=[], node_name="gpu-a"),
+            status=client.V1PodStatus(phase="Running", conditions=list(conditions)),
+        )
+
+    ready = client.V1PodCondition(type="Ready", status="True")
+    evicted = client.V1PodCondition(type="DisruptionTarget", status="True", reason="EvictionByEvictionAPI")
+    assert _pod_status(pod(ready, evicted)).disruption == "EvictionByEvictionAPI"
+    assert _pod_status(pod(ready)).disruption == ""
+    assert _pod_status(pod(client.V1PodCondition(type="DisruptionTarget", status="False", reason="x"))).disruption == ""
+
+
 def test_a_jobs_rdma_devices_are_asked_per_pod_under_the_sites_resource_name() -> None:
     options = PodOptions(rdma_resource="rdma/rdma_shared_device_a")
     resources = pod_manifest(spec(rdma_per_node=4), 0, options)["spec"]["containers"][0]["resources"]

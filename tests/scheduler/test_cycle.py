@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import defaultdict
 from datetime import timedelta
@@ -316,6 +317,49 @@ def test_a_node_that_left_with_its_pods_requeues_the_job_without_spending_a_rest
     assert reason == "Node sim-node-015 left the cluster or stopped being Ready under attempt 1; requeued."
     assert job.restarts == 0 and job.attempt == 2 and job.state == JobState.SCHEDULED
     assert "sim-node-015" not in Allocation.objects.filter(job_id=job_id, attempt=2).values_list("node__name", flat=True)
+
+
+class DisruptingCluster:
+    """The simulated cluster, where the cluster is stopping one rank's pod for the given reason (its DisruptionTarget)."""
+
+    def __init__(self, inner, job_id: int, rank: int, reason: str) -> None:
+        self.inner, self.job_id, self.rank, self.reason, self.simulated = inner, job_id, rank, reason, True
+
+    def observe_gangs(self):
+        gangs = self.inner.observe_gangs()
+        for (job_id, _), pods in gangs.items():
+            if job_id == self.job_id:
+                pods[:] = [dataclasses.replace(p, disruption=self.reason) if p.rank == self.rank else p for p in pods]
+        return gangs
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_a_pod_the_cluster_evicts_requeues_its_gang_without_spending_a_restart(submit, sim) -> None:
+    job_id = submit(nodes=2, max_restarts=0)["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    report = run_cycle(backend=DisruptingCluster(sim.cluster, job_id, 1, "PreemptionByScheduler"), now=sim.clock())
+    job = Job.objects.get(pk=job_id)
+    node = Allocation.objects.get(job_id=job_id, attempt=1, rank=1).node.name
+    assert report.requeued == [job_id] and job.restarts == 0 and job.attempt == 2
+    reason = JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last().reason
+    assert reason == f"Rank 1 on {node} was stopped by the cluster (PreemptionByScheduler) under attempt 1; requeued."
+    assert not SimulatedPod.objects.filter(job_id=job_id, attempt=1).exists()
+
+
+def test_a_pod_the_kubelet_stops_for_node_pressure_spends_a_restart(submit, sim) -> None:
+    """Node pressure most often comes from the pod that used too much: requeued for free, it could loop for ever."""
+    job_id = submit(nodes=1, max_restarts=1, simulate={"duration_seconds": 60, "exit_code": 137})["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    run_cycle(backend=DisruptingCluster(sim.cluster, job_id, 0, "TerminationByKubelet"), now=sim.clock())
+    job = Job.objects.get(pk=job_id)
+    assert (job.state, job.attempt) == (JobState.RUNNING, 1), "not requeued for free: its failure decides"
+    sim.advance(70)
+    job = Job.objects.get(pk=job_id)
+    assert job.restarts == 1 and job.attempt == 2
 
 
 def test_every_pod_of_a_gang_gets_its_jobs_telemetry_token(submit, sim) -> None:
