@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from jobs.arrays import array_env
 from jobs.cluster import ClusterBackend, ClusterUnavailable, GangSpec, PodPhase, PodStatus, get_backend
-from jobs.cluster.base import DEADLINE_EXCEEDED, TERMINATION_BY_KUBELET, GpuSlice
+from jobs.cluster.base import DEADLINE_EXCEEDED, LAUNCH_ERRORS, TERMINATION_BY_KUBELET, GpuSlice
 from jobs.errors import IllegalTransition
 from jobs.hooks import pod_secret_env
 from jobs.lifecycle import (
@@ -195,6 +195,11 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         for name in job.avoid_nodes:
             node_gang_failed(name, job_id=job.pk, attempt=job.attempt - 1)
         _ended(backend, job_succeed(job, now=now), report)
+        return
+    stuck = next((p for p in pods if p.phase == PodPhase.PENDING and p.reason in LAUNCH_ERRORS), None)
+    if stuck is not None:
+        why = f"Rank {stuck.rank} on {stuck.node_name or 'its node'} could not start: {stuck.message}."
+        _launch_failed(backend, job, now, report, why)
         return
     if job_launch_overdue(job, now=now):
         waiting = sum(1 for p in pods if p.phase == PodPhase.PENDING)

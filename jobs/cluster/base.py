@@ -136,6 +136,12 @@ class PodStatus:
 
 
 DEADLINE_EXCEEDED = "DeadlineExceeded"
+# A container's waiting reasons that mean the pod will not start as it was asked for (a wrong image name or tag,
+# a registry refusing it, a missing secret or config map). The kubelet retries some of them, but meanwhile the gang
+# holds its GPUs, so the launch counts as failed at once (with the backoff that covers a transient registry error).
+LAUNCH_ERRORS = frozenset(
+    {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError"}
+)
 # The kubelet stopping a pod for the node's pressure (memory, disk) most often stops the pod that used too much:
 # the job's doing, unlike the other disruptions, so it spends a restart as a failure does.
 TERMINATION_BY_KUBELET = "TerminationByKubelet"

@@ -28,6 +28,7 @@ from urllib3.exceptions import HTTPError
 
 from jobs.cluster.base import (
     DEADLINE_EXCEEDED,
+    LAUNCH_ERRORS,
     MIG_COMPUTE_SLICES,
     CapturedLog,
     ClusterNode,
@@ -599,12 +600,21 @@ def _pod_status(pod: client.V1Pod) -> PodStatus:
     phase = {p.value: p for p in PodPhase}.get(status.phase or "Pending", PodPhase.PENDING)
     exit_code = None
     message = status.message or ""
+    reason = status.reason or ""
     for container in status.container_statuses or []:
         terminated = container.state and container.state.terminated
         if terminated is not None:
             exit_code = terminated.exit_code
             if terminated.exit_code:
                 message = message or f"container {container.name} exited with code {terminated.exit_code} ({terminated.reason or 'Error'})."
+    if phase == PodPhase.PENDING and not reason:
+        # Why a container has not started: the kubelet says so only here (e.g. ImagePullBackOff and the image's name).
+        for container in [*(status.init_container_statuses or []), *(status.container_statuses or [])]:
+            waiting = container.state and container.state.waiting
+            if waiting is not None and waiting.reason in LAUNCH_ERRORS:
+                reason = waiting.reason
+                message = f"container {container.name}: {waiting.reason}: {waiting.message or 'no message'}"
+                break
     disruption = next((c.reason or c.type for c in status.conditions or [] if c.type == "DisruptionTarget" and c.status == "True"), "")
     return PodStatus(
         # An MPIJob's workers carry the operator's index instead of Muster's rank (one template for all of them).
@@ -613,7 +623,7 @@ def _pod_status(pod: client.V1Pod) -> PodStatus:
         phase=phase,
         exit_code=exit_code,
         message=message,
-        reason=status.reason or "",
+        reason=reason,
         disruption=disruption,
     )
 

@@ -317,6 +317,30 @@ def test_a_pod_the_cluster_is_stopping_says_why_from_its_disruption_target_condi
     assert _pod_status(pod(client.V1PodCondition(type="DisruptionTarget", status="False", reason="x"))).disruption == ""
 
 
+def test_a_pending_pod_says_why_its_container_cannot_start() -> None:
+    def pending(reason: str, message: str | None = None, *, init: bool = False) -> client.V1Pod:
+        waiting = client.V1ContainerStatus(
+            name="fetch" if init else "main", image="x", image_id="", ready=False, restart_count=0,
+            state=client.V1ContainerState(waiting=client.V1ContainerStateWaiting(reason=reason, message=message)),
+        )  # fmt: skip
+        statuses = {"init_container_statuses": [waiting]} if init else {"container_statuses": [waiting]}
+        return client.V1Pod(
+            metadata=client.V1ObjectMeta(labels={"muster.io/rank": "0"}),
+            spec=client.V1PodSpec(containers=[], node_name="gpu-a"),
+            status=client.V1PodStatus(phase="Pending", **statuses),
+        )
+
+    pulled = _pod_status(pending("ImagePullBackOff", 'Back-off pulling image "nvcr.io/nvidia/pytorch:24.13-py3"'))
+    assert pulled.reason == "ImagePullBackOff"
+    assert pulled.message == 'container main: ImagePullBackOff: Back-off pulling image "nvcr.io/nvidia/pytorch:24.13-py3"'
+    assert _pod_status(pending("CreateContainerConfigError", 'secret "hf-token" not found', init=True)).message == (
+        'container fetch: CreateContainerConfigError: secret "hf-token" not found'
+    )
+    # Still coming up: nothing to say yet.
+    creating = _pod_status(pending("ContainerCreating"))
+    assert (creating.reason, creating.message) == ("", "")
+
+
 def test_a_jobs_rdma_devices_are_asked_per_pod_under_the_sites_resource_name() -> None:
     options = PodOptions(rdma_resource="rdma/rdma_shared_device_a")
     resources = pod_manifest(spec(rdma_per_node=4), 0, options)["spec"]["containers"][0]["resources"]

@@ -11,7 +11,7 @@ from django.contrib import admin as django_admin
 from django.db.models import Sum
 from django.utils import timezone
 
-from jobs.cluster import ClusterUnavailable
+from jobs.cluster import ClusterUnavailable, PodPhase
 from jobs.models import Allocation, Job, JobEvent, Node, SimulatedPod
 from jobs.states import JobState
 from scheduler.cycle import run_cycle
@@ -319,17 +319,18 @@ def test_a_node_that_left_with_its_pods_requeues_the_job_without_spending_a_rest
     assert "sim-node-015" not in Allocation.objects.filter(job_id=job_id, attempt=2).values_list("node__name", flat=True)
 
 
-class DisruptingCluster:
-    """The simulated cluster, where the cluster is stopping one rank's pod for the given reason (its DisruptionTarget)."""
+class AlteredPodCluster:
+    """The simulated cluster, where one rank's pod reads otherwise (e.g. the cluster is stopping it, or it is stuck
+    pulling its image), as the Kubernetes backend reports such pods."""
 
-    def __init__(self, inner, job_id: int, rank: int, reason: str) -> None:
-        self.inner, self.job_id, self.rank, self.reason, self.simulated = inner, job_id, rank, reason, True
+    def __init__(self, inner, job_id: int, rank: int, **status) -> None:
+        self.inner, self.job_id, self.rank, self.status, self.simulated = inner, job_id, rank, status, True
 
     def observe_gangs(self):
         gangs = self.inner.observe_gangs()
         for (job_id, _), pods in gangs.items():
             if job_id == self.job_id:
-                pods[:] = [dataclasses.replace(p, disruption=self.reason) if p.rank == self.rank else p for p in pods]
+                pods[:] = [dataclasses.replace(p, **self.status) if p.rank == self.rank else p for p in pods]
         return gangs
 
     def __getattr__(self, name):
@@ -340,7 +341,7 @@ def test_a_pod_the_cluster_evicts_requeues_its_gang_without_spending_a_restart(s
     job_id = submit(nodes=2, max_restarts=0)["id"]
     sim.cycle()
     sim.advance(1.5)
-    report = run_cycle(backend=DisruptingCluster(sim.cluster, job_id, 1, "PreemptionByScheduler"), now=sim.clock())
+    report = run_cycle(backend=AlteredPodCluster(sim.cluster, job_id, 1, disruption="PreemptionByScheduler"), now=sim.clock())
     job = Job.objects.get(pk=job_id)
     node = Allocation.objects.get(job_id=job_id, attempt=1, rank=1).node.name
     assert report.requeued == [job_id] and job.restarts == 0 and job.attempt == 2
@@ -354,12 +355,41 @@ def test_a_pod_the_kubelet_stops_for_node_pressure_spends_a_restart(submit, sim)
     job_id = submit(nodes=1, max_restarts=1, simulate={"duration_seconds": 60, "exit_code": 137})["id"]
     sim.cycle()
     sim.advance(1.5)
-    run_cycle(backend=DisruptingCluster(sim.cluster, job_id, 0, "TerminationByKubelet"), now=sim.clock())
+    run_cycle(backend=AlteredPodCluster(sim.cluster, job_id, 0, disruption="TerminationByKubelet"), now=sim.clock())
     job = Job.objects.get(pk=job_id)
     assert (job.state, job.attempt) == (JobState.RUNNING, 1), "not requeued for free: its failure decides"
     sim.advance(70)
     job = Job.objects.get(pk=job_id)
     assert job.restarts == 1 and job.attempt == 2
+
+
+def test_a_pod_stuck_pulling_its_image_fails_the_launch_at_once_and_frees_the_gpus(submit, sim, settings) -> None:
+    """Not after the launch timeout (10 minutes, five times over): a wrong image would hold its nodes for most of an hour."""
+    settings.MUSTER_LAUNCH_MAX_FAILURES = 2
+    job_id = submit(nodes=2, simulate={"duration_seconds": 600})["id"]
+    sim.cycle()
+    message = 'container main: ImagePullBackOff: Back-off pulling image "nvcr.io/nvidia/pytorch:24.13-py3"'
+    stuck = AlteredPodCluster(sim.cluster, job_id, 1, phase=PodPhase.PENDING, reason="ImagePullBackOff", message=message)
+    node = Allocation.objects.get(job_id=job_id, attempt=1, rank=1).node.name
+    run_cycle(backend=stuck, now=sim.clock())
+    job = Job.objects.get(pk=job_id)
+    assert (job.state, job.pending_reason_code, job.launch_failures, job.restarts) == (JobState.PENDING, "LAUNCH_BACKOFF", 1, 0)
+    reason = JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last().reason
+    assert reason.startswith(f"Rank 1 on {node} could not start: {message}. Failed launch 1 of at most 2 in a row")
+    assert not Allocation.objects.filter(job_id=job_id, released_at__isnull=True).exists()
+    assert not SimulatedPod.objects.filter(job_id=job_id).exists()
+    # Still so at the next launch: the job fails, saying why.
+    sim.advance(16)
+    run_cycle(backend=stuck, now=sim.clock())
+    job = Job.objects.get(pk=job_id)
+    assert job.state == JobState.FAILED and "ImagePullBackOff" in job.events.last().reason
+
+
+def test_a_pod_still_creating_its_container_waits_for_the_launch_timeout(submit, sim) -> None:
+    job_id = submit(nodes=1, simulate={"duration_seconds": 600})["id"]
+    sim.cycle()
+    run_cycle(backend=AlteredPodCluster(sim.cluster, job_id, 0, phase=PodPhase.PENDING, reason=""), now=sim.clock())
+    assert Job.objects.get(pk=job_id).state == JobState.SCHEDULED
 
 
 def test_every_pod_of_a_gang_gets_its_jobs_telemetry_token(submit, sim) -> None:
