@@ -202,8 +202,11 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         _launch_failed(backend, job, now, report, why)
         return
     if job_launch_overdue(job, now=now):
-        waiting = sum(1 for p in pods if p.phase == PodPhase.PENDING)
-        why = f"{waiting} of {job.nodes} pods were not running {settings.MUSTER_LAUNCH_TIMEOUT_SECONDS} s after launch."
+        pending = [p for p in pods if p.phase == PodPhase.PENDING]
+        why = f"{len(pending)} of {job.nodes} pods were not running {settings.MUSTER_LAUNCH_TIMEOUT_SECONDS} s after launch."
+        said = next((p for p in pending if p.message), None)
+        if said is not None:
+            why = f"{why[:-1]}; rank {said.rank}: {said.message}"
         _launch_failed(backend, job, now, report, why)
 
 

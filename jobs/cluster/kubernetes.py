@@ -615,6 +615,12 @@ def _pod_status(pod: client.V1Pod) -> PodStatus:
                 reason = waiting.reason
                 message = f"container {container.name}: {waiting.reason}: {waiting.message or 'no message'}"
                 break
+        else:
+            # Not placed by kube-scheduler (e.g. "0/10 nodes are available: 1 Insufficient nvidia.com/gpu"): it may yet
+            # be, so only the launch timeout ends the wait, but its reason then says why.
+            unscheduled = next((c for c in status.conditions or [] if c.type == "PodScheduled" and c.status == "False"), None)
+            if unscheduled is not None:
+                reason, message = unscheduled.reason or "Unschedulable", unscheduled.message or ""
     disruption = next((c.reason or c.type for c in status.conditions or [] if c.type == "DisruptionTarget" and c.status == "True"), "")
     return PodStatus(
         # An MPIJob's workers carry the operator's index instead of Muster's rank (one template for all of them).

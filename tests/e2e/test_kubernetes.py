@@ -276,6 +276,36 @@ def test_a_pod_the_cluster_marks_for_disruption_requeues_its_gang_without_spendi
     kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"], 1)))
 
 
+def test_a_gang_kube_scheduler_cannot_place_is_requeued_after_the_launch_timeout_saying_why(
+    api: APIClient, kube: KubeHarness, settings: Any
+) -> None:
+    """GPUs held by pods Muster did not start (here, one on every GPU node) leave its pods Pending: kube-scheduler
+    says why, and the failed launch's reason carries it."""
+    settings.MUSTER_LAUNCH_TIMEOUT_SECONDS = 2
+    nodes = [n.metadata.name for n in kube.core.list_node().items if n.metadata.name.startswith("gpu-node-")]
+    squatters = []
+    for name in nodes:
+        pod = {
+            "metadata": {"name": f"squatter-{name}", "namespace": "default"},
+            "spec": {
+                "nodeName": name,
+                "containers": [{"name": "c", "image": "busybox:1.36", "resources": {"limits": {"nvidia.com/gpu": "8"}}}],
+                "tolerations": [{"operator": "Exists"}],
+            },
+        }
+        squatters.append(kube.core.create_namespaced_pod("default", pod).metadata.name)
+    try:
+        job = submit(api, nodes=1, simulate={"duration_seconds": 600})
+        kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).launch_failures == 1)
+        reason = JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason
+        assert reason.startswith("1 of 1 pods were not running 2 s after launch; rank 0: 0/"), reason
+        assert "Insufficient nvidia.com/gpu" in reason
+        assert not Allocation.objects.filter(job_id=job["id"], released_at__isnull=True).exists()
+    finally:
+        for name in squatters:
+            kube.core.delete_namespaced_pod(name, "default", grace_period_seconds=0)
+
+
 def test_a_teams_volume_is_mounted_in_its_jobs_pods(api: APIClient, user: Any, kube: KubeHarness) -> None:
     # A claim bound to a volume, as a site's storage would provide (NFS here: KWOK mounts nothing, the API checks all).
     pv = f"{kube.namespace}-imagenet"
