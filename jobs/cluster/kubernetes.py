@@ -607,20 +607,8 @@ def _pod_status(pod: client.V1Pod) -> PodStatus:
             exit_code = terminated.exit_code
             if terminated.exit_code:
                 message = message or f"container {container.name} exited with code {terminated.exit_code} ({terminated.reason or 'Error'})."
-    if phase == PodPhase.PENDING and not reason:
-        # Why a container has not started: the kubelet says so only here (e.g. ImagePullBackOff and the image's name).
-        for container in [*(status.init_container_statuses or []), *(status.container_statuses or [])]:
-            waiting = container.state and container.state.waiting
-            if waiting is not None and waiting.reason in LAUNCH_ERRORS:
-                reason = waiting.reason
-                message = f"container {container.name}: {waiting.reason}: {waiting.message or 'no message'}"
-                break
-        else:
-            # Not placed by kube-scheduler (e.g. "0/10 nodes are available: 1 Insufficient nvidia.com/gpu"): it may yet
-            # be, so only the launch timeout ends the wait, but its reason then says why.
-            unscheduled = next((c for c in status.conditions or [] if c.type == "PodScheduled" and c.status == "False"), None)
-            if unscheduled is not None:
-                reason, message = unscheduled.reason or "Unschedulable", unscheduled.message or ""
+    if phase == PodPhase.PENDING and not reason and (not_started := _not_started(status)):
+        reason, message = not_started
     disruption = next((c.reason or c.type for c in status.conditions or [] if c.type == "DisruptionTarget" and c.status == "True"), "")
     return PodStatus(
         # An MPIJob's workers carry the operator's index instead of Muster's rank (one template for all of them).
@@ -632,6 +620,21 @@ def _pod_status(pod: client.V1Pod) -> PodStatus:
         reason=reason,
         disruption=disruption,
     )
+
+
+def _not_started(status: client.V1PodStatus) -> tuple[str, str] | None:
+    """Why a Pending pod has not started, where the cluster says so: (reason, message)."""
+    # A container that cannot start: the kubelet says so only in its waiting state (e.g. ImagePullBackOff, the image).
+    for container in [*(status.init_container_statuses or []), *(status.container_statuses or [])]:
+        waiting = container.state and container.state.waiting
+        if waiting is not None and waiting.reason in LAUNCH_ERRORS:
+            return waiting.reason, f"container {container.name}: {waiting.reason}: {waiting.message or 'no message'}"
+    # Not placed by kube-scheduler (e.g. "0/10 nodes are available: 1 Insufficient nvidia.com/gpu"): it may yet be, so
+    # only the launch timeout ends the wait, but its reason then says why.
+    unscheduled = next((c for c in status.conditions or [] if c.type == "PodScheduled" and c.status == "False"), None)
+    if unscheduled is not None:
+        return unscheduled.reason or "Unschedulable", unscheduled.message or ""
+    return None
 
 
 # The labels NVIDIA's GPU feature discovery puts on a node (docs/gpu-sharing.md).
