@@ -198,15 +198,14 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         return
     stuck = next((p for p in pods if p.phase == PodPhase.PENDING and p.reason in LAUNCH_ERRORS), None)
     if stuck is not None:
-        why = f"Rank {stuck.rank} on {stuck.node_name or 'its node'} could not start: {stuck.message}."
+        why = f"Rank {stuck.rank} on {stuck.node_name or 'its node'} could not start: {stuck.message.rstrip('.')}."
         _launch_failed(backend, job, now, report, why)
         return
     if job_launch_overdue(job, now=now):
         pending = [p for p in pods if p.phase == PodPhase.PENDING]
-        why = f"{len(pending)} of {job.nodes} pods were not running {settings.MUSTER_LAUNCH_TIMEOUT_SECONDS} s after launch."
         said = next((p for p in pending if p.message), None)
-        if said is not None:
-            why = f"{why[:-1]}; rank {said.rank}: {said.message}"
+        detail = f"; rank {said.rank}: {said.message.rstrip('.')}." if said is not None else "."
+        why = f"{len(pending)} of {job.nodes} pods were not running {settings.MUSTER_LAUNCH_TIMEOUT_SECONDS} s after launch{detail}"
         _launch_failed(backend, job, now, report, why)
 
 
