@@ -37,6 +37,10 @@ class Node(models.Model):
     slice_memory_gb = models.FloatField(default=0.0)
     slice_resource = models.CharField(max_length=253, blank=True)
     gpu_model = models.CharField(max_length=200, blank=True)
+    # Held here by pods Muster did not start (ClusterNode.gpus_foreign): GPUs of a node whose GPUs are whole, slices of a
+    # shared one. Muster places nothing on them.
+    gpus_foreign = models.PositiveIntegerField(default=0)
+    slices_foreign = models.PositiveIntegerField(default=0)
     state = models.CharField(max_length=16, choices=NodeState.choices, default=NodeState.READY)
     # When it came back to READY from NOT_READY: no new work until MUSTER_NODE_SETTLE_SECONDS have passed (a node that
     # flaps would take gangs down with it each time).

@@ -51,6 +51,8 @@ def nodes_sync(*, cluster_nodes: Iterable[ClusterNode]) -> list[Node]:
             "slice_memory_gb": cn.slice_memory_gb,
             "slice_resource": cn.slice_resource,
             "gpu_model": cn.gpu_model,
+            "gpus_foreign": cn.gpus_foreign,
+            "slices_foreign": cn.slices_foreign,
             "state": state,
         }
         if state == NodeState.NOT_READY:

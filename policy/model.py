@@ -79,6 +79,8 @@ class NodeView:
     slice_gpus: float = 0.0
     slice_memory_gb: float = 0.0
     slices_used: tuple[int, ...] = ()
+    # GPUs held here by pods Muster did not start (already out of gpus_free): said when a job waits for room.
+    gpus_foreign: int = 0
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,7 @@ class _Cycle:
         self.held_quota: defaultdict[str, float] = defaultdict(float)
         self.held_budget: defaultdict[str, float] = defaultdict(float)
         self.node_sizes = sorted({n.gpus_total for n in snapshot.nodes if n.schedulable and not n.sharing})
+        self.foreign_gpus = sum(n.gpus_foreign for n in snapshot.nodes if n.schedulable and not n.sharing)
         for r in self.running.values() if self.limited else ():
             share = self._node_share(r.node_names, r.gpus_held)
             left_hours = max(0.0, r.ends_at - self.now) / 3600 * share
@@ -967,12 +968,14 @@ class _Cycle:
         return self.room_texts[key]
 
     def _room_text_now(self, job: PendingJob) -> str:
+        # GPUs pods Muster did not start hold are in no free count: said, or the cluster's own view would not add up.
+        foreign = f" {self.foreign_gpus} more are held by pods Muster did not start." if self.foreign_gpus else ""
         cap = self.capacity
         if not job.whole_nodes:
             text = f"Needs {job.gpus_per_node} GPUs on one node; the most free on any node is {cap.max_free()}"
             if cap.free_total >= job.gpus:
-                return f"{text} ({cap.free_total} GPUs are free, spread over several nodes)."
-            return f"{text} ({cap.free_total} GPUs free in the cluster)."
+                return f"{text} ({cap.free_total} GPUs are free, spread over several nodes).{foreign}"
+            return f"{text} ({cap.free_total} GPUs free in the cluster).{foreign}"
         whole = sum(len(v) for v in cap.idle_nodes(job.gpus_per_node, lambda name: self._node_fits(job, name)).values())
         partly, partly_free = cap.partly_used()
         devices = f" and {job.rdma_per_node} RDMA devices" if job.rdma_per_node else ""
@@ -980,7 +983,7 @@ class _Cycle:
         text = f"Needs {count} whole nodes with {job.gpus_per_node} GPUs{devices}; {whole} {'is' if whole == 1 else 'are'} free"
         if partly:
             text += f", {partly_free} GPUs free on {partly} partly used node{'s' if partly != 1 else ''}"
-        return text + "."
+        return f"{text}.{foreign}"
 
     def _reserve(self, job: PendingJob) -> Reservation | None:
         """The earliest window in which the whole gang fits, by wall-time ends and the reservations already held."""

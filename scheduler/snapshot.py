@@ -62,7 +62,7 @@ def node_views(now: datetime) -> tuple[NodeView, ...]:
         NodeView(
             name=n.name,
             gpus_total=n.gpus_total,
-            gpus_free=max(0, n.gpus_total - int(n.gpus_held or 0)),
+            gpus_free=max(0, n.gpus_total - int(n.gpus_held or 0) - n.gpus_foreign),
             rack=n.rack,
             block=n.block,
             rdma=n.rdma_devices,
@@ -71,10 +71,22 @@ def node_views(now: datetime) -> tuple[NodeView, ...]:
             slices_per_gpu=n.slices_per_gpu,
             slice_gpus=n.slice_gpus,
             slice_memory_gb=n.slice_memory_gb,
-            slices_used=tuple(slices[n.name][gpu] for gpu in range(n.gpus_total)) if n.name in slices else (),
+            slices_used=slices_used(slices.get(n.name, Counter()), n.gpus_total, n.slices_per_gpu, n.slices_foreign),
+            gpus_foreign=n.gpus_foreign,
         )
         for n in nodes_with_usage()
     )
+
+
+def slices_used(held: Counter[int], gpus: int, slices_per_gpu: int, foreign: int) -> tuple[int, ...]:
+    """Slices in use on each GPU of a shared node: Muster's where its allocations say, and those other pods hold on
+    the fullest GPUs first. Which GPU the device plugin gave them is not said; kube-scheduler counts only slices left."""
+    used = [held[gpu] for gpu in range(gpus)]
+    for gpu in sorted(range(gpus), key=lambda g: -used[g]):
+        take = min(foreign, max(0, slices_per_gpu - used[gpu]))
+        used[gpu] += take
+        foreign -= take
+    return tuple(used) if any(used) else ()
 
 
 def preemption_history() -> dict[int, tuple[int, datetime]]:

@@ -98,7 +98,19 @@ def kube_harness(api: client.ApiClient, **options: Any) -> Iterator[KubeHarness]
     try:
         yield KubeHarness(api=api, cluster=cluster, namespace=namespace)
     finally:
-        core.delete_namespace(namespace, grace_period_seconds=0)
+        delete_namespace_and_pods(core, namespace)
+
+
+def delete_namespace_and_pods(core: client.CoreV1Api, namespace: str, timeout: float = 30.0) -> None:
+    """Delete a namespace once its pods are gone: until then they hold GPUs, and the next test's Muster counts them
+    as held by pods it did not start."""
+    core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+    deadline = time.monotonic() + timeout
+    while core.list_namespaced_pod(namespace).items:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"pods of {namespace} not gone after {timeout} s")
+        time.sleep(0.2)
+    core.delete_namespace(namespace, grace_period_seconds=0)
 
 
 def install_crds(api: client.ApiClient, timeout: float = 30.0) -> list[str]:

@@ -426,6 +426,7 @@ class NodeSerializer(serializers.ModelSerializer):
             "name",
             "gpus_total",
             "gpus_free",
+            "gpus_foreign",
             "rack",
             "block",
             "rdma_devices",
@@ -438,19 +439,24 @@ class NodeSerializer(serializers.ModelSerializer):
             "slice_gpus",
             "slice_memory_gb",
             "slices_free",
+            "slices_foreign",
         ]
         read_only_fields = fields
+        extra_kwargs = {
+            "gpus_foreign": {"help_text": "GPUs held by pods Muster did not start (another scheduler's jobs, notebooks)."},
+            "slices_foreign": {"help_text": "Slices of a shared node's GPUs held by pods Muster did not start."},
+        }
 
     @extend_schema_field(OpenApiTypes.NUMBER)
     def get_gpus_free(self, node: Node) -> float:
-        """GPUs not held; on a shared node, less the shares its slices hold (1.75 of 2)."""
-        free = max(0.0, node.gpus_total - float(getattr(node, "gpus_held", 0) or 0))
+        """GPUs neither Muster's jobs nor other pods hold; on a shared node, less the shares its slices hold (1.75 of 2)."""
+        free = max(0.0, node.gpus_total - float(getattr(node, "gpus_held", 0) or 0) - node.gpus_foreign)
         return int(free) if free.is_integer() else round(free, 3)
 
     @extend_schema_field(OpenApiTypes.INT)
     def get_slices_free(self, node: Node) -> int:
-        """Slices no job holds (0 on a node whose GPUs are not shared)."""
-        return max(0, node.slices_per_gpu * node.gpus_total - (getattr(node, "slices_held", 0) or 0))
+        """Slices no job and no other pod holds (0 on a node whose GPUs are not shared)."""
+        return max(0, node.slices_per_gpu * node.gpus_total - (getattr(node, "slices_held", 0) or 0) - node.slices_foreign)
 
 
 class QueueEntrySerializer(serializers.Serializer):

@@ -233,8 +233,12 @@ def usage_text(summary: JSON) -> str:
 
 
 def _node_extras(node: JSON) -> str:
-    """What a node offers beyond whole GPUs: its GPU slices (free of all), its RDMA devices, its block."""
+    """What a node offers beyond whole GPUs: its GPU slices (free of all), its RDMA devices, its block; and what pods
+    Muster did not start hold there."""
     extras = []
+    if node.get("gpus_foreign") or node.get("slices_foreign"):
+        held = f"{node['gpus_foreign']} GPUs" if node.get("gpus_foreign") else f"{node['slices_foreign']} slices"
+        extras.append(f"{held} held by other pods")
     if node.get("sharing"):
         slices = node["slices_per_gpu"] * node["gpus_total"]
         memory = f", {node['slice_memory_gb']:g} GB" if node.get("slice_memory_gb") else ""

@@ -48,6 +48,10 @@ class ClusterNode:
     slice_resource: str = ""
     # Ready and reachable (Kubernetes: the Ready condition is True). A node that is not has gangs on it requeued.
     ready: bool = True
+    # What pods Muster did not start hold here (another scheduler's jobs, notebooks): GPUs of a node whose GPUs are
+    # whole, slices of a shared one. Not free to Muster.
+    gpus_foreign: int = 0
+    slices_foreign: int = 0
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,11 @@ the server cannot be reached (connection errors, 5xx, 429) raises
 from __future__ import annotations
 
 import codecs
+import json
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -83,6 +85,8 @@ NEEDED_ACCESS: tuple[tuple[str, str, str, str], ...] = (
     ("list", "", "nodes", "cluster"),
     ("watch", "", "nodes", "cluster"),
 )
+# Pods bound to a node and not ended: those kube-scheduler counts against the node's allocatable resources.
+BOUND_PODS_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 MODE_ACCESS: dict[str, tuple[tuple[str, str, str, str], ...]] = {
     LAUNCH_PODGROUP: (("create", PODGROUP.group, PODGROUP.plural, "namespace"), ("delete", PODGROUP.group, PODGROUP.plural, "namespace")),
     LAUNCH_WORKLOAD: tuple((verb, NATIVE_PODGROUP.group, NATIVE_PODGROUP.plural, "namespace") for verb in ("create", "delete")),
@@ -170,6 +174,9 @@ class KubernetesCluster:
     gpu_model_label: str = "nvidia.com/gpu.product"
     request_timeout: float = 10.0
     simulated: bool = False
+    # Count the GPUs held on the nodes by pods Muster did not start (another scheduler's, a notebook's): they are not
+    # free to Muster. Off only where the GPU nodes are Muster's alone; on, it needs cluster-wide read of pods.
+    count_foreign_pods: bool = True
 
     @classmethod
     def from_settings(cls) -> KubernetesCluster:
@@ -180,6 +187,7 @@ class KubernetesCluster:
             block_label=settings.MUSTER_K8S_BLOCK_LABEL,
             gpu_model_label=settings.MUSTER_K8S_GPU_MODEL_LABEL,
             request_timeout=settings.MUSTER_K8S_REQUEST_TIMEOUT_SECONDS,
+            count_foreign_pods=settings.MUSTER_K8S_COUNT_FOREIGN_PODS,
         )
 
     @property
@@ -224,10 +232,16 @@ class KubernetesCluster:
         missing = [
             f"{verb} {resource}" for verb, group, resource, scope in needed if not self._may(verb, group, resource, scope, namespace)
         ]
-        if missing:
+        refused = [f"{', '.join(missing)} in the namespace {namespace!r}"] if missing else []
+        if self.count_foreign_pods and not self._may("list", "", "pods", "cluster", namespace):
+            refused.append(
+                "list pods in every namespace (to count the GPUs pods it did not start hold on its nodes; where the GPU "
+                "nodes are Muster's alone, MUSTER_K8S_COUNT_FOREIGN_PODS=0 turns that off)"
+            )
+        if refused:
             raise ClusterUnavailable(
-                f"Muster may not {', '.join(missing)} in the namespace {namespace!r}: apply platform/kubernetes/rbac.yaml "
-                f"there (after `kubectl create namespace {namespace}` if it does not exist)."
+                f"Muster may not {'; nor '.join(refused)}: apply platform/kubernetes/rbac.yaml "
+                f"(after `kubectl create namespace {namespace}` if it does not exist)."
             )
 
     def _may(self, verb: str, group: str, resource: str, scope: str, namespace: str) -> bool:
@@ -255,15 +269,33 @@ class KubernetesCluster:
 
     def list_nodes(self) -> list[ClusterNode]:
         nodes = self._call("list nodes", self.core.list_node).items
-        found = (self._node(n) for n in nodes)
+        foreign = self._foreign_requests() if self.count_foreign_pods else {}
+        found = (self._node(n, foreign.get(n.metadata.name, Counter())) for n in nodes)
         return sorted((n for n in found if n.gpus_total > 0), key=lambda n: n.name)
 
-    def _node(self, node: client.V1Node) -> ClusterNode:
+    def _foreign_requests(self) -> dict[str, Counter[str]]:
+        """Per node: the whole-number resources (GPUs, slices, RDMA devices) held there by pods Muster did not start."""
+        # Read as plain JSON: the client's models cost far more than the list itself on a cluster of thousands of pods.
+        response = self._call(
+            "list pods on nodes", self.core.list_pod_for_all_namespaces, field_selector=BOUND_PODS_SELECTOR, _preload_content=False
+        )
+        held: dict[str, Counter[str]] = defaultdict(Counter)
+        for pod in json.loads(response.data).get("items") or []:
+            metadata = pod.get("metadata") or {}
+            own = metadata.get("namespace") == self.options.namespace and _gang_key(metadata.get("labels")) is not None
+            if not own and (node := (pod.get("spec") or {}).get("nodeName")):
+                held[node].update(pod_requests(pod["spec"]))
+        return held
+
+    def _node(self, node: client.V1Node, foreign: Mapping[str, int]) -> ClusterNode:
         labels = node.metadata.labels or {}
         shared = shared_gpus(node, self.options)
+        gpus = shared.gpus if shared else _allocatable(node, self.options.gpu_resource)
         return ClusterNode(
             name=node.metadata.name,
-            gpus_total=shared.gpus if shared else _allocatable(node, self.options.gpu_resource),
+            gpus_total=gpus,
+            gpus_foreign=0 if shared else min(foreign.get(self.options.gpu_resource, 0), gpus),
+            slices_foreign=min(foreign.get(shared.resource, 0), shared.gpus * shared.slices_per_gpu) if shared else 0,
             sharing=shared.sharing if shared else "",
             slices_per_gpu=shared.slices_per_gpu if shared else 0,
             slice_gpus=shared.slice_gpus if shared else 0.0,
@@ -584,6 +616,34 @@ def mpijob_statuses(job: dict[str, Any], workers: list[PodStatus], launcher: Pod
             reason=DEADLINE_EXCEEDED if DEADLINE_EXCEEDED in reason else reason,
         )
     return statuses
+
+
+def pod_requests(spec: Mapping[str, Any]) -> Counter[str]:
+    """The whole-number resources a pod (its spec as JSON) holds on its node, as kube-scheduler counts them: its
+    containers and sidecars together, or its largest init container if that asks more."""
+
+    def asked(container: Mapping[str, Any]) -> Counter[str]:
+        resources = container.get("resources") or {}
+        # An extended resource's request defaults to its limit, and may not differ from it.
+        merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+        counts: Counter[str] = Counter()
+        for name, quantity in merged.items():
+            try:
+                counts[name] = int(quantity)
+            except (TypeError, ValueError):
+                continue  # cpu "500m", memory "64Gi": not what is counted here
+        return counts
+
+    running: Counter[str] = Counter()
+    for container in spec.get("containers") or []:
+        running.update(asked(container))
+    first: Counter[str] = Counter()
+    for container in spec.get("initContainers") or []:
+        if container.get("restartPolicy") == "Always":
+            running.update(asked(container))  # a sidecar runs alongside the containers
+        else:
+            first |= asked(container)  # init containers run one at a time
+    return (running | first) + Counter()  # `|` keeps the larger of each; `+` drops zeros
 
 
 def _gang_key(labels: dict[str, str] | None) -> tuple[int, int] | None:

@@ -380,7 +380,8 @@ def measured_use(window: Window, now: datetime, team_name: Any) -> dict[str, Any
 
 @dataclass(frozen=True)
 class GridNode:
-    """A node as the cluster page's grid draws it: one cell per GPU, held (True) or free."""
+    """A node as the cluster page's grid draws it: one cell per GPU, "used" by Muster's jobs, held by "other" pods
+    Muster did not start, or "free"."""
 
     name: str
     rack: str
@@ -388,11 +389,13 @@ class GridNode:
     gpu_model: str
     gpus_total: int
     gpus_free: int
-    gpu_cells: list[bool]
+    gpu_cells: list[str]
     held: bool = False
     held_reason: str = ""
     # The jobs holding GPUs (or slices) here now, by id.
     jobs: tuple[int, ...] = ()
+    # GPUs held by pods Muster did not start (a shared node: the GPUs their slices take up).
+    gpus_foreign: int = 0
 
 
 def node_grid() -> list[GridNode]:
@@ -406,13 +409,15 @@ def node_grid() -> list[GridNode]:
     for node in sorted(nodes_with_usage(), key=lambda n: (n.rack, n.name)):
         # A GPU some slice is held on shows as held (slices of a shared node are counted as shares of GPUs).
         held = min(math.ceil(node.gpus_held or 0), node.gpus_total)
-        free = node.gpus_total - held
+        slices = node.slices_foreign / node.slices_per_gpu if node.slices_per_gpu else 0
+        foreign = min(node.gpus_foreign + math.ceil(slices), node.gpus_total - held)
+        free = node.gpus_total - held - foreign
         # One cell per GPU, so a glance shows which nodes are whole, partly used or full.
-        cells = [True] * held + [False] * free
+        cells = ["used"] * held + ["other"] * foreign + ["free"] * free
         grid.append(
             GridNode(
                 node.name, node.rack, node.state, node.gpu_model, node.gpus_total, free, cells, node.held, node.held_reason,
-                tuple(holders.get(node.name, ())),
+                tuple(holders.get(node.name, ())), foreign,
             )
         )  # fmt: skip
     return grid

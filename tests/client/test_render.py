@@ -35,3 +35,11 @@ def test_estimates_say_what_kind_they_are() -> None:
 
 def test_tables_align_their_columns() -> None:
     assert render.table(["ID", "NAME"], [(1, "a-long-name"), (100, None)]).splitlines() == ["ID   NAME", "1    a-long-name", "100  -"]
+
+
+def test_the_nodes_table_says_what_pods_muster_did_not_start_hold() -> None:
+    node = {"name": "gpu-a", "rack": "r1", "state": "READY", "gpus_total": 8, "gpus_free": 2, "gpu_model": "H100"}
+    text = render.nodes_text([{**node, "gpus_foreign": 6, "slices_foreign": 0}, {**node, "name": "gpu-b", "gpus_foreign": 0}])
+    rows = text.splitlines()
+    assert rows[1].startswith("gpu-a") and rows[1].endswith("6 GPUs held by other pods")
+    assert rows[2].startswith("gpu-b") and "held by other pods" not in rows[2]

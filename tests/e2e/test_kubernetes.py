@@ -53,7 +53,16 @@ from quotas.models import Team
 from scheduler.cycle import run_cycle
 from telemetry.tokens import telemetry_token_for_job
 from tests.conftest import job_payload, need_service, session_for
-from tests.kube import KubeHarness, install_crds, kube_harness, kubeconfig_path, mpi_launcher_pod, mpi_worker_pod, reachable_api
+from tests.kube import (
+    KubeHarness,
+    delete_namespace_and_pods,
+    install_crds,
+    kube_harness,
+    kubeconfig_path,
+    mpi_launcher_pod,
+    mpi_worker_pod,
+    reachable_api,
+)
 
 pytestmark = pytest.mark.kubernetes
 
@@ -279,21 +288,23 @@ def test_a_pod_the_cluster_marks_for_disruption_requeues_its_gang_without_spendi
 def test_a_gang_kube_scheduler_cannot_place_is_requeued_after_the_launch_timeout_saying_why(
     api: APIClient, kube: KubeHarness, settings: Any
 ) -> None:
-    """GPUs held by pods Muster did not start (here, one on every GPU node) leave its pods Pending: kube-scheduler
-    says why, and the failed launch's reason carries it."""
+    """GPUs held by pods Muster does not count (here, one on every GPU node, at a site that turned counting them off)
+    leave its pods Pending: kube-scheduler says why, and the failed launch's reason carries it."""
     settings.MUSTER_LAUNCH_TIMEOUT_SECONDS = 2
+    kube.cluster.count_foreign_pods = False
     nodes = [n.metadata.name for n in kube.core.list_node().items if n.metadata.name.startswith("gpu-node-")]
-    squatters = []
+    squatters = f"{kube.namespace}-other"
+    kube.core.create_namespace({"metadata": {"name": squatters}})
     for name in nodes:
         pod = {
-            "metadata": {"name": f"squatter-{name}", "namespace": "default"},
+            "metadata": {"name": f"squatter-{name}"},
             "spec": {
                 "nodeName": name,
                 "containers": [{"name": "c", "image": "busybox:1.36", "resources": {"limits": {"nvidia.com/gpu": "8"}}}],
                 "tolerations": [{"operator": "Exists"}],
             },
         }
-        squatters.append(kube.core.create_namespaced_pod("default", pod).metadata.name)
+        kube.core.create_namespaced_pod(squatters, pod)
     try:
         job = submit(api, nodes=1, simulate={"duration_seconds": 600})
         kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).launch_failures == 1)
@@ -302,8 +313,49 @@ def test_a_gang_kube_scheduler_cannot_place_is_requeued_after_the_launch_timeout
         assert "Insufficient nvidia.com/gpu" in reason
         assert not Allocation.objects.filter(job_id=job["id"], released_at__isnull=True).exists()
     finally:
-        for name in squatters:
-            kube.core.delete_namespaced_pod(name, "default", grace_period_seconds=0)
+        delete_namespace_and_pods(kube.core, squatters)
+
+
+def test_gpus_held_by_pods_muster_did_not_start_are_not_free_to_it(api: APIClient, kube: KubeHarness) -> None:
+    """Another scheduler's job or a notebook on a GPU node: Muster counts its GPUs as held, places around them, says
+    so while a job waits, and uses them once that pod is gone."""
+    foreign = f"{kube.namespace}-other"
+    kube.core.create_namespace({"metadata": {"name": foreign}})
+
+    def squat(node: str, resources: dict[str, str], **spec: Any) -> str:
+        container = {"name": "c", "image": "busybox:1.36", "resources": {"limits": resources}}
+        body = {"metadata": {"generateName": "notebook-"}, "spec": {"nodeName": node, "containers": [container], **spec}}
+        return kube.core.create_namespaced_pod(foreign, body).metadata.name
+
+    try:
+        squat("gpu-node-00", {"nvidia.com/gpu": "6"})
+        # The largest of its init containers counts when it asks more than the containers do.
+        init = [{"name": "fetch", "image": "busybox:1.36", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]
+        notebook = squat("gpu-node-01", {"nvidia.com/gpu": "2"}, initContainers=init)
+        squat("gpu-shared-mig-00", {"nvidia.com/mig-1g.10gb": "3"})
+        kube.cycle()
+        nodes = {n["name"]: n for n in api.get("/api/v1/nodes/").json()["results"]}
+        assert (nodes["gpu-node-00"]["gpus_free"], nodes["gpu-node-00"]["gpus_foreign"]) == (2, 6)
+        assert (nodes["gpu-node-01"]["gpus_free"], nodes["gpu-node-01"]["gpus_foreign"]) == (0, 8)
+        assert (nodes["gpu-shared-mig-00"]["slices_free"], nodes["gpu-shared-mig-00"]["slices_foreign"]) == (53, 3)
+        assert nodes["gpu-node-02"]["gpus_foreign"] == 0
+
+        gang = submit(api, nodes=6, gpus_per_node=8, simulate={"duration_seconds": 600})
+        kube.cycle_until(lambda: state(gang["id"]) == JobState.RUNNING)
+        placed = set(api.get(f"/api/v1/jobs/{gang['id']}/").json()["assigned_nodes"])
+        assert placed == {f"gpu-node-0{i}" for i in range(2, 8)}
+        small = submit(api, nodes=1, gpus_per_node=4, simulate={"duration_seconds": 600})
+        kube.cycle()
+        waiting = api.get(f"/api/v1/jobs/{small['id']}/").json()
+        assert waiting["state"] == JobState.PENDING and waiting["pending_reason"]["code"] == "NO_ROOM"
+        # 6 + 8 whole GPUs; the MIG node's slices are not GPUs a whole-GPU job could have used.
+        assert "14 more are held by pods Muster did not start" in waiting["pending_reason"]["message"], waiting["pending_reason"]
+
+        kube.core.delete_namespaced_pod(notebook, foreign, grace_period_seconds=0)
+        kube.cycle_until(lambda: state(small["id"]) == JobState.RUNNING)
+        assert api.get(f"/api/v1/jobs/{small['id']}/").json()["assigned_nodes"] == ["gpu-node-01"]
+    finally:
+        delete_namespace_and_pods(kube.core, foreign)
 
 
 def test_a_teams_volume_is_mounted_in_its_jobs_pods(api: APIClient, user: Any, kube: KubeHarness) -> None:
@@ -883,7 +935,7 @@ def as_muster(kube: KubeHarness) -> Iterator[KubernetesCluster]:
     rbac = yaml.safe_load_all((ROOT / "platform" / "kubernetes" / "rbac.yaml").read_text())
     text = json.dumps([doc for doc in rbac if doc])
     text = text.replace('"muster-jobs"', json.dumps(kube.namespace)).replace('"namespace": "muster"', f'"namespace": "{home}"')
-    text = text.replace('"muster-nodes-reader"', f'"muster-nodes-reader-{suffix}"')
+    text = text.replace('"muster-cluster-reader"', f'"muster-cluster-reader-{suffix}"')
     documents = json.loads(text)
     kube.core.create_namespace({"metadata": {"name": home}})
     rbac_api = client.RbacAuthorizationV1Api(kube.api)
@@ -901,8 +953,8 @@ def as_muster(kube: KubeHarness) -> Iterator[KubernetesCluster]:
             rack_label=kube.cluster.rack_label,
         )
     finally:
-        rbac_api.delete_cluster_role_binding(f"muster-nodes-reader-{suffix}")
-        rbac_api.delete_cluster_role(f"muster-nodes-reader-{suffix}")
+        rbac_api.delete_cluster_role_binding(f"muster-cluster-reader-{suffix}")
+        rbac_api.delete_cluster_role(f"muster-cluster-reader-{suffix}")
         kube.core.delete_namespace(home, grace_period_seconds=0)
 
 
@@ -935,7 +987,8 @@ def test_without_a_namespace_it_may_use_jobs_wait_and_every_page_says_what_to_do
     waiting = Job.objects.get(pk=job["id"])
     assert (waiting.state, waiting.attempt, waiting.restarts) == (JobState.PENDING, 0, 0), "no launch tried, nothing spent"
     assert ClusterHealth.objects.get(pk=1).error == report.cluster_error
-    assert "may not create pods, list pods, watch pods" in report.cluster_error  # every call it lacks, by name
+    # Every call it lacks, by name (it may list pods: the shipped role lists them in every namespace).
+    assert "may not create pods, watch pods, deletecollection pods" in report.cluster_error
     page = session_for(user).get("/").content.decode()
     assert "Jobs cannot start on the cluster" in page and f"kubectl create namespace {missing}" in page
     cluster = api.get("/api/v1/nodes/").json()["cluster"]
@@ -949,6 +1002,25 @@ def test_without_a_namespace_it_may_use_jobs_wait_and_every_page_says_what_to_do
         "since": None,
         "last_cycle_at": ClusterHealth.objects.get(pk=1).last_cycle_at.isoformat().replace("+00:00", "Z"),
     }
+
+
+def test_without_reading_pods_in_every_namespace_it_says_so_and_can_be_told_not_to(
+    api: APIClient, kube: KubeHarness, as_muster: KubernetesCluster
+) -> None:
+    role = f"muster-cluster-reader-{kube.namespace.rsplit('-', 1)[-1]}"
+    rbac_api = client.RbacAuthorizationV1Api(kube.api)
+    rbac_api.patch_cluster_role(role, {"rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]}]})
+    job = submit(api, nodes=1, simulate={"duration_seconds": 2})
+    report = run_cycle(backend=as_muster)
+    assert report.cluster_error.startswith(
+        "Muster may not list pods in every namespace (to count the GPUs pods it did not start hold on its nodes; "
+        "where the GPU nodes are Muster's alone, MUSTER_K8S_COUNT_FOREIGN_PODS=0 turns that off): apply "
+        "platform/kubernetes/rbac.yaml"
+    ), report.cluster_error
+    assert state(job["id"]) == JobState.PENDING
+    as_muster.count_foreign_pods = False
+    kube.cluster = as_muster
+    kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
 
 
 def test_the_shipped_rbac_is_enough_for_a_job_from_launch_to_teardown_and_no_more(
@@ -980,7 +1052,8 @@ def test_the_shipped_rbac_is_enough_for_a_job_from_launch_to_teardown_and_no_mor
         lambda: core.list_namespaced_secret(kube.namespace),
         lambda: core.read_namespaced_secret(f"{gang_name(done['id'], 1)}-env", kube.namespace),
         lambda: core.patch_node(as_muster.list_nodes()[0].name, {"spec": {"unschedulable": True}}),
-        lambda: core.list_namespaced_pod("default"),
+        lambda: core.read_namespaced_pod("x", "default"),  # pods elsewhere are listed for their GPUs, not read
+        lambda: core.delete_collection_namespaced_pod("default"),
         lambda: core.create_namespaced_pod("default", {"metadata": {"name": "x"}, "spec": {"containers": [{"name": "x", "image": "x"}]}}),
     ]
     for call in forbidden:

@@ -134,6 +134,18 @@ def test_the_cluster_page_names_the_jobs_holding_each_node_and_shows_priority_fa
     assert "preemptible, preemptible" not in page and "preemptible, may borrow" not in page
 
 
+def test_the_cluster_page_shows_gpus_held_by_pods_muster_did_not_start(user: Any, sim: Any) -> None:
+    from jobs.models import Node
+
+    Node.objects.filter(name="sim-node-000").update(gpus_foreign=3)
+    JobFactory(owner=user, nodes=1, gpus_per_node=2, running=True, held=[(_node("sim-node-000"), 2)])
+    page = session_for(user).get("/cluster/").content.decode()
+    card = page.split("<strong>sim-node-000</strong>", 1)[1].split('<div class="node-card', 1)[0]
+    cells = card.split('<div class="gpus" aria-hidden="true">', 1)[1].split("</div>", 1)[0]
+    assert cells == '<span class="used"></span>' * 2 + '<span class="other"></span>' * 3 + '<span class="free"></span>' * 3
+    assert "3 / 8 GPUs free" in card and "3 held by other pods" in card
+
+
 def _node(name: str) -> Any:
     from jobs.models import Node
 

@@ -9,7 +9,7 @@ from kubernetes import client
 
 from jobs.cluster.base import GangSpec, PodPhase, PodStatus
 from jobs.cluster.crd_manifests import mpijob_manifest, native_podgroup_manifest, podgroup_manifest
-from jobs.cluster.kubernetes import KubernetesCluster, _pod_status, mpijob_statuses
+from jobs.cluster.kubernetes import KubernetesCluster, _pod_status, mpijob_statuses, pod_requests
 from jobs.cluster.manifests import (
     PodOptions,
     env_secret_manifest,
@@ -360,10 +360,30 @@ def test_a_nodes_rdma_devices_and_block_are_read_from_its_allocatable_and_labels
     cluster = KubernetesCluster(
         api=client.ApiClient(), options=PodOptions(rdma_resource="rdma/rdma_shared_device_a"), block_label="muster.io/block"
     )
-    seen = cluster._node(node)
-    assert (seen.rack, seen.block, seen.rdma_devices) == ("r1", "spine-2", 8)
-    plain = KubernetesCluster(api=client.ApiClient())._node(node)
+    seen = cluster._node(node, {})
+    assert (seen.rack, seen.block, seen.rdma_devices, seen.gpus_foreign) == ("r1", "spine-2", 8, 0)
+    # Other pods' GPUs, never more than the node has (a pod bound past its allocatable still holds no more).
+    assert cluster._node(node, {"nvidia.com/gpu": 3}).gpus_foreign == 3
+    assert cluster._node(node, {"nvidia.com/gpu": 12}).gpus_foreign == 8
+    plain = KubernetesCluster(api=client.ApiClient())._node(node, {})
     assert (plain.block, plain.rdma_devices) == ("", 0)
+
+
+def test_a_pods_gpus_are_counted_as_kube_scheduler_counts_them() -> None:
+    def container(limits: dict[str, str] | None = None, requests: dict[str, str] | None = None, **extra: str) -> dict[str, Any]:
+        return {"name": "c", "resources": {"limits": limits or {}, "requests": requests or {}}, **extra}
+
+    gpu = "nvidia.com/gpu"
+    # Containers add up; a request stands for its limit; cpu and memory quantities are not counted.
+    two = {"containers": [container({gpu: "1", "cpu": "500m"}), container(requests={gpu: "1", "memory": "64Gi"})]}
+    assert pod_requests(two) == {gpu: 2}
+    # Init containers run one at a time: the largest counts if it asks more than the containers together.
+    assert pod_requests({**two, "initContainers": [container({gpu: "4"}), container({gpu: "3"})]}) == {gpu: 4}
+    assert pod_requests({**two, "initContainers": [container({gpu: "1"})]}) == {gpu: 2}
+    # A sidecar (an init container that keeps running) runs alongside the containers.
+    assert pod_requests({**two, "initContainers": [container({gpu: "1"}, restartPolicy="Always")]}) == {gpu: 3}
+    assert pod_requests({"containers": [container({"nvidia.com/mig-1g.10gb": "2"})]}) == {"nvidia.com/mig-1g.10gb": 2}
+    assert pod_requests({"containers": [{"name": "c"}]}) == {}
 
 
 def test_workload_mode_links_every_pod_to_a_native_gang_podgroup_of_the_gangs_size() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from rest_framework.test import APIClient
 from jobs.models import Allocation, Job, SimulatedPod
 from jobs.states import JobState
 from quotas.models import Quota, UsageCharge
+from scheduler.snapshot import slices_used
 from tests.conftest import SimHarness, job_payload, make_sim
 
 POOLS = "time-slicing:4:1,mps:2:1,mig:1g.10gb:1"
@@ -165,3 +167,10 @@ def test_a_slice_jobs_page_says_what_it_holds_and_whose_activity_its_charts_show
     assert "A GPU slice: at least 0.1 of a GPU, isolated (MIG)" in mig
     assert "This job holds a MIG slice (0.143 of GPU 0 of sim-mig-000): its charts are its own instance&#x27;s." in mig
     assert "0.25 GPU" in client.get("/").content.decode()
+
+
+def test_slices_other_pods_hold_fill_the_fullest_gpus_first_and_never_overflow() -> None:
+    # Muster's own slices stay where its allocations put them; the 5 others fill GPU 1 (the fullest), then GPU 0.
+    assert slices_used(Counter({1: 2}), 3, 4, 5) == (3, 4, 0)
+    assert slices_used(Counter(), 2, 4, 20) == (4, 4)
+    assert slices_used(Counter(), 2, 4, 0) == ()
