@@ -41,12 +41,14 @@ lint: $(STAMP)
 clean:
 	rm -rf var .pytest_cache
 
-## Benchmarks, one JSON line per case: the scheduler (benchmarks/bench_scheduler.py), a 32-node launch on the test cluster, the job page's telemetry,
+## Benchmarks, one JSON line per case: the scheduler (benchmarks/bench_scheduler.py), a 32-node launch and the node inventory among 2,000
+## other pods on the test cluster (bench_node_inventory.py), the job page's telemetry,
 ## the reads of a queue of 1,000 and 20,000 pending jobs (benchmarks/bench_reads.py), and the API through a live gunicorn on
 ## PostgreSQL (benchmarks/bench_api.py: submits with 10,000 pending, arrays, reads at 1,000 and 20,000, a cold page).
 bench: $(STAMP)
 	$(PY) -m benchmarks.bench_scheduler
 	$(PY) -m benchmarks.bench_launch
+	$(PY) -m benchmarks.bench_node_inventory
 	$(PY) -m benchmarks.bench_telemetry
 	$(PY) -m benchmarks.bench_reads
 	$(PY) -m benchmarks.bench_api

@@ -502,6 +502,8 @@ MUSTER_K8S_IMAGE_PULL_SECRET = os.environ.get("MUSTER_K8S_IMAGE_PULL_SECRET", ""
 MUSTER_K8S_SERVICE_ACCOUNT = os.environ.get("MUSTER_K8S_SERVICE_ACCOUNT", "")
 # Count the GPUs pods Muster did not start hold on its nodes (reads pods in every namespace; platform/kubernetes/rbac.yaml).
 MUSTER_K8S_COUNT_FOREIGN_PODS = env_bool("MUSTER_K8S_COUNT_FOREIGN_PODS", True)
+# ... read at most this often per worker process: each read lists every bound pod in the cluster.
+MUSTER_K8S_FOREIGN_PODS_SECONDS = env_float("MUSTER_K8S_FOREIGN_PODS_SECONDS", 30.0)
 MUSTER_K8S_REQUEST_TIMEOUT_SECONDS = env_float("MUSTER_K8S_REQUEST_TIMEOUT_SECONDS", 10.0)
 # The uid (and gid, fsGroup) of job pods, which run as non-root on a read-only root filesystem unless their team
 # is allowed otherwise (Team.allow_run_as_root, Team.allow_writable_root_filesystem in Django admin).

@@ -7,6 +7,7 @@ completes them after the job's `simulate.duration_seconds` with its `exit_code`.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import shutil
@@ -354,6 +355,27 @@ def test_gpus_held_by_pods_muster_did_not_start_are_not_free_to_it(api: APIClien
         kube.core.delete_namespaced_pod(notebook, foreign, grace_period_seconds=0)
         kube.cycle_until(lambda: state(small["id"]) == JobState.RUNNING)
         assert api.get(f"/api/v1/jobs/{small['id']}/").json()["assigned_nodes"] == ["gpu-node-01"]
+    finally:
+        delete_namespace_and_pods(kube.core, foreign)
+
+
+def test_one_read_of_other_pods_serves_the_cycles_of_its_ttl(kube: KubeHarness) -> None:
+    foreign = f"{kube.namespace}-other"
+    kube.core.create_namespace({"metadata": {"name": foreign}})
+    reusing = dataclasses.replace(kube.cluster, foreign_pods_seconds=3600)
+    fresh = dataclasses.replace(kube.cluster, foreign_pods_seconds=0)
+
+    def held(cluster: KubernetesCluster) -> int:
+        return next(n.gpus_foreign for n in cluster.list_nodes() if n.name == "gpu-node-03")
+
+    try:
+        before = held(reusing)
+        container = {"name": "c", "image": "busybox:1.36", "resources": {"limits": {"nvidia.com/gpu": "2"}}}
+        kube.core.create_namespaced_pod(
+            foreign, {"metadata": {"name": "late"}, "spec": {"nodeName": "gpu-node-03", "containers": [container]}}
+        )
+        assert held(reusing) == before  # within its MUSTER_K8S_FOREIGN_PODS_SECONDS: the last read
+        assert held(fresh) == before + 2
     finally:
         delete_namespace_and_pods(kube.core, foreign)
 
