@@ -176,11 +176,12 @@ class MusterCollector(Collector):
         nodes = GaugeMetricFamily("muster_nodes", "Known nodes by state.", labels=["state"])
         gpus_by_state = dict.fromkeys(NodeState.values, 0)
         count_by_state = dict.fromkeys(NodeState.values, 0)
-        for state, n, gpus in (
-            Node.objects.values_list("state").annotate(n=Count("id"), gpus=Sum("gpus_total")).values_list("state", "n", "gpus")
-        ):
+        foreign_by_state = dict.fromkeys(NodeState.values, 0)
+        by_state = Node.objects.values_list("state").annotate(n=Count("id"), gpus=Sum("gpus_total"), foreign=Sum("gpus_foreign"))
+        for state, n, gpus, foreign in by_state.values_list("state", "n", "gpus", "foreign"):
             count_by_state[state] = n
             gpus_by_state[state] = gpus or 0
+            foreign_by_state[state] = foreign or 0
         for state in NodeState.values:
             nodes.add_metric([state], count_by_state[state])
         yield nodes
@@ -194,6 +195,11 @@ class MusterCollector(Collector):
         )
         allocated = Allocation.objects.filter(released_at__isnull=True).aggregate(g=Sum("gpus"))["g"] or 0
         yield GaugeMetricFamily("muster_gpus_allocated", "GPUs held by live allocations (scheduled or running jobs).", value=allocated)
+        yield GaugeMetricFamily(
+            "muster_gpus_foreign",
+            "GPUs held by pods Muster did not start on nodes the cluster reports (MUSTER_K8S_COUNT_FOREIGN_PODS).",
+            value=sum(g for s, g in foreign_by_state.items() if s != NodeState.GONE),
+        )
 
     def _cycle_counters(self) -> Iterator[CounterMetricFamily | HistogramMetricFamily]:
         plain: dict[str, float] = defaultdict(float)

@@ -14,7 +14,7 @@ import yaml
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from jobs.models import ClusterHealth, CycleCounter, Job
+from jobs.models import ClusterHealth, CycleCounter, Job, Node, NodeState
 from jobs.states import JobState
 from scheduler.counters import CYCLE_SECONDS_BUCKETS, cycle_counters_record
 from scheduler.cycle import run_cycle
@@ -74,6 +74,10 @@ def test_metrics_after_simulated_jobs(scenario: dict[str, int], sim: Any, settin
     assert value(m, "muster_gpus_schedulable") == 128
     assert value(m, "muster_gpus_allocated") == 16
     assert value(m, "muster_nodes", state="READY") == 16
+    assert value(m, "muster_gpus_foreign") == 0
+    Node.objects.filter(name__in=["sim-node-014", "sim-node-015"]).update(gpus_foreign=3)
+    Node.objects.filter(name="sim-node-013").update(gpus_foreign=8, state=NodeState.GONE)  # gone: not counted
+    assert value(parse(metrics_text(now=now)), "muster_gpus_foreign") == 6
 
     # Starvation: the big job has waited past the (lowered) threshold.
     wait = (now - big.submitted_at).total_seconds()

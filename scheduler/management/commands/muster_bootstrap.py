@@ -60,7 +60,9 @@ class Command(BaseCommand):
         except ClusterUnavailable as exc:
             self.stderr.write(f"cluster: {settings.MUSTER_CLUSTER}: jobs cannot start yet: {exc}")
             return
-        self.stdout.write(f"cluster: {settings.MUSTER_CLUSTER}, {len(nodes)} nodes, {sum(n.gpus_total for n in nodes)} GPUs")
+        foreign = sum(n.gpus_foreign for n in nodes)
+        others = f" ({foreign} held by pods Muster did not start)" if foreign else ""
+        self.stdout.write(f"cluster: {settings.MUSTER_CLUSTER}, {len(nodes)} nodes, {sum(n.gpus_total for n in nodes)} GPUs{others}")
         if not nodes and settings.MUSTER_CLUSTER == "kubernetes":
             self.stderr.write(
                 f"cluster: no node has {settings.MUSTER_K8S_GPU_RESOURCE!r} in its allocatable resources: is the GPU device "
