@@ -317,6 +317,20 @@ def test_a_gang_kube_scheduler_cannot_place_is_requeued_after_the_launch_timeout
         delete_namespace_and_pods(kube.core, squatters)
 
 
+def test_an_image_that_cannot_be_pulled_fails_the_launch_at_once_and_frees_the_nodes(api: APIClient, kube: KubeHarness) -> None:
+    """The kubelet's ImagePullBackOff (KWOK plays it for images of the registry muster.invalid) ends the launch within
+    a cycle, not after the launch timeout: the nodes go back to the queue, and the reason quotes the kubelet."""
+    image = "muster.invalid/team/train:1"
+    job = submit(api, nodes=2, image=image, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).launch_failures == 1, timeout=20)
+    reason = JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason
+    assert "could not start: container main: ImagePullBackOff: Back-off pulling image" in reason, reason
+    assert image in reason
+    assert not Allocation.objects.filter(job_id=job["id"], released_at__isnull=True).exists()
+    assert Job.objects.get(pk=job["id"]).restarts == 0  # a launch that failed spends no restart
+    kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"])))
+
+
 def test_gpus_held_by_pods_muster_did_not_start_are_not_free_to_it(api: APIClient, kube: KubeHarness) -> None:
     """Another scheduler's job or a notebook on a GPU node: Muster counts its GPUs as held, places around them, says
     so while a job waits, and uses them once that pod is gone."""
