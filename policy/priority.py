@@ -27,8 +27,13 @@ from policy.model import Account, PendingJob, PolicyConfig, Priority, RunningJob
 HOUR = 3600.0
 
 
+def cluster_gpus(snapshot: Snapshot) -> int:
+    """The GPUs Muster shares among its users: those of schedulable nodes, less what pods it did not start hold."""
+    return sum(n.gpus_total - n.gpus_foreign for n in snapshot.nodes if n.schedulable) or 1
+
+
 def prioritize(snapshot: Snapshot, config: PolicyConfig) -> dict[int, Priority]:
-    cluster_gpus = sum(n.gpus_total for n in snapshot.nodes if n.schedulable) or 1
+    cluster = cluster_gpus(snapshot)
     usage = usage_ratios(snapshot, config)
 
     def fair(key: str, kind: str) -> float:
@@ -56,7 +61,7 @@ def prioritize(snapshot: Snapshot, config: PolicyConfig) -> dict[int, Priority]:
         gpus = job.gpus
         size = sizes.get(gpus)
         if size is None:
-            size = sizes[gpus] = min(1.0, gpus / cluster_gpus)
+            size = sizes[gpus] = min(1.0, gpus / cluster)
         short = shorts.get(job.wall_seconds)
         if short is None:
             short = shorts[job.wall_seconds] = short_factor(job.wall_seconds, config.short_max_seconds)
@@ -79,7 +84,7 @@ def usage_ratios(snapshot: Snapshot, config: PolicyConfig) -> Callable[[str, str
 
     The fair-share factor is 2^(-U/S); preemption for fair share compares the ratios themselves.
     """
-    cluster_gpus = sum(n.gpus_total for n in snapshot.nodes if n.schedulable) or 1
+    gpus = cluster_gpus(snapshot)
     cluster_nodes = sum(1 for n in snapshot.nodes if n.schedulable) or 1
     window = config.half_life_seconds / math.log(2)
     active = _active_accounts(snapshot)
@@ -90,7 +95,7 @@ def usage_ratios(snapshot: Snapshot, config: PolicyConfig) -> Callable[[str, str
     def ratio(key: str, kind: str) -> float:
         if key not in cache:
             account = _account(snapshot, key)
-            used = max(account.usage_gpu_seconds / (cluster_gpus * window), account.usage_node_seconds / (cluster_nodes * window))
+            used = max(account.usage_gpu_seconds / (gpus * window), account.usage_node_seconds / (cluster_nodes * window))
             share = account.weight / weight_sums[kind]
             cache[key] = used / share if share > 0 else math.inf
         return cache[key]

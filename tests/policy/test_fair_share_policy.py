@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -509,6 +510,18 @@ def test_idle_account_has_full_fair_share_and_one_that_used_its_share_has_half()
     used = Account(user_key("ann"), usage_gpu_seconds=8 * window)
     assert prioritize(snap([pend(1)], nodes=1), config_)[1].factors["fair_share"][0] == 1.0
     assert prioritize(snap([pend(1)], nodes=1, accounts=(used,)), config_)[1].factors["fair_share"][0] == pytest.approx(0.5)
+
+
+def test_fair_share_counts_only_the_gpus_muster_shares_not_those_other_pods_hold() -> None:
+    # Two 8-GPU nodes, 8 of their GPUs held by pods Muster did not start: ann's usage of 8 GPUs over the window is
+    # the whole of what Muster's users share (U = S = 1), not half of it.
+    config_ = PolicyConfig()
+    window = config_.half_life_seconds / math.log(2)
+    used = (Account(user_key("ann"), usage_gpu_seconds=8 * window),)
+    shared = snap([pend(1)], nodes=2, accounts=used)
+    held = replace(shared, nodes=(replace(shared.nodes[0], gpus_free=0, gpus_foreign=8), shared.nodes[1]))
+    assert prioritize(shared, config_)[1].factors["fair_share"][0] == pytest.approx(2**-0.5)
+    assert prioritize(held, config_)[1].factors["fair_share"][0] == pytest.approx(0.5)
 
 
 def test_priority_factors_are_between_zero_and_one_and_add_up_to_the_total() -> None:
