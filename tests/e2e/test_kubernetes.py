@@ -82,6 +82,33 @@ def kube(kube_api: client.ApiClient, db: None) -> Iterator[KubeHarness]:
     yield from kube_harness(kube_api)
 
 
+@dataclasses.dataclass
+class OtherPods:
+    """Pods Muster did not start (another scheduler's jobs, notebooks), bound to nodes, in a namespace of their own."""
+
+    core: client.CoreV1Api
+    namespace: str
+
+    def start(self, node: str, limits: dict[str, str], **spec: Any) -> str:
+        container = {"name": "c", "image": "busybox:1.36", "resources": {"limits": limits}}
+        body = {"metadata": {"generateName": "other-"}, "spec": {"nodeName": node, "containers": [container], **spec}}
+        return self.core.create_namespaced_pod(self.namespace, body).metadata.name
+
+    def stop(self, name: str) -> None:
+        self.core.delete_namespaced_pod(name, self.namespace, grace_period_seconds=0)
+
+
+@pytest.fixture
+def other_pods(kube: KubeHarness) -> Iterator[OtherPods]:
+    """Their namespace goes, pods first, with the test: the next test would count their GPUs as held."""
+    namespace = f"{kube.namespace}-other"
+    kube.core.create_namespace({"metadata": {"name": namespace}})
+    try:
+        yield OtherPods(kube.core, namespace)
+    finally:
+        delete_namespace_and_pods(kube.core, namespace)
+
+
 @pytest.fixture(scope="session")
 def crds(kube_api: client.ApiClient) -> list[str]:
     """The PodGroup and MPIJob CRDs (tests/crds/), installed once and left installed (cluster-scoped; idempotent)."""
@@ -287,34 +314,21 @@ def test_a_pod_the_cluster_marks_for_disruption_requeues_its_gang_without_spendi
 
 
 def test_a_gang_kube_scheduler_cannot_place_is_requeued_after_the_launch_timeout_saying_why(
-    api: APIClient, kube: KubeHarness, settings: Any
+    api: APIClient, kube: KubeHarness, settings: Any, other_pods: OtherPods
 ) -> None:
     """GPUs held by pods Muster does not count (here, one on every GPU node, at a site that turned counting them off)
     leave its pods Pending: kube-scheduler says why, and the failed launch's reason carries it."""
     settings.MUSTER_LAUNCH_TIMEOUT_SECONDS = 2
     kube.cluster.count_foreign_pods = False
-    nodes = [n.metadata.name for n in kube.core.list_node().items if n.metadata.name.startswith("gpu-node-")]
-    squatters = f"{kube.namespace}-other"
-    kube.core.create_namespace({"metadata": {"name": squatters}})
-    for name in nodes:
-        pod = {
-            "metadata": {"name": f"squatter-{name}"},
-            "spec": {
-                "nodeName": name,
-                "containers": [{"name": "c", "image": "busybox:1.36", "resources": {"limits": {"nvidia.com/gpu": "8"}}}],
-                "tolerations": [{"operator": "Exists"}],
-            },
-        }
-        kube.core.create_namespaced_pod(squatters, pod)
-    try:
-        job = submit(api, nodes=1, simulate={"duration_seconds": 600})
-        kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).launch_failures == 1)
-        reason = JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason
-        assert reason.startswith("1 of 1 pods were not running 2 s after launch; rank 0: 0/"), reason
-        assert "Insufficient nvidia.com/gpu" in reason
-        assert not Allocation.objects.filter(job_id=job["id"], released_at__isnull=True).exists()
-    finally:
-        delete_namespace_and_pods(kube.core, squatters)
+    for node in kube.core.list_node().items:
+        if node.metadata.name.startswith("gpu-node-"):
+            other_pods.start(node.metadata.name, {"nvidia.com/gpu": "8"}, tolerations=[{"operator": "Exists"}])
+    job = submit(api, nodes=1, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).launch_failures == 1)
+    reason = JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason
+    assert reason.startswith("1 of 1 pods were not running 2 s after launch; rank 0: 0/"), reason
+    assert "Insufficient nvidia.com/gpu" in reason
+    assert not Allocation.objects.filter(job_id=job["id"], released_at__isnull=True).exists()
 
 
 def test_an_image_that_cannot_be_pulled_fails_the_launch_at_once_and_frees_the_nodes(api: APIClient, kube: KubeHarness) -> None:
@@ -331,67 +345,48 @@ def test_an_image_that_cannot_be_pulled_fails_the_launch_at_once_and_frees_the_n
     kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"])))
 
 
-def test_gpus_held_by_pods_muster_did_not_start_are_not_free_to_it(api: APIClient, kube: KubeHarness) -> None:
+def test_gpus_held_by_pods_muster_did_not_start_are_not_free_to_it(api: APIClient, kube: KubeHarness, other_pods: OtherPods) -> None:
     """Another scheduler's job or a notebook on a GPU node: Muster counts its GPUs as held, places around them, says
     so while a job waits, and uses them once that pod is gone."""
-    foreign = f"{kube.namespace}-other"
-    kube.core.create_namespace({"metadata": {"name": foreign}})
+    other_pods.start("gpu-node-00", {"nvidia.com/gpu": "6"})
+    # The largest of its init containers counts when it asks more than the containers do.
+    init = [{"name": "fetch", "image": "busybox:1.36", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]
+    notebook = other_pods.start("gpu-node-01", {"nvidia.com/gpu": "2"}, initContainers=init)
+    other_pods.start("gpu-shared-mig-00", {"nvidia.com/mig-1g.10gb": "3"})
+    kube.cycle()
+    nodes = {n["name"]: n for n in api.get("/api/v1/nodes/").json()["results"]}
+    assert (nodes["gpu-node-00"]["gpus_free"], nodes["gpu-node-00"]["gpus_foreign"]) == (2, 6)
+    assert (nodes["gpu-node-01"]["gpus_free"], nodes["gpu-node-01"]["gpus_foreign"]) == (0, 8)
+    assert (nodes["gpu-shared-mig-00"]["slices_free"], nodes["gpu-shared-mig-00"]["slices_foreign"]) == (53, 3)
+    assert nodes["gpu-node-02"]["gpus_foreign"] == 0
 
-    def squat(node: str, resources: dict[str, str], **spec: Any) -> str:
-        container = {"name": "c", "image": "busybox:1.36", "resources": {"limits": resources}}
-        body = {"metadata": {"generateName": "notebook-"}, "spec": {"nodeName": node, "containers": [container], **spec}}
-        return kube.core.create_namespaced_pod(foreign, body).metadata.name
+    gang = submit(api, nodes=6, gpus_per_node=8, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(gang["id"]) == JobState.RUNNING)
+    placed = set(api.get(f"/api/v1/jobs/{gang['id']}/").json()["assigned_nodes"])
+    assert placed == {f"gpu-node-0{i}" for i in range(2, 8)}
+    small = submit(api, nodes=1, gpus_per_node=4, simulate={"duration_seconds": 600})
+    kube.cycle()
+    waiting = api.get(f"/api/v1/jobs/{small['id']}/").json()
+    assert waiting["state"] == JobState.PENDING and waiting["pending_reason"]["code"] == "NO_ROOM"
+    # 6 + 8 whole GPUs; the MIG node's slices are not GPUs a whole-GPU job could have used.
+    assert "14 more are held by pods Muster did not start" in waiting["pending_reason"]["message"], waiting["pending_reason"]
 
-    try:
-        squat("gpu-node-00", {"nvidia.com/gpu": "6"})
-        # The largest of its init containers counts when it asks more than the containers do.
-        init = [{"name": "fetch", "image": "busybox:1.36", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]
-        notebook = squat("gpu-node-01", {"nvidia.com/gpu": "2"}, initContainers=init)
-        squat("gpu-shared-mig-00", {"nvidia.com/mig-1g.10gb": "3"})
-        kube.cycle()
-        nodes = {n["name"]: n for n in api.get("/api/v1/nodes/").json()["results"]}
-        assert (nodes["gpu-node-00"]["gpus_free"], nodes["gpu-node-00"]["gpus_foreign"]) == (2, 6)
-        assert (nodes["gpu-node-01"]["gpus_free"], nodes["gpu-node-01"]["gpus_foreign"]) == (0, 8)
-        assert (nodes["gpu-shared-mig-00"]["slices_free"], nodes["gpu-shared-mig-00"]["slices_foreign"]) == (53, 3)
-        assert nodes["gpu-node-02"]["gpus_foreign"] == 0
-
-        gang = submit(api, nodes=6, gpus_per_node=8, simulate={"duration_seconds": 600})
-        kube.cycle_until(lambda: state(gang["id"]) == JobState.RUNNING)
-        placed = set(api.get(f"/api/v1/jobs/{gang['id']}/").json()["assigned_nodes"])
-        assert placed == {f"gpu-node-0{i}" for i in range(2, 8)}
-        small = submit(api, nodes=1, gpus_per_node=4, simulate={"duration_seconds": 600})
-        kube.cycle()
-        waiting = api.get(f"/api/v1/jobs/{small['id']}/").json()
-        assert waiting["state"] == JobState.PENDING and waiting["pending_reason"]["code"] == "NO_ROOM"
-        # 6 + 8 whole GPUs; the MIG node's slices are not GPUs a whole-GPU job could have used.
-        assert "14 more are held by pods Muster did not start" in waiting["pending_reason"]["message"], waiting["pending_reason"]
-
-        kube.core.delete_namespaced_pod(notebook, foreign, grace_period_seconds=0)
-        kube.cycle_until(lambda: state(small["id"]) == JobState.RUNNING)
-        assert api.get(f"/api/v1/jobs/{small['id']}/").json()["assigned_nodes"] == ["gpu-node-01"]
-    finally:
-        delete_namespace_and_pods(kube.core, foreign)
+    other_pods.stop(notebook)
+    kube.cycle_until(lambda: state(small["id"]) == JobState.RUNNING)
+    assert api.get(f"/api/v1/jobs/{small['id']}/").json()["assigned_nodes"] == ["gpu-node-01"]
 
 
-def test_one_read_of_other_pods_serves_the_cycles_of_its_ttl(kube: KubeHarness) -> None:
-    foreign = f"{kube.namespace}-other"
-    kube.core.create_namespace({"metadata": {"name": foreign}})
+def test_one_read_of_other_pods_serves_the_cycles_of_its_ttl(kube: KubeHarness, other_pods: OtherPods) -> None:
     reusing = dataclasses.replace(kube.cluster, foreign_pods_seconds=3600)
     fresh = dataclasses.replace(kube.cluster, foreign_pods_seconds=0)
 
     def held(cluster: KubernetesCluster) -> int:
         return next(n.gpus_foreign for n in cluster.list_nodes() if n.name == "gpu-node-03")
 
-    try:
-        before = held(reusing)
-        container = {"name": "c", "image": "busybox:1.36", "resources": {"limits": {"nvidia.com/gpu": "2"}}}
-        kube.core.create_namespaced_pod(
-            foreign, {"metadata": {"name": "late"}, "spec": {"nodeName": "gpu-node-03", "containers": [container]}}
-        )
-        assert held(reusing) == before  # within its MUSTER_K8S_FOREIGN_PODS_SECONDS: the last read
-        assert held(fresh) == before + 2
-    finally:
-        delete_namespace_and_pods(kube.core, foreign)
+    before = held(reusing)
+    other_pods.start("gpu-node-03", {"nvidia.com/gpu": "2"})
+    assert held(reusing) == before  # within its MUSTER_K8S_FOREIGN_PODS_SECONDS: the last read
+    assert held(fresh) == before + 2
 
 
 def test_a_teams_volume_is_mounted_in_its_jobs_pods(api: APIClient, user: Any, kube: KubeHarness) -> None:
