@@ -47,6 +47,10 @@ def main(argv: list[str] | None = None) -> None:
         "--elastic-share", type=float, default=0.0,
         help="this share of the multi-node jobs (every second one for 0.5) is elastic: half to all of its nodes (docs/elastic-jobs.md)",
     )  # fmt: skip
+    parser.add_argument(
+        "--waits-by-class", action="store_true",
+        help="add waited_by_class: hours waited by shape (one_gpu, sub_node, whole_node, gang) and wall time, each one's part of the mean",
+    )  # fmt: skip
     parser.add_argument("--from", dest="start", default="", help="replay only the jobs submitted from this day (UTC)")
     parser.add_argument("--days", type=float, default=0.0, help="with --from: that many days of submits")
     parser.add_argument(
@@ -105,6 +109,8 @@ def main(argv: list[str] | None = None) -> None:
                 "policy_cpu_s": round(s["decision_cpu"]["total_seconds"], 1),
                 "seconds": round(time.perf_counter() - start, 1),
             }
+            if args.waits_by_class:
+                line["waited_by_class"] = s["waited_by_class"]
             print(json.dumps(line), flush=True)
     print(json.dumps({"total_seconds": round(time.perf_counter() - began, 1)}), flush=True)
 

@@ -81,6 +81,34 @@ def shape(record: JobRecord, gpus_per_node: int) -> str:
     return "whole_node" if job.gpus >= gpus_per_node else "sub_node"
 
 
+# Wall-time buckets for where the waiting goes (upper bounds in hours; the last is open).
+WALL_BUCKETS = ((1.0, "<=1h"), (4.0, "<=4h"), (24.0, "<=1d"), (float("inf"), ">1d"))
+
+
+def wall_bucket(wall_seconds: float) -> str:
+    return next(name for hours, name in WALL_BUCKETS if wall_seconds <= hours * 3600)
+
+
+def waited_by_class(records: Sequence[JobRecord], gpus_per_node: int) -> dict[str, dict[str, dict[str, float]]]:
+    """Hours waited until the first start, by shape (one_gpu apart from the other sub_node jobs) and wall-time bucket,
+    and each bucket's part of the mean wait.
+
+    The mean wait is one number over jobs of every shape and length; this says which of them it is made of, so a
+    policy change can be judged by where it moves the waiting (docs/replay-findings.md).
+    """
+    started = [r for r in records if r.first_start is not None]
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for r in started:
+        assert r.first_start is not None
+        kind = "one_gpu" if r.job.nodes == 1 and r.job.gpus == 1 else shape(r, gpus_per_node)
+        cell = out.setdefault(kind, {}).setdefault(wall_bucket(r.job.wall_seconds), {"jobs": 0, "waited_hours": 0.0, "of_mean_hours": 0.0})
+        waited = (r.first_start - r.job.submit) / 3600
+        cell["jobs"] += 1
+        cell["waited_hours"] += waited
+        cell["of_mean_hours"] += waited / len(started)
+    return out
+
+
 def held_gpus(record: JobRecord, gpus_per_node: int) -> int:
     job = record.job
     return job.nodes * gpus_per_node if job.nodes > 1 else job.gpus
@@ -129,6 +157,7 @@ def summarize(result: SimResult, *, config: PolicyConfig) -> dict[str, Any]:
         "idle_while_waiting": idle_while_waiting(records, gpus) / (makespan * gpus) if makespan > 0 and gpus else 0.0,
         "jct": {**_stats(jct["all"]), "split": {k: _stats(jct[k]) for k in splits}},
         "wait": {**_stats(wait["all"]), "split": {k: _stats(wait[k]) for k in splits}},
+        "waited_by_class": waited_by_class(records, gpn),
         "bounded_slowdown_mean": sum(slowdowns) / len(slowdowns) if slowdowns else None,
         "fair_share": fair_share(records, gpus_per_node=gpn, gpus=gpus),
         "preemptions": sum(r.preemptions for r in records),

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from policy.model import PolicyConfig
-from replay.metrics import idle_while_waiting, percentile, summarize, water_fill
+from replay.metrics import idle_while_waiting, percentile, summarize, wall_bucket, water_fill
 from replay.simulator import ClusterSpec, JobRecord, simulate
 from replay.trace import Assumptions, TraceJob
-from tests.replay.test_baselines import TRACE
+from tests.replay.test_baselines import TRACE, job
 
 
 def summary() -> dict[str, object]:
@@ -75,3 +75,31 @@ def test_percentile() -> None:
     assert percentile([], 50) is None
     assert percentile([3.0], 99) == 3.0
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
+
+
+def test_waited_by_class_adds_up_to_the_mean_wait() -> None:
+    s = summary()
+    by_class = s["waited_by_class"]
+    assert isinstance(by_class, dict)
+    # Every job asks a wall time of an hour or less; the gang waited 99 s, the second 4-GPU job 147 s.
+    assert by_class == {
+        "whole_node": {"<=1h": {"jobs": 1, "waited_hours": 0.0, "of_mean_hours": 0.0}},
+        "gang": {"<=1h": {"jobs": 1, "waited_hours": pytest.approx(99 / 3600), "of_mean_hours": pytest.approx(99 / 3600 / 4)}},
+        "sub_node": {"<=1h": {"jobs": 2, "waited_hours": pytest.approx(147 / 3600), "of_mean_hours": pytest.approx(147 / 3600 / 4)}},
+    }
+    parts = sum(cell["of_mean_hours"] for buckets in by_class.values() for cell in buckets.values())
+    assert parts * 3600 == pytest.approx(s["wait"]["mean"])  # type: ignore[index]
+
+
+def test_wall_buckets_are_upper_bounds() -> None:
+    assert [wall_bucket(h * 3600) for h in (0.5, 1, 1.01, 4, 24, 24.5, 168)] == ["<=1h", "<=1h", "<=4h", "<=4h", "<=1d", ">1d", ">1d"]
+
+
+def test_one_gpu_jobs_are_told_apart_from_other_jobs_of_part_of_a_node() -> None:
+    trace = [job(1, 0.0, 7200.0, 1), job(2, 0.0, 7200.0, 7), job(3, 10.0, 100.0, 1)]  # job 3 waits for a GPU of the one node
+    result = simulate(trace, cluster=ClusterSpec(nodes=1), policy="easy", config=PolicyConfig(), assumptions=Assumptions())
+    by_class = summarize(result, config=PolicyConfig())["waited_by_class"]
+    assert by_class["sub_node"] == {"<=4h": {"jobs": 1, "waited_hours": 0.0, "of_mean_hours": 0.0}}
+    assert by_class["one_gpu"]["<=1h"]["jobs"] == 1
+    assert by_class["one_gpu"]["<=1h"]["waited_hours"] == pytest.approx((7200 - 10) / 3600)
+    assert by_class["one_gpu"]["<=4h"] == {"jobs": 1, "waited_hours": 0.0, "of_mean_hours": 0.0}
