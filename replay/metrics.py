@@ -96,7 +96,8 @@ def waited_by_class(records: Sequence[JobRecord], gpus_per_node: int) -> dict[st
     The mean wait is one number over jobs of every shape and length; this says which of them it is made of, so a
     policy change can be judged by where it moves the waiting (docs/replay-findings.md).
     """
-    started = [r for r in records if r.first_start is not None]
+    # The jobs summarize's mean wait counts (started and ended), so the parts add up to it.
+    started = [r for r in records if r.first_start is not None and r.end is not None]
     out: dict[str, dict[str, dict[str, float]]] = {}
     for r in started:
         assert r.first_start is not None
