@@ -453,6 +453,11 @@ MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = env_float("MUSTER_PREEMPTION_MIN_RUNTIME
 MUSTER_PREEMPTION_GRACE_SECONDS = env_int("MUSTER_PREEMPTION_GRACE_SECONDS", 30)
 # A job is preempted at most this many times; a preempted job may not borrow beyond its quota again for this long.
 MUSTER_MAX_PREEMPTIONS = env_int("MUSTER_MAX_PREEMPTIONS", 3)
+# The bound for preemption for fair share alone (unset: the same): with jobs that checkpoint, a site may allow more.
+MUSTER_MAX_FAIR_SHARE_PREEMPTIONS = env_int("MUSTER_MAX_FAIR_SHARE_PREEMPTIONS", MUSTER_MAX_PREEMPTIONS)
+for _name in ("MUSTER_MAX_PREEMPTIONS", "MUSTER_MAX_FAIR_SHARE_PREEMPTIONS"):
+    if globals()[_name] < 0:
+        raise ImproperlyConfigured(f"{_name} must be 0 or more (how often a job may be preempted)")
 MUSTER_REBORROW_HYSTERESIS_SECONDS = env_float("MUSTER_REBORROW_HYSTERESIS_SECONDS", 3600)
 # A job is preempted only while the work it would lose is at most this times what it has left by its wall time.
 MUSTER_PREEMPTION_MAX_LOST_RATIO = env_float("MUSTER_PREEMPTION_MAX_LOST_RATIO", 0.5)

@@ -233,6 +233,10 @@ class PolicyConfig:
     preemption: bool = True
     # A job is preempted at most this many times; after that it runs to its end (or its wall time).
     max_preemptions: int = 3
+    # The bound for preemption for fair share, which only stops work submitted preemptible: a site whose jobs checkpoint
+    # may allow more here while a job reclaimed from borrowing (or stopped for a higher class) keeps the bound above.
+    # Counted over the job's life whatever stopped it.
+    max_fair_share_preemptions: int = 3
     # A job is preempted only while what it would lose (GPU-seconds since its last checkpoint, or its start) is at most
     # this times the GPU-seconds it has left by its wall time; further along, it is waited for instead.
     preemption_max_lost_ratio: float = 0.5

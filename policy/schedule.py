@@ -567,12 +567,22 @@ class _Cycle:
     # --- preemption ------------------------------------------------------------------------------
 
     def _may_preempt(self, job: PendingJob, victim: RunningJob) -> bool:
-        return self._protected(victim) is None and self._outranks(job, victim)
+        bound = self._bound(job, victim)
+        return bound is not None and self._protected(victim, bound) is None
 
-    def _outranks(self, job: PendingJob, victim: RunningJob) -> bool:
-        """Whether the job has a claim on the victim's GPUs: it borrows, is of a lower class, or its owner is over its
-        fair share while the job's is not (with preemption for fair share)."""
-        return victim.over_quota or victim.class_rank > job.class_rank or self._over_share(job, victim)
+    def _bound(self, job: PendingJob, victim: RunningJob) -> int | None:
+        """How often the victim may have been preempted and still be stopped for the job (None: the job has no claim).
+
+        A job has a claim on the victim's GPUs when the victim borrows, is of a lower class, or (with preemption for
+        fair share) its owner is over its fair share while the job's is not. Where two hold (a job of a lower class whose
+        owner is over its share), the looser bound applies: either claim alone would stop it.
+        """
+        claims = []
+        if victim.over_quota or victim.class_rank > job.class_rank:
+            claims.append(self.config.max_preemptions)
+        if self._over_share(job, victim):
+            claims.append(self.config.max_fair_share_preemptions)
+        return max(claims, default=None)
 
     def _may_preempt_any(self, job: PendingJob) -> bool:
         """Whether any running job could be a victim for it, before a search (a search is bounded per cycle)."""
@@ -604,11 +614,11 @@ class _Cycle:
             return False
         return self._claims_share_from(job, ratio)
 
-    def _protected(self, victim: RunningJob) -> str | None:
-        """Why a running job may not be stopped now, whoever asks (None: it may, by one of a higher claim)."""
+    def _protected(self, victim: RunningJob, bound: int) -> str | None:
+        """Why a running job may not be stopped now for a claim allowing `bound` preemptions (None: it may)."""
         if victim.id in self.started or self.now - victim.started_at < self.config.preemption_min_runtime_seconds:
             return PROTECTED_NEW
-        if victim.preemptions >= self.config.max_preemptions:
+        if victim.preemptions >= bound:
             return PROTECTED_SPENT
         if self._lost_if_stopped(victim) > self.config.preemption_max_lost_ratio * victim.gpus * (victim.ends_at - self.now):
             # Far enough along since its last checkpoint, for what it has left by its wall time, that waiting for it to
@@ -622,27 +632,34 @@ class _Cycle:
 
         Without it the reason says only that the cluster is full, while a user sees others run beyond their quota.
         """
-        text = self._held_text((self.capacity.version, None), lambda r: r.over_quota, "Jobs beyond their owners' quotas hold", "taken back")
+        text = self._held_text(
+            (self.capacity.version, None),
+            lambda r: r.over_quota,
+            self.config.max_preemptions,
+            "Jobs beyond their owners' quotas hold",
+            "taken back",
+        )
         if self.most_over_share is not None and self._claims_share_from(job, self.most_over_share):
             text += self._held_text(
                 (self.capacity.version, (job.class_rank, self._usage_of(job))),
                 lambda r: not r.over_quota and self._over_share(job, r),
+                self.config.max_fair_share_preemptions,
                 "Preemptible jobs of owners over their fair share hold",
                 "stopped",
             )
         return text
 
-    def _held_text(self, key: tuple[int, object], victim: Callable[[RunningJob], bool], held_by: str, taken: str) -> str:
+    def _held_text(self, key: tuple[int, object], victim: Callable[[RunningJob], bool], bound: int, held_by: str, taken: str) -> str:
         if key not in self.reclaim_texts:
             held: dict[str | None, float] = defaultdict(float)
             for r in self.running.values():
                 if victim(r):
-                    held[self._protected(r)] += r.gpus
+                    held[self._protected(r, bound)] += r.gpus
             parts = [
                 f"{held[code]:g} {words}"
                 for code, words in (
                     (PROTECTED_NEW, f"by jobs that started less than {_minutes(self.config.preemption_min_runtime_seconds)} ago"),
-                    (PROTECTED_SPENT, f"by jobs already preempted {self.config.max_preemptions} times"),
+                    (PROTECTED_SPENT, f"by jobs already preempted {bound} times"),
                     (
                         PROTECTED_FAR,
                         "by jobs too far along to stop (stopping them loses more work, since their last checkpoint, "
@@ -744,7 +761,7 @@ class _Cycle:
         lost is only a re-rendezvous, so neither the bound on preemptions nor the work since a checkpoint counts."""
         if victim.id in self.started or self.now - victim.started_at < self.config.preemption_min_runtime_seconds:
             return False
-        return self._outranks(job, victim)
+        return self._bound(job, victim) is not None
 
     def _shrink_for(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
         """Whole nodes for the job taken from elastic jobs above their minimum (their last ranks), before anyone is

@@ -42,6 +42,7 @@ def policy_config() -> PolicyConfig:
         preemption_min_runtime_seconds=settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS,
         preemption=settings.MUSTER_PREEMPTION,
         max_preemptions=settings.MUSTER_MAX_PREEMPTIONS,
+        max_fair_share_preemptions=settings.MUSTER_MAX_FAIR_SHARE_PREEMPTIONS,
         reborrow_hysteresis_seconds=settings.MUSTER_REBORROW_HYSTERESIS_SECONDS,
         preemption_max_lost_ratio=settings.MUSTER_PREEMPTION_MAX_LOST_RATIO,
         fair_share_preemption=settings.MUSTER_FAIR_SHARE_PREEMPTION,

@@ -101,3 +101,23 @@ def test_an_elastic_job_of_the_owner_over_its_share_shrinks_for_the_newcomer_rat
     # Off, it keeps both nodes and the newcomer waits.
     off = schedule(snap([pend(9, user="ann")], [wide], accounts=(heavy(3.0),)))
     assert off.resizes == () and off.placements == ()
+
+
+def test_fair_share_has_its_own_bound_on_preemptions_and_the_reason_names_the_one_that_applies() -> None:
+    # zed's work was already stopped 3 times. With the fair-share bound at 5 it may be stopped for ann's fair share
+    # a fourth time; the bound for reclaiming borrowers and for higher classes stays at 3.
+    spent = [replace(job, preemptions=3) for job in zeds(1, 2)]
+    looser = config(fair_share_preemption=True, max_preemptions=3, max_fair_share_preemptions=5)
+    decisions = schedule(snap([pend(9, user="ann")], spent, accounts=(heavy(3.0),)), looser)
+    assert [p.job_id for p in decisions.preemptions] == [1]
+    # The same jobs, lower in class than ann's and not over any share: only the class claim holds, and its bound is 3.
+    lower = [replace(job, class_rank=2) for job in spent]
+    kept = schedule(snap([pend(9, user="ann", rank=1)], lower), looser)
+    assert kept.preemptions == () and kept.placements == ()
+    # By default the two bounds are equal, and ann's reason counts the work out of reach by the fair-share bound.
+    default = schedule(snap([pend(9, user="ann")], spent, accounts=(heavy(3.0),)), ON)
+    assert default.preemptions == ()
+    assert "none could be stopped for it: 16 by jobs already preempted 3 times" in waiting(default)[9].reason
+    five = [replace(job, preemptions=5) for job in zeds(1, 2)]
+    reason = waiting(schedule(snap([pend(9, user="ann")], five, accounts=(heavy(3.0),)), looser))[9].reason
+    assert "none could be stopped for it: 16 by jobs already preempted 5 times" in reason
