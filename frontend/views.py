@@ -21,7 +21,7 @@ from accounts.requests import AuthenticatedHttpRequest
 from api.jobs.filters import JobFilter
 from frontend.live import is_live_poll, live_parts_response, page_query, render_parts, updated_at
 from frontend.sorting import JOB_LIST_DEFAULT, QUEUE_DEFAULT, Sorting, job_columns, queue_columns
-from jobs.attempts import job_attempts
+from jobs.attempts import PREEMPTED, job_attempts
 from jobs.cluster import ClusterUnavailable
 from jobs.errors import JobFinished, JobNotStarted
 from jobs.logs import job_logs
@@ -116,12 +116,16 @@ JOB_PARTS = {
 def _job_parts_context(job: Job, query: QueryDict) -> dict[str, object]:
     """What JOB_PARTS draw: the job, its place in the queue while it waits (what the last cycle stored on it: no
     other job is read), its run time and its attempts (from its prefetched events and allocations)."""
+    attempts = job_attempts(job)
     return {
         "job": job,
         "queue_entry": queue_entry(job),
         "run_time": _run_time(job),
-        "attempts": job_attempts(job),
+        "attempts": attempts,
         "shown_attempt": _shown_attempt(job, query),
+        # What counts towards the bound on preemptions, with the bounds a job still in the queue is under.
+        "preempted": sum(1 for a in attempts if a.outcome == PREEMPTED),
+        "preemption_bounds": (settings.MUSTER_MAX_PREEMPTIONS, settings.MUSTER_MAX_FAIR_SHARE_PREEMPTIONS),
     }
 
 

@@ -46,6 +46,14 @@ def test_a_job_preempted_then_succeeded_has_two_attempts_each_with_its_output(
     assert prod.status_code == 201, prod.content
     sim.advance(250)
     assert attempts_of(sweep)[0].outcome == outcomes.PREEMPTED
+    # Back in the queue, its page says how often it was preempted and how often it may still be.
+    owner = Job.objects.get(pk=sweep).owner
+    bound = "(Muster preempts a job at most 3 times, then lets it run to its end)"
+    assert f'<span data-testid="preempted">; preempted 1 time {bound}</span>' in session_for(owner).get(f"/jobs/{sweep}/").content.decode()
+    settings.MUSTER_FAIR_SHARE_PREEMPTION, settings.MUSTER_MAX_FAIR_SHARE_PREEMPTIONS = True, 5
+    both = "(Muster preempts a job at most 3 times, 5 for fair share, then lets it run to its end)"
+    assert f"; preempted 1 time {both}</span>" in session_for(owner).get(f"/jobs/{sweep}/").content.decode()
+    settings.MUSTER_FAIR_SHARE_PREEMPTION = False
     sim.advance(1.5)
     sim.advance(100)  # the production job ends; the sweep starts again
     sim.advance(1.5)
@@ -68,6 +76,8 @@ def test_a_job_preempted_then_succeeded_has_two_attempts_each_with_its_output(
     assert "preempted</span>" in preempted and f"Preempted for job {prod.json()['id']}" in preempted
     assert 'href="?attempt=1&amp;run=1#job-logs">logs</a>' in preempted and 'href="?attempt=1&amp;run=1#telemetry">telemetry' in preempted
     assert "succeeded</span>" in row(html, 2) and 'aria-current="true"' in row(html, 2)  # the attempt shown below
+    # Ended, it says how often it was preempted, without the bound that no longer matters.
+    assert '<span data-testid="preempted">; preempted 1 time</span>' in html
     # Following an attempt's link shows its logs and marks its row.
     earlier = session_for(job.owner).get(f"/jobs/{sweep}/", {"attempt": "1", "run": "1"}).content.decode()
     assert 'aria-current="true"' in row(earlier, 1) and "attempt 1, last 200 lines" in earlier
