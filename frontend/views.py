@@ -21,7 +21,7 @@ from accounts.requests import AuthenticatedHttpRequest
 from api.jobs.filters import JobFilter
 from frontend.live import is_live_poll, live_parts_response, page_query, render_parts, updated_at
 from frontend.sorting import JOB_LIST_DEFAULT, QUEUE_DEFAULT, Sorting, job_columns, queue_columns
-from jobs.attempts import PREEMPTED, job_attempts
+from jobs.attempts import job_attempts
 from jobs.cluster import ClusterUnavailable
 from jobs.errors import JobFinished, JobNotStarted
 from jobs.logs import job_logs
@@ -91,6 +91,9 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "logs": logs,
             "simulated_run": simulated_run,
             "fair_share_preemption": settings.MUSTER_FAIR_SHARE_PREEMPTION,
+            # What the policy counts against the bounds on preemptions (its PREEMPTED events, prefetched), and the bounds.
+            "preempted": sum(1 for e in job.events.all() if e.to_state == JobState.PREEMPTED),
+            "preemption_bounds": (settings.MUSTER_MAX_PREEMPTIONS, settings.MUSTER_MAX_FAIR_SHARE_PREEMPTIONS),
             "live": job.state in ACTIVE_STATES or job.state == JobState.PENDING,
             "live_refresh_seconds": settings.MUSTER_LIVE_REFRESH_SECONDS,
             "updated": updated_at(),
@@ -116,16 +119,12 @@ JOB_PARTS = {
 def _job_parts_context(job: Job, query: QueryDict) -> dict[str, object]:
     """What JOB_PARTS draw: the job, its place in the queue while it waits (what the last cycle stored on it: no
     other job is read), its run time and its attempts (from its prefetched events and allocations)."""
-    attempts = job_attempts(job)
     return {
         "job": job,
         "queue_entry": queue_entry(job),
         "run_time": _run_time(job),
-        "attempts": attempts,
+        "attempts": job_attempts(job),
         "shown_attempt": _shown_attempt(job, query),
-        # What counts towards the bound on preemptions, with the bounds a job still in the queue is under.
-        "preempted": sum(1 for a in attempts if a.outcome == PREEMPTED),
-        "preemption_bounds": (settings.MUSTER_MAX_PREEMPTIONS, settings.MUSTER_MAX_FAIR_SHARE_PREEMPTIONS),
     }
 
 
