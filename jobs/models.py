@@ -350,6 +350,9 @@ class ClusterHealth(models.Model):
     error = models.TextField(blank=True)
     # When the cluster was first found unreachable in the current outage.
     down_since = models.DateTimeField(null=True)
+    # Moved by the watch (muster_watch) each time a pod Muster did not start takes or frees devices: a worker's read
+    # of those pods made before it is not used again (ClusterBackend.foreign_pods_version).
+    foreign_pods_version = models.PositiveBigIntegerField(default=0)
 
     def __str__(self) -> str:
         return "reachable" if self.reachable else f"unreachable since {self.down_since}: {self.error}"

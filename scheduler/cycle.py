@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from jobs.arrays import array_env
@@ -96,6 +97,7 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
         try:
             backend = backend or get_backend()
             backend.prepare()
+            backend.foreign_pods_version(ClusterHealth.objects.filter(pk=1).values_list("foreign_pods_version", flat=True).first() or 0)
             # Nodes gangs can go on running on: a NotReady node's pods are lost to the job as surely as a deleted node's.
             present = {n.name for n in nodes_sync(cluster_nodes=backend.list_nodes()) if n.state != NodeState.NOT_READY}
             _charge_active(now)
@@ -257,6 +259,13 @@ def _launch_failed(backend: ClusterBackend, job: Job, now: datetime, report: Cyc
         return
     _teardown_or_leave_to_reconcile(backend, job)
     report.ended[job.pk] = job.state
+
+
+def foreign_pods_changed() -> None:
+    """Say that a pod Muster did not start took or freed devices (the watch saw it): every worker's next cycle reads
+    those pods again instead of a read younger than MUSTER_K8S_FOREIGN_PODS_SECONDS."""
+    if not ClusterHealth.objects.filter(pk=1).update(foreign_pods_version=F("foreign_pods_version") + 1):
+        ClusterHealth.objects.get_or_create(pk=1)  # no cycle has run yet: its first reads them anyway
 
 
 def _record_health(now: datetime, error: str) -> None:

@@ -100,9 +100,10 @@ GROUP_OF_MODE: dict[str, tuple[CustomResource, Callable[..., dict[str, Any]]]] =
 }
 # Namespaces this process has found or made: `prepare` asks the API server once, not every cycle.
 _NAMESPACES_SEEN: set[str] = set()
-# (API server, jobs' namespace) -> (when read, per node what other pods hold there): every pod in the cluster is read
-# once per `foreign_pods_seconds`, not every cycle (benchmarks/bench_node_inventory.py: ~0.45 s per 2,000 pods here).
-_FOREIGN_READ: dict[tuple[str, str], tuple[float, dict[str, Counter[str]]]] = {}
+# (API server, jobs' namespace) -> (when read, the watch's version of them then, per node what other pods hold there):
+# every pod in the cluster is read once per `foreign_pods_seconds`, not every cycle (benchmarks/bench_node_inventory.py:
+# ~0.45 s per 2,000 pods here), or sooner when the watch has seen one come or go (`foreign_pods_version`).
+_FOREIGN_READ: dict[tuple[str, str], tuple[float, int | None, dict[str, Counter[str]]]] = {}
 
 
 def namespace_missing(namespace: str) -> str:
@@ -183,6 +184,8 @@ class KubernetesCluster:
     count_foreign_pods: bool = True
     # How long a read of them serves later cycles of this process (0: read every cycle).
     foreign_pods_seconds: float = 0.0
+    # The watch's count of their changes, as the cycle last told it (`foreign_pods_version`); None: not told.
+    _foreign_version: int | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def from_settings(cls) -> KubernetesCluster:
@@ -280,24 +283,36 @@ class KubernetesCluster:
         found = (self._node(n, foreign.get(n.metadata.name, Counter())) for n in nodes)
         return sorted((n for n in found if n.gpus_total > 0), key=lambda n: n.name)
 
+    def foreign_pods_version(self, version: int) -> None:
+        """The watch (jobs/cluster/watch.py) counts each pod Muster did not start that is bound to a node or ends; a
+        read of them made at another count is not used again, so what such a pod takes or frees counts at once."""
+        self._foreign_version = version
+
     def _foreign_requests(self) -> dict[str, Counter[str]]:
         """Per node: the whole-number resources (GPUs, slices, RDMA devices) held there by pods Muster did not start."""
         key = (self.api.configuration.host, self.options.namespace)
         read = _FOREIGN_READ.get(key)
-        if read is not None and time.monotonic() - read[0] < self.foreign_pods_seconds:
-            return read[1]
+        told = self._foreign_version
+        if read is not None and time.monotonic() - read[0] < self.foreign_pods_seconds and told in (None, read[1]):
+            return read[2]
         # Read as plain JSON: the client's models cost far more than the list itself on a cluster of thousands of pods.
         response = self._call(
             "list pods on nodes", self.core.list_pod_for_all_namespaces, field_selector=BOUND_PODS_SELECTOR, _preload_content=False
         )
         held: dict[str, Counter[str]] = defaultdict(Counter)
         for pod in json.loads(response.data).get("items") or []:
-            metadata = pod.get("metadata") or {}
-            own = metadata.get("namespace") == self.options.namespace and _gang_key(metadata.get("labels")) is not None
-            if not own and (node := (pod.get("spec") or {}).get("nodeName")):
+            if not self.is_own_pod(pod.get("metadata") or {}) and (node := (pod.get("spec") or {}).get("nodeName")):
                 held[node].update(pod_requests(pod["spec"]))
-        _FOREIGN_READ[key] = (time.monotonic(), held)
+        _FOREIGN_READ[key] = (time.monotonic(), told, held)
         return held
+
+    def is_own_pod(self, metadata: Mapping[str, Any]) -> bool:
+        """Whether a pod (its metadata as JSON) is one of Muster's gang pods: in the jobs' namespace, with a gang's labels."""
+        return metadata.get("namespace") == self.options.namespace and _gang_key(metadata.get("labels")) is not None
+
+    def may_watch_other_pods(self) -> bool:
+        """Whether Muster may watch pods in every namespace, as the watch of pods it did not start needs."""
+        return self._may("watch", "", "pods", "cluster", self.options.namespace)
 
     def _node(self, node: client.V1Node, foreign: Mapping[str, int]) -> ClusterNode:
         labels = node.metadata.labels or {}

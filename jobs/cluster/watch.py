@@ -1,10 +1,14 @@
-"""Watches Muster's pods and the cluster's nodes, and asks for a scheduling cycle when something changes.
+"""Watches Muster's pods, the cluster's nodes and the pods it did not start, and asks for a scheduling cycle when
+something changes.
 
 The cycle stays the one place that moves jobs (it re-reads the whole world under its
 lock), so the watch only has to be prompt, not exact: every event that may change a
 job's state (a pod running, failing, succeeding or vanishing; a node appearing,
 going NotReady or disappearing) enqueues one cycle, at most one per `debounce`
-seconds. Bookmarks (asked for, so a quiet watch resumes from a recent version) move the
+seconds, and one more at the end of the window if events came during it. A pod Muster did
+not start that takes devices on a node or gives them back (bound, ended, deleted) enqueues
+a cycle that first drops the worker's last read of such pods, which otherwise serves it for
+`MUSTER_K8S_FOREIGN_PODS_SECONDS`. Bookmarks (asked for, so a quiet watch resumes from a recent version) move the
 version on without a cycle. A `410 Gone` (the resource version fell out of the API server's
 window; the client raises it from the watch's ERROR event) relists and goes on; a lost
 connection waits and reconnects, while beat's periodic cycle keeps everything moving in between.
@@ -22,30 +26,48 @@ from typing import Any
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
-from jobs.cluster.kubernetes import KubernetesCluster
+from jobs.cluster.kubernetes import BOUND_PODS_SELECTOR, KubernetesCluster, pod_requests
 from jobs.cluster.manifests import LABEL_MANAGED, MANAGED_BY
 
 logger = logging.getLogger(__name__)
 
 
+def _timer(delay: float, call: Callable[[], object]) -> None:
+    timer = threading.Timer(delay, call)
+    timer.daemon = True
+    timer.start()
+
+
 @dataclass
 class Trigger:
-    """Calls `fire` at most once per `debounce` seconds, however many events arrive."""
+    """Calls `fire` at most once per `debounce` seconds, however many events arrive, and once more at the end of
+    a window in which events were held back: the last change of a burst is never left to beat's next cycle."""
 
     fire: Callable[[], object]
     debounce: float = 1.0
     clock: Callable[[], float] = time.monotonic
+    later: Callable[[float, Callable[[], object]], object] = _timer
     _last: float = field(default=float("-inf"), init=False)
+    _held: bool = field(default=False, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __call__(self) -> bool:
         with self._lock:
             now = self.clock()
             if now - self._last < self.debounce:
+                if not self._held:
+                    self._held = True
+                    self.later(self._last + self.debounce - now, self._fire_held)
                 return False
             self._last = now
         self.fire()
         return True
+
+    def _fire_held(self) -> None:
+        with self._lock:
+            self._held = False
+            self._last = self.clock()
+        self.fire()
 
 
 def event_version(event: dict[str, Any]) -> str:
@@ -103,12 +125,17 @@ class ResourceWatch:
                 stop.wait(retry_seconds)
 
 
-def watches_for(cluster: KubernetesCluster, trigger: Callable[[], object]) -> list[ResourceWatch]:
+def watches_for(
+    cluster: KubernetesCluster, trigger: Callable[[], object], recount: Callable[[], object] | None = None
+) -> list[ResourceWatch]:
+    """The watches of Muster's pods and of nodes, calling `trigger`; with `recount`, also of the pods Muster did not
+    start (bound to a node, in every namespace), calling `recount` when one of those asking for a device comes or goes."""
+
     def on_event(kind: str, obj: object) -> None:
         trigger()
 
     core = cluster.core
-    return [
+    watches = [
         ResourceWatch(
             name="pods",
             list_fn=core.list_namespaced_pod,
@@ -117,11 +144,46 @@ def watches_for(cluster: KubernetesCluster, trigger: Callable[[], object]) -> li
         ),
         ResourceWatch(name="nodes", list_fn=core.list_node, on_event=on_event),
     ]
+    if recount is not None:
+        watches.append(
+            ResourceWatch(
+                name="other pods",
+                list_fn=core.list_pod_for_all_namespaces,
+                on_event=_on_foreign_event(cluster, recount),
+                kwargs={"field_selector": BOUND_PODS_SELECTOR},
+            )
+        )
+    return watches
 
 
-def watch_forever(cluster: KubernetesCluster, trigger: Callable[[], object], stop: threading.Event | None = None) -> None:
+def _on_foreign_event(cluster: KubernetesCluster, recount: Callable[[], object]) -> Callable[[str, object], None]:
+    def on_event(kind: str, obj: object) -> None:
+        # A field-selected watch says DELETED when a pod leaves the selection (it ended) and ADDED when it enters it
+        # (bound to a node); MODIFIED cannot change what a bound pod holds.
+        if kind == "RELISTED" or (kind in ("ADDED", "DELETED") and _foreign_with_devices(cluster, obj)):
+            recount()
+
+    return on_event
+
+
+def _foreign_with_devices(cluster: KubernetesCluster, pod: object) -> bool:
+    """Whether a pod Muster did not start asks for a device (an extended resource: GPUs, GPU slices, RDMA devices):
+    only those change what Muster counts as held on a node."""
+    data = cluster.api.sanitize_for_serialization(pod)
+    if cluster.is_own_pod(data.get("metadata") or {}):
+        return False
+    return any("/" in name for name in pod_requests(data.get("spec") or {}))
+
+
+def watch_forever(
+    cluster: KubernetesCluster,
+    trigger: Callable[[], object],
+    recount: Callable[[], object] | None = None,
+    stop: threading.Event | None = None,
+) -> None:
     stop = stop or threading.Event()
-    threads = [threading.Thread(target=w.run, args=(stop,), name=f"watch-{w.name}", daemon=True) for w in watches_for(cluster, trigger)]
+    watches = watches_for(cluster, trigger, recount)
+    threads = [threading.Thread(target=w.run, args=(stop,), name=f"watch-{w.name}", daemon=True) for w in watches]
     for thread in threads:
         thread.start()
     try:

@@ -51,7 +51,8 @@ from jobs.cluster.watch import watches_for
 from jobs.models import Allocation, ClusterHealth, Job, JobEvent, JobResize, Node, NodeState
 from jobs.states import JobState
 from quotas.models import Team
-from scheduler.cycle import run_cycle
+from scheduler.cycle import foreign_pods_changed, run_cycle
+from scheduler.tasks import scheduling_cycle
 from telemetry.tokens import telemetry_token_for_job
 from tests.conftest import job_payload, need_service, session_for
 from tests.kube import (
@@ -387,6 +388,53 @@ def test_one_read_of_other_pods_serves_the_cycles_of_its_ttl(kube: KubeHarness, 
     other_pods.start("gpu-node-03", {"nvidia.com/gpu": "2"})
     assert held(reusing) == before  # within its MUSTER_K8S_FOREIGN_PODS_SECONDS: the last read
     assert held(fresh) == before + 2
+
+
+def test_a_pod_muster_did_not_start_taking_or_freeing_gpus_has_the_next_cycle_count_them_again(
+    kube: KubeHarness, other_pods: OtherPods, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watch of other pods asks for a recount when one asking for a device is bound or goes, and for nothing
+    else; after it, a worker's cycle reads them again though its last read would still serve (a TTL of an hour)."""
+    reusing = dataclasses.replace(kube.cluster, foreign_pods_seconds=3600)
+    monkeypatch.setattr("scheduler.cycle.get_backend", lambda: dataclasses.replace(reusing))  # a worker's, per cycle
+
+    def held() -> int:
+        return Node.objects.get(name="gpu-node-03").gpus_foreign
+
+    recounts = threading.Event()
+    stop = threading.Event()
+    others = next(w for w in watches_for(reusing, lambda: None, recounts.set) if w.name == "other pods")
+    others.resync_seconds = 2
+    threading.Thread(target=others.run, args=(stop,), daemon=True).start()
+    try:
+        assert recounts.wait(10)  # the initial list
+        scheduling_cycle()
+        before = held()
+        recounts.clear()
+        other_pods.start("gpu-node-03", {"cpu": "1"})  # asks for no device
+        spec = GangSpec(
+            job_id=990003, attempt=1, name="x", image="busybox:1.36", command=("true",), env={},
+            node_names=("gpu-node-04",), gpus_per_node=1, wall_time_seconds=600, owner="alice",
+        )  # fmt: skip
+        reusing.launch_gang(spec)  # Muster's own
+        assert not recounts.wait(3), "a recount was asked for a pod that changes nothing Muster counts"
+
+        notebook = other_pods.start("gpu-node-03", {"nvidia.com/gpu": "4"})
+        assert recounts.wait(10), "no recount when another pod took 4 GPUs"
+        scheduling_cycle()
+        assert held() == before  # the read of an hour ago still serves a cycle the watch has not told
+        foreign_pods_changed()  # what muster_watch does on the recount (then it enqueues a cycle)
+        scheduling_cycle()
+        assert held() == before + 4
+
+        recounts.clear()
+        other_pods.stop(notebook)
+        assert recounts.wait(10), "no recount when the other pod gave its GPUs back"
+        foreign_pods_changed()
+        scheduling_cycle()
+        assert held() == before
+    finally:
+        stop.set()
 
 
 def test_a_teams_volume_is_mounted_in_its_jobs_pods(api: APIClient, user: Any, kube: KubeHarness) -> None:
@@ -1049,6 +1097,7 @@ def test_without_reading_pods_in_every_namespace_it_says_so_and_can_be_told_not_
         "platform/kubernetes/rbac.yaml"
     ), report.cluster_error
     assert state(job["id"]) == JobState.PENDING
+    assert not as_muster.may_watch_other_pods()  # muster_watch then says so and leaves the count to its TTL
     as_muster.count_foreign_pods = False
     kube.cluster = as_muster
     kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
@@ -1066,16 +1115,18 @@ def test_the_shipped_rbac_is_enough_for_a_job_from_launch_to_teardown_and_no_mor
     kube.cycle_until(lambda: state(cancelled["id"]) == JobState.RUNNING)
     assert api.post(f"/api/v1/jobs/{cancelled['id']}/cancel/").status_code == 200
     kube.cycle_until(lambda: not kube.pods(gang_selector(cancelled["id"])) and not kube.services(gang_selector(cancelled["id"])))
-    # The watch lists and watches pods and nodes.
+    # The watch lists and watches pods and nodes, and the pods Muster did not start.
     fired = threading.Event()
+    recounted = threading.Event()
     stop = threading.Event()
-    for resource_watch in watches_for(as_muster, fired.set):
+    for resource_watch in watches_for(as_muster, fired.set, recounted.set):
         resource_watch.resync_seconds = 2
         threading.Thread(target=resource_watch.run, args=(stop,), daemon=True).start()
     try:
-        assert fired.wait(10)
+        assert fired.wait(10) and recounted.wait(10)
     finally:
         stop.set()
+    assert as_muster.may_watch_other_pods()
 
     # And no more: no reading the gangs' Secrets (other jobs' tokens), no touching nodes or other namespaces.
     core = as_muster.core

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -166,14 +167,27 @@ def test_names_derive_from_job_and_attempt() -> None:
     assert gang_name(7, 1) == "muster-7-1" != gang_name(7, 2)
 
 
-def test_a_burst_of_watch_events_enqueues_one_cycle_per_debounce_window() -> None:
+def test_a_burst_of_watch_events_enqueues_one_cycle_per_debounce_window_and_one_after_it() -> None:
     fired: list[float] = []
+    held: list[tuple[float, Callable[[], object]]] = []  # (due, call): what the trigger asked to run later
     now = [0.0]
-    trigger = Trigger(fire=lambda: fired.append(now[0]), debounce=1.0, clock=lambda: now[0])
-    for t in (0.0, 0.1, 0.5, 0.99, 1.0, 1.5, 3.0):
+
+    def at(t: float) -> None:
+        while held and held[0][0] <= t:
+            due, call = held.pop(0)
+            now[0] = due
+            call()
         now[0] = t
+
+    trigger = Trigger(
+        fire=lambda: fired.append(now[0]), debounce=1.0, clock=lambda: now[0], later=lambda delay, call: held.append((now[0] + delay, call))
+    )
+    for t in (0.0, 0.1, 0.5, 0.99, 2.5, 2.6, 5.0):
+        at(t)
         trigger()
-    assert fired == [0.0, 1.0, 3.0]
+    at(10.0)
+    # 0.1-0.99 held back, fired once at the window's end (1.0); 2.5 fired at once; 2.6 at 3.5; 5.0 at once.
+    assert fired == [0.0, 1.0, 2.5, 3.5, 5.0]
 
 
 # --- the optional launch modes (MUSTER_K8S_LAUNCH_MODE) --------------------------------------------------------------
