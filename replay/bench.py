@@ -13,7 +13,6 @@ window that defines the offered load would size a cluster (47 nodes at load 1.0)
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import time
 from datetime import UTC, datetime, timedelta
@@ -22,6 +21,7 @@ from pathlib import Path
 from policy.model import PolicyConfig
 from replay.load import nodes_for_load, offered_load
 from replay.metrics import summarize
+from replay.overrides import OverrideError, apply_overrides
 from replay.simulator import ClusterSpec, simulate
 from replay.trace import RESUME_MODES, Assumptions, open_trace, read_trace
 
@@ -62,7 +62,10 @@ def main(argv: list[str] | None = None) -> None:
     assumptions = Assumptions(
         tenant_quotas=args.tenant_quotas, elastic_share=args.elastic_share, all_preemptible=args.all_preemptible, resume=args.resume
     )
-    config = with_overrides(PolicyConfig(max_jobs=CYCLE_MAX_JOBS), args.overrides, parser)
+    try:
+        config = policy_config(args.overrides)
+    except OverrideError as exc:
+        parser.error(f"--set: {exc}")
     first = datetime.fromisoformat(args.start).replace(tzinfo=UTC) if args.start else None
     last = first + timedelta(days=args.days) if first and args.days else None
     jobs = read_trace(open_trace(args.trace), assumptions=assumptions, start=first, end=last)
@@ -115,27 +118,11 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps({"total_seconds": round(time.perf_counter() - began, 1)}), flush=True)
 
 
-def with_overrides(config: PolicyConfig, overrides: list[str], parser: argparse.ArgumentParser) -> PolicyConfig:
-    """The config with each KNOB=VALUE applied, the value read as the field's type; a clear error for anything else."""
-    # A knob without a value by default (max_jobs: None) has no type to read a value as: not offered.
-    types = {f.name: type(getattr(config, f.name)) for f in dataclasses.fields(config) if getattr(config, f.name) is not None}
-    changes: dict[str, object] = {}
-    for item in overrides:
-        knob, sep, value = item.partition("=")
-        if not sep or knob not in types:
-            parser.error(f"--set {item!r}: expected KNOB=VALUE with KNOB one of {', '.join(types)}")
-        try:
-            changes[knob] = _boolean(value) if types[knob] is bool else types[knob](value)
-        except ValueError:
-            parser.error(f"--set {item!r}: {value!r} is not a valid {types[knob].__name__}")
-    return dataclasses.replace(config, **changes)  # type: ignore[arg-type]
-
-
-def _boolean(value: str) -> bool:
-    words = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
-    if value.lower() not in words:
-        raise ValueError(value)
-    return words[value.lower()]
+def policy_config(overrides: list[str]) -> PolicyConfig:
+    """The cycle's PolicyConfig (max_jobs: MUSTER_CYCLE_MAX_JOBS's default) with each KNOB=VALUE applied; OverrideError
+    says what was wrong."""
+    config, _ = apply_overrides(PolicyConfig(max_jobs=CYCLE_MAX_JOBS), overrides)
+    return config
 
 
 if __name__ == "__main__":

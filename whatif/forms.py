@@ -10,10 +10,10 @@ from typing import Any
 from django import forms
 from django.utils import timezone
 
+from replay.overrides import OverrideError, parse_assignments, setting_names
 from replay.simulator import POLICIES
 from replay.trace import Assumptions
 from whatif.models import WhatIfRun
-from whatif.overrides import OverrideError, parse_assignments, setting_names
 
 # An upload (or its gzip content) larger than this is refused: the trace is kept in the database with the run.
 MAX_TRACE_BYTES = 32 * 1024 * 1024

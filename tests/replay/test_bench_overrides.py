@@ -2,39 +2,33 @@
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
 from policy.model import PolicyConfig
-from replay.bench import with_overrides
+from replay.bench import CYCLE_MAX_JOBS, main, policy_config
 
 
-def parser() -> argparse.ArgumentParser:
-    return argparse.ArgumentParser(prog="bench")
-
-
-def test_each_knob_is_read_as_its_fields_type() -> None:
-    config = with_overrides(
-        PolicyConfig(max_jobs=5000), ["weight_short=0", "max_reservations=8", "preemption=false", "starvation_wall_factor=0.5"], parser()
-    )
+def test_each_knob_is_read_as_its_fields_type_over_the_cycles_config() -> None:
+    config = policy_config(["weight_short=0", "max_reservations=8", "preemption=false", "starvation_wall_factor=0.5"])
     assert (config.weight_short, config.max_reservations, config.preemption, config.starvation_wall_factor) == (0.0, 8, False, 0.5)
-    assert config.max_jobs == 5000
-    assert with_overrides(PolicyConfig(), [], parser()) == PolicyConfig()
+    assert config.max_jobs == CYCLE_MAX_JOBS
+    assert policy_config([]) == PolicyConfig(max_jobs=CYCLE_MAX_JOBS)
+    assert policy_config(["max_jobs=none"]).max_jobs is None  # as the what-if page reads it
 
 
 @pytest.mark.parametrize(
     ("item", "says"),
     [
-        ("bogus=1", "expected KNOB=VALUE with KNOB one of"),
-        ("weight_short", "expected KNOB=VALUE"),
-        ("weight_short=lots", "'lots' is not a valid float"),
-        ("max_reservations=2.5", "'2.5' is not a valid int"),
-        ("preemption=maybe", "'maybe' is not a valid bool"),
+        ("bogus=1", "--set: unknown setting 'bogus'; valid names: "),
+        ("weight_short", "--set: 'weight_short' is not NAME=VALUE"),
+        ("weight_short=lots", "--set: weight_short: 'lots' is not a number"),
+        ("max_reservations=2.5", "--set: max_reservations: '2.5' is not a whole number"),
+        ("preemption=maybe", "--set: preemption: 'maybe' is not true or false"),
+        ("weight_age=-1", "--set: weight_age: must be at least 0, not -1"),
     ],
 )
-def test_anything_else_is_refused_with_what_was_wrong(item: str, says: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_anything_else_is_refused_before_the_trace_is_read(item: str, says: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
-        with_overrides(PolicyConfig(), [item], parser())
+        main(["/nonexistent/trace.csv.gz", "--set", item])
     assert exited.value.code == 2
     assert says in capsys.readouterr().err

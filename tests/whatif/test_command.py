@@ -11,8 +11,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from replay.overrides import setting_names
 from tests.whatif.traces import BAD_LINE_3, TINY
-from whatif.overrides import setting_names
 
 pytestmark = pytest.mark.django_db
 

@@ -13,12 +13,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from jobs.models import Node, NodeState
+from replay.overrides import OverrideError, apply_overrides
 from replay.report import headline_text, write_report
 from replay.simulator import POLICIES
 from replay.trace import Assumptions, TraceError, open_trace, read_trace
 from scheduler.snapshot import policy_config
 from whatif.management.commands.muster_history_export import parse_moment
-from whatif.overrides import OverrideError, apply_overrides
 from whatif.progress import ProgressBar
 from whatif.runs import cluster_for, parse_policies, replay_policies, settings_used
 

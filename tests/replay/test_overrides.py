@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from policy.model import PolicyConfig
-from whatif.overrides import OverrideError, apply_overrides, parse_assignments, setting_names
+from replay.overrides import OverrideError, apply_overrides, parse_assignments, setting_names
 
 
 def test_changes_apply_over_the_given_config() -> None:

@@ -1,6 +1,7 @@
 """`NAME=VALUE` changes to the scheduling policy's settings (PolicyConfig fields), validated.
 
-Pure (no Django): the replay command and the what-if page parse the same way and say the same thing.
+Pure (no Django): `python -m replay.bench --set`, the replay command and the what-if page parse the same way and say
+the same thing.
 """
 
 from __future__ import annotations
