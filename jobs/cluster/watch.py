@@ -91,6 +91,8 @@ class ResourceWatch:
     list_fn: Callable[..., Any]  # a client's list_* (a V1...List)
     on_event: Callable[[str, object], None]
     kwargs: dict[str, object] = field(default_factory=dict)
+    # Options of the list alone (not the watch): where only its resource version is used, one item is enough.
+    list_kwargs: dict[str, object] = field(default_factory=dict)
     resync_seconds: int = 300
     relists: int = 0
 
@@ -99,7 +101,7 @@ class ResourceWatch:
         while not stop.is_set():
             try:
                 if not version:
-                    listed = self.list_fn(**self.kwargs)
+                    listed = self.list_fn(**self.kwargs, **self.list_kwargs)
                     version = listed.metadata.resource_version
                     self.relists += 1
                     self.on_event("RELISTED", listed)
@@ -151,6 +153,8 @@ def watches_for(
                 list_fn=core.list_pod_for_all_namespaces,
                 on_event=_on_foreign_event(cluster, recount),
                 kwargs={"field_selector": BOUND_PODS_SELECTOR},
+                # Every pod in the cluster would be parsed into the client's models for nothing: the cycle reads them.
+                list_kwargs={"limit": 1},
             )
         )
     return watches
