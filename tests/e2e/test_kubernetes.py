@@ -1066,8 +1066,8 @@ def test_without_a_namespace_it_may_use_jobs_wait_and_every_page_says_what_to_do
     waiting = Job.objects.get(pk=job["id"])
     assert (waiting.state, waiting.attempt, waiting.restarts) == (JobState.PENDING, 0, 0), "no launch tried, nothing spent"
     assert ClusterHealth.objects.get(pk=1).error == report.cluster_error
-    # Every call it lacks, by name (it may list pods: the shipped role lists them in every namespace).
-    assert "may not create pods, watch pods, deletecollection pods" in report.cluster_error
+    # Every call it lacks, by name (it may list and watch pods: the shipped role does both in every namespace).
+    assert "may not create pods, deletecollection pods, get pods/log" in report.cluster_error
     page = session_for(user).get("/").content.decode()
     assert "Jobs cannot start on the cluster" in page and f"kubectl create namespace {missing}" in page
     cluster = api.get("/api/v1/nodes/").json()["cluster"]
