@@ -351,7 +351,7 @@ class ClusterHealth(models.Model):
     # When the cluster was first found unreachable in the current outage.
     down_since = models.DateTimeField(null=True)
     # Moved by the watch (muster_watch) each time a pod Muster did not start takes or frees devices: a worker's read
-    # of those pods made before it is not used again (ClusterBackend.foreign_pods_version).
+    # of those pods made before it is not used again (ClusterBackend.note_foreign_pods_version).
     foreign_pods_version = models.PositiveBigIntegerField(default=0)
 
     def __str__(self) -> str:

@@ -97,7 +97,8 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
         try:
             backend = backend or get_backend()
             backend.prepare()
-            backend.foreign_pods_version(ClusterHealth.objects.filter(pk=1).values_list("foreign_pods_version", flat=True).first() or 0)
+            seen = ClusterHealth.objects.filter(pk=1).values_list("foreign_pods_version", flat=True).first()
+            backend.note_foreign_pods_version(seen or 0)
             # Nodes gangs can go on running on: a NotReady node's pods are lost to the job as surely as a deleted node's.
             present = {n.name for n in nodes_sync(cluster_nodes=backend.list_nodes()) if n.state != NodeState.NOT_READY}
             _charge_active(now)

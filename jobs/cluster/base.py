@@ -173,7 +173,7 @@ class ClusterBackend(Protocol):
 
     def list_nodes(self) -> list[ClusterNode]: ...
 
-    def foreign_pods_version(self, version: int) -> None:
+    def note_foreign_pods_version(self, version: int) -> None:
         """How often the watch has seen pods Muster did not start come or go (ClusterHealth.foreign_pods_version): a
         backend that keeps a read of those pods past this cycle reads them again once the number moves."""
 

@@ -102,7 +102,7 @@ GROUP_OF_MODE: dict[str, tuple[CustomResource, Callable[..., dict[str, Any]]]] =
 _NAMESPACES_SEEN: set[str] = set()
 # (API server, jobs' namespace) -> (when read, the watch's version of them then, per node what other pods hold there):
 # every pod in the cluster is read once per `foreign_pods_seconds`, not every cycle (benchmarks/bench_node_inventory.py:
-# ~0.45 s per 2,000 pods here), or sooner when the watch has seen one come or go (`foreign_pods_version`).
+# ~0.45 s per 2,000 pods here), or sooner when the watch has seen one come or go (`note_foreign_pods_version`).
 _FOREIGN_READ: dict[tuple[str, str], tuple[float, int | None, dict[str, Counter[str]]]] = {}
 
 
@@ -184,7 +184,7 @@ class KubernetesCluster:
     count_foreign_pods: bool = True
     # How long a read of them serves later cycles of this process (0: read every cycle).
     foreign_pods_seconds: float = 0.0
-    # The watch's count of their changes, as the cycle last told it (`foreign_pods_version`); None: not told.
+    # The watch's count of their changes, as the cycle last told it (`note_foreign_pods_version`); None: not told.
     _foreign_version: int | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
@@ -283,7 +283,7 @@ class KubernetesCluster:
         found = (self._node(n, foreign.get(n.metadata.name, Counter())) for n in nodes)
         return sorted((n for n in found if n.gpus_total > 0), key=lambda n: n.name)
 
-    def foreign_pods_version(self, version: int) -> None:
+    def note_foreign_pods_version(self, version: int) -> None:
         """The watch (jobs/cluster/watch.py) counts each pod Muster did not start that is bound to a node or ends; a
         read of them made at another count is not used again, so what such a pod takes or frees counts at once."""
         self._foreign_version = version

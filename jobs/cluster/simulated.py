@@ -82,7 +82,7 @@ class SimulatedCluster:
     def prepare(self) -> None:
         """Nothing to prepare: the simulated cluster is rows of this database."""
 
-    def foreign_pods_version(self, version: int) -> None:
+    def note_foreign_pods_version(self, version: int) -> None:
         """No pods but Muster's run on the simulated cluster."""
 
     def list_nodes(self) -> list[ClusterNode]:

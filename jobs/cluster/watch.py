@@ -6,8 +6,9 @@ lock), so the watch only has to be prompt, not exact: every event that may chang
 job's state (a pod running, failing, succeeding or vanishing; a node appearing,
 going NotReady or disappearing) enqueues one cycle, at most one per `debounce`
 seconds, and one more at the end of the window if events came during it. A pod Muster did
-not start that takes devices on a node or gives them back (bound, ended, deleted) enqueues
-a cycle that first drops the worker's last read of such pods, which otherwise serves it for
+not start that takes devices on a node or gives them back (bound, ended, deleted) calls
+`recount` instead (muster_watch: move ClusterHealth.foreign_pods_version, then enqueue a
+cycle), so no worker uses its last read of such pods, which otherwise serves it for
 `MUSTER_K8S_FOREIGN_PODS_SECONDS`. Bookmarks (asked for, so a quiet watch resumes from a recent version) move the
 version on without a cycle. A `410 Gone` (the resource version fell out of the API server's
 window; the client raises it from the watch's ERROR event) relists and goes on; a lost
