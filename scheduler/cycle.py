@@ -94,11 +94,12 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
             return CycleReport(ran=False)
         now = now or timezone.now()
         report = CycleReport(ran=True)
+        # One read of the row for the cycle: the watch's count of other pods' changes now, and the last cycle's health.
+        health, _ = ClusterHealth.objects.get_or_create(pk=1)
         try:
             backend = backend or get_backend()
             backend.prepare()
-            seen = ClusterHealth.objects.filter(pk=1).values_list("foreign_pods_version", flat=True).first()
-            backend.note_foreign_pods_version(seen or 0)
+            backend.note_foreign_pods_version(health.foreign_pods_version)
             # Nodes gangs can go on running on: a NotReady node's pods are lost to the job as surely as a deleted node's.
             present = {n.name for n in nodes_sync(cluster_nodes=backend.list_nodes()) if n.state != NodeState.NOT_READY}
             _charge_active(now)
@@ -109,9 +110,9 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
             # Jobs stay queued and nothing is lost; the next cycle tries again.
             report.cluster_error = str(exc)
             logger.warning("cluster unavailable, skipping this cycle: %s", exc)
-            _record_health(now, str(exc))
+            _record_health(health, now, str(exc))
             return report
-        _record_health(now, "")
+        _record_health(health, now, "")
         decisions, stopped = _admit(now, report)
         # Preempted gangs get the grace period to checkpoint on SIGTERM.
         for job_id, attempt, ranks in stopped:
@@ -269,8 +270,9 @@ def foreign_pods_changed() -> None:
         ClusterHealth.objects.get_or_create(pk=1)  # no cycle has run yet: its first reads them anyway
 
 
-def _record_health(now: datetime, error: str) -> None:
-    health, _ = ClusterHealth.objects.get_or_create(pk=1)
+def _record_health(health: ClusterHealth, now: datetime, error: str) -> None:
+    """Record what this cycle found of the cluster; `health` is the row as the cycle read it (only cycles write
+    these fields, one at a time under the cycle's lock)."""
     down_since = None if not error else (health.down_since if not health.reachable else now)
     ClusterHealth.objects.filter(pk=1).update(last_cycle_at=now, reachable=not error, error=error, down_since=down_since)
 
