@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
@@ -77,6 +77,20 @@ def nodes_with_usage() -> QuerySet[WithAnnotations[Node, NodeUsage]]:
         )
         .order_by("name")
     )
+
+
+def nodes_overfilled(names: Iterable[str]) -> list[str]:
+    """Of these nodes, those whose GPUs (slices, on a shared node) Muster's live allocations and the pods it did not
+    start together hold more of than the node has: a pod placed there cannot be bound until one of them ends."""
+    overfilled = []
+    for n in nodes_with_usage().filter(name__in=list(names)):
+        if n.slices_per_gpu:
+            over = (n.slices_held or 0) + n.slices_foreign > n.gpus_total * n.slices_per_gpu
+        else:
+            over = (n.gpus_held or 0) + n.gpus_foreign > n.gpus_total
+        if over:
+            overfilled.append(n.name)
+    return overfilled
 
 
 def start_waits(*, after: datetime | None = None, until: datetime | None = None) -> Iterator[tuple[datetime, float]]:

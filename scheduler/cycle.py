@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from jobs.arrays import array_env
 from jobs.cluster import ClusterBackend, ClusterUnavailable, GangSpec, PodPhase, PodStatus, get_backend
-from jobs.cluster.base import DEADLINE_EXCEEDED, LAUNCH_ERRORS, TERMINATION_BY_KUBELET, GpuSlice
+from jobs.cluster.base import DEADLINE_EXCEEDED, LAUNCH_ERRORS, TERMINATION_BY_KUBELET, UNSCHEDULABLE, GpuSlice
 from jobs.errors import IllegalTransition
 from jobs.hooks import pod_secret_env
 from jobs.lifecycle import (
@@ -39,7 +39,7 @@ from jobs.lifecycle import (
 )
 from jobs.logs import gang_logs_capture, gang_teardown
 from jobs.models import Allocation, ClusterHealth, Job, Node, NodeState
-from jobs.selectors import job_assigned_nodes
+from jobs.selectors import job_assigned_nodes, nodes_overfilled
 from jobs.services import node_gang_failed, nodes_gang_succeeded, nodes_sync
 from jobs.states import ACTIVE_STATES, JobState
 from policy.model import Decisions, Placement, Preemption, Resize
@@ -205,12 +205,36 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         why = f"Rank {stuck.rank} on {stuck.node_name or 'its node'} could not start: {stuck.message.rstrip('.')}."
         _launch_failed(backend, job, now, report, why)
         return
+    if job.state == JobState.SCHEDULED and (crowded := _crowded_out(job, pods)):
+        # The cluster's doing, not the job's: no failed launch, no backoff; the next placement counts those pods.
+        _requeued(backend, job_requeue(job, now=now, why=crowded), report)
+        return
     if job_launch_overdue(job, now=now):
         pending = [p for p in pods if p.phase == PodPhase.PENDING]
         said = next((p for p in pending if p.message), None)
         detail = f"; rank {said.rank}: {said.message.rstrip('.')}." if said is not None else "."
         why = f"{len(pending)} of {job.nodes} pods were not running {settings.MUSTER_LAUNCH_TIMEOUT_SECONDS} s after launch{detail}"
         _launch_failed(backend, job, now, report, why)
+
+
+def _crowded_out(job: Job, pods: list[PodStatus]) -> str:
+    """Why the launching gang cannot come up before a pod Muster did not start ends, or "" if it can.
+
+    Such a pod bound in the moment between the count the placement read and the launch (the watch of other pods
+    narrows that moment; nothing closes it): a pod of the gang kube-scheduler could not bind, and a node of the
+    gang's that Muster's allocations and those pods together over-fill. Waiting out the launch timeout would hold the
+    gang's other nodes idle for nothing."""
+    unbound = next((p for p in pods if p.phase == PodPhase.PENDING and p.reason == UNSCHEDULABLE), None)
+    if unbound is None:
+        return ""
+    overfilled = nodes_overfilled(job_assigned_nodes(job))
+    if not overfilled:
+        return ""
+    said = f" (rank {unbound.rank}: {unbound.message.rstrip('.')})" if unbound.message else ""
+    return (
+        f"Pods Muster did not start hold GPUs on {', '.join(overfilled)} that attempt {job.attempt} was placed on{said}; "
+        "requeued to be placed again."
+    )
 
 
 def _ended(backend: ClusterBackend, job: Job, report: CycleReport) -> None:

@@ -140,6 +140,9 @@ class PodStatus:
 
 
 DEADLINE_EXCEEDED = "DeadlineExceeded"
+# kube-scheduler's reason for a pod it could not bind to a node (its PodScheduled condition): it tries again as
+# pods come and go.
+UNSCHEDULABLE = "Unschedulable"
 # A container's waiting reasons that mean the pod will not start as it was asked for (a wrong image name or tag,
 # a registry refusing it, a missing secret or config map). The kubelet retries some of them, but meanwhile the gang
 # holds its GPUs, so the launch counts as failed at once (with the backoff that covers a transient registry error).

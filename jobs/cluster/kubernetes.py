@@ -33,6 +33,7 @@ from jobs.cluster.base import (
     DEADLINE_EXCEEDED,
     LAUNCH_ERRORS,
     MIG_COMPUTE_SLICES,
+    UNSCHEDULABLE,
     CapturedLog,
     ClusterNode,
     ClusterUnavailable,
@@ -720,7 +721,7 @@ def _not_started(status: client.V1PodStatus) -> tuple[str, str] | None:
     # only the launch timeout ends the wait, but its reason then says why.
     unscheduled = next((c for c in status.conditions or [] if c.type == "PodScheduled" and c.status == "False"), None)
     if unscheduled is not None:
-        return unscheduled.reason or "Unschedulable", unscheduled.message or ""
+        return unscheduled.reason or UNSCHEDULABLE, unscheduled.message or ""
     return None
 
 

@@ -49,6 +49,7 @@ from jobs.cluster.manifests import (
 )
 from jobs.cluster.watch import watches_for
 from jobs.models import Allocation, ClusterHealth, Job, JobEvent, JobResize, Node, NodeState
+from jobs.selectors import job_assigned_nodes
 from jobs.states import JobState
 from quotas.models import Team
 from scheduler.cycle import foreign_pods_changed, run_cycle
@@ -330,6 +331,55 @@ def test_a_gang_kube_scheduler_cannot_place_is_requeued_after_the_launch_timeout
     assert reason.startswith("1 of 1 pods were not running 2 s after launch; rank 0: 0/"), reason
     assert "Insufficient nvidia.com/gpu" in reason
     assert not Allocation.objects.filter(job_id=job["id"], released_at__isnull=True).exists()
+
+
+def test_a_gang_whose_gpus_other_pods_took_as_it_launched_goes_back_to_the_queue_at_once(
+    api: APIClient, kube: KubeHarness, other_pods: OtherPods
+) -> None:
+    """Pods Muster did not start, bound after the count its placement read (here: a read an hour old, as a worker's
+    between two recounts): the gang's pods stay Pending. The cycle that counts those pods requeues the gang then, not
+    after the launch timeout, as no failed launch: its nodes go back, and it waits for GPUs no other pod holds."""
+    kube.cluster.foreign_pods_seconds = 3600
+    kube.cycle()  # the read every later cycle of this backend reuses: no other pods
+    notebooks = {
+        node.metadata.name: other_pods.start(node.metadata.name, {"nvidia.com/gpu": "8"}, tolerations=[{"operator": "Exists"}])
+        for node in kube.core.list_node().items
+        if node.metadata.name.startswith("gpu-node-")
+    }
+    job = submit(api, nodes=2, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.SCHEDULED)
+    placed = job_assigned_nodes(Job.objects.get(pk=job["id"]))
+
+    def unbound() -> bool:
+        pods = kube.pods(gang_selector(job["id"]))
+        unscheduled = [c for p in pods for c in p.status.conditions or [] if c.type == "PodScheduled" and c.status == "False"]
+        return len(unscheduled) == 2
+
+    deadline = time.monotonic() + 20
+    while not unbound():
+        assert time.monotonic() < deadline, "kube-scheduler did not say the gang's pods cannot be bound"
+        time.sleep(0.2)
+    kube.cycle()
+    assert state(job["id"]) == JobState.SCHEDULED  # counting with the old read, the cycle waits for the launch timeout
+
+    foreign_pods_changed()  # what the watch does when a pod Muster did not start is bound
+    kube.cycle()
+    moved = Job.objects.get(pk=job["id"])
+    assert moved.state == JobState.PENDING
+    assert (moved.launch_failures, moved.restarts, moved.launch_not_before) == (0, 0, None)
+    reason = JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason
+    expected = f"Pods Muster did not start hold GPUs on {', '.join(sorted(placed))} that attempt 1 was placed on (rank "
+    assert reason.startswith(expected), reason
+    assert "Insufficient nvidia.com/gpu" in reason and reason.endswith("; requeued to be placed again."), reason
+    assert not Allocation.objects.filter(job_id=job["id"], released_at__isnull=True).exists()
+    kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"], 1)))
+    assert state(job["id"]) == JobState.PENDING  # no node has 8 GPUs no other pod holds
+
+    for node in placed:
+        other_pods.stop(notebooks[node])
+    foreign_pods_changed()
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    assert sorted(job_assigned_nodes(Job.objects.get(pk=job["id"]))) == sorted(placed)
 
 
 def test_an_image_that_cannot_be_pulled_fails_the_launch_at_once_and_frees_the_nodes(api: APIClient, kube: KubeHarness) -> None:
