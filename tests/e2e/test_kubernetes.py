@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import io
 import json
 import os
 import shutil
@@ -22,6 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
+from django.core.management import call_command
 from django.utils.dateparse import parse_datetime as parse_time
 from kubernetes import client, utils, watch
 from kubernetes.client.exceptions import ApiException
@@ -53,6 +55,7 @@ from jobs.selectors import job_assigned_nodes
 from jobs.states import JobState
 from quotas.models import Team
 from scheduler.cycle import foreign_pods_changed, run_cycle
+from scheduler.management.commands import muster_watch
 from scheduler.tasks import scheduling_cycle
 from telemetry.tokens import telemetry_token_for_job
 from tests.conftest import job_payload, need_service, session_for
@@ -1133,8 +1136,20 @@ def test_without_a_namespace_it_may_use_jobs_wait_and_every_page_says_what_to_do
     }
 
 
+def watch_command(cluster: KubernetesCluster, monkeypatch: pytest.MonkeyPatch, settings: Any) -> tuple[str, str, object]:
+    """`manage.py muster_watch` starting up against `cluster`, stopped where its watches would start: what it printed
+    and the recount it gave the watch of other pods (None: that watch is not run)."""
+    started: dict[str, object] = {}
+    settings.MUSTER_CLUSTER = "kubernetes"
+    monkeypatch.setattr(muster_watch.KubernetesCluster, "from_settings", lambda: cluster)
+    monkeypatch.setattr(muster_watch, "watch_forever", lambda _cluster, _trigger, recount: started.update(recount=recount))
+    out, err = io.StringIO(), io.StringIO()
+    call_command("muster_watch", stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue(), started["recount"]
+
+
 def test_without_reading_pods_in_every_namespace_it_says_so_and_can_be_told_not_to(
-    api: APIClient, kube: KubeHarness, as_muster: KubernetesCluster
+    api: APIClient, kube: KubeHarness, as_muster: KubernetesCluster, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
     role = f"muster-cluster-reader-{kube.namespace.rsplit('-', 1)[-1]}"
     rbac_api = client.RbacAuthorizationV1Api(kube.api)
@@ -1147,14 +1162,17 @@ def test_without_reading_pods_in_every_namespace_it_says_so_and_can_be_told_not_
         "platform/kubernetes/rbac.yaml"
     ), report.cluster_error
     assert state(job["id"]) == JobState.PENDING
-    assert not as_muster.may_watch_other_pods()  # muster_watch then says so and leaves the count to its TTL
+    assert not as_muster.may_watch_other_pods()
+    out, err, recount = watch_command(as_muster, monkeypatch, settings)  # muster_watch says so and leaves the count to its TTL
+    assert recount is None and out.startswith(f"watching pods in namespace {kube.namespace}, nodes;")
+    assert err.startswith("Muster may not watch pods in every namespace (platform/kubernetes/rbac.yaml grants it)")
     as_muster.count_foreign_pods = False
     kube.cluster = as_muster
     kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
 
 
 def test_the_shipped_rbac_is_enough_for_a_job_from_launch_to_teardown_and_no_more(
-    api: APIClient, kube: KubeHarness, as_muster: KubernetesCluster
+    api: APIClient, kube: KubeHarness, as_muster: KubernetesCluster, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
     kube.cluster = as_muster  # every cycle below talks to the API server as Muster's service account
     done = submit(api, nodes=2, simulate={"duration_seconds": 2})
@@ -1177,6 +1195,9 @@ def test_the_shipped_rbac_is_enough_for_a_job_from_launch_to_teardown_and_no_mor
     finally:
         stop.set()
     assert as_muster.may_watch_other_pods()
+    out, err, recount = watch_command(as_muster, monkeypatch, settings)
+    assert recount is not None and not err
+    assert out.startswith(f"watching pods in namespace {kube.namespace}, nodes, the pods Muster did not start;")
 
     # And no more: no reading the gangs' Secrets (other jobs' tokens), no touching nodes or other namespaces.
     core = as_muster.core
