@@ -180,14 +180,15 @@ def job_retry_or_fail(job: Job, *, now: datetime, why: str, exit_code: int | Non
     return job_transition(job, JobState.FAILED, reason=fit_reason(f"Attempt {job.attempt} failed: {why}"), now=now, exit_code=exit_code)
 
 
-def job_launch_failed(job: Job, *, now: datetime, why: str, transient: bool = False) -> Job:
+def job_launch_failed(job: Job, *, now: datetime, why: str, transient: bool = False, avoid_nodes: Sequence[str] = ()) -> Job:
     """A launch that did not come up: back to the queue after a pause that doubles each time, or FAILED after too many.
 
     Without the pause a launch that can never succeed (a manifest the API server rejects, an
     admission policy, an image that never pulls) would be placed, fail and be requeued cycle
     after cycle, holding GPUs others could use each time. Restarts are not spent: the job's
     code never ran. A `transient` failure (the API server unreachable, overloaded, or failing
-    with a 5xx) backs off the same way but never fails the job: it is the cluster's trouble.
+    with a 5xx) backs off the same way but never fails the job: it is the cluster's trouble. `avoid_nodes` are
+    avoided by the next launch where it fits elsewhere (a node that refused the pod).
     """
     failures = job.launch_failures + 1
     limit = settings.MUSTER_LAUNCH_MAX_FAILURES
@@ -206,6 +207,7 @@ def job_launch_failed(job: Job, *, now: datetime, why: str, transient: bool = Fa
         why=f"{why} Failed launch {failures}{'' if transient else f' of at most {limit}'} in a row; tried again in {delay} s.",
         launch_failures=failures,
         launch_not_before=now + timedelta(seconds=delay),
+        **({"avoid_nodes": list(avoid_nodes)} if avoid_nodes else {}),
     )
 
 

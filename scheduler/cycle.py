@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from jobs.arrays import array_env
 from jobs.cluster import ClusterBackend, ClusterUnavailable, GangSpec, PodPhase, PodStatus, get_backend
-from jobs.cluster.base import DEADLINE_EXCEEDED, LAUNCH_ERRORS, TERMINATION_BY_KUBELET, UNSCHEDULABLE, GpuSlice
+from jobs.cluster.base import DEADLINE_EXCEEDED, LAUNCH_ERRORS, TERMINATION_BY_KUBELET, UNSCHEDULABLE, GpuSlice, refused_by_node
 from jobs.errors import IllegalTransition
 from jobs.hooks import pod_secret_env
 from jobs.lifecycle import (
@@ -185,6 +185,10 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         # The cluster enforced the wall time (activeDeadlineSeconds) before this cycle saw it pass.
         _ended(backend, job_time_out(job, now=now), report)
         return
+    refused = next((p for p in failed if refused_by_node(p.reason)), None)
+    if refused is not None:
+        _refused_by_node(backend, job, refused, now, report)
+        return
     if failed:
         first = failed[0]
         why = first.message or f"rank {first.rank} failed on {first.node_name}."
@@ -215,6 +219,19 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         detail = f"; rank {said.rank}: {said.message.rstrip('.')}." if said is not None else "."
         why = f"{len(pending)} of {job.nodes} pods were not running {settings.MUSTER_LAUNCH_TIMEOUT_SECONDS} s after launch{detail}"
         _launch_failed(backend, job, now, report, why)
+
+
+def _refused_by_node(backend: ClusterBackend, job: Job, pod: PodStatus, now: datetime, report: CycleReport) -> None:
+    """A node's kubelet refused a pod kube-scheduler had bound there: no restart is spent, and the next attempt avoids
+    that node where it fits elsewhere. At launch it is a failed launch that never fails the job (transient): a cluster
+    whose nodes refuse every launch backs off instead of looping."""
+    said = f": {pod.message.rstrip('.')}" if pod.message else ""
+    why = f"Rank {pod.rank} was refused by the kubelet of {pod.node_name or 'its node'} ({pod.reason}{said})"
+    avoid = [pod.node_name] if pod.node_name else []
+    if job.state == JobState.SCHEDULED:
+        _launch_failed(backend, job, now, report, f"{why}.", transient=True, avoid_nodes=avoid)
+        return
+    _requeued(backend, job_requeue(job, now=now, why=f"{why} under attempt {job.attempt}; requeued.", avoid_nodes=avoid), report)
 
 
 def _crowded_out(job: Job, pods: list[PodStatus]) -> str:
@@ -277,9 +294,18 @@ def _failed_attempt(
         _ended(backend, job, report)
 
 
-def _launch_failed(backend: ClusterBackend, job: Job, now: datetime, report: CycleReport, why: str, *, transient: bool = False) -> None:
+def _launch_failed(
+    backend: ClusterBackend,
+    job: Job,
+    now: datetime,
+    report: CycleReport,
+    why: str,
+    *,
+    transient: bool = False,
+    avoid_nodes: Sequence[str] = (),
+) -> None:
     """Requeued with a backoff, or FAILED after too many launches in a row (jobs.lifecycle.job_launch_failed)."""
-    job = job_launch_failed(job, now=now, why=why, transient=transient)
+    job = job_launch_failed(job, now=now, why=why, transient=transient, avoid_nodes=avoid_nodes)
     if job.state == JobState.PENDING:
         _requeued(backend, job, report)
         return

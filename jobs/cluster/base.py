@@ -149,6 +149,16 @@ UNSCHEDULABLE = "Unschedulable"
 LAUNCH_ERRORS = frozenset(
     {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError"}
 )
+
+
+# A failed pod's reason when the node's kubelet refused to admit it after kube-scheduler had bound it there:
+# "OutOf<resource>" (e.g. OutOfnvidia.com/gpu: the node had less than kube-scheduler counted, as when a GPU went
+# unhealthy or a pod was bound past kube-scheduler) or UnexpectedAdmissionError (the device plugin could not allocate,
+# or a node that restarted could not admit its pods again). The node's trouble, not the job's code.
+def refused_by_node(reason: str) -> bool:
+    return reason.startswith("OutOf") or reason == "UnexpectedAdmissionError"
+
+
 # The kubelet stopping a pod for the node's pressure (memory, disk) most often stops the pod that used too much:
 # the job's doing, unlike the other disruptions, so it spends a restart as a failure does.
 TERMINATION_BY_KUBELET = "TerminationByKubelet"

@@ -318,6 +318,26 @@ def test_a_pod_the_cluster_marks_for_disruption_requeues_its_gang_without_spendi
     kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"], 1)))
 
 
+def test_a_pod_its_nodes_kubelet_refuses_requeues_the_gang_elsewhere_without_spending_a_restart(api: APIClient, kube: KubeHarness) -> None:
+    """What a kubelet writes when it cannot admit a pod again after the node restarted (or its device plugin cannot
+    allocate a GPU gone bad): the pod Failed with UnexpectedAdmissionError. The node's trouble, not the job's code."""
+    job = submit(api, nodes=2, max_restarts=0, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    pod = next(p for p in kube.pods(gang_selector(job["id"])) if p.metadata.labels.get("muster.io/rank") == "0")
+    message = "Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 8, Available: 7"
+    status = {"phase": "Failed", "reason": "UnexpectedAdmissionError", "message": message}
+    kube.core.patch_namespaced_pod_status(pod.metadata.name, kube.namespace, {"status": status})
+    kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).attempt == 2 and state(job["id"]) == JobState.RUNNING)
+    moved = Job.objects.get(pk=job["id"])
+    assert (moved.restarts, moved.avoid_nodes) == (0, [pod.spec.node_name])
+    assert pod.spec.node_name not in job_assigned_nodes(moved)
+    expected = (
+        f"Rank 0 was refused by the kubelet of {pod.spec.node_name} (UnexpectedAdmissionError: {message.rstrip('.')}) under attempt 1"
+    )
+    assert JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason.startswith(expected)
+    kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"], 1)))
+
+
 def test_a_gang_kube_scheduler_cannot_place_is_requeued_after_the_launch_timeout_saying_why(
     api: APIClient, kube: KubeHarness, settings: Any, other_pods: OtherPods
 ) -> None:

@@ -385,6 +385,54 @@ def test_a_pod_stuck_pulling_its_image_fails_the_launch_at_once_and_frees_the_gp
     assert job.state == JobState.FAILED and "ImagePullBackOff" in job.events.last().reason
 
 
+REFUSED = "Pod was rejected: Node didn't have enough resource: nvidia.com/gpu, requested: 8, used: 8, capacity: 8"
+
+
+def test_a_pod_the_node_refuses_at_launch_is_a_failed_launch_that_avoids_the_node_and_never_fails_the_job(submit, sim, settings) -> None:
+    """The kubelet's admission (OutOfnvidia.com/gpu: a GPU gone unhealthy, a pod bound past kube-scheduler): the
+    node's trouble, so the launch backs off without counting towards failing the job, and goes elsewhere next."""
+    settings.MUSTER_LAUNCH_MAX_FAILURES = 1
+    job_id = submit(nodes=2, max_restarts=0, simulate={"duration_seconds": 600})["id"]
+    sim.cycle()
+    node = Allocation.objects.get(job_id=job_id, attempt=1, rank=1).node.name
+    refused = AlteredPodCluster(sim.cluster, job_id, 1, phase=PodPhase.FAILED, reason="OutOfnvidia.com/gpu", message=REFUSED)
+    run_cycle(backend=refused, now=sim.clock())
+    job = Job.objects.get(pk=job_id)
+    assert (job.state, job.launch_failures, job.restarts, job.avoid_nodes) == (JobState.PENDING, 1, 0, [node])
+    reason = JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last().reason
+    assert (
+        reason
+        == f"Rank 1 was refused by the kubelet of {node} (OutOfnvidia.com/gpu: {REFUSED}). Failed launch 1 in a row; tried again in 15 s."
+    )
+    assert not Allocation.objects.filter(job_id=job_id, released_at__isnull=True).exists()
+    sim.advance(16)
+    sim.cycle()
+    job = Job.objects.get(pk=job_id)
+    assert (job.state, job.attempt) == (JobState.SCHEDULED, 2)
+    assert node not in Allocation.objects.filter(job_id=job_id, attempt=2).values_list("node__name", flat=True)
+
+
+def test_a_running_pod_the_node_refuses_after_it_restarted_requeues_its_gang_without_spending_a_restart(submit, sim) -> None:
+    """A node that restarted may not admit its pods again (UnexpectedAdmissionError): as for a node lost, no restart."""
+    job_id = submit(nodes=2, max_restarts=0, simulate={"duration_seconds": 600})["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    assert Job.objects.get(pk=job_id).state == JobState.RUNNING
+    node = Allocation.objects.get(job_id=job_id, attempt=1, rank=0).node.name
+    message = "Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 8, Available: 7"
+    refused = AlteredPodCluster(sim.cluster, job_id, 0, phase=PodPhase.FAILED, reason="UnexpectedAdmissionError", message=message)
+    report = run_cycle(backend=refused, now=sim.clock())
+    job = Job.objects.get(pk=job_id)
+    assert report.requeued == [job_id]
+    assert (job.restarts, job.launch_failures, job.attempt, job.avoid_nodes) == (0, 0, 2, [node])
+    reason = JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last().reason
+    assert (
+        reason
+        == f"Rank 0 was refused by the kubelet of {node} (UnexpectedAdmissionError: {message.rstrip('.')}) under attempt 1; requeued."
+    )
+    assert node not in Allocation.objects.filter(job_id=job_id, attempt=2).values_list("node__name", flat=True)
+
+
 def test_a_pod_still_creating_its_container_waits_for_the_launch_timeout(submit, sim) -> None:
     job_id = submit(nodes=1, simulate={"duration_seconds": 600})["id"]
     sim.cycle()
