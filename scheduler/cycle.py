@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from jobs.arrays import array_env
 from jobs.cluster import ClusterBackend, ClusterUnavailable, GangSpec, PodPhase, PodStatus, get_backend
-from jobs.cluster.base import DEADLINE_EXCEEDED, LAUNCH_ERRORS, TERMINATION_BY_KUBELET, UNSCHEDULABLE, GpuSlice, refused_by_node
+from jobs.cluster.base import DEADLINE_EXCEEDED, LAUNCH_ERRORS, UNSCHEDULABLE, GpuSlice, refused_by_node, stopped_by_cluster
 from jobs.errors import IllegalTransition
 from jobs.hooks import pod_secret_env
 from jobs.lifecycle import (
@@ -156,16 +156,18 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         why = f"Node {', '.join(sorted(lost))} left the cluster or stopped being Ready under attempt {job.attempt}; requeued."
         _requeued(backend, job_requeue(job, now=now, why=why), report)
         return
-    disrupted = next((p for p in pods if p.disruption and p.disruption != TERMINATION_BY_KUBELET), None)
+    disrupted = next((p for p in pods if stopped_by_cluster(p)), None)
     if disrupted is not None:
-        # The cluster stops the pod (an eviction, the scheduler's preemption, a NoExecute taint): as Kubernetes' own
-        # Jobs ignore such failures (podFailurePolicy on DisruptionTarget), no restart is spent; the gang cannot go on.
+        # The cluster stops the pod (an eviction, the scheduler's preemption, a NoExecute taint, the node's shutdown): as
+        # Kubernetes' own Jobs ignore such failures (podFailurePolicy on DisruptionTarget), no restart is spent; the
+        # gang cannot go on.
         if Node.objects.filter(name=disrupted.node_name, state=NodeState.CORDONED).exists():
             why = _drained_why([disrupted.node_name], job.attempt)
         else:
+            told = f": {disrupted.message.rstrip('.')}" if disrupted.message else ""
             why = (
-                f"Rank {disrupted.rank} on {disrupted.node_name or 'its node'} was stopped by the cluster ({disrupted.disruption}) "
-                f"under attempt {job.attempt}; requeued."
+                f"Rank {disrupted.rank} on {disrupted.node_name or 'its node'} was stopped by the cluster "
+                f"({disrupted.disruption}{told}) under attempt {job.attempt}; requeued."
             )
         _requeued(backend, job_requeue(job, now=now, why=why), report)
         return

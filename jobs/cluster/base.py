@@ -153,15 +153,25 @@ LAUNCH_ERRORS = frozenset(
 
 # A failed pod's reason when the node's kubelet refused to admit it after kube-scheduler had bound it there:
 # "OutOf<resource>" (e.g. OutOfnvidia.com/gpu: the node had less than kube-scheduler counted, as when a GPU went
-# unhealthy or a pod was bound past kube-scheduler) or UnexpectedAdmissionError (the device plugin could not allocate,
-# or a node that restarted could not admit its pods again). The node's trouble, not the job's code.
+# unhealthy or a pod was bound past kube-scheduler), UnexpectedAdmissionError (the device plugin could not allocate,
+# or a node that restarted could not admit its pods again) or NodeShutdown (the node is shutting down). The node's
+# trouble, not the job's code; the kubelet's other refusals (AppArmor, sysctls, the pod's OS) are the pod's own.
 def refused_by_node(reason: str) -> bool:
-    return reason.startswith("OutOf") or reason == "UnexpectedAdmissionError"
+    return reason.startswith("OutOf") or reason in ("UnexpectedAdmissionError", "NodeShutdown")
 
 
-# The kubelet stopping a pod for the node's pressure (memory, disk) most often stops the pod that used too much:
-# the job's doing, unlike the other disruptions, so it spends a restart as a failure does.
+# The kubelet stopping a pod: for the node's memory or disk pressure (the pod's reason "Evicted"), which most often
+# stops the pod that used too much, so that, unlike the other disruptions, it spends a restart as a failure does;
+# or for the node's graceful shutdown ("Terminated") or to admit a critical pod ("Preempting"), which are not the
+# job's doing.
 TERMINATION_BY_KUBELET = "TerminationByKubelet"
+EVICTED_FOR_PRESSURE = "Evicted"
+
+
+def stopped_by_cluster(pod: PodStatus) -> bool:
+    """Whether the cluster is stopping the pod for reasons of its own (its DisruptionTarget condition), not for what
+    the pod did: every disruption but the kubelet's eviction for the node's pressure."""
+    return bool(pod.disruption) and not (pod.disruption == TERMINATION_BY_KUBELET and pod.reason == EVICTED_FOR_PRESSURE)
 
 
 @dataclass(frozen=True)

@@ -338,6 +338,31 @@ def test_a_pod_its_nodes_kubelet_refuses_requeues_the_gang_elsewhere_without_spe
     kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"], 1)))
 
 
+def test_a_pod_stopped_for_its_nodes_shutdown_requeues_the_gang_without_spending_a_restart(api: APIClient, kube: KubeHarness) -> None:
+    """What the kubelet's graceful node shutdown writes (a maintenance reboot): the same disruption as for the node's
+    pressure, which spends a restart, but with the reason Terminated, which does not."""
+    job = submit(api, nodes=2, max_restarts=0, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    pod = next(p for p in kube.pods(gang_selector(job["id"])) if p.metadata.labels.get("muster.io/rank") == "1")
+    now = datetime.now(UTC).isoformat()
+    message = "Pod was terminated in response to imminent node shutdown."
+    condition = {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "TerminationByKubelet",
+        "message": message,
+        "lastTransitionTime": now,
+    }
+    status = {"phase": "Failed", "reason": "Terminated", "message": message, "conditions": [condition]}
+    kube.core.patch_namespaced_pod_status(pod.metadata.name, kube.namespace, {"status": status})
+    kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).attempt == 2 and state(job["id"]) == JobState.RUNNING)
+    moved = Job.objects.get(pk=job["id"])
+    assert moved.restarts == 0
+    expected = f"Rank 1 on {pod.spec.node_name} was stopped by the cluster (TerminationByKubelet: {message.rstrip('.')}) under attempt 1"
+    assert JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason.startswith(expected)
+    kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"], 1)))
+
+
 def test_a_gang_kube_scheduler_cannot_place_is_requeued_after_the_launch_timeout_saying_why(
     api: APIClient, kube: KubeHarness, settings: Any, other_pods: OtherPods
 ) -> None:

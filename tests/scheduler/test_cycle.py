@@ -7,11 +7,13 @@ import random
 from collections import defaultdict
 from datetime import timedelta
 
+import pytest
 from django.contrib import admin as django_admin
 from django.db.models import Sum
 from django.utils import timezone
 
 from jobs.cluster import ClusterUnavailable, PodPhase
+from jobs.cluster.base import refused_by_node
 from jobs.models import Allocation, Job, JobEvent, Node, SimulatedPod
 from jobs.states import JobState
 from scheduler.cycle import run_cycle
@@ -355,12 +357,34 @@ def test_a_pod_the_kubelet_stops_for_node_pressure_spends_a_restart(submit, sim)
     job_id = submit(nodes=1, max_restarts=1, simulate={"duration_seconds": 60, "exit_code": 137})["id"]
     sim.cycle()
     sim.advance(1.5)
-    run_cycle(backend=AlteredPodCluster(sim.cluster, job_id, 0, disruption="TerminationByKubelet"), now=sim.clock())
+    evicted = AlteredPodCluster(sim.cluster, job_id, 0, disruption="TerminationByKubelet", reason="Evicted")
+    run_cycle(backend=evicted, now=sim.clock())
     job = Job.objects.get(pk=job_id)
     assert (job.state, job.attempt) == (JobState.RUNNING, 1), "not requeued for free: its failure decides"
     sim.advance(70)
     job = Job.objects.get(pk=job_id)
     assert job.restarts == 1 and job.attempt == 2
+
+
+def test_a_pod_the_kubelet_stops_for_the_nodes_shutdown_requeues_its_gang_without_spending_a_restart(submit, sim) -> None:
+    """Graceful node shutdown (a maintenance reboot) stops the pod with the same disruption as node pressure, but
+    it is not the job's doing: the gang goes back to the queue, as for a node lost."""
+    job_id = submit(nodes=2, max_restarts=0, simulate={"duration_seconds": 600})["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    message = "Pod was terminated in response to imminent node shutdown."
+    shutdown = AlteredPodCluster(
+        sim.cluster, job_id, 1, phase=PodPhase.FAILED, disruption="TerminationByKubelet", reason="Terminated", message=message
+    )
+    report = run_cycle(backend=shutdown, now=sim.clock())
+    job = Job.objects.get(pk=job_id)
+    node = Allocation.objects.get(job_id=job_id, attempt=1, rank=1).node.name
+    assert report.requeued == [job_id] and (job.restarts, job.attempt) == (0, 2)
+    reason = JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last().reason
+    assert reason == (
+        f"Rank 1 on {node} was stopped by the cluster (TerminationByKubelet: Pod was terminated in response to imminent "
+        "node shutdown) under attempt 1; requeued."
+    )
 
 
 def test_a_pod_stuck_pulling_its_image_fails_the_launch_at_once_and_frees_the_gpus(submit, sim, settings) -> None:
@@ -410,6 +434,24 @@ def test_a_pod_the_node_refuses_at_launch_is_a_failed_launch_that_avoids_the_nod
     job = Job.objects.get(pk=job_id)
     assert (job.state, job.attempt) == (JobState.SCHEDULED, 2)
     assert node not in Allocation.objects.filter(job_id=job_id, attempt=2).values_list("node__name", flat=True)
+
+
+@pytest.mark.parametrize(
+    ("reason", "nodes_doing"),
+    [
+        ("OutOfnvidia.com/gpu", True),
+        ("OutOfmemory", True),
+        ("UnexpectedAdmissionError", True),
+        ("NodeShutdown", True),
+        # What the pod asks that the node will never give: the job's to fix, so a restart is spent.
+        ("SysctlForbidden", False),
+        ("AppArmor", False),
+        ("PodOSNotSupported", False),
+        ("Error", False),
+    ],
+)
+def test_which_of_the_kubelets_refusals_are_the_nodes_doing(reason: str, nodes_doing: bool) -> None:
+    assert refused_by_node(reason) is nodes_doing
 
 
 def test_a_running_pod_the_node_refuses_after_it_restarted_requeues_its_gang_without_spending_a_restart(submit, sim) -> None:
