@@ -42,6 +42,8 @@ from jobs.cluster.base import (
     PodStatus,
     gang_name,
     pod_name,
+    refused_by_node,
+    stopped_by_cluster,
 )
 from jobs.cluster.crd_manifests import (
     LABEL_ROLE,
@@ -635,13 +637,17 @@ def mpijob_statuses(job: dict[str, Any], workers: list[PodStatus], launcher: Pod
     if failed is not None or (launcher is not None and launcher.phase == PodPhase.FAILED):
         reason = (launcher.reason if launcher else "") or (failed or {}).get("reason", "")
         detail = (launcher.message if launcher else "") or (failed or {}).get("message", "") or "it failed."
+        # The launcher's node where that node or the cluster stopped it (the retry avoids it, a drain names it); else
+        # rank 0's, the likeliest to have failed the run.
+        cluster_stopped = launcher is not None and (refused_by_node(launcher.reason) or stopped_by_cluster(launcher))
         statuses[0] = PodStatus(
             rank=0,
-            node_name=node(0),
+            node_name=launcher.node_name if launcher is not None and cluster_stopped else node(0),
             phase=PodPhase.FAILED,
             exit_code=launcher.exit_code if launcher else None,
             message=f"the MPI launcher failed: {detail}",
             reason=DEADLINE_EXCEEDED if DEADLINE_EXCEEDED in reason else reason,
+            disruption=launcher.disruption if launcher else "",
         )
     return statuses
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from jobs.cluster.base import GangSpec, PodPhase, PodStatus
+from jobs.cluster.base import GangSpec, PodPhase, PodStatus, stopped_by_cluster
 from jobs.cluster.crd_manifests import mpijob_manifest, native_podgroup_manifest, podgroup_manifest
 from jobs.cluster.kubernetes import KubernetesCluster, _pod_status, mpijob_statuses, pod_requests
 from jobs.cluster.manifests import (
@@ -305,6 +305,21 @@ def test_the_launchers_end_is_the_mpijobs_end() -> None:
     assert (first.phase, first.reason) == (PodPhase.FAILED, "DeadlineExceeded") and "active longer" in first.message
     not_yet = _mpijob(2, {"type": "Failed", "status": "False"})
     assert {s.phase for s in mpijob_statuses(not_yet, [_worker(0), _worker(1)], None)} == {PodPhase.RUNNING}
+
+
+def test_a_launcher_its_node_refused_or_shut_down_names_its_own_node_not_rank_0s() -> None:
+    """So the retry avoids the node that refused the launcher, and a shutdown requeues the gang without a restart."""
+    message = "Pod was rejected: Node didn't have enough resource: cpu, requested: 2000, used: 63000, capacity: 64000"
+    refused = PodStatus(rank=0, node_name="cpu-0", phase=PodPhase.FAILED, reason="OutOfcpu", message=message)
+    (first, second) = mpijob_statuses(_mpijob(2), [_worker(0), _worker(1)], refused)
+    assert (first.node_name, first.reason, first.phase) == ("cpu-0", "OutOfcpu", PodPhase.FAILED)
+    assert first.message == f"the MPI launcher failed: {message}" and second.phase == PodPhase.RUNNING
+    shutdown = PodStatus(
+        rank=0, node_name="cpu-1", phase=PodPhase.FAILED, reason="Terminated", disruption="TerminationByKubelet",
+        message="Pod was terminated in response to imminent node shutdown.",
+    )  # fmt: skip
+    (first, _) = mpijob_statuses(_mpijob(2), [_worker(0), _worker(1)], shutdown)
+    assert (first.node_name, first.disruption, stopped_by_cluster(first)) == ("cpu-1", "TerminationByKubelet", True)
 
 
 def test_an_mpi_workers_rank_is_the_operators_replica_index() -> None:
