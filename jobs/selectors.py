@@ -80,14 +80,14 @@ def nodes_with_usage() -> QuerySet[WithAnnotations[Node, NodeUsage]]:
 
 
 def nodes_overfilled(names: Iterable[str]) -> list[str]:
-    """Of these nodes, those whose GPUs (slices, on a shared node) Muster's live allocations and the pods it did not
-    start together hold more of than the node has: a pod placed there cannot be bound until one of them ends."""
+    """Of these nodes, those where pods Muster did not start hold GPUs (slices, on a shared node), and together with
+    Muster's live allocations more than the node has: a pod placed there cannot be bound until one of them ends."""
     overfilled = []
     for n in nodes_with_usage().filter(name__in=list(names)):
         if n.slices_per_gpu:
-            over = (n.slices_held or 0) + n.slices_foreign > n.gpus_total * n.slices_per_gpu
+            over = n.slices_foreign > 0 and (n.slices_held or 0) + n.slices_foreign > n.gpus_total * n.slices_per_gpu
         else:
-            over = (n.gpus_held or 0) + n.gpus_foreign > n.gpus_total
+            over = n.gpus_foreign > 0 and (n.gpus_held or 0) + n.gpus_foreign > n.gpus_total
         if over:
             overfilled.append(n.name)
     return overfilled

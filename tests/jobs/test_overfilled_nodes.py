@@ -20,8 +20,11 @@ def test_a_node_is_overfilled_only_when_live_allocations_and_other_pods_hold_mor
     JobFactory(scheduled=True, gpus_per_node=4, held=[over])
     # An ended job's allocation no longer counts, though its pod may still be terminating.
     JobFactory(finished=True, gpus_per_node=8, held=["foreign-only"])
+    # Muster's own allocations alone are no other pods' doing (the policy never places so).
+    JobFactory(scheduled=True, gpus_per_node=8, held=["muster-only"])
+    JobFactory(scheduled=True, gpus_per_node=8, held=["muster-only"])
 
-    assert nodes_overfilled(["full", "over", "foreign-only", "unknown"]) == ["over"]
+    assert nodes_overfilled(["full", "over", "foreign-only", "muster-only", "unknown"]) == ["over"]
 
 
 def test_a_shared_node_is_judged_by_its_slices() -> None:
