@@ -211,9 +211,9 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         why = f"Rank {stuck.rank} on {stuck.node_name or 'its node'} could not start: {stuck.message.rstrip('.')}."
         _launch_failed(backend, job, now, report, why)
         return
-    if job.state == JobState.SCHEDULED and (crowded := _crowded_out(job, pods)):
-        # The cluster's doing, not the job's: no failed launch, no backoff; the next placement counts those pods.
-        _requeued(backend, job_requeue(job, now=now, why=crowded), report)
+    if job.state == JobState.SCHEDULED and (unbindable := _cannot_bind(job, pods)):
+        # The cluster's doing, not the job's: no failed launch, no backoff; the next placement sees what changed.
+        _requeued(backend, job_requeue(job, now=now, why=unbindable), report)
         return
     if job_launch_overdue(job, now=now):
         pending = [p for p in pods if p.phase == PodPhase.PENDING]
@@ -236,24 +236,34 @@ def _refused_by_node(backend: ClusterBackend, job: Job, pod: PodStatus, now: dat
     _requeued(backend, job_requeue(job, now=now, why=f"{why} under attempt {job.attempt}; requeued.", avoid_nodes=avoid), report)
 
 
-def _crowded_out(job: Job, pods: list[PodStatus]) -> str:
-    """Why the launching gang cannot come up before a pod Muster did not start ends, or "" if it can.
+# What keeps kube-scheduler from binding a launching gang's pod to a node of its placement, by the node's state.
+_CLOSED = {NodeState.CORDONED: "is cordoned or tainted", NodeState.NOT_READY: "is not Ready", NodeState.GONE: "left the cluster"}
 
-    Such a pod bound in the moment between the count the placement read and the launch (the watch of other pods
-    narrows that moment; nothing closes it): a pod of the gang kube-scheduler could not bind, and a node of the
-    gang's that Muster's allocations and those pods together over-fill. Waiting out the launch timeout would hold the
-    gang's other nodes idle for nothing."""
+
+def _cannot_bind(job: Job, pods: list[PodStatus]) -> str:
+    """Why the launching gang cannot come up until the cluster changes again, or "" if it may yet.
+
+    Its placement read the cluster a moment before the launch; since then a node of it stopped taking pods (cordoned,
+    tainted, not Ready, gone), or a pod Muster did not start was bound there (the watch of other pods narrows that
+    moment; nothing closes it), and kube-scheduler cannot bind the gang's pod. Waiting out the launch timeout would
+    hold the gang's other nodes idle for nothing."""
     unbound = next((p for p in pods if p.phase == PodPhase.PENDING and p.reason == UNSCHEDULABLE), None)
     if unbound is None:
         return ""
-    overfilled = nodes_overfilled(job_assigned_nodes(job))
-    if not overfilled:
-        return ""
+    # The nodes its unbound pods are to go to: those of the placement none of its pods is bound to yet.
+    nodes = set(job_assigned_nodes(job)) - {p.node_name for p in pods if p.node_name}
     said = f" (rank {unbound.rank}: {unbound.message.rstrip('.')})" if unbound.message else ""
-    return (
-        f"Pods Muster did not start hold GPUs on {', '.join(overfilled)} that attempt {job.attempt} was placed on{said}; "
-        "requeued to be placed again."
-    )
+    closed = Node.objects.filter(name__in=nodes, state__in=list(_CLOSED)).order_by("name").values_list("name", "state")
+    if closed:
+        which = "; ".join(f"{name} {_CLOSED[NodeState(state)]}" for name, state in closed)
+        return f"{which}, so attempt {job.attempt}'s pods cannot all be bound{said}; requeued to be placed again."
+    overfilled = nodes_overfilled(nodes)
+    if overfilled:
+        return (
+            f"Pods Muster did not start hold GPUs on {', '.join(overfilled)} that attempt {job.attempt} was placed on{said}; "
+            "requeued to be placed again."
+        )
+    return ""
 
 
 def _ended(backend: ClusterBackend, job: Job, report: CycleReport) -> None:

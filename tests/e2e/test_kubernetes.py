@@ -430,6 +430,30 @@ def test_a_gang_whose_gpus_other_pods_took_as_it_launched_goes_back_to_the_queue
     assert sorted(job_assigned_nodes(Job.objects.get(pk=job["id"]))) == sorted(placed)
 
 
+def test_a_gang_whose_node_is_cordoned_before_its_pods_are_bound_goes_back_to_the_queue_at_once(
+    api: APIClient, kube: KubeHarness, other_pods: OtherPods
+) -> None:
+    """A node of the placement cordoned while the gang's pods wait to be bound (here they wait for GPUs other pods
+    hold, at a site that does not count those): kube-scheduler will not bind them there, so the cycle requeues the
+    gang at once, not after the launch timeout, and not as a failed launch."""
+    kube.cluster.count_foreign_pods = False
+    for node in kube.core.list_node().items:
+        if node.metadata.name.startswith("gpu-node-"):
+            other_pods.start(node.metadata.name, {"nvidia.com/gpu": "8"}, tolerations=[{"operator": "Exists"}])
+    job = submit(api, nodes=2, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.SCHEDULED)
+    cordoned = sorted(job_assigned_nodes(Job.objects.get(pk=job["id"])))[0]
+    kube.core.patch_node(cordoned, {"spec": {"unschedulable": True}})
+    try:
+        kube.cycle_until(lambda: JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).count() == 2, timeout=20)
+        reason = JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason
+        assert reason.startswith(f"{cordoned} is cordoned or tainted, so attempt 1's pods cannot all be bound (rank "), reason
+        assert reason.endswith("; requeued to be placed again."), reason
+        assert Job.objects.get(pk=job["id"]).launch_failures == 0
+    finally:
+        kube.core.patch_node(cordoned, {"spec": {"unschedulable": False}})
+
+
 def test_an_image_that_cannot_be_pulled_fails_the_launch_at_once_and_frees_the_nodes(api: APIClient, kube: KubeHarness) -> None:
     """The kubelet's ImagePullBackOff (KWOK plays it for images of the registry muster.invalid) ends the launch within
     a cycle, not after the launch timeout: the nodes go back to the queue, and the reason quotes the kubelet."""

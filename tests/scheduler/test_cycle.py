@@ -475,6 +475,46 @@ def test_a_running_pod_the_node_refuses_after_it_restarted_requeues_its_gang_wit
     assert node not in Allocation.objects.filter(job_id=job_id, attempt=2).values_list("node__name", flat=True)
 
 
+class CordonedCluster(AlteredPodCluster):
+    """... where one node has also been cordoned since the placement."""
+
+    def __init__(self, inner, job_id: int, rank: int, cordoned: str, **status) -> None:
+        super().__init__(inner, job_id, rank, **status)
+        self.cordoned = cordoned
+
+    def list_nodes(self):
+        return [dataclasses.replace(n, schedulable=n.name != self.cordoned) for n in self.inner.list_nodes()]
+
+
+def test_a_launching_gang_whose_node_was_cordoned_before_its_pod_was_bound_goes_back_to_the_queue_at_once(submit, sim) -> None:
+    """Not after the launch timeout, and not as a failed launch: kube-scheduler will not bind the pod there."""
+    job_id = submit(nodes=2, simulate={"duration_seconds": 600})["id"]
+    sim.cycle()
+    node = Allocation.objects.get(job_id=job_id, attempt=1, rank=1).node.name
+    message = "0/18 nodes are available: 1 node(s) were unschedulable, 17 node(s) didn't match Pod's node affinity/selector."
+    unbound = dict(phase=PodPhase.PENDING, node_name="", reason="Unschedulable", message=message)
+    report = run_cycle(backend=CordonedCluster(sim.cluster, job_id, 1, node, **unbound), now=sim.clock())
+    job = Job.objects.get(pk=job_id)
+    assert report.requeued == [job_id]
+    assert (job.launch_failures, job.restarts, job.launch_not_before) == (0, 0, None)
+    reason = JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last().reason
+    expected = f"{node} is cordoned or tainted, so attempt 1's pods cannot all be bound (rank 1: {message.rstrip('.')}); requeued"
+    assert reason.startswith(expected), reason
+    assert node not in Allocation.objects.filter(job_id=job_id, attempt=2).values_list("node__name", flat=True)
+
+
+def test_a_launching_gang_whose_unbound_pod_may_yet_be_bound_waits(submit, sim) -> None:
+    """Unschedulable for now (the node's last pods still terminating, say) on nodes that still take pods: the launch
+    timeout decides; and a node cordoned under a pod of the gang already bound there keeps that pod."""
+    job_id = submit(nodes=2, simulate={"duration_seconds": 600})["id"]
+    sim.cycle()
+    bound = Allocation.objects.get(job_id=job_id, attempt=1, rank=0).node.name
+    unbound = dict(phase=PodPhase.PENDING, node_name="", reason="Unschedulable", message="0/18 nodes are available")
+    run_cycle(backend=AlteredPodCluster(sim.cluster, job_id, 1, **unbound), now=sim.clock())
+    run_cycle(backend=CordonedCluster(sim.cluster, job_id, 1, bound, **unbound), now=sim.clock())
+    assert Job.objects.get(pk=job_id).state == JobState.SCHEDULED
+
+
 def test_a_pod_still_creating_its_container_waits_for_the_launch_timeout(submit, sim) -> None:
     job_id = submit(nodes=1, simulate={"duration_seconds": 600})["id"]
     sim.cycle()
