@@ -73,7 +73,7 @@ ENV = {
     "MUSTER_CLUSTER": "simulated",
     "MUSTER_THROTTLE_WRITES": "1000000/minute",
     "DATABASE_CONN_MAX_AGE": "60",  # as docker-compose.yml and platform/kubernetes/muster.yaml ship it
-    "CELERY_BROKER_URL": "filesystem://",
+    "CELERY_BROKER_URL": "filesystem://localhost/",
     "DJANGO_SETTINGS_MODULE": "config.settings",
 }
 os.environ.update(ENV)

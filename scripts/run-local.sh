@@ -26,12 +26,12 @@ trap stop INT TERM EXIT
 
 "$BIN/gunicorn" config.wsgi --bind "$HOST:$PORT" --workers 2 --threads 8 --access-logfile - --log-level warning &
 pids+=($!)
-"$BIN/celery" -A config worker --loglevel WARNING --concurrency 1 --hostname "muster@%h" --without-gossip --without-mingle --without-heartbeat &
+"$BIN/celery" -A config --quiet worker --loglevel WARNING --concurrency 1 --hostname "muster@%h" --without-gossip --without-mingle --without-heartbeat &
 pids+=($!)
 # What-if replays (/whatif/) on their own queue and worker, so a long replay never holds up the scheduling cycle.
-"$BIN/celery" -A config worker -Q "${CELERY_TASK_DEFAULT_QUEUE:-muster}-whatif" --loglevel WARNING --concurrency 1 --hostname "whatif@%h" --without-gossip --without-mingle --without-heartbeat &
+"$BIN/celery" -A config --quiet worker -Q "${CELERY_TASK_DEFAULT_QUEUE:-muster}-whatif" --loglevel WARNING --concurrency 1 --hostname "whatif@%h" --without-gossip --without-mingle --without-heartbeat &
 pids+=($!)
-"$BIN/celery" -A config beat --loglevel WARNING --schedule "$MUSTER_DATA_DIR/celerybeat-schedule" &
+"$BIN/celery" -A config --quiet beat --loglevel WARNING --schedule "$MUSTER_DATA_DIR/celerybeat-schedule" &
 pids+=($!)
 if [[ ${MUSTER_CLUSTER:-simulated} == kubernetes ]]; then
   # Pod and node events trigger a cycle at once instead of waiting for beat's next tick.
