@@ -469,6 +469,12 @@ class QueueEntrySerializer(serializers.Serializer):
     team = serializers.CharField(source="job.team.name", allow_null=True, default=None)
     nodes = serializers.IntegerField(source="job.nodes")
     gpus_per_node = serializers.IntegerField(source="job.gpus_per_node")
+    # An elastic job's range and a GPU slice's asks, as on the job: without them a quarter of a GPU reads as "1x1".
+    min_nodes = serializers.IntegerField(source="job.min_nodes", allow_null=True)
+    max_nodes = serializers.IntegerField(source="job.max_nodes", allow_null=True)
+    gpu_fraction = serializers.FloatField(source="job.gpu_fraction", allow_null=True)
+    gpu_memory_gb = serializers.FloatField(source="job.gpu_memory_gb", allow_null=True)
+    gpu_isolation = serializers.BooleanField(source="job.gpu_isolation")
     priority_class = serializers.CharField(source="job.priority_class")
     preemptible = serializers.BooleanField(source="job.preemptible")
     submitted_at = serializers.DateTimeField(source="job.submitted_at")

@@ -60,7 +60,29 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 
 def shape(job: JSON) -> str:
-    return f"{job['nodes']}x{job['gpus_per_node']}"
+    """Nodes x GPUs per node as sbatch's -N and --gpus-per-node: `2x8`, an elastic range `2-4x8`, a GPU slice `1x0.25`."""
+    if job.get("gpu_fraction") or job.get("gpu_memory_gb") or job.get("gpu_isolation"):
+        if job.get("gpu_fraction"):
+            return f"1x{job['gpu_fraction']:g}"
+        return f"1x{job['gpu_memory_gb']:g}GB" if job.get("gpu_memory_gb") else "1xMIG"
+    nodes = f"{job['min_nodes']}-{job['max_nodes']}" if job.get("min_nodes") and job.get("max_nodes") else job["nodes"]
+    return f"{nodes}x{job['gpus_per_node']}"
+
+
+def gpus(job: JSON) -> str:
+    """What the job holds in whole GPUs, or the slice it asks for."""
+    if job.get("gpu_fraction") or job.get("gpu_memory_gb") or job.get("gpu_isolation"):
+        asks = [
+            f"{job['gpu_fraction']:g} of a GPU" if job.get("gpu_fraction") else "",
+            f"{job['gpu_memory_gb']:g} GB of GPU memory" if job.get("gpu_memory_gb") else "",
+            "isolated (MIG)" if job.get("gpu_isolation") else "",
+        ]
+        return "a GPU slice: " + ", ".join(a for a in asks if a)
+    if job.get("min_nodes") and job.get("max_nodes"):
+        if job["state"] in ("SCHEDULED", "RUNNING"):
+            return f"{job['gpus']} GPUs on {job['nodes']} nodes now"
+        return f"{job['min_nodes'] * job['gpus_per_node']} to {job['max_nodes'] * job['gpus_per_node']} GPUs"
+    return f"{job['gpus']} GPU{'' if job['gpus'] == 1 else 's'}"
 
 
 def reason(job: JSON) -> str:
@@ -123,7 +145,7 @@ def job_lines(job: JSON) -> list[str]:
     fields += [
         ("image", job["image"]),
         ("command", " ".join(job["command"])),
-        ("nodes x gpus", f"{shape(job)} ({job['gpus']} GPUs)"),
+        ("nodes x gpus", f"{shape(job)} ({gpus(job)})"),
         ("wall time", format_duration(job["wall_time_seconds"])),
         ("priority class", job["priority_class"] + (" (preemptible)" if job.get("preemptible") else "")),
         ("attempt", f"{job['attempt']} (restarts {job['restarts']} of {job['max_restarts']})"),

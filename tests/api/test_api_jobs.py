@@ -404,6 +404,28 @@ def test_the_schema_names_what_an_estimate_means(db: None) -> None:
     assert schema["QueueEntry"]["properties"]["position"]["nullable"] is True
 
 
+def test_queue_entries_say_what_an_elastic_job_or_a_gpu_slice_asks(api: APIClient, submit: Any, sim: Any) -> None:
+    submit(nodes=16, gpus_per_node=8)
+    sim.cycle()
+    elastic = submit(name="elastic", nodes=None, min_nodes=2, max_nodes=4, gpus_per_node=8)
+    whole = submit(name="whole", nodes=1, gpus_per_node=8)
+    sim.cycle()
+    entries = {e["id"]: e for e in api.get(QUEUE).json()["results"]}
+    assert {k: entries[elastic["id"]][k] for k in ("nodes", "min_nodes", "max_nodes", "gpus_per_node")} == {
+        "nodes": 4,
+        "min_nodes": 2,
+        "max_nodes": 4,
+        "gpus_per_node": 8,
+    }
+    assert {k: entries[whole["id"]][k] for k in ("min_nodes", "max_nodes", "gpu_fraction", "gpu_memory_gb", "gpu_isolation")} == {
+        "min_nodes": None,
+        "max_nodes": None,
+        "gpu_fraction": None,
+        "gpu_memory_gb": None,
+        "gpu_isolation": False,
+    }
+
+
 def test_queue_is_empty_when_nothing_waits(api: APIClient, submit: Any, sim: Any) -> None:
     submit()
     sim.cycle()

@@ -43,3 +43,20 @@ def test_the_nodes_table_says_what_pods_muster_did_not_start_hold() -> None:
     rows = text.splitlines()
     assert rows[1].startswith("gpu-a") and rows[1].endswith("6 GPUs held by other pods")
     assert rows[2].startswith("gpu-b") and "held by other pods" not in rows[2]
+
+
+def test_sizes_read_like_sbatch_and_say_what_a_slice_or_an_elastic_job_holds() -> None:
+    whole = job(nodes=2, gpus_per_node=8, gpus=16)
+    assert (render.shape(whole), render.gpus(whole)) == ("2x8", "16 GPUs")
+    single = job(nodes=1, gpus_per_node=1, gpus=1)
+    assert (render.shape(single), render.gpus(single)) == ("1x1", "1 GPU")
+    # A quarter of a GPU is stored as one node with one GPU; shown so, it would read as a whole GPU.
+    quarter = job(nodes=1, gpus_per_node=1, gpus=1, gpu_fraction=0.25)
+    assert (render.shape(quarter), render.gpus(quarter)) == ("1x0.25", "a GPU slice: 0.25 of a GPU")
+    by_memory = job(nodes=1, gpus_per_node=1, gpus=1, gpu_memory_gb=10.0, gpu_isolation=True)
+    assert (render.shape(by_memory), render.gpus(by_memory)) == ("1x10GB", "a GPU slice: 10 GB of GPU memory, isolated (MIG)")
+    elastic = job(nodes=4, min_nodes=2, max_nodes=4, gpus_per_node=8, gpus=32)
+    assert (render.shape(elastic), render.gpus(elastic)) == ("2-4x8", "16 to 32 GPUs")
+    assert render.gpus({**elastic, "state": "RUNNING", "nodes": 3, "gpus": 24}) == "24 GPUs on 3 nodes now"
+    row = render.jobs_table([{**quarter, "name": "eval", "submitted_at": None}]).splitlines()[1]
+    assert row.split()[:4] == ["42", "eval", "PENDING", "1x0.25"]
