@@ -108,6 +108,11 @@ def _spec(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
         # -N 4 over a file's elastic range: a fixed size, as asked.
         base = {k: v for k, v in base.items() if k not in ("min_nodes", "max_nodes")}
     spec = build_spec(base, overrides, fallback_name=name_for(args.spec_file, args.command or base.get("command")))
+    if not spec.get("command"):
+        # Said here: the server would also ask for a name, which the command gives when there is one.
+        raise SpecError(
+            "no command to run: give it after -- (muster submit -G 8 -t 1h --image IMAGE -- python train.py) or as command: in a job.yaml"
+        )
     array = args.array or spec.pop("array", None)
     return spec, str(array) if array is not None else None
 

@@ -81,6 +81,17 @@ def test_a_script_given_as_the_spec_file_says_where_a_command_goes(capsys: pytes
     )
 
 
+def test_a_submit_without_a_command_says_where_it_goes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    config.save_token("http://muster.test:8000", "secret")
+    code, _, err = run(capsys, "submit", "-G", "8", "-t", "1h", "--image", "busybox")
+    assert code == 2
+    assert err.startswith("muster: error: no command to run: give it after -- (") and "name" not in err
+    spec = tmp_path / "job.yaml"
+    spec.write_text("image: busybox\nnodes: 1\n")
+    code, _, err = run(capsys, "submit", str(spec))
+    assert code == 2 and "or as command: in a job.yaml" in err
+
+
 def test_login_without_a_terminal_says_how_a_script_logs_in(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     def no_terminal(prompt: str = "") -> str:
         raise EOFError
