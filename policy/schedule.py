@@ -137,7 +137,8 @@ class _Cycle:
         self.moved: dict[int, str] = {}  # job id -> why the reservation it had could not be kept
         self.quota_ends: defaultdict[str, list[tuple[float, float]]] | None = None
         self.next_promised: set[int] = set()  # the starving jobs a new reservation may go to in this cycle
-        self.first_promise: tuple[float, int] | None = None  # (start, job id) of the earliest, worked out when needed
+        self.by_start: list[Reservation] | None = None  # the reservations, earliest first, worked out when needed
+        self.blocking: dict[tuple[int, int | None, int, int, int], Reservation] = {}  # by job shape and capacity version
         self.placements: list[Placement] = []
         self.started: set[int] = set()  # placed in this cycle: never preempted in it, whatever the minimum run time
         self.waiting: list[Waiting] = []
@@ -347,7 +348,8 @@ class _Cycle:
 
     def _hold(self, job: PendingJob, names: tuple[str, ...], start: float) -> Reservation:
         reservation = self.promised[job.id] = hold(self.timelines, job, names, start, self._need_on)
-        self.first_promise = None
+        self.by_start = None
+        self.blocking.clear()
         self._commit(job)
         return reservation
 
@@ -355,7 +357,8 @@ class _Cycle:
         reservation = self.promised.pop(job.id, None)
         if reservation is not None:
             self.timelines.release(job.id, reservation.node_names)
-            self.first_promise = None
+            self.by_start = None
+            self.blocking.clear()
         if job.id in self.commitments:
             gpus, hours = self.commitments.pop(job.id)
             for key, _ in self._owners(job):
@@ -901,10 +904,8 @@ class _Cycle:
             self._wait(job, NO_ROOM, text, self._expected_start(job, kept), ESTIMATE_RESERVED)
             return
         if self.promised and self._fits_unreserved(job):
-            if self.first_promise is None:
-                self.first_promise = min((r.start, r.job_id) for r in self.promised.values())
-            blocking = self.first_promise
-            text = f"Behind the reservation for job {blocking[1]}, expected to start {when(blocking[0])}."
+            blocking = self._blocking_reservation(job)
+            text = f"Behind the reservation for job {blocking.job_id}, expected to start {when(blocking.start)}."
             self._wait(job, RESERVATION, text + self._sooner_text(job))
             return
         code = FRAGMENTATION if self.capacity.free_total >= job.gpus else NO_ROOM
@@ -915,6 +916,26 @@ class _Cycle:
         elif reclaiming:
             text += self._reclaim_text(job)
         self._wait(job, code, text)
+
+    def _blocking_reservation(self, job: PendingJob) -> Reservation:
+        """The earliest reservation on a node with room for one of the job's ranks now: one that keeps it waiting, where
+        the earliest of all may hold nodes it does not fit on. The earliest of all if none does (the job's ranks fit only
+        together, across nodes no single reservation explains)."""
+        key = (job.nodes, job.min_nodes, job.gpus_per_node, job.rdma_per_node, self.capacity.version)
+        found = self.blocking.get(key)
+        if found is None:
+            if self.by_start is None:
+                self.by_start = sorted(self.promised.values(), key=lambda r: (r.start, r.job_id))
+            found = next(
+                (
+                    r
+                    for r in self.by_start
+                    if any(self._node_fits(job, n) and self.capacity.free.get(n, 0) >= self._need_on(job, n) for n in r.node_names)
+                ),
+                self.by_start[0],
+            )
+            self.blocking[key] = found
+        return found
 
     def _fits_unreserved(self, job: PendingJob) -> bool:
         key = (job.nodes, job.min_nodes, job.gpus_per_node, job.rdma_per_node, self.capacity.version)

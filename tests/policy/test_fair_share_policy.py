@@ -445,6 +445,17 @@ def test_short_job_backfills_onto_reserved_nodes_and_a_long_one_waits_behind_the
     assert wait.reason.startswith("Behind the reservation for job 1, expected to start")
 
 
+def test_a_job_behind_reservations_is_told_the_one_on_the_nodes_it_fits_on() -> None:
+    # n00 frees whole first and is reserved for job 1; job 3 (4 GPUs) fits only on n01, which job 2 has reserved.
+    jobs = [running(10, {"n00": 6}, left=1000), running(11, {"n01": 4}, left=2000), running(12, {"n02": 8}, left=5 * HOUR)]
+    pending = [pend(1, age=3 * HOUR), pend(2, age=2.5 * HOUR), pend(3, gpus=4, age=100, wall=2 * HOUR)]
+    decisions = schedule(snap(pending, jobs, nodes=3), config(starvation_seconds=HOUR, weight_short=0.0))
+    assert {r.job_id: (r.node_names, r.start) for r in decisions.reservations} == {1: (("n00",), NOW + 1000), 2: (("n01",), NOW + 2000)}
+    wait = waiting(decisions)[3]
+    assert wait.reason_code == RESERVATION
+    assert wait.reason.startswith("Behind the reservation for job 2, expected to start"), wait.reason
+
+
 def test_a_job_behind_a_reservation_is_told_the_wall_time_that_would_start_it_now_and_that_one_does() -> None:
     # n00 keeps 4 GPUs free for 1000 s (16 min 40 s) before job 1's reservation: 16 min is the longest whole-minute wall.
     decisions = backfill_case(short_wall=1001)
