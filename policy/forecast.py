@@ -17,7 +17,7 @@ last planned start (ESTIMATE_AFTER). A job held by its limits is planned from wh
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from policy.model import ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, ESTIMATE_RESERVED, NOT_EXAMINED, PendingJob, Waiting
@@ -86,8 +86,9 @@ class _Planner:
         self.names = sorted(timelines.total)
         # (GPUs, wall, after) -> heap of (earliest start, node GPUs, node, node version when worked out).
         self.singles: dict[tuple[int, float, float, int, bool], list[tuple[float, int, str, int]]] = {}
-        # (node, GPUs, wall, after) -> (node version, start intervals).
-        self.starts: dict[tuple[str, int, float, float], tuple[int, list[tuple[float, float]]]] = {}
+        # (GPUs per node, RDMA, whole nodes, wall, after) -> (the changes seen, node -> start intervals): a gang's
+        # options, brought up to date from the timelines' log of changed nodes instead of read again from every node.
+        self.gang_options: dict[tuple[int, int, bool, float, float], tuple[int, dict[str, list[tuple[float, float]]]]] = {}
 
     def earliest(self, job: PendingJob, after: float) -> tuple[float, list[str]] | None:
         tl = self.timelines
@@ -110,15 +111,15 @@ class _Planner:
                     heap, (tl.earliest(name, self.need_on(job, name), job.wall_seconds, after), total, name, tl.version.get(name, 0))
                 )
             return None
-        options = {}
-        for name in self.names:
-            if not self.node_fits(job, name):
-                continue
-            need = self.need_on(job, name)
-            cache_key = (name, need, job.wall_seconds, after)
-            cached = self.starts.get(cache_key)
-            version = tl.version.get(name, 0)
-            if cached is None or cached[0] != version:
-                cached = self.starts[cache_key] = (version, tl.starts(name, need, job.wall_seconds, after))
-            options[name] = cached[1]
+        shape = (job.gpus_per_node, job.rdma_per_node, job.whole_nodes, job.wall_seconds, after)
+        known = self.gang_options.get(shape)
+        if known is None:
+            names: Iterable[str] = (n for n in self.names if self.node_fits(job, n))
+            options: dict[str, list[tuple[float, float]]] = {}
+        else:
+            seen, options = known
+            names = {n for n in tl.changed_nodes[seen:] if n in options}
+        for name in names:
+            options[name] = tl.starts(name, self.need_on(job, name), job.wall_seconds, after)
+        self.gang_options[shape] = (len(tl.changed_nodes), options)
         return earliest_common_start(options, job.nodes)

@@ -725,16 +725,16 @@ class _Cycle:
             if not self._node_fits(job, name) or (allowed is not None and not allowed(name)):
                 continue
             jobs_here = self.on_node.get(name, {})
-            victims = [self.running[j] for j in jobs_here if self._may_preempt(job, self.running[j])]
             if job.whole_nodes:
-                if len(victims) != len(jobs_here):
+                if not all(self._may_preempt(job, self.running[j]) for j in jobs_here):
                     continue  # a whole node is needed and something here may not be stopped
-                chosen = [v.id for v in victims]
+                chosen = list(jobs_here)
             else:
                 need = job.gpus_per_node - cap.free[name]
                 if need <= 0:
                     chosen = []
                 else:
+                    victims = [self.running[j] for j in jobs_here if self._may_preempt(job, self.running[j])]
                     # Fewest victims first: the ones holding the most GPUs here, lowest class, borrowers first.
                     victims.sort(key=lambda v: (-jobs_here[v.id], not v.over_quota, -v.class_rank, v.id))
                     chosen, freed = [], 0

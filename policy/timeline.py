@@ -52,6 +52,8 @@ class Timelines:
         self.version: dict[str, int] = {}
         # Bumped on every change to any node: one key for what is derived from all of them.
         self.changes = 0
+        # The node of each change, in order: what changed since change k is changed_nodes[k:].
+        self.changed_nodes: list[str] = []
 
     # --- changes ---------------------------------------------------------------------------------
 
@@ -60,6 +62,7 @@ class Timelines:
         self._profiles.pop(name, None)
         self.version[name] = self.version.get(name, 0) + 1
         self.changes += 1
+        self.changed_nodes.append(name)
 
     def hold(self, name: str, hold: Hold) -> None:
         insort(self.holds.setdefault(name, []), hold)
