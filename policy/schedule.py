@@ -139,6 +139,9 @@ class _Cycle:
         self.next_promised: set[int] = set()  # the starving jobs a new reservation may go to in this cycle
         self.by_start: list[Reservation] | None = None  # the reservations, earliest first, worked out when needed
         self.blocking: dict[tuple[int, int | None, int, int, int], Reservation] = {}  # by job shape and capacity version
+        # Whether a running job may be stopped, by what decides it on the asking side (class, owner's usage): the
+        # preemption searches of a cycle ask it again of the same jobs, and within a cycle the answer stays.
+        self.victim_memo: dict[tuple[int, float | None], dict[int, bool]] = {}
         self.placements: list[Placement] = []
         self.started: set[int] = set()  # placed in this cycle: never preempted in it, whatever the minimum run time
         self.waiting: list[Waiting] = []
@@ -720,13 +723,21 @@ class _Cycle:
 
     def _smallest_victim_set(self, job: PendingJob, allowed: Allowed) -> list[int] | None:
         cap = self.capacity
+        memo = self.victim_memo.setdefault((job.class_rank, self._usage_of(job) if self.usage is not None else None), {})
+
+        def may_stop(victim_id: int) -> bool:
+            found = memo.get(victim_id)
+            if found is None:
+                found = memo[victim_id] = self._may_preempt(job, self.running[victim_id])
+            return found
+
         candidates: list[tuple[tuple[float, int, float, str], list[int]]] = []
         for name in cap.total:
             if not self._node_fits(job, name) or (allowed is not None and not allowed(name)):
                 continue
             jobs_here = self.on_node.get(name, {})
             if job.whole_nodes:
-                if not all(self._may_preempt(job, self.running[j]) for j in jobs_here):
+                if not all(may_stop(j) for j in jobs_here):
                     continue  # a whole node is needed and something here may not be stopped
                 chosen = list(jobs_here)
             else:
@@ -734,7 +745,7 @@ class _Cycle:
                 if need <= 0:
                     chosen = []
                 else:
-                    victims = [self.running[j] for j in jobs_here if self._may_preempt(job, self.running[j])]
+                    victims = [self.running[j] for j in jobs_here if may_stop(j)]
                     # Fewest victims first: the ones holding the most GPUs here, lowest class, borrowers first.
                     victims.sort(key=lambda v: (-jobs_here[v.id], not v.over_quota, -v.class_rank, v.id))
                     chosen, freed = [], 0
@@ -811,6 +822,7 @@ class _Cycle:
         kept += [(n, self.capacity.total[n]) for n in added]
         after = replace(r, node_names=tuple(n for n, _ in kept), gpus_held=tuple(g for _, g in kept))
         self.running[r.id] = after
+        self.victim_memo.clear()
         if not r.over_quota and self.limited:
             self._count_quota(r.user, r.team, after.gpus - r.gpus)
         if self.limited:  # budgets count what it may still use by its wall time
