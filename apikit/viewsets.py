@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
+from django.http import Http404
 from rest_framework import viewsets
+from rest_framework.exceptions import NotFound
 
 
 class VisibleViewSet(viewsets.GenericViewSet):
@@ -22,3 +24,13 @@ class VisibleViewSet(viewsets.GenericViewSet):
 
     def get_queryset(self) -> QuerySet[Any]:
         return self.visible_to(self.request.user)
+
+    def get_object(self) -> Any:
+        try:
+            return super().get_object()
+        except Http404:
+            # Django's "No Job matches the given query." names a model class; this names what was asked for, and
+            # reads the same whether it does not exist or belongs to someone else.
+            asked = self.kwargs.get(self.lookup_url_kwarg or self.lookup_field)
+            name = self.get_queryset().model._meta.verbose_name
+            raise NotFound(f"No {name} {asked} (or none that you may see).") from None

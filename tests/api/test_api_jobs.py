@@ -155,6 +155,9 @@ def test_another_users_job_cannot_be_read_or_cancelled(api: APIClient, other_api
     assert Job.objects.get(pk=theirs["id"]).state == "PENDING"
     assert JobEvent.objects.filter(job_id=theirs["id"]).count() == 1
     assert api.get(job_url(999_999)).status_code == 404
+    # Whether it does not exist or is someone else's, the answer reads the same, and names what was asked for.
+    assert api.get(job_url(999_999)).json() == {"detail": "No job 999999 (or none that you may see)."}
+    assert api.get(job_url(theirs["id"])).json() == {"detail": f"No job {theirs['id']} (or none that you may see)."}
 
 
 # --- detail ------------------------------------------------------------------------------------

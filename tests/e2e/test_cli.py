@@ -381,7 +381,7 @@ def test_errors_are_one_line_with_an_exit_code_a_script_can_use(stack: Stack, tm
     assert Job.objects.count() == 0
 
     unknown = stack.muster("show", "999999")
-    assert (unknown.returncode, unknown.stderr) == (5, "muster: error: No Job matches the given query.\n")
+    assert (unknown.returncode, unknown.stderr) == (5, "muster: error: No job 999999 (or none that you may see).\n")
 
     gone = f"http://127.0.0.1:{free_port()}"
     down = stack.muster("queue", "--url", gone, "--token", "whatever")
