@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from muster_client.spec import format_duration
+from muster_client.spec import format_duration, shares_gpu
 
 JSON = dict[str, Any]
 
@@ -61,7 +61,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 def shape(job: JSON) -> str:
     """Nodes x GPUs per node as sbatch's -N and --gpus-per-node: `2x8`, an elastic range `2-4x8`, a GPU slice `1x0.25`."""
-    if job.get("gpu_fraction") or job.get("gpu_memory_gb") or job.get("gpu_isolation"):
+    if shares_gpu(job):
         if job.get("gpu_fraction"):
             return f"1x{job['gpu_fraction']:g}"
         return f"1x{job['gpu_memory_gb']:g}GB" if job.get("gpu_memory_gb") else "1xMIG"
@@ -71,7 +71,7 @@ def shape(job: JSON) -> str:
 
 def gpus(job: JSON) -> str:
     """What the job holds in whole GPUs, or the slice it asks for."""
-    if job.get("gpu_fraction") or job.get("gpu_memory_gb") or job.get("gpu_isolation"):
+    if shares_gpu(job):
         asks = [
             f"{job['gpu_fraction']:g} of a GPU" if job.get("gpu_fraction") else "",
             f"{job['gpu_memory_gb']:g} GB of GPU memory" if job.get("gpu_memory_gb") else "",

@@ -117,9 +117,14 @@ def build_spec(base: Mapping[str, Any], overrides: Mapping[str, Any], *, fallbac
         spec.pop("nodes", None)  # an elastic job's nodes is its max_nodes
     else:
         spec.setdefault("nodes", 1)
-    if spec.get("gpu_fraction") or spec.get("gpu_memory_gb") or spec.get("gpu_isolation"):
+    if shares_gpu(spec):
         spec.setdefault("gpus_per_node", 1)  # a GPU slice is a share of one GPU
     return spec
+
+
+def shares_gpu(job: Mapping[str, Any]) -> bool:
+    """A GPU slice: a share of one GPU, asked by its fraction, its memory or isolation (the API's fields)."""
+    return bool(job.get("gpu_fraction") or job.get("gpu_memory_gb") or job.get("gpu_isolation"))
 
 
 def _env_value(value: Any) -> str:
