@@ -17,11 +17,12 @@ last planned start (ESTIMATE_AFTER). A job held by its limits is planned from wh
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from bisect import bisect_left, insort
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from policy.model import ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, ESTIMATE_RESERVED, NOT_EXAMINED, PendingJob, Waiting
-from policy.timeline import INF, Hold, NeedOn, NodeFits, Timelines, earliest_common_start
+from policy.timeline import INF, Hold, NeedOn, NodeFits, Timelines, earliest_common_start, first_starts
 
 # (job, its reason code) -> the earliest its limits let it start, or None when that cannot be known.
 NotBefore = Callable[[PendingJob, str], float | None]
@@ -71,6 +72,10 @@ def forecast(
     return tuple(out)
 
 
+# The version of a heap entry that holds a lower bound, not a start worked out: never a node's version.
+_BOUND = -1
+
+
 class _Planner:
     """Earliest starts over many jobs of few shapes, reworking only the nodes a planned job changed.
 
@@ -86,9 +91,14 @@ class _Planner:
         self.names = sorted(timelines.total)
         # (GPUs, wall, after) -> heap of (earliest start, node GPUs, node, node version when worked out).
         self.singles: dict[tuple[int, float, float, int, bool], list[tuple[float, int, str, int]]] = {}
-        # (GPUs per node, RDMA, whole nodes, wall, after) -> (the changes seen, node -> start intervals): a gang's
-        # options, brought up to date from the timelines' log of changed nodes instead of read again from every node.
-        self.gang_options: dict[tuple[int, int, bool, float, float], tuple[int, dict[str, list[tuple[float, float]]]]] = {}
+        # (node, GPUs) -> (node version, the first instant that many are free there).
+        self.first_free: dict[tuple[str, int], tuple[int, float]] = {}
+        # (GPUs per node, RDMA, whole nodes, wall, after) -> (the changes seen, node -> start intervals, the nodes'
+        # first starts in order): a gang's options, brought up to date from the timelines' log of changed nodes
+        # instead of read again from every node.
+        self.gang_options: dict[
+            tuple[int, int, bool, float, float], tuple[int, dict[str, list[tuple[float, float]]], list[tuple[float, str]]]
+        ] = {}
 
     def earliest(self, job: PendingJob, after: float) -> tuple[float, list[str]] | None:
         tl = self.timelines
@@ -96,8 +106,11 @@ class _Planner:
             key = (job.gpus_per_node, job.wall_seconds, after, job.rdma_per_node, job.whole_nodes)
             heap = self.singles.get(key)
             if heap is None:
+                # Each node enters at a bound (the first instant it has the GPUs free, not before `after`) and is worked
+                # out when it comes to the top: the bound is the same for every wall time, and holds only raise it. (A
+                # window of no time may open where the GPUs are not free: it ends as they are taken.)
                 heap = [
-                    (tl.earliest(n, self.need_on(job, n), job.wall_seconds, after), tl.total[n], n, tl.version.get(n, 0))
+                    (max(after, self._first_free(n, self.need_on(job, n))) if job.wall_seconds > 0 else after, tl.total[n], n, _BOUND)
                     for n in self.names
                     if self.node_fits(job, n)
                 ]
@@ -114,12 +127,23 @@ class _Planner:
         shape = (job.gpus_per_node, job.rdma_per_node, job.whole_nodes, job.wall_seconds, after)
         known = self.gang_options.get(shape)
         if known is None:
-            names: Iterable[str] = (n for n in self.names if self.node_fits(job, n))
-            options: dict[str, list[tuple[float, float]]] = {}
+            options = {n: tl.starts(n, self.need_on(job, n), job.wall_seconds, after) for n in self.names if self.node_fits(job, n)}
+            firsts = first_starts(options)
         else:
-            seen, options = known
-            names = {n for n in tl.changed_nodes[seen:] if n in options}
-        for name in names:
-            options[name] = tl.starts(name, self.need_on(job, name), job.wall_seconds, after)
-        self.gang_options[shape] = (len(tl.changed_nodes), options)
-        return earliest_common_start(options, job.nodes)
+            seen, options, firsts = known
+            for name in {n for n in tl.changed_nodes[seen:] if n in options}:
+                old = options[name]
+                if old:
+                    del firsts[bisect_left(firsts, (old[0][0], name))]
+                new = options[name] = tl.starts(name, self.need_on(job, name), job.wall_seconds, after)
+                if new:
+                    insort(firsts, (new[0][0], name))
+        self.gang_options[shape] = (len(tl.changed_nodes), options, firsts)
+        return earliest_common_start(options, job.nodes, firsts)
+
+    def _first_free(self, name: str, gpus: int) -> float:
+        version = self.timelines.version.get(name, 0)
+        known = self.first_free.get((name, gpus))
+        if known is None or known[0] != version:
+            known = self.first_free[(name, gpus)] = (version, self.timelines.first_free(name, gpus))
+        return known[1]

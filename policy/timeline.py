@@ -138,6 +138,16 @@ class Timelines:
                 return at - self.now
         return INF
 
+    def first_free(self, name: str, gpus: int) -> float:
+        """The first instant `gpus` GPUs are free on the node (for any length of time), INF if never."""
+        if self.total.get(name, 0) < gpus:
+            return INF
+        times, frees = self.profile(name)
+        for at, free in zip(times, frees, strict=True):
+            if free >= gpus:
+                return at
+        return INF
+
     def held(self, name: str) -> bool:
         return name in self.holds
 
@@ -175,8 +185,27 @@ class Timelines:
         return intervals
 
     def earliest(self, name: str, gpus: int, wall: float, after: float) -> float:
-        found = self.starts(name, gpus, wall, after)
-        return found[0][0] if found else INF
+        """The first of `starts`, without working out the rest (planning the queue asks this of every node)."""
+        if self.total.get(name, 0) < gpus:
+            return INF
+        times, frees = self.profile(name)
+        cursor = max(after, times[0])
+        n = len(times)
+        i = 0
+        while i < n:
+            if frees[i] >= gpus:
+                i += 1
+                continue
+            u = times[i]
+            while i < n and frees[i] < gpus:
+                i += 1
+            v = times[i] if i < n else INF
+            if v <= cursor:
+                continue
+            if cursor + wall <= u:
+                return cursor
+            cursor = max(cursor, v)
+        return cursor
 
 
 def _lower(times: list[float], frees: list[int], start: float, end: float, gpus: int) -> None:
@@ -196,11 +225,55 @@ def _lower(times: list[float], frees: list[int], start: float, end: float, gpus:
         frees[k] -= gpus
 
 
-def earliest_common_start(options: Mapping[str, list[tuple[float, float]]], count: int) -> tuple[float, list[str]] | None:
+def earliest_common_start(
+    options: Mapping[str, list[tuple[float, float]]], count: int, firsts: list[tuple[float, str]] | None = None
+) -> tuple[float, list[str]] | None:
     """The earliest time at which `count` nodes can all start, and those nodes (by name), or None.
 
-    `options`: per node, the intervals of start times it allows (Timelines.starts).
+    `options`: per node, the intervals of start times it allows (Timelines.starts). `firsts`: each node's first
+    start with its name, sorted (`first_starts`), when the caller keeps them up to date from one call to the next.
     """
+    if firsts is None:
+        firsts = first_starts(options)
+    if len(firsts) < count:
+        return None
+    found = _at_count_th_first_start(options, count, firsts)
+    if found is not None:
+        return found
+    return _sweep(options, count)
+
+
+def first_starts(options: Mapping[str, list[tuple[float, float]]]) -> list[tuple[float, str]]:
+    return sorted((intervals[0][0], name) for name, intervals in options.items() if intervals)
+
+
+def _at_count_th_first_start(
+    options: Mapping[str, list[tuple[float, float]]], count: int, firsts: list[tuple[float, str]]
+) -> tuple[float, list[str]] | None:
+    """The answer when it is the count-th earliest of the nodes' first starts, else None.
+
+    No instant before that one has `count` nodes open, so when `count` are open at it, it is the earliest; when
+    planning the queue it nearly always is, and only the nodes that open by then are read, not every interval.
+    The nodes are the sweep's: those already open, then those opening at that instant by name, the first by name.
+    """
+    t = firsts[count - 1][0]
+    already: list[str] = []
+    opening: list[str] = []
+    for first, name in firsts:
+        if first > t:
+            break
+        for a, b in options[name]:
+            if a > t:
+                break
+            if b >= t:
+                (opening if a == t else already).append(name)
+                break
+    if len(already) >= count or len(already) + len(opening) < count:
+        return None
+    return t, sorted(already + sorted(opening)[: count - len(already)])
+
+
+def _sweep(options: Mapping[str, list[tuple[float, float]]], count: int) -> tuple[float, list[str]] | None:
     events: list[tuple[float, int, str]] = []
     for name, intervals in options.items():
         for a, b in intervals:
