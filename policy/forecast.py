@@ -19,10 +19,9 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 
 from policy.model import ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, ESTIMATE_RESERVED, NOT_EXAMINED, PendingJob, Waiting
-from policy.timeline import INF, Hold, NeedOn, NodeFits, Timelines, earliest_common_start, first_starts
+from policy.timeline import INF, Hold, NeedOn, NodeFits, Timelines, at_count_th_first_start, earliest_common_start
 
 # (job, its reason code) -> the earliest its limits let it start, or None when that cannot be known.
 NotBefore = Callable[[PendingJob, str], float | None]
@@ -50,7 +49,7 @@ def forecast(
             out.append(wait)
             continue
         if wait.reason_code == NOT_EXAMINED or planned >= plan_jobs:
-            out.append(replace(wait, estimated_start=last, estimate=ESTIMATE_AFTER if last is not None else ESTIMATE_NONE))
+            out.append(wait.estimated(last, ESTIMATE_AFTER if last is not None else ESTIMATE_NONE))
             continue
         after = not_before(job, wait.reason_code)
         if after is None:
@@ -68,7 +67,7 @@ def forecast(
         for name in chosen:
             timelines.hold(name, Hold(start, job.id, ends, need_on(job, name)))
         last = start if last is None else max(last, start)
-        out.append(replace(wait, estimated_start=start, estimate=ESTIMATE_PLANNED))
+        out.append(wait.estimated(start, ESTIMATE_PLANNED))
     return tuple(out)
 
 
@@ -82,6 +81,10 @@ class _Planner:
     Gives what `policy.timeline.earliest_start` gives over every node that is large enough: a single-node
     job the node that frees soonest (then the smaller node, then the name); a gang the first instant
     enough whole nodes are free together.
+
+    Both read a node's windows only when they must: each node waits at a lower bound on its first start (the
+    first instant it has the GPUs free, not before `after`; the same for every wall time, and planned jobs'
+    holds only raise it) until no node worked out starts before that bound.
     """
 
     def __init__(self, timelines: Timelines, need_on: NeedOn, node_fits: NodeFits) -> None:
@@ -89,16 +92,14 @@ class _Planner:
         self.need_on = need_on
         self.node_fits = node_fits
         self.names = sorted(timelines.total)
-        # (GPUs, wall, after) -> heap of (earliest start, node GPUs, node, node version when worked out).
+        # (GPUs, wall, after, RDMA, whole nodes) -> heap of (earliest start, node GPUs, node, node version when worked
+        # out, or _BOUND while the start is only the node's bound).
         self.singles: dict[tuple[int, float, float, int, bool], list[tuple[float, int, str, int]]] = {}
-        # (node, GPUs) -> (node version, the first instant that many are free there).
-        self.first_free: dict[tuple[str, int], tuple[int, float]] = {}
-        # (GPUs per node, RDMA, whole nodes, wall, after) -> (the changes seen, node -> start intervals, the nodes'
-        # first starts in order): a gang's options, brought up to date from the timelines' log of changed nodes
-        # instead of read again from every node.
-        self.gang_options: dict[
-            tuple[int, int, bool, float, float], tuple[int, dict[str, list[tuple[float, float]]], list[tuple[float, str]]]
-        ] = {}
+        # (GPUs per node, RDMA, whole nodes) -> (the first instant the node has the GPUs free, its GPUs, its name) of
+        # every node a rank fits on, as it was when first asked: planned jobs' holds only raise it, so it stays a bound.
+        self.first_free: dict[tuple[int, int, bool], list[tuple[float, int, str]]] = {}
+        # (GPUs per node, RDMA, whole nodes, wall, after) -> a gang's options.
+        self.gangs: dict[tuple[int, int, bool, float, float], _GangOptions] = {}
 
     def earliest(self, job: PendingJob, after: float) -> tuple[float, list[str]] | None:
         tl = self.timelines
@@ -106,14 +107,7 @@ class _Planner:
             key = (job.gpus_per_node, job.wall_seconds, after, job.rdma_per_node, job.whole_nodes)
             heap = self.singles.get(key)
             if heap is None:
-                # Each node enters at a bound (the first instant it has the GPUs free, not before `after`) and is worked
-                # out when it comes to the top: the bound is the same for every wall time, and holds only raise it. (A
-                # window of no time may open where the GPUs are not free: it ends as they are taken.)
-                heap = [
-                    (max(after, self._first_free(n, self.need_on(job, n))) if job.wall_seconds > 0 else after, tl.total[n], n, _BOUND)
-                    for n in self.names
-                    if self.node_fits(job, n)
-                ]
+                heap = [(self._bound(free, job, after), total, n, _BOUND) for free, total, n in self._first_free(job)]
                 heapq.heapify(heap)
                 self.singles[key] = heap
             while heap:
@@ -125,25 +119,63 @@ class _Planner:
                 )
             return None
         shape = (job.gpus_per_node, job.rdma_per_node, job.whole_nodes, job.wall_seconds, after)
-        known = self.gang_options.get(shape)
-        if known is None:
-            options = {n: tl.starts(n, self.need_on(job, n), job.wall_seconds, after) for n in self.names if self.node_fits(job, n)}
-            firsts = first_starts(options)
+        gang = self.gangs.get(shape)
+        if gang is None:
+            bounds = [(self._bound(free, job, after), n) for free, _, n in self._first_free(job)]
+            heapq.heapify(bounds)
+            gang = self.gangs[shape] = _GangOptions(len(tl.changed_nodes), bounds)
         else:
-            seen, options, firsts = known
-            for name in {n for n in tl.changed_nodes[seen:] if n in options}:
-                old = options[name]
-                if old:
-                    del firsts[bisect_left(firsts, (old[0][0], name))]
-                new = options[name] = tl.starts(name, self.need_on(job, name), job.wall_seconds, after)
-                if new:
-                    insort(firsts, (new[0][0], name))
-        self.gang_options[shape] = (len(tl.changed_nodes), options, firsts)
-        return earliest_common_start(options, job.nodes, firsts)
+            for name in {n for n in tl.changed_nodes[gang.seen :] if n in gang.options}:
+                gang.work_out(name, self._starts(job, name, after))
+            gang.seen = len(tl.changed_nodes)
+        count, bounds, firsts = job.nodes, gang.bounds, gang.firsts
+        # Every node that may open by the count-th earliest first start worked out, so that start is the count-th
+        # earliest of all nodes' (earliest_common_start's shortcut); every node, where that is not the answer.
+        while bounds and (len(firsts) < count or bounds[0][0] <= firsts[count - 1][0]):
+            name = heapq.heappop(bounds)[1]
+            gang.work_out(name, self._starts(job, name, after))
+        if len(firsts) < count:
+            return None
+        found = at_count_th_first_start(gang.options, count, firsts)
+        if found is None:
+            while bounds:
+                name = heapq.heappop(bounds)[1]
+                gang.work_out(name, self._starts(job, name, after))
+            return earliest_common_start(gang.options, count, firsts)
+        return found
 
-    def _first_free(self, name: str, gpus: int) -> float:
-        version = self.timelines.version.get(name, 0)
-        known = self.first_free.get((name, gpus))
-        if known is None or known[0] != version:
-            known = self.first_free[(name, gpus)] = (version, self.timelines.first_free(name, gpus))
-        return known[1]
+    def _starts(self, job: PendingJob, name: str, after: float) -> list[tuple[float, float]]:
+        return self.timelines.starts(name, self.need_on(job, name), job.wall_seconds, after)
+
+    @staticmethod
+    def _bound(first_free: float, job: PendingJob, after: float) -> float:
+        # A window of no time may open where the GPUs are not free (it ends as they are taken): no bound but `after`.
+        return max(after, first_free) if job.wall_seconds > 0 else after
+
+    def _first_free(self, job: PendingJob) -> list[tuple[float, int, str]]:
+        key = (job.gpus_per_node, job.rdma_per_node, job.whole_nodes)
+        found = self.first_free.get(key)
+        if found is None:
+            tl = self.timelines
+            found = [(tl.first_free(n, self.need_on(job, n)), tl.total[n], n) for n in self.names if self.node_fits(job, n)]
+            self.first_free[key] = found
+        return found
+
+
+class _GangOptions:
+    """A gang's options for one shape: the nodes worked out (their start intervals, and their first starts in order),
+    the rest at their bounds, and how far into the timelines' log of changed nodes they are up to date."""
+
+    def __init__(self, seen: int, bounds: list[tuple[float, str]]) -> None:
+        self.seen = seen
+        self.bounds = bounds
+        self.options: dict[str, list[tuple[float, float]]] = {}
+        self.firsts: list[tuple[float, str]] = []
+
+    def work_out(self, name: str, starts: list[tuple[float, float]]) -> None:
+        old = self.options.get(name)
+        if old:
+            del self.firsts[bisect_left(self.firsts, (old[0][0], name))]
+        self.options[name] = starts
+        if starts:
+            insort(self.firsts, (starts[0][0], name))

@@ -305,7 +305,7 @@ class _Cycle:
             after = self._not_before(job, wait.reason_code)
             start = self.slices.plan(job, max(after, self.now)) if after is not None else None
             if start is not None:
-                self.waiting[i] = replace(wait, estimated_start=start, estimate=ESTIMATE_PLANNED)
+                self.waiting[i] = wait.estimated(start, ESTIMATE_PLANNED)
 
     def _node_share(self, names: tuple[str, ...] | list[str], held: tuple[float, ...]) -> float:
         """The share of whole nodes GPUs held are (what the ledger charges in node-hours)."""
@@ -732,13 +732,17 @@ class _Cycle:
             return found
 
         candidates: list[tuple[tuple[float, int, float, str], list[int]]] = []
+        whole = job.whole_nodes
         for name in cap.total:
-            if not self._node_fits(job, name) or (allowed is not None and not allowed(name)):
+            if not self._node_fits(job, name):
                 continue
             jobs_here = self.on_node.get(name, {})
-            if job.whole_nodes:
-                if not all(may_stop(j) for j in jobs_here):
-                    continue  # a whole node is needed and something here may not be stopped
+            # A whole node is needed and something here may not be stopped: known before reading the node's timeline.
+            if whole and not all(may_stop(j) for j in jobs_here):
+                continue
+            if allowed is not None and not allowed(name):
+                continue
+            if whole:
                 chosen = list(jobs_here)
             else:
                 need = job.gpus_per_node - cap.free[name]

@@ -237,7 +237,7 @@ def earliest_common_start(
         firsts = first_starts(options)
     if len(firsts) < count:
         return None
-    found = _at_count_th_first_start(options, count, firsts)
+    found = at_count_th_first_start(options, count, firsts)
     if found is not None:
         return found
     return _sweep(options, count)
@@ -247,7 +247,7 @@ def first_starts(options: Mapping[str, list[tuple[float, float]]]) -> list[tuple
     return sorted((intervals[0][0], name) for name, intervals in options.items() if intervals)
 
 
-def _at_count_th_first_start(
+def at_count_th_first_start(
     options: Mapping[str, list[tuple[float, float]]], count: int, firsts: list[tuple[float, str]]
 ) -> tuple[float, list[str]] | None:
     """The answer when it is the count-th earliest of the nodes' first starts, else None.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy.timeline import INF, Hold, Timelines, _at_count_th_first_start, _sweep, earliest_common_start, first_starts
+from policy.timeline import INF, Hold, Timelines, _sweep, at_count_th_first_start, earliest_common_start, first_starts
 
 NOW = 1000.0
 
@@ -75,7 +75,7 @@ def test_the_gang_shortcut_gives_what_the_sweep_gives(nodes: list[tuple[list[int
     # Small integer times, so that many intervals open and close at the same instants (the ties the sweep orders).
     options = {f"n{i}": intervals_from(cuts, open_end) for i, (cuts, open_end) in enumerate(nodes)}
     firsts = first_starts(options)
-    shortcut = _at_count_th_first_start(options, count, firsts) if len(firsts) >= count else None
+    shortcut = at_count_th_first_start(options, count, firsts) if len(firsts) >= count else None
     if shortcut is not None:
         assert shortcut == _sweep(options, count)
     assert earliest_common_start(options, count) == _sweep(options, count)
@@ -84,11 +84,11 @@ def test_the_gang_shortcut_gives_what_the_sweep_gives(nodes: list[tuple[list[int
 def test_the_gang_shortcut_answers_only_when_the_count_th_first_start_is_the_answer() -> None:
     # Both first open at 0 and 2; at 2, b is open but a has closed (at 1): the shortcut cannot answer, the sweep can.
     options = {"a": [(0.0, 1.0), (3.0, INF)], "b": [(2.0, INF)]}
-    assert _at_count_th_first_start(options, 2, first_starts(options)) is None
+    assert at_count_th_first_start(options, 2, first_starts(options)) is None
     assert earliest_common_start(options, 2) == (3.0, ["a", "b"])
     # Here it can: c, d and e open at 4, and the two first by name join a, already open.
     options = {"a": [(1.0, INF)], "e": [(4.0, INF)], "d": [(4.0, 9.0)], "c": [(4.0, 4.0)]}
-    assert _at_count_th_first_start(options, 3, first_starts(options)) == (4.0, ["a", "c", "d"])
+    assert at_count_th_first_start(options, 3, first_starts(options)) == (4.0, ["a", "c", "d"])
 
 
 @settings(max_examples=300, deadline=None)
