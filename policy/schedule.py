@@ -122,6 +122,13 @@ class _Cycle:
         self.now = snapshot.now
         self.capacity = Capacity(snapshot.nodes)
         self.fitting: dict[tuple[int, int, bool], list[str]] = {}
+        self.owners: dict[tuple[str, str | None], tuple[tuple[str, str], ...]] = {}
+        self.no_limits: dict[str, Account] = {}
+        # (GPUs per node, nodes, minimum nodes) -> what a job of that shape holds of its quota (the nodes are fixed).
+        self.quota_gpus: dict[tuple[int, int, int], float] = {}
+        # (wall time, GPUs per node, nodes, minimum nodes) -> what a job of that shape may charge its budget, and how.
+        self.budget_needs: dict[tuple[float, int, int, int], tuple[float, str]] = {}
+        self.budget_texts: dict[tuple[str, float, tuple[float, str]], str] = {}
         self.running: dict[int, RunningJob] = {r.id: r for r in sorted(snapshot.running, key=lambda r: r.id)}
         self.on_node: dict[str, dict[int, int]] = defaultdict(dict)  # node -> {job id: GPUs held there}
         # Without any limit or budget in the accounts every limit check passes: what they count is not worked out.
@@ -429,13 +436,20 @@ class _Cycle:
     # --- limits ----------------------------------------------------------------------------------
 
     def _account(self, key: str) -> Account:
-        return self.snapshot.accounts.get(key) or Account(key=key)
+        found = self.snapshot.accounts.get(key)
+        if found is None:
+            found = self.no_limits.get(key)
+            if found is None:
+                found = self.no_limits[key] = Account(key=key)
+        return found
 
-    def _owners(self, job: PendingJob | RunningJob) -> list[tuple[str, str]]:
-        owners = [(user_key(job.user), f"user {job.user}")]
-        if job.team:
-            owners.append((team_key(job.team), f"team {job.team}"))
-        return owners
+    def _owners(self, job: PendingJob | RunningJob) -> tuple[tuple[str, str], ...]:
+        """(account key, how reasons name it) of the job's user and team; asked several times of every job a cycle."""
+        found = self.owners.get((job.user, job.team))
+        if found is None:
+            user = (user_key(job.user), f"user {job.user}")
+            found = self.owners[(job.user, job.team)] = (user, (team_key(job.team), f"team {job.team}")) if job.team else (user,)
+        return found
 
     def _count_quota(self, user: str, team: str | None, gpus: float) -> None:
         self.in_quota[user_key(user)] += gpus
@@ -446,9 +460,13 @@ class _Cycle:
         """What the job will hold: a gang holds its nodes whole, so at least the smallest nodes it fits on; a slice job its slice."""
         if job.shares_gpu:
             return self.slices.smallest_share(job)
-        sizes = [size for size in self.capacity.sizes if size >= job.gpus_per_node]
-        start = _start_shape(job)
-        return start.nodes * sizes[0] if start.whole_nodes and sizes else job.gpus
+        key = (job.gpus_per_node, job.nodes, job.min_nodes)
+        found = self.quota_gpus.get(key)
+        if found is None:
+            sizes = [size for size in self.capacity.sizes if size >= job.gpus_per_node]
+            start = _start_shape(job)
+            found = self.quota_gpus[key] = start.nodes * sizes[0] if start.whole_nodes and sizes else job.gpus
+        return found
 
     def _quota_block(self, job: PendingJob) -> str | None:
         needs = self._quota_gpus(job)
@@ -492,13 +510,28 @@ class _Cycle:
             need = need or self._budget_need(job)
             # The same figure, in the same words, as the usage page: what running jobs (and those placed in this
             # cycle) may still use by their wall time is committed, and a new job must fit in the rest.
-            budget = BudgetLeft(left=account.node_hours_left, committed=self._budget_committed(key, job))
-            if need[0] > budget.left - budget.committed:
-                renews = f" It renews {when(account.budget_resets_at)}." if account.budget_resets_at else ""
-                return f"The budget of {who} has {budget}; this job may use {need[0]:.1f} ({need[1]}).{renews}"
+            committed = self._budget_committed(key, job)
+            if need[0] > account.node_hours_left - committed:
+                # Thousands of jobs may wait on one budget: the same words for the same figures.
+                text = self.budget_texts.get((key, committed, need))
+                if text is None:
+                    budget = BudgetLeft(left=account.node_hours_left, committed=committed)
+                    renews = f" It renews {when(account.budget_resets_at)}." if account.budget_resets_at else ""
+                    text = f"The budget of {who} has {budget}; this job may use {need[0]:.1f} ({need[1]}).{renews}"
+                    self.budget_texts[(key, committed, need)] = text
+                return text
         return None
 
     def _budget_need(self, job: PendingJob) -> tuple[float, str]:
+        if job.shares_gpu:
+            return self._work_out_budget_need(job)
+        key = (job.wall_seconds, job.gpus_per_node, job.nodes, job.min_nodes)
+        found = self.budget_needs.get(key)
+        if found is None:
+            found = self.budget_needs[key] = self._work_out_budget_need(job)
+        return found
+
+    def _work_out_budget_need(self, job: PendingJob) -> tuple[float, str]:
         """The most the job can charge its budget, in node-hours, and how that is worked out.
 
         The ledger charges the share of each node a job holds: whole nodes for a gang; for a
