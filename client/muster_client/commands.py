@@ -7,6 +7,7 @@ import getpass
 import itertools
 import json
 import os
+import re
 import sys
 import time
 from datetime import datetime, timedelta, timezone
@@ -326,7 +327,9 @@ def cancel(args: argparse.Namespace) -> int:
         except ApiError as exc:
             if exc.status >= 500:
                 raise
-            print(f"muster: error: job {job_id}: {exc.message}", file=sys.stderr, flush=True)
+            # Several IDs at once: each refusal says which job, once (the server's words mostly name it already).
+            which = "" if re.search(rf"\b[Jj]ob {job_id}\b", exc.message) else f"job {job_id}: "
+            print(f"muster: error: {which}{exc.message}", file=sys.stderr, flush=True)
             status = REFUSED
             continue
         if args.json:

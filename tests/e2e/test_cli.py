@@ -230,7 +230,7 @@ def test_a_researchers_day_login_submit_queue_why_logs_wait_cancel_usage(stack: 
     assert (cancelled.returncode, cancelled.stdout) == (0, f"Cancelled job {long['id']} (sleep)\n")
     again = stack.muster("cancel", str(long["id"]))
     assert again.returncode == 5
-    assert again.stderr == f"muster: error: job {long['id']}: Job {long['id']} has already ended (CANCELLED); there is nothing to cancel.\n"
+    assert again.stderr == f"muster: error: Job {long['id']} has already ended (CANCELLED); there is nothing to cancel.\n"
     assert [j["id"] for j in json.loads(stack.muster("jobs", "--state", "CANCELLED", "--json").stdout)] == [long["id"]]
 
     usage = stack.muster("usage")
@@ -382,6 +382,10 @@ def test_errors_are_one_line_with_an_exit_code_a_script_can_use(stack: Stack, tm
 
     unknown = stack.muster("show", "999999")
     assert (unknown.returncode, unknown.stderr) == (5, "muster: error: No job 999999 (or none that you may see).\n")
+    # Several at once: each refusal names its job once.
+    unknown = stack.muster("cancel", "999998", "999999")
+    assert unknown.returncode == 5
+    assert unknown.stderr == "".join(f"muster: error: No job {n} (or none that you may see).\n" for n in (999998, 999999))
 
     gone = f"http://127.0.0.1:{free_port()}"
     down = stack.muster("queue", "--url", gone, "--token", "whatever")
