@@ -156,8 +156,11 @@ class Timelines:
         other.holds = {name: [h for h in self.holds[name] if h.job_id != job_id]}
         return other
 
-    def starts(self, name: str, gpus: int, wall: float, after: float) -> list[tuple[float, float]]:
-        """The intervals [a, b] of start times >= `after` at which `gpus` GPUs stay free for `wall` seconds."""
+    def starts(self, name: str, gpus: int, wall: float, after: float, *, first_only: bool = False) -> list[tuple[float, float]]:
+        """The intervals [a, b] of start times >= `after` at which `gpus` GPUs stay free for `wall` seconds.
+
+        `first_only`: stop at the first (planning the queue asks for only that of many nodes).
+        """
         if self.total.get(name, 0) < gpus:
             return []
         times, frees = self.profile(name)
@@ -178,6 +181,8 @@ class Timelines:
                 continue
             if cursor + wall <= u:
                 intervals.append((cursor, u - wall))
+                if first_only:
+                    return intervals
             cursor = max(cursor, v)
             if cursor == INF:
                 return intervals
@@ -185,27 +190,8 @@ class Timelines:
         return intervals
 
     def earliest(self, name: str, gpus: int, wall: float, after: float) -> float:
-        """The first of `starts`, without working out the rest (planning the queue asks this of every node)."""
-        if self.total.get(name, 0) < gpus:
-            return INF
-        times, frees = self.profile(name)
-        cursor = max(after, times[0])
-        n = len(times)
-        i = 0
-        while i < n:
-            if frees[i] >= gpus:
-                i += 1
-                continue
-            u = times[i]
-            while i < n and frees[i] < gpus:
-                i += 1
-            v = times[i] if i < n else INF
-            if v <= cursor:
-                continue
-            if cursor + wall <= u:
-                return cursor
-            cursor = max(cursor, v)
-        return cursor
+        found = self.starts(name, gpus, wall, after, first_only=True)
+        return found[0][0] if found else INF
 
 
 def _lower(times: list[float], frees: list[int], start: float, end: float, gpus: int) -> None:
