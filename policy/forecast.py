@@ -21,10 +21,12 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping, Sequence
 
 from policy.model import ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, ESTIMATE_RESERVED, NOT_EXAMINED, PendingJob, Waiting
-from policy.timeline import INF, Hold, NeedOn, NodeFits, Timelines, at_count_th_first_start, earliest_common_start
+from policy.timeline import INF, Hold, NeedOn, Timelines, at_count_th_first_start, earliest_common_start
 
 # (job, its reason code) -> the earliest its limits let it start, or None when that cannot be known.
 NotBefore = Callable[[PendingJob, str], float | None]
+# The nodes that could ever hold one of the job's ranks (policy.schedule's node test, worked out once per shape).
+FittingNodes = Callable[[PendingJob], Sequence[str]]
 
 
 def forecast(
@@ -35,13 +37,13 @@ def forecast(
     plan_jobs: int,
     need_on: NeedOn,
     not_before: NotBefore,
-    node_fits: NodeFits,
+    fitting_nodes: FittingNodes,
 ) -> tuple[Waiting, ...]:
     """`waiting` with an estimated start for each job (in its order, the priority order). Adds holds to `timelines`."""
     out: list[Waiting] = []
     planned = 0
     last: float | None = None
-    planner = _Planner(timelines, need_on, node_fits)
+    planner = _Planner(timelines, need_on, fitting_nodes)
     for wait in waiting:
         job = jobs[wait.job_id]
         # A GPU slice job was planned over the slices (policy/sharing.py), not over the whole GPUs planned here.
@@ -87,11 +89,10 @@ class _Planner:
     holds only raise it) until no node worked out starts before that bound.
     """
 
-    def __init__(self, timelines: Timelines, need_on: NeedOn, node_fits: NodeFits) -> None:
+    def __init__(self, timelines: Timelines, need_on: NeedOn, fitting_nodes: FittingNodes) -> None:
         self.timelines = timelines
         self.need_on = need_on
-        self.node_fits = node_fits
-        self.names = sorted(timelines.total)
+        self.fitting_nodes = fitting_nodes
         # (GPUs, wall, after, RDMA, whole nodes) -> heap of (earliest start, node GPUs, node, node version when worked
         # out, or _BOUND while the start is only the node's bound).
         self.singles: dict[tuple[int, float, float, int, bool], list[tuple[float, int, str, int]]] = {}
@@ -157,7 +158,7 @@ class _Planner:
         found = self.first_free.get(key)
         if found is None:
             tl = self.timelines
-            found = [(tl.first_free(n, self.need_on(job, n)), tl.total[n], n) for n in self.names if self.node_fits(job, n)]
+            found = [(tl.first_free(n, self.need_on(job, n)), tl.total[n], n) for n in self.fitting_nodes(job)]
             self.first_free[key] = found
         return found
 

@@ -244,7 +244,7 @@ class _Cycle:
             self.config.plan_jobs,
             self._need_on,
             self._not_before,
-            self._node_fits,
+            self._fitting_nodes,
         )
         reservations = tuple(sorted(self.promised.values(), key=lambda r: (r.start, r.job_id)))
         return Decisions(tuple(self.placements), waiting, tuple(self.preemptions), reservations, priorities, tuple(self.resizes))

@@ -19,8 +19,8 @@ def need_on(job: PendingJob, name: str) -> int:
     return NODES[name] if job.whole_nodes else job.gpus_per_node
 
 
-def node_fits(job: PendingJob, name: str) -> bool:
-    return NODES[name] >= job.gpus_per_node
+def fitting_nodes(job: PendingJob) -> list[str]:
+    return [name for name in sorted(NODES) if NODES[name] >= job.gpus_per_node]
 
 
 @settings(max_examples=300, deadline=None)
@@ -42,11 +42,10 @@ def test_each_planned_start_is_the_one_worked_out_over_every_node(
 
     planned = Timelines(NODES, free, releases, NOW)
     scratch = Timelines(NODES, free, releases, NOW)
-    planner = _Planner(planned, need_on, node_fits)
+    planner = _Planner(planned, need_on, fitting_nodes)
     for i, (nodes, gpus, wall, after) in enumerate(jobs):
         job = pend(i, nodes=nodes, gpus=8 if nodes > 1 else gpus, wall=wall * STEP)
-        fitting = [n for n in sorted(NODES) if node_fits(job, n)]
-        expected = earliest_start(scratch, job, fitting, NOW + after * STEP, need_on)
+        expected = earliest_start(scratch, job, fitting_nodes(job), NOW + after * STEP, need_on)
         assert planner.earliest(job, NOW + after * STEP) == expected
         if expected is not None:
             start, chosen = expected
