@@ -10,7 +10,10 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt client/pyproject
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is needed (Python 3.11)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements-dev.txt -c constraints.txt
+	@# setuptools warns at every editable install that a folder named like the package in the working directory would
+	@# shadow it; the client's package (muster_client) has no such twin here, and the banner pushed the first start's
+	@# own lines off the screen.
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -r requirements-dev.txt -c constraints.txt
 	touch $(STAMP)
 
 ## Run Muster on this machine with its embedded defaults: SQLite, the embedded broker, the simulated cluster.
