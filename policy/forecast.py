@@ -21,12 +21,10 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping, Sequence
 
 from policy.model import ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, ESTIMATE_RESERVED, NOT_EXAMINED, PendingJob, Waiting
-from policy.timeline import INF, Hold, NeedOn, Timelines, at_count_th_first_start, earliest_common_start
+from policy.timeline import INF, FittingNodes, Hold, NeedOn, Timelines, at_count_th_first_start, earliest_common_start
 
 # (job, its reason code) -> the earliest its limits let it start, or None when that cannot be known.
 NotBefore = Callable[[PendingJob, str], float | None]
-# The nodes that could ever hold one of the job's ranks (policy.schedule's node test, worked out once per shape).
-FittingNodes = Callable[[PendingJob], Sequence[str]]
 
 
 def forecast(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from policy.model import PendingJob, Reservation, when
-from policy.timeline import Hold, NeedOn, NodeFits, Timelines, earliest_common_start, earliest_start
+from policy.timeline import FittingNodes, Hold, NeedOn, NodeFits, Timelines, earliest_common_start, earliest_start
 
 # Bounds the work: each move search looks at every node.
 MAX_MOVE_SEARCHES = 64
@@ -30,6 +30,7 @@ def keep_promises(
     jobs: Mapping[int, PendingJob],
     timelines: Timelines,
     node_fits: NodeFits,
+    fitting_nodes: FittingNodes,
     now: float,
     need_on: NeedOn,
 ) -> tuple[dict[int, Reservation], dict[int, str]]:
@@ -58,8 +59,7 @@ def keep_promises(
             continue
         job = jobs[promise.job_id]
         timelines.release(job.id, promise.node_names)
-        names = [n for n in timelines.total if node_fits(job, n)]
-        found = earliest_start(timelines, job, names, now, need_on)
+        found = earliest_start(timelines, job, fitting_nodes(job), now, need_on)
         if found is not None and found[0] < promise.start - 1e-6:
             kept[job.id] = hold(timelines, job, tuple(found[1]), found[0], need_on)
         else:

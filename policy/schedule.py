@@ -205,7 +205,7 @@ class _Cycle:
         planned = {j.id: _start_shape(j) for j in order}
         self.planned = planned
         self.promised, self.moved = keep_promises(
-            self.snapshot.reservations, planned, self.timelines, self._node_fits, self.now, self._need_on
+            self.snapshot.reservations, planned, self.timelines, self._node_fits, self._fitting_nodes, self.now, self._need_on
         )
         # The jobs that could not start by borrowing need their quota held most: they are committed first.
         for kept in sorted(self.promised.values(), key=lambda r: (self._may_borrow(planned[r.job_id]), r.start, r.job_id)):

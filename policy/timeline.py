@@ -11,7 +11,7 @@ built lazily and rebuilt only for a node that changed.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from policy.model import PendingJob
@@ -21,6 +21,8 @@ INF = float("inf")
 NeedOn = Callable[[PendingJob, str], int]
 # Whether a node could ever hold one of the job's ranks (enough GPUs, the RDMA devices it asks for).
 NodeFits = Callable[[PendingJob, str], bool]
+# The nodes that fit one of the job's ranks, in the timelines' order (policy.schedule works them out once per shape).
+FittingNodes = Callable[[PendingJob], Sequence[str]]
 
 
 class Hold(NamedTuple):
@@ -279,7 +281,7 @@ def _sweep(options: Mapping[str, list[tuple[float, float]]], count: int) -> tupl
 
 
 def earliest_start(
-    timelines: Timelines, job: PendingJob, names: list[str], after: float, need_on: NeedOn
+    timelines: Timelines, job: PendingJob, names: Sequence[str], after: float, need_on: NeedOn
 ) -> tuple[float, list[str]] | None:
     """The earliest start >= `after` for the job on `names`, and the nodes: a single-node job the node that frees
     soonest (the fullest on a tie, as best fit), a gang the first instant enough nodes are whole and free together."""
