@@ -11,7 +11,8 @@ arrives or work ends early; only a reservation is a promise.
 
 The work is bounded: at most `plan_jobs` jobs are planned; the rest are told they start after the
 last planned start (ESTIMATE_AFTER). A job held by its limits is planned from when they let it run
-(its owner's running jobs end, its budget renews), or gets no estimate when that cannot be known.
+(its owner's running jobs and the jobs planned before it leave its quota room, its budget renews), or
+gets no estimate when that cannot be known.
 """
 
 from __future__ import annotations
@@ -23,8 +24,11 @@ from collections.abc import Callable, Mapping, Sequence
 from policy.model import ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, ESTIMATE_RESERVED, NOT_EXAMINED, PendingJob, Waiting
 from policy.timeline import INF, FittingNodes, Hold, NeedOn, Timelines, at_count_th_first_start, earliest_common_start
 
-# (job, its reason code) -> the earliest its limits let it start, or None when that cannot be known.
-NotBefore = Callable[[PendingJob, str], float | None]
+# (job, its reason code, an instant) -> the earliest at or after it that its limits let it start, or None when that
+# cannot be known.
+NotBefore = Callable[[PendingJob, str, float], float | None]
+# (job, its planned start): what the job is planned to use of its limits (its owners' quotas) from then on.
+UseLimits = Callable[[PendingJob, float], None]
 
 
 def forecast(
@@ -35,6 +39,7 @@ def forecast(
     plan_jobs: int,
     need_on: NeedOn,
     not_before: NotBefore,
+    use_limits: UseLimits,
     fitting_nodes: FittingNodes,
 ) -> tuple[Waiting, ...]:
     """`waiting` with an estimated start for each job (in its order, the priority order). Adds holds to `timelines`."""
@@ -51,16 +56,17 @@ def forecast(
         if wait.reason_code == NOT_EXAMINED or planned >= plan_jobs:
             out.append(wait.estimated(last, ESTIMATE_AFTER if last is not None else ESTIMATE_NONE))
             continue
-        after = not_before(job, wait.reason_code)
+        after = not_before(job, wait.reason_code, now)
         if after is None:
             out.append(wait)
             continue
         planned += 1
-        found = planner.earliest(job, max(after, now))
+        found = _within_limits(planner, job, wait.reason_code, after, not_before)
         if found is None:
             out.append(wait)
             continue
         start, chosen = found
+        use_limits(job, start)
         # Jobs planned after it see it gone at its expected end (the timelines are the expected ones, not the wall
         # times promises are held by); it still needs a window of its wall time, as the walk places it.
         ends = start + job.likely_seconds
@@ -69,6 +75,24 @@ def forecast(
         last = start if last is None else max(last, start)
         out.append(wait.estimated(start, ESTIMATE_PLANNED))
     return tuple(out)
+
+
+def _within_limits(planner: _Planner, job: PendingJob, code: str, after: float, not_before: NotBefore) -> tuple[float, list[str]] | None:
+    """The first window that fits the job from `after` on and that its limits let it start in.
+
+    The window found may start where the jobs planned before it fill its owners' quota: then the next one from
+    where the limits let it start. Each turn starts later, at a window's start or a quota's change, so it ends.
+    """
+    while True:
+        found = planner.earliest(job, after)
+        if found is None:
+            return None
+        allowed = not_before(job, code, found[0])
+        if allowed == found[0]:
+            return found
+        if allowed is None:
+            return None
+        after = allowed
 
 
 # The version of a heap entry that holds a lower bound, not a start worked out: never a node's version.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import NamedTuple
@@ -150,6 +150,10 @@ class PendingJob:
     @property
     def elastic(self) -> bool:
         return 0 < self.min_nodes < self.nodes
+
+    def start_shape(self) -> PendingJob:
+        """The job as it must be able to start: an elastic job on its fewest nodes (still holding them whole)."""
+        return replace(self, nodes=self.min_nodes) if self.elastic else self
 
     @property
     def whole_nodes(self) -> bool:

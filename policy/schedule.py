@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import gc
 import math
-from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from policy.budget import budget_need, whole_gpu_node_sizes
 from policy.capacity import Allowed, Capacity
 from policy.forecast import forecast
 from policy.model import (
@@ -72,6 +72,7 @@ from policy.model import (
 )
 from policy.priority import prioritize, priority_order, usage_ratios
 from policy.promises import hold, keep_promises
+from policy.quota_plan import QuotaPlan
 from policy.sharing import Slices, describe_ask
 from policy.timeline import Timelines, earliest_common_start, earliest_start
 
@@ -150,7 +151,7 @@ class _Cycle:
         self.commitments: dict[int, tuple[float, float]] = {}
         self.held_quota: defaultdict[str, float] = defaultdict(float)
         self.held_budget: defaultdict[str, float] = defaultdict(float)
-        self.node_sizes = sorted({n.gpus_total for n in snapshot.nodes if n.schedulable and not n.sharing})
+        self.node_sizes = whole_gpu_node_sizes(snapshot.nodes)
         self.foreign_gpus = sum(n.gpus_foreign for n in snapshot.nodes if n.schedulable and not n.sharing)
         for r in self.running.values() if self.limited else ():
             share = self._node_share(r.node_names, r.gpus_held)
@@ -160,7 +161,7 @@ class _Cycle:
         self.timelines = Timelines(self.capacity.total, self.capacity.free.__getitem__, self._releases, self.now)
         self.promised: dict[int, Reservation] = {}  # job id -> its reservation, kept or new
         self.moved: dict[int, str] = {}  # job id -> why the reservation it had could not be kept
-        self.quota_ends: defaultdict[str, list[tuple[float, float]]] | None = None
+        self.quota_plans: dict[str, QuotaPlan] | None = None
         self.next_promised: set[int] = set()  # the starving jobs a new reservation may go to in this cycle
         self.by_start: list[Reservation] | None = None  # the reservations, earliest first, worked out when needed
         self.blocking: dict[tuple[int, int | None, int, int, int], Reservation] = {}  # by job shape and capacity version
@@ -202,7 +203,7 @@ class _Cycle:
         priorities = prioritize(self.snapshot, self.config)
         order = priority_order(self.snapshot, self.config, priorities)
         # Promises and estimates are for a start: an elastic job's at its fewest nodes.
-        planned = {j.id: _start_shape(j) for j in order}
+        planned = {j.id: j.start_shape() for j in order}
         self.planned = planned
         self.promised, self.moved = keep_promises(
             self.snapshot.reservations, planned, self.timelines, self._node_fits, self._fitting_nodes, self.now, self._need_on
@@ -244,6 +245,7 @@ class _Cycle:
             self.config.plan_jobs,
             self._need_on,
             self._not_before,
+            self._plan_quota,
             self._fitting_nodes,
         )
         reservations = tuple(sorted(self.promised.values(), key=lambda r: (r.start, r.job_id)))
@@ -336,9 +338,10 @@ class _Cycle:
             job = jobs[wait.job_id]
             if not job.shares_gpu or wait.reason_code == NOT_EXAMINED:
                 continue
-            after = self._not_before(job, wait.reason_code)
-            start = self.slices.plan(job, max(after, self.now)) if after is not None else None
+            after = self._not_before(job, wait.reason_code, self.now)
+            start = self.slices.plan(job, after) if after is not None else None
             if start is not None:
+                self._plan_quota(job, start)
                 self.waiting[i] = wait.estimated(start, ESTIMATE_PLANNED)
 
     def _node_share(self, names: tuple[str, ...] | list[str], held: tuple[float, ...]) -> float:
@@ -464,7 +467,7 @@ class _Cycle:
         found = self.quota_gpus.get(key)
         if found is None:
             sizes = [size for size in self.capacity.sizes if size >= job.gpus_per_node]
-            start = _start_shape(job)
+            start = job.start_shape()
             found = self.quota_gpus[key] = start.nodes * sizes[0] if start.whole_nodes and sizes else job.gpus
         return found
 
@@ -494,7 +497,7 @@ class _Cycle:
         room = self._quota_room(job) if self.limited and job.nodes > 1 else None
         if room is None:
             return None
-        return room // _start_shape(job).nodes if room >= self._quota_gpus(job) else None
+        return room // job.start_shape().nodes if room >= self._quota_gpus(job) else None
 
     def _quota_room(self, job: PendingJob | RunningJob) -> float | None:
         """GPUs its owners' tightest quota has left (None: no owner has a limit)."""
@@ -524,32 +527,12 @@ class _Cycle:
 
     def _budget_need(self, job: PendingJob) -> tuple[float, str]:
         if job.shares_gpu:
-            return self._work_out_budget_need(job)
+            return budget_need(job, self.node_sizes, self.slices)
         key = (job.wall_seconds, job.gpus_per_node, job.nodes, job.min_nodes)
         found = self.budget_needs.get(key)
         if found is None:
-            found = self.budget_needs[key] = self._work_out_budget_need(job)
+            found = self.budget_needs[key] = budget_need(job, self.node_sizes, self.slices)
         return found
-
-    def _work_out_budget_need(self, job: PendingJob) -> tuple[float, str]:
-        """The most the job can charge its budget, in node-hours, and how that is worked out.
-
-        The ledger charges the share of each node a job holds: whole nodes for a gang; for a
-        single-node job its GPUs over the node's. Which node it gets is not known yet, so the
-        smallest schedulable node it fits on (the largest share) bounds it.
-        """
-        hours = job.wall_seconds / 3600
-        if job.shares_gpu:
-            share = self.slices.node_share(job)
-            return share * hours, f"a slice of {share:.3g} of a node x {hours:.2f} h"
-        if job.whole_nodes:
-            nodes = _start_shape(job).nodes
-            return nodes * hours, f"{nodes} node{'s' if nodes != 1 else ''} x {hours:.2f} h"
-        index = bisect_left(self.node_sizes, job.gpus_per_node)
-        size = self.node_sizes[index] if index < len(self.node_sizes) else job.gpus_per_node
-        if job.gpus_per_node >= size:
-            return hours, f"1 node x {hours:.2f} h"
-        return job.gpus_per_node / size * hours, f"{job.gpus_per_node} of a node's {size} GPUs x {hours:.2f} h"
 
     # --- placement -------------------------------------------------------------------------------
 
@@ -772,7 +755,7 @@ class _Cycle:
         if key in self.failed_searches or job.id in self.promised:
             return None
         self.searches += 1
-        victims = self._smallest_victim_set(_start_shape(job), allowed)
+        victims = self._smallest_victim_set(job.start_shape(), allowed)
         if victims is None:
             # Within a cycle capacity only shrinks, and victims and allowed nodes with it: the same key fails again.
             self.failed_searches.add(key)
@@ -842,7 +825,7 @@ class _Cycle:
     def _shrink_for(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
         """Whole nodes for the job taken from elastic jobs above their minimum (their last ranks), before anyone is
         preempted whole; None when shrinking cannot free enough."""
-        start = _start_shape(job)
+        start = job.start_shape()
 
         def fits(name: str) -> bool:
             return self._node_fits(job, name) and (allowed is None or allowed(name))
@@ -1101,59 +1084,68 @@ class _Cycle:
         """The earliest window in which the whole gang fits, by wall-time ends and the reservations already held."""
         largest = self._largest_node(job)
         names = [n for n in self._fitting_nodes(job) if largest is None or self.capacity.total[n] <= largest]
-        start = _start_shape(job)
+        start = job.start_shape()
         found = earliest_start(self.timelines, start, names, self.now, self._need_on)
         if found is None:
             return None
         return self._hold(start, tuple(found[1]), found[0])
 
-    def _not_before(self, job: PendingJob, code: str) -> float | None:
-        """The earliest a waiting job's limits let it start (None: not known), for its estimate."""
-        if code == LAUNCH_BACKOFF:
-            return job.not_before
-        if code == BUDGET:
-            resets = [self._account(key).budget_resets_at for key, _ in self._owners(job)]
-            return max((r for r in resets if r is not None), default=None)
-        if code == QUOTA_GPUS:
-            return self._quota_frees_at(job)
-        return self.now
+    def _not_before(self, job: PendingJob, code: str, after: float) -> float | None:
+        """The earliest at or after `after` a waiting job's limits let it start (None: not known), for its estimate.
 
-    def _quota_frees_at(self, job: PendingJob) -> float | None:
-        """When its owners' running jobs, ending by their wall times, leave room in their quotas for it."""
-        at = self.now
+        Its owners' GPU quotas count the jobs planned before it as well as what runs (`_plan_quota`).
+        """
+        at: float | None = after
+        if code == LAUNCH_BACKOFF:
+            at = max(job.not_before or after, after)
+        elif code == BUDGET:
+            resets = [r for key, _ in self._owners(job) if (r := self._account(key).budget_resets_at) is not None]
+            at = max(max(resets), after) if resets else None
+        if at is None or not self.limited or (job.preemptible and code != QUOTA_GPUS):
+            return at
         needs = self._quota_gpus(job)
-        if self.quota_ends is None:
-            # Worked out once, after the walk (the forecast's time): what each account's jobs within quota free, and when.
-            self.quota_ends = defaultdict(list)
+        plans = self._quota_plans()
+        # Each owner's quota may move the start past another's: until all of them let it start.
+        settled = False
+        while at is not None and not settled:
+            settled = True
+            for key, _ in self._owners(job):
+                plan = plans.get(key)
+                found = plan.earliest(needs, at, job.likely_seconds) if plan is not None else at
+                if found != at:
+                    at, settled = found, False
+                    break
+        return at
+
+    def _plan_quota(self, job: PendingJob, start: float) -> None:
+        """A job planned to start at `start` uses its owners' quotas until its expected end, for the jobs planned after it."""
+        if not self.limited or job.preemptible:
+            return
+        plans = self._quota_plans()
+        needs = self._quota_gpus(job)
+        for key, _ in self._owners(job):
+            plan = plans.get(key)
+            if plan is not None:
+                plan.hold(needs, start, start + job.likely_seconds)
+
+    def _quota_plans(self) -> dict[str, QuotaPlan]:
+        """Each limited account's quota over time, worked out once after the walk (the forecast's time)."""
+        if self.quota_plans is None:
+            ends: defaultdict[str, list[tuple[float, float]]] = defaultdict(list)
+            # What runs within quota frees it at its wall time; a promised job's held quota is used from its start
+            # until its wall time after it.
             for r in self.running.values():
                 if not r.over_quota:
                     for key, _ in self._owners(r):
-                        self.quota_ends[key].append((r.ends_at, r.gpus))
-            # A promised job's held quota is used from its start until its wall time after it.
+                        ends[key].append((r.ends_at, r.gpus))
             for job_id, (gpus, _) in self.commitments.items():
                 promise = self.promised.get(job_id)
                 if gpus and promise is not None:
                     for key, _ in self._owners(self.planned[job_id]):
-                        self.quota_ends[key].append((promise.start + self.planned[job_id].wall_seconds, gpus))
-            for ends in self.quota_ends.values():
-                ends.sort()
-        for key, _ in self._owners(job):
-            limit = self._account(key).max_gpus
-            if limit is None:
-                continue
-            if needs > limit:
-                return None
-            in_use = self._quota_used(key, job)
-            for end, gpus in self.quota_ends.get(key, ()):
-                if in_use + needs <= limit:
-                    break
-                in_use -= gpus
-                at = max(at, end)
-            if in_use + needs > limit:
-                return None
-        return at
-
-
-def _start_shape(job: PendingJob) -> PendingJob:
-    """The job as it must be able to start: an elastic job on its fewest nodes (still holding them whole)."""
-    return replace(job, nodes=job.min_nodes) if job.elastic else job
+                        ends[key].append((promise.start + self.planned[job_id].wall_seconds, gpus))
+            self.quota_plans = {
+                key: QuotaPlan(limit, self.in_quota[key] + self.held_quota[key], ends[key])
+                for key, account in self.snapshot.accounts.items()
+                if (limit := account.max_gpus) is not None
+            }
+        return self.quota_plans

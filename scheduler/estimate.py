@@ -23,11 +23,13 @@ from django.utils import timezone
 from jobs.lifecycle import fit_reason
 from jobs.models import Job
 from jobs.services import ResourceAsk, job_check_fits_cluster, job_submit_problems
-from policy.model import ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, ESTIMATE_RESERVED
+from policy.budget import budget_need, whole_gpu_node_sizes
+from policy.model import ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, ESTIMATE_RESERVED, PendingJob
 from policy.schedule import schedule
+from policy.sharing import Slices
 from quotas.selectors import AccountUsage, account_usages
 from quotas.services import held_gpus
-from scheduler.snapshot import build_snapshot, pending_job, policy_config
+from scheduler.snapshot import build_snapshot, node_views, pending_job, policy_config
 
 # What an estimated start means (`StartEstimate.kind`): the stored plan's kinds, and two of its own.
 START_NOW = "now"  # it would be placed by the next cycle
@@ -71,20 +73,23 @@ def job_estimate(*, owner: User, spec: dict[str, Any], now: datetime | None = No
     """The estimate for a submit of `spec` (the submit serializer's validated data) by `owner`, at `now`."""
     now = now or timezone.now()
     problems = job_submit_problems(owner=owner, **spec)
-    limits = _limit_checks(owner, spec, now)
-    if problems:
+    job = _as_queued(owner, spec, now)
+    limits = _limit_checks(owner, spec, job, now)
+    if problems or job is None:
         return SubmitEstimate(False, problems, limits, StartEstimate(START_UNKNOWN, None, reason="It would be refused: see why."))
-    return SubmitEstimate(True, {}, limits, _start(owner, spec, now))
+    return SubmitEstimate(True, {}, limits, _start(job, now))
 
 
-def _start(owner: User, spec: dict[str, Any], now: datetime) -> StartEstimate:
-    job_id = (Job.objects.aggregate(last=Max("id"))["last"] or 0) + 1
+def _as_queued(owner: User, spec: dict[str, Any], now: datetime) -> PendingJob | None:
+    """The job as the cycle would see it queued (its id after every job's, submitted now); None without its size."""
+    if any(spec.get(field) is None for field in ("nodes", "gpus_per_node", "wall_time_seconds")):
+        return None
     team = spec.get("team")
-    job = pending_job(
-        job_id=job_id,
+    return pending_job(
+        job_id=(Job.objects.aggregate(last=Max("id"))["last"] or 0) + 1,
         nodes=spec["nodes"],
         gpus_per_node=spec["gpus_per_node"],
-        priority_class=spec["priority_class"],
+        priority_class=spec.get("priority_class") or "",
         submitted_at=now,
         user=owner.get_username(),
         team=team.name if team is not None else None,
@@ -97,17 +102,20 @@ def _start(owner: User, spec: dict[str, Any], now: datetime) -> StartEstimate:
         preemptible=bool(spec.get("preemptible")),
         rdma_per_node=spec.get("rdma_per_node") or 0,
     )
+
+
+def _start(job: PendingJob, now: datetime) -> StartEstimate:
     decisions = schedule(build_snapshot(now, extra=(job,)), policy_config())
-    if any(p.job_id == job_id for p in decisions.placements):
-        stops = sum(1 for p in decisions.preemptions if p.for_job_id == job_id)
+    if any(p.job_id == job.id for p in decisions.placements):
+        stops = sum(1 for p in decisions.preemptions if p.for_job_id == job.id)
         return StartEstimate(START_NOW, now, preempts=stops)
-    wait = next(w for w in decisions.waiting if w.job_id == job_id)
+    wait = next(w for w in decisions.waiting if w.job_id == job.id)
     at = datetime.fromtimestamp(wait.estimated_start, UTC) if wait.estimated_start is not None else None
     kind = KIND_OF.get(wait.estimate, START_UNKNOWN) if at is not None else START_UNKNOWN
     return StartEstimate(kind, at, wait.reason_code, fit_reason(wait.reason), wait.position)
 
 
-def _limit_checks(owner: User, spec: dict[str, Any], now: datetime) -> tuple[LimitCheck, ...]:
+def _limit_checks(owner: User, spec: dict[str, Any], job: PendingJob | None, now: datetime) -> tuple[LimitCheck, ...]:
     """Each limit the job meets or not, in words: the cluster's size, then the owner's and the team's limits."""
     if spec.get("nodes") is None or spec.get("gpus_per_node") is None:
         return ()
@@ -123,12 +131,20 @@ def _limit_checks(owner: User, spec: dict[str, Any], now: datetime) -> tuple[Lim
         most = settings.MUSTER_MAX_WALL_TIME_SECONDS
         checks.append(LimitCheck("wall_time", OK if wall <= most else REFUSED, f"Wall time: {_span(wall)}; the site allows {_span(most)}."))
     team = spec.get("team")
-    for usage in account_usages(users=[owner], teams=[team] if team is not None else [], now=now):
-        checks += _account_checks(usage, ask, wall, bool(spec.get("preemptible")))
+    usages = account_usages(users=[owner], teams=[team] if team is not None else [], now=now)
+    need = None
+    if job is not None and any(usage.budget is not None for usage in usages):
+        # What the cycle will hold it to: the share of the nodes it may hold, as the ledger charges.
+        nodes = node_views(now)
+        need = budget_need(job, whole_gpu_node_sizes(nodes), Slices(nodes, (), now.timestamp()))
+    for usage in usages:
+        checks += _account_checks(usage, ask, wall, bool(spec.get("preemptible")), need)
     return tuple(checks)
 
 
-def _account_checks(usage: AccountUsage, ask: ResourceAsk, wall: int | None, preemptible: bool) -> list[LimitCheck]:
+def _account_checks(
+    usage: AccountUsage, ask: ResourceAsk, wall: int | None, preemptible: bool, need: tuple[float, str] | None
+) -> list[LimitCheck]:
     limits = usage.limits
     whose = f"your quota (user {limits.name})" if limits.kind == "user" else f"team {limits.name}'s quota"
     # An elastic job starts on its least: that is what its limits must let it run. A gang holds its nodes whole.
@@ -156,11 +172,11 @@ def _account_checks(usage: AccountUsage, ask: ResourceAsk, wall: int | None, pre
             ok = node_hours <= limits.max_node_hours_per_job
             text = f"Node-hours: at most {node_hours:g} for this job; {whose} allows {limits.max_node_hours_per_job:g} per job."
             checks.append(LimitCheck("node_hours", OK if ok else REFUSED, text))
-        left = usage.node_hours_left
-        if left is not None:
-            budget = f"{whose} has {left:g} of {limits.node_hours_per_period:g} left this period"
-            text = f"Budget: this job may use {node_hours:g} node-hours; {budget}."
-            checks.append(LimitCheck("budget", OK if node_hours <= left else WAITS, text))
+    budget = usage.budget
+    if budget is not None and need is not None:
+        # In the words of the BUDGET reason: what running jobs may still use is committed, a new job fits in the rest.
+        text = f"Budget: this job may use {need[0]:.1f} node-hours ({need[1]}); {whose} has {budget} this period."
+        checks.append(LimitCheck("budget", OK if need[0] <= budget.uncommitted else WAITS, text))
     return checks
 
 

@@ -66,3 +66,35 @@ def test_a_job_held_by_its_budget_is_planned_from_the_renewal_or_has_no_estimate
     unknown = (Account(user_key("ann"), node_hours_left=0.0),)
     w = waiting(schedule(snap([pend(1, user="ann")], accounts=unknown)))
     assert (w[1].reason_code, w[1].estimate, w[1].estimated_start) == (BUDGET, ESTIMATE_NONE, None)
+
+
+def test_a_quota_that_fits_one_job_at_a_time_has_its_waiting_jobs_planned_one_after_another() -> None:
+    # ann may hold 20 GPUs: her 2x8 gang runs for two more hours, and three more of an hour each wait for it. The
+    # cluster has room for all of them; her quota for one at a time.
+    quota = (Account(user_key("ann"), max_gpus=20),)
+    mine = running(10, {"n00": 8, "n01": 8}, user="ann", left=2 * HOUR)
+    pending = [pend(i, nodes=2, user="ann", age=300 - i) for i in (1, 2, 3)]
+    w = waiting(schedule(snap(pending, [mine], nodes=8, accounts=quota), config(starvation_seconds=10 * HOUR)))
+    assert [(w[i].reason_code, w[i].estimated_start) for i in (1, 2, 3)] == [
+        (QUOTA_GPUS, NOW + 2 * HOUR),
+        (QUOTA_GPUS, NOW + 3 * HOUR),
+        (QUOTA_GPUS, NOW + 4 * HOUR),
+    ]
+
+
+def test_a_job_waiting_for_room_is_planned_where_its_quota_has_room_too() -> None:
+    # ann's quota (8 GPUs) has room now, but no node does: the cluster is full for an hour. Her first job is planned
+    # at +1 h; the second, though a node frees then too, only when the first is expected gone.
+    quota = (Account(user_key("ann"), max_gpus=8),)
+    jobs = [running(10, {"n00": 8}, left=HOUR), running(11, {"n01": 8}, left=HOUR)]
+    pending = [pend(1, user="ann", age=300), pend(2, user="ann", age=200), pend(3, user="bob", age=100)]
+    w = waiting(schedule(snap(pending, jobs, accounts=quota), config(starvation_seconds=10 * HOUR)))
+    assert [w[i].estimated_start for i in (1, 2, 3)] == [NOW + HOUR, NOW + 2 * HOUR, NOW + HOUR]
+
+
+def test_a_preemptible_job_may_borrow_so_its_owners_quota_does_not_plan_it() -> None:
+    quota = (Account(user_key("ann"), max_gpus=8),)
+    jobs = [running(10, {"n00": 8}, left=HOUR), running(11, {"n01": 8}, left=HOUR)]
+    pending = [pend(1, user="ann", age=300), pend(2, user="ann", age=200, preemptible=True)]
+    w = waiting(schedule(snap(pending, jobs, accounts=quota), config(starvation_seconds=10 * HOUR)))
+    assert [w[i].estimated_start for i in (1, 2)] == [NOW + HOUR, NOW + HOUR]

@@ -139,3 +139,23 @@ def test_a_team_the_user_is_not_in_is_refused(api: APIClient, sim: SimHarness) -
     Team.objects.create(name="vision")
     response = api.post(ESTIMATE, job_payload(team="vision"), format="json")
     assert response.status_code == 400
+
+
+def test_the_budget_line_agrees_with_the_cycle_on_committed_hours_and_on_a_share_of_a_node(
+    api: APIClient, user: Any, sim: SimHarness, submit: Any
+) -> None:
+    # 30 node-hours a period; a running 2-node job may still use 29 of them by its wall time.
+    QuotaFactory(user=user, node_hours_per_period=30)
+    submit(nodes=2, wall_time_seconds=52200, simulate={"duration_seconds": 52200})
+    sim.cycle()
+    # A whole node for 2 hours needs 2.0 node-hours: 1 is left beyond what is committed, so it waits for
+    # the budget, in the limit's line as in the start the cycle gives it.
+    body = estimate(api, nodes=1, gpus_per_node=8, wall_time_seconds=7200)
+    assert statuses(body)["budget"] == "waits" and body["fits_limits"] is False
+    assert body["start"]["reason_code"] == "BUDGET"
+    line = next(check["text"] for check in body["limits"] if check["name"] == "budget")
+    assert "may use 2.0 node-hours (1 node x 2.00 h)" in line and "29.0 of it committed to running jobs, 1.0 for new jobs" in line
+    # One GPU of eight for 2 hours is charged a quarter of a node-hour (the ledger's share): it fits, and starts now.
+    body = estimate(api, nodes=1, gpus_per_node=1, wall_time_seconds=7200)
+    assert statuses(body)["budget"] == "ok" and body["start"]["kind"] == "now"
+    assert "(1 of a node's 8 GPUs x 2.00 h)" in next(c["text"] for c in body["limits"] if c["name"] == "budget")

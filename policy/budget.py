@@ -1,0 +1,36 @@
+"""What a job may charge its owners' node-hour budgets: the one figure the cycle holds it to and a submit's estimate shows."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
+
+from policy.model import NodeView, PendingJob
+from policy.sharing import Slices
+
+
+def whole_gpu_node_sizes(nodes: Iterable[NodeView]) -> list[int]:
+    """The GPU counts of the schedulable nodes of whole GPUs, smallest first, once each."""
+    return sorted({n.gpus_total for n in nodes if n.schedulable and not n.sharing})
+
+
+def budget_need(job: PendingJob, node_sizes: Sequence[int], slices: Slices) -> tuple[float, str]:
+    """The most the job can charge its budget, in node-hours, and how that is worked out.
+
+    The ledger charges the share of each node a job holds: whole nodes for a gang (an elastic one on its fewest);
+    for a single-node job its GPUs over the node's; for a slice its share of a GPU over the node's GPUs. Which node
+    it gets is not known yet, so the smallest node it fits on (the largest share) bounds it. `node_sizes` is
+    `whole_gpu_node_sizes` of the cluster.
+    """
+    hours = job.wall_seconds / 3600
+    if job.shares_gpu:
+        share = slices.node_share(job)
+        return share * hours, f"a slice of {share:.3g} of a node x {hours:.2f} h"
+    if job.whole_nodes:
+        nodes = job.start_shape().nodes
+        return nodes * hours, f"{nodes} node{'s' if nodes != 1 else ''} x {hours:.2f} h"
+    index = bisect_left(node_sizes, job.gpus_per_node)
+    size = node_sizes[index] if index < len(node_sizes) else job.gpus_per_node
+    if job.gpus_per_node >= size:
+        return hours, f"1 node x {hours:.2f} h"
+    return job.gpus_per_node / size * hours, f"{job.gpus_per_node} of a node's {size} GPUs x {hours:.2f} h"
