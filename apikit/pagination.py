@@ -1,14 +1,38 @@
 from typing import Any
 
+from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 
 class Pagination(LimitOffsetPagination):
-    """?limit= and ?offset=, with a ceiling so one request cannot pull a whole table."""
+    """?limit= and ?offset=, with a ceiling so one request cannot pull a whole table.
+
+    DRF reads a limit of 0, -1 or `abc` as no limit given, and an offset it cannot read as 0: a script with a typo
+    would get the first page and take it for what it asked. Those are 400s here, naming the parameter; a limit above
+    the ceiling is still cut to it (documented), not refused.
+    """
 
     default_limit = 50
     max_limit = 500
+
+    def get_limit(self, request: Request) -> int | None:
+        text = request.query_params.get(self.limit_query_param)
+        if text is not None and not _whole_number(text, least=1):
+            most = self.max_limit
+            raise ValidationError({self.limit_query_param: [f"A whole number from 1 to {most} (more is cut to {most})."]})
+        return super().get_limit(request)
+
+    def get_offset(self, request: Request) -> int:
+        text = request.query_params.get(self.offset_query_param)
+        if text is not None and not _whole_number(text, least=0):
+            raise ValidationError({self.offset_query_param: ["A whole number, 0 or more."]})
+        return super().get_offset(request)
+
+
+def _whole_number(text: str, *, least: int) -> bool:
+    return text.strip().isdigit() and int(text) >= least
 
 
 class SummaryPagination(Pagination):

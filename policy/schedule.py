@@ -480,8 +480,8 @@ class _Cycle:
                 if self.in_quota[key] > limit:
                     # The limit was lowered under running work (quotas.services warns the admin): say it as it is.
                     return (
-                        f"{who.capitalize()} holds {self.in_quota[key]:g} GPUs within its quota, above its limit of {limit} "
-                        f"(lowered since they started); this job needs {needs:g}."
+                        f"{who.capitalize()} holds {self.in_quota[key]:g} GPUs, above its quota of {limit}: the quota was "
+                        f"lowered after they started; this job needs {needs:g}."
                     )
                 held = used - self.in_quota[key]
                 if held > 0:

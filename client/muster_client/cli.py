@@ -50,15 +50,17 @@ def _wall_time(text: str) -> int:
 
 
 def _node_count(text: str) -> tuple[int, int | None]:
-    """-N as sbatch takes it: 4, or 2-8 for an elastic job (min-max)."""
+    """-N as sbatch takes it: 4, or 2-8 for an elastic job (min-max); 4-4 is 4, as in sbatch."""
     low, sep, high = text.partition("-")
     try:
         first, last = int(low), int(high) if sep else None
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a node count: write 4, or 2-8 for an elastic job") from None
-    if first < 1 or (last is not None and last <= first):
-        raise argparse.ArgumentTypeError(f"'{text}': nodes are at least 1, and an elastic range's most is above its least")
-    return first, last
+    if first < 1:
+        raise argparse.ArgumentTypeError(f"'{text}': a job runs on at least 1 node")
+    if last is not None and last < first:
+        raise argparse.ArgumentTypeError(f"'{text}': an elastic range goes from its fewest nodes to its most (e.g. 2-8)")
+    return first, None if last == first else last
 
 
 MAIL_TYPES = {"BEGIN": ["start"], "END": ["end"], "FAIL": ["fail"], "ALL": ["start", "end", "fail"], "NONE": []}

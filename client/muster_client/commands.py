@@ -182,9 +182,10 @@ def _indent(text: str) -> str:
 
 
 def queue(args: argparse.Namespace) -> int:
-    data = client_for(args).queue(max_entries=args.limit or None)
+    # The limit counts the entries shown: with --user, that user's (the queue API does not filter by owner).
+    data = client_for(args).queue(max_entries=None if args.user else args.limit or None)
     if args.user:
-        data["results"] = [entry for entry in data["results"] if entry["owner"] == args.user]
+        data["results"] = [entry for entry in data["results"] if entry["owner"] == args.user][: args.limit or None]
     if args.json:
         print_json(data)
     else:
@@ -220,11 +221,16 @@ def jobs(args: argparse.Namespace) -> int:
         "limit": min(args.limit, 500) if args.limit else None,  # the page size: no more rows fetched than shown
     }
     found = client_for(args).jobs(**filters)
-    rows = list(itertools.islice(found, args.limit) if args.limit else found)
+    # One more than shown, to say when there are more (the default shows 50).
+    rows = list(itertools.islice(found, args.limit + 1) if args.limit else found)
+    more = bool(args.limit) and len(rows) > args.limit
+    rows = rows[: args.limit or None]
     if args.json:
         print_json(rows)
     else:
         out(render.jobs_table(rows))
+    if more:
+        warn(f"showing the newest {args.limit}; there are more (--limit N for more, --limit 0 for all).")
     return OK
 
 

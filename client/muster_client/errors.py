@@ -58,7 +58,8 @@ def flatten_errors(body: Any, prefix: str = "") -> list[str]:
 def error_message(status: int, body: Any, reason: str = "") -> str:
     """One line for an error response: the server's own words when it gave any, else its status."""
     lines = flatten_errors(body) if not isinstance(body, str) else [line for line in body.strip().splitlines()[:1] if line]
-    text = "; ".join(lines)
+    # The server's sentences end in a full stop: "…per job.; nodes: …" would read twice stopped.
+    text = "; ".join(line[:-1] if line.endswith(".") and i < len(lines) - 1 else line for i, line in enumerate(lines))
     if len(text) > 2000:
         text = text[:2000] + "..."
     return text or f"HTTP {status} {reason}".strip()

@@ -112,19 +112,31 @@ def queue_table(queue: JSON) -> str:
 
 
 def elapsed(job: JSON, *, now: datetime | None = None) -> str:
-    started = parse_time(job.get("started_at"))
-    if started is None:
+    """How long it has held its GPUs: from its placement, as its wall time counts (and the job page shows), not from
+    when its containers came up, which may be minutes later on a cluster that pulls images."""
+    placed = parse_time(job.get("scheduled_at")) or parse_time(job.get("started_at"))
+    if placed is None:
         return "-"
     end = parse_time(job.get("finished_at")) or now or datetime.now(timezone.utc)
-    return format_duration((end - started).total_seconds())
+    return format_duration(max(0.0, (end - placed).total_seconds()))
 
 
 def jobs_table(jobs: Iterable[JSON]) -> str:
     rows = [
-        (j["id"], cut(j["name"], 28), j["state"], shape(j), when(j["submitted_at"]), elapsed(j), j.get("exit_code"), j.get("array_index"))
+        (
+            j["id"],
+            cut(j["name"], 28),
+            j["owner"],
+            j["state"],
+            shape(j),
+            when(j["submitted_at"]),
+            elapsed(j),
+            j.get("exit_code"),
+            j.get("array_index"),
+        )
         for j in jobs
     ]
-    return table(["ID", "NAME", "STATE", "NODESxGPUS", "SUBMITTED", "ELAPSED", "EXIT", "INDEX"], rows)
+    return table(["ID", "NAME", "USER", "STATE", "NODESxGPUS", "SUBMITTED", "ELAPSED", "EXIT", "INDEX"], rows)
 
 
 def job_lines(job: JSON) -> list[str]:
@@ -152,6 +164,7 @@ def job_lines(job: JSON) -> list[str]:
         ("exit code", job.get("exit_code")),
         ("nodes", ", ".join(job.get("assigned_nodes") or []) or "-"),
         ("submitted", when(job.get("submitted_at"))),
+        ("placed", when(job.get("scheduled_at"))),
         ("started", when(job.get("started_at"))),
         ("finished", when(job.get("finished_at"))),
         ("elapsed", elapsed(job)),

@@ -105,7 +105,10 @@ def build_spec(base: Mapping[str, Any], overrides: Mapping[str, Any], *, fallbac
         # --env adds to the file's environment (and wins over the same name there).
         spec["env"] = {**(spec.get("env") or {}), **overrides["env"]}
     if isinstance(spec.get("command"), str):
-        spec["command"] = shlex.split(spec["command"])
+        try:
+            spec["command"] = shlex.split(spec["command"])
+        except ValueError as exc:  # an unclosed quote, or a lone backslash at the end
+            raise SpecError(f"command: cannot split it as a shell would: {exc}.") from None
     if isinstance(spec.get("wall_time_seconds"), str):
         spec["wall_time_seconds"] = parse_wall_time(spec["wall_time_seconds"])
     if "env" in spec and isinstance(spec["env"], dict):

@@ -119,6 +119,17 @@ def test_list_is_paginated(api: APIClient, submit: Any) -> None:
     assert seen == sorted(ids, reverse=True)
 
 
+@pytest.mark.parametrize("url", [JOBS, QUEUE, NODES])
+def test_a_page_size_or_offset_that_is_not_one_is_refused_not_read_as_the_first_page(api: APIClient, url: str) -> None:
+    for params, field in (({"limit": 0}, "limit"), ({"limit": -1}, "limit"), ({"limit": "abc"}, "limit"), ({"offset": "x"}, "offset")):
+        response = api.get(url, params)
+        assert response.status_code == 400, (params, response.content)
+        assert list(response.json()) == [field]
+    assert "from 1 to 500" in api.get(url, {"limit": 0}).json()["limit"][0]
+    # Above the ceiling it is cut to it, as documented.
+    assert api.get(url, {"limit": 10_000}).status_code == 200
+
+
 def test_list_filters_by_state(api: APIClient, submit: Any, sim: Any) -> None:
     first = submit()
     sim.cycle()

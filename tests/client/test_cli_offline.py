@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from muster_client import cli, config
+from muster_client import cli, commands, config
+from muster_client.client import Client
 
+from tests.client.fakes import FakeSession, response
 from tests.live_server import free_port
 
 
@@ -104,7 +106,11 @@ def test_login_without_a_terminal_says_how_a_script_logs_in(capsys: pytest.Captu
 def test_an_elastic_node_range_is_checked_before_anything_is_sent(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "submit", "-N", "8-2", "--", "python", "train.py")
     assert code == 2
-    assert "'8-2': nodes are at least 1, and an elastic range's most is above its least" in err
+    assert "'8-2': an elastic range goes from its fewest nodes to its most (e.g. 2-8)" in err
+    code, _, err = run(capsys, "submit", "-N", "0", "--", "python", "train.py")
+    assert code == 2 and "'0': a job runs on at least 1 node" in err
+    # As in sbatch, a range of one size is that size.
+    assert cli._node_count("4-4") == (4, None) and cli._node_count("2-8") == (2, 8)
     code, _, err = run(capsys, "submit", "-N", "two", "--", "python", "train.py")
     assert code == 2 and "write 4, or 2-8 for an elastic job" in err
 
@@ -114,3 +120,28 @@ def test_mail_types_are_sbatchs_words_and_a_webhook_needs_one(capsys: pytest.Cap
     assert code == 2 and "'OFTEN' is not a mail type: use BEGIN, END, FAIL, ALL or NONE" in err
     code, _, err = run(capsys, "submit", "--webhook", "https://hooks.example/x", "--", "python", "train.py")
     assert code != 0 and "--webhook needs --mail-type" in err
+
+
+def test_a_command_that_cannot_be_split_is_a_usage_error_not_a_traceback(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    config.save_token("http://muster.test:8000", "secret")
+    spec = tmp_path / "job.yaml"
+    spec.write_text('image: busybox\ncommand: "sleep \\"1"\n')
+    code, out, err = run(capsys, "submit", str(spec), "--dry-run")
+    assert (code, out) == (2, "")
+    assert err == "muster: error: command: cannot split it as a shell would: No closing quotation.\n"
+
+
+def test_the_queue_of_one_user_is_cut_to_the_limit_after_it_is_filtered(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The queue API does not filter by owner: bob's job is third in line, behind two of ann's.
+    entries = [
+        {"id": i, "name": f"job-{i}", "owner": owner, "nodes": 1, "gpus_per_node": 8, "position": i, "priority": None}
+        for i, owner in ((1, "ann"), (2, "ann"), (3, "bob"))
+    ]
+    page = response(200, {"count": 3, "next": None, "summary": {"pending": 3}, "results": entries})
+    session = FakeSession(page)
+    monkeypatch.setattr(commands, "client_for", lambda args: Client("http://muster.test:8000", "secret", session=session))  # type: ignore[arg-type]
+    code, out, _ = run(capsys, "queue", "--user", "bob", "--limit", "1")
+    assert code == 0
+    assert [line.split()[:3] for line in out.splitlines()[1:-1]] == [["3", "job-3", "bob"]]

@@ -45,7 +45,7 @@ def test_a_refused_request_raises_the_servers_reasons_in_one_line() -> None:
     with pytest.raises(ApiError) as caught:
         c.validate(SPEC)
     assert caught.value.status == 400
-    assert str(caught.value) == "gpus_per_node: No node has 99 GPUs; the largest node has 8.; nodes: Too big."
+    assert str(caught.value) == "gpus_per_node: No node has 99 GPUs; the largest node has 8; nodes: Too big."
 
 
 def test_401_says_how_to_log_in_again_and_a_proxys_html_page_is_not_quoted() -> None:

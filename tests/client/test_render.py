@@ -58,5 +58,25 @@ def test_sizes_read_like_sbatch_and_say_what_a_slice_or_an_elastic_job_holds() -
     elastic = job(nodes=4, min_nodes=2, max_nodes=4, gpus_per_node=8, gpus=32)
     assert (render.shape(elastic), render.gpus(elastic)) == ("2-4x8", "16 to 32 GPUs")
     assert render.gpus({**elastic, "state": "RUNNING", "nodes": 3, "gpus": 24}) == "24 GPUs on 3 nodes now"
-    row = render.jobs_table([{**quarter, "name": "eval", "submitted_at": None}]).splitlines()[1]
-    assert row.split()[:4] == ["42", "eval", "PENDING", "1x0.25"]
+    row = render.jobs_table([{**quarter, "name": "eval", "owner": "ann", "submitted_at": None}]).splitlines()[1]
+    assert row.split()[:5] == ["42", "eval", "ann", "PENDING", "1x0.25"]
+
+
+def test_time_held_counts_from_placement_as_the_wall_time_does() -> None:
+    # Placed at 11:58:00, its containers up at 11:58:30 (an image pull): 2 minutes of its hour are gone, not 1m30s.
+    running = job(state="RUNNING", scheduled_at="2026-11-25T11:58:00+00:00", started_at="2026-11-25T11:58:30+00:00", attempt=1)
+    assert render.elapsed(running, now=NOW) == "2m"
+    assert render.progress_line({**running, "assigned_nodes": ["n1"]}, now=NOW).startswith("job 42 RUNNING  2m of 1h")
+    # A job placed but not up yet has held its GPUs as long.
+    assert render.elapsed(job(state="SCHEDULED", scheduled_at="2026-11-25T11:59:00+00:00"), now=NOW) == "1m"
+    assert render.elapsed(job()) == "-"
+
+
+def test_the_jobs_table_says_whose_each_job_is() -> None:
+    rows = [
+        job(name="mine", owner="ann", state="RUNNING", nodes=1, gpus_per_node=8, submitted_at="2026-11-25T11:00:00Z"),
+        job(name="theirs", owner="bob", state="PENDING", nodes=2, gpus_per_node=8, submitted_at="2026-11-25T11:30:00Z"),
+    ]
+    lines = render.jobs_table(rows).splitlines()
+    assert lines[0].split()[:4] == ["ID", "NAME", "USER", "STATE"]
+    assert [line.split()[1:4] for line in lines[1:]] == [["mine", "ann", "RUNNING"], ["theirs", "bob", "PENDING"]]

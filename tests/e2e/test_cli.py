@@ -286,6 +286,12 @@ def test_an_array_sweep_and_a_failing_job_whose_every_attempt_keeps_its_logs(sta
     assert done.stdout == f"Submitted array {array_id}: 4 jobs, {elements[0].pk} to {elements[-1].pk} (muster jobs --array {array_id})\n"
     listed = json.loads(stack.muster("jobs", "--array", str(array_id), "--json").stdout)
     assert sorted(j["array_index"] for j in listed) == [0, 1, 2, 3]
+    # A list cut short says so, on stderr; one that shows every job does not.
+    two = stack.muster("jobs", "--limit", "2")
+    assert len(two.stdout.splitlines()) == 3  # the header and two rows
+    assert two.stderr == "muster: showing the newest 2; there are more (--limit N for more, --limit 0 for all).\n"
+    every = stack.muster("jobs", "--limit", "4")
+    assert len(every.stdout.splitlines()) == 5 and every.stderr == ""
 
     # Each element runs with its index in its environment (the simulated pods keep theirs).
     ids = [j.pk for j in elements]
@@ -377,7 +383,7 @@ def test_errors_are_one_line_with_an_exit_code_a_script_can_use(stack: Stack, tm
     assert dry.stderr == "muster: error: it would be refused: gpus_per_node: No node has 99 GPUs; the largest node has 8.\n"
     missing = stack.muster("submit", "-t", "1h", "--", "python", "train.py")
     assert missing.returncode == 5
-    assert missing.stderr == "muster: error: image: This field is required.; gpus_per_node: This field is required.\n"
+    assert missing.stderr == "muster: error: image: This field is required; gpus_per_node: This field is required.\n"
     assert Job.objects.count() == 0
 
     unknown = stack.muster("show", "999999")

@@ -144,7 +144,7 @@ def test_a_quota_lowered_under_running_work_is_said_as_it_is() -> None:
         snap([pend(2, gpus=4)], [running(1, {"n00": 8, "n01": 8}, user="ann")], accounts=(Account(user_key("ann"), max_gpus=8),)),
     )
     (wait,) = decisions.waiting
-    assert wait.reason == "User ann holds 16 GPUs within its quota, above its limit of 8 (lowered since they started); this job needs 4."
+    assert wait.reason == "User ann holds 16 GPUs, above its quota of 8: the quota was lowered after they started; this job needs 4."
 
 
 def test_job_beyond_its_teams_gpu_quota_waits_and_says_how_many_gpus_are_in_use() -> None:
