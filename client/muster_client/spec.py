@@ -21,6 +21,21 @@ class SpecError(ValueError):
     """A job spec the CLI cannot make sense of (before any server sees it)."""
 
 
+class _SpecLoader(yaml.SafeLoader):
+    """YAML's safe loader, but a key given twice is a mistake to show, not a value to drop (YAML keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"'{key}' is given twice (line {key_node.start_mark.line + 1})", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def parse_wall_time(text: str) -> int:
     """Seconds in a wall time written as Slurm's `--time` takes it, or with units: `4h`, `90m`, `1:30:00`, `2-00:00:00`.
 
@@ -80,7 +95,7 @@ def load_spec_file(path: str) -> dict[str, Any]:
     except OSError as exc:
         raise SpecError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_SpecLoader)  # a SafeLoader
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" (line {where.line + 1})" if where is not None else ""
@@ -111,9 +126,12 @@ def build_spec(base: Mapping[str, Any], overrides: Mapping[str, Any], *, fallbac
             raise SpecError(f"command: cannot split it as a shell would: {exc}.") from None
     if isinstance(spec.get("wall_time_seconds"), str):
         spec["wall_time_seconds"] = parse_wall_time(spec["wall_time_seconds"])
+    if isinstance(spec.get("env"), list):
+        # Written as a list of KEY=VALUE, as docker-compose takes it.
+        spec["env"] = parse_env([str(item) for item in spec["env"]], what="env")
     if "env" in spec and isinstance(spec["env"], dict):
         # YAML reads `SEED: 1` as a number; the API takes strings.
-        spec["env"] = {str(key): _env_value(value) for key, value in spec["env"].items()}
+        spec["env"] = {str(key): _env_value(str(key), value) for key, value in spec["env"].items()}
     if not spec.get("name") and fallback_name:
         spec["name"] = fallback_name
     if spec.get("max_nodes"):
@@ -130,9 +148,11 @@ def shares_gpu(job: Mapping[str, Any]) -> bool:
     return bool(job.get("gpu_fraction") or job.get("gpu_memory_gb") or job.get("gpu_isolation"))
 
 
-def _env_value(value: Any) -> str:
+def _env_value(key: str, value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, (list, dict)):
+        raise SpecError(f"env: {key} is a {type(value).__name__}; a variable's value is a string or a number (quote it).")
     return "" if value is None else str(value)
 
 
@@ -145,12 +165,12 @@ def name_for(spec_file: str | None, command: list[str] | None) -> str | None:
     return None
 
 
-def parse_env(pairs: list[str]) -> dict[str, str]:
-    """`--env KEY=VALUE` flags as a mapping."""
+def parse_env(pairs: list[str], *, what: str = "--env") -> dict[str, str]:
+    """`--env KEY=VALUE` flags (or a job.yaml's env written as a list) as a mapping."""
     env: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise SpecError(f"--env takes KEY=VALUE; got '{pair}'.")
+            raise SpecError(f"{what} takes KEY=VALUE; got '{pair}'.")
         env[key] = value
     return env

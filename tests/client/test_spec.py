@@ -96,6 +96,23 @@ def test_a_yaml_file_that_is_not_a_mapping_or_not_yaml_is_refused_with_where(tmp
         load_spec_file(str(tmp_path / "missing.yaml"))
 
 
+def test_a_field_given_twice_is_refused_with_its_line(tmp_path: Path) -> None:
+    # YAML itself keeps the last: the first image would be dropped without a word.
+    with pytest.raises(SpecError, match=r"'image' is given twice \(line 3\)"):
+        load_spec_file(write(tmp_path, "image: busybox\nnodes: 2\nimage: pytorch\n"))
+    assert load_spec_file(write(tmp_path, "env: {A: 1}\nimage: busybox\n")) == {"env": {"A": 1}, "image": "busybox"}
+
+
+def test_env_in_a_file_is_a_mapping_or_a_list_of_pairs_and_a_value_is_never_a_list() -> None:
+    base = {"image": "busybox", "command": ["true"]}
+    assert build_spec({**base, "env": ["A=1", "B=x"]}, {})["env"] == {"A": "1", "B": "x"}
+    assert build_spec({**base, "env": {"SEED": 1, "DEBUG": True}}, {})["env"] == {"SEED": "1", "DEBUG": "true"}
+    with pytest.raises(SpecError, match="env: GPUS is a list; a variable's value is a string or a number"):
+        build_spec({**base, "env": {"GPUS": [0, 1]}}, {})
+    with pytest.raises(SpecError, match="env takes KEY=VALUE; got 'A'"):
+        build_spec({**base, "env": ["A"]}, {})
+
+
 def test_env_flags_are_key_value_pairs() -> None:
     assert parse_env(["A=1", "B=x=y", "C="]) == {"A": "1", "B": "x=y", "C": ""}
     with pytest.raises(SpecError, match="KEY=VALUE"):
