@@ -23,8 +23,21 @@ class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
         return super().filter(qs, value)
 
 
+class _StateField(django_filters.fields.MultipleChoiceField):
+    """States in any case, as the CLI takes them (`running`); an unknown one is answered with the states there are."""
+
+    default_error_messages = {"invalid_choice": f"Unknown state %(value)s; the states are {', '.join(JobState.values)}."}
+
+    def to_python(self, value: object) -> list[str]:
+        return [text.upper() for text in super().to_python(value)]
+
+
+class StateFilter(django_filters.MultipleChoiceFilter):
+    field_class = _StateField
+
+
 class JobFilter(django_filters.FilterSet):
-    state = django_filters.MultipleChoiceFilter(choices=JobState.choices, help_text="Repeat to match several states.")
+    state = StateFilter(choices=JobState.choices, help_text="Repeat to match several states; in any case.")
     owner = django_filters.CharFilter(field_name="owner__username", help_text="Owner's username (admins see every owner).")
     team = django_filters.CharFilter(field_name="team__name")
     name = django_filters.CharFilter(lookup_expr="icontains")
