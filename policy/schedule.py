@@ -1132,20 +1132,13 @@ class _Cycle:
         """Each limited account's quota over time, worked out once after the walk (the forecast's time)."""
         if self.quota_plans is None:
             ends: defaultdict[str, list[tuple[float, float]]] = defaultdict(list)
-            # What runs within quota after the walk frees it at its wall time: the running jobs not preempted (at their
-            # size after any resize) and those placed in this cycle. A promised job's held quota is used from its
-            # start until its wall time after it.
-            stopped = {p.job_id for p in self.preemptions}
-            resized = {r.job_id: sum(r.gpus_held) for r in self.resizes}
+            # What runs within quota frees it at its wall time (`self.running` is as the walk left it: with the jobs it
+            # placed, without those it preempted, elastic jobs at their new sizes). A promised job's held quota is used
+            # from its start until its wall time after it.
             for r in self.running.values():
-                if not r.over_quota and r.id not in stopped:
+                if not r.over_quota:
                     for key, _ in self._owners(r):
-                        ends[key].append((r.ends_at, resized.get(r.id, r.gpus)))
-            for placed in self.placements:
-                if not placed.over_quota:
-                    job = self.planned[placed.job_id]
-                    for key, _ in self._owners(job):
-                        ends[key].append((self.now + job.wall_seconds, sum(placed.gpus_held)))
+                        ends[key].append((r.ends_at, r.gpus))
             for job_id, (gpus, _) in self.commitments.items():
                 promise = self.promised.get(job_id)
                 if gpus and promise is not None:

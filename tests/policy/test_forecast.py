@@ -98,3 +98,12 @@ def test_a_preemptible_job_may_borrow_so_its_owners_quota_does_not_plan_it() -> 
     pending = [pend(1, user="ann", age=300), pend(2, user="ann", age=200, preemptible=True)]
     w = waiting(schedule(snap(pending, jobs, accounts=quota), config(starvation_seconds=10 * HOUR)))
     assert [w[i].estimated_start for i in (1, 2)] == [NOW + HOUR, NOW + HOUR]
+
+
+def test_a_job_placed_in_this_cycle_frees_its_owners_quota_at_its_wall_time() -> None:
+    quota = (Account(user_key("ann"), max_gpus=8),)
+    pending = [pend(1, user="ann", age=300), pend(2, user="ann", age=200, wall=2 * HOUR)]
+    decisions = schedule(snap(pending, [], accounts=quota), config(starvation_seconds=10 * HOUR))
+    assert [p.job_id for p in decisions.placements] == [1]
+    w = waiting(decisions)
+    assert (w[2].reason_code, w[2].estimate, w[2].estimated_start) == (QUOTA_GPUS, ESTIMATE_PLANNED, NOW + HOUR)
