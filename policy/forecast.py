@@ -85,8 +85,8 @@ def _within_limits(planner: _Planner, job: PendingJob, code: str, after: float, 
     """
     while True:
         found = planner.earliest(job, after)
-        if found is None:
-            return None
+        if found is None or found[0] == after:  # the limits let it start at `after`
+            return found
         allowed = not_before(job, code, found[0])
         if allowed == found[0]:
             return found

@@ -23,6 +23,8 @@ class QuotaPlan:
         self.in_use = in_use
         # (instant, change in GPUs in use): the ends of what holds the quota now, then planned starts and ends.
         self.changes: list[tuple[float, float]] = sorted((at, -gpus) for at, gpus in ends)
+        # What the planned jobs add: the quota never holds more than `in_use` and all of it (ends only free it).
+        self.planned = 0.0
 
     def earliest(self, needs: float, after: float, seconds: float) -> float | None:
         """The first instant at or after `after` from which `needs` more GPUs stay within the limit for `seconds`.
@@ -33,6 +35,8 @@ class QuotaPlan:
         if needs > self.limit + _EPSILON:
             return None
         changes, room = self.changes, self.limit - needs + _EPSILON
+        if self.in_use + self.planned <= room:
+            return after  # room at every instant: most accounts, most of the time
         used, i = self.in_use, 0
         while i < len(changes) and changes[i][0] <= after:
             used += changes[i][1]
@@ -60,6 +64,7 @@ class QuotaPlan:
         """A job planned to use `gpus` of the quota from `start` to `end`."""
         insort(self.changes, (start, gpus))
         insort(self.changes, (end, -gpus))
+        self.planned += gpus
 
 
 def _apply_instant(changes: list[tuple[float, float]], i: int, used: float) -> tuple[float, int]:
