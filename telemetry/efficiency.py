@@ -47,6 +47,18 @@ def longest_idle_seconds(series: Series, idle_percent: float) -> float:
     return longest * series.buckets.step
 
 
+def observed_seconds(gpu_util: list[Series]) -> float:
+    """How much of the run the GPUs reported for: the buckets with samples of the GPU seen longest."""
+    return max((sum(1 for c in s.buckets.count if c) * s.buckets.step for s in gpu_util if s.buckets.samples), default=0.0)
+
+
+def too_short_to_judge(gpu_util: list[Series]) -> bool:
+    """Fewer than three buckets of samples: nothing can be flagged yet (a run seconds old is still loading), so
+    "no problems seen" would claim what was not looked at."""
+    series = [s for s in gpu_util if s.buckets.samples]
+    return bool(series) and observed_seconds(series) < 3 * series[0].buckets.step
+
+
 def efficiency_flags(
     *,
     gpu_util: list[Series],
@@ -60,7 +72,7 @@ def efficiency_flags(
     gpu_util = [s for s in gpu_util if s.buckets.samples]
     if not gpu_util:
         return flags
-    observed = max(sum(1 for c in s.buckets.count if c) * s.buckets.step for s in gpu_util)
+    observed = observed_seconds(gpu_util)
     by_rank: dict[int, list[Series]] = {}
     for s in gpu_util:
         by_rank.setdefault(s.rank if s.rank is not None else 0, []).append(s)

@@ -121,7 +121,10 @@ def scale_for(metric: Metric, peak: float | None) -> Scale:
     if metric.unit == "%":
         return Scale(1, "%", metric.decimals, "%{y:.1f}%", {"ticksuffix": "%", "range": [0, 100]})
     if metric.unit == "ratio":
-        return Scale(1, "", metric.decimals, "%{y:.1%}", {"tickformat": ".0%", "rangemode": "tozero"})
+        # Whole percents only where the ticks are at least a percent apart: a small ratio (tensor cores at 2%)
+        # would read 0%, 0%, 1%, 1%, 2%.
+        ticks = ".0%" if (peak or 0.0) >= 0.05 else ".2~%"
+        return Scale(1, "", metric.decimals, "%{y:.1%}", {"tickformat": ticks, "rangemode": "tozero"})
     if metric.unit in _BYTE_RATES:
         base = _BYTE_RATES[metric.unit]
         peak_bytes = (peak or 0.0) * base
@@ -170,6 +173,15 @@ def band_outline(x: Sequence[int], low: Sequence[float | None], high: Sequence[f
     return bx, by
 
 
+def line_mode(y: Sequence[float | None]) -> str:
+    """ "lines", or "lines+markers" when some value has no neighbour to join: Plotly draws a line through two points
+    or more, so a lone one (a run of a few seconds, a sample between gaps) would not show at all."""
+    for i, v in enumerate(y):
+        if v is not None and (i == 0 or y[i - 1] is None) and (i + 1 == len(y) or y[i + 1] is None):
+            return "lines+markers"
+    return "lines"
+
+
 def band_traces(series: Series, scale: Scale, name: str, color: str, *, dash: str = "solid") -> list[dict[str, object]]:
     """A mean line inside its min-max band: the band's outline, then the line of len(buckets) points."""
     b = series.buckets
@@ -188,11 +200,13 @@ def band_traces(series: Series, scale: Scale, name: str, color: str, *, dash: st
         "legendgroup": name,
         "name": f"{name} min-max",
     }
+    y = scale.values(b.mean, b.count)
     mean: dict[str, object] = {
         "type": "scatter",
         "x": x,
-        "y": scale.values(b.mean, b.count),
-        "mode": "lines",
+        "y": y,
+        "mode": line_mode(y),
+        "marker": {"size": 5},
         "line": {"width": 1.6, "color": color, "dash": dash},
         "legendgroup": name,
         "name": name,
@@ -241,12 +255,14 @@ def line_figure(chart: Chart, series_by_metric: dict[str, list[Series]], *, push
                 traces.extend(band_traces(series, scale, name, COLORS[m % len(COLORS)], dash=dash))
                 continue
             b = series.buckets
+            y = scale.values(b.mean, b.count)
             traces.append(
                 {
                     "type": "scatter",
                     "x": x_ms(b),
-                    "y": scale.values(b.mean, b.count),
-                    "mode": "lines",
+                    "y": y,
+                    "mode": line_mode(y),
+                    "marker": {"size": 4},
                     # The same colour for one GPU's (or node's) lines of every metric; the dash tells the metrics apart.
                     "line": {"width": 1.2, "color": COLORS[i % len(COLORS)], "dash": dash},
                     "name": name,

@@ -21,7 +21,7 @@ from django.templatetags.static import static
 from jobs.models import Job
 from telemetry.catalogue import METRICS, Level
 from telemetry.downsampling import samples_mean, step_for
-from telemetry.efficiency import site_efficiency_flags
+from telemetry.efficiency import site_efficiency_flags, too_short_to_judge
 from telemetry.figure_style import empty_figure
 from telemetry.figures import CHARTS, heatmap_figure, line_figure, max_points, not_applicable
 from telemetry.selectors import RunReader, job_runs, job_target, job_telemetry_summary
@@ -153,6 +153,7 @@ def job_telemetry_context(
     else:
         flags = site_efficiency_flags(gpu_util=heat, tensor_active_mean=samples_mean(s.buckets for s in tensor_job))
         context["flags"] = [f.as_dict() for f in flags]
+    context["too_short"] = too_short_to_judge(heat)
     context["figures"] = [{"id": f"telemetry-{key}", "figure": fig} for key, fig in figures]
     context["max_points"] = max((max_points(f["figure"]) for f in context["figures"]), default=0)
     return context

@@ -94,10 +94,26 @@ def test_values_are_divided_into_the_unit_and_hovered_in_it() -> None:
     assert figure["layout"]["yaxis"]["ticksuffix"] == " GB/s"
 
 
+def test_a_lone_sample_is_drawn_as_a_point_since_a_line_needs_two() -> None:
+    nan = float("nan")
+    # A run of a few seconds: one bucket with samples. Plotly draws no line through one point.
+    short = line_figure(CHART["gpu_util"], {"gpu_util": [series("gpu_util", [nan, 42.0])]})
+    assert short["data"][1]["mode"] == "lines+markers"
+    # One between gaps, in a longer run, too; a run without a lone one stays a plain line.
+    gap = line_figure(CHART["gpu_util"], {"gpu_util": [series("gpu_util", [40.0, 41.0, nan, 42.0, nan, 43.0, 44.0])]})
+    assert gap["data"][1]["mode"] == "lines+markers"
+    steady = line_figure(CHART["gpu_util"], {"gpu_util": [series("gpu_util", [40.0, 41.0, nan, 42.0, 43.0])]})
+    assert steady["data"][1]["mode"] == "lines"
+    per_gpu = line_figure(CHART["gpu_util"], {"gpu_util": [series("gpu_util", [42.0], level=Level.GPU, node="n1", gpu=0, rank=0)]})
+    assert per_gpu["data"][0]["mode"] == "lines+markers"
+
+
 def test_percent_ratio_memory_and_other_units() -> None:
     util = scale_for(METRICS["gpu_util"], 42.0)
     assert util.yaxis == {"ticksuffix": "%", "range": [0, 100]}
     assert scale_for(METRICS["sm_active"], 0.5).yaxis["tickformat"] == ".0%"
+    # A small ratio (tensor cores at 2%) keeps its ticks apart: 0.5%, 1%, 1.5%, not 0%, 1%, 1%, 2%.
+    assert scale_for(METRICS["sm_active"], 0.02).yaxis["tickformat"] == ".2~%"
     memory = scale_for(METRICS["fb_used"], 61_440.0)
     assert memory.divisor == 1024 and memory.yaxis["ticksuffix"] == " GiB"
     assert scale_for(METRICS["power"], 700.0).yaxis["ticksuffix"] == " W"

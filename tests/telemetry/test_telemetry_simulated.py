@@ -6,7 +6,7 @@ import re
 
 from telemetry.catalogue import METRICS, Level
 from telemetry.downsampling import bucketize, samples_max, samples_mean
-from telemetry.efficiency import efficiency_flags
+from telemetry.efficiency import efficiency_flags, too_short_to_judge
 from telemetry.sources import JobTarget, RankPlacement, Series, get_source
 from telemetry.sources.prometheus import PrometheusTelemetry
 from telemetry.sources.simulated import Profile, SimulatedTelemetry, job_profile
@@ -145,6 +145,19 @@ def test_idle_flags_need_a_sustained_stretch() -> None:
 
     assert codes(9) == set()
     assert codes(10) == {"IDLE_GPUS"}
+
+
+def test_a_run_of_seconds_is_too_short_to_judge_not_free_of_problems() -> None:
+    def idle_for(buckets: int) -> list[Series]:
+        times = [i * 5 for i in range(buckets)]
+        return [Series("gpu_util", Level.GPU, "n", 0, 0, bucketize(times, [0.0] * buckets, 5, start=0, end=5 * buckets), 5, "x")]
+
+    # Two buckets at 0%: no flag can be raised yet, and the page must not say there is no problem.
+    assert efficiency_flags(gpu_util=idle_for(2), tensor_active_mean=None, idle_percent=5, idle_seconds=600, large_job_gpus=8) == []
+    assert too_short_to_judge(idle_for(2)) and not too_short_to_judge(idle_for(3)) and not too_short_to_judge([])
+    assert {
+        f.code for f in efficiency_flags(gpu_util=idle_for(3), tensor_active_mean=None, idle_percent=5, idle_seconds=600, large_job_gpus=8)
+    } == {"IDLE_GPUS"}
 
 
 # --- the shapes of a real job --------------------------------------------------------------------
