@@ -34,3 +34,9 @@ def budget_need(job: PendingJob, node_sizes: Sequence[int], slices: Slices) -> t
     if job.gpus_per_node >= size:
         return hours, f"1 node x {hours:.2f} h"
     return job.gpus_per_node / size * hours, f"{job.gpus_per_node} of a node's {size} GPUs x {hours:.2f} h"
+
+
+def node_hours_text(hours: float) -> str:
+    """Node-hours as a reason or an estimate states them: one decimal, and under one the first two figures, so a
+    short job on one GPU (0.02) does not read as using nothing."""
+    return f"{hours:.1f}" if hours >= 1 else f"{hours:.2g}"

@@ -126,7 +126,7 @@ def _per_call(summary: Mapping[str, Any]) -> str:
     def cell(value: Any) -> str:
         if isinstance(value, Mapping):  # {calls, mean, p99, max} in ms
             mean, p99, calls = (fmt_number(value.get(k), 2) for k in ("mean", "p99", "calls"))
-            return f"mean {mean} ms, p99 {p99} ms ({calls} calls)"
+            return f"mean {mean} ms, p99 {p99} ms ({calls} call{'' if value.get('calls') == 1 else 's'})"
         return f"{fmt_number(value, 2)} ms"
 
     return "; ".join(f"{name} waiting: {cell(value)}" for name, value in buckets.items())

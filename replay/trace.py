@@ -110,7 +110,7 @@ class Assumptions:
             f"Nodes have {self.gpus_per_node} GPUs; a job asking for more is a gang of whole nodes.",
             *elastic,
             cap,
-            f"A job's wall time is its runtime rounded up to {self.wall_round_seconds / 3600:g} hours, unless the trace gives one.",
+            f"A job's wall time is its runtime rounded up to {_hours(self.wall_round_seconds)}, unless the trace gives one.",
             resume,
             *quotas,
         ]
@@ -313,3 +313,8 @@ def _history_row(fields: list[str], a: Assumptions) -> _Row:
         raise _Bad("owner is empty")
     rank = DEFAULT_CLASSES.index(priority_class) if priority_class in DEFAULT_CLASSES else len(DEFAULT_CLASSES)
     return _Row(submit, runtime, nodes, per_node, nodes * per_node, wall, team or owner, owner, rank)
+
+
+def _hours(seconds: float) -> str:
+    hours = seconds / 3600
+    return "the hour" if hours == 1 else f"{hours:g} hours"

@@ -55,6 +55,16 @@ def ago(moment: datetime | None) -> str:
 
 
 @register.filter
+def waited(moment: datetime | None) -> str:
+    """How long since `moment`, to follow 'waiting': 'under a minute', '5 minutes', '2 hours, 3 minutes'."""
+    if moment is None:
+        return ""
+    if (timezone.now() - moment).total_seconds() < 60:
+        return "under a minute"
+    return timesince(moment)
+
+
+@register.filter
 def limit(value: float | int | None) -> str:
     """A quota limit: 'unlimited' for None, else the number without trailing zeros."""
     if value is None:

@@ -350,6 +350,13 @@ def test_a_single_node_job_counts_only_its_share_of_the_node_against_the_budget(
     )
 
 
+def test_a_small_charge_is_not_stated_as_nothing() -> None:
+    # One GPU of eight for five minutes is 0.0104 node-hours: at one decimal it read "may use 0.0", and waited.
+    account = Account(user_key("ann"), node_hours_left=0.005)
+    (wait,) = schedule(snap([pend(1, gpus=1, wall=300)], accounts=(account,))).waiting
+    assert "this job may use 0.01 (1 of a node's 8 GPUs x 0.08 h)." in wait.reason
+
+
 def test_job_with_a_spent_budget_waits_even_on_an_empty_cluster() -> None:
     decisions = schedule(snap([pend(1, gpus=1, wall=60)], accounts=(Account(user_key("ann"), node_hours_left=0.0),)))
     assert decisions.waiting[0].reason_code == BUDGET
