@@ -19,8 +19,9 @@ def notifications_view(request: AuthenticatedHttpRequest) -> HttpResponse:
     preference = preference_of(request.user)
     errors: dict[str, list[str]] = {}
     if request.method == "POST":
+        asked = [e for e in EVENTS if request.POST.get(f"on_{e}")]
         data = {
-            "on": [e for e in EVENTS if request.POST.get(f"on_{e}")],
+            "on": asked,
             "email": bool(request.POST.get("email")),
             "webhook": request.POST.get("webhook", "").strip(),
         }
@@ -30,6 +31,10 @@ def notifications_view(request: AuthenticatedHttpRequest) -> HttpResponse:
             messages.success(request, "Saved: new jobs of yours follow it unless their submit says otherwise.")
             return redirect("frontend:notifications")
         errors = {key: [str(e) for e in value] for key, value in serializer.errors.items()}
+        # The form again as it was sent, not as it is stored, for the mistake to be mended.
         preference.webhook_url = str(data["webhook"])
+        preference.email = bool(data["email"])
+        for event in EVENTS:
+            setattr(preference, f"on_{event}", event in asked)
     events = [(e, LABELS[e], e in preference.events) for e in EVENTS]
     return render(request, "frontend/notifications.html", {"preference": preference, "events": events, "errors": errors})

@@ -7,6 +7,7 @@ from typing import Any, cast
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import URLValidator
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -62,8 +63,19 @@ class NotifySerializer(StrictSerializer):
     )
     email = serializers.BooleanField(required=False, default=True, help_text="By e-mail, to the owner's address.")
     webhook = serializers.URLField(
-        required=False, allow_blank=True, default="", max_length=500, help_text="A URL that gets a JSON POST for each."
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=500,
+        # Django's URL check also takes ftp://, which no webhook is sent to.
+        validators=[URLValidator(schemes=["http", "https"], message="A webhook is an http:// or https:// URL.")],
+        help_text="An http(s) URL that gets a JSON POST for each.",
     )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("on") and not attrs.get("email", True) and not attrs.get("webhook"):
+            raise serializers.ValidationError({"on": ["Nothing would be sent: ask for e-mail, give a webhook, or choose no events."]})
+        return attrs
 
 
 class JobSubmitSerializer(StrictSerializer):

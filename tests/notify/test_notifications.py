@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 
 from jobs.models import Job
 from notify.models import Delivery
-from notify.services import deliveries_send_due
+from notify.services import deliveries_send_due, preference_of
 from tests.conftest import SimHarness, session_for
 
 
@@ -124,7 +124,15 @@ def test_bad_notify_asks_are_refused(sim: SimHarness, api: APIClient) -> None:
     assert bad_event.status_code == 400 and "BEGIN" in str(bad_event.json())
     bad_url = api.post("/api/v1/jobs/", job_payload(notify={"on": ["end"], "webhook": "not a url"}), format="json")
     assert bad_url.status_code == 400 and "webhook" in str(bad_url.json())
+    # A URL Django takes, but no webhook is ever sent to.
+    ftp = api.post("/api/v1/jobs/", job_payload(notify={"on": ["end"], "webhook": "ftp://example.com/x"}), format="json")
+    assert ftp.status_code == 400 and ftp.json()["notify"]["webhook"] == ["A webhook is an http:// or https:// URL."]
+    # Events to be told of, with no way to be told.
+    silent = api.post("/api/v1/jobs/", job_payload(notify={"on": ["fail"], "email": False}), format="json")
+    assert silent.status_code == 400 and "Nothing would be sent" in silent.json()["notify"]["on"][0]
     assert not Job.objects.exists()
+    preference = api.put("/api/v1/notifications/", {"on": ["fail"], "email": False, "webhook": ""}, format="json")
+    assert preference.status_code == 400 and "Nothing would be sent" in str(preference.json())
 
 
 def test_the_notifications_page_saves_the_default_and_the_form_ticks_it(sim: SimHarness, user: Any) -> None:
@@ -138,3 +146,8 @@ def test_the_notifications_page_saves_the_default_and_the_form_ticks_it(sim: Sim
     assert ticked == {"end", "fail"}
     bad = client.post("/account/notifications/", {"on_end": "on", "webhook": "ftp://x"})
     assert bad.status_code == 200 and "Enter a valid URL." in bad.content.decode()
+    silent = client.post("/account/notifications/", {"on_fail": "on", "webhook": ""}).content.decode()
+    assert "Nothing would be sent: ask for e-mail, give a webhook, or choose no events." in silent
+    # The form comes back as it was sent: "it fails" ticked, e-mail not, for the mistake to be mended.
+    assert re.search(r'name="on_fail" checked', silent) and not re.search(r'name="email" checked', silent)
+    assert preference_of(user).on_end  # nothing was saved
