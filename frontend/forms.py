@@ -191,6 +191,16 @@ class JobForm(forms.Form):
         groups = [(title, [self[name] for name in names if name in self.fields]) for title, names in self.SECTIONS]
         return [(title, fields) for title, fields in groups if fields]
 
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or self.cleaned_data
+        low, high = data.get("min_nodes"), data.get("nodes")
+        if low is not None and high is not None and low >= high:
+            # Said on the field that makes it elastic, in the form's words (the API would name max_nodes on Nodes).
+            self.add_error(
+                "min_nodes", f"An elastic job runs on at least this many nodes and at most Nodes ({high}): give fewer than {high}."
+            )
+        return data
+
     def clean_command(self) -> list[str]:
         try:
             return shlex.split(self.cleaned_data["command"])
@@ -251,6 +261,9 @@ class JobForm(forms.Form):
         }  # fmt: skip
         if data.get("gpu_isolation"):
             payload["gpu_isolation"] = True
+        slice_asked = data.get("gpu_fraction") is not None or data.get("gpu_memory_gb") is not None or data.get("gpu_isolation")
+        if slice_asked and "gpus_per_node" not in self.changed_data:
+            payload["gpus_per_node"] = 1  # a slice is of one GPU: its default, as the CLI's, not the form's 8
         if data.get("notify_on") or self.notify_default["on"]:
             payload["notify"] = {**self.notify_default, "on": list(data.get("notify_on") or [])}
         if data.get("min_nodes") is not None:

@@ -10,7 +10,7 @@ from django.test import Client
 from audit.models import AuditEntry
 from jobs.models import Job, JobEvent
 from quotas.models import Quota, UsageCharge
-from tests.conftest import PASSWORD, session_for
+from tests.conftest import PASSWORD, make_sim, session_for
 from tests.frontend.forms import submit_form
 
 pytestmark = pytest.mark.django_db
@@ -20,9 +20,11 @@ def test_field_errors_cross_field_errors_and_limits_come_in_one_round(user: Any,
     Quota.objects.create(user=user, max_gpus=8, max_wall_time_seconds=3600, max_node_hours_per_job=1)
     page = session_for(user).post("/jobs/new/", submit_form(image="Not A Ref", min_nodes="3", wall_time_minutes="90"))
     errors = page.context["form"].errors
-    assert set(errors) == {"image", "nodes", "wall_time_minutes"}
-    # Elastic 3..2 is a mistake across two fields; the quota's limits are checked beside it anyway.
-    assert any("max_nodes (2) must be more than min_nodes (3)" in e for e in errors["nodes"])
+    assert set(errors) == {"image", "min_nodes", "nodes", "wall_time_minutes"}
+    # Elastic 3..2 is a mistake across two fields, said on the one that makes it elastic; the quota's limits are checked
+    # beside it anyway.
+    assert errors["min_nodes"] == ["An elastic job runs on at least this many nodes and at most Nodes (2): give fewer than 2."]
+    assert any("allows at most 8 at once" in e for e in errors["nodes"])
     assert errors["wall_time_minutes"] == ["your quota (user alice) allows at most 60 minutes (1 h) per job; you asked for 90."]
     assert not Job.objects.exists()
 
@@ -52,3 +54,17 @@ def test_a_signed_out_submit_is_kept_for_after_the_sign_in_and_never_sent(user: 
     assert filled["notify_on"].value() == ["fail"]
     assert not Job.objects.exists()
     assert "restored" not in client.get("/jobs/new/").context  # kept once
+
+
+def test_a_gpu_share_asked_on_the_form_is_of_one_gpu_unless_gpus_per_node_was_changed(user: Any, settings: Any, db: None) -> None:
+    make_sim(settings, shared="time-slicing:4:1")
+    client = session_for(user)
+    # "GPUs per node" left at its default (8): the share is of one GPU, as the CLI takes it.
+    page = client.post("/jobs/new/", submit_form(nodes="1", gpu_fraction="0.25"))
+    assert page.status_code == 302, page.context["form"].errors
+    job = Job.objects.get()
+    assert (job.gpus_per_node, job.gpu_fraction) == (1, 0.25)
+    # Changed to something else, it is the user's word: the API's refusal stands.
+    page = client.post("/jobs/new/", submit_form(nodes="1", gpus_per_node="4", gpu_fraction="0.25"))
+    assert page.status_code == 200 and "GPU slice is a share of one GPU" in str(page.context["form"].errors["gpus_per_node"])
+    assert Job.objects.count() == 1
