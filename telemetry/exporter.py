@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Count, F, Min, Sum
+from django.db.models import Count, Min, Sum
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -98,13 +98,12 @@ class MusterCollector(Collector):
             .values("state", "over_quota", "pending_reason_code")
             .annotate(
                 n=Count("id"),
-                gpus_asked=Sum(F("nodes") * F("gpus_per_node")),
                 oldest=Min("submitted_at"),
             )
         )
         by_state: dict[str, int] = defaultdict(int)
         by_reason: dict[str, int] = defaultdict(int)
-        by_quota: dict[str, list[int]] = {"within": [0, 0], "over": [0, 0]}
+        by_quota: dict[str, list[float]] = {"within": [0, 0.0], "over": [0, 0.0]}
         oldest: datetime | None = None
         for row in live:
             by_state[row["state"]] += row["n"]
@@ -114,7 +113,14 @@ class MusterCollector(Collector):
             elif row["state"] in ACTIVE_STATES:
                 counts = by_quota["over" if row["over_quota"] else "within"]
                 counts[0] += row["n"]
-                counts[1] += row["gpus_asked"] or 0
+        # GPUs held, from the live allocations: a slice counts its share and a gang its nodes whole, as quotas count.
+        held = (
+            Allocation.objects.filter(released_at__isnull=True, job__state__in=ACTIVE_STATES)
+            .values("job__over_quota")
+            .annotate(gpus=Sum("gpus"))
+        )
+        for row in held:
+            by_quota["over" if row["job__over_quota"] else "within"][1] += row["gpus"] or 0.0
         queue = GaugeMetricFamily("muster_jobs", "Jobs not yet ended, by state (queue depth).", labels=["state"])
         for state in JobState.values:
             if state not in TERMINAL_STATES:
@@ -130,10 +136,10 @@ class MusterCollector(Collector):
             "muster_jobs_running", "Jobs holding GPUs (scheduled or running), within their quota or borrowing beyond it.", labels=["quota"]
         )
         running_gpus = GaugeMetricFamily(
-            "muster_gpus_running", "GPUs of jobs holding GPUs, within or beyond their quota.", labels=["quota"]
+            "muster_gpus_running", "GPUs held by jobs (a slice its share), within or beyond their quota.", labels=["quota"]
         )
-        for standing, (n, gpus) in by_quota.items():
-            running.add_metric([standing], n)
+        for standing, (count, gpus) in by_quota.items():
+            running.add_metric([standing], count)
             running_gpus.add_metric([standing], gpus)
         yield running
         yield running_gpus

@@ -32,7 +32,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Count, Min, Q
+from django.db.models import Count, Min, Q, Sum
 
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.selectors import nodes_with_usage, start_waits
@@ -288,17 +288,20 @@ def starvation(now: datetime) -> dict[str, Any]:
 def quota_standing(viewer: User | AnonymousUser) -> dict[str, Any]:
     """Jobs holding GPUs within their quota or borrowing beyond it, with GPUs per (visible) team; pending by reason."""
     team_name = _team_namer(viewer)
-    within: dict[str, int] = defaultdict(int)
-    over: dict[str, int] = defaultdict(int)
+    within: dict[str, float] = defaultdict(float)
+    over: dict[str, float] = defaultdict(float)
     jobs = {"within": 0, "over": 0}
-    gpus = {"within": 0, "over": 0}
-    for over_quota, team, nodes, per_node in Job.objects.filter(state__in=ACTIVE_STATES).values_list(
-        "over_quota", "team__name", "nodes", "gpus_per_node"
+    gpus: dict[str, float] = {"within": 0, "over": 0}
+    # What each job holds (its live allocations: a slice its share, a gang its nodes whole), as "GPUs allocated" counts.
+    for over_quota, team, held in (
+        Job.objects.filter(state__in=ACTIVE_STATES)
+        .annotate(held=Sum("allocations__gpus", filter=Q(allocations__released_at__isnull=True)))
+        .values_list("over_quota", "team__name", "held")
     ):
         standing = "over" if over_quota else "within"
         jobs[standing] += 1
-        gpus[standing] += nodes * per_node
-        (over if over_quota else within)[team_name(team)] += nodes * per_node
+        gpus[standing] += held or 0.0
+        (over if over_quota else within)[team_name(team)] += held or 0.0
     reasons: dict[str, int] = defaultdict(int)
     for code in Job.objects.filter(state=JobState.PENDING).values_list("pending_reason_code", flat=True):
         reasons[code or "NEW"] += 1

@@ -304,3 +304,16 @@ def test_the_dashboard_updates_in_place_from_its_own_url(user: Any, node: Node, 
     assert 'id="dashboard-queue"' in body["html"] and "<html" not in body["html"]
     assert datetime.fromisoformat(body["updated"]) >= now
     assert Client().get("/dashboard/?live=1").status_code == 302  # signed out: to the login page, as the page
+
+
+def test_gpus_held_within_or_beyond_quota_count_a_slice_as_its_share(settings: Any, db: None, api: Any, admin_user: Any) -> None:
+    from tests.conftest import job_payload, make_sim
+
+    sim = make_sim(settings, shared="time-slicing:4:1")
+    assert api.post("/api/v1/jobs/", job_payload(nodes=1, gpus_per_node=1, gpu_fraction=0.25), format="json").status_code == 201
+    assert api.post("/api/v1/jobs/", job_payload(nodes=1, gpus_per_node=8), format="json").status_code == 201
+    sim.cycle()
+    context = dashboard_context(admin_user, "24h", now=sim.clock() + timedelta(seconds=1))
+    # The same figure as "GPUs allocated now": 8.25, not 9 (the slice read as a whole GPU).
+    assert context["gpus"]["allocated_now"] == 8.25
+    assert context["standing"]["gpus"] == {"within": 8.25, "over": 0}
