@@ -151,7 +151,7 @@ def test_empty_database_exports_zeros(db: None) -> None:
 
 
 def test_scrape_runs_a_fixed_number_of_queries(scenario: dict[str, int], django_assert_max_num_queries: Any) -> None:
-    with django_assert_max_num_queries(9):
+    with django_assert_max_num_queries(10):
         metrics_text()
 
 
