@@ -23,7 +23,7 @@ class QuotaPlan:
         self.in_use = in_use
         # (instant, change in GPUs in use): the ends of what holds the quota now, then planned starts and ends.
         self.changes: list[tuple[float, float]] = sorted((at, -gpus) for at, gpus in ends)
-        # What the planned jobs add: the quota never holds more than `in_use` and all of it (ends only free it).
+        # The GPUs of every planned job together: the quota never holds more than `in_use` plus them (ends only free it).
         self.planned = 0.0
 
     def earliest(self, needs: float, after: float, seconds: float) -> float | None:
