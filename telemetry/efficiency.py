@@ -53,10 +53,10 @@ def observed_seconds(gpu_util: list[Series]) -> float:
 
 
 def too_short_to_judge(gpu_util: list[Series]) -> bool:
-    """Fewer than three buckets of samples: nothing can be flagged yet (a run seconds old is still loading), so
-    "no problems seen" would claim what was not looked at."""
+    """No samples, or fewer than three buckets of them: nothing can be flagged yet (a run seconds old is still
+    loading), so "no problems seen" would claim what was not looked at."""
     series = [s for s in gpu_util if s.buckets.samples]
-    return bool(series) and observed_seconds(series) < 3 * series[0].buckets.step
+    return not series or observed_seconds(series) < 3 * series[0].buckets.step
 
 
 def efficiency_flags(

@@ -154,7 +154,7 @@ def test_a_run_of_seconds_is_too_short_to_judge_not_free_of_problems() -> None:
 
     # Two buckets at 0%: no flag can be raised yet, and the page must not say there is no problem.
     assert efficiency_flags(gpu_util=idle_for(2), tensor_active_mean=None, idle_percent=5, idle_seconds=600, large_job_gpus=8) == []
-    assert too_short_to_judge(idle_for(2)) and not too_short_to_judge(idle_for(3)) and not too_short_to_judge([])
+    assert too_short_to_judge(idle_for(2)) and not too_short_to_judge(idle_for(3)) and too_short_to_judge([])
     assert {
         f.code for f in efficiency_flags(gpu_util=idle_for(3), tensor_active_mean=None, idle_percent=5, idle_seconds=600, large_job_gpus=8)
     } == {"IDLE_GPUS"}
