@@ -56,12 +56,9 @@ def ago(moment: datetime | None) -> str:
 
 @register.filter
 def waited(moment: datetime | None) -> str:
-    """How long since `moment`, to follow 'waiting': 'under a minute', '5 minutes', '2 hours, 3 minutes'."""
-    if moment is None:
-        return ""
-    if (timezone.now() - moment).total_seconds() < 60:
-        return "under a minute"
-    return timesince(moment)
+    """How long since `moment`, to follow 'waiting': 'under a minute', '5 minutes', '2 hours, 3 minutes' (`ago`'s words)."""
+    said = ago(moment)
+    return "under a minute" if said == "just now" else said.removesuffix(" ago")
 
 
 @register.filter

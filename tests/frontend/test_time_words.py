@@ -1,0 +1,17 @@
+"""How the pages say a time since: 'just now' / '4 minutes ago' after an event, 'waiting 4 minutes' for a queued job."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from frontend.templatetags.muster import ago, waited
+
+
+def test_a_queued_job_has_waited_a_span_not_a_moment_ago() -> None:
+    now = timezone.now()
+    assert (ago(now), waited(now)) == ("just now", "under a minute")
+    assert (ago(now - timedelta(minutes=4, seconds=5)), waited(now - timedelta(minutes=4, seconds=5))) == ("4 minutes ago", "4 minutes")
+    assert waited(now - timedelta(hours=2, minutes=3)) == "2 hours, 3 minutes"
+    assert (ago(None), waited(None)) == ("", "")
