@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from frontend.templatetags.muster import ago, waited
+from frontend.templatetags import muster
+
+
+def ago(moment: datetime | None) -> str:
+    return muster.ago(moment).replace("\xa0", " ")  # Django's timesince keeps a number and its unit together
+
+
+def waited(moment: datetime | None) -> str:
+    return muster.waited(moment).replace("\xa0", " ")
 
 
 def test_a_queued_job_has_waited_a_span_not_a_moment_ago() -> None:
