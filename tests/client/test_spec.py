@@ -98,7 +98,7 @@ def test_a_yaml_file_that_is_not_a_mapping_or_not_yaml_is_refused_with_where(tmp
 
 def test_a_field_given_twice_is_refused_with_its_line(tmp_path: Path) -> None:
     # YAML itself keeps the last: the first image would be dropped without a word.
-    with pytest.raises(SpecError, match=r"'image' is given twice \(line 3\)"):
+    with pytest.raises(SpecError, match=r"not valid YAML \(line 3\): 'image' is given twice$"):
         load_spec_file(write(tmp_path, "image: busybox\nnodes: 2\nimage: pytorch\n"))
     assert load_spec_file(write(tmp_path, "env: {A: 1}\nimage: busybox\n")) == {"env": {"A": 1}, "image": "busybox"}
 
