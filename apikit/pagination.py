@@ -32,7 +32,8 @@ class Pagination(LimitOffsetPagination):
 
 
 def _whole_number(text: str, *, least: int) -> bool:
-    return text.strip().isdigit() and int(text) >= least
+    # isdecimal, not isdigit: "²" is a digit that int() cannot read (a 500, not a 400).
+    return text.strip().isdecimal() and int(text) >= least
 
 
 class SummaryPagination(Pagination):

@@ -121,7 +121,13 @@ def test_list_is_paginated(api: APIClient, submit: Any) -> None:
 
 @pytest.mark.parametrize("url", [JOBS, QUEUE, NODES])
 def test_a_page_size_or_offset_that_is_not_one_is_refused_not_read_as_the_first_page(api: APIClient, url: str) -> None:
-    for params, field in (({"limit": 0}, "limit"), ({"limit": -1}, "limit"), ({"limit": "abc"}, "limit"), ({"offset": "x"}, "offset")):
+    for params, field in (
+        ({"limit": 0}, "limit"),
+        ({"limit": -1}, "limit"),
+        ({"limit": "abc"}, "limit"),
+        ({"limit": "²"}, "limit"),
+        ({"offset": "x"}, "offset"),
+    ):
         response = api.get(url, params)
         assert response.status_code == 400, (params, response.content)
         assert list(response.json()) == [field]
