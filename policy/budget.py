@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 
-from policy.model import NodeView, PendingJob
+from policy.model import BudgetLeft, NodeView, PendingJob
 from policy.sharing import Slices
 
 
@@ -36,7 +36,20 @@ def budget_need(job: PendingJob, node_sizes: Sequence[int], slices: Slices) -> t
     return job.gpus_per_node / size * hours, f"{job.gpus_per_node} of a node's {size} GPUs x {hours:.2f} h"
 
 
-def node_hours_text(hours: float) -> str:
+def node_hours_text(hours: float, decimals: int = 1) -> str:
     """Node-hours as a reason or an estimate states them: one decimal, and under one the first two figures, so a
     short job on one GPU (0.02) does not read as using nothing."""
-    return f"{hours:.1f}" if hours >= 1 else f"{hours:.2g}"
+    return f"{hours:.{decimals}f}" if hours >= 1 else f"{hours:.{decimals + 1}g}"
+
+
+def budget_beside_need(budget: BudgetLeft, need: float) -> tuple[str, str]:
+    """A budget's words and a job's need beside them, to as few decimals as still tell the truth about whether the
+    job fits in what is left for new jobs: at one decimal 37.98 left and a need of 38.0 both read 38.0, and the
+    job would wait for no reason a user could see."""
+    fits = need <= budget.uncommitted
+    for decimals in range(1, 4):
+        text, free = budget.words(decimals)
+        need_text = node_hours_text(need, decimals)
+        if (float(need_text) <= free) == fits:
+            break
+    return text, need_text

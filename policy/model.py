@@ -44,13 +44,18 @@ class BudgetLeft:
     def __str__(self) -> str:
         """The one wording, in node-hours to one decimal (the parts add up as written):
         '47.4 node-hours left, 44.3 of it committed to running jobs, 3.1 for new jobs'."""
-        left, committed = round(max(self.left, 0.0), 1), round(max(self.committed, 0.0), 1)
-        text = f"{left:.1f} node-hours left"
+        return self.words(1)[0]
+
+    def words(self, decimals: int) -> tuple[str, float]:
+        """The wording to `decimals` places, and what it says is left for new jobs (the parts add up as written)."""
+        left, committed = round(max(self.left, 0.0), decimals), round(max(self.committed, 0.0), decimals)
+        text = f"{left:.{decimals}f} node-hours left"
         if left <= 0 or committed <= 0:
-            return text
+            return text, left
         if committed >= left:
-            return f"{text}, all of it committed to running jobs"
-        return f"{text}, {committed:.1f} of it committed to running jobs, {left - committed:.1f} for new jobs"
+            return f"{text}, all of it committed to running jobs", 0.0
+        free = round(left - committed, decimals)
+        return f"{text}, {committed:.{decimals}f} of it committed to running jobs, {free:.{decimals}f} for new jobs", free
 
 
 def user_key(username: str) -> str:

@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from policy.budget import budget_need, node_hours_text, whole_gpu_node_sizes
+from policy.budget import budget_beside_need, budget_need, whole_gpu_node_sizes
 from policy.capacity import Allowed, Capacity
 from policy.forecast import forecast
 from policy.model import (
@@ -518,9 +518,9 @@ class _Cycle:
                 # Thousands of jobs may wait on one budget: the same words for the same figures.
                 text = self.budget_texts.get((key, committed, need))
                 if text is None:
-                    budget = BudgetLeft(left=account.node_hours_left, committed=committed)
+                    budget, uses = budget_beside_need(BudgetLeft(left=account.node_hours_left, committed=committed), need[0])
                     renews = f" It renews {when(account.budget_resets_at)}." if account.budget_resets_at else ""
-                    text = f"The budget of {who} has {budget}; this job may use {node_hours_text(need[0])} ({need[1]}).{renews}"
+                    text = f"The budget of {who} has {budget}; this job may use {uses} ({need[1]}).{renews}"
                     self.budget_texts[(key, committed, need)] = text
                 return text
         return None

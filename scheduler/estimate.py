@@ -23,7 +23,7 @@ from django.utils import timezone
 from jobs.lifecycle import fit_reason
 from jobs.models import Job
 from jobs.services import ResourceAsk, job_check_fits_cluster, job_submit_problems
-from policy.budget import budget_need, node_hours_text, whole_gpu_node_sizes
+from policy.budget import budget_beside_need, budget_need, whole_gpu_node_sizes
 from policy.model import ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, ESTIMATE_RESERVED, PendingJob
 from policy.schedule import schedule
 from policy.sharing import Slices
@@ -175,7 +175,8 @@ def _account_checks(
     budget = usage.budget
     if budget is not None and need is not None:
         # In the words of the BUDGET reason: what running jobs may still use is committed, a new job fits in the rest.
-        text = f"Budget: this job may use {node_hours_text(need[0])} node-hours ({need[1]}); {whose} has {budget} this period."
+        words, uses = budget_beside_need(budget, need[0])
+        text = f"Budget: this job may use {uses} node-hours ({need[1]}); {whose} has {words} this period."
         checks.append(LimitCheck("budget", OK if need[0] <= budget.uncommitted else WAITS, text))
     return checks
 

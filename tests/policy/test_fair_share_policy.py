@@ -350,6 +350,13 @@ def test_a_single_node_job_counts_only_its_share_of_the_node_against_the_budget(
     )
 
 
+def test_a_need_just_over_the_budget_is_stated_to_the_decimals_that_show_it() -> None:
+    # 1.96 node-hours left and a need of 2.0: at one decimal "2.0 node-hours left; this job may use 2.0", and it waited.
+    account = Account(user_key("ann"), node_hours_left=1.96)
+    (wait,) = schedule(snap([pend(1, nodes=2, wall=HOUR)], accounts=(account,))).waiting
+    assert wait.reason == "The budget of user ann has 1.96 node-hours left; this job may use 2.00 (2 nodes x 1.00 h)."
+
+
 def test_a_small_charge_is_not_stated_as_nothing() -> None:
     # One GPU of eight for five minutes is 0.0104 node-hours: at one decimal it read "may use 0.0", and waited.
     account = Account(user_key("ann"), node_hours_left=0.005)

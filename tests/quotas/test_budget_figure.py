@@ -13,6 +13,7 @@ import pytest
 from django.utils import timezone
 
 from jobs.models import Job
+from policy.budget import budget_beside_need
 from policy.model import BudgetLeft
 from quotas.models import Quota
 from quotas.selectors import account_usages, usage_summary
@@ -31,6 +32,25 @@ def test_the_words_of_a_budget() -> None:
     # The parts add up as written, whatever the rounding of each.
     assert str(BudgetLeft(left=0.75, committed=0.46)) == "0.8 node-hours left, 0.5 of it committed to running jobs, 0.3 for new jobs"
     assert BudgetLeft(left=5.0, committed=9.0).uncommitted == 0.0 and BudgetLeft(left=5.0, committed=1.5).uncommitted == 3.5
+
+
+def test_a_need_beside_a_budget_shows_as_many_decimals_as_tell_whether_it_fits() -> None:
+    # At one decimal both read 38.0, and the job waits for no reason a user could see.
+    assert budget_beside_need(BudgetLeft(left=40.0, committed=2.02), 38.0) == (
+        "40.00 node-hours left, 2.02 of it committed to running jobs, 37.98 for new jobs",
+        "38.00",
+    )
+    assert budget_beside_need(BudgetLeft(left=12.0, committed=0.04), 12.0) == (
+        "12.00 node-hours left, 0.04 of it committed to running jobs, 11.96 for new jobs",
+        "12.00",
+    )
+    # Where one decimal tells the truth, it is kept; so it is for a need that fits.
+    assert budget_beside_need(BudgetLeft(left=40.0, committed=2.0), 39.0) == (
+        "40.0 node-hours left, 2.0 of it committed to running jobs, 38.0 for new jobs",
+        "39.0",
+    )
+    assert budget_beside_need(BudgetLeft(left=38.04, committed=0.0), 38.04)[1] == "38.0"
+    assert budget_beside_need(BudgetLeft(left=0.3, committed=0.0), 0.25) == ("0.3 node-hours left", "0.25")
 
 
 def test_running_jobs_commit_their_share_of_each_node_until_their_wall_time(user: Any) -> None:
