@@ -53,3 +53,44 @@ def budget_beside_need(budget: BudgetLeft, need: float) -> tuple[str, str]:
         if (float(need_text) <= free) == fits:
             break
     return text, need_text
+
+
+# Node-hours are sums of shares times hours: a sum that should be the budget may come out a hair above it.
+_EPSILON = 1e-9
+
+
+class BudgetPlan:
+    """One account's node-hour budget as the forecast plans the queue forward.
+
+    Until the period renews, new jobs share what is left less what running and promised jobs are committed to (the
+    `BUDGET` check's figure); each job planned in that time commits its whole need, as it will when it starts. From
+    the renewal the whole budget is back, less what runs into the new period: the rest of the wall time of every job
+    running or planned across the renewal, as the cycle then counts it. So a budget that fits one more job gets one
+    job planned at its renewal, not every job waiting on it.
+    """
+
+    def __init__(self, room: float, renews: float | None, budget: float | None, holding: Iterable[tuple[float, float, float]]) -> None:
+        """`holding`: (node share, start, wall-time end) of what runs or is promised now."""
+        self.room = room
+        self.renews = renews
+        self.next_room: float | None = None
+        if renews is not None and budget is not None:
+            self.next_room = budget - sum(share * max(0.0, ends - max(start, renews)) / 3600 for share, start, ends in holding)
+
+    def earliest(self, hours: float, after: float) -> float | None:
+        """The first instant at or after `after` a job that may use `hours` fits in the budget (None: not this period
+        or the next)."""
+        if (self.renews is None or after < self.renews) and hours <= self.room + _EPSILON:
+            return after
+        if self.next_room is None or self.renews is None or hours > self.next_room + _EPSILON:
+            return None
+        return max(after, self.renews)
+
+    def hold(self, hours: float, start: float, wall_seconds: float) -> None:
+        """A job planned to start at `start` that may use `hours` over `wall_seconds`."""
+        if self.renews is None or start < self.renews:
+            self.room -= hours
+            if self.next_room is not None and self.renews is not None and wall_seconds > 0:
+                self.next_room -= hours * max(0.0, start + wall_seconds - self.renews) / wall_seconds
+        elif self.next_room is not None:
+            self.next_room -= hours

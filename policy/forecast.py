@@ -11,8 +11,8 @@ arrives or work ends early; only a reservation is a promise.
 
 The work is bounded: at most `plan_jobs` jobs are planned; the rest are told they start after the
 last planned start (ESTIMATE_AFTER). A job held by its limits is planned from when they let it run
-(its owner's running jobs and the jobs planned before it leave its quota room, its budget renews), or
-gets no estimate when that cannot be known.
+(its owner's running jobs and the jobs planned before it leave its quota room, what they leave of its
+budget fits it, now or from the renewal), or gets no estimate when that cannot be known.
 """
 
 from __future__ import annotations

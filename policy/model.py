@@ -104,6 +104,8 @@ class Account:
     node_hours_left: float | None = None
     # Seconds since the epoch when the budget period ends (shown in BUDGET reasons).
     budget_resets_at: float | None = None
+    # The whole budget of a period, back at `budget_resets_at` (None: not known; the forecast then plans no job past it).
+    node_hours_per_period: float | None = None
     weight: float = 1.0
     usage_gpu_seconds: float = 0.0
     usage_node_seconds: float = 0.0

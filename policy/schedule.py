@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from policy.budget import budget_beside_need, budget_need, whole_gpu_node_sizes
+from policy.budget import BudgetPlan, budget_beside_need, budget_need, whole_gpu_node_sizes
 from policy.capacity import Allowed, Capacity
 from policy.forecast import forecast
 from policy.model import (
@@ -162,6 +162,7 @@ class _Cycle:
         self.promised: dict[int, Reservation] = {}  # job id -> its reservation, kept or new
         self.moved: dict[int, str] = {}  # job id -> why the reservation it had could not be kept
         self.quota_plans: dict[str, QuotaPlan] | None = None
+        self.budget_plans: dict[str, BudgetPlan] | None = None
         self.next_promised: set[int] = set()  # the starving jobs a new reservation may go to in this cycle
         self.by_start: list[Reservation] | None = None  # the reservations, earliest first, worked out when needed
         self.blocking: dict[tuple[int, int | None, int, int, int], Reservation] = {}  # by job shape and capacity version
@@ -245,7 +246,7 @@ class _Cycle:
             self.config.plan_jobs,
             self._need_on,
             self._not_before,
-            self._plan_quota,
+            self._plan_limits,
             self._fitting_nodes,
         )
         reservations = tuple(sorted(self.promised.values(), key=lambda r: (r.start, r.job_id)))
@@ -341,7 +342,7 @@ class _Cycle:
             after = self._not_before(job, wait.reason_code, self.now)
             start = self.slices.plan(job, after) if after is not None else None
             if start is not None:
-                self._plan_quota(job, start)
+                self._plan_limits(job, start)
                 self.waiting[i] = wait.estimated(start, ESTIMATE_PLANNED)
 
     def _node_share(self, names: tuple[str, ...] | list[str], held: tuple[float, ...]) -> float:
@@ -1093,40 +1094,75 @@ class _Cycle:
     def _not_before(self, job: PendingJob, code: str, after: float) -> float | None:
         """The earliest at or after `after` a waiting job's limits let it start (None: not known), for its estimate.
 
-        Its owners' GPU quotas count the jobs planned before it as well as what runs (`_plan_quota`).
+        Its owners' GPU quotas and node-hour budgets count the jobs planned before it as well as what runs
+        (`_plan_limits`). A preemptible job may borrow beyond its quota, but never beyond its budget.
         """
         at: float | None = after
         if code == LAUNCH_BACKOFF:
             at = max(job.not_before or after, after)
-        elif code == BUDGET:
-            resets = [r for key, _ in self._owners(job) if (r := self._account(key).budget_resets_at) is not None]
-            at = max(max(resets), after) if resets else None
-        if at is None or not self.limited or (job.preemptible and code != QUOTA_GPUS):
+        if at is None or not self.limited:
             return at
-        needs = self._quota_gpus(job)
-        plans = self._quota_plans()
-        # Each owner's quota may move the start past another's: until all of them let it start.
+        quota = not job.preemptible or code == QUOTA_GPUS
+        needs = self._quota_gpus(job) if quota else 0.0
+        quotas = self._quota_plans() if quota else {}
+        budgets = self._budget_plans()
+        hours = self._budget_need(job)[0] if budgets else 0.0
+        # Each owner's limits may move the start past another's: until all of them let it start.
         settled = False
         while at is not None and not settled:
             settled = True
             for key, _ in self._owners(job):
-                plan = plans.get(key)
-                found = plan.earliest(needs, at, job.likely_seconds) if plan is not None else at
+                budget, plan = budgets.get(key), quotas.get(key)
+                found = budget.earliest(hours, at) if budget is not None else at
+                if found == at and plan is not None:
+                    found = plan.earliest(needs, at, job.likely_seconds)
                 if found != at:
                     at, settled = found, False
                     break
         return at
 
-    def _plan_quota(self, job: PendingJob, start: float) -> None:
-        """A job planned to start at `start` uses its owners' quotas until its expected end, for the jobs planned after it."""
-        if not self.limited or job.preemptible:
+    def _plan_limits(self, job: PendingJob, start: float) -> None:
+        """A job planned to start at `start` uses its owners' quotas until its expected end, and their budgets what it
+        may charge, for the jobs planned after it."""
+        if not self.limited:
             return
-        plans = self._quota_plans()
-        needs = self._quota_gpus(job)
+        quotas = {} if job.preemptible else self._quota_plans()
+        budgets = self._budget_plans()
         for key, _ in self._owners(job):
-            plan = plans.get(key)
+            plan = quotas.get(key)
             if plan is not None:
-                plan.hold(needs, start, start + job.likely_seconds)
+                plan.hold(self._quota_gpus(job), start, start + job.likely_seconds)
+            budget = budgets.get(key)
+            if budget is not None:
+                budget.hold(self._budget_need(job)[0], start, job.wall_seconds)
+
+    def _budget_plans(self) -> dict[str, BudgetPlan]:
+        """Each budgeted account's node-hours over time, worked out once after the walk (the forecast's time)."""
+        if self.budget_plans is None:
+            budgeted = {key: a for key, a in self.snapshot.accounts.items() if a.node_hours_left is not None}
+            holding: defaultdict[str, list[tuple[float, float, float]]] = defaultdict(list)
+            # What runs (as the walk left it) and what is promised runs into the next period by its wall time.
+            for r in self.running.values() if budgeted else ():
+                share = self._node_share(r.node_names, r.gpus_held)
+                for key, _ in self._owners(r):
+                    if key in budgeted:
+                        holding[key].append((share, self.now, r.ends_at))
+            for job_id, (_, hours) in self.commitments.items():
+                promise, job = self.promised.get(job_id), self.planned[job_id]
+                if hours and promise is not None and job.wall_seconds > 0:
+                    for key, _ in self._owners(job):
+                        if key in budgeted:
+                            holding[key].append((hours * 3600 / job.wall_seconds, promise.start, promise.start + job.wall_seconds))
+            self.budget_plans = {
+                key: BudgetPlan(
+                    (a.node_hours_left or 0.0) - self.budget_used[key] - self.held_budget[key],
+                    a.budget_resets_at,
+                    a.node_hours_per_period,
+                    holding[key],
+                )
+                for key, a in budgeted.items()
+            }
+        return self.budget_plans
 
     def _quota_plans(self) -> dict[str, QuotaPlan]:
         """Each limited account's quota over time, worked out once after the walk (the forecast's time)."""

@@ -248,6 +248,7 @@ def accounts_snapshot(*, now: datetime, users: Iterable[str], teams: Iterable[st
             max_gpus=account.max_gpus,
             node_hours_left=None if budget is None else node_hours_left(budget, used_node_seconds.get(key, 0.0) / 3600),
             budget_resets_at=period_end.timestamp(),
+            node_hours_per_period=budget,
             weight=account.fair_share_weight,
             usage_gpu_seconds=gpu_seconds,
             usage_node_seconds=node_seconds,

@@ -60,12 +60,45 @@ def test_a_job_held_by_its_quota_is_planned_from_when_its_owners_jobs_end() -> N
 
 
 def test_a_job_held_by_its_budget_is_planned_from_the_renewal_or_has_no_estimate() -> None:
-    renews = (Account(user_key("ann"), node_hours_left=0.0, budget_resets_at=NOW + 5 * HOUR),)
+    renews = (Account(user_key("ann"), node_hours_left=0.0, budget_resets_at=NOW + 5 * HOUR, node_hours_per_period=10.0),)
     w = waiting(schedule(snap([pend(1, user="ann")], accounts=renews)))
     assert (w[1].reason_code, w[1].estimate, w[1].estimated_start) == (BUDGET, ESTIMATE_PLANNED, NOW + 5 * HOUR)
     unknown = (Account(user_key("ann"), node_hours_left=0.0),)
     w = waiting(schedule(snap([pend(1, user="ann")], accounts=unknown)))
     assert (w[1].reason_code, w[1].estimate, w[1].estimated_start) == (BUDGET, ESTIMATE_NONE, None)
+
+
+def test_a_renewed_budget_that_fits_two_jobs_gets_two_jobs_planned_at_the_renewal() -> None:
+    # ann's budget is spent until +5 h; it renews at 2.5 node-hours. Three one-node jobs of an hour wait on it: the
+    # renewal lets two of them start, and the third is not told it starts then too.
+    accounts = (Account(user_key("ann"), node_hours_left=0.0, budget_resets_at=NOW + 5 * HOUR, node_hours_per_period=2.5),)
+    w = waiting(schedule(snap([pend(1, age=300), pend(2, age=200), pend(3, age=100)], nodes=4, accounts=accounts)))
+    assert [(w[i].reason_code, w[i].estimated_start) for i in (1, 2, 3)] == [
+        (BUDGET, NOW + 5 * HOUR),
+        (BUDGET, NOW + 5 * HOUR),
+        (BUDGET, None),
+    ]
+
+
+def test_what_runs_past_the_renewal_is_charged_to_the_renewed_budget() -> None:
+    # ann's gang runs two nodes for 7 more hours: 4 of the renewed 5 node-hours are committed to it from +5 h.
+    accounts = (Account(user_key("ann"), node_hours_left=14.5, budget_resets_at=NOW + 5 * HOUR, node_hours_per_period=5.0),)
+    mine = running(10, {"n00": 8, "n01": 8}, user="ann", left=7 * HOUR)
+    w = waiting(schedule(snap([pend(1, nodes=2)], [mine], nodes=4, accounts=accounts)))
+    assert (w[1].reason_code, w[1].estimated_start) == (BUDGET, None)
+    roomier = (replace(accounts[0], node_hours_per_period=6.0),)
+    w = waiting(schedule(snap([pend(1, nodes=2)], [mine], nodes=4, accounts=roomier)))
+    assert (w[1].reason_code, w[1].estimated_start) == (BUDGET, NOW + 5 * HOUR)
+
+
+def test_jobs_planned_before_a_job_spend_the_budget_it_is_planned_against() -> None:
+    # One node, busy for an hour; ann has 1.5 node-hours for new jobs. Her first job fits in them and is planned at
+    # +1 h; the second fits in the nodes at +2 h but not in what the first leaves: it is planned at the renewal.
+    accounts = (Account(user_key("ann"), node_hours_left=1.5, budget_resets_at=NOW + 5 * HOUR, node_hours_per_period=10.0),)
+    jobs = [running(10, {"n00": 8}, left=HOUR)]
+    decisions = schedule(snap([pend(1, age=300), pend(2, age=200)], jobs, nodes=1, accounts=accounts), config(starvation_seconds=10 * HOUR))
+    w = waiting(decisions)
+    assert [w[i].estimated_start for i in (1, 2)] == [NOW + HOUR, NOW + 5 * HOUR]
 
 
 def test_a_quota_that_fits_one_job_at_a_time_has_its_waiting_jobs_planned_one_after_another() -> None:

@@ -241,6 +241,8 @@ def test_accounts_carry_limits_budgets_and_defaults(user: Any, settings: Any) ->
     reset = datetime(2026, 12, 1, tzinfo=UTC).timestamp()
     alice = accounts[user_key("alice")]
     assert (alice.max_gpus, alice.node_hours_left, alice.weight, alice.budget_resets_at) == (16, 100.0, 1.5, reset)
+    # What is back at the renewal, for the forecast of jobs planned past it.
+    assert alice.node_hours_per_period == 100.0
     bob_account = accounts[user_key("bob")]
     assert (bob_account.max_gpus, bob_account.weight) == (32, 3.0)
     assert bob_account.node_hours_left == pytest.approx(6.0)
