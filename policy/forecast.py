@@ -20,8 +20,11 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import TypeVar
 
 from policy.model import ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, ESTIMATE_RESERVED, NOT_EXAMINED, PendingJob, Waiting
+from policy.sharing import Slices
 from policy.timeline import INF, FittingNodes, Hold, NeedOn, Timelines, at_count_th_first_start, earliest_common_start
 
 # (job, its reason code, an instant) -> the earliest at or after it that its limits let it start, or None when that
@@ -29,6 +32,8 @@ from policy.timeline import INF, FittingNodes, Hold, NeedOn, Timelines, at_count
 NotBefore = Callable[[PendingJob, str, float], float | None]
 # (job, its planned start): what the job is planned to use of its limits (its owners' quotas) from then on.
 UseLimits = Callable[[PendingJob, float], None]
+# Where a planned job goes: the nodes of a whole-GPU job, the node of a slice.
+Where = TypeVar("Where")
 
 
 def forecast(
@@ -41,6 +46,7 @@ def forecast(
     not_before: NotBefore,
     use_limits: UseLimits,
     fitting_nodes: FittingNodes,
+    slices: Slices,
 ) -> tuple[Waiting, ...]:
     """`waiting` with an estimated start for each job (in its order, the priority order). Adds holds to `timelines`."""
     out: list[Waiting] = []
@@ -49,9 +55,13 @@ def forecast(
     planner = _Planner(timelines, need_on, fitting_nodes)
     for wait in waiting:
         job = jobs[wait.job_id]
-        # A GPU slice job was planned over the slices (policy/sharing.py), not over the whole GPUs planned here.
-        if wait.estimate == ESTIMATE_RESERVED or job.shares_gpu:
+        if wait.estimate == ESTIMATE_RESERVED:
             out.append(wait)
+            continue
+        if job.shares_gpu:
+            # Over the slices (policy/sharing.py), not the whole GPUs planned here; in the same order, so the jobs before
+            # it in the queue use its owners' limits first whatever their kind. Unbounded: a slice is cheap to plan.
+            out.append(_plan_slice(wait, job, slices, now, not_before, use_limits))
             continue
         if wait.reason_code == NOT_EXAMINED or planned >= plan_jobs:
             out.append(wait.estimated(last, ESTIMATE_AFTER if last is not None else ESTIMATE_NONE))
@@ -61,7 +71,7 @@ def forecast(
             out.append(wait)
             continue
         planned += 1
-        found = _within_limits(planner, job, wait.reason_code, after, not_before)
+        found = _within_limits(partial(planner.earliest, job), job, wait.reason_code, after, not_before)
         if found is None:
             out.append(wait)
             continue
@@ -77,14 +87,27 @@ def forecast(
     return tuple(out)
 
 
-def _within_limits(planner: _Planner, job: PendingJob, code: str, after: float, not_before: NotBefore) -> tuple[float, list[str]] | None:
-    """The first window that fits the job from `after` on and that its limits let it start in.
+def _plan_slice(wait: Waiting, job: PendingJob, slices: Slices, now: float, not_before: NotBefore, use_limits: UseLimits) -> Waiting:
+    after = not_before(job, wait.reason_code, now) if wait.reason_code != NOT_EXAMINED else None
+    found = _within_limits(partial(slices.earliest, job), job, wait.reason_code, after, not_before) if after is not None else None
+    if found is None:
+        return wait
+    start, name = found
+    slices.hold(name, start, job.wall_seconds)
+    use_limits(job, start)
+    return wait.estimated(start, ESTIMATE_PLANNED)
+
+
+def _within_limits(
+    earliest: Callable[[float], tuple[float, Where] | None], job: PendingJob, code: str, after: float, not_before: NotBefore
+) -> tuple[float, Where] | None:
+    """The first window `earliest` finds from `after` on that the job's limits let it start in (and where it is).
 
     The window found may start where the jobs planned before it fill its owners' quota: then the next one from
     where the limits let it start. Each turn starts later, at a window's start or a quota's change, so it ends.
     """
     while True:
-        found = planner.earliest(job, after)
+        found = earliest(after)
         if found is None or found[0] == after:  # the limits let it start at `after`
             return found
         allowed = not_before(job, code, found[0])

@@ -46,7 +46,6 @@ from policy.capacity import Allowed, Capacity
 from policy.forecast import forecast
 from policy.model import (
     BUDGET,
-    ESTIMATE_PLANNED,
     ESTIMATE_RESERVED,
     FRAGMENTATION,
     LAUNCH_BACKOFF,
@@ -237,7 +236,6 @@ class _Cycle:
             self._consider(job)
         if not any(w.reason_code == NOT_EXAMINED for w in self.waiting):
             self._grow()
-        self._plan_slices({j.id: j for j in order})
         waiting = forecast(
             self.waiting,
             planned,
@@ -248,6 +246,7 @@ class _Cycle:
             self._not_before,
             self._plan_limits,
             self._fitting_nodes,
+            self.slices,
         )
         reservations = tuple(sorted(self.promised.values(), key=lambda r: (r.start, r.job_id)))
         return Decisions(tuple(self.placements), waiting, tuple(self.preemptions), reservations, priorities, tuple(self.resizes))
@@ -332,18 +331,6 @@ class _Cycle:
             return
         name, gpu = found
         self._place(job, [name], over_quota=False, held=(self.slices.nodes[name].slice_gpus,), gpu_slot=gpu)
-
-    def _plan_slices(self, jobs: dict[int, PendingJob]) -> None:
-        """After the walk: each waiting slice job's estimated start, by the held slices' wall-time ends, in order."""
-        for i, wait in enumerate(self.waiting):
-            job = jobs[wait.job_id]
-            if not job.shares_gpu or wait.reason_code == NOT_EXAMINED:
-                continue
-            after = self._not_before(job, wait.reason_code, self.now)
-            start = self.slices.plan(job, after) if after is not None else None
-            if start is not None:
-                self._plan_limits(job, start)
-                self.waiting[i] = wait.estimated(start, ESTIMATE_PLANNED)
 
     def _node_share(self, names: tuple[str, ...] | list[str], held: tuple[float, ...]) -> float:
         """The share of whole nodes GPUs held are (what the ledger charges in node-hours)."""

@@ -100,10 +100,10 @@ class Slices:
         """The largest share of a node it may hold (its budget's need, in nodes): its slice over the node's GPUs."""
         return max((n.slice_gpus / n.gpus_total for n in self.fitting(job) if n.gpus_total), default=0.0)
 
-    def plan(self, job: PendingJob, after: float) -> float | None:
-        """When a slice meeting its asks is free, by wall-time ends, after `after`: the job's estimated start.
+    def earliest(self, job: PendingJob, after: float) -> tuple[float, str] | None:
+        """When a slice meeting its asks is free, by wall-time ends, at or after `after`, and on which node.
 
-        Called after the walk, in the queue's order: the slice is then planned as held by this job until its wall
+        Called after the walk, in the queue's order; `hold` then plans the slice as held by the job until its wall
         time, so the next job waiting for such a slice is planned after it, as the whole-GPU forecast plans.
         """
         if self.available is None:
@@ -114,8 +114,9 @@ class Slices:
             slots = self.available[node.name]
             if slots and (best is None or (max(slots[0], after), node.name) < best):
                 best = (max(slots[0], after), node.name)
-        if best is None:
-            return None
-        start, name = best
-        heapq.heapreplace(self.available[name], start + job.wall_seconds)
-        return start
+        return best
+
+    def hold(self, name: str, start: float, wall_seconds: float) -> None:
+        """The slice of `name` that frees first, planned as held from `start` for `wall_seconds` (see `earliest`)."""
+        assert self.available is not None, "earliest() first"
+        heapq.heapreplace(self.available[name], start + wall_seconds)

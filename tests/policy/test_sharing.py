@@ -103,6 +103,17 @@ def test_a_running_slice_counts_its_share_against_a_whole_gpu_jobs_quota() -> No
     assert "0.25 of 2 GPUs" in waiting(decisions)[1].reason
 
 
+def test_the_jobs_ahead_in_the_queue_use_the_quota_first_whatever_their_kind() -> None:
+    # ann may hold 8 GPUs and holds them for another hour. Her 8-GPU job waits ahead of her quarter-GPU one: it is
+    # planned at the hour, and the slice after it, not the slice first and the 8-GPU job an hour later.
+    accounts = {user_key("ann"): Account(user_key("ann"), max_gpus=8)}
+    mine = running(9, {"a-whole": 8}, user="ann", left=HOUR)
+    snap = cluster(pend(1, gpus=8, age=3000), sliced(2, 0.25, age=100), accounts=accounts, running=(mine,))
+    w = waiting(schedule(replace(snap, nodes=(replace(WHOLE, gpus_free=0), QUARTERS))))
+    assert [w[1].position, w[2].position] == [1, 2]
+    assert [(w[i].reason_code, w[i].estimated_start) for i in (1, 2)] == [(QUOTA_GPUS, NOW + HOUR), (QUOTA_GPUS, NOW + 2 * HOUR)]
+
+
 def test_a_budget_counts_a_slice_as_its_share_of_the_node() -> None:
     # 0.25 of a 2-GPU node for 4 hours is 0.5 node-hours: within a budget of 0.6, not of 0.4.
     job = sliced(1, 0.25, wall=4 * HOUR)
