@@ -105,6 +105,12 @@ def test_clone_fills_the_form_from_a_job_and_only_from_one_the_user_can_see(user
     assert f'Filled in from <a href="/jobs/{mine.pk}/">job {mine.pk} (sweep-7)</a>' in form
     assert 'value="sweep-7"' in form and 'value="python train.py --lr 3e-4"' in form
     assert 'name="min_nodes" value="2"' in form and 'name="wall_time_minutes" value="90"' in form and "SEED=7" in form
+    assert "rounded up to whole minutes" not in form
+    # A wall time of seconds cannot be written in the form's minutes: the page says it rounds it up.
+    short = JobFactory(owner=user, name="smoke", wall_time_seconds=30)
+    form = client.get(f"/jobs/new/?clone={short.pk}").content.decode()
+    assert 'name="wall_time_minutes" value="1"' in form
+    assert "Its wall time, 30 s, is rounded up to whole minutes here" in form
     hidden = client.get(f"/jobs/new/?clone={theirs.pk}").content.decode()
     assert "secret" not in hidden and "Filled in from" not in hidden
 
