@@ -357,6 +357,30 @@ MUSTER_PRIORITY_CLASSES = [
 MUSTER_DEFAULT_PRIORITY_CLASS = os.environ.get("MUSTER_DEFAULT_PRIORITY_CLASS", "normal")
 if MUSTER_DEFAULT_PRIORITY_CLASS not in MUSTER_PRIORITY_CLASSES:
     raise ImproperlyConfigured("MUSTER_DEFAULT_PRIORITY_CLASS must be one of MUSTER_PRIORITY_CLASSES")
+
+
+def _priority_class_access(raw: str | None, classes: list[str], default: str) -> dict[str, frozenset[str]]:
+    """`production=infra,serving;urgent=` -> who may submit in each class listed: admins, and jobs submitted for one of
+    the teams named (none: admins only). A class not listed is open to all. Unset: the highest class, unless it is
+    the default one, is for admins only, as Slurm gives a QOS to no one until an admin does."""
+    if raw is None:
+        return {classes[0]: frozenset()} if classes[0] != default else {}
+    access: dict[str, frozenset[str]] = {}
+    for part in (p.strip() for p in raw.split(";") if p.strip()):
+        name, sep, teams = part.partition("=")
+        if not sep or name.strip() not in classes:
+            raise ImproperlyConfigured(
+                f"MUSTER_PRIORITY_CLASS_ACCESS: {part!r} is not <class>=<team>,<team> of a class of MUSTER_PRIORITY_CLASSES"
+            )
+        if name.strip() == default:
+            raise ImproperlyConfigured(f"MUSTER_PRIORITY_CLASS_ACCESS: the default class {default!r} must be open to all")
+        access[name.strip()] = frozenset(t.strip() for t in teams.split(",") if t.strip())
+    return access
+
+
+MUSTER_PRIORITY_CLASS_ACCESS = _priority_class_access(
+    os.environ.get("MUSTER_PRIORITY_CLASS_ACCESS"), MUSTER_PRIORITY_CLASSES, MUSTER_DEFAULT_PRIORITY_CLASS
+)
 # How many jobs one cycle examines, so a huge queue cannot stall the cycle.
 MUSTER_CYCLE_MAX_JOBS = env_int("MUSTER_CYCLE_MAX_JOBS", 5000)
 

@@ -125,6 +125,18 @@ class ResourceAsk:
         return cls(**{f.name: spec[f.name] for f in fields(cls) if spec.get(f.name) is not None})
 
 
+def job_check_priority_class(owner: User, priority_class: str | None, team: Team | None) -> None:
+    """Refuse a class the site keeps for admins and some teams (MUSTER_PRIORITY_CLASS_ACCESS) to anyone else: a job of
+    the highest class goes before all others and may preempt them, so it is given, not taken."""
+    teams = settings.MUSTER_PRIORITY_CLASS_ACCESS.get(priority_class or "")
+    if teams is None or owner.is_staff or (team is not None and team.name in teams):
+        return
+    open_classes = [c for c in settings.MUSTER_PRIORITY_CLASSES if c not in settings.MUSTER_PRIORITY_CLASS_ACCESS]
+    given = f"admins and jobs of team{'s' if len(teams) > 1 else ''} {', '.join(sorted(teams))}" if teams else "admins"
+    refusal = f"The {priority_class} class is kept for {given}; you may use {', '.join(open_classes)}."
+    raise ValidationError({"priority_class": [f"{refusal} (An admin sets who may: MUSTER_PRIORITY_CLASS_ACCESS.)"]})
+
+
 def job_check_fits_cluster(ask: ResourceAsk) -> None:
     """Reject a job that could never run on this cluster, however empty it became. An elastic job (min_nodes..max_nodes)
     must fit at its least and at its most."""
@@ -246,6 +258,7 @@ def job_submit_problems(*, owner: User, **spec: Any) -> dict[str, list[str]]:
             for key, messages in exc.message_dict.items():
                 problems.setdefault(key, []).extend(m for m in messages if m not in problems.get(key, []))
 
+    collect(lambda: job_check_priority_class(owner, spec.get("priority_class"), spec.get("team")))
     if spec.get("nodes") is None or spec.get("gpus_per_node") is None:
         return problems
     ask = ResourceAsk.of(spec)

@@ -83,6 +83,13 @@ def user(db: None) -> Any:
 
 
 @pytest.fixture
+def classes_open(settings: Any) -> None:
+    """Every priority class open to every user (by default the highest is kept for admins): for the tests of what a
+    production job does, not of who may submit one."""
+    settings.MUSTER_PRIORITY_CLASS_ACCESS = {}
+
+
+@pytest.fixture
 def other_user(db: None) -> Any:
     return UserFactory(username="bob")
 

@@ -131,6 +131,7 @@ def test_the_pods_are_told_where_to_report(running: Job, settings: Any) -> None:
 
 
 @pytest.mark.parametrize("checkpointed", [False, True])
+@pytest.mark.usefixtures("classes_open")
 def test_a_preemption_stops_the_job_that_loses_least_and_says_what_was_lost(
     submit, sim, other_user: Any, settings: Any, checkpointed: bool
 ) -> None:

@@ -314,6 +314,7 @@ def test_node_gpus_free_drop_on_the_nodes_a_job_runs_on(api: APIClient, submit: 
 # --- queue -------------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("classes_open")
 def test_queue_lists_pending_jobs_in_scheduling_order(api: APIClient, other_api: APIClient, submit: Any, sim: Any) -> None:
     blocker = submit(nodes=16, gpus_per_node=8)
     sim.cycle()  # the whole cluster is taken
@@ -369,6 +370,7 @@ def test_queue_lists_pending_jobs_in_scheduling_order(api: APIClient, other_api:
     assert listed[blocker["id"]]["queue_position"] is None and listed[blocker["id"]]["priority"] is None
 
 
+@pytest.mark.usefixtures("classes_open")
 def test_reads_show_what_the_last_cycle_stored(api: APIClient, submit: Any, sim: Any) -> None:
     blocker = submit(nodes=16, gpus_per_node=8)
     sim.cycle()

@@ -989,6 +989,7 @@ def test_gpu_slices_run_on_the_shared_nodes_the_device_plugin_advertises(api: AP
     assert whole_pod.spec.containers[0].resources.requests["nvidia.com/gpu"] == "1"
 
 
+@pytest.mark.usefixtures("classes_open")
 def test_an_elastic_job_grows_and_shrinks_its_pods_on_the_cluster(api: APIClient, kube: KubeHarness, settings: Any) -> None:
     """On the real API server: an elastic 2..4 job starts on the two nodes left, grows by two pods (torchrun's PET_*
     rendezvous in their env) when a filler ends, and loses its last two to a production gang, rank 0 staying."""
@@ -1063,6 +1064,7 @@ def test_a_failing_ranks_output_is_kept_through_its_retry_and_after_the_job_fail
         assert "muster-testcluster: simulated container output" in kept_logs(api, job["id"], rank=1, attempt=attempt)
 
 
+@pytest.mark.usefixtures("classes_open")
 def test_a_preempted_jobs_output_is_kept_when_it_is_requeued(
     api: APIClient, other_api: APIClient, kube: KubeHarness, settings: Any
 ) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -31,6 +32,7 @@ def row(html: str, attempt: int) -> str:
     return found.group(0)
 
 
+@pytest.mark.usefixtures("classes_open")
 def test_a_job_preempted_then_succeeded_has_two_attempts_each_with_its_output(
     submit: Any, sim: Any, other_user: Any, settings: Any
 ) -> None:

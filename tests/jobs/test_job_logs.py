@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import pytest
 from rest_framework.test import APIClient
 
 from jobs.cluster import ClusterUnavailable
@@ -61,6 +62,7 @@ def test_a_cancelled_running_jobs_output_is_kept(api: APIClient, submit: Any, si
     assert kept["source"] == "stored" and f"job {job_id} attempt 1 rank 0" in kept["logs"]
 
 
+@pytest.mark.usefixtures("classes_open")
 def test_a_preempted_jobs_output_is_kept_when_it_is_requeued(api: APIClient, other_api: APIClient, sim: Any, settings: Any) -> None:
     settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = 0
     sweep = api.post(JOBS, _job(nodes=16, priority_class="preemptible", duration=600), format="json").json()["id"]

@@ -52,6 +52,7 @@ def test_a_job_deleted_after_the_snapshot_is_skipped(submit, sim, monkeypatch) -
     assert Job.objects.get(pk=second).state == JobState.SCHEDULED
 
 
+@pytest.mark.usefixtures("classes_open")
 def test_a_preemption_victim_cancelled_after_the_snapshot_does_not_undo_the_cycle(submit, sim, user, monkeypatch) -> None:
     victims = [
         submit(nodes=4, priority_class="preemptible", wall_time_seconds=14400, simulate={"duration_seconds": 7200})["id"] for _ in range(4)

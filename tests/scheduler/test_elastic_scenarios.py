@@ -54,6 +54,7 @@ def test_an_elastic_job_starts_on_what_is_free_then_grows_when_nodes_free_up(sim
     assert node_seconds == pytest.approx(expected)
 
 
+@pytest.mark.usefixtures("classes_open")
 def test_an_elastic_job_shrinks_for_a_production_gang_instead_of_being_preempted(
     sim: SimHarness, submit: Any, settings: Any, api: APIClient
 ) -> None:

@@ -264,6 +264,7 @@ def test_a_gang_on_forty_nodes_is_placed_with_a_reason_that_fits(world: Any, api
 # --- preemption ----------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("classes_open")
 def test_production_job_preempts_a_preemptible_class_job_which_then_resumes(
     world: Any, api: APIClient, other_api: APIClient, settings: Any
 ) -> None:

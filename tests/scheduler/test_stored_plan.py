@@ -69,6 +69,7 @@ def starving(settings: Any) -> None:
     settings.MUSTER_STARVATION_WALL_FACTOR = 0
 
 
+@pytest.mark.usefixtures("classes_open")
 def test_the_cycle_stores_each_waiting_jobs_plan(submit: Any, sim: Any, starving: None, decided: list) -> None:
     blocker = submit(nodes=16, gpus_per_node=8)["id"]
     sim.cycle()
@@ -205,6 +206,7 @@ def bulk_plan_writes(ctx: CaptureQueriesContext) -> list[list[str]]:
     return [columns for sql in sqls if (columns := by_id.findall(sql))]
 
 
+@pytest.mark.usefixtures("classes_open")
 def test_a_cycle_writes_only_the_plans_that_changed(submit: Any, sim: Any) -> None:
     submit(nodes=16, gpus_per_node=8, simulate={"duration_seconds": 600})
     sim.cycle()
