@@ -16,6 +16,7 @@ pod parts as here.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -284,9 +285,15 @@ def job_env(spec: GangSpec) -> dict[str, str]:
 
 def gpu_container(spec: GangSpec, options: PodOptions, name: str, env: dict[str, str], command: list[str] | None) -> dict[str, Any]:
     """One node's share of the job: its GPUs (or its one GPU slice), CPU and memory, extra (RDMA) resources, and /dev/shm
-    for NCCL. A slice job gets the CPU and memory of one GPU: its host side is not a fraction of its GPU's."""
-    cpu = _times(options.cpu_per_gpu, spec.gpus_per_node)
-    memory = _times(options.memory_per_gpu, spec.gpus_per_node)
+    for NCCL. A slice job gets its slice's share of a GPU's CPU and memory: a node sized for its GPUs then has the
+    host room for every slice it offers (a whole GPU's each, 32 quarter slices would ask a 96-CPU node for 256 CPUs,
+    and two in three would never start)."""
+    if spec.gpu_slice:
+        cpu = _share_of(options.cpu_per_gpu, spec.gpu_slice.share, "m", 1e-3)
+        memory = _share_of(options.memory_per_gpu, spec.gpu_slice.share, "Mi", 2**20)
+    else:
+        cpu = _times(options.cpu_per_gpu, spec.gpus_per_node)
+        memory = _times(options.memory_per_gpu, spec.gpus_per_node)
     gpus = {spec.gpu_slice.resource: "1"} if spec.gpu_slice else {options.gpu_resource: str(spec.gpus_per_node)}
     resources = {**gpus, "cpu": cpu, "memory": memory, **options.extra_resources}
     if spec.rdma_per_node and options.rdma_resource:
@@ -346,6 +353,22 @@ def base_pod_spec(spec: GangSpec, options: PodOptions, container: dict[str, Any]
 
 
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([A-Za-z]*)$")
+
+
+# What a quantity's suffix multiplies it by (Kubernetes' resource.Quantity: binary and decimal SI, milli).
+_SUFFIXES = {
+    "": 1.0, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+    "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40,
+}  # fmt: skip
+
+
+def _share_of(quantity: str, share: float, unit: str, unit_size: float) -> str:
+    """A share of a quantity, rounded up to whole `unit`s: '8' x 0.25 -> '2000m'; '64Gi' x 1/7 -> '9363Mi'."""
+    match = _QUANTITY.match(quantity.strip())
+    if not match or match.group(2) not in _SUFFIXES:
+        raise ValueError(f"not a Kubernetes quantity: {quantity!r}")
+    base = float(match.group(1)) * _SUFFIXES[match.group(2)]
+    return f"{math.ceil(base * share / unit_size - 1e-9)}{unit}"
 
 
 def _times(quantity: str, n: int) -> str:

@@ -977,6 +977,8 @@ def test_gpu_slices_run_on_the_shared_nodes_the_device_plugin_advertises(api: AP
     (whole_pod,) = kube.pods(gang_selector(whole["id"]))
     requests = quarter_pod.spec.containers[0].resources.requests
     assert requests["nvidia.com/gpu.shared"] == "1" and "nvidia.com/gpu" not in requests
+    # A quarter of a GPU's host side, so all 32 quarter slices of the node's 8 GPUs fit its CPUs and memory.
+    assert (requests["cpu"], requests["memory"]) == ("2000m", "16384Mi")
     assert mig_pod.spec.containers[0].resources.requests["nvidia.com/mig-1g.10gb"] == "1"
     env = {e.name: e.value for e in quarter_pod.spec.containers[0].env}
     assert (env["MUSTER_GPU_SHARING"], env["MUSTER_GPU_SHARE"]) == ("time-slicing", "0.25")

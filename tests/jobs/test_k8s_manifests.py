@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from jobs.cluster.base import GangSpec, PodPhase, PodStatus, stopped_by_cluster
+from jobs.cluster.base import GangSpec, GpuSlice, PodPhase, PodStatus, stopped_by_cluster
 from jobs.cluster.crd_manifests import mpijob_manifest, native_podgroup_manifest, podgroup_manifest
 from jobs.cluster.kubernetes import KubernetesCluster, _pod_status, mpijob_statuses, pod_requests
 from jobs.cluster.manifests import (
@@ -54,6 +54,18 @@ def test_each_rank_is_pinned_to_its_node_and_requests_its_gpus() -> None:
         requests = pod["spec"]["containers"][0]["resources"]["requests"]
         assert requests == {"nvidia.com/gpu": "8", "cpu": "32", "memory": "256Gi"}
         assert pod["spec"]["containers"][0]["resources"]["limits"] == requests
+
+
+@pytest.mark.parametrize(
+    ("share", "cpu", "memory"),
+    [(0.25, "2000m", "16384Mi"), (0.5, "4000m", "32768Mi"), (1 / 7, "1143m", "9363Mi")],
+)
+def test_a_slice_pod_asks_its_slices_share_of_a_gpus_cpu_and_memory(share: float, cpu: str, memory: str) -> None:
+    # A whole GPU's each, the slices a node offers would ask it for several times its CPUs: most would never start.
+    sliced = spec(node_names=("gpu-shared",), gpus_per_node=1, gpu_slice=GpuSlice("nvidia.com/gpu.shared", "time-slicing", share))
+    pod = pod_manifest(sliced, 0, PodOptions(cpu_per_gpu="8", memory_per_gpu="64Gi"), owner_uid="uid-1")
+    requests = pod["spec"]["containers"][0]["resources"]["requests"]
+    assert requests == {"nvidia.com/gpu.shared": "1", "cpu": cpu, "memory": memory}
 
 
 def test_pods_are_owned_by_the_gangs_service_and_labelled() -> None:

@@ -42,7 +42,9 @@ def test_a_class_given_to_teams_is_for_jobs_submitted_for_them(user: Any, other_
     # Charged to another team, the job is not infra's to rank first.
     refused = post(alice, priority_class="production", team="vision")
     assert refused.status_code == 400
-    assert refused.json()["priority_class"][0].startswith("The production class is kept for admins and jobs of team infra; you may use normal")
+    assert refused.json()["priority_class"][0].startswith(
+        "The production class is kept for admins and jobs of team infra; you may use normal"
+    )
     assert post(bob, priority_class="production", team="vision").status_code == 400
     settings.MUSTER_PRIORITY_CLASS_ACCESS = {}
     assert post(bob, priority_class="production", team="vision").status_code == 201
