@@ -180,7 +180,15 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
             # A drain (cordon, then evictions) is an operator's doing, not the job's: no restart is spent.
             _requeued(backend, job_requeue(job, now=now, why=_drained_why(drained, job.attempt)), report)
             return
-        _failed_attempt(backend, job, now, report, f"{job.nodes - len(pods)} of {job.nodes} pods vanished from the cluster.", None)
+        # Deleted through the API while their nodes stay (an eviction seen only after the pod was gone, an operator's
+        # kubectl delete): no code of the job's did it, and a pod that fails stays until Muster deletes it. So no
+        # restart is spent, as for a disruption the cluster marks.
+        gone = ", ".join(str(rank) for rank in sorted(missing))
+        why = (
+            f"{len(missing)} of {job.nodes} pods (rank{'s' if len(missing) > 1 else ''} {gone}) were deleted outside Muster "
+            f"(an eviction or by hand) under attempt {job.attempt}; requeued."
+        )
+        _requeued(backend, job_requeue(job, now=now, why=why), report)
         return
     failed = [p for p in pods if p.phase == PodPhase.FAILED]
     if any(p.reason == DEADLINE_EXCEEDED for p in failed):

@@ -224,6 +224,9 @@ def service_owner_reference(spec: GangSpec, owner_uid: str) -> dict[str, Any]:
         "name": gang_name(spec.job_id, spec.attempt),
         "uid": owner_uid,
         "blockOwnerDeletion": True,
+        # A controller, so `kubectl drain` evicts the pods (it refuses pods no controller manages, short of --force);
+        # the eviction is then a disruption Muster requeues the gang for, spending no restart.
+        "controller": True,
     }
 
 

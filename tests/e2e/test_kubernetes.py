@@ -226,6 +226,7 @@ def test_a_relaunch_after_a_crash_mid_launch_leaves_exactly_one_gang(api: APICli
     pods = kube.pods(gang_selector(990001, 1))
     assert sorted(p.metadata.name for p in pods) == [f"{gang_name(990001, 1)}-{r}" for r in range(3)]
     assert {p.metadata.owner_references[0].uid for p in pods} == {service.metadata.uid}
+    assert all(p.metadata.owner_references[0].controller for p in pods)  # so `kubectl drain` evicts them
     assert len(kube.services(gang_selector(990001))) == 1
 
 
@@ -287,12 +288,24 @@ def test_a_drained_node_requeues_its_gang_without_spending_a_restart(api: APICli
     job = submit(api, nodes=2, max_restarts=0, simulate={"duration_seconds": 600})
     kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
     drained = api.get(f"/api/v1/jobs/{job['id']}/").json()["assigned_nodes"][0]
-    # `kubectl drain`: cordon, then evict the node's pods through the Eviction API.
-    kube.core.patch_node(drained, {"spec": {"unschedulable": True}})
+    kubectl = shutil.which("kubectl")
+    need_service(kubectl is not None, "kubectl (Debian's kubernetes-client)")
     try:
-        for pod in kube.core.list_namespaced_pod(kube.namespace, field_selector=f"spec.nodeName={drained}").items:
-            eviction = {"metadata": {"name": pod.metadata.name, "namespace": kube.namespace}, "deleteOptions": {"gracePeriodSeconds": 0}}
-            kube.core.create_namespaced_pod_eviction(pod.metadata.name, kube.namespace, eviction)
+        # As an operator runs it: cordon, then evict the node's pods through the Eviction API. Without --force, it
+        # evicts only pods a controller manages (the gang's Service is theirs).
+        drain = [
+            kubectl,
+            "--kubeconfig",
+            kubeconfig_path(),
+            "drain",
+            drained,
+            "--ignore-daemonsets",
+            "--delete-emptydir-data",
+            "--grace-period=0",
+        ]
+        drain.append("--timeout=60s")
+        done = subprocess.run(drain, capture_output=True, text=True, timeout=90)
+        assert done.returncode == 0, done.stderr
         kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).attempt == 2 and state(job["id"]) == JobState.RUNNING)
         moved = api.get(f"/api/v1/jobs/{job['id']}/").json()
         assert moved["restarts"] == 0 and drained not in moved["assigned_nodes"]
@@ -978,7 +991,7 @@ def test_gpu_slices_run_on_the_shared_nodes_the_device_plugin_advertises(api: AP
     requests = quarter_pod.spec.containers[0].resources.requests
     assert requests["nvidia.com/gpu.shared"] == "1" and "nvidia.com/gpu" not in requests
     # A quarter of a GPU's host side, so all 32 quarter slices of the node's 8 GPUs fit its CPUs and memory.
-    assert (requests["cpu"], requests["memory"]) == ("2000m", "16384Mi")
+    assert (requests["cpu"], requests["memory"]) == ("2", "16Gi")  # as the API server writes 2000m and 16384Mi
     assert mig_pod.spec.containers[0].resources.requests["nvidia.com/mig-1g.10gb"] == "1"
     env = {e.name: e.value for e in quarter_pod.spec.containers[0].env}
     assert (env["MUSTER_GPU_SHARING"], env["MUSTER_GPU_SHARE"]) == ("time-slicing", "0.25")

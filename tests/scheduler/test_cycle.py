@@ -158,16 +158,19 @@ def test_reconcile_deletes_pods_of_jobs_the_database_does_not_run(submit, sim) -
     assert not SimulatedPod.objects.exists()
 
 
-def test_vanished_pods_requeue_a_running_job(submit, sim) -> None:
-    job_id = submit(nodes=2, max_restarts=2)["id"]
+def test_a_pod_deleted_outside_muster_requeues_its_job_without_spending_a_restart(submit, sim) -> None:
+    # An eviction seen only after the pod is gone, or an operator's kubectl delete: not the job's failure.
+    job_id = submit(nodes=2, max_restarts=0)["id"]
     sim.cycle()
     sim.advance(1.5)
     SimulatedPod.objects.filter(job_id=job_id, rank=1).delete()
     sim.cycle()
     job = Job.objects.get(pk=job_id)
     # Requeued and, the nodes being free again, placed anew in the same cycle.
-    assert job.restarts == 1 and job.attempt == 2 and job.state == JobState.SCHEDULED
-    assert "1 of 2 pods vanished" in JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last().reason
+    assert job.restarts == 0 and job.attempt == 2 and job.state == JobState.SCHEDULED
+    assert JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last().reason == (
+        "1 of 2 pods (rank 1) were deleted outside Muster (an eviction or by hand) under attempt 1; requeued."
+    )
 
 
 class RefusingCluster:
