@@ -1,8 +1,8 @@
 """Django admin for jobs and nodes: raw edits, with the guards that keep the cluster and the ledger honest.
 
-A job that holds GPUs (SCHEDULED or RUNNING) cannot be deleted here, and a job that
-has left PENDING keeps its shape: its pods run what it was scheduled as, and the
-ledger charged that. Admins cancel such jobs instead (the "Cancel selected jobs"
+A job that holds GPUs (SCHEDULED or RUNNING) cannot be deleted here, and what a job
+runs is read-only: it was checked at submit, its pods run it and the ledger charged
+it. Only a pending job's priority class may be changed. Admins cancel such jobs instead (the "Cancel selected jobs"
 action, the job page or the API), which tears the gang down and charges it properly.
 """
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.actions import delete_selected as django_delete_selected
 from django.core.exceptions import PermissionDenied
@@ -75,11 +77,21 @@ class JobAdmin(admin.ModelAdmin):
     actions = ["cancel_selected", "delete_selected"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Job | None = None) -> list[str]:
-        # State changes go through services (cancel in the UI/API), never through a raw edit here.
-        fields = list(BOOKKEEPING_FIELDS)
-        if obj is not None and obj.state != JobState.PENDING:
-            fields += SHAPE_FIELDS
+        # State changes go through services (cancel in the UI/API), never through a raw edit here. What a job runs was
+        # checked at submit (the cluster's size, its owner's limits, the site's maxima): a raw edit would skip every
+        # check, so a pending job's shape is read-only too, but for its class, which an admin may raise or lower.
+        fields = [*BOOKKEEPING_FIELDS, *SHAPE_FIELDS]
+        if obj is not None and obj.state == JobState.PENDING:
+            fields.remove("priority_class")
         return fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a job is submitted (API, form, CLI), which checks it; never added raw
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "priority_class":
+            return forms.ChoiceField(choices=[(c, c) for c in settings.MUSTER_PRIORITY_CLASSES], label="Priority class")
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def has_delete_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
         if _holds_gpus(obj):
@@ -89,7 +101,14 @@ class JobAdmin(admin.ModelAdmin):
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None) -> HttpResponse:
         if request.method == "GET":
             job = self.get_object(request, object_id)
-            if job is not None and job.state != JobState.PENDING:
+            if job is not None and job.state == JobState.PENDING:
+                self.message_user(
+                    request,
+                    f"Job {job.pk} is PENDING: its priority class may be changed here; what it runs was checked at submit and "
+                    "is read-only. To run it otherwise, cancel it and submit it again (its page's Clone fills the form).",
+                    messages.INFO,
+                )
+            elif job is not None:
                 held = " It holds GPUs, so it cannot be deleted either." if _holds_gpus(job) else ""
                 self.message_user(
                     request,
@@ -207,11 +226,21 @@ class NodeAdmin(admin.ModelAdmin):
     list_display = ["name", "gpus_total", "rack", "gpu_model", "state", "held", "failures_in_row", "updated_at"]
     list_filter = ["state", "held", "rack"]
     list_editable = ["held"]
-    readonly_fields = ["failures_in_row", "held_reason"]
+    # The cluster owns what a node is (the backend's sync writes it back every cycle, so an edit here would be undone
+    # within seconds, and a renamed node would be a new one while its jobs stay on the old). Muster's own word is `held`.
+    readonly_fields = [f.name for f in Node._meta.get_fields() if f.concrete and not f.auto_created and f.name != "held"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # nodes come from the cluster
+
+    def has_delete_permission(self, request: HttpRequest, obj: Node | None = None) -> bool:
+        return False  # the cluster's sync would add it back; a node leaves by leaving the cluster
 
     def save_model(self, request: Any, obj: Node, form: Any, change: bool) -> None:
         if not obj.held:  # cleared by an admin: the node starts a fresh count
             obj.failures_in_row, obj.held_reason = 0, ""
+        elif "held" in form.changed_data:
+            obj.held_reason = f"Held by {request.user.get_username()} in Django admin."
         super().save_model(request, obj, form, change)
 
     search_fields = ["name"]

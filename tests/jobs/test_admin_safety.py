@@ -14,7 +14,7 @@ from quotas.models import Quota, UsageCharge
 from quotas.selectors import account_usages, accounts_snapshot
 from quotas.services import ledger_charge
 from tests.conftest import session_for
-from tests.jobs.factories import JobFactory, hours_ago
+from tests.jobs.factories import JobFactory, NodeFactory, hours_ago
 
 CHANGELIST = "/admin/jobs/job/"
 
@@ -84,26 +84,35 @@ def test_a_running_jobs_shape_is_read_only(admin: Client, user: Any, other_user:
     assert job.state == JobState.RUNNING
 
 
-def test_a_pending_job_may_be_reshaped_and_only_edited_columns_are_written(admin: Client, user: Any) -> None:
+def test_a_pending_jobs_shape_is_read_only_but_its_class_and_only_edited_columns_are_written(admin: Client, user: Any) -> None:
     job = JobFactory(owner=user)
+    page = admin.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+    # What it runs was checked at submit (cluster size, limits, site maxima): a raw edit would skip all of it.
+    assert 'name="nodes"' not in page and 'name="wall_time_seconds"' not in page and 'name="owner"' not in page
+    assert 'name="env"' not in page and 'name="priority_class"' in page and "cancel it and submit it again" in page
     stale = Job.objects.get(pk=job.pk)
     # The cycle writes its reason after the admin opened the page: the save must not overwrite it.
     Job.objects.filter(pk=job.pk).update(pending_reason_code="NO_ROOM", pending_reason="No room.")
-    response = admin.post(f"{CHANGELIST}{job.pk}/change/", change_payload(stale, gpus_per_node=4))
+    response = admin.post(f"{CHANGELIST}{job.pk}/change/", change_payload(stale, priority_class="production", nodes=100, gpus_per_node=99))
     assert response.status_code == 302, response.content.decode()
     job.refresh_from_db()
-    assert job.gpus_per_node == 4
+    assert (job.priority_class, job.nodes, job.gpus_per_node) == ("production", 1, 8)
     assert job.pending_reason_code == "NO_ROOM"
+    # A class the site does not have is refused, not stored.
+    response = admin.post(f"{CHANGELIST}{job.pk}/change/", change_payload(job, priority_class="bogus"))
+    assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
+    assert Job.objects.get(pk=job.pk).priority_class == "production"
+    assert admin.get(f"{CHANGELIST}add/").status_code == 403  # a job is submitted, never added raw
 
 
-def test_a_pending_job_scheduled_while_the_admin_edits_keeps_its_shape(admin: Client, user: Any) -> None:
+def test_a_pending_job_scheduled_while_the_admin_edits_keeps_its_class(admin: Client, user: Any) -> None:
     job = JobFactory(owner=user)
-    form = change_payload(job, gpus_per_node=4)
+    form = change_payload(job, priority_class="production")
     Job.objects.filter(pk=job.pk).update(state=JobState.SCHEDULED, attempt=1)  # the cycle placed it meanwhile
     response = admin.post(f"{CHANGELIST}{job.pk}/change/", form, follow=True)
     assert "left PENDING (SCHEDULED) while you edited it" in response.content.decode()
     job.refresh_from_db()
-    assert job.gpus_per_node == 8 and job.state == JobState.SCHEDULED
+    assert job.priority_class == "normal" and job.state == JobState.SCHEDULED
 
 
 def test_no_allocation_can_be_added_by_hand(admin: Client, user: Any) -> None:
@@ -150,3 +159,20 @@ def test_charges_carry_the_job_number(user: Any) -> None:
     job = JobFactory(owner=user, running=True)
     ledger_charge(job=job, until=timezone.now())
     assert list(UsageCharge.objects.values_list("job_id", "job_number")) == [(job.pk, job.pk)]
+
+
+# --- nodes ---------------------------------------------------------------------------------------------
+
+
+def test_a_nodes_fields_are_the_clusters_and_only_held_is_edited_here(admin: Client) -> None:
+    node = NodeFactory(name="gpu-07")
+    page = admin.get(f"/admin/jobs/node/{node.pk}/change/").content.decode()
+    # The sync writes them back every cycle: an edit would be undone within seconds, after saying it was saved.
+    assert 'name="name"' not in page and 'name="state"' not in page and 'name="gpus_total"' not in page
+    response = admin.post(f"/admin/jobs/node/{node.pk}/change/", {"held": "on", "state": "CORDONED", "name": "gpu-07x", "gpus_total": 2})
+    assert response.status_code == 302, response.content.decode()
+    node.refresh_from_db()
+    assert (node.name, node.state, node.gpus_total, node.held) == ("gpu-07", "READY", 8, True)
+    assert node.held_reason == "Held by root in Django admin."
+    assert admin.get("/admin/jobs/node/add/").status_code == 403
+    assert admin.get(f"/admin/jobs/node/{node.pk}/delete/").status_code == 403
