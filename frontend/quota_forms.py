@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 
+from api.quotas.serializers import ReportQuerySerializer
 from quotas.limits import Limits
 
 UNLIMITED = {"placeholder": "unlimited"}
@@ -80,6 +81,11 @@ class UsageReportForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data  # what Form.clean returns
-        if data.get("start") and data.get("end") and data["end"] < data["start"]:
-            self.add_error("end", "The end date is before the start date.")
+        if data.get("start") and data.get("end"):
+            # The API's checks, word for word (the order of the dates, the dates a period can be worked out for, the
+            # longest report), so the page and its "Download CSV" link never disagree about a range.
+            query = ReportQuerySerializer(data={"start": data["start"].isoformat(), "end": data["end"].isoformat()})
+            if not query.is_valid():
+                for field, messages in query.errors.items():
+                    self.add_error(field if field in self.fields else None, messages)
         return data

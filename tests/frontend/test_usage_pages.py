@@ -63,6 +63,14 @@ def test_usage_page_report_form_errors(user: Any) -> None:
     html = session_for(user).get("/usage/", {"start": "2026-11-20", "end": "2026-11-01", "group_by": "user"}).content.decode()
     assert "The end date is before the start date." in html
     assert 'data-testid="report"' not in html
+    # The API's range, not a 500 (the day after 9999-12-31 is no date) nor a CSV link the API refuses.
+    for start, end in (("2026-11-01", "9999-12-31"), ("1969-12-31", "1970-01-02")):
+        response = session_for(user).get("/usage/", {"start": start, "end": end, "group_by": "user"})
+        assert response.status_code == 200
+        html = response.content.decode()
+        assert "A date between 1970-01-01 and 2999-12-31." in html and 'data-testid="report"' not in html
+    html = session_for(user).get("/usage/", {"start": "2000-01-01", "end": "2026-11-01", "group_by": "user"}).content.decode()
+    assert "A report covers at most 3660 days." in html
 
 
 def test_usage_page_needs_login(db: None) -> None:
