@@ -20,6 +20,8 @@ FALSE = {"0", "false", "no", "off"}
 NONE = {"none", "null", ""}
 # The least value each numeric setting may take (class_count: the lowest class is class 0, so at least one).
 MINIMUM = {"class_count": 1, "max_jobs": 1}
+# Settings that divide (usage decays by the half-life): more than 0.
+POSITIVE = {"half_life_seconds"}
 
 
 class OverrideError(ValueError):
@@ -69,6 +71,8 @@ def parse_value(name: str, raw: str) -> Any:
         raise OverrideError(f"{name}: {raw!r} is not {expected}{' (or none)' if nullable else ''}") from None
     if isinstance(value, float) and not math.isfinite(value):
         raise OverrideError(f"{name}: {raw!r} is not a finite number")
+    if name in POSITIVE and value <= 0:
+        raise OverrideError(f"{name}: must be more than 0, not {raw.strip()}")
     least = MINIMUM.get(name, 0)
     if value < least:
         raise OverrideError(f"{name}: must be at least {least}, not {raw.strip()}")

@@ -27,6 +27,7 @@ def test_changes_apply_over_the_given_config() -> None:
         ("preemption=maybe", "preemption: 'maybe' is not true or false"),
         ("weight_age=-1", "weight_age: must be at least 0"),
         ("class_count=0", "class_count: must be at least 1"),
+        ("half_life_seconds=0", "half_life_seconds: must be more than 0"),
         ("half_life_seconds=inf", "not a finite number"),
         ("max_reservations=none", "not a whole number"),
     ],
