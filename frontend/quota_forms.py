@@ -52,13 +52,17 @@ class QuotaForm(forms.Form):
             "fair_share_weight": limits.fair_share_weight,
         }
 
-    def api_payload(self) -> dict[str, Any]:
-        """The API's request body (PUT: every limit) from the cleaned fields."""
+    def api_payload(self, before: Limits) -> dict[str, Any]:
+        """The API's request body (PUT: every limit) from the cleaned fields. A wall time of seconds set through the API
+        (5430 s) is shown rounded up to minutes (91); left as shown, it keeps its seconds rather than become 5460 s."""
         data = self.cleaned_data
         minutes = data.get("max_wall_time_minutes")
+        seconds = None if minutes is None else minutes * 60
+        if minutes is not None and minutes == self.initial_from(before)["max_wall_time_minutes"]:
+            seconds = before.max_wall_time_seconds
         return {
             "max_gpus": data.get("max_gpus"),
-            "max_wall_time_seconds": None if minutes is None else minutes * 60,
+            "max_wall_time_seconds": seconds,
             "max_node_hours_per_job": data.get("max_node_hours_per_job"),
             "node_hours_per_period": data.get("node_hours_per_period"),
             "fair_share_weight": data.get("fair_share_weight"),

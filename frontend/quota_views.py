@@ -88,7 +88,7 @@ def quota_edit(request: AuthenticatedHttpRequest, kind: str, name: str) -> HttpR
     if request.method == "POST":
         form = QuotaForm(request.POST)
         form.is_valid()
-        serializer = QuotaInputSerializer(data=form.api_payload())
+        serializer = QuotaInputSerializer(data=form.api_payload(limits))
         # Both run, so every mistake is shown at once, each beside its field.
         form.add_api_errors({} if serializer.is_valid() else dict(serializer.errors))
         if form.is_valid():

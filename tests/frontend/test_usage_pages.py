@@ -130,6 +130,14 @@ def test_admin_edits_a_quota_in_the_browser(admin_user: Any, user: Any) -> None:
         500.0,
         2.0,
     )
+    # A wall time of seconds set through the API is shown in whole minutes; saved untouched, it keeps its seconds.
+    Quota.objects.filter(user=user).update(max_wall_time_seconds=5430)
+    assert 'name="max_wall_time_minutes" value="91"' in client.get("/quotas/users/alice/").content.decode()
+    unchanged = {"max_gpus": "64", "max_wall_time_minutes": "91", "node_hours_per_period": "500", "fair_share_weight": "2"}
+    assert client.post("/quotas/users/alice/", unchanged).status_code == 302
+    assert Quota.objects.get(user=user).max_wall_time_seconds == 5430
+    assert client.post("/quotas/users/alice/", {**unchanged, "max_wall_time_minutes": "90"}).status_code == 302
+    assert Quota.objects.get(user=user).max_wall_time_seconds == 5400
     response = client.post("/quotas/users/alice/reset/", follow=True)
     assert "back to the site default" in response.content.decode()
     assert not Quota.objects.exists()
