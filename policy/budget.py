@@ -47,9 +47,9 @@ def budget_beside_need(budget: BudgetLeft, need: float) -> tuple[str, str]:
     job fits in what is left for new jobs: at one decimal 37.98 left and a need of 38.0 both read 38.0, and the
     job would wait for no reason a user could see."""
     fits = need <= budget.uncommitted
-    for decimals in range(1, 4):
-        text, free = budget.words(decimals)
-        need_text = node_hours_text(need, decimals)
+    for extra in range(3):
+        text, free = budget.words(budget.decimals + extra)
+        need_text = node_hours_text(need, 1 + extra)
         if (float(need_text) <= free) == fits:
             break
     return text, need_text

@@ -42,9 +42,16 @@ class BudgetLeft:
         return max(0.0, self.left - self.committed)
 
     def __str__(self) -> str:
-        """The one wording, in node-hours to one decimal (the parts add up as written):
+        """The one wording, in node-hours to one decimal, under one to two or three (the parts add up as written):
         '47.4 node-hours left, 44.3 of it committed to running jobs, 3.1 for new jobs'."""
-        return self.words(1)[0]
+        return self.words(self.decimals)[0]
+
+    @property
+    def decimals(self) -> int:
+        """Enough places that what is left is not rounded away: 0.118 left with 0.075 committed read '0.1 left, all of
+        it committed'."""
+        left = max(self.left, 0.0)
+        return 1 if left >= 1 or left == 0 else 2 if left >= 0.1 else 3
 
     def words(self, decimals: int) -> tuple[str, float]:
         """The wording to `decimals` places, and what it says is left for new jobs (the parts add up as written)."""

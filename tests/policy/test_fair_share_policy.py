@@ -345,7 +345,7 @@ def test_a_single_node_job_counts_only_its_share_of_the_node_against_the_budget(
     assert list(placed(decisions)) == [1]
     (wait,) = decisions.waiting
     assert wait.reason == (
-        "The budget of user ann has 0.8 node-hours left, 0.5 of it committed to running jobs, 0.3 for new jobs; "
+        "The budget of user ann has 0.75 node-hours left, 0.50 of it committed to running jobs, 0.25 for new jobs; "
         "this job may use 0.5 (2 of a node's 8 GPUs x 2.00 h)."
     )
 

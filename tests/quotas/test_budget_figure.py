@@ -30,7 +30,11 @@ def test_the_words_of_a_budget() -> None:
     assert str(BudgetLeft(left=5.0, committed=9.0)) == "5.0 node-hours left, all of it committed to running jobs"
     assert str(BudgetLeft(left=0.0, committed=3.0)) == "0.0 node-hours left"
     # The parts add up as written, whatever the rounding of each.
-    assert str(BudgetLeft(left=0.75, committed=0.46)) == "0.8 node-hours left, 0.5 of it committed to running jobs, 0.3 for new jobs"
+    assert str(BudgetLeft(left=0.75, committed=0.46)) == "0.75 node-hours left, 0.46 of it committed to running jobs, 0.29 for new jobs"
+    # Under one node-hour, to two places (three under a tenth): at one, 0.118 left with 0.075 committed read
+    # "0.1 node-hours left, all of it committed to running jobs".
+    assert str(BudgetLeft(left=0.118, committed=0.075)) == "0.12 node-hours left, 0.07 of it committed to running jobs, 0.05 for new jobs"
+    assert str(BudgetLeft(left=0.0421, committed=0.0)) == "0.042 node-hours left"
     assert BudgetLeft(left=5.0, committed=9.0).uncommitted == 0.0 and BudgetLeft(left=5.0, committed=1.5).uncommitted == 3.5
 
 
@@ -50,7 +54,7 @@ def test_a_need_beside_a_budget_shows_as_many_decimals_as_tell_whether_it_fits()
         "39.0",
     )
     assert budget_beside_need(BudgetLeft(left=38.04, committed=0.0), 38.04)[1] == "38.0"
-    assert budget_beside_need(BudgetLeft(left=0.3, committed=0.0), 0.25) == ("0.3 node-hours left", "0.25")
+    assert budget_beside_need(BudgetLeft(left=0.3, committed=0.0), 0.25) == ("0.30 node-hours left", "0.25")
 
 
 def test_running_jobs_commit_their_share_of_each_node_until_their_wall_time(user: Any) -> None:
