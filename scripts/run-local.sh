@@ -39,6 +39,12 @@ if [[ ${MUSTER_CLUSTER:-simulated} == kubernetes ]]; then
   pids+=($!)
 fi
 
+# The banner only once the web server answers: a command typed straight after it must reach it.
+for _ in $(seq 120); do
+  "$BIN/python" -c "import sys, urllib.request as u; u.urlopen(sys.argv[1], timeout=2)" "http://$HOST:$PORT/accounts/login/" 2>/dev/null && break
+  kill -0 "${pids[0]}" 2>/dev/null || { echo "the web server did not start" >&2; exit 1; }
+  sleep 0.5
+done
 cat <<MSG
 
   Muster is running at http://$HOST:$PORT/

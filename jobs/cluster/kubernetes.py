@@ -252,9 +252,14 @@ class KubernetesCluster:
                 "nodes are Muster's alone, MUSTER_K8S_COUNT_FOREIGN_PODS=0 turns that off)"
             )
         if refused:
+            # rbac.yaml names the default namespace: another one is written in as it is applied.
+            apply = (
+                "`kubectl apply -f platform/kubernetes/rbac.yaml`"
+                if namespace == "muster-jobs"
+                else f"`sed 's/namespace: muster-jobs$/namespace: {namespace}/' platform/kubernetes/rbac.yaml | kubectl apply -f -`"
+            )
             raise ClusterUnavailable(
-                f"Muster may not {'; nor '.join(refused)}: apply platform/kubernetes/rbac.yaml "
-                f"(after `kubectl create namespace {namespace}` if it does not exist)."
+                f"Muster may not {'; nor '.join(refused)}: {apply} (after `kubectl create namespace {namespace}` if it does not exist)."
             )
 
     def _may(self, verb: str, group: str, resource: str, scope: str, namespace: str) -> bool:
