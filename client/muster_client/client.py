@@ -156,6 +156,10 @@ class Client:
     def nodes(self) -> list[JSON]:
         return [node for page in self._pages("nodes/", {"limit": PAGE_SIZE}) for node in page["results"]]
 
+    def cluster(self) -> JSON:
+        """Whether jobs can start on the cluster (`usable`) and, when they cannot, why (`problem`) and `since` when."""
+        return dict(self._object("GET", "nodes/", params={"limit": 1})["cluster"])
+
     def usage(self) -> JSON:
         """Your limits and usage now and this budget period, and each of your teams'."""
         return self._object("GET", "usage/")

@@ -247,11 +247,14 @@ WHY_FIELDS = ("id", "name", "state", "state_reason", "pending_reason", "queue_po
 
 
 def why(args: argparse.Namespace) -> int:
-    job = client_for(args).job(args.job_id)
+    client = client_for(args)
+    job = client.job(args.job_id)
     if args.json:
         print_json({key: job.get(key) for key in WHY_FIELDS})
     else:
         out("\n".join(render.why_lines(job)))
+        if job["state"] not in TERMINAL_STATES:
+            _warn_if_unusable(client)
     return OK
 
 
@@ -381,9 +384,19 @@ def usage(args: argparse.Namespace) -> int:
 
 
 def nodes(args: argparse.Namespace) -> int:
-    found = client_for(args).nodes()
+    client = client_for(args)
+    found = client.nodes()
     if args.json:
         print_json(found)
     else:
         out(render.nodes_text(found))
+        _warn_if_unusable(client)
     return OK
+
+
+def _warn_if_unusable(client: Client) -> None:
+    """What every page's banner says when jobs cannot start on the cluster (unreachable, no namespace, no rights)."""
+    cluster = client.cluster()
+    if not cluster.get("usable", True):
+        since = f" (since {render.when(cluster['since'])})" if cluster.get("since") else ""
+        warn(f"jobs cannot start on the cluster now{since}: {cluster.get('problem') or 'it cannot be reached'}")

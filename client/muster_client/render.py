@@ -286,11 +286,18 @@ def _node_extras(node: JSON) -> str:
 
 
 def nodes_text(nodes: Sequence[JSON]) -> str:
-    rows = [(n["name"], n["rack"], n["state"], f"{n['gpus_free']:g}/{n['gpus_total']}", n["gpu_model"], _node_extras(n)) for n in nodes]
-    free = sum(n["gpus_free"] for n in nodes if n["state"] == "READY")
+    """One row a node; a node an admin holds (Muster places nothing new there) says so, and its GPUs are not counted free."""
+    rows = [
+        (n["name"], n["rack"], f"{n['state']}, HELD" if n.get("held") else n["state"], f"{n['gpus_free']:g}/{n['gpus_total']}",
+         n["gpu_model"], _node_extras(n))
+        for n in nodes
+    ]  # fmt: skip
+    free = sum(n["gpus_free"] for n in nodes if n["state"] == "READY" and not n.get("held"))
     total = sum(n["gpus_total"] for n in nodes)
     table_text = table(["NODE", "RACK", "STATE", "GPUS FREE", "MODEL", "SHARING, FABRIC"], rows)
-    return f"{table_text}\n{len(nodes)} nodes, {free:g} of {total} GPUs free"
+    held = sum(1 for n in nodes if n.get("held"))
+    but = f" ({held} node{'s' if held != 1 else ''} held: no new work)" if held else ""
+    return f"{table_text}\n{len(nodes)} nodes, {free:g} of {total} GPUs free{but}"
 
 
 LIMIT_MARK = {"ok": "ok", "waits": "waits", "refused": "NO"}

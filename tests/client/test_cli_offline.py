@@ -145,3 +145,27 @@ def test_the_queue_of_one_user_is_cut_to_the_limit_after_it_is_filtered(
     code, out, _ = run(capsys, "queue", "--user", "bob", "--limit", "1")
     assert code == 0
     assert [line.split()[:3] for line in out.splitlines()[1:-1]] == [["3", "job-3", "bob"]]
+
+
+def test_nodes_and_why_say_when_jobs_cannot_start_on_the_cluster(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config.save_token("http://muster.test:8000", "secret")
+    node = {"name": "gpu-a", "rack": "r1", "state": "READY", "gpus_total": 8, "gpus_free": 8, "gpu_model": "H100"}
+    monkeypatch.setattr(Client, "nodes", lambda self: [node, {**node, "name": "gpu-b", "held": True}])
+    down = {"usable": False, "problem": "Muster may not create pods in namespace muster-jobs.", "since": "2026-11-28T07:00:00Z"}
+    monkeypatch.setattr(Client, "cluster", lambda self: down)
+    code, out, err = run(capsys, "nodes")
+    # A held node takes no new work: said on its row, and its GPUs are not counted free.
+    assert code == 0 and "gpu-b  r1    READY, HELD" in out
+    assert out.splitlines()[-1] == "2 nodes, 8 of 16 GPUs free (1 node held: no new work)"
+    assert err.startswith("muster: jobs cannot start on the cluster now (since ")
+    assert err.rstrip().endswith("Muster may not create pods in namespace muster-jobs.")
+    waiting = {"id": 7, "name": "train", "state": "PENDING", "state_reason": "",
+               "pending_reason": {"code": "NEW", "message": "Waiting for the next scheduling cycle."}}  # fmt: skip
+    monkeypatch.setattr(Client, "job", lambda self, job_id: waiting)
+    code, out, err = run(capsys, "why", "7")
+    assert code == 0 and "jobs cannot start on the cluster now" in err
+    monkeypatch.setattr(Client, "cluster", lambda self: {"usable": True, "problem": "", "since": None})
+    code, out, err = run(capsys, "nodes")
+    assert code == 0 and err == ""
