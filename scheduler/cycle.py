@@ -119,6 +119,9 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
             gang_teardown(backend, job_id, attempt, range(ranks), grace_seconds=settings.MUSTER_PREEMPTION_GRACE_SECONDS)
         _apply_resizes(backend, report)
         _launch(backend, decisions, now, report)
+        if report.cluster_error:
+            # A launch found the cluster unusable (a role revoked, the namespace deleted): every page says so at once.
+            _record_health(health, now, report.cluster_error)
         report.seconds = time.monotonic() - started
         return report
 
@@ -542,6 +545,8 @@ def _launch(backend: ClusterBackend, decisions: Decisions, now: datetime, report
         except Exception as exc:
             if isinstance(exc, ClusterUnavailable | VolumeWithdrawn):  # expected, and its message says what to do: no traceback
                 logger.warning("launch of job %s attempt %s failed: %s", job.pk, job.attempt, exc)
+                if isinstance(exc, ClusterUnavailable):
+                    report.cluster_error = str(exc)
             else:
                 logger.exception("launch of job %s attempt %s failed", job.pk, job.attempt)
             report.launch_failed.append(job.pk)

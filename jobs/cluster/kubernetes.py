@@ -16,6 +16,7 @@ from __future__ import annotations
 import codecs
 import json
 import logging
+import math
 import re
 import time
 from collections import Counter, defaultdict
@@ -101,8 +102,10 @@ GROUP_OF_MODE: dict[str, tuple[CustomResource, Callable[..., dict[str, Any]]]] =
     LAUNCH_WORKLOAD: (NATIVE_PODGROUP, native_podgroup_manifest),
     LAUNCH_PODGROUP: (PODGROUP, podgroup_manifest),
 }
-# Namespaces this process has found or made: `prepare` asks the API server once, not every cycle.
-_NAMESPACES_SEEN: set[str] = set()
+# Namespaces this process has found or made, and when: `prepare` asks the API server every few minutes, not every cycle,
+# so a namespace deleted or a role revoked under a running Muster is seen (and said) within them even with no launch.
+_NAMESPACES_SEEN: dict[str, float] = {}
+_NAMESPACE_RECHECK_SECONDS = 300.0
 # (API server, jobs' namespace) -> (when read, the watch's version of them then, per node what other pods hold there):
 # every pod in the cluster is read once per `foreign_pods_seconds`, not every cycle (benchmarks/bench_node_inventory.py:
 # ~0.45 s per 2,000 pods here), or sooner when the watch has seen one come or go (`note_foreign_pods_version`).
@@ -225,7 +228,7 @@ class KubernetesCluster:
         """Create the jobs' namespace if it is missing and Muster may, and check Muster may create pods there; else
         say exactly what to do (ClusterUnavailable: jobs wait, the pages show the message)."""
         namespace = self.options.namespace
-        if namespace in _NAMESPACES_SEEN:
+        if time.monotonic() - _NAMESPACES_SEEN.get(namespace, -math.inf) < _NAMESPACE_RECHECK_SECONDS:
             return
         try:
             self._call("read namespace", self.core.read_namespace, namespace)
@@ -237,7 +240,7 @@ class KubernetesCluster:
             elif exc.status != 403:
                 raise
         self._check_may_launch(namespace)
-        _NAMESPACES_SEEN.add(namespace)
+        _NAMESPACES_SEEN[namespace] = time.monotonic()
 
     def _check_may_launch(self, namespace: str) -> None:
         # Any signed-in identity may ask what it may do (SelfSubjectAccessReview): one question per call Muster makes.
@@ -415,8 +418,13 @@ class KubernetesCluster:
                 return None
             if exc.status == 404 and "namespaces" in str(exc.body or ""):
                 # The namespace went (or was never readable to check): jobs wait, and the pages say what to do.
-                _NAMESPACES_SEEN.discard(self.options.namespace)
+                _NAMESPACES_SEEN.pop(self.options.namespace, None)
                 raise ClusterUnavailable(namespace_missing(self.options.namespace)) from exc
+            if exc.status == 403:
+                # Muster's role went (with a deleted namespace, its Role and RoleBinding go too) or was cut: asked again,
+                # the check says what is missing and what to apply, and jobs wait rather than spend failed launches.
+                _NAMESPACES_SEEN.pop(self.options.namespace, None)
+                self.prepare()
             raise
 
     def _create_custom(self, resource: CustomResource, body: dict[str, Any]) -> dict[str, Any] | None:

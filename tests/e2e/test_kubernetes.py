@@ -1225,6 +1225,35 @@ def test_without_a_namespace_it_may_use_jobs_wait_and_every_page_says_what_to_do
     }
 
 
+def test_a_role_revoked_under_a_running_muster_is_said_and_jobs_wait_without_spending_launches(
+    api: APIClient, kube: KubeHarness, as_muster: KubernetesCluster
+) -> None:
+    kube.cluster = as_muster
+    first = submit(api, nodes=1, simulate={"duration_seconds": 2})
+    kube.cycle_until(lambda: state(first["id"]) == JobState.SUCCEEDED)  # the role was checked, and works
+    rbac_api = client.RbacAuthorizationV1Api(kube.api)
+    binding = rbac_api.read_namespaced_role_binding("muster-gangs", kube.namespace)
+    rbac_api.delete_namespaced_role_binding("muster-gangs", kube.namespace)
+    try:
+        job = submit(api, nodes=1, simulate={"duration_seconds": 2})
+        report = run_cycle(backend=as_muster)
+        # Not a raw 403 in the job's history and a failed launch: what is missing, and what to apply.
+        assert report.cluster_error and "Muster may not create pods" in report.cluster_error, report.cluster_error
+        waiting = Job.objects.get(pk=job["id"])
+        # Back to the queue as a launch that may not fail the job (transient), whatever the count.
+        assert (waiting.state, waiting.restarts) == (JobState.PENDING, 0)
+        told = " ".join(e["reason"] for e in api.get(f"/api/v1/jobs/{job['id']}/").json()["events"])
+        assert "Muster may not create pods" in told and "Forbidden" not in told
+        assert api.get("/api/v1/nodes/").json()["cluster"]["usable"] is False
+        # The next cycle asks again before anything, so jobs wait and nothing more is spent.
+        assert run_cycle(backend=as_muster).cluster_error.startswith("Muster may not create pods")
+        assert Job.objects.get(pk=job["id"]).launch_failures == waiting.launch_failures
+    finally:
+        binding.metadata = client.V1ObjectMeta(name="muster-gangs", namespace=kube.namespace)
+        rbac_api.create_namespaced_role_binding(kube.namespace, binding)
+    kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
+
+
 def watch_command(cluster: KubernetesCluster, monkeypatch: pytest.MonkeyPatch, settings: Any) -> tuple[str, str, object]:
     """`manage.py muster_watch` starting up against `cluster`, stopped where its watches would start: what it printed
     and the recount it gave the watch of other pods (None: that watch is not run)."""

@@ -417,7 +417,7 @@ def test_job_over_the_team_budget_waits_until_an_admin_raises_it(
     job = get(api, big)
     assert job["state"] == "PENDING" and job["pending_reason"]["code"] == "BUDGET"
     assert job["pending_reason"]["message"] == (
-        "The budget of team vision has 0.4 node-hours left; this job may use 0.5 (2 nodes x 0.25 h). It renews 2026-04-01 00:00 UTC."
+        "The budget of team vision has 0.42 node-hours left; this job may use 0.5 (2 nodes x 0.25 h). It renews 2026-04-01 00:00 UTC."
     )
     # It holds up nobody: a smaller job of the team and another user's job start.
     assert sorted(report.placed) == sorted([small, other])
