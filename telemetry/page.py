@@ -154,6 +154,8 @@ def job_telemetry_context(
         flags = site_efficiency_flags(gpu_util=heat, tensor_active_mean=samples_mean(s.buckets for s in tensor_job))
         context["flags"] = [f.as_dict() for f in flags]
     context["too_short"] = too_short_to_judge(heat)
+    # A stored run keeps where its samples came from: a simulated one is still no real GPU's.
+    context["stored_from"] = reader.stored_from()
     context["figures"] = [{"id": f"telemetry-{key}", "figure": fig} for key, fig in figures]
     context["max_points"] = max((max_points(f["figure"]) for f in context["figures"]), default=0)
     return context

@@ -106,6 +106,13 @@ class RunReader:
     def origin(self) -> str:
         return "stored" if self.stored else self.source.name
 
+    def stored_from(self) -> str:
+        """The source a stored run's samples came from ('simulated' is no real GPU's); '' when not stored."""
+        if not self.stored:
+            return ""
+        rows = JobSeries.objects.filter(job=self.job, attempt=self.run.attempt).exclude(origin="pushed")
+        return rows.values_list("origin", flat=True).first() or ""
+
     def window(self) -> tuple[float, float]:
         return self.run.window(self.now)
 

@@ -130,6 +130,8 @@ def test_the_job_page_draws_the_charts_with_plotly_served_by_muster(finished, us
     assert [f["id"] for f in figures][:2] == ["telemetry-heatmap", "telemetry-gpu_util"]
     assert all(f'id="{f["id"]}"' in html for f in figures)
     assert 'data-testid="telemetry-summary"' in html and 'data-testid="efficiency-flags"' in html
+    # Stored, its samples are still the simulated source's, not a real GPU's: the page keeps saying so.
+    assert "stored when it ended: simulated series (no real GPUs)" in html
     js = page.get(script.group(1))
     assert js.status_code == 200 and b"plotly.js v" in b"".join(js.streaming_content)[:200]
 
