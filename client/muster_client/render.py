@@ -115,8 +115,8 @@ def elapsed(job: JSON, *, now: datetime | None = None) -> str:
     """How long it has held its GPUs: from its placement, as its wall time counts (and the job page shows), not from
     when its containers came up, which may be minutes later on a cluster that pulls images."""
     placed = parse_time(job.get("scheduled_at")) or parse_time(job.get("started_at"))
-    if placed is None:
-        return "-"
+    if placed is None or job.get("state") == "PENDING":
+        return "-"  # back in the queue (requeued, or a launch that failed), it holds nothing: its last placement is past
     end = parse_time(job.get("finished_at")) or now or datetime.now(timezone.utc)
     return format_duration(max(0.0, (end - placed).total_seconds()))
 

@@ -70,6 +70,8 @@ def test_time_held_counts_from_placement_as_the_wall_time_does() -> None:
     # A job placed but not up yet has held its GPUs as long.
     assert render.elapsed(job(state="SCHEDULED", scheduled_at="2026-11-25T11:59:00+00:00"), now=NOW) == "1m"
     assert render.elapsed(job()) == "-"
+    # Back in the queue after a launch that failed, it holds nothing: no time from its last placement.
+    assert render.elapsed(job(state="PENDING", scheduled_at="2026-11-25T11:59:00+00:00", attempt=1), now=NOW) == "-"
 
 
 def test_the_jobs_table_says_whose_each_job_is() -> None:
