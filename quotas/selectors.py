@@ -59,6 +59,8 @@ class AccountUsage:
     period_end: datetime
     # What its running jobs may still use by their wall time (the share of each node they hold x the time left).
     node_hours_committed: float = 0.0
+    # Of `gpus_in_use`, what jobs hold within the quota: a preemptible job borrowing beyond it counts against no quota.
+    gpus_within_quota: float = 0.0
 
     @property
     def budget(self) -> BudgetLeft | None:
@@ -156,22 +158,25 @@ def account_usages(*, users: Sequence[Any] = (), teams: Sequence[Team] = (), now
         for q in Quota.objects.filter(Q(user_id__in=user_ids) | Q(team_id__in=team_ids)).values("user_id", "team_id", *LIMIT_FIELDS)
     }
     in_use: dict[tuple[str, int], float] = defaultdict(float)
+    within: dict[tuple[str, int], float] = defaultdict(float)
     committed: dict[tuple[str, int], float] = defaultdict(float)
     # Grouped by the times of each job: the GPUs it holds, and the node-hours it may still use until its wall time
     # ends (counted from its placement, as the scheduler's snapshot counts it).
     live = (
         Allocation.objects.filter(released_at__isnull=True)
         .filter(Q(job__owner_id__in=user_ids) | Q(job__team_id__in=team_ids))
-        .values_list("job__owner_id", "job__team_id", "job__scheduled_at", "job__started_at", "job__wall_time_seconds")
+        .values_list("job__owner_id", "job__team_id", "job__scheduled_at", "job__started_at", "job__wall_time_seconds", "job__over_quota")
         .annotate(gpus_held=Sum("gpus"), node_share=Sum(NODE_SHARE))
         .order_by()
     )
-    for owner_id, team_id, scheduled_at, started_at, wall, gpus_held, node_share in live:
+    for owner_id, team_id, scheduled_at, started_at, wall, over_quota, gpus_held, node_share in live:
         placed = scheduled_at or started_at
         left_hours = 0.0 if placed is None else max(0.0, (placed + timedelta(seconds=wall) - now).total_seconds()) / 3600
         for key in (("user", owner_id), ("team", team_id)):
             if key[1] is not None:
                 in_use[key] += gpus_held
+                if not over_quota:
+                    within[key] += gpus_held
                 committed[key] += node_share * left_hours
     charged: dict[tuple[str, int], tuple[float, float]] = defaultdict(lambda: (0.0, 0.0))
     charges = (
@@ -196,6 +201,7 @@ def account_usages(*, users: Sequence[Any] = (), teams: Sequence[Team] = (), now
             period_start=period_start,
             period_end=period_end,
             node_hours_committed=committed[kind, pk],
+            gpus_within_quota=gpu_amount(within[kind, pk]),
         )
 
     return [usage("user", u.pk, u.get_username()) for u in users] + [usage("team", t.pk, t.name) for t in teams]

@@ -152,7 +152,8 @@ def _account_checks(
     gpus = float(ask.gpu_fraction) if ask.gpu_fraction else held_gpus(nodes, ask.gpus_per_node)
     checks = []
     if limits.max_gpus is not None:
-        room = limits.max_gpus - usage.gpus_in_use
+        # What borrows beyond the quota counts against none (the cycle's QUOTA_GPUS check counts the same).
+        room = limits.max_gpus - usage.gpus_within_quota
         if gpus <= room:
             status = OK
         elif gpus <= limits.max_gpus or preemptible:
@@ -160,7 +161,9 @@ def _account_checks(
         else:
             status = REFUSED
         borrow = " (preemptible: it may borrow idle GPUs beyond it)" if preemptible and gpus > room else ""
-        text = f"GPUs: {gpus:g} at once; {whose} allows {limits.max_gpus}, {usage.gpus_in_use:g} in use now{borrow}."
+        beyond = usage.gpus_in_use - usage.gpus_within_quota
+        held = f"{usage.gpus_within_quota:g} in use now" + (f" (and {beyond:g} borrowed beyond it)" if beyond > 0 else "")
+        text = f"GPUs: {gpus:g} at once; {whose} allows {limits.max_gpus}, {held}{borrow}."
         checks.append(LimitCheck("gpus", status, text))
     if wall is not None and limits.max_wall_time_seconds is not None:
         ok = wall <= limits.max_wall_time_seconds

@@ -84,6 +84,18 @@ def test_gpus_in_use_and_a_spent_budget_make_it_wait_with_the_policys_reason(
     assert statuses(body)["budget"] == "waits"
 
 
+def test_gpus_borrowed_beyond_the_quota_do_not_count_against_it(api: APIClient, user: Any, sim: SimHarness, submit: Any) -> None:
+    # 16 GPUs borrowed by a preemptible job beyond a quota of 8: the quota itself is free, as the cycle counts it.
+    QuotaFactory(user=user, max_gpus=8)
+    submit(nodes=2, preemptible=True, priority_class="preemptible", simulate={"duration_seconds": 3000})
+    sim.cycle()
+    assert Job.objects.get(nodes=2).over_quota
+    body = estimate(api, nodes=1)
+    assert statuses(body)["gpus"] == "ok" and body["start"]["kind"] == "now"
+    (line,) = [c["text"] for c in body["limits"] if c["name"] == "gpus"]
+    assert line.endswith("allows 8, 0 in use now (and 16 borrowed beyond it).")
+
+
 def test_a_full_cluster_gives_the_start_the_cycle_then_stores(api: APIClient, user: Any, other_user: Any, sim: SimHarness) -> None:
     other = APIClient()
     other.force_authenticate(other_user)
