@@ -343,4 +343,43 @@ def quota_warnings(*, account: Any, before: Limits, after: Limits, now: datetime
             "running jobs are not stopped and are charged as they run; "
             f"new jobs of {whose} wait until the period renews ({renews}) or the budget is raised."
         )
+    elif budget is not None and budget != before.node_hours_per_period and usage.node_hours_used + usage.node_hours_committed > budget:
+        over = usage.node_hours_used + usage.node_hours_committed - budget
+        warnings.append(
+            f"{whose} has used {usage.node_hours_used:.1f} node-hours this period and its running jobs may use "
+            f"{usage.node_hours_committed:.1f} more by their wall times: running jobs are not stopped, so the new budget of "
+            f"{budget:g} may be overspent by up to {over:.1f}; new jobs of {whose} wait until the period renews or it is raised."
+        )
+    warnings += _queued_beyond(account, before, after)
+    # Each a sentence: "User researcher holds …", not "user researcher holds …".
+    return [w[:1].upper() + w[1:] for w in warnings]
+
+
+def _queued_beyond(account: Any, before: Limits, after: Limits) -> list[str]:
+    """Queued jobs a lowered per-job limit would have refused at submit: they were accepted under the old one, and run."""
+    owned_jobs = {"owner": account} if after.kind == "user" else {"team": account}
+    wall, hours = after.max_wall_time_seconds, after.max_node_hours_per_job
+    wall_lowered = wall is not None and wall != before.max_wall_time_seconds
+    hours_lowered = hours is not None and hours != before.max_node_hours_per_job
+    if not (wall_lowered or hours_lowered):
+        return []
+    over_wall: list[int] = []
+    over_hours: list[int] = []
+    queued = Job.objects.filter(state=JobState.PENDING, **owned_jobs).order_by("pk")
+    for pk, least, nodes, seconds in queued.values_list("pk", "min_nodes", "nodes", "wall_time_seconds"):
+        if wall_lowered and wall is not None and seconds > wall:
+            over_wall.append(pk)
+        # An elastic job starts on its least: that is what submit checked against the limit.
+        if hours_lowered and hours is not None and (least or nodes) * seconds / 3600 > hours:
+            over_hours.append(pk)
+    warnings = []
+    for what, limit, found in (("wall time", f"{wall} s", over_wall), ("node-hours per job", f"{hours:g}" if hours else "", over_hours)):
+        if found:
+            one = len(found) == 1
+            listed = ", ".join(str(pk) for pk in found[:10]) + (" and more" if len(found) > 10 else "")
+            warnings.append(
+                f"{len(found)} queued job{'' if one else 's'} of {after.whose} ask{'s' if one else ''} more than the new {what} "
+                f"limit of {limit} ({listed}): accepted under the old limit, {'it' if one else 'they'} will still run; "
+                f"cancel {'it' if one else 'them'} if not."
+            )
     return warnings

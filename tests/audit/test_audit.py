@@ -314,7 +314,7 @@ def test_a_gpu_quota_below_what_is_held_warns_in_the_api(admin_api: APIClient, u
     body = response.json()
     assert body["max_gpus"] == 16
     assert body["warnings"] == [
-        "user alice holds 32 GPUs now, above the new limit of 16: running jobs are not stopped; new jobs of user alice wait "
+        "User alice holds 32 GPUs now, above the new limit of 16: running jobs are not stopped; new jobs of user alice wait "
         "until the GPUs it holds within its quota leave room for them under 16 (preemptible jobs may still borrow idle GPUs).",
         f"1 queued job of user alice needs more than 16 GPUs on its own ({queued.pk}): it waits until the limit is raised, "
         "or until cancelled.",
@@ -329,7 +329,26 @@ def test_borrowed_gpus_are_named_in_the_warning(admin_api: APIClient, user: Any)
     Job.objects.filter(pk=borrower.pk).update(over_quota=True, preemptible=True)
     full = {"max_gpus": 4, "max_wall_time_seconds": None, "max_node_hours_per_job": None, "node_hours_per_period": None}
     (warning,) = admin_api.put("/api/v1/quotas/users/alice/", {**full, "fair_share_weight": 1.0}, format="json").json()["warnings"]
-    assert warning.startswith("user alice holds 16 GPUs now, above the new limit of 4 (8 of them borrowed by preemptible jobs")
+    assert warning.startswith("User alice holds 16 GPUs now, above the new limit of 4 (8 of them borrowed by preemptible jobs")
+
+
+def test_lowered_per_job_limits_name_the_queued_jobs_beyond_them_and_a_budget_below_what_runs_is_said(
+    admin_api: APIClient, user: Any
+) -> None:
+    long = JobFactory(owner=user, wall_time_seconds=7200)
+    JobFactory(owner=user, wall_time_seconds=600)
+    body = admin_api.patch("/api/v1/quotas/users/alice/", {"max_wall_time_seconds": 3600}, format="json").json()
+    assert body["warnings"] == [
+        f"1 queued job of user alice asks more than the new wall time limit of 3600 s ({long.pk}): accepted under the old "
+        "limit, it will still run; cancel it if not."
+    ]
+    body = admin_api.patch("/api/v1/quotas/users/alice/", {"max_node_hours_per_job": 0.5}, format="json").json()
+    assert body["warnings"][0].startswith(f"1 queued job of user alice asks more than the new node-hours per job limit of 0.5 ({long.pk})")
+    # A running 1-node job with a day of wall time left commits about 24 node-hours: a budget of 10 may be overspent.
+    JobFactory(owner=user, running=True, held=["n1"])
+    (warning,) = admin_api.patch("/api/v1/quotas/users/alice/", {"node_hours_per_period": 10}, format="json").json()["warnings"]
+    assert warning.startswith("User alice has used 0.0 node-hours this period and its running jobs may use ")
+    assert "so the new budget of 10 may be overspent by up to" in warning
 
 
 def test_a_budget_below_what_was_used_warns_on_the_quota_page(admin_page: Client, user: Any, settings: Any) -> None:
@@ -346,7 +365,7 @@ def test_a_budget_below_what_was_used_warns_on_the_quota_page(admin_page: Client
     page = admin_page.post("/quotas/users/alice/", form, follow=True).content.decode()
     assert "Saved the quota of user alice" in page
     assert 'class="message warning"' in page
-    assert "user alice has used 40.0 node-hours this period, above the new budget of 25: running jobs are not stopped" in page
+    assert "User alice has used 40.0 node-hours this period, above the new budget of 25: running jobs are not stopped" in page
     assert "new jobs of user alice wait until the period renews" in page
     assert only_entry(action="quota.update").changes["node_hours_per_period"] == [None, 25.0]
 
