@@ -89,8 +89,9 @@ def quota_check_job(
             )
         if limits.max_node_hours_per_job is not None and node_hours > limits.max_node_hours_per_job:
             errors.setdefault("nodes", []).append(
-                f"The job may use {node_hours:g} node-hours ({nodes} node{'s' if nodes != 1 else ''} x "
-                f"{_hours(wall_time_seconds)}); {whose} allows at most {limits.max_node_hours_per_job:g} node-hours per job."
+                f"The job may hold {nodes} whole node{'s' if nodes != 1 else ''} for {_hours(wall_time_seconds)}: "
+                f"{node_hours:.3g} node-hours; {whose} allows at most {limits.max_node_hours_per_job:.3g} node-hours per job "
+                "(counted by whole nodes, whatever share of a node the job takes)."
             )
     if errors:
         raise ValidationError(errors)

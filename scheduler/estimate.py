@@ -173,7 +173,10 @@ def _account_checks(
         node_hours = nodes * wall / 3600
         if limits.max_node_hours_per_job is not None:
             ok = node_hours <= limits.max_node_hours_per_job
-            text = f"Node-hours: at most {node_hours:g} for this job; {whose} allows {limits.max_node_hours_per_job:g} per job."
+            text = (
+                f"Node-hours per job (whole nodes x wall time): {node_hours:.3g} for this job; "
+                f"{whose} allows {limits.max_node_hours_per_job:.3g}."
+            )
             checks.append(LimitCheck("node_hours", OK if ok else REFUSED, text))
     budget = usage.budget
     if budget is not None and need is not None:
