@@ -25,7 +25,7 @@ def notifications_view(request: AuthenticatedHttpRequest) -> HttpResponse:
             "email": bool(request.POST.get("email")),
             "webhook": request.POST.get("webhook", "").strip(),
         }
-        serializer = NotifySerializer(data=data)
+        serializer = NotifySerializer(data=data, context={"request": request})
         if serializer.is_valid():
             preference_save(request.user, serializer.validated_data)
             messages.success(request, "Saved: new jobs of yours follow it unless their submit says otherwise.")

@@ -116,6 +116,9 @@ class JobTelemetrySummary(models.Model):
     flags = models.JSONField(default=list, help_text="Efficiency flags: [{code, message}].")
     computed_at = models.DateTimeField()
 
+    class Meta:
+        verbose_name_plural = "job telemetry summaries"
+
     def __str__(self) -> str:
         return f"telemetry summary of job {self.job_id}"
 

@@ -73,8 +73,14 @@ class NotifySerializer(StrictSerializer):
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs.get("on") and not attrs.get("email", True) and not attrs.get("webhook"):
-            raise serializers.ValidationError({"on": ["Nothing would be sent: ask for e-mail, give a webhook, or choose no events."]})
+        if attrs.get("on") and not attrs.get("webhook"):
+            if not attrs.get("email", True):
+                raise serializers.ValidationError({"on": ["Nothing would be sent: ask for e-mail, give a webhook, or choose no events."]})
+            request = self.context.get("request")
+            user = getattr(request, "user", None)
+            if user is not None and user.is_authenticated and not user.email:
+                nowhere = "Nothing would be sent: your account has no e-mail address (an admin sets it)"
+                raise serializers.ValidationError({"email": [f"{nowhere}; give a webhook, or choose no events."]})
         return attrs
 
 

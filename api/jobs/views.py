@@ -308,6 +308,6 @@ class NotifyPreferenceView(APIView):
 
     @extend_schema(request=NotifySerializer, responses={200: NotifySerializer})
     def put(self, request: Request) -> Response:
-        serializer = NotifySerializer(data=request.data)
+        serializer = NotifySerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         return Response(asks_json(preference_save(api_user(request), serializer.validated_data)))

@@ -117,7 +117,7 @@ def test_a_webhook_that_fails_is_tried_again_later_and_the_job_is_unaffected(sim
     assert Delivery.objects.get().sent_at is not None
 
 
-def test_bad_notify_asks_are_refused(sim: SimHarness, api: APIClient) -> None:
+def test_bad_notify_asks_are_refused(sim: SimHarness, api: APIClient, user: Any) -> None:
     from tests.conftest import job_payload
 
     bad_event = api.post("/api/v1/jobs/", job_payload(notify={"on": ["BEGIN"]}), format="json")
@@ -133,6 +133,14 @@ def test_bad_notify_asks_are_refused(sim: SimHarness, api: APIClient) -> None:
     assert not Job.objects.exists()
     preference = api.put("/api/v1/notifications/", {"on": ["fail"], "email": False, "webhook": ""}, format="json")
     assert preference.status_code == 400 and "Nothing would be sent" in str(preference.json())
+    # E-mail, to an account with no address: nothing would be sent either.
+    user.email = ""
+    user.save(update_fields=["email"])
+    nowhere = api.put("/api/v1/notifications/", {"on": ["fail"], "email": True, "webhook": ""}, format="json")
+    assert nowhere.status_code == 400 and "your account has no e-mail address" in nowhere.json()["email"][0]
+    nowhere = api.post("/api/v1/jobs/", job_payload(notify={"on": ["end"]}), format="json")
+    assert nowhere.status_code == 400 and "your account has no e-mail address" in nowhere.json()["notify"]["email"][0]
+    assert api.put("/api/v1/notifications/", {"on": ["fail"], "webhook": "https://example.org/hook"}, format="json").status_code == 200
 
 
 def test_the_notifications_page_saves_the_default_and_the_form_ticks_it(sim: SimHarness, user: Any) -> None:
