@@ -31,6 +31,7 @@ from telemetry.dashboard.selectors import (
     WINDOWS,
     first_data,
     gpus,
+    gpus_free_for_work,
     latency,
     node_grid,
     queue_depth,
@@ -85,7 +86,7 @@ def dashboard_context(viewer: User | AnonymousUser, window_key: str | None = Non
         "figures": figures,
         "figure_ids": {f["id"] for f in figures},
         "nodes": nodes,
-        "gpus_free": sum(n.gpus_free for n in nodes),
+        "gpus_free": gpus_free_for_work(nodes),
         "gpus_total": sum(n.gpus_total for n in nodes),
     }
 

@@ -401,6 +401,12 @@ class GridNode:
     gpus_foreign: int = 0
 
 
+def gpus_free_for_work(nodes: Iterable[GridNode]) -> int:
+    """The free GPUs new work may take: on ready nodes no admin holds (a cordoned, not-ready or held node's free GPUs
+    take nothing), as `muster nodes` and the queue's reasons count them."""
+    return sum(n.gpus_free for n in nodes if n.state == NodeState.READY and not n.held)
+
+
 def node_grid() -> list[GridNode]:
     """Known nodes by rack, each with one cell per GPU (held or free) and the jobs holding it: the cluster page's grid."""
     holders: dict[str, list[int]] = defaultdict(list)

@@ -150,3 +150,15 @@ def _node(name: str) -> Any:
     from jobs.models import Node
 
     return Node.objects.get(name=name)
+
+
+def test_the_free_gpus_summed_are_those_new_work_may_take(user: Any) -> None:
+    from jobs.models import NodeState
+    from tests.jobs.factories import NodeFactory
+
+    NodeFactory(name="ready")
+    NodeFactory(name="cordoned", state=NodeState.CORDONED)
+    NodeFactory(name="held", held=True)
+    # As `muster nodes` counts them: a cordoned or held node's idle GPUs take no new work.
+    for url in ("/cluster/", "/dashboard/"):
+        assert "3 nodes, 8 of 24 GPUs free." in session_for(user).get(url).content.decode(), url
