@@ -184,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-t", "--time", type=_wall_time, metavar="WALL_TIME", help=f"wall time: {WALL_TIME_FORMS}")
     p.add_argument("--image", help="container image, e.g. nvcr.io/nvidia/pytorch:24.05-py3")
     p.add_argument("-J", "--name", help="job name (default: the YAML file's name, else the command's)")
-    p.add_argument("--priority-class", help="production, normal or preemptible (the site's classes)")
+    p.add_argument("--priority-class", help="production, normal or preemptible (production: admins and the teams given it)")
     p.add_argument("--max-restarts", type=_non_negative, help="restart a failed attempt up to this many times")
     p.add_argument("--team", help="charge a team you belong to")
     p.add_argument("--preemptible", action="store_true", help="may borrow idle GPUs beyond your quota; preempted first")
