@@ -2,8 +2,9 @@
 
 A job that holds GPUs (SCHEDULED or RUNNING) cannot be deleted here, and what a job
 runs is read-only: it was checked at submit, its pods run it and the ledger charged
-it. Only a pending job's priority class may be changed. Admins cancel such jobs instead (the "Cancel selected jobs"
-action, the job page or the API), which tears the gang down and charges it properly.
+it. Only a pending job's priority class may be changed. Admins cancel jobs instead (the
+"Cancel selected jobs" action, the job page or the API), which tears the gang down and
+charges it properly.
 """
 
 from __future__ import annotations

@@ -37,8 +37,8 @@ def budget_need(job: PendingJob, node_sizes: Sequence[int], slices: Slices) -> t
 
 
 def node_hours_text(hours: float, decimals: int = 1) -> str:
-    """Node-hours as a reason or an estimate states them: one decimal, and under one the first two figures, so a
-    short job on one GPU (0.02) does not read as using nothing."""
+    """Node-hours as a reason or an estimate states them: `decimals` places (one by default), and under one as many
+    figures plus one, so a short job on one GPU (0.02) does not read as using nothing."""
     return f"{hours:.{decimals}f}" if hours >= 1 else f"{hours:.{decimals + 1}g}"
 
 

@@ -30,7 +30,7 @@ from policy.timeline import INF, FittingNodes, Hold, NeedOn, Timelines, at_count
 # (job, its reason code, an instant) -> the earliest at or after it that its limits let it start, or None when that
 # cannot be known.
 NotBefore = Callable[[PendingJob, str, float], float | None]
-# (job, its planned start): what the job is planned to use of its limits (its owners' quotas) from then on.
+# (job, its planned start): what the job is planned to use of its limits (its owners' quotas and budgets) from then on.
 UseLimits = Callable[[PendingJob, float], None]
 # Where a planned job goes: the nodes of a whole-GPU job, the node of a slice.
 Where = TypeVar("Where")
