@@ -152,6 +152,8 @@ class _Cycle:
         self.held_budget: defaultdict[str, float] = defaultdict(float)
         self.node_sizes = whole_gpu_node_sizes(snapshot.nodes)
         self.foreign_gpus = sum(n.gpus_foreign for n in snapshot.nodes if n.schedulable and not n.sharing)
+        # Whole-GPU nodes that take no new work now (held by an admin, cordoned, not ready or settling): in no free count.
+        self.closed_nodes = sum(1 for n in snapshot.nodes if not n.schedulable and not n.sharing)
         for r in self.running.values() if self.limited else ():
             share = self._node_share(r.node_names, r.gpus_held)
             left_hours = max(0.0, r.ends_at - self.now) / 3600 * share
@@ -1053,6 +1055,13 @@ class _Cycle:
     def _room_text_now(self, job: PendingJob) -> str:
         # GPUs pods Muster did not start hold are in no free count: said, or the cluster's own view would not add up.
         foreign = f" {self.foreign_gpus} more are held by pods Muster did not start." if self.foreign_gpus else ""
+        if self.closed_nodes:
+            # Else a node an admin holds, or one settling after being unready, reads as a full one on the node list.
+            one = self.closed_nodes == 1
+            foreign += (
+                f" {self.closed_nodes} more node{'' if one else 's'} take{'s' if one else ''} no new work now "
+                "(held by an admin, cordoned, not ready, or settling after being unready)."
+            )
         cap = self.capacity
         if not job.whole_nodes:
             text = f"Needs {job.gpus_per_node} GPUs on one node; the most free on any node is {cap.max_free()}"

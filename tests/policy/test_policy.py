@@ -83,6 +83,12 @@ def test_cordoned_nodes_are_not_used() -> None:
     nodes = (NodeView("a", 8, 8, schedulable=False), NodeView("b", 8, 8))
     decisions = schedule(Snapshot(nodes, (job(1), job(2))))
     assert [p.node_names for p in decisions.placements] == [("b",)]
+    # The waiting job is told why the idle node is no room: else "0 GPUs free" beside a node list showing 8 free.
+    (wait,) = decisions.waiting
+    assert wait.reason.endswith(
+        "(0 GPUs free in the cluster). 1 more node takes no new work now (held by an admin, cordoned, not ready, or settling "
+        "after being unready)."
+    )
 
 
 def test_examined_jobs_are_bounded_per_cycle() -> None:
