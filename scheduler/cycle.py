@@ -20,7 +20,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from jobs.arrays import array_env
-from jobs.cluster import ClusterBackend, ClusterUnavailable, GangSpec, PodPhase, PodStatus, get_backend
+from jobs.cluster import ClusterBackend, ClusterRefuses, ClusterUnavailable, GangSpec, PodPhase, PodStatus, get_backend
 from jobs.cluster.base import DEADLINE_EXCEEDED, LAUNCH_ERRORS, UNSCHEDULABLE, GpuSlice, refused_by_node, stopped_by_cluster
 from jobs.errors import IllegalTransition
 from jobs.hooks import pod_secret_env
@@ -545,7 +545,7 @@ def _launch(backend: ClusterBackend, decisions: Decisions, now: datetime, report
         except Exception as exc:
             if isinstance(exc, ClusterUnavailable | VolumeWithdrawn):  # expected, and its message says what to do: no traceback
                 logger.warning("launch of job %s attempt %s failed: %s", job.pk, job.attempt, exc)
-                if isinstance(exc, ClusterUnavailable):
+                if isinstance(exc, ClusterRefuses):  # not a passing error: an operator must act
                     report.cluster_error = str(exc)
             else:
                 logger.exception("launch of job %s attempt %s failed", job.pk, job.attempt)

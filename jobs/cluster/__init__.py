@@ -5,11 +5,22 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from jobs.cluster.base import ClusterBackend, ClusterNode, ClusterUnavailable, GangSpec, PodPhase, PodStatus, gang_name, pod_name
+from jobs.cluster.base import (
+    ClusterBackend,
+    ClusterNode,
+    ClusterRefuses,
+    ClusterUnavailable,
+    GangSpec,
+    PodPhase,
+    PodStatus,
+    gang_name,
+    pod_name,
+)
 
 __all__ = [
     "ClusterBackend",
     "ClusterNode",
+    "ClusterRefuses",
     "ClusterUnavailable",
     "GangSpec",
     "PodPhase",

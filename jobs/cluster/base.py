@@ -29,6 +29,11 @@ class ClusterUnavailable(Exception):
     """The cluster cannot be reached; jobs stay queued and nothing is lost."""
 
 
+class ClusterRefuses(ClusterUnavailable):
+    """The cluster answers but will not let Muster start jobs (the jobs' namespace missing, its role not granted or
+    revoked) until an operator acts: every page says so until then, not only the cycle that met it."""
+
+
 @dataclass(frozen=True)
 class ClusterNode:
     name: str

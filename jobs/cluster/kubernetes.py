@@ -37,6 +37,7 @@ from jobs.cluster.base import (
     UNSCHEDULABLE,
     CapturedLog,
     ClusterNode,
+    ClusterRefuses,
     ClusterUnavailable,
     GangSpec,
     PodPhase,
@@ -261,7 +262,7 @@ class KubernetesCluster:
                 if namespace == "muster-jobs"
                 else f"`sed 's/namespace: muster-jobs$/namespace: {namespace}/' platform/kubernetes/rbac.yaml | kubectl apply -f -`"
             )
-            raise ClusterUnavailable(
+            raise ClusterRefuses(
                 f"Muster may not {'; nor '.join(refused)}: {apply} (after `kubectl create namespace {namespace}` if it does not exist)."
             )
 
@@ -283,7 +284,7 @@ class KubernetesCluster:
             if exc.status == 409:
                 return  # made meanwhile
             if exc.status == 403:
-                raise ClusterUnavailable(namespace_missing(namespace)) from exc
+                raise ClusterRefuses(namespace_missing(namespace)) from exc
             raise
 
     # --- nodes -----------------------------------------------------------------------------------
@@ -419,7 +420,7 @@ class KubernetesCluster:
             if exc.status == 404 and "namespaces" in str(exc.body or ""):
                 # The namespace went (or was never readable to check): jobs wait, and the pages say what to do.
                 _NAMESPACES_SEEN.pop(self.options.namespace, None)
-                raise ClusterUnavailable(namespace_missing(self.options.namespace)) from exc
+                raise ClusterRefuses(namespace_missing(self.options.namespace)) from exc
             if exc.status == 403:
                 # Muster's role went (with a deleted namespace, its Role and RoleBinding go too) or was cut: asked again,
                 # the check says what is missing and what to apply, and jobs wait rather than spend failed launches.

@@ -159,6 +159,7 @@ def test_an_expired_session_keeps_the_form_through_the_sign_in(page: Any, log_in
     expect(page.get_by_label("it fails")).to_be_checked()
     assert not Job.objects.exists()  # not until Submit is pressed again
     page.get_by_role("button", name="Submit").click()
+    expect(page).to_have_url(re.compile(r"/jobs/\d+/$"))  # the submit answered: the job exists now
     job = Job.objects.get()
     expect(page).to_have_url(re.compile(rf"/jobs/{job.pk}/$"))
     assert (job.name, job.command) == ("kept-through-expiry", ["python", "train.py", "--epochs", "3"])

@@ -1276,8 +1276,8 @@ def test_without_reading_pods_in_every_namespace_it_says_so_and_can_be_told_not_
     report = run_cycle(backend=as_muster)
     assert report.cluster_error.startswith(
         "Muster may not list pods in every namespace (to count the GPUs pods it did not start hold on its nodes; "
-        "where the GPU nodes are Muster's alone, MUSTER_K8S_COUNT_FOREIGN_PODS=0 turns that off): apply "
-        "platform/kubernetes/rbac.yaml"
+        "where the GPU nodes are Muster's alone, MUSTER_K8S_COUNT_FOREIGN_PODS=0 turns that off): "
+        f"`sed 's/namespace: muster-jobs$/namespace: {kube.namespace}/' platform/kubernetes/rbac.yaml | kubectl apply -f -`"
     ), report.cluster_error
     assert state(job["id"]) == JobState.PENDING
     assert not as_muster.may_watch_other_pods()
