@@ -79,11 +79,15 @@ def job_resize(
     node_ids: dict[str, int],
     reason: str,
     now: datetime,
+    grow_not_before: datetime | None = None,
 ) -> tuple[list[int], list[int]]:
     """An elastic RUNNING job grows onto `added` or shrinks off `removed` (its last ranks): (ranks added, ranks removed).
 
     Its ranks stay 0..n-1 in the order of `node_names` (rank 0, the rendezvous host, never goes). The ledger charges what
-    it held up to now before its allocations change, so each node is charged for the time it was held.
+    it held up to now before its allocations change, so each node is charged for the time it was held. The reason is
+    the job's state reason from now on ("All 2 pods are running" is no longer true). `grow_not_before` holds its next
+    growth back (a growth that did not come up), as a failed launch is held back: the policy reads it as the job's
+    launch_not_before.
     """
     locked = Job.objects.select_for_update().get(pk=job.pk)
     if locked.state != JobState.RUNNING or locked.attempt != job.attempt or not locked.elastic:
@@ -106,12 +110,16 @@ def job_resize(
         for rank, name, node_gpus in zip(grown, added, _node_gpus(added), strict=True)
     )
     size = kept + len(added)
-    Job.objects.filter(pk=job.pk).update(nodes=size, updated_at=now)
+    reason = fit_reason(reason)
+    held = {"launch_not_before": grow_not_before} if grow_not_before else {}
+    Job.objects.filter(pk=job.pk).update(nodes=size, state_reason=reason, updated_at=now, **held)
     JobResize.objects.create(
         job=locked, at=now, attempt=locked.attempt, from_nodes=len(before), to_nodes=size, added=list(added), removed=list(removed),
-        reason=fit_reason(reason),
+        reason=reason,
     )  # fmt: skip
-    job.nodes = size
+    job.nodes, job.state_reason = size, reason
+    if grow_not_before:
+        job.launch_not_before = grow_not_before
     return grown, gone
 
 
@@ -160,6 +168,8 @@ def job_launch_overdue(job: Job, *, now: datetime) -> bool:
 def job_requeue(job: Job, *, now: datetime, why: str, **fields: object) -> Job:
     """Back to PENDING after an attempt ended early. The job keeps its submit time, so its place among jobs of its class."""
     why = fit_reason(why)
+    # A running elastic job's hold on growing (launch_not_before) is not a launch's backoff: the requeued job starts clean.
+    fields = {"launch_not_before": None, **fields}
     return job_transition(job, JobState.PENDING, reason=why, now=now, pending_reason_code="REQUEUED", pending_reason=why, **fields)
 
 
@@ -215,4 +225,7 @@ def job_preempt(job: Job, *, reason: str, for_job_id: int, now: datetime) -> Job
     """RUNNING/SCHEDULED -> PREEMPTED -> PENDING at once, keeping its submit time and so its age."""
     job = job_transition(job, JobState.PREEMPTED, reason=fit_reason(reason), now=now)
     why = f"Requeued after preemption by job {for_job_id}."
-    return job_transition(job, JobState.PENDING, reason=why, now=now, pending_reason_code="PREEMPTED", pending_reason=why, over_quota=False)
+    return job_transition(
+        job, JobState.PENDING, reason=why, now=now, pending_reason_code="PREEMPTED", pending_reason=why, over_quota=False,
+        launch_not_before=None,
+    )  # fmt: skip

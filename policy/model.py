@@ -206,6 +206,8 @@ class RunningJob:
     rdma_per_node: int = 0
     # When it is expected to end (policy/runtime.py: its owner's recent run times); None: at its wall-time end.
     expected_end: float | None = None
+    # An elastic job whose last growth did not come up grows again no sooner than this (seconds since the epoch).
+    grow_not_before: float | None = None
 
     @property
     def elastic(self) -> bool:

@@ -869,9 +869,17 @@ class _Cycle:
 
     def _grow(self) -> None:
         """After the walk, elastic jobs below their most grow onto whole nodes no waiting job could take, that no
-        reservation needs before their wall time ends (oldest first, within their quotas and budgets)."""
+        reservation needs before their wall time ends (oldest first, within their quotas and budgets; not one whose
+        last growth did not come up, until its hold ends)."""
         growable = sorted(
-            (r for r in self.running.values() if r.elastic and len(r.node_names) < r.max_nodes and r.id not in self.started),
+            (
+                r
+                for r in self.running.values()
+                if r.elastic
+                and len(r.node_names) < r.max_nodes
+                and r.id not in self.started
+                and (r.grow_not_before is None or r.grow_not_before <= self.now)
+            ),
             key=lambda r: (r.class_rank, r.started_at, r.id),
         )
         for r in growable:

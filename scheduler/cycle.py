@@ -217,6 +217,10 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
             node_gang_failed(name, job_id=job.pk, attempt=job.attempt - 1)
         _ended(backend, job_succeed(job, now=now), report)
         return
+    if job.state == JobState.RUNNING and (stalled := _stalled_growth(job, pods, now)):
+        # Only the ranks it grew by are not running: the job goes on with the nodes it had.
+        _shrink_back(backend, job, stalled[0], stalled[1], now, started=[p.rank for p in pods if p.phase == PodPhase.RUNNING])
+        return
     stuck = next((p for p in pods if p.phase == PodPhase.PENDING and p.reason in LAUNCH_ERRORS), None)
     if stuck is not None:
         why = f"Rank {stuck.rank} on {stuck.node_name or 'its node'} could not start: {stuck.message.rstrip('.')}."
@@ -258,23 +262,91 @@ def _cannot_bind(job: Job, pods: list[PodStatus]) -> str:
     tainted, not Ready, gone), or a pod Muster did not start was bound there (the watch of other pods narrows that
     moment; nothing closes it), and kube-scheduler cannot bind the gang's pod. Waiting out the launch timeout would
     hold the gang's other nodes idle for nothing."""
+    found = _unbindable(job, pods)
+    if found is None:
+        return ""
+    if found.closed:
+        return f"{found.closed}, so attempt {job.attempt}'s pods cannot all be bound{found.said}; requeued to be placed again."
+    return (
+        f"Pods Muster did not start hold GPUs on {', '.join(found.nodes)} that attempt {job.attempt} was placed on{found.said}; "
+        "requeued to be placed again."
+    )
+
+
+@dataclass(frozen=True)
+class _Unbindable:
+    nodes: list[str]  # the nodes of the job's unbound pods that kube-scheduler cannot bind them to
+    closed: str  # how those nodes are closed ("n1 is cordoned or tainted; ..."), or "": other pods took their GPUs
+    said: str  # what kube-scheduler said of one of its unbound pods, in parentheses, or ""
+
+
+def _unbindable(job: Job, pods: list[PodStatus]) -> _Unbindable | None:
+    """What keeps kube-scheduler from binding the job's unbound pods to their planned nodes, or None when nothing
+    Muster knows of does."""
     unbound = next((p for p in pods if p.phase == PodPhase.PENDING and p.reason == UNSCHEDULABLE), None)
     if unbound is None:
-        return ""
+        return None
     # The nodes its unbound pods are to go to: those of the placement none of its pods is bound to yet.
     nodes = set(job_assigned_nodes(job)) - {p.node_name for p in pods if p.node_name}
     said = f" (rank {unbound.rank}: {unbound.message.rstrip('.')})" if unbound.message else ""
     closed = Node.objects.filter(name__in=nodes, state__in=list(_CLOSED)).order_by("name").values_list("name", "state")
     if closed:
-        which = "; ".join(f"{name} {_CLOSED[NodeState(state)]}" for name, state in closed)
-        return f"{which}, so attempt {job.attempt}'s pods cannot all be bound{said}; requeued to be placed again."
+        how = "; ".join(f"{name} {_CLOSED[NodeState(state)]}" for name, state in closed)
+        return _Unbindable([name for name, _ in closed], how, said)
     overfilled = nodes_overfilled(nodes)
-    if overfilled:
-        return (
-            f"Pods Muster did not start hold GPUs on {', '.join(overfilled)} that attempt {job.attempt} was placed on{said}; "
-            "requeued to be placed again."
+    return _Unbindable(list(overfilled), "", said) if overfilled else None
+
+
+def _stalled_growth(job: Job, pods: list[PodStatus], now: datetime) -> tuple[int, str] | None:
+    """A running elastic job's ranks it grew by that will not run (a launch error, nowhere kube-scheduler may bind
+    them) or do not after the launch timeout: the first rank to let go (every later one goes with it: ranks stay
+    0..n-1), and why; None while they may yet. Ranks still starting on nodes that take them are left to start.
+
+    Without this such a rank stayed Pending for good, its node held and charged, while the job read as running."""
+    pending = sorted((p for p in pods if p.phase == PodPhase.PENDING), key=lambda p: p.rank)
+    if not pending:
+        return None
+
+    def shrunk(first: int) -> str:
+        return f"shrunk back from {job.nodes} to {first} nodes."
+
+    stuck = next((p for p in pending if p.reason in LAUNCH_ERRORS), None)
+    if stuck is not None:
+        told = stuck.message.rstrip(".")
+        return stuck.rank, f"Rank {stuck.rank} it grew by on {stuck.node_name or 'its node'} could not start: {told}; {shrunk(stuck.rank)}"
+    held = {
+        rank: (node, at)
+        for rank, node, at in Allocation.objects.filter(job=job, attempt=job.attempt, released_at__isnull=True).values_list(
+            "rank", "node__name", "allocated_at"
         )
-    return ""
+    }
+    found = _unbindable(job, pods)
+    if found is not None:
+        first = min((p.rank for p in pending if p.rank in held and held[p.rank][0] in found.nodes), default=pending[0].rank)
+        if found.closed:
+            return first, f"{found.closed}, so the pods it grew by cannot all be bound{found.said}; {shrunk(first)}"
+        return first, f"Pods Muster did not start hold GPUs on {', '.join(found.nodes)} that it grew onto{found.said}; {shrunk(first)}"
+    timeout = settings.MUSTER_LAUNCH_TIMEOUT_SECONDS
+    late = next((p for p in pending if p.rank in held and now >= held[p.rank][1] + timedelta(seconds=timeout)), None)
+    if late is None:
+        return None
+    told = f": {late.message.rstrip('.')}" if late.message else ""
+    return late.rank, f"Rank {late.rank} it grew by was not running {timeout} s after it was started{told}; {shrunk(late.rank)}"
+
+
+def _shrink_back(backend: ClusterBackend, job: Job, first: int, why: str, now: datetime, started: Sequence[int] = ()) -> None:
+    """Undo a growth that did not come up: ranks `first` on go (the output of those that did start is kept), the job goes
+    on with the nodes it had, and it grows again no sooner than a failed launch is retried at the longest
+    (MUSTER_LAUNCH_BACKOFF_MAX_SECONDS): a cause Muster cannot see would otherwise have it grow onto the same node,
+    hold and be charged for it each launch timeout. Its nodes are charged up to now, as a launch that did not come up."""
+    names = job_assigned_nodes(job)
+    ranks = list(range(first, len(names)))
+    if kept := [rank for rank in started if rank >= first]:
+        gang_logs_capture(backend, job.pk, job.attempt, kept)
+    backend.teardown_ranks(job.pk, job.attempt, ranks)
+    node_ids = dict(Node.objects.filter(name__in=names[first:]).values_list("name", "id"))
+    hold = now + timedelta(seconds=settings.MUSTER_LAUNCH_BACKOFF_MAX_SECONDS)
+    job_resize(job, node_names=names[:first], added=(), removed=names[first:], node_ids=node_ids, reason=why, now=now, grow_not_before=hold)
 
 
 def _ended(backend: ClusterBackend, job: Job, report: CycleReport) -> None:
@@ -432,13 +504,9 @@ def _apply_resizes(backend: ClusterBackend, report: CycleReport) -> None:
             backend.launch_ranks(_gang_spec(job, tuple(names)), added)
         except Exception as exc:  # refused, or the cluster went away: either way the grown ranks are not running
             logger.warning("growing job %s onto %s failed: %s", job.pk, names[min(added) :], exc)
-            undo = names[min(added) :]
-            backend.teardown_ranks(job.pk, job.attempt, added)
-            node_ids = dict(Node.objects.filter(name__in=undo).values_list("name", "id"))
-            job_resize(
-                job, node_names=names[: min(added)], added=(), removed=undo, node_ids=node_ids,
-                reason=f"The cluster refused the pods it grew by ({exc}); shrunk back", now=timezone.now(),
-            )  # fmt: skip
+            first = min(added)
+            why = f"The cluster refused the pods it grew by ({exc}); shrunk back from {job.nodes} to {first} nodes."
+            _shrink_back(backend, job, first, why, timezone.now())
 
 
 def _preempted(job: Job, *, preemption: Preemption, now: datetime) -> tuple[int, int, int]:

@@ -212,11 +212,12 @@ def running_jobs(history: dict[int, tuple[int, datetime]] | None = None, runtime
         "gpus_per_node",
         "rdma_per_node",
         "checkpointed_at",
+        "launch_not_before",
     )
     if runtimes is None:
         runtimes = recent_runtimes({row[5] for row in rows})
     result = []
-    for pk, pc, scheduled, started, wall, user, team, preemptible, over_quota, low, high, gpus, rdma, checkpointed in rows:
+    for pk, pc, scheduled, started, wall, user, team, preemptible, over_quota, low, high, gpus, rdma, checkpointed, hold in rows:
         ranks = sorted(held.get(pk, []))
         # An active job has been placed, so scheduled_at (and so each of these) is set.
         start = cast(datetime, started or scheduled).timestamp()
@@ -241,6 +242,8 @@ def running_jobs(history: dict[int, tuple[int, datetime]] | None = None, runtime
                 gpus_per_node=gpus,
                 rdma_per_node=rdma,
                 checkpointed_at=checkpointed.timestamp() if checkpointed else None,
+                # A launch's backoff is cleared once it runs; on a running job it holds back its growth.
+                grow_not_before=hold.timestamp() if hold and started else None,
             )
         )
     return tuple(result)

@@ -1034,6 +1034,49 @@ def test_an_elastic_job_grows_and_shrinks_its_pods_on_the_cluster(api: APIClient
     api.post(f"/api/v1/jobs/{elastic['id']}/cancel/")
 
 
+def test_an_elastic_job_that_grew_onto_gpus_other_pods_took_lets_those_ranks_go_at_once(
+    api: APIClient, kube: KubeHarness, other_pods: OtherPods
+) -> None:
+    """Pods Muster did not start were bound to idle nodes after the count the growth read (a worker's read between
+    two recounts): the grown ranks stay Pending. The cycle that counts those pods lets them go; the job runs on with
+    the nodes it had (it read "All 2 pods are running" while the nodes stayed held and charged for good)."""
+    kube.cluster.foreign_pods_seconds = 3600
+    whole = sorted(n.name for n in kube.cluster.list_nodes() if not n.sharing)
+    kube.cycle()  # the read of other pods every later cycle of this backend reuses: none
+    Node.objects.filter(name__in=whole[2:]).update(held=True)  # room for two nodes only
+    elastic = submit(api, nodes=None, min_nodes=2, max_nodes=4, gpus_per_node=8, wall_time_seconds=3600, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(elastic["id"]) == JobState.RUNNING)
+    assert sorted(job_assigned_nodes(Job.objects.get(pk=elastic["id"]))) == whole[:2]
+    grown = whole[2:4]
+    for node in grown:
+        other_pods.start(node, {"nvidia.com/gpu": "8"}, tolerations=[{"operator": "Exists"}])
+    Node.objects.filter(name__in=grown).update(held=False)
+    kube.cycle()
+    assert Job.objects.get(pk=elastic["id"]).nodes == 4
+
+    def unbound() -> bool:
+        pods = kube.pods(gang_selector(elastic["id"]))
+        return sum(c.type == "PodScheduled" and c.status == "False" for p in pods for c in p.status.conditions or []) == 2
+
+    deadline = time.monotonic() + 20
+    while not unbound():
+        assert time.monotonic() < deadline, "kube-scheduler did not say the grown pods cannot be bound"
+        time.sleep(0.2)
+    kube.cycle()
+    assert Job.objects.get(pk=elastic["id"]).nodes == 4  # counting with the old read, it waits for the launch timeout
+    foreign_pods_changed()  # what the watch does when a pod Muster did not start is bound
+    kube.cycle()
+    job = Job.objects.get(pk=elastic["id"])
+    assert (job.state, job.nodes, job.restarts, job.attempt) == (JobState.RUNNING, 2, 0, 1)
+    assert sorted(job_assigned_nodes(job)) == whole[:2]
+    expected = f"Pods Muster did not start hold GPUs on {', '.join(grown)} that it grew onto (rank "
+    assert job.state_reason.startswith(expected) and job.state_reason.endswith("; shrunk back from 4 to 2 nodes."), job.state_reason
+    assert "Insufficient nvidia.com/gpu" in job.state_reason
+    kube.cycle_until(lambda: sorted(int(p.metadata.labels["muster.io/rank"]) for p in kube.pods(gang_selector(elastic["id"]))) == [0, 1])
+    assert state(elastic["id"]) == JobState.RUNNING
+    api.post(f"/api/v1/jobs/{elastic['id']}/cancel/")
+
+
 def test_node_inventory_follows_the_cluster(kube: KubeHarness) -> None:
     names = sorted(n.metadata.name for n in kube.core.list_node().items)
     cordoned, tainted = names[0], names[1]

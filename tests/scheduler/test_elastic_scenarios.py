@@ -7,11 +7,14 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from jobs.cluster import PodPhase
 from jobs.models import Allocation, Job, JobResize, SimulatedPod
 from jobs.selectors import job_assigned_nodes
 from jobs.states import JobState
 from quotas.models import UsageCharge
+from scheduler.cycle import run_cycle
 from tests.conftest import SimHarness, job_payload
+from tests.scheduler.test_cycle import AlteredPodCluster, CordonedCluster
 
 
 def live_nodes(job_id: int) -> list[str]:
@@ -79,6 +82,76 @@ def test_an_elastic_job_shrinks_for_a_production_gang_instead_of_being_preempted
     job.refresh_from_db()
     assert job.nodes == 16 and job.state == JobState.RUNNING
     assert JobResize.objects.filter(job=job).count() == 2
+
+
+def grown_to_eight(sim: SimHarness, submit: Any) -> Job:
+    """An elastic 2..8 job running on 4 nodes that has just grown onto 4 more (their pods created, not yet running)."""
+    submit(nodes=12, simulate={"duration_seconds": 20})
+    sim.cycle()
+    elastic = submit(nodes=None, min_nodes=2, max_nodes=8, wall_time_seconds=7200, simulate={"duration_seconds": 3600})["id"]
+    sim.cycle()
+    sim.advance(2)
+    sim.advance(25)
+    job = Job.objects.get(pk=elastic)
+    assert (job.state, job.nodes) == (JobState.RUNNING, 8)
+    return job
+
+
+def test_a_rank_it_grew_by_that_never_runs_is_let_go_after_the_launch_timeout_and_it_grows_again_later(
+    sim: SimHarness, submit: Any, settings: Any, api: APIClient
+) -> None:
+    """A grown rank kube-scheduler never binds, for a cause Muster cannot see: the job read "running" while the node
+    stayed held and charged for good. Now the rank goes after the launch timeout, the job runs on with the nodes it had,
+    and it does not grow onto the same trouble again until the longest launch backoff has passed."""
+    settings.MUSTER_LAUNCH_TIMEOUT_SECONDS = 60
+    settings.MUSTER_LAUNCH_BACKOFF_MAX_SECONDS = 300
+    job = grown_to_eight(sim, submit)
+    first_four = live_nodes(job.pk)[:4]
+    message = "0/18 nodes are available: 1 Insufficient cpu."
+    stuck = AlteredPodCluster(sim.cluster, job.pk, 5, phase=PodPhase.PENDING, node_name="", reason="Unschedulable", message=message)
+    run_cycle(backend=stuck, now=sim.clock())
+    assert Job.objects.get(pk=job.pk).nodes == 8  # may yet be bound: the launch timeout decides
+    sim.clock.advance(61)
+    run_cycle(backend=stuck, now=sim.clock())
+    job.refresh_from_db()
+    assert (job.state, job.nodes, job.restarts, job.attempt) == (JobState.RUNNING, 5, 0, 1)
+    assert len(live_nodes(job.pk)) == 5 and live_nodes(job.pk)[:4] == first_four
+    why = f"Rank 5 it grew by was not running 60 s after it was started: {message.rstrip('.')}; shrunk back from 8 to 5 nodes."
+    assert JobResize.objects.filter(job=job).last().reason == why
+    assert job.state_reason == why
+    assert sorted(SimulatedPod.objects.filter(job_id=job.pk).values_list("rank", flat=True)) == list(range(5))
+    assert api.get(f"/api/v1/jobs/{job.pk}/").json()["nodes"] == 5
+
+    sim.advance(60)  # three nodes idle, but it is held back
+    assert Job.objects.get(pk=job.pk).nodes == 5
+    sim.advance(250)  # the hold is over
+    job.refresh_from_db()
+    assert (job.state, job.nodes) == (JobState.RUNNING, 8)
+    assert JobResize.objects.filter(job=job).last().reason == "Grew onto whole nodes left idle: from 5 to 8 nodes."
+    assert job.state_reason == "Grew onto whole nodes left idle: from 5 to 8 nodes."
+
+
+def test_a_rank_it_grew_by_onto_a_node_cordoned_since_is_let_go_at_once(sim: SimHarness, submit: Any) -> None:
+    job = grown_to_eight(sim, submit)
+    node = Allocation.objects.get(job=job, rank=6, released_at__isnull=True).node.name
+    message = "0/18 nodes are available: 1 node(s) were unschedulable."
+    unbound = dict(phase=PodPhase.PENDING, node_name="", reason="Unschedulable", message=message)
+    run_cycle(backend=CordonedCluster(sim.cluster, job.pk, 6, node, **unbound), now=sim.clock())
+    job.refresh_from_db()
+    assert (job.state, job.nodes, job.restarts) == (JobState.RUNNING, 6, 0)
+    why = f"{node} is cordoned or tainted, so the pods it grew by cannot all be bound (rank 6: {message.rstrip('.')}); "
+    assert job.state_reason == f"{why}shrunk back from 8 to 6 nodes."
+    assert node not in live_nodes(job.pk)
+
+
+def test_a_rank_it_grew_by_whose_image_cannot_be_pulled_is_let_go_and_the_job_runs_on(sim: SimHarness, submit: Any) -> None:
+    job = grown_to_eight(sim, submit)
+    pulling = AlteredPodCluster(sim.cluster, job.pk, 7, phase=PodPhase.PENDING, reason="ImagePullBackOff", message="Back-off pulling image")
+    report = run_cycle(backend=pulling, now=sim.clock())
+    job.refresh_from_db()
+    assert report.requeued == [] and (job.state, job.nodes, job.launch_failures) == (JobState.RUNNING, 7, 0)
+    assert job.state_reason.startswith("Rank 7 it grew by on ")
+    assert job.state_reason.endswith(" could not start: Back-off pulling image; shrunk back from 8 to 7 nodes.")
 
 
 @pytest.mark.parametrize(
