@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from django.conf import settings
 from django.db import transaction
@@ -102,9 +102,10 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
             backend.note_foreign_pods_version(health.foreign_pods_version)
             # Nodes gangs can go on running on: a NotReady node's pods are lost to the job as surely as a deleted node's.
             present = {n.name for n in nodes_sync(cluster_nodes=backend.list_nodes()) if n.state != NodeState.NOT_READY}
-            _charge_active(now)
             gangs = backend.observe_gangs()
             followed = _observe_active(backend, gangs, present, now, report)
+            # After the gangs were followed: a gang that ended before this cycle is charged up to its end, not to now.
+            _charge_active(now)
             _reconcile(backend, gangs, set(gangs) - followed, report)
         except ClusterUnavailable as exc:
             # Jobs stay queued and nothing is lost; the next cycle tries again.
@@ -144,11 +145,12 @@ def _observe_active(
 
 def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: set[str], now: datetime, report: CycleReport) -> None:
     """Pick what the gang's pods say about the job (jobs.lifecycle) and tear down what ended."""
+    # An elastic job's ranks are 0..nodes-1; pods of ranks it shrank away may still be terminating.
+    pods = [p for p in pods if p.rank < job.nodes]
+    now = _gang_ended_at(job, pods, now)
     if job_wall_time_passed(job, now=now):
         _ended(backend, job_time_out(job, now=now), report)
         return
-    # An elastic job's ranks are 0..nodes-1; pods of ranks it shrank away may still be terminating.
-    pods = [p for p in pods if p.rank < job.nodes]
     missing = {*range(job.nodes)} - {p.rank for p in pods}
     # Where the missing ranks ran, by their allocations: Kubernetes deletes a deleted node's pods (the pod GC), so
     # often no pod is left to say so by the time the cycle looks.
@@ -236,6 +238,20 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         detail = f"; rank {said.rank}: {said.message.rstrip('.')}." if said is not None else "."
         why = f"{len(pending)} of {job.nodes} pods were not running {settings.MUSTER_LAUNCH_TIMEOUT_SECONDS} s after launch{detail}"
         _launch_failed(backend, job, now, report, why)
+
+
+def _gang_ended_at(job: Job, pods: list[PodStatus], now: datetime) -> datetime:
+    """When a gang whose every pod has ended did end (its last container's end), so its state, run time and charge
+    are taken then; `now` for a gang still running, or whose pods do not say.
+
+    A gang that ended while no cycle looked (Muster stopped, the API server unreachable) was timed and charged to when a
+    cycle saw it: a 20 s job read 1m1s, and a job that ended within its wall time was timed out. Never before what was
+    charged already (the ledger only moves forward; the kubelet's clock counts whole seconds)."""
+    if len(pods) < job.nodes or any(p.phase not in (PodPhase.SUCCEEDED, PodPhase.FAILED) or p.finished_at is None for p in pods):
+        return now
+    ended = max(cast(datetime, p.finished_at) for p in pods)
+    floor = job.charged_until or job.started_at or job.scheduled_at
+    return min(now, max(ended, floor) if floor else ended)
 
 
 def _refused_by_node(backend: ClusterBackend, job: Job, pod: PodStatus, now: datetime, report: CycleReport) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
 
@@ -142,6 +143,9 @@ class PodStatus:
     # Why the cluster is stopping the pod, when it is (the reason of its DisruptionTarget condition), e.g.
     # "EvictionByEvictionAPI", "PreemptionByScheduler", "DeletionByTaintManager", "TerminationByKubelet".
     disruption: str = ""
+    # When its last container ended (the kubelet's clock, to the second), once it has: a gang that ended while no cycle
+    # looked (Muster stopped, the API server unreachable) ended then, not when a cycle saw it. None: not known.
+    finished_at: datetime | None = None
 
 
 DEADLINE_EXCEEDED = "DeadlineExceeded"

@@ -709,9 +709,11 @@ def _pod_status(pod: client.V1Pod) -> PodStatus:
     exit_code = None
     message = status.message or ""
     reason = status.reason or ""
+    ends = []
     for container in status.container_statuses or []:
         terminated = container.state and container.state.terminated
         if terminated is not None:
+            ends.append(terminated.finished_at)
             exit_code = terminated.exit_code
             if terminated.exit_code:
                 message = message or f"container {container.name} exited with code {terminated.exit_code} ({terminated.reason or 'Error'})."
@@ -727,6 +729,8 @@ def _pod_status(pod: client.V1Pod) -> PodStatus:
         message=message,
         reason=reason,
         disruption=disruption,
+        # Known once every container has ended (a pod whose last container still runs has not).
+        finished_at=max(ends) if ends and None not in ends and len(ends) == len(status.container_statuses) else None,
     )
 
 

@@ -17,13 +17,14 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from django.core.management import call_command
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime as parse_time
 from kubernetes import client, utils, watch
 from kubernetes.client.exceptions import ApiException
@@ -210,6 +211,24 @@ def test_a_job_past_its_wall_time_is_timed_out_and_its_pods_are_gone(api: APICli
     job = submit(api, nodes=1, wall_time_seconds=3, simulate={"duration_seconds": 600})
     kube.cycle_until(lambda: state(job["id"]) == JobState.TIMED_OUT, timeout=60)
     kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"])), timeout=30)
+
+
+def test_a_gang_that_ended_while_no_cycle_looked_ends_when_its_pods_did(api: APIClient, kube: KubeHarness) -> None:
+    """Muster stopped while a 3 s job ran, within its 5 s wall time: the next cycle reads when the kubelet's containers
+    ended, so the job ends then (not timed out, not timed or charged to the restart)."""
+    job = submit(api, nodes=2, wall_time_seconds=5, simulate={"duration_seconds": 3})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    charged = Job.objects.get(pk=job["id"]).charged_until
+    deadline = time.monotonic() + 30
+    while not all(p.status.phase == "Succeeded" for p in kube.pods(gang_selector(job["id"]))):
+        assert time.monotonic() < deadline, "the gang's pods did not end"
+        time.sleep(0.2)
+    ends = [c.state.terminated.finished_at for p in kube.pods(gang_selector(job["id"])) for c in p.status.container_statuses]
+    time.sleep(6)  # past its wall time
+    kube.cycle()
+    ended = Job.objects.get(pk=job["id"])
+    assert ended.state == JobState.SUCCEEDED, ended.state_reason
+    assert ended.finished_at == max(*ends, charged) < timezone.now() - timedelta(seconds=5)
 
 
 def test_a_relaunch_after_a_crash_mid_launch_leaves_exactly_one_gang(api: APIClient, kube: KubeHarness) -> None:

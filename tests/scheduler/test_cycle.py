@@ -16,6 +16,7 @@ from jobs.cluster import ClusterUnavailable, PodPhase
 from jobs.cluster.base import refused_by_node
 from jobs.models import Allocation, Job, JobEvent, Node, SimulatedPod
 from jobs.states import JobState
+from quotas.models import UsageCharge
 from scheduler.cycle import run_cycle
 from scheduler.snapshot import node_views
 from tests.conftest import session_for
@@ -340,6 +341,56 @@ class AlteredPodCluster:
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
+
+
+class EndedGangCluster:
+    """The simulated cluster, where one job's pods say when they ended, as the kubelet's containers do."""
+
+    def __init__(self, inner, job_id: int, finished_at, phase=PodPhase.SUCCEEDED, exit_code=0) -> None:
+        self.inner, self.job_id, self.simulated = inner, job_id, True
+        self.ended = dict(phase=phase, exit_code=exit_code, finished_at=finished_at)
+
+    def observe_gangs(self):
+        gangs = self.inner.observe_gangs()
+        for (job_id, _), pods in gangs.items():
+            if job_id == self.job_id:
+                pods[:] = [dataclasses.replace(p, **self.ended) for p in pods]
+        return gangs
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("phase", [PodPhase.SUCCEEDED, PodPhase.FAILED])
+def test_a_gang_that_ended_while_no_cycle_looked_ends_and_is_charged_when_its_pods_did(submit, sim, phase) -> None:
+    """Muster stopped for ten minutes; the 20 s job it had started ended meanwhile, well within its 5-minute wall time.
+    It ends when its last pod did: not timed out, not charged for the ten minutes, its run time its own."""
+    job_id = submit(nodes=2, max_restarts=0, wall_time_seconds=300, simulate={"duration_seconds": 20})["id"]
+    sim.cycle()
+    sim.advance(2)
+    job = Job.objects.get(pk=job_id)
+    assert job.state == JobState.RUNNING
+    ended = job.started_at + timedelta(seconds=20)
+    sim.clock.advance(600)
+    exit_code = 0 if phase == PodPhase.SUCCEEDED else 3
+    run_cycle(backend=EndedGangCluster(sim.cluster, job_id, ended, phase, exit_code), now=sim.clock())
+    job.refresh_from_db()
+    assert (job.state, job.finished_at) == (JobState.SUCCEEDED if exit_code == 0 else JobState.FAILED, ended)
+    assert job.events.last().at == ended
+    node_seconds = UsageCharge.objects.filter(job=job).aggregate(n=Sum("node_seconds"))["n"]
+    assert node_seconds == pytest.approx(2 * (ended - job.scheduled_at).total_seconds())
+
+
+def test_a_gang_whose_pods_ended_before_what_was_charged_ends_there(submit, sim) -> None:
+    """The kubelet's clock counts whole seconds and may lag ours: the ledger never moves back."""
+    job_id = submit(nodes=1, simulate={"duration_seconds": 600})["id"]
+    sim.cycle()
+    sim.advance(2)
+    sim.advance(30)
+    job = Job.objects.get(pk=job_id)
+    run_cycle(backend=EndedGangCluster(sim.cluster, job_id, job.started_at - timedelta(seconds=1)), now=sim.clock() + timedelta(seconds=5))
+    job.refresh_from_db()
+    assert job.state == JobState.SUCCEEDED and job.finished_at == job.charged_until == sim.clock()
 
 
 def test_a_pod_the_cluster_evicts_requeues_its_gang_without_spending_a_restart(submit, sim) -> None:
