@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, TypedDict
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.utils import timezone
 
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.states import JobState
@@ -48,6 +50,16 @@ def _assigned(job: Job) -> list[Allocation]:
         by_rank[a.rank] = a  # the live one (or the last released) of each rank number
     ranks = sorted(by_rank)[: job.nodes] if job.elastic else sorted(by_rank)
     return [by_rank[rank] for rank in ranks]
+
+
+def node_settles_until(node: Node, now: datetime | None = None) -> datetime | None:
+    """When a node back from NotReady takes new work again (MUSTER_NODE_SETTLE_SECONDS after it came back), while that
+    lies ahead; None otherwise. The cycle's snapshot holds it out by the same rule; the node list says so, or it read
+    READY with every GPU free while a waiting job was told none was."""
+    if node.state != NodeState.READY or node.ready_since is None:
+        return None
+    until = node.ready_since + timedelta(seconds=settings.MUSTER_NODE_SETTLE_SECONDS)
+    return until if until > (now or timezone.now()) else None
 
 
 def job_assigned_nodes(job: Job) -> list[str]:

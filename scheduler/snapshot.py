@@ -12,7 +12,7 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from jobs.models import Allocation, Job, JobEvent, NodeState
-from jobs.selectors import nodes_with_usage
+from jobs.selectors import node_settles_until, nodes_with_usage
 from jobs.states import ACTIVE_STATES, JobState
 from policy.model import NodeView, PendingJob, PolicyConfig, Reservation, RunningJob, Snapshot
 from policy.runtime import RECENT_JOBS, expected_runtime
@@ -54,7 +54,6 @@ def policy_config() -> PolicyConfig:
 def node_views(now: datetime) -> tuple[NodeView, ...]:
     """Every known node with the GPUs not held by a live allocation (on a shared node: its slices held per GPU); a node
     back from NotReady takes no new work until it has been Ready for MUSTER_NODE_SETTLE_SECONDS."""
-    settled_before = now - timedelta(seconds=settings.MUSTER_NODE_SETTLE_SECONDS)
     slices: dict[str, Counter[int]] = defaultdict(Counter)
     live_slices = Allocation.objects.filter(released_at__isnull=True, gpu_slot__isnull=False, node__slices_per_gpu__gt=0)
     for node, gpu in live_slices.values_list("node__name", "gpu_slot"):
@@ -67,7 +66,7 @@ def node_views(now: datetime) -> tuple[NodeView, ...]:
             rack=n.rack,
             block=n.block,
             rdma=n.rdma_devices,
-            schedulable=not n.held and n.state == NodeState.READY and (n.ready_since is None or n.ready_since <= settled_before),
+            schedulable=not n.held and n.state == NodeState.READY and node_settles_until(n, now) is None,
             sharing=n.sharing,
             slices_per_gpu=n.slices_per_gpu,
             slice_gpus=n.slice_gpus,

@@ -20,7 +20,7 @@ from jobs import validators
 from jobs.arrays import ARRAY_SYNTAX, array_indices
 from jobs.logs import job_log_attempts
 from jobs.models import EstimateKind, Job, JobEvent, JobResize, Node
-from jobs.selectors import job_assigned_nodes
+from jobs.selectors import job_assigned_nodes, node_settles_until
 from jobs.services import job_submit_problems
 from notify.services import EVENTS
 from policy.model import Priority
@@ -437,6 +437,9 @@ class JobDetailSerializer(JobSerializer):
 class NodeSerializer(serializers.ModelSerializer):
     gpus_free = serializers.SerializerMethodField()
     slices_free = serializers.SerializerMethodField()
+    settling_until = serializers.SerializerMethodField(
+        help_text="A node back from NotReady takes no new work until then (MUSTER_NODE_SETTLE_SECONDS); null otherwise."
+    )
 
     class Meta:
         model = Node
@@ -452,6 +455,7 @@ class NodeSerializer(serializers.ModelSerializer):
             "state",
             "held",
             "held_reason",
+            "settling_until",
             "sharing",
             "slices_per_gpu",
             "slice_gpus",
@@ -470,6 +474,11 @@ class NodeSerializer(serializers.ModelSerializer):
         """GPUs neither Muster's jobs nor other pods hold; on a shared node, less the shares its slices hold (1.75 of 2)."""
         free = max(0.0, node.gpus_total - float(getattr(node, "gpus_held", 0) or 0) - node.gpus_foreign)
         return int(free) if free.is_integer() else round(free, 3)
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_settling_until(self, node: Node) -> str | None:
+        until = node_settles_until(node)
+        return serializers.DateTimeField().to_representation(until) if until else None
 
     @extend_schema_field(OpenApiTypes.INT)
     def get_slices_free(self, node: Node) -> int:

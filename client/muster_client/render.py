@@ -285,18 +285,29 @@ def _node_extras(node: JSON) -> str:
     return "; ".join(extras)
 
 
+def _node_state(node: JSON) -> str:
+    """Its state, and whether it takes new work: HELD by an admin, or SETTLING after being unready (until when)."""
+    marks = [node["state"]] + (["HELD"] if node.get("held") else [])
+    if settles := node.get("settling_until"):
+        marks.append(f"SETTLING until {when(settles)}")
+    return ", ".join(marks)
+
+
 def nodes_text(nodes: Sequence[JSON]) -> str:
-    """One row a node; a node an admin holds (Muster places nothing new there) says so, and its GPUs are not counted free."""
-    rows = [
-        (n["name"], n["rack"], f"{n['state']}, HELD" if n.get("held") else n["state"], f"{n['gpus_free']:g}/{n['gpus_total']}",
-         n["gpu_model"], _node_extras(n))
-        for n in nodes
-    ]  # fmt: skip
-    free = sum(n["gpus_free"] for n in nodes if n["state"] == "READY" and not n.get("held"))
+    """One row a node; a node that takes no new work (held by an admin, settling after being unready) says so, and its
+    GPUs are not counted free."""
+    rows = [(n["name"], n["rack"], _node_state(n), f"{n['gpus_free']:g}/{n['gpus_total']}", n["gpu_model"], _node_extras(n)) for n in nodes]
+    closed = [n for n in nodes if n.get("held") or n.get("settling_until")]
+    free = sum(n["gpus_free"] for n in nodes if n["state"] == "READY" and n not in closed)
     total = sum(n["gpus_total"] for n in nodes)
     table_text = table(["NODE", "RACK", "STATE", "GPUS FREE", "MODEL", "SHARING, FABRIC"], rows)
-    held = sum(1 for n in nodes if n.get("held"))
-    but = f" ({held} node{'s' if held != 1 else ''} held: no new work)" if held else ""
+    held = sum(1 for n in closed if n.get("held"))
+    counts = [(held, "held"), (len(closed) - held, "settling after being unready")]
+    why = [f"{k} {what}" for k, what in counts if k]
+    if why:  # the first says what it counts: "1 node held, 2 settling after being unready"
+        first = counts[0][0] if held else counts[1][0]
+        why[0] = why[0].replace(" ", f" node{'s' if first != 1 else ''} ", 1)
+    but = f" ({', '.join(why)}: no new work)" if why else ""
     return f"{table_text}\n{len(nodes)} nodes, {free:g} of {total} GPUs free{but}"
 
 

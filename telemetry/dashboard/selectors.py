@@ -35,7 +35,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, Min, Q, Sum
 
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
-from jobs.selectors import nodes_with_usage, start_waits
+from jobs.selectors import node_settles_until, nodes_with_usage, start_waits
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.selectors import teams_visible_to
 from scheduler.queue import is_starving, starving_count
@@ -399,12 +399,15 @@ class GridNode:
     jobs: tuple[int, ...] = ()
     # GPUs held by pods Muster did not start (a shared node: the GPUs their slices take up).
     gpus_foreign: int = 0
+    # Back from NotReady: no new work until then (jobs.selectors.node_settles_until).
+    settling_until: datetime | None = None
 
 
 def gpus_free_for_work(nodes: Iterable[GridNode]) -> int:
-    """The free GPUs new work may take: on ready nodes no admin holds (a cordoned, not-ready or held node's free GPUs
-    take nothing), as `muster nodes` and the queue's reasons count them."""
-    return sum(n.gpus_free for n in nodes if n.state == NodeState.READY and not n.held)
+    """The free GPUs new work may take: on ready nodes no admin holds and not settling after being unready (a
+    cordoned, not-ready, held or settling node's free GPUs take nothing), as `muster nodes` and the queue's reasons
+    count them."""
+    return sum(n.gpus_free for n in nodes if n.state == NodeState.READY and not n.held and n.settling_until is None)
 
 
 def node_grid() -> list[GridNode]:
@@ -426,7 +429,7 @@ def node_grid() -> list[GridNode]:
         grid.append(
             GridNode(
                 node.name, node.rack, node.state, node.gpu_model, node.gpus_total, free, cells, node.held, node.held_reason,
-                tuple(holders.get(node.name, ())), foreign,
+                tuple(holders.get(node.name, ())), foreign, node_settles_until(node),
             )
         )  # fmt: skip
     return grid

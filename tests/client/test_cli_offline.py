@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,12 @@ def test_nodes_and_why_say_when_jobs_cannot_start_on_the_cluster(
     # A held node takes no new work: said on its row, and its GPUs are not counted free.
     assert code == 0 and "gpu-b  r1    READY, HELD" in out
     assert out.splitlines()[-1] == "2 nodes, 8 of 16 GPUs free (1 node held: no new work)"
+    back = datetime.now(UTC) + timedelta(minutes=5)
+    settling = {**node, "name": "gpu-c", "settling_until": back.isoformat()}
+    monkeypatch.setattr(Client, "nodes", lambda self: [node, {**node, "name": "gpu-b", "held": True}, settling])
+    code, out, err = run(capsys, "nodes")
+    assert f"gpu-c  r1    READY, SETTLING until {back.astimezone():%H:%M:%S}" in out
+    assert out.splitlines()[-1] == "3 nodes, 8 of 24 GPUs free (1 node held, 1 settling after being unready: no new work)"
     assert err.startswith("muster: jobs cannot start on the cluster now (since ")
     assert err.rstrip().endswith("Muster may not create pods in namespace muster-jobs.")
     waiting = {"id": 7, "name": "train", "state": "PENDING", "state_reason": "",

@@ -5,12 +5,16 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django.test import Client
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from rest_framework.test import APIClient
 
 from jobs.cluster.base import ClusterNode
 from jobs.models import Node, NodeState
 from jobs.services import nodes_sync
 from scheduler.snapshot import node_views
+from telemetry.dashboard.selectors import gpus_free_for_work, node_grid
 
 
 def schedulable(now: Any) -> dict[str, bool]:
@@ -30,3 +34,24 @@ def test_a_node_back_from_not_ready_takes_new_work_only_after_settling(db: None,
     nodes_sync(cluster_nodes=[ClusterNode("a", 8), ClusterNode("b", 8)])  # still Ready: the settling clock keeps running
     assert Node.objects.get(name="b").ready_since == back.ready_since
     assert schedulable(back.ready_since + timedelta(seconds=121)) == {"a": True, "b": True}
+
+
+def test_a_settling_node_says_so_on_the_node_list_the_cluster_page_and_the_dashboard(
+    db: None, settings: Any, api: APIClient, client: Client, user: Any
+) -> None:
+    """It read READY with every GPU free while a waiting job was told no GPU was."""
+    settings.MUSTER_NODE_SETTLE_SECONDS = 600
+    nodes_sync(cluster_nodes=[ClusterNode("a", 8), ClusterNode("b", 8, ready=False)])
+    nodes_sync(cluster_nodes=[ClusterNode("a", 8), ClusterNode("b", 8)])
+    back = Node.objects.get(name="b")
+    shown = {n["name"]: n for n in api.get("/api/v1/nodes/").json()["results"]}
+    assert shown["a"]["settling_until"] is None
+    settles = parse_datetime(shown["b"]["settling_until"])
+    assert settles == back.ready_since + timedelta(seconds=600)
+    client.force_login(user)
+    page = client.get("/cluster/").content.decode()
+    assert page.count('data-testid="node-settling"') == 1 and f"SETTLING until {timezone.localtime(settles):%H:%M}" in page
+    assert gpus_free_for_work(node_grid()) == 8  # node a's alone, as the queue's reasons count them
+    settings.MUSTER_NODE_SETTLE_SECONDS = 0
+    assert api.get("/api/v1/nodes/").json()["results"][1]["settling_until"] is None
+    assert gpus_free_for_work(node_grid()) == 16
