@@ -113,6 +113,7 @@ class JobForm(forms.Form):
         volumes: Sequence[tuple[str, str, bool]] = (),
         shared_pools: Sequence[str] = (),
         notify_default: Mapping[str, Any] | None = None,
+        has_email: bool = True,
         wall_time_limits: Sequence[tuple[str | None, str, int]] = (),
         **kwargs: Any,
     ) -> None:
@@ -122,6 +123,12 @@ class JobForm(forms.Form):
         # The owner's default channels; the events are ticked from it and may be changed for this job.
         self.notify_default = dict(notify_default or {"on": [], "email": True, "webhook": ""})
         self.fields["notify_on"].initial = self.notify_default["on"]
+        if not has_email and not self.notify_default.get("webhook"):
+            # Said before the submit is refused for it ("Nothing would be sent").
+            self.fields["notify_on"].help_text = (
+                "Nothing can be sent now: your account has no e-mail address (an admin sets it) and your notification "
+                "default has no webhook (see Notifications)."
+            )
         if shared_pools:
             self.fields["gpu_fraction"].help_text += f" Here: {'; '.join(shared_pools)}."
         else:

@@ -36,6 +36,7 @@ def _job_form(request: AuthenticatedHttpRequest, data: QueryDict | None, initial
         volumes=volumes_of_teams_of(request.user),
         shared_pools=[str(pool) for pool in shared_pools()],
         notify_default=asks_json(preference_of(request.user)),
+        has_email=bool(request.user.email),
         wall_time_limits=[
             (team, f"your quota (user {limits.name})" if team is None else f"the quota of your team {team}", limits.max_wall_time_seconds)
             for team, limits in wall_limits

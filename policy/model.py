@@ -16,6 +16,8 @@ QUOTA_GPUS = "QUOTA_GPUS"
 BUDGET = "BUDGET"
 NOT_EXAMINED = "NOT_EXAMINED"
 LAUNCH_BACKOFF = "LAUNCH_BACKOFF"
+# Beyond a per-job limit (wall time, node-hours) lowered since it was submitted: it waits until the limit is raised.
+JOB_LIMIT = "JOB_LIMIT"
 
 
 @lru_cache(maxsize=4096)
@@ -113,6 +115,9 @@ class Account:
     budget_resets_at: float | None = None
     # The whole budget of a period, back at `budget_resets_at` (None: not known; the forecast then plans no job past it).
     node_hours_per_period: float | None = None
+    # Per-job limits: submit refuses a job beyond one; a queued job beyond one lowered since waits (JOB_LIMIT).
+    max_wall_seconds: float | None = None
+    max_node_hours_per_job: float | None = None
     weight: float = 1.0
     usage_gpu_seconds: float = 0.0
     usage_node_seconds: float = 0.0

@@ -3,8 +3,8 @@
 In priority order (policy/priority.py), each pending job is:
 
 0. held back for a while after failed launches (LAUNCH_BACKOFF);
-1. held by its budget (BUDGET) or, unless it may borrow, by its GPU quota
-   (QUOTA_GPUS);
+1. held by a per-job limit lowered since it was submitted (JOB_LIMIT), by its
+   budget (BUDGET) or, unless it may borrow, by its GPU quota (QUOTA_GPUS);
 2. placed all-or-nothing if it fits now without touching a reservation it would
    outlast. Multi-node jobs take whole idle nodes (one rack if any fits),
    single-node jobs the fullest node that fits;
@@ -48,6 +48,7 @@ from policy.model import (
     BUDGET,
     ESTIMATE_RESERVED,
     FRAGMENTATION,
+    JOB_LIMIT,
     LAUNCH_BACKOFF,
     NO_ROOM,
     NOT_EXAMINED,
@@ -133,6 +134,9 @@ class _Cycle:
         self.on_node: dict[str, dict[int, int]] = defaultdict(dict)  # node -> {job id: GPUs held there}
         # Without any limit or budget in the accounts every limit check passes: what they count is not worked out.
         self.limited = any(a.max_gpus is not None or a.node_hours_left is not None for a in snapshot.accounts.values())
+        self.per_job_limited = any(
+            a.max_wall_seconds is not None or a.max_node_hours_per_job is not None for a in snapshot.accounts.values()
+        )
         self.in_quota: defaultdict[str, float] = defaultdict(float)
         self.slices = Slices(snapshot.nodes, snapshot.running, self.now)
         self.node_gpus = {n.name: n.gpus_total for n in snapshot.nodes}
@@ -283,6 +287,11 @@ class _Cycle:
             at = datetime.fromtimestamp(job.not_before, UTC).strftime("%H:%M:%S UTC")
             self._drop_promise(job)
             self._wait(job, LAUNCH_BACKOFF, f"Its last {launches} did not come up (see its history); it is tried again after {at}.")
+            return
+        beyond = self._job_limit_block(job) if self.per_job_limited else None
+        if beyond:
+            self._drop_promise(job)
+            self._wait(job, JOB_LIMIT, beyond)
             return
         held = self._budget_hold(job) if self.limited else None
         if held:
@@ -467,6 +476,14 @@ class _Cycle:
             limit = self._account(key).max_gpus
             used = self._quota_used(key, job)
             if limit is not None and used + needs > limit:
+                if needs > limit and not job.preemptible:
+                    # Submit refuses such a job, so the quota came down since (or the smaller nodes went): no job ending
+                    # makes room, only the quota going up.
+                    return (
+                        f"This job needs {needs:g} GPUs at once, more than the quota of {who} allows ({limit}): it waits until "
+                        "an admin raises the quota. Cancel it and submit it smaller, or preemptible (it may then borrow "
+                        "idle GPUs), to run sooner."
+                    )
                 if self.in_quota[key] > limit:
                     # The limit was lowered under running work (quotas.services warns the admin): say it as it is.
                     return (
@@ -493,6 +510,29 @@ class _Cycle:
         """GPUs its owners' tightest quota has left (None: no owner has a limit)."""
         rooms = [limit - self._quota_used(key, job) for key, _ in self._owners(job) if (limit := self._account(key).max_gpus) is not None]
         return min(rooms, default=None)
+
+    def _job_limit_block(self, job: PendingJob) -> str | None:
+        """A per-job limit lowered since the job was submitted (submit refuses a job beyond one): it waits until an admin
+        raises it, as Slurm holds a queued job past its QOS's lowered MaxWall; lowering a limit is how an admin stops such
+        jobs, and starting them anyway would make the new limit a lie for days."""
+        for key, who in self._owners(job):
+            account = self._account(key)
+            wall, hours = account.max_wall_seconds, account.max_node_hours_per_job
+            if wall is not None and job.wall_seconds > wall:
+                return (
+                    f"Its wall time of {_minutes(job.wall_seconds)} is beyond the {_minutes(wall)} per job {who} allows now "
+                    "(lowered since it was submitted): it waits until an admin raises the limit. Cancel it and submit it "
+                    "with a shorter wall time to run sooner."
+                )
+            # Counted as submit counts it: whole nodes (an elastic job's least) for its wall time.
+            asked = (job.min_nodes or job.nodes) * job.wall_seconds / 3600
+            if hours is not None and asked > hours:
+                return (
+                    f"It may use {asked:.3g} node-hours, beyond the {hours:.3g} per job {who} allows now (lowered since it "
+                    "was submitted): it waits until an admin raises the limit. Cancel it and submit it smaller or shorter "
+                    "to run sooner."
+                )
+        return None
 
     def _budget_hold(self, job: PendingJob) -> str | None:
         need: tuple[float, str] | None = None
@@ -1101,6 +1141,8 @@ class _Cycle:
         Its owners' GPU quotas and node-hour budgets count the jobs planned before it as well as what runs
         (`_plan_limits`). A preemptible job may borrow beyond its quota, but never beyond its budget.
         """
+        if code == JOB_LIMIT:
+            return None  # until an admin raises the limit: nobody knows when
         at: float | None = after
         if code == LAUNCH_BACKOFF:
             at = max(job.not_before or after, after)

@@ -255,6 +255,8 @@ def accounts_snapshot(*, now: datetime, users: Iterable[str], teams: Iterable[st
             node_hours_left=None if budget is None else node_hours_left(budget, used_node_seconds.get(key, 0.0) / 3600),
             budget_resets_at=period_end.timestamp(),
             node_hours_per_period=budget,
+            max_wall_seconds=account.max_wall_time_seconds,
+            max_node_hours_per_job=account.max_node_hours_per_job,
             weight=account.fair_share_weight,
             usage_gpu_seconds=gpu_seconds,
             usage_node_seconds=node_seconds,
@@ -309,6 +311,10 @@ def _decayed_usage(*, now: datetime, users: Sequence[str], teams: Sequence[str])
 # --- reports -------------------------------------------------------------------------------------
 
 
+# A report by team's row for the jobs submitted for no team (no team's name has parentheses).
+NO_TEAM = "(no team)"
+
+
 def usage_report(
     *, start: datetime, end: datetime, group_by: str, viewer: User | None = None, now: datetime | None = None
 ) -> list[ReportRow]:
@@ -316,15 +322,14 @@ def usage_report(
 
     Each allocation counts only the part of its time inside the range (like Slurm's
     sreport). A viewer who is not staff sees only their own user row, or their teams.
-    Jobs with no team are left out of a report by team.
+    By team, staff also get the jobs of no team, last, as NO_TEAM: without them the two
+    reports' totals differ and the cluster's use does not add up.
     """
     if group_by not in {"user", "team"}:
         raise ValueError(f"group_by must be 'user' or 'team', not {group_by!r}")
     now = now or timezone.now()
     account = "job__owner__username" if group_by == "user" else "job__team__name"
     allocations = Allocation.objects.filter(allocated_at__lt=end).filter(Q(released_at__isnull=True) | Q(released_at__gt=start))
-    if group_by == "team":
-        allocations = allocations.filter(job__team__isnull=False)
     if viewer is not None and not getattr(viewer, "is_staff", False):
         # The accounts the viewer may see (users_visible_to / teams_visible_to): their own, or their teams.
         allocations = (
@@ -340,14 +345,15 @@ def usage_report(
     jobs: dict[str, set[int]] = defaultdict(set)
     gpu_seconds: dict[str, float] = defaultdict(float)
     node_seconds: dict[str, float] = defaultdict(float)
-    for name, job_id, allocated_at, released_at, gpus_held, node_share in rows:
+    for account_name, job_id, allocated_at, released_at, gpus_held, node_share in rows:
         seconds = overlap_seconds(allocated_at, min(released_at or now, now), start, end)
         if seconds <= 0:
             continue
+        name = NO_TEAM if account_name is None else account_name
         jobs[name].add(job_id)
         gpu_seconds[name] += seconds * gpus_held
         node_seconds[name] += seconds * node_share
     return [
         ReportRow(name=name, jobs=len(jobs[name]), gpu_hours=gpu_seconds[name] / 3600, node_hours=node_seconds[name] / 3600)
-        for name in sorted(jobs)
+        for name in sorted(jobs, key=lambda name: (name == NO_TEAM, name))
     ]

@@ -357,7 +357,8 @@ def quota_warnings(*, account: Any, before: Limits, after: Limits, now: datetime
 
 
 def _queued_beyond(account: Any, before: Limits, after: Limits) -> list[str]:
-    """Queued jobs a lowered per-job limit would have refused at submit: they were accepted under the old one, and run."""
+    """Queued jobs a lowered per-job limit would have refused at submit: accepted under the old one, they wait until it
+    is raised (the scheduler's JOB_LIMIT), as Slurm holds jobs past a lowered MaxWall."""
     owned_jobs = {"owner": account} if after.kind == "user" else {"team": account}
     wall, hours = after.max_wall_time_seconds, after.max_node_hours_per_job
     wall_lowered = wall is not None and wall != before.max_wall_time_seconds
@@ -380,7 +381,7 @@ def _queued_beyond(account: Any, before: Limits, after: Limits) -> list[str]:
             listed = ", ".join(str(pk) for pk in found[:10]) + (" and more" if len(found) > 10 else "")
             warnings.append(
                 f"{len(found)} queued job{'' if one else 's'} of {after.whose} ask{'s' if one else ''} more than the new {what} "
-                f"limit of {limit} ({listed}): accepted under the old limit, {'it' if one else 'they'} will still run; "
-                f"cancel {'it' if one else 'them'} if not."
+                f"limit of {limit} ({listed}): accepted under the old limit, {'it waits' if one else 'they wait'} until the "
+                f"limit is raised again; {'its' if one else 'their'} owners are told so on {'its' if one else 'their'} page."
             )
     return warnings

@@ -111,7 +111,9 @@ class ReportQuerySerializer(StrictSerializer):
 
 
 class ReportRowSerializer(serializers.Serializer):
-    name = serializers.CharField(help_text="Username or team name.")
+    name = serializers.CharField(
+        help_text="Username or team name; by team, an admin's report ends with `(no team)`, the jobs submitted for no team."
+    )
     jobs = serializers.IntegerField(help_text="Jobs that held GPUs in the range.")
     gpu_hours = serializers.FloatField()
     node_hours = serializers.FloatField(help_text="Nodes' share held x hours: a 2-GPU job on an 8-GPU node counts 1/4 per hour.")

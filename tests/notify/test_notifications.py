@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.core import mail
 from rest_framework.test import APIClient
 
@@ -159,3 +160,14 @@ def test_the_notifications_page_saves_the_default_and_the_form_ticks_it(sim: Sim
     # The form comes back as it was sent: "it fails" ticked, e-mail not, for the mistake to be mended.
     assert re.search(r'name="on_fail" checked', silent) and not re.search(r'name="email" checked', silent)
     assert preference_of(user).on_end  # nothing was saved
+
+
+def test_the_submit_form_says_nothing_can_be_sent_to_an_account_without_an_address(sim: SimHarness, user: Any) -> None:
+    """Said beside "Tell me when", before a submit that ticks it is refused for it."""
+    client = session_for(user)
+    said = "Nothing can be sent now: your account has no e-mail address"
+    assert said not in client.get("/jobs/new/").content.decode()
+    User.objects.filter(pk=user.pk).update(email="")
+    assert said in client.get("/jobs/new/").content.decode()
+    client.post("/account/notifications/", {"on_end": "on", "email": "on", "webhook": "https://hooks.example.org/muster"})
+    assert said not in client.get("/jobs/new/").content.decode()  # a webhook is told

@@ -20,6 +20,7 @@ from policy.model import (
     BUDGET,
     ESTIMATE_PLANNED,
     ESTIMATE_RESERVED,
+    JOB_LIMIT,
     NO_ROOM,
     QUOTA_GPUS,
     RESERVATION,
@@ -147,6 +148,28 @@ def test_a_quota_lowered_under_running_work_is_said_as_it_is() -> None:
     assert wait.reason == "User ann holds 16 GPUs, above its quota of 8: the quota was lowered after they started; this job needs 4."
 
 
+def test_a_job_needing_more_than_a_quota_lowered_since_it_was_queued_says_only_raising_it_helps() -> None:
+    """Submit refuses such a job: it was queued under a larger quota. "0 of 2 GPUs are in use; this job needs 8" left
+    its owner waiting for GPUs that would never be enough."""
+    decisions = schedule(snap([pend(2, gpus=8)], [], accounts=(Account(user_key("ann"), max_gpus=2),)))
+    (wait,) = decisions.waiting
+    assert (wait.reason_code, wait.estimated_start) == (QUOTA_GPUS, None)
+    assert wait.reason == (
+        "This job needs 8 GPUs at once, more than the quota of user ann allows (2): it waits until an admin raises the "
+        "quota. Cancel it and submit it smaller, or preemptible (it may then borrow idle GPUs), to run sooner."
+    )
+
+
+def test_a_job_beyond_a_per_job_limit_lowered_since_it_was_queued_waits_without_an_estimate_and_blocks_nobody() -> None:
+    accounts = (Account(user_key("ann"), max_wall_seconds=3600, max_node_hours_per_job=3),)
+    decisions = schedule(snap([pend(1, gpus=8, wall=7200), pend(2, nodes=4, gpus=8), pend(3, gpus=8)], [], nodes=4, accounts=accounts))
+    waits = {w.job_id: w for w in decisions.waiting}
+    assert [p.job_id for p in decisions.placements] == [3]
+    assert (waits[1].reason_code, waits[1].estimated_start, waits[2].reason_code) == (JOB_LIMIT, None, JOB_LIMIT)
+    assert waits[1].reason.startswith("Its wall time of 2 h is beyond the 1 h per job user ann allows now")
+    assert waits[2].reason.startswith("It may use 4 node-hours, beyond the 3 per job user ann allows now")
+
+
 def test_job_beyond_its_teams_gpu_quota_waits_and_says_how_many_gpus_are_in_use() -> None:
     decisions = schedule(
         snap(
@@ -192,7 +215,7 @@ def test_gang_counts_the_whole_nodes_it_holds_against_the_quota() -> None:
     assert decisions.placements == ()
     (wait,) = decisions.waiting
     assert wait.reason_code == QUOTA_GPUS
-    assert wait.reason == "0 of 8 GPUs of the quota of user ann are in use; this job needs 16."
+    assert wait.reason.startswith("This job needs 16 GPUs at once, more than the quota of user ann allows (8): it waits until")
 
 
 def test_gang_within_a_tight_quota_takes_nodes_small_enough_to_stay_within_it() -> None:

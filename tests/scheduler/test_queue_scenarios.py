@@ -427,3 +427,42 @@ def test_job_over_the_team_budget_waits_until_an_admin_raises_it(
     report = sim.advance(1)
     assert report.placed == [big]
     assert get(api, big)["state"] == "SCHEDULED"
+
+
+def test_a_queued_job_beyond_a_per_job_limit_lowered_since_it_was_submitted_waits_until_it_is_raised(
+    world: Any, user: Any, api: APIClient, other_api: APIClient, admin_api: APIClient
+) -> None:
+    """An admin lowers a team's wall time per job to stop long jobs: the ones queued under the old limit do not start
+    (they did, for days, making the new limit a lie), they say why and how to run sooner, and hold up nobody."""
+    sim = world(16)
+    TeamFactory(name="vision").members.add(user)
+    blocker = post(other_api, name="fill", nodes=16, wall_time_seconds=600, simulate={"duration_seconds": 30})["id"]
+    sim.cycle()
+    long = post(api, name="pretrain", nodes=2, wall_time_seconds=8 * 3600, simulate={"duration_seconds": 60})["id"]
+    wide = post(api, name="sweep", nodes=4, wall_time_seconds=3 * 3600, simulate={"duration_seconds": 60})["id"]
+    short = post(api, name="eval", nodes=1, wall_time_seconds=3600, simulate={"duration_seconds": 60})["id"]
+    response = admin_api.patch(
+        "/api/v1/quotas/teams/vision/", {"max_wall_time_seconds": 4 * 3600, "max_node_hours_per_job": 10}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    assert len(response.json()["warnings"]) == 2 and "it waits until the limit is raised again" in response.json()["warnings"][0]
+    sim.advance(1.5)
+    report = sim.advance(30)  # the filler ends: a whole cluster is free
+    assert get(other_api, blocker)["state"] == "SUCCEEDED"
+    assert report.placed == [short]
+    waiting = get(api, long)
+    assert waiting["state"] == "PENDING" and waiting["pending_reason"]["code"] == "JOB_LIMIT"
+    assert waiting["pending_reason"]["message"] == (
+        "Its wall time of 8 h is beyond the 4 h per job team vision allows now (lowered since it was submitted): it waits "
+        "until an admin raises the limit. Cancel it and submit it with a shorter wall time to run sooner."
+    )
+    assert waiting["estimated_start"] is None
+    sweep = get(api, wide)["pending_reason"]
+    assert sweep["code"] == "JOB_LIMIT" and sweep["message"].startswith("It may use 12 node-hours, beyond the 10 per job team vision")
+
+    response = admin_api.patch(
+        "/api/v1/quotas/teams/vision/", {"max_wall_time_seconds": None, "max_node_hours_per_job": None}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    report = sim.advance(1)
+    assert sorted(report.placed) == sorted([long, wide])
