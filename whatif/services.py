@@ -68,8 +68,13 @@ def whatif_start(request: RunRequest, *, actor: User | AnonymousUser | None, htt
     """
     start, end = (None, None) if request.source == WhatIfRun.Source.HISTORY else (request.start, request.end)
     jobs = trace_read(request.trace, assumptions=request.assumptions, start=start, end=end)
+    if not jobs and request.source == WhatIfRun.Source.HISTORY:
+        raise ValueError(
+            "No job has run to an end on this site in that range, so there is no history to replay: choose a longer range, "
+            "or upload a trace (docs/admin.md, What-if replays)."
+        )
     if not jobs:
-        raise ValueError("the trace has no jobs in that range")
+        raise ValueError("The trace has no jobs in that range: choose another range, or check its submit times.")
     cluster = cluster_for(jobs, nodes=request.nodes, load=request.load, gpus_per_node=request.assumptions.gpus_per_node)
     site = policy_config()
     config = dataclasses.replace(site, **request.changes)

@@ -168,3 +168,11 @@ def test_the_sites_history_is_a_source(admin, user) -> None:
     assert run.source == "history" and run.trace_jobs == 3 and run.trace.startswith("submitted_at,started_at")
     whatif_execute(run.pk)
     assert WhatIfRun.objects.get().status == "done"
+
+
+def test_a_site_with_no_finished_job_is_told_there_is_no_history_to_replay(admin) -> None:
+    """It read "the trace has no jobs in that range", though no trace was given."""
+    with mock.patch("whatif.tasks.whatif_run.publish_quietly") as publish:
+        response = admin.post(LIST, form(None, source="history"))
+    assert response.status_code == 200 and not WhatIfRun.objects.exists() and not publish.called
+    assert "No job has run to an end on this site in that range, so there is no history to replay" in response.content.decode()
