@@ -166,7 +166,13 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         # The cluster stops the pod (an eviction, the scheduler's preemption, a NoExecute taint, the node's shutdown): as
         # Kubernetes' own Jobs ignore such failures (podFailurePolicy on DisruptionTarget), no restart is spent; the
         # gang cannot go on.
-        if Node.objects.filter(name=disrupted.node_name, state=NodeState.CORDONED).exists():
+        if disrupted.disruption == TAINT_EVICTION:
+            # Its node reads CORDONED too (a taint Muster's pods do not tolerate), but nobody drained it.
+            why = (
+                f"Rank {disrupted.rank} on {disrupted.node_name or 'its node'} was evicted for a NoExecute taint on the node "
+                f"under attempt {job.attempt}; requeued."
+            )
+        elif Node.objects.filter(name=disrupted.node_name, state=NodeState.CORDONED).exists():
             why = _drained_why([disrupted.node_name], job.attempt)
         else:
             told = f": {disrupted.message.rstrip('.')}" if disrupted.message else ""
@@ -383,6 +389,10 @@ def _teardown_or_leave_to_reconcile(backend: ClusterBackend, job: Job) -> None:
     except ClusterUnavailable:
         # The attempt is no longer live, so reconciliation deletes what is left once the cluster answers.
         logger.warning("could not tear down job %s attempt %s now; reconciliation will", job.pk, job.attempt)
+
+
+# The DisruptionTarget reason of a pod the taint manager deletes for a NoExecute taint it does not tolerate.
+TAINT_EVICTION = "DeletionByTaintManager"
 
 
 def _drained_why(nodes: list[str], attempt: int) -> str:

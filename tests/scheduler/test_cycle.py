@@ -540,6 +540,19 @@ class CordonedCluster(AlteredPodCluster):
         return [dataclasses.replace(n, schedulable=n.name != self.cordoned) for n in self.inner.list_nodes()]
 
 
+def test_a_pod_evicted_for_a_noexecute_taint_is_said_so_not_as_a_drain(submit, sim) -> None:
+    """The tainted node reads CORDONED (Muster's pods do not tolerate the taint), but nobody drained it."""
+    job_id = submit(nodes=2, max_restarts=0)["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    node = Allocation.objects.get(job_id=job_id, attempt=1, rank=1).node.name
+    tainted = CordonedCluster(sim.cluster, job_id, 1, node, disruption="DeletionByTaintManager")
+    report = run_cycle(backend=tainted, now=sim.clock())
+    assert report.requeued == [job_id] and Job.objects.get(pk=job_id).restarts == 0
+    reason = JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last().reason
+    assert reason == f"Rank 1 on {node} was evicted for a NoExecute taint on the node under attempt 1; requeued."
+
+
 def test_a_launching_gang_whose_node_was_cordoned_before_its_pod_was_bound_goes_back_to_the_queue_at_once(submit, sim) -> None:
     """Not after the launch timeout, and not as a failed launch: kube-scheduler will not bind the pod there."""
     job_id = submit(nodes=2, simulate={"duration_seconds": 600})["id"]
