@@ -167,7 +167,16 @@ def test_nodes_and_why_say_when_jobs_cannot_start_on_the_cluster(
     assert f"gpu-c  r1    READY, SETTLING until {back.astimezone():%H:%M:%S}" in out
     assert out.splitlines()[-1] == "3 nodes, 8 of 24 GPUs free (1 node held, 1 settling after being unready: no new work)"
     # A shared node's GPU a slice is taken on is not free: whole GPUs are counted, as the pages count them.
-    shared = {**node, "name": "gpu-s", "gpus_total": 2, "gpus_free": 1.75, "sharing": "time-slicing", "slices_per_gpu": 4, "slices_free": 7, "slice_gpus": 0.25}
+    shared = {
+        **node,
+        "name": "gpu-s",
+        "gpus_total": 2,
+        "gpus_free": 1.75,
+        "sharing": "time-slicing",
+        "slices_per_gpu": 4,
+        "slices_free": 7,
+        "slice_gpus": 0.25,
+    }
     monkeypatch.setattr(Client, "nodes", lambda self: [node, shared])
     code, out, err = run(capsys, "nodes")
     assert "1.75/2" in out and out.splitlines()[-1] == "2 nodes, 9 of 10 GPUs free"
