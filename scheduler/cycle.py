@@ -225,7 +225,7 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
             node_gang_failed(name, job_id=job.pk, attempt=job.attempt - 1)
         _ended(backend, job_succeed(job, now=now), report)
         return
-    if job.state == JobState.RUNNING and (stalled := _stalled_growth(job, pods, now)):
+    if job.state == JobState.RUNNING and job.elastic and (stalled := _stalled_growth(job, pods, now)):
         # Only the ranks it grew by are not running: the job goes on with the nodes it had.
         _shrink_back(backend, job, stalled[0], stalled[1], now, started=[p.rank for p in pods if p.phase == PodPhase.RUNNING])
         return

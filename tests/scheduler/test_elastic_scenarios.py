@@ -202,3 +202,17 @@ def test_the_submit_form_makes_an_elastic_job_and_its_page_shows_the_range_and_r
     page = client.get(f"/jobs/{job.pk}/").content.decode()
     assert "2 to 8 nodes (elastic, 8 now) \u00d7 8 GPUs" in page
     assert "4 → 8" in page and "Grew onto whole nodes left idle: from 4 to 8 nodes." in page
+
+
+def test_a_pending_pod_of_a_running_job_that_is_not_elastic_is_left_to_its_operator(sim: SimHarness, submit: Any, settings: Any) -> None:
+    """An MPI operator recreating a worker shows a Pending rank under a running job: that is no growth to undo."""
+    settings.MUSTER_LAUNCH_TIMEOUT_SECONDS = 60
+    job_id = submit(nodes=2, simulate={"duration_seconds": 3600})["id"]
+    sim.cycle()
+    sim.advance(2)
+    recreated = AlteredPodCluster(sim.cluster, job_id, 1, phase=PodPhase.PENDING, node_name="", reason="", message="")
+    sim.clock.advance(120)
+    run_cycle(backend=recreated, now=sim.clock())
+    job = Job.objects.get(pk=job_id)
+    assert (job.state, job.nodes) == (JobState.RUNNING, 2) and not JobResize.objects.filter(job=job).exists()
+    assert sorted(SimulatedPod.objects.filter(job_id=job_id).values_list("rank", flat=True)) == [0, 1]
