@@ -653,3 +653,9 @@ MUSTER_NOTIFY_RETRY_SECONDS = env_int("MUSTER_NOTIFY_RETRY_SECONDS", 60)
 MUSTER_NOTIFY_MAX_TRIES = env_int("MUSTER_NOTIFY_MAX_TRIES", 6)
 MUSTER_NOTIFY_WEBHOOK_TIMEOUT_SECONDS = env_float("MUSTER_NOTIFY_WEBHOOK_TIMEOUT_SECONDS", 5.0)
 MUSTER_NOTIFY_SWEEP_SECONDS = env_float("MUSTER_NOTIFY_SWEEP_SECONDS", 60.0)
+# Webhooks go to public addresses only: a user's webhook at a loopback, private or link-local address (the cloud's
+# metadata service, an internal admin port) would have Muster's worker POST inside the site's network. Networks an
+# admin trusts (comma-separated CIDRs, e.g. 10.20.0.0/16 for an internal chat relay) are allowed too.
+MUSTER_NOTIFY_WEBHOOK_ALLOWED_NETWORKS = [
+    n.strip() for n in os.environ.get("MUSTER_NOTIFY_WEBHOOK_ALLOWED_NETWORKS", "").split(",") if n.strip()
+]

@@ -27,6 +27,7 @@ from config.celery_task import task_named
 from jobs.models import Job
 from jobs.states import JobState
 from notify.models import Asks, Delivery, JobNotify, NotifyPreference
+from notify.webhooks import webhook_opener, webhook_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -158,6 +159,9 @@ def _send(delivery: Delivery) -> None:
     if delivery.channel == Delivery.EMAIL:
         send_mail(delivery.subject, delivery.body, settings.DEFAULT_FROM_EMAIL, [delivery.target])
         return
+    refused = webhook_refusal(delivery.target, resolve_fails_ok=False)
+    if refused:
+        raise RuntimeError(f"not sent: {refused}")
     request = urllib.request.Request(
         delivery.target,
         data=json.dumps(delivery.payload).encode(),
@@ -165,7 +169,7 @@ def _send(delivery: Delivery) -> None:
         method="POST",
     )
     try:
-        with urllib.request.urlopen(request, timeout=settings.MUSTER_NOTIFY_WEBHOOK_TIMEOUT_SECONDS) as response:
+        with webhook_opener.open(request, timeout=settings.MUSTER_NOTIFY_WEBHOOK_TIMEOUT_SECONDS) as response:
             if response.status >= 300:
                 raise RuntimeError(f"the webhook answered {response.status}")
     except urllib.error.HTTPError as exc:

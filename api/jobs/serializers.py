@@ -23,6 +23,7 @@ from jobs.models import EstimateKind, Job, JobEvent, JobResize, Node
 from jobs.selectors import job_assigned_nodes, node_settles_until
 from jobs.services import job_submit_problems
 from notify.services import EVENTS
+from notify.webhooks import webhook_refusal
 from policy.model import Priority
 from scheduler.queue import QueueCounts, QueueEntry, stored_priority
 from telemetry.selectors import job_telemetry_summary
@@ -71,6 +72,12 @@ class NotifySerializer(StrictSerializer):
         validators=[URLValidator(schemes=["http", "https"], message="A webhook is an http:// or https:// URL.")],
         help_text="An http(s) URL that gets a JSON POST for each.",
     )
+
+    def validate_webhook(self, value: str) -> str:
+        refused = webhook_refusal(value, resolve_fails_ok=True) if value else None
+        if refused:
+            raise serializers.ValidationError(f"Muster will not send to this webhook: {refused}.")
+        return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs.get("on") and not attrs.get("webhook"):

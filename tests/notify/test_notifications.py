@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 from jobs.models import Job
 from notify.models import Delivery
 from notify.services import deliveries_send_due, preference_of
-from tests.conftest import SimHarness, session_for
+from tests.conftest import SimHarness, job_payload, session_for
 
 
 @pytest.fixture(autouse=True)
@@ -42,6 +42,8 @@ class Hook:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 hook.received.append(json.loads(body))
                 self.send_response(hook.status)
+                if 300 <= hook.status < 400:
+                    self.send_header("Location", f"{hook.url}elsewhere")
                 self.end_headers()
 
             def log_message(self, *args: Any) -> None:
@@ -53,7 +55,8 @@ class Hook:
 
 
 @pytest.fixture
-def hook() -> Iterator[Hook]:
+def hook(settings: Any) -> Iterator[Hook]:
+    settings.MUSTER_NOTIFY_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.0/8"]  # the receiver is on loopback: allowed by the admin
     receiver = Hook()
     yield receiver
     receiver.server.shutdown()
@@ -171,3 +174,50 @@ def test_the_submit_form_says_nothing_can_be_sent_to_an_account_without_an_addre
     assert said in client.get("/jobs/new/").content.decode()
     client.post("/account/notifications/", {"on_end": "on", "email": "on", "webhook": "https://hooks.example.org/muster"})
     assert said not in client.get("/jobs/new/").content.decode()  # a webhook is told
+
+
+@pytest.mark.parametrize(
+    ("webhook", "address"),
+    [
+        ("http://127.0.0.1:8000/admin/", "127.0.0.1"),
+        ("http://169.254.169.254/latest/meta-data/", "169.254.169.254"),  # the cloud's metadata service
+        ("https://10.0.0.7/hook", "10.0.0.7"),
+        ("http://[::1]:9000/", "::1"),
+        ("http://localhost:6379/", None),  # by name: whatever it resolves to here is loopback
+    ],
+)
+def test_a_webhook_inside_the_sites_network_is_refused(sim: SimHarness, api: APIClient, webhook: str, address: str | None) -> None:
+    """A user's webhook would have Muster's worker POST inside the site's network (SSRF)."""
+    refused = api.put("/api/v1/notifications/", {"on": ["end"], "webhook": webhook}, format="json")
+    assert refused.status_code == 400
+    (message,) = refused.json()["webhook"]
+    assert message.startswith("Muster will not send to this webhook: its host ")
+    assert "an address inside the site's network" in message and "MUSTER_NOTIFY_WEBHOOK_ALLOWED_NETWORKS" in message
+    if address:
+        assert f" is {address}," in message
+    job = api.post("/api/v1/jobs/", job_payload(notify={"on": ["end"], "webhook": webhook}), format="json")
+    assert job.status_code == 400 and "Muster will not send to this webhook" in job.json()["notify"]["webhook"][0]
+    assert not Job.objects.exists()
+
+
+def test_a_webhook_allowed_when_given_but_inside_the_network_when_sent_is_not_sent(
+    sim: SimHarness, submit: Any, hook: Hook, settings: Any
+) -> None:
+    """The name may resolve elsewhere by the time the message goes (or the admin narrowed the networks): checked again."""
+    job = submit(nodes=1, gpus_per_node=1, notify={"on": ["start"], "email": False, "webhook": hook.url})
+    settings.MUSTER_NOTIFY_WEBHOOK_ALLOWED_NETWORKS = []
+    sim.cycle()
+    sim.advance(2)
+    assert send(sim) == 0 and hook.received == []
+    delivery = Delivery.objects.get(job_id=job["id"])
+    assert delivery.tries == 1 and delivery.last_error.startswith("not sent: its host 127.0.0.1 is 127.0.0.1, an address inside")
+
+
+def test_a_webhook_that_redirects_is_not_followed(sim: SimHarness, submit: Any, hook: Hook) -> None:
+    """A redirect could lead past the check of the URL: it is a failed try like any other 3xx."""
+    hook.status = 302
+    job = submit(nodes=1, gpus_per_node=1, notify={"on": ["start"], "email": False, "webhook": hook.url})
+    sim.cycle()
+    sim.advance(2)
+    assert send(sim) == 0 and len(hook.received) == 1
+    assert Delivery.objects.get(job_id=job["id"]).last_error == "the webhook answered 302"
