@@ -38,10 +38,12 @@ def _staff_only(request: HttpRequest) -> None:
 def usage_view(request: AuthenticatedHttpRequest) -> HttpResponse:
     summary = usage_summary(request.user)
     context: dict[str, Any] = {"summary": summary}
-    if "start" in request.GET or "end" in request.GET:
-        form = UsageReportForm(request.GET)
+    # This period so far by user unless the query says otherwise: `?group_by=team` alone is this period by team.
+    defaults = {"start": local_today(summary.period_start).isoformat(), "end": local_today().isoformat(), "group_by": "user"}
+    if defaults.keys() & request.GET.keys():
+        form = UsageReportForm({**defaults, **request.GET.dict()})
     else:
-        form = UsageReportForm(initial={"start": local_today(summary.period_start), "end": local_today(), "group_by": "user"})
+        form = UsageReportForm(initial=defaults)
     if form.is_bound and form.is_valid():
         first, last, group_by = form.cleaned_data["start"], form.cleaned_data["end"], form.cleaned_data["group_by"]
         start, end = day_range(first, last)

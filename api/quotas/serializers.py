@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+from django.conf import settings
 from rest_framework import serializers
 
 from apikit.serializers import StrictSerializer
@@ -18,14 +19,40 @@ class GpuAmountField(serializers.FloatField):
         return gpu_amount(value)
 
 
+MAX_GPUS = 10_000_000
+MAX_NODE_HOURS = 1e9
+
+
 class QuotaInputSerializer(StrictSerializer):
     """PUT sends every limit; PATCH only those it changes. null means unlimited."""
 
-    max_gpus = serializers.IntegerField(min_value=0, allow_null=True, help_text="GPUs held at once by non-preemptible jobs.")
-    max_wall_time_seconds = serializers.IntegerField(min_value=1, allow_null=True, help_text="Longest wall time of one job.")
-    max_node_hours_per_job = serializers.FloatField(min_value=0, allow_null=True, help_text="Nodes x wall time (hours) of one job.")
-    node_hours_per_period = serializers.FloatField(min_value=0, allow_null=True, help_text="Node-hour budget per budget period.")
+    # Bounds past which a limit means nothing, so a typo (a wall time in minutes typed as seconds, digits held down) is
+    # refused rather than stored and shown as 106751991167300 days.
+    max_gpus = serializers.IntegerField(
+        min_value=0, max_value=MAX_GPUS, allow_null=True, help_text=f"GPUs held at once by non-preemptible jobs; at most {MAX_GPUS}."
+    )
+    max_wall_time_seconds = serializers.IntegerField(
+        min_value=1, allow_null=True, help_text="Longest wall time of one job; at most the site's longest (MUSTER_MAX_WALL_TIME_SECONDS)."
+    )
+    max_node_hours_per_job = serializers.FloatField(
+        min_value=0,
+        max_value=MAX_NODE_HOURS,
+        allow_null=True,
+        help_text=f"Nodes x wall time (hours) of one job; at most {MAX_NODE_HOURS:g}.",
+    )
+    node_hours_per_period = serializers.FloatField(
+        min_value=0, max_value=MAX_NODE_HOURS, allow_null=True, help_text=f"Node-hour budget per budget period; at most {MAX_NODE_HOURS:g}."
+    )
     fair_share_weight = serializers.FloatField(help_text="Shares in the fair-share priority; greater than 0.")
+
+    def validate_max_wall_time_seconds(self, value: int | None) -> int | None:
+        longest = settings.MUSTER_MAX_WALL_TIME_SECONDS
+        if value is not None and value > longest:
+            raise serializers.ValidationError(
+                f"At most the site's longest wall time, {longest} s ({longest / 86400:g} days: MUSTER_MAX_WALL_TIME_SECONDS); "
+                "leave it empty for no limit of its own."
+            )
+        return value
 
     def validate_fair_share_weight(self, value: float) -> float:
         if not value > 0:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from jobs.models import Job
 from jobs.states import JobState
@@ -155,6 +157,14 @@ def test_quota_form_shows_errors_beside_fields(admin_user: Any, user: Any) -> No
     assert not Quota.objects.exists()
 
 
+def test_quota_form_refuses_a_wall_time_beyond_the_sites_longest(admin_user: Any, user: Any) -> None:
+    """153722867280912930 minutes was saved and shown as 106751991167300 d 15 h."""
+    fields = {"max_wall_time_minutes": "153722867280912930", "fair_share_weight": "1"}
+    html = session_for(admin_user).post("/quotas/users/alice/", fields).content.decode()
+    assert "The quota was not saved." in html and "At most the site&#x27;s longest wall time" in html
+    assert not Quota.objects.exists()
+
+
 def test_unknown_account_page_is_404(admin_user: Any) -> None:
     assert session_for(admin_user).get("/quotas/users/nobody/").status_code == 404
     assert session_for(admin_user).get("/quotas/teams/nobody/").status_code == 404
@@ -191,3 +201,14 @@ def test_the_submit_form_mounts_a_teams_volume_and_names_a_bad_line_or_claim(use
         {"claim": "imagenet", "mount_path": "/data", "read_only": True},
         {"claim": "scratch", "mount_path": "/scratch", "read_only": False},
     ]
+
+
+def test_usage_page_grouped_by_team_alone_is_this_periods_report_by_team(user: Any, admin_user: Any) -> None:
+    """`/usage/?group_by=team` showed no report and the selector back on user."""
+    team = TeamFactory(name="vision")
+    JobFactory(
+        owner=user, team=team, state=JobState.RUNNING, attempt=1, held=["n1"], held__allocated_at=timezone.now() - timedelta(hours=1)
+    )
+    html = session_for(admin_user).get("/usage/", {"group_by": "team"}).content.decode()
+    assert 'data-testid="report"' in html and "<th>Team</th>" in html and "<td>vision</td><td>1</td>" in html
+    assert re.search(r'<option value="team" selected', html)

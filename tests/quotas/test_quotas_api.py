@@ -136,6 +136,15 @@ def test_admin_puts_a_quota_and_the_user_sees_it(admin_api: APIClient, api: APIC
     assert body["usage"]["node_hours_left"] == 500.0
 
 
+def test_a_wall_time_limit_is_at_most_the_sites_longest_wall_time(admin_api: APIClient, user: Any, settings: Any) -> None:
+    settings.MUSTER_MAX_WALL_TIME_SECONDS = 14 * 86400
+    refused = admin_api.patch(f"{USERS}alice/", {"max_wall_time_seconds": 14 * 86400 + 1}, format="json")
+    assert refused.status_code == 400 and refused.json()["max_wall_time_seconds"] == [
+        "At most the site's longest wall time, 1209600 s (14 days: MUSTER_MAX_WALL_TIME_SECONDS); leave it empty for no limit of its own."
+    ]
+    assert admin_api.patch(f"{USERS}alice/", {"max_wall_time_seconds": 14 * 86400}, format="json").status_code == 200
+
+
 def test_put_needs_every_limit(admin_api: APIClient, user: Any) -> None:
     response = admin_api.put(f"{USERS}alice/", {"max_gpus": 8}, format="json")
     assert response.status_code == 400
@@ -173,6 +182,11 @@ def test_team_quota_round_trip_and_reset(admin_api: APIClient, vision: Any) -> N
         ({"fair_share_weight": -2}, "fair_share_weight"),
         ({"fair_share_weight": None}, "fair_share_weight"),
         ({"max_gpu": 4}, "max_gpu"),
+        # Past any meaning: stored, they read as 106751991167300 days.
+        ({"max_wall_time_seconds": 9223372036854775800}, "max_wall_time_seconds"),
+        ({"max_node_hours_per_job": 1e308}, "max_node_hours_per_job"),
+        ({"node_hours_per_period": 1e300}, "node_hours_per_period"),
+        ({"max_gpus": 10**12}, "max_gpus"),
     ],
 )
 def test_bad_quota_values_are_rejected_naming_the_field(admin_api: APIClient, user: Any, change: dict[str, Any], field: str) -> None:
