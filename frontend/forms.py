@@ -114,6 +114,7 @@ class JobForm(forms.Form):
         shared_pools: Sequence[str] = (),
         notify_default: Mapping[str, Any] | None = None,
         has_email: bool = True,
+        priority_classes: Sequence[str] | None = None,
         wall_time_limits: Sequence[tuple[str | None, str, int]] = (),
         **kwargs: Any,
     ) -> None:
@@ -134,7 +135,9 @@ class JobForm(forms.Form):
         else:
             for name in ("gpu_fraction", "gpu_memory_gb", "gpu_isolation"):
                 del self.fields[name]  # no node shares its GPUs
-        cast(forms.ChoiceField, self.fields["priority_class"]).choices = [(c, c) for c in settings.MUSTER_PRIORITY_CLASSES]
+        # Only the classes the user may submit in (a class kept for admins was offered, then refused).
+        offered = settings.MUSTER_PRIORITY_CLASSES if priority_classes is None else priority_classes
+        cast(forms.ChoiceField, self.fields["priority_class"]).choices = [(c, c) for c in offered]
         self.fields["priority_class"].initial = settings.MUSTER_DEFAULT_PRIORITY_CLASS
         if PREEMPTIBLE_CLASS in settings.MUSTER_PRIORITY_CLASSES:
             # The class says it: a job of the preemptible class may borrow idle GPUs and is stopped first.

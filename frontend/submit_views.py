@@ -19,7 +19,7 @@ from api.jobs.serializers import JobSubmitSerializer, submit_problems
 from frontend.form_stash import form_stash, form_unstash
 from frontend.forms import JobForm
 from jobs.selectors import jobs_visible_to, shared_pools
-from jobs.services import job_submit
+from jobs.services import job_submit, priority_classes_for
 from notify.services import asks_json, job_notify_save, preference_of
 from quotas.limits import effective_limits
 from quotas.selectors import volumes_of_teams_of
@@ -37,6 +37,7 @@ def _job_form(request: AuthenticatedHttpRequest, data: QueryDict | None, initial
         shared_pools=[str(pool) for pool in shared_pools()],
         notify_default=asks_json(preference_of(request.user)),
         has_email=bool(request.user.email),
+        priority_classes=priority_classes_for(request.user, [t.name for t in teams]),
         wall_time_limits=[
             (team, f"your quota (user {limits.name})" if team is None else f"the quota of your team {team}", limits.max_wall_time_seconds)
             for team, limits in wall_limits

@@ -125,6 +125,14 @@ class ResourceAsk:
         return cls(**{f.name: spec[f.name] for f in fields(cls) if spec.get(f.name) is not None})
 
 
+def priority_classes_for(owner: User, team_names: Iterable[str]) -> list[str]:
+    """The classes `owner` may submit in, with one of their teams or none (job_check_priority_class has the last word,
+    for the team a job is submitted for): what the submit form offers."""
+    teams = set(team_names)
+    access = settings.MUSTER_PRIORITY_CLASS_ACCESS
+    return [c for c in settings.MUSTER_PRIORITY_CLASSES if c not in access or owner.is_staff or teams & access[c]]
+
+
 def job_check_priority_class(owner: User, priority_class: str | None, team: Team | None) -> None:
     """Refuse a class the site keeps for admins and some teams (MUSTER_PRIORITY_CLASS_ACCESS) to anyone else: a job of
     the highest class goes before all others and may preempt them, so it is given, not taken."""

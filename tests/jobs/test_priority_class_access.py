@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ from rest_framework.test import APIClient
 
 from config.settings import _priority_class_access
 from jobs.models import Job
-from tests.conftest import client_for, job_payload
+from tests.conftest import client_for, job_payload, session_for
 from tests.quotas.factories import TeamFactory
 
 CLASSES = ["production", "normal", "preemptible"]
@@ -62,3 +63,21 @@ def test_the_setting_is_read_strictly() -> None:
         _priority_class_access("urgent=ops", CLASSES, "normal")
     with pytest.raises(ImproperlyConfigured, match="must be open to all"):
         _priority_class_access("normal=ops", CLASSES, "normal")
+
+
+def offered(user: Any) -> list[str]:
+    form = session_for(user).get("/jobs/new/").content.decode()
+    select = re.search(r'<select name="priority_class".*?</select>', form, re.S)
+    assert select is not None
+    return re.findall(r'<option value="([^"]+)"', select.group(0))
+
+
+def test_the_submit_form_offers_only_the_classes_its_user_may_use(
+    user: Any, other_user: Any, admin_user: Any, settings: Any, sim: Any
+) -> None:
+    """It offered production to a researcher, and the submit was then refused for it."""
+    assert offered(user) == ["normal", "preemptible"]
+    assert offered(admin_user) == CLASSES
+    settings.MUSTER_PRIORITY_CLASS_ACCESS = {"production": frozenset({"infra"})}
+    TeamFactory(name="infra").members.add(user)
+    assert offered(user) == CLASSES and offered(other_user) == ["normal", "preemptible"]
