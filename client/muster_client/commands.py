@@ -114,6 +114,20 @@ def _spec(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
         raise SpecError(
             "no command to run: give it after -- (muster submit -G 8 -t 1h --image IMAGE -- python train.py) or as command: in a job.yaml"
         )
+    # The server would say "gpus_per_node: This field is required", naming no flag.
+    missing = [
+        ask
+        for field, ask in (
+            ("image", "--image IMAGE (image: in a job.yaml)"),
+            (
+                "gpus_per_node",
+                "-G/--gpus-per-node N, the GPUs each node gets (gpus_per_node: in a job.yaml; a share of one GPU: --gpu-fraction)",
+            ),
+        )
+        if spec.get(field) is None
+    ]
+    if missing:
+        raise SpecError(f"missing {' and '.join(missing)}")
     array = args.array or spec.pop("array", None)
     return spec, str(array) if array is not None else None
 
@@ -330,7 +344,8 @@ def wait(args: argparse.Namespace) -> int:
 def cancel(args: argparse.Namespace) -> int:
     client = client_for(args)
     status = OK
-    for job_id in args.job_ids:
+    # Each job once, in the order given (`muster cancel 10 10` cancelled 10, then said it had already ended).
+    for job_id in dict.fromkeys(args.job_ids):
         try:
             job = client.cancel(job_id)
         except ApiError as exc:

@@ -95,6 +95,24 @@ def test_a_submit_without_a_command_says_where_it_goes(capsys: pytest.CaptureFix
     assert code == 2 and "or as command: in a job.yaml" in err
 
 
+def test_a_submit_without_gpus_per_node_names_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    """The server's "gpus_per_node: This field is required" named no flag."""
+    config.save_token("http://muster.test:8000", "secret")
+    code, _, err = run(capsys, "submit", "-t", "1h", "--image", "busybox", "--", "python", "a.py")
+    assert code == 2 and err.startswith("muster: error: missing -G/--gpus-per-node N, the GPUs each node gets (gpus_per_node: in")
+
+
+def test_cancel_cancels_each_job_once_however_often_it_is_named(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`muster cancel 10 10` cancelled job 10, then said it had already ended and exited 5."""
+    config.save_token("http://muster.test:8000", "secret")
+    asked: list[int] = []
+    monkeypatch.setattr(Client, "cancel", lambda self, job_id: asked.append(job_id) or {"id": job_id, "name": "train"})
+    code, out, _ = run(capsys, "cancel", "10", "11", "10")
+    assert code == 0 and asked == [10, 11] and out.splitlines() == ["Cancelled job 10 (train)", "Cancelled job 11 (train)"]
+
+
 def test_login_without_a_terminal_says_how_a_script_logs_in(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     def no_terminal(prompt: str = "") -> str:
         raise EOFError
