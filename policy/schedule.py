@@ -158,6 +158,8 @@ class _Cycle:
         self.foreign_gpus = sum(n.gpus_foreign for n in snapshot.nodes if n.schedulable and not n.sharing)
         # Whole-GPU nodes that take no new work now (held by an admin, cordoned, not ready or settling): in no free count.
         self.closed_nodes = sum(1 for n in snapshot.nodes if not n.schedulable and not n.sharing)
+        # GPUs of nodes that share them: in no whole-GPU count, as they take GPU-slice jobs only.
+        self.shared_gpus = sum(n.gpus_total for n in snapshot.nodes if n.sharing and n.schedulable)
         for r in self.running.values() if self.limited else ():
             share = self._node_share(r.node_names, r.gpus_held)
             left_hours = max(0.0, r.ends_at - self.now) / 3600 * share
@@ -1110,9 +1112,13 @@ class _Cycle:
                 f" {self.closed_nodes} more node{'' if one else 's'} take{'s' if one else ''} no new work now "
                 "(held by an admin, cordoned, not ready, or settling after being unready)."
             )
+        if self.shared_gpus:
+            # Else `muster nodes` shows them free beside a reason that says none is.
+            foreign += f" The {self.shared_gpus} GPUs of nodes that share them take GPU-slice jobs only."
         cap = self.capacity
         if not job.whole_nodes:
-            text = f"Needs {job.gpus_per_node} GPUs on one node; the most free on any node is {cap.max_free()}"
+            gpus = f"{job.gpus_per_node} GPU{'' if job.gpus_per_node == 1 else 's'}"
+            text = f"Needs {gpus} on one node; the most free on any node is {cap.max_free()}"
             if cap.free_total >= job.gpus:
                 return f"{text} ({cap.free_total} GPUs are free, spread over several nodes).{foreign}"
             return f"{text} ({cap.free_total} GPUs free in the cluster).{foreign}"

@@ -72,7 +72,11 @@ def test_whole_gpu_and_multi_node_jobs_never_land_on_shared_nodes() -> None:
     shared_only = (QUARTERS, HALVES, MIG, replace(WHOLE, gpus_free=0))
     decisions = schedule(cluster(pend(1, gpus=1), pend(2, nodes=2, gpus=1), nodes=shared_only))
     assert decisions.placements == ()
-    assert "Needs 1 GPUs on one node" in waiting(decisions)[1].reason
+    reason = waiting(decisions)[1].reason
+    # The shared nodes' GPUs are said apart: `muster nodes` shows them free beside a reason that said none was.
+    assert reason.startswith("Needs 1 GPU on one node; the most free on any node is 0 (0 GPUs free in the cluster).")
+    shared = sum(n.gpus_total for n in (QUARTERS, HALVES, MIG))
+    assert reason.endswith(f" The {shared} GPUs of nodes that share them take GPU-slice jobs only.")
 
 
 def test_a_slice_job_waits_with_an_estimate_from_the_held_slices_ends() -> None:
