@@ -1,4 +1,5 @@
 from django.urls import path
+from django.views.generic import RedirectView
 
 from frontend import audit_views, notify_views, quota_views, submit_views, token_views, views
 
@@ -6,6 +7,8 @@ app_name = "frontend"
 
 urlpatterns = [
     path("", views.job_list, name="job-list"),
+    # The job list is the home page; /jobs/ (as /jobs/12/ suggests) goes there, with its filters.
+    path("jobs/", RedirectView.as_view(pattern_name="frontend:job-list", query_string=True)),
     path("jobs/new/", submit_views.job_new, name="job-new"),
     path("jobs/new/estimate/", submit_views.job_new_estimate, name="job-new-estimate"),
     path("jobs/<int:pk>/", views.job_detail, name="job-detail"),

@@ -1,9 +1,35 @@
+from typing import Any
+
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from api.jobs.views import JobViewSet, NodeViewSet, NotifyPreferenceView, QueueView
 
-router = DefaultRouter()
+
+class ApiRouter(DefaultRouter):
+    """Its root (`GET /api/v1/`) lists every resource of the API, not only the viewsets registered here (it listed
+    jobs and nodes alone, so the root hid the queue, usage, quotas, tokens and the audit trail)."""
+
+    OTHERS = {
+        "queue": "queue",
+        "notifications": "notify-preference",
+        "usage": "usage",
+        "usage/report": "usage-report",
+        "quotas/users": "user-quota-list",
+        "quotas/teams": "team-quota-list",
+        "tokens": "token-list",
+        "auth/token": "auth-token",
+        "audit": "audit-entry-list",
+        "schema": "schema",
+        "docs": "api-docs",
+    }
+
+    def get_api_root_view(self, api_urls: Any = None) -> Any:
+        listed = {prefix: self.routes[0].name.format(basename=basename) for prefix, _, basename in self.registry}
+        return self.APIRootView.as_view(api_root_dict={**listed, **self.OTHERS})
+
+
+router = ApiRouter()
 router.register("jobs", JobViewSet, basename="job")
 router.register("nodes", NodeViewSet, basename="node")
 

@@ -185,6 +185,12 @@ def job_lines(job: JSON) -> list[str]:
         lines += [
             f"  {when(e['at'])}  {e['from_state'] or '-':>9} -> {e['to_state']:<9}  {e.get('reason') or ''}".rstrip() for e in job["events"]
         ]
+    if job.get("resizes"):
+        # An elastic job's growths and shrinks, beside its state changes: its size changed with no state change.
+        lines.append("resizes")
+        lines += [
+            f"  {when(r['at'])}  {r['from_nodes']:>3} -> {r['to_nodes']:<3} nodes  {r.get('reason') or ''}".rstrip() for r in job["resizes"]
+        ]
     return lines
 
 

@@ -542,3 +542,15 @@ def test_logs_of_a_rank(api: APIClient, other_api: APIClient, submit: Any, sim: 
     assert api.get(url, {"tail": 0}).status_code == 400
     assert api.get(url, {"lines": 3}).json() == {"lines": ["Unknown field."]}
     assert other_api.get(url).status_code == 404
+
+
+def test_the_api_root_lists_every_resource_and_each_link_answers(api: APIClient, admin_api: APIClient) -> None:
+    """It listed jobs and nodes alone, hiding the queue, usage, quotas, tokens and the audit trail."""
+    root = api.get("/api/v1/")
+    assert root.status_code == 200
+    links = root.json()
+    assert set(links) >= {"jobs", "nodes", "queue", "notifications", "usage", "usage/report", "quotas/users", "tokens", "audit", "schema"}
+    assert links["queue"] == "http://testserver/api/v1/queue/" and links["docs"] == "http://testserver/api/docs/"
+    for name, url in links.items():
+        if name != "auth/token":  # POST only: it exchanges a password for a token
+            assert admin_api.get(url).status_code == 200, name

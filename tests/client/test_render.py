@@ -82,3 +82,25 @@ def test_the_jobs_table_says_whose_each_job_is() -> None:
     lines = render.jobs_table(rows).splitlines()
     assert lines[0].split()[:4] == ["ID", "NAME", "USER", "STATE"]
     assert [line.split()[1:4] for line in lines[1:]] == [["mine", "ann", "RUNNING"], ["theirs", "bob", "PENDING"]]
+
+
+GREW = "Grew onto whole nodes left idle"
+
+
+def test_show_lists_an_elastic_jobs_resizes_after_its_history() -> None:
+    """An elastic job that grew from 8 to 12 nodes showed only submit, placement and running: its size moved without a
+    state change."""
+    grown = job(
+        state="RUNNING", name="pretrain", owner="ann", image="img", command=["python", "train.py"], nodes=12, gpus_per_node=8,
+        min_nodes=8, max_nodes=12, gpus=96, priority_class="normal", restarts=0, max_restarts=0, attempt=1,
+        events=[{"at": "2026-11-25T11:00:00Z", "from_state": "", "to_state": "PENDING", "reason": "Submitted."}],
+        resizes=[
+            {"at": "2026-11-25T11:05:00Z", "from_nodes": 8, "to_nodes": 11, "reason": f"{GREW}: from 8 to 11 nodes."},
+            {"at": "2026-11-25T11:09:00Z", "from_nodes": 11, "to_nodes": 12, "reason": f"{GREW}: from 11 to 12 nodes."},
+        ],
+    )  # fmt: skip
+    lines = render.job_lines(grown)
+    resizes = lines[lines.index("resizes") + 1 :]
+    assert lines.index("history") < lines.index("resizes") and len(resizes) == 2
+    assert resizes[0].endswith("  8 -> 11  nodes  Grew onto whole nodes left idle: from 8 to 11 nodes.")
+    assert "resizes" not in render.job_lines({**grown, "resizes": []})

@@ -153,3 +153,9 @@ def test_a_gangs_page_names_the_racks_its_ranks_span(user: Any) -> None:
     assert racks == "rack-a (3 nodes), rack-b (1 node)"
     queued = session_for(user).get(f"/jobs/{JobFactory(owner=user).pk}/").content.decode()
     assert 'data-testid="assigned-racks"' not in queued
+
+
+def test_jobs_slash_is_the_job_list(user: Any) -> None:
+    """/jobs/12/ is a job's page, and /jobs/ was a 404: it is the job list (the home page), filters kept."""
+    response = session_for(user).get("/jobs/", {"state": "RUNNING"})
+    assert response.status_code == 302 and response["Location"] == "/?state=RUNNING"
