@@ -626,3 +626,7 @@ class EstimateSerializer(serializers.Serializer):
     )
     limits = LimitCheckSerializer(many=True)
     start = StartEstimateSerializer()
+
+
+# A job read and sent back (id, state, owner included) is told which fields are read-only.
+JobSubmitSerializer.answer_serializer = JobDetailSerializer

@@ -160,3 +160,7 @@ class QuotaSavedSerializer(QuotaSerializer):
         child=serializers.CharField(),
         help_text="Set when a limit went below what the account holds or used: what happens to its running and new jobs.",
     )
+
+
+# A quota read and sent back whole (is_default, usage included) is told which fields are read-only.
+QuotaInputSerializer.answer_serializer = QuotaSavedSerializer

@@ -554,3 +554,14 @@ def test_the_api_root_lists_every_resource_and_each_link_answers(api: APIClient,
     for name, url in links.items():
         if name != "auth/token":  # POST only: it exchanges a password for a token
             assert admin_api.get(url).status_code == 200, name
+
+
+def test_a_submit_with_fields_of_the_answer_says_they_are_read_only(api: APIClient, sim: Any) -> None:
+    refused = api.post("/api/v1/jobs/", job_payload(state="RUNNING", id=7, colour="red"), format="json")
+    assert refused.status_code == 400
+    assert refused.json() == {
+        "colour": ["Unknown field."],
+        "id": ["Read-only: it is in the answer, and no request sets it."],
+        "state": ["Read-only: it is in the answer, and no request sets it."],
+    }
+    assert not Job.objects.exists()

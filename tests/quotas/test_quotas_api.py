@@ -406,3 +406,14 @@ def test_schema_describes_quotas_and_usage(db: None) -> None:
     for path in ("/api/v1/quotas/users/{username}/", "/api/v1/quotas/teams/{name}/", "/api/v1/usage/", "/api/v1/usage/report/"):
         assert path in paths
     assert set(paths["/api/v1/quotas/users/{username}/"]) >= {"get", "put", "patch"}
+
+
+def test_a_quota_sent_back_as_it_was_read_says_which_fields_are_read_only(admin_api: APIClient, user: Any) -> None:
+    """`{"is_default": false}` answered "Unknown field." though the GET answer has it."""
+    read = admin_api.get(f"{USERS}alice/").json()
+    refused = admin_api.put(f"{USERS}alice/", read, format="json")
+    assert refused.status_code == 400
+    body = refused.json()
+    assert body["is_default"] == body["usage"] == ["Read-only: it is in the answer, and no request sets it."]
+    assert admin_api.patch(f"{USERS}alice/", {"max_gpu": 4}, format="json").json() == {"max_gpu": ["Unknown field."]}
+    assert not Quota.objects.exists()
