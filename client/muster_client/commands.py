@@ -203,7 +203,7 @@ def queue(args: argparse.Namespace) -> int:
     if args.json:
         print_json(data)
     else:
-        out(render.queue_table(data))
+        out(render.queue_table(data, filtered=bool(args.user)))
     return OK
 
 

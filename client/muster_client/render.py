@@ -91,7 +91,8 @@ def reason(job: JSON) -> str:
     return str(pending.get("code") or pending.get("message") or "-")
 
 
-def queue_table(queue: JSON) -> str:
+def queue_table(queue: JSON, *, filtered: bool = False) -> str:
+    """`squeue`; `filtered`: the rows are one user's, and the summary (the whole queue's) says so."""
     rows = [
         (
             e["id"],
@@ -109,6 +110,8 @@ def queue_table(queue: JSON) -> str:
     summary = queue.get("summary") or {}
     by_reason = ", ".join(f"{code} {n}" for code, n in sorted((summary.get("pending_by_reason") or {}).items()))
     footer = f"{summary.get('pending', queue.get('count', len(rows)))} pending" + (f" ({by_reason})" if by_reason else "")
+    if filtered:  # else "1 pending" under an empty table read as that user's
+        footer = f"{len(rows)} shown; in the whole queue {footer}"
     return f"{text}\n{footer}"
 
 

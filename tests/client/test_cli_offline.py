@@ -164,6 +164,7 @@ def test_the_queue_of_one_user_is_cut_to_the_limit_after_it_is_filtered(
     code, out, _ = run(capsys, "queue", "--user", "bob", "--limit", "1")
     assert code == 0
     assert [line.split()[:3] for line in out.splitlines()[1:-1]] == [["3", "job-3", "bob"]]
+    assert out.splitlines()[-1] == "1 shown; in the whole queue 3 pending"
 
 
 def test_nodes_and_why_say_when_jobs_cannot_start_on_the_cluster(
