@@ -333,7 +333,8 @@ def _error(response: requests.Response, url: str, *, login: bool) -> MusterError
     if status == 401 and login:
         return AuthError(message)
     if status == 401:
-        return AuthError(f"token missing or expired ({message}) — run `muster login {url}`")
+        # The server says why (expired, revoked, unknown): "missing or expired" guessed wrong for a revoked one.
+        return AuthError(f"the server refused the token: {message.rstrip('.')} — run `muster login {url}`")
     if status == 403:
         return AuthError(f"not allowed: {message}")
     if status >= 500:

@@ -51,7 +51,7 @@ def test_a_refused_request_raises_the_servers_reasons_in_one_line() -> None:
 def test_401_says_how_to_log_in_again_and_a_proxys_html_page_is_not_quoted() -> None:
     c, _, _ = client(response(401, {"detail": "The token has expired."}), response(502, text="<html><body>nginx</body></html>"))
     with pytest.raises(
-        AuthError, match=r"token missing or expired \(The token has expired\.\) — run `muster login http://muster.test:8000`"
+        AuthError, match=r"the server refused the token: The token has expired — run `muster login http://muster.test:8000`"
     ):
         c.job(1)
     with pytest.raises(ApiError, match=r"failed the request: HTTP 502 Bad Gateway$"):

@@ -374,8 +374,8 @@ def test_errors_are_one_line_with_an_exit_code_a_script_can_use(stack: Stack, tm
     stack.login()
     bad_token = stack.muster("jobs", "--token", "not-a-token")
     assert bad_token.returncode == 4
-    assert bad_token.stderr.startswith("muster: error: token missing or expired (")
-    assert bad_token.stderr.endswith(f") — run `muster login {stack.url}`\n")
+    assert bad_token.stderr.startswith("muster: error: the server refused the token: ")
+    assert bad_token.stderr.endswith(f" — run `muster login {stack.url}`\n") and ". —" not in bad_token.stderr
     assert bad_token.stderr.count("\n") == 1
 
     too_many = stack.muster("submit", "-G", "99", "-t", "1h", "--image", IMAGE, "--", "python", "train.py")
