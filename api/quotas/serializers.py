@@ -19,6 +19,7 @@ class GpuAmountField(serializers.FloatField):
         return gpu_amount(value)
 
 
+NOT_A_DAY = "Not a day: write it as YYYY-MM-DD (2026-11-01), a date that exists."
 MAX_GPUS = 10_000_000
 MAX_NODE_HOURS = 1e9
 
@@ -106,8 +107,15 @@ class UsageSummarySerializer(serializers.Serializer):
 class ReportQuerySerializer(StrictSerializer):
     """The report's query string. Both dates are included: start=2026-11-01&end=2026-11-30 is all of November."""
 
-    start = serializers.DateField(required=False, help_text="First day (YYYY-MM-DD); default: the current budget period's first day.")
-    end = serializers.DateField(required=False, help_text="Last day, included (YYYY-MM-DD); default: today.")
+    # DRF says "Date has wrong format" of 2026-13-01 too, whose format is right.
+    start = serializers.DateField(
+        required=False,
+        error_messages={"invalid": NOT_A_DAY},
+        help_text="First day (YYYY-MM-DD); default: the current budget period's first day.",
+    )
+    end = serializers.DateField(
+        required=False, error_messages={"invalid": NOT_A_DAY}, help_text="Last day, included (YYYY-MM-DD); default: today."
+    )
     group_by = serializers.ChoiceField(choices=["user", "team"], default="user")
     # DRF's own query parameter: it picks the renderer (csv or json) before the view runs.
     format = serializers.ChoiceField(choices=["json", "csv"], required=False)

@@ -417,3 +417,8 @@ def test_a_quota_sent_back_as_it_was_read_says_which_fields_are_read_only(admin_
     assert body["is_default"] == body["usage"] == ["Read-only: it is in the answer, and no request sets it."]
     assert admin_api.patch(f"{USERS}alice/", {"max_gpu": 4}, format="json").json() == {"max_gpu": ["Unknown field."]}
     assert not Quota.objects.exists()
+
+
+def test_a_report_day_that_does_not_exist_is_said_so_not_a_wrong_format(api: APIClient) -> None:
+    body = api.get(REPORT, {"start": "2026-13-01", "end": "2026-11-20"}).json()
+    assert body == {"start": ["Not a day: write it as YYYY-MM-DD (2026-11-01), a date that exists."]}
