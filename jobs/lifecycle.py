@@ -49,9 +49,6 @@ def job_place(
 ) -> Job:
     """PENDING -> SCHEDULED as a new attempt, holding `gpus_held[rank]` GPUs on `node_names[rank]` (a GPU slice: its
     share of GPU `gpu_slot`)."""
-    # The cycle's clock is read at its start: a job submitted while it read the queue would be placed before it was
-    # submitted, and its history would read backwards.
-    now = max(now, job.submitted_at)
     attempt = job.attempt + 1
     job = job_transition(
         job,

@@ -661,14 +661,3 @@ def test_a_job_that_fails_everywhere_counts_against_no_node(submit, sim) -> None
     sim.advance(10)
     assert Job.objects.get(pk=job_id).state == JobState.FAILED
     assert not Node.objects.filter(failures_in_row__gt=0).exists()
-
-
-def test_a_job_submitted_while_a_cycle_read_the_queue_is_not_placed_before_it_was_submitted(submit, sim) -> None:
-    """The cycle's clock is read at its start; the job came a moment later and was placed, stamped before its submit."""
-    job_id = submit(nodes=1)["id"]
-    Job.objects.filter(pk=job_id).update(submitted_at=sim.clock() + timedelta(milliseconds=40))
-    sim.cycle()
-    job = Job.objects.get(pk=job_id)
-    assert job.state == JobState.SCHEDULED and job.scheduled_at == job.submitted_at
-    assert job.events.get(to_state=JobState.SCHEDULED).at == job.submitted_at
-    assert Allocation.objects.get(job=job).allocated_at == job.submitted_at
