@@ -1112,11 +1112,11 @@ class _Cycle:
                 f" {self.closed_nodes} more node{'' if one else 's'} take{'s' if one else ''} no new work now "
                 "(held by an admin, cordoned, not ready, or settling after being unready)."
             )
-        if self.shared_gpus:
-            # Else `muster nodes` shows them free beside a reason that says none is.
-            foreign += f" The {self.shared_gpus} GPUs of nodes that share them take GPU-slice jobs only."
         cap = self.capacity
         if not job.whole_nodes:
+            if self.shared_gpus:
+                # Else `muster nodes` shows them free beside "0 GPUs free in the cluster".
+                foreign += f" The {self.shared_gpus} GPUs of nodes that share them take GPU-slice jobs only."
             gpus = f"{job.gpus_per_node} GPU{'' if job.gpus_per_node == 1 else 's'}"
             text = f"Needs {gpus} on one node; the most free on any node is {cap.max_free()}"
             if cap.free_total >= job.gpus:

@@ -216,8 +216,8 @@ def test_valid_image_reference_is_accepted(api: APIClient, sim: Any, image: str)
 
 
 def test_unknown_top_level_field_is_rejected(api: APIClient, nothing_written: None) -> None:
-    body = assert_rejected(post(api, job_payload(gpus=8)), "gpus", "unknown field")
-    assert set(body) == {"gpus"}
+    body = assert_rejected(post(api, job_payload(gpu_count=8)), "gpu_count", "unknown field")
+    assert set(body) == {"gpu_count"}
 
 
 def test_unknown_field_inside_simulate_is_rejected(api: APIClient, nothing_written: None) -> None:
@@ -225,9 +225,10 @@ def test_unknown_field_inside_simulate_is_rejected(api: APIClient, nothing_writt
     assert body["simulate"] == {"exitcode": ["Unknown field."]}
 
 
-@pytest.mark.parametrize("field", ["state", "owner", "id", "assigned_nodes"])
+@pytest.mark.parametrize("field", ["state", "owner", "id", "assigned_nodes", "gpus"])
 def test_read_only_fields_cannot_be_set(api: APIClient, nothing_written: None, field: str) -> None:
-    assert_rejected(post(api, job_payload(**{field: "x"})), field, "unknown field")
+    # Fields of the answer: said to be read-only, not unknown (`gpus`, the job's total, too).
+    assert_rejected(post(api, job_payload(**{field: "x"})), field, "read-only")
 
 
 # --- team ----------------------------------------------------------------------------------------

@@ -262,7 +262,7 @@ def test_unreachable_cluster_keeps_jobs_queued(submit, sim) -> None:
     assert Job.objects.get(pk=job_id).state == JobState.PENDING
     # Every page says so plainly while it lasts.
     page = session_for(Job.objects.get(pk=job_id).owner)
-    banner = page.get("/jobs/").content.decode()
+    banner = page.get("/").content.decode()
     assert 'data-testid="cluster-down-banner"' in banner and "connection refused" in banner
     sim.cycle()
     assert Job.objects.get(pk=job_id).state == JobState.SCHEDULED
