@@ -227,7 +227,8 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         return
     if job.state == JobState.RUNNING and job.elastic and (stalled := _stalled_growth(job, pods, now)):
         # Only the ranks it grew by are not running: the job goes on with the nodes it had.
-        _shrink_back(backend, job, stalled[0], stalled[1], now, started=[p.rank for p in pods if p.phase == PodPhase.RUNNING])
+        rank_from, why, known = stalled
+        _shrink_back(backend, job, rank_from, why, now, started=[p.rank for p in pods if p.phase == PodPhase.RUNNING], hold=not known)
         return
     stuck = next((p for p in pods if p.phase == PodPhase.PENDING and p.reason in LAUNCH_ERRORS), None)
     if stuck is not None:
@@ -319,10 +320,11 @@ def _unbindable(job: Job, pods: list[PodStatus]) -> _Unbindable | None:
     return _Unbindable(list(overfilled), "", said) if overfilled else None
 
 
-def _stalled_growth(job: Job, pods: list[PodStatus], now: datetime) -> tuple[int, str] | None:
+def _stalled_growth(job: Job, pods: list[PodStatus], now: datetime) -> tuple[int, str, bool] | None:
     """A running elastic job's ranks it grew by that will not run (a launch error, nowhere kube-scheduler may bind
     them) or do not after the launch timeout: the first rank to let go (every later one goes with it: ranks stay
-    0..n-1), and why; None while they may yet. Ranks still starting on nodes that take them are left to start.
+    0..n-1), why, and whether the next cycle knows the cause (a closed node, other pods' GPUs: it will not grow there
+    again); None while they may yet. Ranks still starting on nodes that take them are left to start.
 
     Without this such a rank stayed Pending for good, its node held and charged, while the job read as running."""
     pending = sorted((p for p in pods if p.phase == PodPhase.PENDING), key=lambda p: p.rank)
@@ -335,7 +337,11 @@ def _stalled_growth(job: Job, pods: list[PodStatus], now: datetime) -> tuple[int
     stuck = next((p for p in pending if p.reason in LAUNCH_ERRORS), None)
     if stuck is not None:
         told = stuck.message.rstrip(".")
-        return stuck.rank, f"Rank {stuck.rank} it grew by on {stuck.node_name or 'its node'} could not start: {told}; {shrunk(stuck.rank)}"
+        return (
+            stuck.rank,
+            f"Rank {stuck.rank} it grew by on {stuck.node_name or 'its node'} could not start: {told}; {shrunk(stuck.rank)}",
+            False,
+        )
     held = {
         rank: (node, at)
         for rank, node, at in Allocation.objects.filter(job=job, attempt=job.attempt, released_at__isnull=True).values_list(
@@ -346,29 +352,40 @@ def _stalled_growth(job: Job, pods: list[PodStatus], now: datetime) -> tuple[int
     if found is not None:
         first = min((p.rank for p in pending if p.rank in held and held[p.rank][0] in found.nodes), default=pending[0].rank)
         if found.closed:
-            return first, f"{found.closed}, so the pods it grew by cannot all be bound{found.said}; {shrunk(first)}"
-        return first, f"Pods Muster did not start hold GPUs on {', '.join(found.nodes)} that it grew onto{found.said}; {shrunk(first)}"
+            return first, f"{found.closed}, so the pods it grew by cannot all be bound{found.said}; {shrunk(first)}", True
+        grew_onto = f"Pods Muster did not start hold GPUs on {', '.join(found.nodes)} that it grew onto{found.said}"
+        return first, f"{grew_onto}; {shrunk(first)}", True
     timeout = settings.MUSTER_LAUNCH_TIMEOUT_SECONDS
     late = next((p for p in pending if p.rank in held and now >= held[p.rank][1] + timedelta(seconds=timeout)), None)
     if late is None:
         return None
     told = f": {late.message.rstrip('.')}" if late.message else ""
-    return late.rank, f"Rank {late.rank} it grew by was not running {timeout} s after it was started{told}; {shrunk(late.rank)}"
+    return late.rank, f"Rank {late.rank} it grew by was not running {timeout} s after it was started{told}; {shrunk(late.rank)}", False
 
 
-def _shrink_back(backend: ClusterBackend, job: Job, first: int, why: str, now: datetime, started: Sequence[int] = ()) -> None:
-    """Undo a growth that did not come up: ranks `first` on go (the output of those that did start is kept), the job goes
-    on with the nodes it had, and it grows again no sooner than a failed launch is retried at the longest
-    (MUSTER_LAUNCH_BACKOFF_MAX_SECONDS): a cause Muster cannot see would otherwise have it grow onto the same node,
-    hold and be charged for it each launch timeout. Its nodes are charged up to now, as a launch that did not come up."""
+def _shrink_back(
+    backend: ClusterBackend, job: Job, first: int, why: str, now: datetime, started: Sequence[int] = (), *, hold: bool = True
+) -> None:
+    """Undo a growth that did not come up: ranks `first` on go (the output of those that did start is kept: ranks stay
+    0..n-1, so a later rank that came up goes with them), and the job goes on with the nodes it had. Its nodes are
+    charged up to now, as a launch that did not come up.
+
+    With `hold`, a cause the next cycle cannot see (a refusal, an image that does not pull, a timeout), it grows again
+    no sooner than a failed launch is retried at the longest (MUSTER_LAUNCH_BACKOFF_MAX_SECONDS), and says from when:
+    else it would grow onto the same node, hold and be charged for it each launch timeout. A cause the snapshot shows
+    (a closed node, other pods' GPUs) needs no hold: the next cycle grows onto other idle nodes, if any."""
     names = job_assigned_nodes(job)
     ranks = list(range(first, len(names)))
     if kept := [rank for rank in started if rank >= first]:
         gang_logs_capture(backend, job.pk, job.attempt, kept)
     backend.teardown_ranks(job.pk, job.attempt, ranks)
     node_ids = dict(Node.objects.filter(name__in=names[first:]).values_list("name", "id"))
-    hold = now + timedelta(seconds=settings.MUSTER_LAUNCH_BACKOFF_MAX_SECONDS)
-    job_resize(job, node_names=names[:first], added=(), removed=names[first:], node_ids=node_ids, reason=why, now=now, grow_not_before=hold)
+    until = now + timedelta(seconds=settings.MUSTER_LAUNCH_BACKOFF_MAX_SECONDS) if hold else None
+    if until is not None:
+        why = f"{why} It grows again from {until:%Y-%m-%d %H:%M:%S} UTC."
+    job_resize(
+        job, node_names=names[:first], added=(), removed=names[first:], node_ids=node_ids, reason=why, now=now, grow_not_before=until
+    )
 
 
 def _ended(backend: ClusterBackend, job: Job, report: CycleReport) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -116,7 +117,11 @@ def test_a_rank_it_grew_by_that_never_runs_is_let_go_after_the_launch_timeout_an
     job.refresh_from_db()
     assert (job.state, job.nodes, job.restarts, job.attempt) == (JobState.RUNNING, 5, 0, 1)
     assert len(live_nodes(job.pk)) == 5 and live_nodes(job.pk)[:4] == first_four
-    why = f"Rank 5 it grew by was not running 60 s after it was started: {message.rstrip('.')}; shrunk back from 8 to 5 nodes."
+    again = sim.clock() + timedelta(seconds=300)
+    why = (
+        f"Rank 5 it grew by was not running 60 s after it was started: {message.rstrip('.')}; shrunk back from 8 to 5 nodes. "
+        f"It grows again from {again:%Y-%m-%d %H:%M:%S} UTC."
+    )
     assert JobResize.objects.filter(job=job).last().reason == why
     assert job.state_reason == why
     assert sorted(SimulatedPod.objects.filter(job_id=job.pk).values_list("rank", flat=True)) == list(range(5))
@@ -131,17 +136,19 @@ def test_a_rank_it_grew_by_that_never_runs_is_let_go_after_the_launch_timeout_an
     assert job.state_reason == "Grew onto whole nodes left idle: from 5 to 8 nodes."
 
 
-def test_a_rank_it_grew_by_onto_a_node_cordoned_since_is_let_go_at_once(sim: SimHarness, submit: Any) -> None:
+def test_a_rank_it_grew_by_onto_a_node_cordoned_since_is_let_go_at_once_and_it_grows_elsewhere(sim: SimHarness, submit: Any) -> None:
+    """The cycle sees the cordoned node, so no hold: in the same cycle it grows onto idle nodes, not that one."""
     job = grown_to_eight(sim, submit)
     node = Allocation.objects.get(job=job, rank=6, released_at__isnull=True).node.name
     message = "0/18 nodes are available: 1 node(s) were unschedulable."
     unbound = dict(phase=PodPhase.PENDING, node_name="", reason="Unschedulable", message=message)
     run_cycle(backend=CordonedCluster(sim.cluster, job.pk, 6, node, **unbound), now=sim.clock())
     job.refresh_from_db()
-    assert (job.state, job.nodes, job.restarts) == (JobState.RUNNING, 6, 0)
+    shrunk, grown = JobResize.objects.filter(job=job).order_by("id")[1:]
     why = f"{node} is cordoned or tainted, so the pods it grew by cannot all be bound (rank 6: {message.rstrip('.')}); "
-    assert job.state_reason == f"{why}shrunk back from 8 to 6 nodes."
-    assert node not in live_nodes(job.pk)
+    assert (shrunk.from_nodes, shrunk.to_nodes, shrunk.reason) == (8, 6, f"{why}shrunk back from 8 to 6 nodes.")
+    assert (grown.from_nodes, grown.to_nodes, job.state, job.restarts, job.launch_not_before) == (6, 8, JobState.RUNNING, 0, None)
+    assert node not in live_nodes(job.pk) and len(live_nodes(job.pk)) == 8
 
 
 def test_a_rank_it_grew_by_whose_image_cannot_be_pulled_is_let_go_and_the_job_runs_on(sim: SimHarness, submit: Any) -> None:
@@ -151,7 +158,7 @@ def test_a_rank_it_grew_by_whose_image_cannot_be_pulled_is_let_go_and_the_job_ru
     job.refresh_from_db()
     assert report.requeued == [] and (job.state, job.nodes, job.launch_failures) == (JobState.RUNNING, 7, 0)
     assert job.state_reason.startswith("Rank 7 it grew by on ")
-    assert job.state_reason.endswith(" could not start: Back-off pulling image; shrunk back from 8 to 7 nodes.")
+    assert " could not start: Back-off pulling image; shrunk back from 8 to 7 nodes. It grows again from " in job.state_reason
 
 
 @pytest.mark.parametrize(
