@@ -42,6 +42,8 @@ class Node(models.Model):
     gpus_foreign = models.PositiveIntegerField(default=0)
     slices_foreign = models.PositiveIntegerField(default=0)
     state = models.CharField(max_length=16, choices=NodeState.choices, default=NodeState.READY)
+    # Why a CORDONED node takes no new pods (ClusterNode.closed_by): "cordoned", or "tainted key=value:Effect".
+    closed_by = models.CharField(max_length=400, blank=True)
     # When it came back to READY from NOT_READY: no new work until MUSTER_NODE_SETTLE_SECONDS have passed (a node that
     # flaps would take gangs down with it each time).
     ready_since = models.DateTimeField(null=True, blank=True)

@@ -312,10 +312,10 @@ def _unbindable(job: Job, pods: list[PodStatus]) -> _Unbindable | None:
     # The nodes its unbound pods are to go to: those of the placement none of its pods is bound to yet.
     nodes = set(job_assigned_nodes(job)) - {p.node_name for p in pods if p.node_name}
     said = f" (rank {unbound.rank}: {unbound.message.rstrip('.')})" if unbound.message else ""
-    closed = Node.objects.filter(name__in=nodes, state__in=list(_CLOSED)).order_by("name").values_list("name", "state")
+    closed = Node.objects.filter(name__in=nodes, state__in=list(_CLOSED)).order_by("name").values_list("name", "state", "closed_by")
     if closed:
-        how = "; ".join(f"{name} {_CLOSED[NodeState(state)]}" for name, state in closed)
-        return _Unbindable([name for name, _ in closed], how, said)
+        how = "; ".join(f"{name} {f'is {by}' if by else _CLOSED[NodeState(state)]}" for name, state, by in closed)
+        return _Unbindable([name for name, _, _ in closed], how, said)
     overfilled = nodes_overfilled(nodes)
     return _Unbindable(list(overfilled), "", said) if overfilled else None
 
@@ -413,6 +413,13 @@ TAINT_EVICTION = "DeletionByTaintManager"
 
 
 def _drained_why(nodes: list[str], attempt: int) -> str:
+    """A node closed under the gang and its pods gone: drained (cordoned, then evicted), or evicted for a NoExecute
+    taint, which `kubectl uncordon` does not undo (it read "drained" for a taint)."""
+    closed_by = dict(Node.objects.filter(name__in=nodes).values_list("name", "closed_by"))
+    tainted = sorted(name for name in nodes if closed_by.get(name, "").startswith("tainted"))
+    if tainted:
+        how = "; ".join(f"{name} was {closed_by[name]}" for name in tainted)
+        return f"Node {how}, and the gang's pods there were evicted under attempt {attempt}; requeued."
     return f"Node {', '.join(nodes)} was drained (cordoned, its pods evicted) under attempt {attempt}; requeued."
 
 

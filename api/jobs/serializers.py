@@ -460,6 +460,7 @@ class NodeSerializer(serializers.ModelSerializer):
             "rdma_devices",
             "gpu_model",
             "state",
+            "closed_by",
             "held",
             "held_reason",
             "settling_until",
@@ -474,6 +475,9 @@ class NodeSerializer(serializers.ModelSerializer):
         extra_kwargs = {
             "gpus_foreign": {"help_text": "GPUs held by pods Muster did not start (another scheduler's jobs, notebooks)."},
             "slices_foreign": {"help_text": "Slices of a shared node's GPUs held by pods Muster did not start."},
+            "closed_by": {
+                "help_text": 'Why a CORDONED node takes no new pods: "cordoned", or its taint ("tainted maintenance=true:NoExecute").'
+            },
         }
 
     @extend_schema_field(OpenApiTypes.NUMBER)

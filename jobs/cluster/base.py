@@ -54,6 +54,9 @@ class ClusterNode:
     slice_resource: str = ""
     # Ready and reachable (Kubernetes: the Ready condition is True). A node that is not has gangs on it requeued.
     ready: bool = True
+    # Why a Ready node takes no new pods, for people: "cordoned", or the taint ("tainted maintenance=true:NoExecute"),
+    # so an admin knows whether `kubectl uncordon` or `kubectl taint ... -` opens it again. "" when it takes pods.
+    closed_by: str = ""
     # What pods Muster did not start hold here (another scheduler's jobs, notebooks): GPUs of a node whose GPUs are
     # whole, slices of a shared one. Not free to Muster.
     gpus_foreign: int = 0

@@ -330,6 +330,7 @@ class KubernetesCluster:
         labels = node.metadata.labels or {}
         shared = shared_gpus(node, self.options)
         gpus = shared.gpus if shared else _allocatable(node, self.options.gpu_resource)
+        closed = _closed_by(node, self.options.gpu_resource)
         return ClusterNode(
             name=node.metadata.name,
             gpus_total=gpus,
@@ -344,8 +345,9 @@ class KubernetesCluster:
             block=labels.get(self.block_label, "") if self.block_label else "",
             rdma_devices=_allocatable(node, self.options.rdma_resource) if self.options.rdma_resource else 0,
             gpu_model=labels.get(self.gpu_model_label, ""),
-            schedulable=_schedulable(node, self.options.gpu_resource),
+            schedulable=_ready(node) and not closed,
             ready=_ready(node),
+            closed_by=closed,
         )
 
     # --- gangs -----------------------------------------------------------------------------------
@@ -825,12 +827,13 @@ def _allocatable(node: client.V1Node, resource: str) -> int:
         return 0
 
 
-def _schedulable(node: client.V1Node, gpu_resource: str) -> bool:
+def _closed_by(node: client.V1Node, gpu_resource: str) -> str:
+    """Why the node takes no new pods ("cordoned", "tainted key=value:Effect"), or "" (the GPU operator's own taint on
+    the GPU resource is tolerated by every gang pod)."""
     if node.spec and node.spec.unschedulable:
-        return False
-    if not _ready(node):
-        return False
+        return "cordoned"
     for taint in (node.spec.taints if node.spec else None) or []:
         if taint.effect in _BLOCKING_TAINT_EFFECTS and taint.key != gpu_resource:
-            return False
-    return True
+            value = f"={taint.value}" if taint.value else ""
+            return f"tainted {taint.key}{value}:{taint.effect}"
+    return ""

@@ -401,6 +401,8 @@ class GridNode:
     gpus_foreign: int = 0
     # Back from NotReady: no new work until then (jobs.selectors.node_settles_until).
     settling_until: datetime | None = None
+    # Why a CORDONED node takes no new pods ("cordoned", "tainted key=value:Effect").
+    closed_by: str = ""
 
 
 def gpus_free_for_work(nodes: Iterable[GridNode]) -> int:
@@ -429,7 +431,7 @@ def node_grid() -> list[GridNode]:
         grid.append(
             GridNode(
                 node.name, node.rack, node.state, node.gpu_model, node.gpus_total, free, cells, node.held, node.held_reason,
-                tuple(holders.get(node.name, ())), foreign, node_settles_until(node),
+                tuple(holders.get(node.name, ())), foreign, node_settles_until(node), node.closed_by,
             )
         )  # fmt: skip
     return grid

@@ -333,6 +333,30 @@ def test_a_drained_node_requeues_its_gang_without_spending_a_restart(api: APICli
         kube.core.patch_node(drained, {"spec": {"unschedulable": False}})
 
 
+def test_a_noexecute_taint_under_a_gang_is_said_as_a_taint_not_a_drain(api: APIClient, kube: KubeHarness) -> None:
+    """The taint manager evicts the gang's pod: the job's history and the node list name the taint, which `kubectl
+    uncordon` would not undo (both said "drained" and "CORDONED", and the admin ran kubectl uncordon)."""
+    job = submit(api, nodes=2, max_restarts=0, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    tainted = api.get(f"/api/v1/jobs/{job['id']}/").json()["assigned_nodes"][0]
+    taint = {"key": "maintenance", "value": "true", "effect": "NoExecute"}
+    kube.core.patch_node(tainted, {"spec": {"taints": [taint]}})
+    try:
+        kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).attempt == 2, timeout=90)
+        moved = api.get(f"/api/v1/jobs/{job['id']}/").json()
+        assert moved["restarts"] == 0
+        said = [e["reason"] for e in moved["events"] if e["to_state"] == "PENDING" and e["attempt"] == 1][-1]
+        # As the cycle saw it: the pod marked by the taint manager, or already gone from the tainted node.
+        assert said in (
+            f"Rank 0 on {tainted} was evicted for a NoExecute taint on the node under attempt 1; requeued.",
+            f"Node {tainted} was tainted maintenance=true:NoExecute, and the gang's pods there were evicted under attempt 1; requeued.",
+        ), said
+        node = next(n for n in api.get("/api/v1/nodes/", {"limit": 100}).json()["results"] if n["name"] == tainted)
+        assert (node["state"], node["closed_by"]) == ("CORDONED", "tainted maintenance=true:NoExecute")
+    finally:
+        kube.core.patch_node(tainted, {"spec": {"taints": None}})
+
+
 def test_a_pod_the_cluster_marks_for_disruption_requeues_its_gang_without_spending_a_restart(api: APIClient, kube: KubeHarness) -> None:
     """kube-scheduler's preemption (like an eviction or a NoExecute taint) first sets the pod's DisruptionTarget
     condition, then deletes it: the gang goes back to the queue as Kubernetes' own Jobs would, at no restart."""
@@ -479,7 +503,7 @@ def test_a_gang_whose_node_is_cordoned_before_its_pods_are_bound_goes_back_to_th
     try:
         kube.cycle_until(lambda: JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).count() == 2, timeout=20)
         reason = JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason
-        assert reason.startswith(f"{cordoned} is cordoned or tainted, so attempt 1's pods cannot all be bound (rank "), reason
+        assert reason.startswith(f"{cordoned} is cordoned, so attempt 1's pods cannot all be bound (rank "), reason
         assert reason.endswith("; requeued to be placed again."), reason
         assert Job.objects.get(pk=job["id"]).launch_failures == 0
     finally:

@@ -565,7 +565,7 @@ def test_a_launching_gang_whose_node_was_cordoned_before_its_pod_was_bound_goes_
     assert report.requeued == [job_id]
     assert (job.launch_failures, job.restarts, job.launch_not_before) == (0, 0, None)
     reason = JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last().reason
-    expected = f"{node} is cordoned or tainted, so attempt 1's pods cannot all be bound (rank 1: {message.rstrip('.')}); requeued"
+    expected = f"{node} is cordoned, so attempt 1's pods cannot all be bound (rank 1: {message.rstrip('.')}); requeued"
     assert reason.startswith(expected), reason
     assert node not in Allocation.objects.filter(job_id=job_id, attempt=2).values_list("node__name", flat=True)
 

@@ -145,7 +145,7 @@ def test_a_rank_it_grew_by_onto_a_node_cordoned_since_is_let_go_at_once_and_it_g
     run_cycle(backend=CordonedCluster(sim.cluster, job.pk, 6, node, **unbound), now=sim.clock())
     job.refresh_from_db()
     shrunk, grown = JobResize.objects.filter(job=job).order_by("id")[1:]
-    why = f"{node} is cordoned or tainted, so the pods it grew by cannot all be bound (rank 6: {message.rstrip('.')}); "
+    why = f"{node} is cordoned, so the pods it grew by cannot all be bound (rank 6: {message.rstrip('.')}); "
     assert (shrunk.from_nodes, shrunk.to_nodes, shrunk.reason) == (8, 6, f"{why}shrunk back from 8 to 6 nodes.")
     assert (grown.from_nodes, grown.to_nodes, job.state, job.restarts, job.launch_not_before) == (6, 8, JobState.RUNNING, 0, None)
     assert node not in live_nodes(job.pk) and len(live_nodes(job.pk)) == 8
