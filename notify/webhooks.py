@@ -53,8 +53,10 @@ def webhook_refusal(url: str, *, resolve_fails_ok: bool) -> str | None:
     refused = next((a for a in addresses if not address_allowed(a)), None)
     if refused is None:
         return None
+    # "its host 127.0.0.1 is 127.0.0.1" says nothing twice: a name is said with the address it resolves to.
+    which = f"{refused} is" if host.strip("[]") == str(refused) else f"its host {host} is {refused},"
     return (
-        f"its host {host} is {refused}, an address inside the site's network (loopback, private or link-local): webhooks go "
+        f"{which} an address inside the site's network (loopback, private or link-local): webhooks go "
         "to public addresses, or to networks an admin allows (MUSTER_NOTIFY_WEBHOOK_ALLOWED_NETWORKS)"
     )
 
