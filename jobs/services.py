@@ -54,8 +54,8 @@ def nodes_sync(*, cluster_nodes: Iterable[ClusterNode]) -> list[Node]:
             "gpus_foreign": cn.gpus_foreign,
             "slices_foreign": cn.slices_foreign,
             "state": state,
-            # The cluster's words are free text of any length; kept short enough for the column.
-            "closed_by": (cn.closed_by or ("cordoned" if state == NodeState.CORDONED else ""))[:400] if state == NodeState.CORDONED else "",
+            # A backend that does not say why (the simulated cluster) is cordoned; a taint's words fit the column.
+            "closed_by": (cn.closed_by or "cordoned")[:400] if state == NodeState.CORDONED else "",
         }
         if state == NodeState.NOT_READY:
             defaults["ready_since"] = None
