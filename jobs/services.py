@@ -139,7 +139,7 @@ def job_check_priority_class(owner: User, priority_class: str | None, team: Team
     """Refuse a class the site keeps for admins and some teams (MUSTER_PRIORITY_CLASS_ACCESS) to anyone else: a job of
     the highest class goes before all others and may preempt them, so it is given, not taken."""
     teams = settings.MUSTER_PRIORITY_CLASS_ACCESS.get(priority_class or "")
-    if teams is None or owner.is_staff or (team is not None and team.name in teams):
+    if teams is None or priority_class in priority_classes_for(owner, [team.name] if team is not None else []):
         return
     open_classes = [c for c in settings.MUSTER_PRIORITY_CLASSES if c not in settings.MUSTER_PRIORITY_CLASS_ACCESS]
     given = f"admins and jobs of team{'s' if len(teams) > 1 else ''} {', '.join(sorted(teams))}" if teams else "admins"

@@ -310,8 +310,9 @@ def nodes_text(nodes: Sequence[JSON]) -> str:
     GPUs are not counted free."""
     rows = [(n["name"], n["rack"], _node_state(n), f"{n['gpus_free']:g}/{n['gpus_total']}", n["gpu_model"], _node_extras(n)) for n in nodes]
     closed = [n for n in nodes if n.get("held") or n.get("settling_until")]
+    closed_names = {n["name"] for n in closed}
     # Whole GPUs, as the pages count them: a GPU a slice is taken on is not free (its row says 1.75/2).
-    free = sum(math.floor(n["gpus_free"]) for n in nodes if n["state"] == "READY" and n not in closed)
+    free = sum(math.floor(n["gpus_free"]) for n in nodes if n["state"] == "READY" and n["name"] not in closed_names)
     total = sum(n["gpus_total"] for n in nodes)
     table_text = table(["NODE", "RACK", "STATE", "GPUS FREE", "MODEL", "SHARING, FABRIC"], rows)
     held = sum(1 for n in closed if n.get("held"))
