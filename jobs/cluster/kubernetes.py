@@ -330,7 +330,7 @@ class KubernetesCluster:
         labels = node.metadata.labels or {}
         shared = shared_gpus(node, self.options)
         gpus = shared.gpus if shared else _allocatable(node, self.options.gpu_resource)
-        closed = _closed_by(node, self.options.gpu_resource)
+        ready, closed = _ready(node), _closed_by(node, self.options.gpu_resource)
         return ClusterNode(
             name=node.metadata.name,
             gpus_total=gpus,
@@ -345,8 +345,8 @@ class KubernetesCluster:
             block=labels.get(self.block_label, "") if self.block_label else "",
             rdma_devices=_allocatable(node, self.options.rdma_resource) if self.options.rdma_resource else 0,
             gpu_model=labels.get(self.gpu_model_label, ""),
-            schedulable=_ready(node) and not closed,
-            ready=_ready(node),
+            schedulable=ready and not closed,
+            ready=ready,
             closed_by=closed,
         )
 
