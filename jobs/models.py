@@ -44,7 +44,7 @@ class Node(models.Model):
     state = models.CharField(max_length=16, choices=NodeState.choices, default=NodeState.READY)
     # Why a CORDONED node takes no new pods (ClusterNode.closed_by): "cordoned", or "tainted key=value:Effect".
     closed_by = models.CharField(max_length=400, blank=True)
-    # When it came back to READY from NOT_READY: no new work until MUSTER_NODE_SETTLE_SECONDS have passed (a node that
+    # When it came back to READY from NOT_READY or GONE: no new work until MUSTER_NODE_SETTLE_SECONDS have passed (a node that
     # flaps would take gangs down with it each time).
     ready_since = models.DateTimeField(null=True, blank=True)
     # Gangs in a row that failed here and then succeeded elsewhere (a success here resets it). At MUSTER_NODE_FAILURE_HOLD Muster holds the

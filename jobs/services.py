@@ -59,8 +59,10 @@ def nodes_sync(*, cluster_nodes: Iterable[ClusterNode]) -> list[Node]:
         }
         if state == NodeState.NOT_READY:
             defaults["ready_since"] = None
-        elif before.get(cn.name) == NodeState.NOT_READY:
-            defaults["ready_since"] = timezone.now()  # back: it settles before it takes new work
+        elif before.get(cn.name) in (NodeState.NOT_READY, NodeState.GONE):
+            # Back, or re-registered after leaving the cluster (a node whose kubelet was restarted with its Node object
+            # deleted, a machine replaced under the same name): it settles before it takes new work.
+            defaults["ready_since"] = timezone.now()
         node, _ = Node.objects.update_or_create(name=cn.name, defaults=defaults)
         seen.append(node)
     Node.objects.exclude(name__in=names).exclude(state=NodeState.GONE).update(state=NodeState.GONE)

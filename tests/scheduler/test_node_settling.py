@@ -36,6 +36,20 @@ def test_a_node_back_from_not_ready_takes_new_work_only_after_settling(db: None,
     assert schedulable(back.ready_since + timedelta(seconds=121)) == {"a": True, "b": True}
 
 
+def test_a_node_that_left_the_cluster_and_came_back_settles_too(db: None, settings: Any) -> None:
+    """A Node object deleted and registered again (a kubelet restarted, a machine replaced under the same name) took
+    gangs at once, as if it had never gone."""
+    settings.MUSTER_NODE_SETTLE_SECONDS = 120
+    nodes_sync(cluster_nodes=[ClusterNode("a", 8), ClusterNode("b", 8)])
+    nodes_sync(cluster_nodes=[ClusterNode("a", 8)])
+    assert Node.objects.get(name="b").state == NodeState.GONE
+    nodes_sync(cluster_nodes=[ClusterNode("a", 8), ClusterNode("b", 8)])
+    back = Node.objects.get(name="b")
+    assert back.state == NodeState.READY and back.ready_since is not None
+    assert schedulable(timezone.now()) == {"a": True, "b": False}
+    assert schedulable(back.ready_since + timedelta(seconds=121)) == {"a": True, "b": True}
+
+
 def test_a_settling_node_says_so_on_the_node_list_the_cluster_page_and_the_dashboard(
     db: None, settings: Any, api: APIClient, client: Client, user: Any
 ) -> None:
