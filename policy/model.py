@@ -98,6 +98,9 @@ class NodeView:
     slices_used: tuple[int, ...] = ()
     # GPUs held here by pods Muster did not start (already out of gpus_free): said when a job waits for room.
     gpus_foreign: int = 0
+    # Why a node that is not schedulable takes no new work, as a waiting job's reason names it ("cordoned", "held by an
+    # admin", "settling until 14:05 UTC"); empty where the snapshot does not know (the replay).
+    closed_why: str = ""
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,7 @@ from policy.model import (
     Account,
     BudgetLeft,
     Decisions,
+    NodeView,
     PendingJob,
     Placement,
     PolicyConfig,
@@ -92,6 +93,27 @@ def _minutes(seconds: float) -> str:
     if not hours:
         return f"{minutes} min"
     return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
+CLOSED_NAMED = 3  # closed nodes a waiting job's reason names; it counts the rest
+
+
+def _closed_text(closed: Sequence[NodeView]) -> str:
+    """The nodes that take no new work, named with why: else a node an admin holds, or one settling after being
+    unready, reads as a full one on the node list, and a job waiting for room is not told which node to ask about."""
+    if not closed:
+        return ""
+    if not all(n.closed_why for n in closed):  # a snapshot that does not say why (the replay's, a test's)
+        one = len(closed) == 1
+        return (
+            f" {len(closed)} more node{'' if one else 's'} take{'s' if one else ''} no new work now "
+            "(held by an admin, cordoned, not ready, or settling after being unready)."
+        )
+    named = [f"{n.name} ({n.closed_why})" for n in sorted(closed, key=lambda n: n.name)[:CLOSED_NAMED]]
+    if rest := len(closed) - len(named):
+        named.append(f"{rest} more")
+    listed = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+    return f" {listed} take{'s' if len(closed) == 1 else ''} no new work now."
 
 
 def schedule(snapshot: Snapshot, config: PolicyConfig | None = None, *, max_jobs: int | None = None) -> Decisions:
@@ -157,7 +179,7 @@ class _Cycle:
         self.node_sizes = whole_gpu_node_sizes(snapshot.nodes)
         self.foreign_gpus = sum(n.gpus_foreign for n in snapshot.nodes if n.schedulable and not n.sharing)
         # Whole-GPU nodes that take no new work now (held by an admin, cordoned, not ready or settling): in no free count.
-        self.closed_nodes = sum(1 for n in snapshot.nodes if not n.schedulable and not n.sharing)
+        self.closed_text = _closed_text([n for n in snapshot.nodes if not n.schedulable and not n.sharing])
         # GPUs of nodes that share them: in no whole-GPU count, as they take GPU-slice jobs only.
         self.shared_gpus = sum(n.gpus_total for n in snapshot.nodes if n.sharing and n.schedulable)
         for r in self.running.values() if self.limited else ():
@@ -1105,13 +1127,7 @@ class _Cycle:
     def _room_text_now(self, job: PendingJob) -> str:
         # GPUs pods Muster did not start hold are in no free count: said, or the cluster's own view would not add up.
         foreign = f" {self.foreign_gpus} more are held by pods Muster did not start." if self.foreign_gpus else ""
-        if self.closed_nodes:
-            # Else a node an admin holds, or one settling after being unready, reads as a full one on the node list.
-            one = self.closed_nodes == 1
-            foreign += (
-                f" {self.closed_nodes} more node{'' if one else 's'} take{'s' if one else ''} no new work now "
-                "(held by an admin, cordoned, not ready, or settling after being unready)."
-            )
+        foreign += self.closed_text
         cap = self.capacity
         if not job.whole_nodes:
             if self.shared_gpus:

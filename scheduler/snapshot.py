@@ -11,10 +11,10 @@ from django.db.models import Count, F, Max, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
-from jobs.models import Allocation, Job, JobEvent, NodeState
+from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.selectors import node_settles_until, nodes_with_usage
 from jobs.states import ACTIVE_STATES, JobState
-from policy.model import NodeView, PendingJob, PolicyConfig, Reservation, RunningJob, Snapshot
+from policy.model import NodeView, PendingJob, PolicyConfig, Reservation, RunningJob, Snapshot, when
 from policy.runtime import RECENT_JOBS, expected_runtime
 from quotas.selectors import accounts_snapshot
 
@@ -58,6 +58,7 @@ def node_views(now: datetime) -> tuple[NodeView, ...]:
     live_slices = Allocation.objects.filter(released_at__isnull=True, gpu_slot__isnull=False, node__slices_per_gpu__gt=0)
     for node, gpu in live_slices.values_list("node__name", "gpu_slot"):
         slices[node][gpu or 0] += 1
+    nodes = [(n, node_settles_until(n, now)) for n in nodes_with_usage()]
     return tuple(
         NodeView(
             name=n.name,
@@ -66,16 +67,28 @@ def node_views(now: datetime) -> tuple[NodeView, ...]:
             rack=n.rack,
             block=n.block,
             rdma=n.rdma_devices,
-            schedulable=not n.held and n.state == NodeState.READY and node_settles_until(n, now) is None,
+            schedulable=not n.held and n.state == NodeState.READY and settles is None,
             sharing=n.sharing,
             slices_per_gpu=n.slices_per_gpu,
             slice_gpus=n.slice_gpus,
             slice_memory_gb=n.slice_memory_gb,
             slices_used=slices_used(slices.get(n.name, Counter()), n.gpus_total, n.slices_per_gpu, n.slices_foreign),
             gpus_foreign=n.gpus_foreign,
+            closed_why=_closed_why(n, settles),
         )
-        for n in nodes_with_usage()
+        for n, settles in nodes
     )
+
+
+def _closed_why(node: Node, settles: datetime | None) -> str:
+    """Why a node takes no new work, as a waiting job's reason names it beside the node (empty if it takes work)."""
+    if node.held:
+        return "held by an admin"
+    if node.state == NodeState.CORDONED:
+        return node.closed_by or "cordoned"
+    if node.state == NodeState.NOT_READY:
+        return "not ready"
+    return f"settling until {when(settles.timestamp())}" if settles is not None else ""
 
 
 def slices_used(held: Counter[int], gpus: int, slices_per_gpu: int, foreign: int) -> tuple[int, ...]:

@@ -445,7 +445,8 @@ class NodeSerializer(serializers.ModelSerializer):
     gpus_free = serializers.SerializerMethodField()
     slices_free = serializers.SerializerMethodField()
     settling_until = serializers.SerializerMethodField(
-        help_text="A node back from NotReady (or back in the cluster after leaving it) takes no new work until then (MUSTER_NODE_SETTLE_SECONDS); null otherwise."
+        help_text="A node back from NotReady (or back in the cluster after leaving it) takes no new work until then "
+        "(MUSTER_NODE_SETTLE_SECONDS); null otherwise."
     )
 
     class Meta:

@@ -91,6 +91,19 @@ def test_cordoned_nodes_are_not_used() -> None:
     )
 
 
+def test_a_job_waiting_for_room_is_told_which_nodes_take_no_new_work_and_why() -> None:
+    """It read "3 more nodes take no new work now (held by an admin, cordoned, not ready, or settling ...)": the user
+    could not tell which node to ask an admin about."""
+    closed = [("d", "not ready"), ("a", "cordoned"), ("c", "tainted maintenance=true:NoExecute"), ("b", "held by an admin")]
+    nodes = tuple(NodeView(name, 8, 8, schedulable=False, closed_why=why) for name, why in closed)
+    (wait,) = schedule(Snapshot((*nodes, NodeView("e", 8, 0)), (job(1),))).waiting
+    assert wait.reason.endswith(
+        "a (cordoned), b (held by an admin), c (tainted maintenance=true:NoExecute) and 1 more take no new work now."
+    )
+    (wait,) = schedule(Snapshot((nodes[1], NodeView("e", 8, 0)), (job(1),))).waiting
+    assert wait.reason.endswith("(0 GPUs free in the cluster). a (cordoned) takes no new work now.")
+
+
 def test_examined_jobs_are_bounded_per_cycle() -> None:
     decisions = schedule(Snapshot(cluster(nodes=8), tuple(job(i) for i in range(1, 6))), max_jobs=2)
     assert len(decisions.placements) == 2

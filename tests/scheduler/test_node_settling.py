@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 from typing import Any
 
 from django.test import Client
@@ -48,6 +48,34 @@ def test_a_node_that_left_the_cluster_and_came_back_settles_too(db: None, settin
     assert back.state == NodeState.READY and back.ready_since is not None
     assert schedulable(timezone.now()) == {"a": True, "b": False}
     assert schedulable(back.ready_since + timedelta(seconds=121)) == {"a": True, "b": True}
+
+
+def test_the_snapshot_says_why_each_node_takes_no_new_work(db: None, settings: Any) -> None:
+    """What a waiting job's reason names beside each node that takes no new work."""
+    settings.MUSTER_NODE_SETTLE_SECONDS = 120
+    nodes_sync(cluster_nodes=[ClusterNode(name, 8) for name in "abcdef"])
+    nodes_sync(cluster_nodes=[ClusterNode(name, 8) for name in "abcdf"])  # e leaves the cluster
+    Node.objects.filter(name="d").update(held=True)
+    nodes_sync(
+        cluster_nodes=[
+            ClusterNode("a", 8, schedulable=False, closed_by="tainted gpu=broken:NoSchedule"),
+            ClusterNode("b", 8, schedulable=False),
+            ClusterNode("c", 8, ready=False),
+            ClusterNode("d", 8),
+            ClusterNode("e", 8),
+            ClusterNode("f", 8),
+        ]
+    )
+    why = {view.name: view.closed_why for view in node_views(timezone.now())}
+    settles = Node.objects.get(name="e").ready_since + timedelta(seconds=120)
+    assert why == {
+        "a": "tainted gpu=broken:NoSchedule",
+        "b": "cordoned",
+        "c": "not ready",
+        "d": "held by an admin",
+        "e": f"settling until {settles.astimezone(UTC):%Y-%m-%d %H:%M} UTC",
+        "f": "",
+    }
 
 
 def test_a_settling_node_says_so_on_the_node_list_the_cluster_page_and_the_dashboard(
