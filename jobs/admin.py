@@ -222,6 +222,14 @@ def _locked(queryset: QuerySet[Job]) -> QuerySet[Job]:
     return Job.objects.filter(pk__in=pks)
 
 
+# The node's columns Muster owns, and so what an admin may change here (the cluster's sync writes the rest).
+NODE_ADMIN_FIELDS = ("held", "held_reason", "failures_in_row")
+
+
+def _node_values(node: Node) -> dict[str, Any]:
+    return {name: getattr(node, name) for name in NODE_ADMIN_FIELDS}
+
+
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
     list_display = ["name", "gpus_total", "rack", "gpu_model", "state", "held", "failures_in_row", "updated_at"]
@@ -238,10 +246,19 @@ class NodeAdmin(admin.ModelAdmin):
         return False  # the cluster's sync would add it back; a node leaves by leaving the cluster
 
     def save_model(self, request: Any, obj: Node, form: Any, change: bool) -> None:
+        # Django admin saves in one transaction, so the entry commits with the change. The row is locked and only
+        # Muster's own columns written: a plain save() would write back the state the form read over the sync's.
+        current = Node.objects.select_for_update().get(pk=obj.pk)
         if not obj.held:  # cleared by an admin: the node starts a fresh count
             obj.failures_in_row, obj.held_reason = 0, ""
-        elif "held" in form.changed_data:
+        elif not current.held:
             obj.held_reason = f"Held by {request.user.get_username()} in Django admin."
-        super().save_model(request, obj, form, change)
+        else:
+            obj.failures_in_row, obj.held_reason = current.failures_in_row, current.held_reason
+        obj.save(update_fields=[*NODE_ADMIN_FIELDS, "updated_at"])
+        changes = audit_changes(_node_values(current), _node_values(obj))
+        if changes:
+            action = "node.hold" if obj.held and not current.held else "node.release" if current.held and not obj.held else "node.update"
+            audit_record(actor=request.user, action=action, target=obj, changes=changes, request=request)
 
     search_fields = ["name"]

@@ -176,3 +176,22 @@ def test_a_nodes_fields_are_the_clusters_and_only_held_is_edited_here(admin: Cli
     assert node.held_reason == "Held by root in Django admin."
     assert admin.get("/admin/jobs/node/add/").status_code == 403
     assert admin.get(f"/admin/jobs/node/{node.pk}/delete/").status_code == 403
+
+
+def test_holding_and_releasing_a_node_in_admin_is_on_the_audit_trail(admin: Client) -> None:
+    from audit.models import AuditEntry
+
+    node = NodeFactory(name="gpu-08")
+    # From the change form, then from the node list's editable column (the way an admin ticks several at once).
+    assert admin.post(f"/admin/jobs/node/{node.pk}/change/", {"held": "on"}).status_code == 302
+    listed = {"form-TOTAL_FORMS": 1, "form-INITIAL_FORMS": 1, "form-0-id": node.pk, "_save": "Save"}
+    assert admin.post("/admin/jobs/node/", listed).status_code == 302  # "held" left out: unticked
+    node.refresh_from_db()
+    assert not node.held
+    entries = list(AuditEntry.objects.order_by("id").values_list("action", "target_type", "target_repr", "actor_username", "changes"))
+    assert entries == [
+        ("node.hold", "node", "gpu-08", "root", {"held": [False, True], "held_reason": ["", "Held by root in Django admin."]}),
+        ("node.release", "node", "gpu-08", "root", {"held": [True, False], "held_reason": ["Held by root in Django admin.", ""]}),
+    ]
+    # The audit page shows them to admins.
+    assert "node.release" in admin.get("/audit/").content.decode()
