@@ -320,6 +320,9 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     }
     for _folder in ("queue", "processed", "control"):
         (_spool / _folder).mkdir(parents=True, exist_ok=True)
+    # kombu's filesystem transport with whole writes (config/spool.py): its own lets a worker read a message being
+    # written and die of it.
+    CELERY_BROKER_TRANSPORT = "config.spool:Transport"
 else:
     # Longer than any task's hard time limit, so an unacked task is not redelivered while it runs.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}

@@ -16,27 +16,30 @@ mkdir -p "$MUSTER_DATA_DIR"
 "$BIN/python" manage.py collectstatic --noinput -v 0
 
 pids=()
+declare -A names=()
+started() { pids+=("$1"); names[$1]=$2; }
 stop() {
   trap - INT TERM EXIT
   echo; echo "stopping Muster..."
   kill "${pids[@]}" 2>/dev/null || true
   wait "${pids[@]}" 2>/dev/null || true
 }
-trap stop INT TERM EXIT
+trap 'stop; exit 130' INT TERM
+trap stop EXIT
 
 "$BIN/gunicorn" config.wsgi --bind "$HOST:$PORT" --workers 2 --threads 8 --access-logfile - --log-level warning &
-pids+=($!)
+started $! "the web server (gunicorn)"
 "$BIN/celery" -A config --quiet worker --loglevel WARNING --concurrency 1 --hostname "muster@%h" --without-gossip --without-mingle --without-heartbeat &
-pids+=($!)
+started $! "the Celery worker"
 # What-if replays (/whatif/) on their own queue and worker, so a long replay never holds up the scheduling cycle.
 "$BIN/celery" -A config --quiet worker -Q "${CELERY_TASK_DEFAULT_QUEUE:-muster}-whatif" --loglevel WARNING --concurrency 1 --hostname "whatif@%h" --without-gossip --without-mingle --without-heartbeat &
-pids+=($!)
+started $! "the what-if worker"
 "$BIN/celery" -A config --quiet beat --loglevel WARNING --schedule "$MUSTER_DATA_DIR/celerybeat-schedule" &
-pids+=($!)
+started $! "Celery beat"
 if [[ ${MUSTER_CLUSTER:-simulated} == kubernetes ]]; then
   # Pod and node events trigger a cycle at once instead of waiting for beat's next tick.
   "$BIN/python" manage.py muster_watch &
-  pids+=($!)
+  started $! "the cluster watcher (muster_watch)"
 fi
 
 # The banner only once the web server answers: a command typed straight after it must reach it.
@@ -53,7 +56,9 @@ cat <<MSG
   Logins are above (also in $MUSTER_DATA_DIR/local-logins.txt). Ctrl-C stops everything.
 
 MSG
-# Exit (and stop the others) as soon as any one of them dies.
-wait -n "${pids[@]}"
-echo "a Muster process exited; stopping the rest" >&2
+# Exit (and stop the others) as soon as any one of them dies, saying which (under `set -e` a failed `wait` left
+# the user with a traceback and "stopping Muster..." only).
+status=0
+wait -n -p died "${pids[@]}" || status=$?
+echo "${names[${died:-}]:-a Muster process} exited (status $status); stopping the rest" >&2
 exit 1
