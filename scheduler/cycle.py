@@ -92,6 +92,7 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
     with cycle_lock() as acquired:
         if not acquired:
             return CycleReport(ran=False)
+        clock_given = now is not None
         now = now or timezone.now()
         report = CycleReport(ran=True)
         # One read of the row for the cycle: the watch's count of other pods' changes now, and the last cycle's health.
@@ -114,7 +115,7 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
             _record_health(health, now, str(exc))
             return report
         _record_health(health, now, "")
-        decisions, stopped = _admit(now, report)
+        decisions, stopped, now = _admit(now, report, stamp_after_snapshot=not clock_given)
         # Preempted gangs get the grace period to checkpoint on SIGTERM.
         for job_id, attempt, ranks in stopped:
             gang_teardown(backend, job_id, attempt, range(ranks), grace_seconds=settings.MUSTER_PREEMPTION_GRACE_SECONDS)
@@ -489,15 +490,22 @@ def _charge_active(now: datetime) -> None:
 
 
 @transaction.atomic
-def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[int, int, int]]]:
+def _admit(
+    now: datetime, report: CycleReport, *, stamp_after_snapshot: bool = False
+) -> tuple[Decisions, list[tuple[int, int, int]], datetime]:
     """Carry out the policy's decisions. Each job's writes stand or fall alone.
 
     The snapshot is read before the writes, so a job may be cancelled, deleted or edited in
     between. Such a job is skipped with a log line; every other placement and preemption of
     the cycle stands (a skipped placement only leaves its GPUs idle until the next cycle).
-    Then every job left waiting gets its plan stored (`scheduler.plans`), which is all reads show.
+    Then every job left waiting gets its plan stored (`scheduler.plans`), which is all reads show. Returns the
+    time its writes were stamped with, for the launches that follow.
     """
     decisions = schedule(build_snapshot(now), policy_config())
+    if stamp_after_snapshot:
+        # Every job the snapshot holds was committed before it was read, so a placement stamped from now on never reads
+        # as before its submit. From the cycle's start, a job submitted while the cluster was observed did.
+        now = timezone.now()
     node_ids = dict(Node.objects.values_list("name", "id"))
     ids = [p.job_id for p in decisions.placements] + [p.job_id for p in decisions.preemptions] + [r.job_id for r in decisions.resizes]
     jobs = Job.objects.in_bulk(ids)
@@ -517,7 +525,7 @@ def _admit(now: datetime, report: CycleReport) -> tuple[Decisions, list[tuple[in
             placed.append(placement)
             report.placed.append(placement.job_id)
     store_plans(decisions.waiting, decisions.priorities, decisions.reservations)
-    return replace(decisions, placements=tuple(placed)), stopped
+    return replace(decisions, placements=tuple(placed)), stopped, now
 
 
 def _unless_moved(job_id: int, job: Job | None, write: Callable[[Job], Written]) -> Written | None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import time
 from collections import defaultdict
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.contrib import admin as django_admin
@@ -661,3 +663,24 @@ def test_a_job_that_fails_everywhere_counts_against_no_node(submit, sim) -> None
     sim.advance(10)
     assert Job.objects.get(pk=job_id).state == JobState.FAILED
     assert not Node.objects.filter(failures_in_row__gt=0).exists()
+
+
+def test_a_job_submitted_while_the_cycle_observed_the_cluster_is_not_placed_before_its_submit(submit, sim, monkeypatch) -> None:
+    """The cycle took its time once, at its start: a job submitted while it followed the cluster (seconds, on a real
+    one) read "PENDING 18:17:05, SCHEDULED 18:17:04" in its history."""
+    observe, submitted = sim.cluster.observe_gangs, []
+
+    def submitted_while_observing() -> Any:
+        gangs = observe()
+        time.sleep(0.01)
+        submitted.append(submit(nodes=1)["id"])
+        return gangs
+
+    monkeypatch.setattr(sim.cluster, "observe_gangs", submitted_while_observing)
+    report = run_cycle(backend=sim.cluster)
+    job = Job.objects.get(pk=submitted[0])
+    assert report.placed == [job.pk]
+    assert job.scheduled_at >= job.submitted_at
+    history = list(JobEvent.objects.filter(job=job).order_by("at", "id").values_list("to_state", flat=True))
+    assert history[:2] == ["PENDING", "SCHEDULED"]
+    assert all(a.allocated_at >= job.submitted_at for a in Allocation.objects.filter(job=job))
