@@ -11,7 +11,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from jobs.cluster import gang_name
-from jobs.models import Job
+from jobs.models import Allocation, Job
 from jobs.states import JobState
 from telemetry.catalogue import Level, Metric
 from telemetry.downsampling import bucketize, step_for
@@ -185,6 +185,39 @@ class NoRun(Exception):
     """The job has not run (or has no run of the attempt asked for)."""
 
 
+class BadRead(ValueError):
+    """A read this run cannot answer as asked (a node it never used, a window outside it): `field` names the parameter."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def run_nodes(job: Job, run: Run) -> list[str]:
+    """The names of the nodes the run held at any time, in the order of their first rank."""
+    rows = Allocation.objects.filter(job=job, attempt=run.attempt).order_by("rank", "allocated_at").values_list("node__name", flat=True)
+    return list(dict.fromkeys(rows))
+
+
+def _check_read(
+    job: Job, run: Run, *, level: Level, node: str | None, start: datetime | None, end: datetime | None, window: tuple[float, float]
+) -> None:
+    """Refuse what would otherwise answer an empty or silently different read, naming what the run has."""
+    run_start, run_end = window
+    if node is not None:
+        if level == Level.JOB:
+            raise BadRead("node", "node= picks one node's series: it applies to level=node or level=gpu, not level=job.")
+        nodes = run_nodes(job, run)
+        if node not in nodes:
+            raise BadRead("node", f"Job {job.pk} did not run on {node!r} in run {run.attempt}; its nodes: {', '.join(nodes)}.")
+    started = datetime.fromtimestamp(run_start, tz=UTC).isoformat()
+    if start is not None and start.timestamp() >= run_end:
+        until = f"ended at {datetime.fromtimestamp(run_end, tz=UTC).isoformat()}" if run.ended else "is running: it has data until now"
+        raise BadRead("start", f"Run {run.attempt} of job {job.pk} started at {started} and {until}; start= is after that.")
+    if end is not None and end.timestamp() <= run_start:
+        raise BadRead("end", f"Run {run.attempt} of job {job.pk} started at {started}; end= is before that.")
+
+
 def job_metric_read(
     job: Job,
     metric: Metric,
@@ -203,13 +236,15 @@ def job_metric_read(
     The window is clipped to the run; the step is rounded up to a multiple of the data's
     resolution (by default: the finest giving at most MUSTER_TELEMETRY_MAX_POINTS buckets).
     NCCL bus bandwidth also returns what the job pushed, as a series of origin "pushed".
-    Raises NoRun, or TelemetryUnavailable when the source cannot answer.
+    Raises NoRun; BadRead for a node the run never used (or any node at job level) and a window outside the run;
+    TelemetryUnavailable when the source cannot answer.
     """
     run = job_run(job, attempt)
     if run is None:
         raise NoRun(f"Job {job.pk} has not run{'' if attempt is None else f' an attempt {attempt}'}: it has no telemetry.")
     reader = RunReader.open(job, run, source, now=now)
     run_start, run_end = reader.window()
+    _check_read(job, run, level=level, node=node, start=start, end=end, window=(run_start, run_end))
     lo = max(run_start, start.timestamp()) if start else run_start
     hi = min(run_end, end.timestamp()) if end else run_end
     hi = max(lo, hi)

@@ -21,7 +21,7 @@ from apikit.errors import Conflict, PayloadTooLarge
 from jobs.selectors import jobs_visible_to
 from telemetry.catalogue import Level
 from telemetry.nccl_formats import PushInvalid, UnsupportedFormat
-from telemetry.selectors import NoRun, job_metric_read
+from telemetry.selectors import BadRead, NoRun, job_metric_read
 from telemetry.services import PushRefused, telemetry_push
 from telemetry.sources import TelemetryUnavailable, get_source
 from telemetry.tokens import JobTokenAuth
@@ -94,7 +94,7 @@ class JobMetricsView(APIView):
     visibility as the job: its owner and staff; anyone else gets 404.
     """
 
-    @extend_schema(parameters=[MetricsQuerySerializer], responses={200: MetricsSerializer, 409: None, 503: None})
+    @extend_schema(parameters=[MetricsQuerySerializer], responses={200: MetricsSerializer, 400: None, 409: None, 503: None})
     def get(self, request: Request, pk: int) -> Response:
         job = get_object_or_404(jobs_visible_to(request.user).prefetch_related("events"), pk=pk)
         params = {k: v for k, v in request.query_params.items() if k != "format"}
@@ -115,6 +115,8 @@ class JobMetricsView(APIView):
             )
         except NoRun as exc:
             raise Conflict(str(exc)) from exc
+        except BadRead as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from exc
         except TelemetryUnavailable as exc:
             raise TelemetryUnavailableError(f"Telemetry is unavailable: {exc}") from exc
         metric = read.metric

@@ -162,3 +162,23 @@ def test_stored_runs_do_not_need_the_source(api, finished, settings) -> None:
 def test_the_schema_lists_the_telemetry_endpoints(db) -> None:
     paths = APIClient().get("/api/schema/", {"format": "json"}).json()["paths"]
     assert "post" in paths["/api/v1/jobs/{id}/telemetry/"] and "get" in paths["/api/v1/jobs/{id}/metrics/"]
+
+
+def test_a_node_the_job_never_used_or_a_window_outside_its_run_is_400(api, finished) -> None:
+    url = metrics_url(finished.pk)
+    nodes = [s["node"] for s in api.get(url, {"metric": "gpu_util", "level": "node"}).json()["series"]]
+    response = api.get(url, {"metric": "gpu_util", "level": "gpu", "node": "nope"})
+    assert response.status_code == 400, response.content
+    message = response.json()["node"][0]
+    assert "'nope'" in message and all(node in message for node in nodes)
+    # At job level a node would be ignored: the answer would not be what was asked for.
+    response = api.get(url, {"metric": "gpu_util", "level": "job", "node": nodes[0]})
+    assert response.status_code == 400 and "level=node or level=gpu" in response.json()["node"][0]
+    assert api.get(url, {"metric": "gpu_util", "node": nodes[0]}).status_code == 400  # job is the default level
+    run = job_run(finished)
+    for start in ("2030-01-01T00:00:00Z", run.ended.isoformat()):
+        response = api.get(url, {"metric": "gpu_util", "start": start})
+        assert response.status_code == 400, response.content
+        assert f"ended at {run.ended.isoformat()}" in response.json()["start"][0]
+    response = api.get(url, {"metric": "gpu_util", "end": int(run.started.timestamp()) - 60})
+    assert response.status_code == 400 and "end= is before that" in response.json()["end"][0]
