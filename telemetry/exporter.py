@@ -21,10 +21,10 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, Min, Sum
+from django.db.models import Count, Min, Q, Sum
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -88,7 +88,7 @@ class MusterCollector(Collector):
         now = self.now or timezone.now()
         yield from self._jobs(now)
         yield self._latency()
-        yield from self._gpus_and_nodes()
+        yield from self._gpus_and_nodes(now)
         yield from self._cycle_counters()
         yield from self._health()
 
@@ -178,26 +178,63 @@ class MusterCollector(Collector):
             sum_value=sum(latencies),
         )
 
-    def _gpus_and_nodes(self) -> Iterator[GaugeMetricFamily]:
+    def _gpus_and_nodes(self, now: datetime) -> Iterator[GaugeMetricFamily]:
         nodes = GaugeMetricFamily("muster_nodes", "Known nodes by state.", labels=["state"])
+        held_nodes = GaugeMetricFamily(
+            "muster_nodes_held", "Nodes held out of placement (by an admin, or after failures in a row), by state.", labels=["state"]
+        )
         gpus_by_state = dict.fromkeys(NodeState.values, 0)
         count_by_state = dict.fromkeys(NodeState.values, 0)
         foreign_by_state = dict.fromkeys(NodeState.values, 0)
-        by_state = Node.objects.values_list("state").annotate(n=Count("id"), gpus=Sum("gpus_total"), foreign=Sum("gpus_foreign"))
-        for state, n, gpus, foreign in by_state.values_list("state", "n", "gpus", "foreign"):
+        held_by_state = dict.fromkeys(NodeState.values, 0)
+        held_gpus_by_state = dict.fromkeys(NodeState.values, 0)
+        # jobs.selectors.node_settles_until's rule, in SQL: READY again less than MUSTER_NODE_SETTLE_SECONDS ago.
+        settling = Q(ready_since__gt=now - timedelta(seconds=settings.MUSTER_NODE_SETTLE_SECONDS))
+        by_state = Node.objects.values_list("state").annotate(
+            n=Count("id"),
+            gpus=Sum("gpus_total"),
+            foreign=Sum("gpus_foreign"),
+            # Named apart from the columns they count: an annotation called `held` would hide the field from the filters.
+            n_held=Count("id", filter=Q(held=True)),
+            held_gpus=Sum("gpus_total", filter=Q(held=True)),
+            n_settling=Count("id", filter=Q(held=False) & settling),
+            open_gpus=Sum("gpus_total", filter=Q(held=False) & ~settling),
+        )
+        settling_nodes, schedulable = 0, 0
+        for state, n, gpus, foreign, held, held_gpus, settles, open_gpus in by_state.values_list(
+            "state", "n", "gpus", "foreign", "n_held", "held_gpus", "n_settling", "open_gpus"
+        ):
             count_by_state[state] = n
             gpus_by_state[state] = gpus or 0
             foreign_by_state[state] = foreign or 0
+            held_by_state[state] = held
+            held_gpus_by_state[state] = held_gpus or 0
+            if state == NodeState.READY:
+                settling_nodes, schedulable = settles, open_gpus or 0
         for state in NodeState.values:
             nodes.add_metric([state], count_by_state[state])
+            held_nodes.add_metric([state], held_by_state[state])
         yield nodes
+        yield held_nodes
+        yield GaugeMetricFamily(
+            "muster_nodes_settling",
+            "READY nodes not held that take no new work yet: back from NotReady or GONE less than MUSTER_NODE_SETTLE_SECONDS ago.",
+            value=settling_nodes,
+        )
         yield GaugeMetricFamily(
             "muster_gpus_total",
             "GPUs on nodes the cluster reports (not GONE), schedulable or not.",
             value=sum(g for s, g in gpus_by_state.items() if s != NodeState.GONE),
         )
         yield GaugeMetricFamily(
-            "muster_gpus_schedulable", "GPUs on READY nodes: what the scheduler may place on.", value=gpus_by_state[NodeState.READY]
+            "muster_gpus_schedulable",
+            "GPUs on READY nodes that take new work: neither held nor settling. What the scheduler may place on.",
+            value=schedulable,
+        )
+        yield GaugeMetricFamily(
+            "muster_gpus_held",
+            "GPUs on held nodes the cluster reports (not GONE): capacity an admin (or the failure hold) keeps from new work.",
+            value=sum(g for s, g in held_gpus_by_state.items() if s != NodeState.GONE),
         )
         allocated = Allocation.objects.filter(released_at__isnull=True).aggregate(g=Sum("gpus"))["g"] or 0
         yield GaugeMetricFamily("muster_gpus_allocated", "GPUs held by live allocations (scheduled or running jobs).", value=allocated)

@@ -112,6 +112,31 @@ def test_metrics_after_simulated_jobs(scenario: dict[str, int], sim: Any, settin
     assert value(m, "muster_cluster_reachable") == 1
 
 
+def test_held_and_settling_nodes_are_not_schedulable(db: None, settings: Any) -> None:
+    from django.utils import timezone
+
+    from tests.jobs.factories import NodeFactory
+
+    settings.MUSTER_NODE_SETTLE_SECONDS = 300
+    now = timezone.now()
+    for i in range(18):
+        NodeFactory(name=f"n{i:02}", gpus_total=8)
+    # Four held by an admin (one of them also unready), two back from NotReady a minute ago, one settled long since.
+    Node.objects.filter(name__in=["n00", "n01", "n02"]).update(held=True)
+    Node.objects.filter(name="n03").update(held=True, state=NodeState.NOT_READY)
+    Node.objects.filter(name__in=["n04", "n05"]).update(ready_since=now - timedelta(seconds=60))
+    Node.objects.filter(name="n06").update(ready_since=now - timedelta(seconds=900))
+    m = parse(metrics_text(now=now))
+    assert value(m, "muster_gpus_total") == 144
+    assert value(m, "muster_gpus_schedulable") == (18 - 4 - 2) * 8
+    assert value(m, "muster_gpus_held") == 32
+    assert value(m, "muster_nodes_held", state="READY") == 3 and value(m, "muster_nodes_held", state="NOT_READY") == 1
+    assert value(m, "muster_nodes_settling") == 2
+    assert value(m, "muster_nodes", state="READY") == 17
+    # Once settled they take work again.
+    assert value(parse(metrics_text(now=now + timedelta(seconds=300))), "muster_gpus_schedulable") == (18 - 4) * 8
+
+
 def test_cycle_counters_count_failures_outages_and_skips(submit: Any, sim: Any) -> None:
     submit(nodes=2)
     run_cycle(backend=RefusingCluster(sim.cluster), now=sim.clock())
