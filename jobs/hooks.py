@@ -47,6 +47,7 @@ class SubmitCheck(Protocol):
         gpus_per_node: int,
         wall_time_seconds: int,
         preemptible: bool,
+        gpu_fraction: float | None,  # a slice of one GPU (None: whole GPUs)
         volumes: Sequence[Mapping[str, object]],
     ) -> None: ...
 

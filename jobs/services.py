@@ -288,6 +288,7 @@ def job_submit_problems(*, owner: User, **spec: Any) -> dict[str, list[str]]:
                 gpus_per_node=ask.gpus_per_node,
                 wall_time_seconds=spec["wall_time_seconds"],
                 preemptible=bool(spec.get("preemptible")),
+                gpu_fraction=ask.gpu_fraction,
                 volumes=spec.get("volumes") or (),
             )
         )

@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F, Sum
+from django.db.models import F, Max, Sum
 from django.utils import timezone
 
 from audit.services import audit_changes, audit_record
@@ -62,17 +63,19 @@ def quota_check_job(
     gpus_per_node: int,
     wall_time_seconds: int,
     preemptible: bool = False,
+    gpu_fraction: float | None = None,
     **_spec: object,
 ) -> None:
     """Reject a job that its owner's or team's limits could never let run, naming each limit.
 
     Raises ValidationError({field: [messages]}). Limits that can pass later (GPUs in
-    use, node-hours left this period) are not checked here: such jobs wait. A
-    preemptible job may exceed `max_gpus` by borrowing idle GPUs.
+    use, node-hours left this period) are not checked here: such jobs wait, unless the job needs more than a whole
+    period's budget, which no period gives. A preemptible job may exceed `max_gpus` by borrowing idle GPUs.
     """
     errors: dict[str, list[str]] = {}
     gpus = held_gpus(nodes, gpus_per_node)
     node_hours = nodes * wall_time_seconds / 3600
+    least = _least_node_hours(nodes, gpus_per_node, wall_time_seconds, gpu_fraction)
     accounts = [effective_limits(user=owner)] + ([effective_limits(team=team)] if team is not None else [])
     for limits in accounts:
         whose = _whose(limits)
@@ -93,8 +96,28 @@ def quota_check_job(
                 f"{node_hours:.3g} node-hours; {whose} allows at most {limits.max_node_hours_per_job:.3g} node-hours per job "
                 "(counted by whole nodes, whatever share of a node the job takes)."
             )
+        budget = limits.node_hours_per_period
+        if budget is not None and least > budget:
+            # Else it was accepted and waited for good: "[waits] ... It renews 2026-12-01", and then it did not fit either.
+            errors.setdefault("wall_time_seconds", []).append(
+                f"The job would use at least {least:.3g} node-hours of its budget; {whose} gives {budget:.3g} node-hours "
+                f"a {settings.MUSTER_BUDGET_PERIOD} in all, so it could never start. Submit it shorter or on fewer nodes, "
+                "or ask an admin to raise the budget."
+            )
     if errors:
         raise ValidationError(errors)
+
+
+def _least_node_hours(nodes: int, gpus_per_node: int, wall_time_seconds: int, gpu_fraction: float | None) -> float:
+    """The least the job can charge a budget, as the ledger charges (the share of each node it holds): a gang whole
+    nodes; a single-node job its GPUs (or its slice of one) over the largest node's, since which node it gets is
+    not known yet."""
+    hours = wall_time_seconds / 3600
+    if nodes > 1:
+        return nodes * hours
+    largest = Node.objects.exclude(state=NodeState.GONE).aggregate(most=Max("gpus_total"))["most"] or gpus_per_node
+    gpus = gpu_fraction if gpu_fraction is not None else gpus_per_node
+    return min(1.0, gpus / max(largest, 1)) * hours
 
 
 def ledger_charge(*, job: Job, until: datetime) -> None:

@@ -254,6 +254,24 @@ def test_node_hours_per_job_over_the_quota_is_rejected(api: APIClient, user: Any
     rejected(api.post("/api/v1/jobs/", payload, format="json"), "nodes", "32 node-hours", "at most 16 node-hours per job")
 
 
+def test_a_job_needing_more_than_a_whole_periods_budget_is_rejected(api: APIClient, vision: Any, sim: Any) -> None:
+    """It was accepted and waited for good: `--test-only` said "[waits] ... It renews 2026-12-01", and at the renewal
+    it did not fit either."""
+    Quota.objects.create(team=vision, node_hours_per_period=4)
+    before = Job.objects.count()
+    response = api.post("/api/v1/jobs/", job_payload(team="vision", nodes=2, wall_time_seconds=3 * 3600), format="json")
+    rejected(response, "wall_time_seconds", "at least 6 node-hours", "team vision gives 4 node-hours a month in all", "never start")
+    # A single-node job is counted by its share of the largest node: 4 of 8 GPUs for 6 h is 3 node-hours.
+    response = api.post("/api/v1/jobs/", job_payload(team="vision", nodes=1, gpus_per_node=4, wall_time_seconds=6 * 3600), format="json")
+    assert response.status_code == 201, response.content
+    rejected(
+        api.post("/api/v1/jobs/", job_payload(team="vision", nodes=1, gpus_per_node=8, wall_time_seconds=5 * 3600), format="json"),
+        "wall_time_seconds",
+        "at least 5 node-hours",
+    )
+    assert Job.objects.count() == before + 1
+
+
 def test_the_teams_limits_apply_too(api: APIClient, vision: Any, nothing_written: None) -> None:
     Quota.objects.create(team=vision, max_gpus=8, max_wall_time_seconds=600)
     response = api.post("/api/v1/jobs/", job_payload(team="vision", nodes=2, gpus_per_node=8), format="json")
