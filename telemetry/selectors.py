@@ -61,16 +61,47 @@ def expected_seconds(job: Job) -> float:
     return float(job.wall_time_seconds)
 
 
+def _placements(allocations: list[Allocation]) -> tuple[RankPlacement, ...]:
+    """One placement per node the run held, with the windows it held it when that was not the whole run.
+
+    The gang's first allocations and its last releases are the run's ends (written in the transactions of the state
+    changes, a moment apart from the events that start and end the run); only a resize's fall inside it.
+    """
+    by_node: dict[str, list[Allocation]] = {}
+    for a in sorted(allocations, key=lambda a: (a.allocated_at, a.rank)):
+        by_node.setdefault(a.node.name, []).append(a)
+    if not by_node:
+        return ()
+    first = min(a.allocated_at for a in allocations)
+    last = None if any(a.released_at is None for a in allocations) else max(a.released_at for a in allocations if a.released_at)
+    placements = []
+    for held in by_node.values():
+        windows = tuple(
+            (
+                -math.inf if a.allocated_at == first else a.allocated_at.timestamp(),
+                None if a.released_at is None or a.released_at == last else a.released_at.timestamp(),
+            )
+            for a in held
+        )
+        whole = windows == ((-math.inf, None),)
+        last_held = held[-1]  # a node that held two ranks one after the other is labelled with the later
+        node = last_held.node
+        # A GPU slice is charted as its whole GPU (one series): see telemetry.page.shared_gpu_note.
+        placements.append(RankPlacement(last_held.rank, node.name, node.rack, max(1, int(last_held.gpus)), () if whole else windows))
+    return tuple(sorted(placements, key=lambda p: (p.rank, p.held[0][0] if p.held else -math.inf)))
+
+
 def job_target(job: Job, run: Run) -> JobTarget:
-    """Where and when one run of the job ran, as a telemetry source needs it (uses prefetched allocations)."""
-    allocations = sorted((a for a in job.allocations.all() if a.attempt == run.attempt), key=lambda a: (a.rank, a.allocated_at))
-    # An elastic job shrunk and grown back onto the same node holds a rank twice in one run: one placement of it.
-    placed = {(a.rank, a.node.name): a for a in allocations}
+    """Where and when one run of the job ran, as a telemetry source needs it (uses prefetched allocations).
+
+    An elastic job resized during the run held some nodes only part of it: their placements carry the windows they
+    were held, and every source reads each node's series over those windows only.
+    """
+    allocations = [a for a in job.allocations.all() if a.attempt == run.attempt]
     return JobTarget(
         job_id=job.pk,
         attempt=run.attempt,
-        # A GPU slice is charted as its whole GPU (one series): see telemetry.page.shared_gpu_note.
-        ranks=tuple(RankPlacement(a.rank, a.node.name, a.node.rack, max(1, int(a.gpus))) for a in placed.values()),
+        ranks=_placements(allocations),
         started=run.started.timestamp(),
         ended=run.ended.timestamp() if run.ended else None,
         expected_seconds=expected_seconds(job),

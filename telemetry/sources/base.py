@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from telemetry.catalogue import Level, Metric
-from telemetry.downsampling import Buckets
+from telemetry.downsampling import NAN, Buckets
 
 
 class TelemetryUnavailable(Exception):
@@ -15,10 +15,36 @@ class TelemetryUnavailable(Exception):
 
 @dataclass(frozen=True)
 class RankPlacement:
+    """A node the attempt held, with its rank, and when (an elastic job resized holds some nodes only part of the run).
+
+    `held` is the node's [from, to) windows in seconds since the epoch (`to` None while held); empty means the whole run.
+    A node that held two ranks one after the other keeps the later rank number.
+    """
+
     rank: int
     node: str
     rack: str
     gpus: int
+    held: tuple[tuple[float, float | None], ...] = ()
+
+    def holds(self, t: float) -> bool:
+        return not self.held or any(lo <= t and (hi is None or t < hi) for lo, hi in self.held)
+
+    def overlaps(self, lo: float, hi: float) -> bool:
+        """Whether the node was held at some time in [lo, hi)."""
+        return not self.held or any(a < hi and (b is None or lo < b) for a, b in self.held)
+
+
+def held_only(buckets: Buckets, placement: RankPlacement) -> Buckets:
+    """The buckets with every bucket outside the node's held windows a gap: what a node did for other jobs is not this one's."""
+    if not placement.held:
+        return buckets
+    out = Buckets(buckets.first, buckets.step, list(buckets.mean), list(buckets.min), list(buckets.max), list(buckets.count))
+    for i, t in enumerate(buckets.times()):
+        if out.count[i] and not placement.overlaps(t, t + buckets.step):
+            out.mean[i] = out.min[i] = out.max[i] = NAN
+            out.count[i] = 0
+    return out
 
 
 @dataclass(frozen=True)
@@ -38,12 +64,21 @@ class JobTarget:
     pod_prefix: str = ""
 
     @property
+    def resized(self) -> bool:
+        """Whether some node was held only part of the run (an elastic job shrunk or grown)."""
+        return any(r.held for r in self.ranks)
+
+    def by_rank(self) -> dict[int, RankPlacement]:
+        """One placement per rank number (the last node that held it): the gang's shape, whatever its resizes."""
+        return {r.rank: r for r in self.ranks}
+
+    @property
     def nodes(self) -> int:
-        return len(self.ranks)
+        return len(self.by_rank())
 
     @property
     def gpus(self) -> int:
-        return sum(r.gpus for r in self.ranks)
+        return sum(r.gpus for r in self.by_rank().values())
 
     @property
     def racks(self) -> set[str]:

@@ -51,7 +51,8 @@ from django.conf import settings
 
 from telemetry.catalogue import Level, Metric, Scope
 from telemetry.downsampling import NAN, Buckets
-from telemetry.sources.base import JobTarget, Series, TelemetryUnavailable
+from telemetry.rollups import roll_up
+from telemetry.sources.base import JobTarget, Series, TelemetryUnavailable, held_only
 
 # Each bucket needs its mean (sum / count), minimum, maximum and sample count: four range queries per metric.
 AGGREGATIONS = ("sum", "min", "max", "count")
@@ -171,6 +172,11 @@ class PrometheusTelemetry:
         if not self.url:
             raise TelemetryUnavailable("No Prometheus is configured (MUSTER_TELEMETRY_PROMETHEUS_URL is empty).")
         level = metric.finest_level(level)
+        if level == Level.JOB and metric.scope != Scope.JOB and target.resized:
+            # Prometheus would sum every node over the whole run, though some were held only part of it (and, for
+            # InfiniBand, carried other jobs' traffic the rest of the time): each node's series is cut to the windows
+            # it was held, then combined here, exactly as Prometheus would (sums over counts).
+            return roll_up(self.read(target, metric, start=start, end=end, step=step, level=Level.NODE), Level.JOB)
         first = math.floor(start / step)
         length = max(0, math.ceil(end / step) - first)
         if not length:
@@ -193,6 +199,8 @@ class PrometheusTelemetry:
                     if 0 <= index < length:
                         self._fold(group.buckets.setdefault(index, _Quad()), aggregation, float(raw))
         series = [self._series(g, target, metric, level, first, step, length) for g in groups.values()]
+        if target.resized and level != Level.JOB:
+            series = self._held(series, target)
         return sorted(series, key=lambda s: (s.rank if s.rank is not None else -1, s.node, s.gpu))
 
     def _group(self, groups: dict[tuple, _Group], target: JobTarget, metric: Metric, level: Level, labels: dict) -> _Group | None:
@@ -206,9 +214,12 @@ class PrometheusTelemetry:
                 node = labels.get(self.node_label, "")
                 rank = by_node.get(node)
             else:
-                # On its rank's node (the pod's name says which rank), else where its host label says.
+                # On its rank's node (the pod's name says which rank; a rank re-placed by a resize ran on several nodes,
+                # the host label says which), else where its host label says.
                 rank = self._pod_rank(target, labels.get("pod", ""))
-                placement = next((r for r in target.ranks if r.rank == rank), None)
+                host = next((labels[h] for h in self.hostname_labels if labels.get(h)), "")
+                candidates = [r for r in target.ranks if r.rank == rank]
+                placement = next((r for r in candidates if r.node == host), candidates[0] if candidates else None)
                 if placement is not None:
                     node = placement.node
                 else:
@@ -227,6 +238,20 @@ class PrometheusTelemetry:
         if group is None:
             group = groups[key] = _Group(node, gpu, rank)
         return group
+
+    @staticmethod
+    def _held(series: list[Series], target: JobTarget) -> list[Series]:
+        """Each node's series over the windows the attempt held the node only (a bucket partly held is kept whole)."""
+        placements = {r.node: r for r in target.ranks}
+        out = []
+        for s in series:
+            placement = placements.get(s.node)
+            if placement is not None:
+                s = Series(
+                    s.metric, s.level, s.node, s.gpu, placement.rank, held_only(s.buckets, placement), s.sample_seconds, s.origin, s.attempt
+                )
+            out.append(s)
+        return out
 
     @staticmethod
     def _pod_rank(target: JobTarget, pod: str) -> int | None:

@@ -51,7 +51,7 @@ from django.conf import settings
 from telemetry.catalogue import Level, Metric, Scope
 from telemetry.downsampling import bucketize_regular
 from telemetry.rollups import roll_up
-from telemetry.sources.base import JobTarget, Series
+from telemetry.sources.base import JobTarget, RankPlacement, Series
 
 _NOISE_SIZE = 4096
 _MASK = _NOISE_SIZE - 1
@@ -174,6 +174,8 @@ class _Shape:
     busbw: float | None
     memory_mib: float
     step_seconds: float
+    # GPUs per rank number (a rank re-placed on another node by a resize keeps its shape).
+    rank_gpus: dict[int, int] = field(default_factory=dict)
 
     @property
     def loading(self) -> float:
@@ -181,11 +183,11 @@ class _Shape:
 
     def gpu_index(self, rank: int, gpu: int) -> int:
         """The GPU's place in the gang (rank 0's GPUs first)."""
-        return sum(r.gpus for r in self.target.ranks[:rank]) + gpu
+        return sum(g for r, g in self.rank_gpus.items() if r < rank) + gpu
 
     def is_idle(self, rank: int, gpu: int) -> bool:
         """A GPU the IDLE_GPUS profile gives nothing to do."""
-        first = self.target.ranks[0].gpus
+        first = self.rank_gpus.get(0, 0)
         return self.profile == Profile.IDLE_GPUS and rank == 0 and first > 2 and gpu >= first - 2
 
     def gpu_base(self, rank: int, gpu: int) -> float:
@@ -256,7 +258,8 @@ class SimulatedTelemetry:
         memory = 40_000.0 + (target.job_id * 2_654_435_761 % 35_000)
         warmup = min(WARMUP_MAX_SECONDS, max(2.0 * self.interval, WARMUP_SHARE * target.expected_seconds))
         step = STEP_MIN_SECONDS + STEP_SPREAD_SECONDS * _uniform(target.job_id, 8)
-        return _Shape(target, profile, steady_utilisation(target, profile), warmup, nccl_bus_bandwidth(target), memory, step)
+        rank_gpus = {r: p.gpus for r, p in sorted(target.by_rank().items())}
+        return _Shape(target, profile, steady_utilisation(target, profile), warmup, nccl_bus_bandwidth(target), memory, step, rank_gpus)
 
     def sample_times(self, target: JobTarget, start: float, end: float, step: int) -> tuple[list[int], int]:
         """Sample instants inside the attempt's run and [start, end), and the interval between them."""
@@ -278,6 +281,12 @@ class SimulatedTelemetry:
             buckets = bucketize_regular(times[0] if times else 0, interval, values, step, start=start, end=end)
             return Series(metric.key, lvl, node, gpu, rank, buckets, interval, self.name, target.attempt)
 
+        def held(values: list[float], placement: RankPlacement) -> list[float]:
+            """Samples while the node was held only: a node released by a resize, or not yet given, has none."""
+            if not placement.held:
+                return values
+            return [v if placement.holds(t) else math.nan for v, t in zip(values, times, strict=True)]
+
         if metric.scope == Scope.JOB:
             values = self._job_values(shape, metric.key, window)
             return [] if values is None else [series(values, Level.JOB, "", -1, None)]
@@ -285,11 +294,11 @@ class SimulatedTelemetry:
         for placement in target.ranks:
             if metric.scope == Scope.NODE:
                 values = self._node_values(shape, metric.key, placement.rank, window)
-                finest.append(series(values, Level.NODE, placement.node, -1, placement.rank))
+                finest.append(series(held(values, placement), Level.NODE, placement.node, -1, placement.rank))
                 continue
             for g in range(placement.gpus):
                 values = self._gpu_values(shape, metric.key, placement.rank, g, window)
-                finest.append(series(values, Level.GPU, placement.node, g, placement.rank))
+                finest.append(series(held(values, placement), Level.GPU, placement.node, g, placement.rank))
         return roll_up(finest, level)
 
     # --- the model ------------------------------------------------------------------------------
@@ -423,7 +432,7 @@ class SimulatedTelemetry:
                 for u, n, p in zip(util, noise, window.phase, strict=True)
             ]
         if key in ("nvlink_tx", "nvlink_rx"):
-            if shape.target.ranks[rank].gpus < 2:
+            if shape.rank_gpus.get(rank, 1) < 2:
                 return [0.0] * len(util)
             # An all-reduce receives what it sends, give or take: RX a little below TX, with its own noise.
             scale = 1.4e9 if key == "nvlink_tx" else 1.4e9 * (0.9 + 0.06 * _uniform(shape.target.job_id, rank, gpu))
