@@ -87,7 +87,11 @@ def _placements(allocations: list[Allocation]) -> tuple[RankPlacement, ...]:
         last_held = held[-1]  # a node that held two ranks one after the other is labelled with the later
         node = last_held.node
         # A GPU slice is charted as its whole GPU (one series): see telemetry.page.shared_gpu_note.
-        placements.append(RankPlacement(last_held.rank, node.name, node.rack, max(1, int(last_held.gpus)), () if whole else windows))
+        share = last_held.gpus if last_held.gpu_slot is not None else 1.0
+        slice_memory = node.slice_memory_gb * 1e9 / 2**20 if last_held.gpu_slot is not None else 0.0
+        placements.append(
+            RankPlacement(last_held.rank, node.name, node.rack, max(1, int(last_held.gpus)), () if whole else windows, share, slice_memory)
+        )
     return tuple(sorted(placements, key=lambda p: (p.rank, p.held[0][0] if p.held else -math.inf)))
 
 

@@ -26,6 +26,9 @@ class RankPlacement:
     rack: str
     gpus: int
     held: tuple[tuple[float, float | None], ...] = ()
+    # A GPU slice (MIG, time-sliced, MPS): its share of its GPU and its guaranteed memory in MiB (0: none guaranteed).
+    gpu_share: float = 1.0
+    slice_memory_mib: float = 0.0
 
     def holds(self, t: float) -> bool:
         return not self.held or any(lo <= t and (hi is None or t < hi) for lo, hi in self.held)

@@ -101,6 +101,8 @@ STRAGGLER_WINDOW = 1200
 STRAGGLER_ODDS = 3
 STRAGGLER_WAIT = 14.0
 STRAGGLER_PROFILE_WAIT = 24.0
+# An H100 SXM's memory (80 GB), in MiB.
+H100_MEMORY_MIB = 81_559.0
 # Steady bus bandwidth (GB/s) of a large all-reduce: NVLink in one node, InfiniBand in one rack.
 BUSBW_ONE_NODE = 450.0
 BUSBW_ONE_RACK = 370.0
@@ -176,6 +178,8 @@ class _Shape:
     step_seconds: float
     # GPUs per rank number (a rank re-placed on another node by a resize keeps its shape).
     rank_gpus: dict[int, int] = field(default_factory=dict)
+    # A GPU slice's share of its GPU and the memory it may use (MiB), per rank: a 1g.10gb MIG slice never shows 50 GiB.
+    rank_slice: dict[int, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def loading(self) -> float:
@@ -258,8 +262,12 @@ class SimulatedTelemetry:
         memory = 40_000.0 + (target.job_id * 2_654_435_761 % 35_000)
         warmup = min(WARMUP_MAX_SECONDS, max(2.0 * self.interval, WARMUP_SHARE * target.expected_seconds))
         step = STEP_MIN_SECONDS + STEP_SPREAD_SECONDS * _uniform(target.job_id, 8)
-        rank_gpus = {r: p.gpus for r, p in sorted(target.by_rank().items())}
-        return _Shape(target, profile, steady_utilisation(target, profile), warmup, nccl_bus_bandwidth(target), memory, step, rank_gpus)
+        placements = sorted(target.by_rank().items())
+        rank_gpus = {r: p.gpus for r, p in placements}
+        # Without guaranteed memory (time-slicing) a slice gets its share of an H100's.
+        rank_slice = {r: (p.gpu_share, p.slice_memory_mib or H100_MEMORY_MIB * p.gpu_share) for r, p in placements if p.gpu_share < 1}
+        steady = steady_utilisation(target, profile)
+        return _Shape(target, profile, steady, warmup, nccl_bus_bandwidth(target), memory, step, rank_gpus, rank_slice)
 
     def sample_times(self, target: JobTarget, start: float, end: float, step: int) -> tuple[list[int], int]:
         """Sample instants inside the attempt's run and [start, end), and the interval between them."""
@@ -398,6 +406,19 @@ class SimulatedTelemetry:
         return out
 
     def _gpu_values(self, shape: _Shape, key: str, rank: int, gpu: int, window: _Window) -> list[float]:
+        values = self._whole_gpu_values(shape, key, rank, gpu, window)
+        if rank not in shape.rank_slice:
+            return values
+        share, memory = shape.rank_slice[rank]
+        if key == "fb_used":
+            # Its working set fills the slice's memory as a job's fills a GPU's, never past it.
+            scale = min(1.0, 0.9 * memory / (shape.memory_mib + 150.0))
+            return [min(memory, v * scale) for v in values]
+        if key in ("pcie_tx", "pcie_rx", "nvlink_tx", "nvlink_rx"):
+            return [v * share for v in values]  # its share of the GPU's work moves its share of the traffic
+        return values
+
+    def _whole_gpu_values(self, shape: _Shape, key: str, rank: int, gpu: int, window: _Window) -> list[float]:
         util = self._utilisation(shape, rank, gpu, window)
         if key == "gpu_util":
             return util
