@@ -11,6 +11,7 @@ from django.conf import settings
 
 from frontend.templatetags.muster import duration
 from jobs.models import Job
+from jobs.validators import env_errors
 
 # No autocomplete="off": with it the browser forgets what was typed when the user comes back to the form (Back).
 MONO = {"class": "mono", "spellcheck": "false", "autocapitalize": "off"}
@@ -235,7 +236,7 @@ class JobForm(forms.Form):
         ]
 
     def clean_volumes(self) -> list[dict[str, Any]]:
-        volumes = []
+        volumes, errors = [], []
         for number, line in enumerate(self.cleaned_data["volumes"].splitlines(), start=1):
             text = line.strip()
             if not text:
@@ -243,19 +244,29 @@ class JobForm(forms.Form):
             read_only = text.endswith(":ro")
             claim, sep, path = text.removesuffix(":ro").partition(":")
             if not sep or not claim.strip() or not path.strip():
-                raise forms.ValidationError(f"Line {number}: write CLAIM:/mount/path (and :ro to mount it read-only).")
+                errors.append(f"Line {number}: write CLAIM:/mount/path (and :ro to mount it read-only).")
+                continue
             volumes.append({"claim": claim.strip(), "mount_path": path.strip(), "read_only": read_only})
+        if errors:
+            raise forms.ValidationError(errors)
         return volumes
 
     def clean_env(self) -> dict[str, str]:
+        """Every mistake at once: lines without '=' and the names the API would refuse (it is not asked while a line
+        is wrong, so they showed one submit later)."""
         env: dict[str, str] = {}
+        errors: list[str] = []
         for number, line in enumerate(self.cleaned_data["env"].splitlines(), start=1):
             if not line.strip():
                 continue
             name, sep, value = line.partition("=")
             if not sep:
-                raise forms.ValidationError(f"Line {number} has no '=': write NAME=value.")
+                errors.append(f"Line {number} has no '=': write NAME=value.")
+                continue
             env[name.strip()] = value
+        errors += env_errors(env)
+        if errors:
+            raise forms.ValidationError(errors)
         return env
 
     def api_payload(self) -> dict[str, Any]:

@@ -271,6 +271,16 @@ def job_submit_problems(*, owner: User, **spec: Any) -> dict[str, list[str]]:
                 problems.setdefault(key, []).extend(m for m in messages if m not in problems.get(key, []))
 
     collect(lambda: job_check_priority_class(owner, spec.get("priority_class"), spec.get("team")))
+    if spec.get("nodes") is None and spec.get("gpus_per_node") is not None and spec.get("min_nodes") is None:
+        # The nodes are wrong or missing, but GPUs per node beyond every node is a mistake of its own: said now, not
+        # one submit later. (Only that one: the rest depends on the nodes.)
+        alone: dict[str, list[str]] = {}
+        try:
+            job_check_fits_cluster(ResourceAsk.of({**spec, "nodes": 1}))
+        except ValidationError as exc:
+            alone = {k: v for k, v in exc.message_dict.items() if k == "gpus_per_node"}
+        for key, messages in alone.items():
+            problems.setdefault(key, []).extend(messages)
     if spec.get("nodes") is None or spec.get("gpus_per_node") is None:
         return problems
     ask = ResourceAsk.of(spec)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, cast
 
 from django.conf import settings
@@ -272,6 +273,8 @@ def submit_problems(serializer: JobSubmitSerializer, owner: User) -> tuple[dict[
         problems = job_submit_problems(owner=owner, **spec)
         return problems, None if problems else spec
     errors: dict[str, Any] = dict(serializer.errors)
+    if not isinstance(serializer.initial_data, Mapping):
+        return errors, None  # not an object: no field to look at
     valid = serializer.valid_fields()
     if not ELASTIC_FIELDS & set(errors):
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import QuerySet, prefetch_related_objects
 from django.http import StreamingHttpResponse
@@ -40,6 +41,7 @@ from api.jobs.serializers import (
     QueueEntrySerializer,
     SubmitCheckSerializer,
     queue_summary,
+    submit_problems,
 )
 from api.telemetry.authentication import IsAuthenticatedOrJobToken, JobTokenIfPresented
 from apikit.pagination import NodePagination, QueuePagination
@@ -82,8 +84,8 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     )
     def create(self, request: Request, *args: object, **kwargs: object) -> Response:
         serializer = JobSubmitSerializer(data=request.data, context=self.get_serializer_context())
-        serializer.is_valid(raise_exception=True)
         owner = api_user(request)
+        _valid_or_every_problem(serializer, owner)
         spec = dict(serializer.validated_data)
         notify = spec.pop("notify", None)
         submitted = submit_once(request, owner, lambda: _with_notify([job_submit(owner=owner, **spec)], notify))
@@ -107,8 +109,8 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     @action(detail=False, methods=["post"])
     def array(self, request: Request) -> Response:
         serializer = JobArraySubmitSerializer(data=request.data, context=self.get_serializer_context())
-        serializer.is_valid(raise_exception=True)
         owner = api_user(request)
+        _valid_or_every_problem(serializer, owner)
         spec = dict(serializer.validated_data)
         indices = spec.pop("array")
         notify = spec.pop("notify", None)
@@ -132,7 +134,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         with_array = "array" in request.data if isinstance(request.data, dict) else False
         serializer_class = JobArraySubmitSerializer if with_array else JobSubmitSerializer
         serializer = serializer_class(data=request.data, context=self.get_serializer_context())
-        serializer.is_valid(raise_exception=True)
+        _valid_or_every_problem(serializer, api_user(request))
         spec = dict(serializer.validated_data)
         spec.pop("notify", None)
         count = len(spec.pop("array", [None]))
@@ -149,7 +151,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     @action(detail=False, methods=["post"])
     def estimate(self, request: Request) -> Response:
         serializer = JobSubmitSerializer(data=request.data, context=self.get_serializer_context())
-        serializer.is_valid(raise_exception=True)
+        _valid_or_every_problem(serializer, api_user(request))
         estimate = job_estimate(owner=api_user(request), spec=dict(serializer.validated_data))
         return Response(EstimateSerializer(estimate).data)
 
@@ -286,6 +288,14 @@ class QueueView(ListAPIView):
         paginator.summary, paginator.total = queue_summary(counts), counts.pending
         page = paginator.paginate_queryset(self.get_queryset(), request, view=self) or []
         return paginator.get_paginated_response(self.get_serializer(queue_entries(page), many=True).data)
+
+
+def _valid_or_every_problem(serializer: JobSubmitSerializer, owner: User) -> None:
+    """A submit's body is refused with every reason at once: a missing wall time used to hide a refused class, an
+    elastic slice or a quota until it was given."""
+    if not serializer.is_valid():
+        errors, _ = submit_problems(serializer, owner)
+        raise ValidationError(errors)
 
 
 def _with_notify(jobs: list[Job], notify: dict[str, Any] | None) -> list[Job]:

@@ -163,6 +163,22 @@ def test_every_bad_field_is_reported_at_once(api: APIClient, nothing_written: No
     assert {"nodes", "image", "command", "env"} <= set(body)
 
 
+@pytest.mark.parametrize("url", ["/api/v1/jobs/", "/api/v1/jobs/array/", "/api/v1/jobs/validate/", "/api/v1/jobs/estimate/"])
+def test_a_missing_field_does_not_hide_the_refusals_of_the_others(
+    api: APIClient, sim: Any, settings: Any, nothing_written: None, url: str
+) -> None:
+    """Only "wall_time_seconds: This field is required." was said; the class kept for others and the elastic slice
+    were refused one request later."""
+    settings.MUSTER_PRIORITY_CLASS_ACCESS = {"production": {"ops"}}
+    payload = job_payload(priority_class="production", min_nodes=2, max_nodes=8, gpu_fraction=0.5, array="0-3")
+    for field in ("wall_time_seconds", "nodes") + (() if "array" in url else ("array",)):
+        del payload[field]
+    body = api.post(url, payload, format="json").json()
+    assert body["wall_time_seconds"] == ["This field is required."]
+    assert body["priority_class"][0].startswith("The production class is kept for admins and jobs of team ops")
+    assert body["min_nodes"] == ["A GPU slice is a single-node job; it cannot be elastic."]
+
+
 # --- image references ----------------------------------------------------------------------------
 
 

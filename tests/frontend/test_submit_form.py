@@ -9,9 +9,10 @@ from django.test import Client
 
 from audit.models import AuditEntry
 from jobs.models import Job, JobEvent
-from quotas.models import Quota, UsageCharge
+from quotas.models import Quota, TeamVolume, UsageCharge
 from tests.conftest import PASSWORD, make_sim, session_for
 from tests.frontend.forms import submit_form
+from tests.quotas.factories import TeamFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -26,6 +27,23 @@ def test_field_errors_cross_field_errors_and_limits_come_in_one_round(user: Any,
     assert errors["min_nodes"] == ["An elastic job runs on at least this many nodes and at most Nodes (2): give fewer than 2."]
     assert any("allows at most 8 at once" in e for e in errors["nodes"])
     assert errors["wall_time_minutes"] == ["your quota (user alice) allows at most 60 minutes (1 h) per job; you asked for 90."]
+    assert not Job.objects.exists()
+
+
+def test_every_bad_line_of_env_and_volumes_and_gpus_beyond_any_node_are_said_in_the_first_round(user: Any, sim: Any) -> None:
+    """Only "Line 2 has no '='" was said; the bad names and the 99 GPUs came one submit later."""
+    team = TeamFactory(name="vision")
+    team.members.add(user)
+    TeamVolume.objects.create(team=team, claim="ckpt", read_only=False)
+    env = "1BAD=x\nNOEQUALS\nMASTER_PORT=1"
+    form = submit_form(team="vision", env=env, volumes="data\nckpt:/ckpt\n:/x", nodes="0", gpus_per_node="99")
+    errors = session_for(user).post("/jobs/new/", form).context["form"].errors
+    assert errors["env"][0] == "Line 2 has no '=': write NAME=value."
+    assert any("'1BAD' is not a valid variable name" in e for e in errors["env"])
+    assert any(e.startswith("MASTER_PORT cannot be set by a job") for e in errors["env"])
+    assert [e[:7] for e in errors["volumes"]] == ["Line 1:", "Line 3:"]
+    assert errors["gpus_per_node"] == ["No node has 99 GPUs; the largest node has 8."]
+    assert "nodes" in errors
     assert not Job.objects.exists()
 
 
