@@ -10,7 +10,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib import admin as django_admin
 from django.db.models import Sum
 from django.utils import timezone
 
@@ -618,7 +617,7 @@ def test_a_failed_ranks_retry_is_placed_away_from_the_node_it_failed_on(submit, 
     assert Allocation.objects.get(job_id=job_id, attempt=2).node.name != failed_on
 
 
-def test_a_node_that_fails_gang_after_gang_is_held_out_of_placement(api, submit, sim, settings) -> None:
+def test_a_node_that_fails_gang_after_gang_is_held_out_of_placement(api, submit, sim, settings, admin_user) -> None:
     settings.MUSTER_NODE_FAILURE_HOLD = 2
 
     def fails_there_then_succeeds_elsewhere() -> tuple[int, str]:
@@ -647,8 +646,7 @@ def test_a_node_that_fails_gang_after_gang_is_held_out_of_placement(api, submit,
     shown = api.get(f"/api/v1/nodes/{node}/").json()
     assert shown["held"] is True and "2 gangs in a row failed on it and then succeeded elsewhere" in shown["held_reason"]
     # An admin who checked the node clears the hold in Django admin: it takes work again, with a fresh count.
-    held.held = False
-    django_admin.site._registry[Node].save_model(None, held, None, True)
+    assert session_for(admin_user).post(f"/admin/jobs/node/{held.pk}/change/", {}).status_code == 302  # "held" unticked
     cleared = Node.objects.get(name=node)
     assert (cleared.held, cleared.failures_in_row, cleared.held_reason) == (False, 0, "")
     assert next(v for v in node_views(timezone.now()) if v.name == node).schedulable
