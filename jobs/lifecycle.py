@@ -156,6 +156,17 @@ def job_wall_time_passed(job: Job, *, now: datetime) -> bool:
     return bool(placed and now >= placed + timedelta(seconds=job.wall_time_seconds))
 
 
+def job_launch_note(job: Job, *, note: str) -> None:
+    """Say on a launching (SCHEDULED) job's page what keeps its gang from coming up, after where it was placed: no
+    transition, no event (it may change every cycle). Before, it read "Placed on gpu-node-00." for the whole launch
+    timeout while kube-scheduler said why it could not bind the pod."""
+    placed = job.state_reason.split(" Not running yet: ")[0]
+    reason = fit_reason(f"{placed} Not running yet: {note}" if note else placed)
+    if reason != job.state_reason:
+        Job.objects.filter(pk=job.pk, state=JobState.SCHEDULED, attempt=job.attempt).update(state_reason=reason)
+        job.state_reason = reason
+
+
 def job_launch_overdue(job: Job, *, now: datetime) -> bool:
     """SCHEDULED for longer than a launch may take to come up."""
     return bool(

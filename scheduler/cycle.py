@@ -26,6 +26,7 @@ from jobs.errors import IllegalTransition
 from jobs.hooks import pod_secret_env
 from jobs.lifecycle import (
     job_launch_failed,
+    job_launch_note,
     job_launch_overdue,
     job_mark_running,
     job_place,
@@ -240,12 +241,34 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         # The cluster's doing, not the job's: no failed launch, no backoff; the next placement sees what changed.
         _requeued(backend, job_requeue(job, now=now, why=unbindable), report)
         return
+    unbound = [p for p in pods if p.phase == PodPhase.PENDING and p.reason == UNSCHEDULABLE]
     if job_launch_overdue(job, now=now):
         pending = [p for p in pods if p.phase == PodPhase.PENDING]
         said = next((p for p in pending if p.message), None)
         detail = f"; rank {said.rank}: {said.message.rstrip('.')}." if said is not None else "."
         why = f"{len(pending)} of {job.nodes} pods were not running {settings.MUSTER_LAUNCH_TIMEOUT_SECONDS} s after launch{detail}"
-        _launch_failed(backend, job, now, report, why)
+        # Where kube-scheduler would not bind a rank (a node short of CPU or memory for pods Muster did not start, say),
+        # the next attempt goes elsewhere if it fits: else it was placed on the same node again and again.
+        planned = job_assigned_nodes(job)
+        avoid = sorted({planned[p.rank] for p in unbound if p.rank < len(planned)})
+        _launch_failed(backend, job, now, report, why, avoid_nodes=avoid)
+        return
+    if job.state == JobState.SCHEDULED:
+        _note_unbound(job, unbound)
+
+
+def _note_unbound(job: Job, unbound: list[PodStatus]) -> None:
+    """A launching gang's rank kube-scheduler will not bind, for a cause Muster does not know (CPU or memory other pods
+    hold, a volume claim that does not exist): said on the job while the launch timeout runs."""
+    said = next((p for p in unbound if p.message), None)
+    note = ""
+    if said is not None and job.scheduled_at is not None:
+        until = job.scheduled_at + timedelta(seconds=settings.MUSTER_LAUNCH_TIMEOUT_SECONDS)
+        note = (
+            f"kube-scheduler cannot bind rank {said.rank} ({said.message.rstrip('.')}). If it still cannot at "
+            f"{until:%H:%M:%S} UTC (MUSTER_LAUNCH_TIMEOUT_SECONDS), the job is placed again, elsewhere if it fits."
+        )
+    job_launch_note(job, note=note)
 
 
 def _gang_ended_at(job: Job, pods: list[PodStatus], now: datetime) -> datetime:

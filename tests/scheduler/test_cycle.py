@@ -583,6 +583,32 @@ def test_a_launching_gang_whose_unbound_pod_may_yet_be_bound_waits(submit, sim) 
     assert Job.objects.get(pk=job_id).state == JobState.SCHEDULED
 
 
+def test_a_rank_kube_scheduler_will_not_bind_for_a_cause_muster_does_not_know_is_said_then_placed_elsewhere(submit, sim, settings) -> None:
+    """A pod Muster did not start held the node's CPU: the job read "Placed on gpu-node-00." for the whole launch
+    timeout, and was then placed on the same node again and again until it failed."""
+    settings.MUSTER_LAUNCH_TIMEOUT_SECONDS = 30
+    job_id = submit(nodes=1, simulate={"duration_seconds": 600})["id"]
+    sim.cycle()
+    node = Allocation.objects.get(job_id=job_id, attempt=1).node.name
+    message = "0/10 nodes are available: 1 Insufficient cpu, 9 node(s) didn't match Pod's node affinity/selector."
+    starved = AlteredPodCluster(sim.cluster, job_id, 0, phase=PodPhase.PENDING, node_name="", reason="Unschedulable", message=message)
+    sim.clock.advance(5)
+    run_cycle(backend=starved, now=sim.clock())
+    job = Job.objects.get(pk=job_id)
+    assert job.state == JobState.SCHEDULED
+    until = job.scheduled_at + timedelta(seconds=30)
+    assert job.state_reason == (
+        f"Placed on {node}. Not running yet: kube-scheduler cannot bind rank 0 ({message.rstrip('.')}). If it still cannot "
+        f"at {until:%H:%M:%S} UTC (MUSTER_LAUNCH_TIMEOUT_SECONDS), the job is placed again, elsewhere if it fits."
+    )
+    sim.clock.advance(30)
+    run_cycle(backend=starved, now=sim.clock())
+    job.refresh_from_db()
+    assert job.state == JobState.PENDING and job.avoid_nodes == [node]
+    sim.advance(60)  # past the launch's backoff
+    assert Allocation.objects.get(job_id=job_id, attempt=2).node.name != node
+
+
 def test_a_pod_still_creating_its_container_waits_for_the_launch_timeout(submit, sim) -> None:
     job_id = submit(nodes=1, simulate={"duration_seconds": 600})["id"]
     sim.cycle()
