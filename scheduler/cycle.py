@@ -21,7 +21,15 @@ from django.utils import timezone
 
 from jobs.arrays import array_env
 from jobs.cluster import ClusterBackend, ClusterRefuses, ClusterUnavailable, GangSpec, PodPhase, PodStatus, get_backend
-from jobs.cluster.base import DEADLINE_EXCEEDED, LAUNCH_ERRORS, UNSCHEDULABLE, GpuSlice, refused_by_node, stopped_by_cluster
+from jobs.cluster.base import (
+    DEADLINE_EXCEEDED,
+    LAUNCH_ERRORS,
+    UNSCHEDULABLE,
+    GpuSlice,
+    LaunchRefused,
+    refused_by_node,
+    stopped_by_cluster,
+)
 from jobs.errors import IllegalTransition
 from jobs.hooks import pod_secret_env
 from jobs.lifecycle import (
@@ -681,7 +689,8 @@ def _complete_launch(backend: ClusterBackend, job: Job, now: datetime, report: C
         raise
     except Exception as exc:
         logger.exception("completing the launch of job %s attempt %s failed", job.pk, job.attempt)
-        _launch_failed(backend, job, now, report, f"The cluster refused the launch: {exc}")
+        transient = isinstance(exc, LaunchRefused) and exc.transient
+        _launch_failed(backend, job, now, report, f"The cluster refused the launch: {exc}", transient=transient)
 
 
 def _launch(backend: ClusterBackend, decisions: Decisions, now: datetime, report: CycleReport) -> None:
@@ -692,7 +701,7 @@ def _launch(backend: ClusterBackend, decisions: Decisions, now: datetime, report
         try:
             backend.launch_gang(_gang_spec(job, placement.node_names))
         except Exception as exc:
-            if isinstance(exc, ClusterUnavailable | VolumeWithdrawn):  # expected, and its message says what to do: no traceback
+            if isinstance(exc, ClusterUnavailable | VolumeWithdrawn | LaunchRefused):  # expected, its message says why: no traceback
                 logger.warning("launch of job %s attempt %s failed: %s", job.pk, job.attempt, exc)
                 if isinstance(exc, ClusterRefuses):  # not a passing error: an operator must act
                     report.cluster_error = str(exc)
@@ -700,8 +709,8 @@ def _launch(backend: ClusterBackend, decisions: Decisions, now: datetime, report
                 logger.exception("launch of job %s attempt %s failed", job.pk, job.attempt)
             report.launch_failed.append(job.pk)
             try:
-                transient = isinstance(exc, ClusterUnavailable)
-                why = f"The cluster {'failed' if transient else 'refused'} the launch: {exc}"
+                transient = isinstance(exc, ClusterUnavailable) or (isinstance(exc, LaunchRefused) and exc.transient)
+                why = f"The cluster {'failed' if isinstance(exc, ClusterUnavailable) else 'refused'} the launch: {exc}"
                 _launch_failed(backend, job, now, report, why, transient=transient)
             except IllegalTransition:
                 pass

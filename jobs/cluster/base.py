@@ -35,6 +35,16 @@ class ClusterRefuses(ClusterUnavailable):
     revoked) until an operator acts: every page says so until then, not only the cycle that met it."""
 
 
+class LaunchRefused(Exception):
+    """The API server refused an object of the gang, in its own words (a ResourceQuota of the jobs' namespace
+    exceeded, an admission webhook's no, a manifest it finds invalid). `transient` when the cluster's limits are the
+    cause, not the job: it is tried again after the backoff and the refusal does not count towards failing it."""
+
+    def __init__(self, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
 @dataclass(frozen=True)
 class ClusterNode:
     name: str

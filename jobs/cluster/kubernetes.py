@@ -40,6 +40,7 @@ from jobs.cluster.base import (
     ClusterRefuses,
     ClusterUnavailable,
     GangSpec,
+    LaunchRefused,
     PodPhase,
     PodStatus,
     gang_name,
@@ -428,6 +429,10 @@ class KubernetesCluster:
                 # the check says what is missing and what to apply, and jobs wait rather than spend failed launches.
                 _NAMESPACES_SEEN.pop(self.options.namespace, None)
                 self.prepare()
+            if exc.status is not None and 400 <= exc.status < 500:
+                # Else the job's reason was the client's whole dump (headers, then the body cut short before its cause).
+                said = _api_message(exc)
+                raise LaunchRefused(said, transient=exc.status == 403 and "exceeded quota" in said) from exc
             raise
 
     def _create_custom(self, resource: CustomResource, body: dict[str, Any]) -> dict[str, Any] | None:
@@ -837,3 +842,12 @@ def _closed_by(node: client.V1Node, gpu_resource: str) -> str:
             value = f"={taint.value}" if taint.value else ""
             return f"tainted {taint.key}{value}:{taint.effect}"
     return ""
+
+
+def _api_message(exc: ApiException) -> str:
+    """The API server's own sentence for a refusal (its Status object's message), else its HTTP reason."""
+    try:
+        message = json.loads(exc.body or "{}").get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return str(message or f"{exc.status} {exc.reason}")

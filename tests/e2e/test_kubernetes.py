@@ -524,6 +524,23 @@ def test_an_image_that_cannot_be_pulled_fails_the_launch_at_once_and_frees_the_n
     kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"])))
 
 
+def test_a_launch_a_resourcequota_refuses_says_the_api_servers_words_and_does_not_count_towards_failing(
+    api: APIClient, kube: KubeHarness
+) -> None:
+    """The reason was the client's whole dump ("(403) Reason: Forbidden HTTP response headers: HTTPHeaderDict(...") cut
+    before its cause, and five such launches failed the job: the site's quota on the jobs' namespace, not the job."""
+    quota = {"metadata": {"name": "gpu-cap"}, "spec": {"hard": {"requests.nvidia.com/gpu": "8"}}}
+    kube.core.create_namespaced_resource_quota(kube.namespace, quota)
+    _wait(lambda: kube.core.read_namespaced_resource_quota("gpu-cap", kube.namespace).status.hard)  # admission reads it
+    job = submit(api, nodes=2, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).launch_failures == 1, timeout=20)
+    reason = JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason
+    assert reason.startswith("The cluster refused the launch: pods ") and "exceeded quota: gpu-cap" in reason, reason
+    assert "HTTPHeaderDict" not in reason and reason.endswith("Failed launch 1 in a row; tried again in 15 s."), reason
+    assert not Allocation.objects.filter(job_id=job["id"], released_at__isnull=True).exists()
+    assert ClusterHealth.objects.get(pk=1).error == ""  # one namespace quota, not the site's cluster down
+
+
 def test_gpus_held_by_pods_muster_did_not_start_are_not_free_to_it(api: APIClient, kube: KubeHarness, other_pods: OtherPods) -> None:
     """Another scheduler's job or a notebook on a GPU node: Muster counts its GPUs as held, places around them, says
     so while a job waits, and uses them once that pod is gone."""
