@@ -332,6 +332,10 @@ class KubernetesCluster:
         shared = shared_gpus(node, self.options)
         gpus = shared.gpus if shared else _allocatable(node, self.options.gpu_resource)
         ready, closed = _ready(node), _closed_by(node, self.options.gpu_resource)
+        if not gpus and (capacity := _allocatable(node, self.options.gpu_resource, field="capacity")):
+            # A device plugin that restarts (or finds every GPU unhealthy) takes the node's allocatable to 0: read as a
+            # node gone, its running gangs were requeued, while Kubernetes leaves their pods running. Closed instead.
+            gpus, closed = capacity, closed or NO_ALLOCATABLE_GPUS
         return ClusterNode(
             name=node.metadata.name,
             gpus_total=gpus,
@@ -823,13 +827,18 @@ def _ready(node: client.V1Node) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in ((node.status and node.status.conditions) or []))
 
 
-def _allocatable(node: client.V1Node, resource: str) -> int:
+def _allocatable(node: client.V1Node, resource: str, *, field: str = "allocatable") -> int:
     """A whole-number extended resource the node offers (GPUs, RDMA devices); 0 when absent or not a count."""
-    allocatable = (node.status and node.status.allocatable) or {}
+    offered = (node.status and getattr(node.status, field)) or {}
     try:
-        return int(allocatable.get(resource, 0))
+        return int(offered.get(resource, 0))
     except ValueError:
         return 0
+
+
+# Why a GPU node with none allocatable (its device plugin restarting, or every GPU unhealthy) takes no new work; its
+# pods run on.
+NO_ALLOCATABLE_GPUS = "offering no allocatable GPUs"
 
 
 def _closed_by(node: client.V1Node, gpu_resource: str) -> str:

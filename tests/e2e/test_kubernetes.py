@@ -303,6 +303,29 @@ def test_a_node_that_stops_being_ready_requeues_its_gang_without_spending_a_rest
             time.sleep(0.5)
 
 
+def test_a_node_whose_gpus_are_no_longer_allocatable_keeps_its_gang_and_takes_no_new_work(api: APIClient, kube: KubeHarness) -> None:
+    """What a device plugin's restart (or every GPU unhealthy) looks like: allocatable nvidia.com/gpu 0, the pods run
+    on. Read as a node gone, its running gang was requeued within seconds."""
+    job = submit(api, nodes=2, max_restarts=0, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    node = api.get(f"/api/v1/jobs/{job['id']}/").json()["assigned_nodes"][1]
+    before = kube.core.read_node_status(node).status.allocatable["nvidia.com/gpu"]
+    kube.core.patch_node_status(node, {"status": {"allocatable": {"nvidia.com/gpu": "0"}}})
+    try:
+        for _ in range(3):
+            kube.cycle()
+        assert state(job["id"]) == JobState.RUNNING and Job.objects.get(pk=job["id"]).attempt == 1
+        closed = Node.objects.get(name=node)
+        assert (closed.state, closed.closed_by, closed.gpus_total) == (NodeState.CORDONED, "offering no allocatable GPUs", int(before))
+        waiting = submit(api, nodes=1, simulate={"duration_seconds": 600})
+        kube.cycle()
+        assert node not in Allocation.objects.filter(job_id=waiting["id"]).values_list("node__name", flat=True)
+    finally:
+        kube.core.patch_node_status(node, {"status": {"allocatable": {"nvidia.com/gpu": before}}})
+    kube.cycle()
+    assert Node.objects.get(name=node).state == NodeState.READY
+
+
 def test_a_drained_node_requeues_its_gang_without_spending_a_restart(api: APIClient, kube: KubeHarness) -> None:
     job = submit(api, nodes=2, max_restarts=0, simulate={"duration_seconds": 600})
     kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
