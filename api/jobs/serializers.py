@@ -486,8 +486,10 @@ class NodeSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(OpenApiTypes.NUMBER)
     def get_gpus_free(self, node: Node) -> float:
-        """GPUs neither Muster's jobs nor other pods hold; on a shared node, less the shares its slices hold (1.75 of 2)."""
-        free = max(0.0, node.gpus_total - float(getattr(node, "gpus_held", 0) or 0) - node.gpus_foreign)
+        """GPUs neither Muster's jobs nor other pods hold; on a shared node, less the shares its slices hold (1.75 of 2),
+        other pods' slices included (30 slices of a quarter GPU read 7.5 free of 8, not 0.5)."""
+        foreign = node.gpus_foreign + node.slices_foreign * node.slice_gpus
+        free = max(0.0, node.gpus_total - float(getattr(node, "gpus_held", 0) or 0) - foreign)
         return int(free) if free.is_integer() else round(free, 3)
 
     @extend_schema_field(serializers.DateTimeField(allow_null=True))

@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 
 from jobs.models import Job, JobEvent
 from tests.conftest import PASSWORD, job_payload
+from tests.jobs.factories import NodeFactory
 from tests.quotas.factories import TeamFactory
 
 JOBS = "/api/v1/jobs/"
@@ -309,6 +310,13 @@ def test_node_gpus_free_drop_on_the_nodes_a_job_runs_on(api: APIClient, submit: 
     (host,) = api.get(job_url(single["id"])).json()["assigned_nodes"]
     assert host not in placed
     assert nodes_by_name(api)[host]["gpus_free"] == 5
+
+
+def test_a_shared_nodes_free_gpus_leave_out_the_slices_other_pods_hold(api: APIClient, db: None) -> None:
+    """30 quarter-GPU slices of pods Muster did not start on an 8-GPU time-sliced node read 7.5 GPUs free."""
+    NodeFactory(name="ts-00", gpus_total=8, sharing="time-slicing", slices_per_gpu=4, slice_gpus=0.25, slices_foreign=30)
+    node = api.get(f"{NODES}ts-00/").json()
+    assert (node["gpus_free"], node["slices_free"]) == (0.5, 2)
 
 
 # --- queue -------------------------------------------------------------------------------------
