@@ -20,7 +20,7 @@ from jobs.cluster import ClusterBackend, ClusterNode, get_backend
 from jobs.errors import IllegalTransition, JobFinished
 from jobs.hooks import job_hooks, queue_changed
 from jobs.logs import gang_teardown
-from jobs.models import Allocation, Job, JobEvent, Node, NodeState, job_plan_cleared
+from jobs.models import Allocation, ClusterHealth, Job, JobEvent, Node, NodeState, job_plan_cleared
 from jobs.selectors import shared_pools
 from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState, can_transition
 from policy.model import PendingJob
@@ -485,6 +485,11 @@ def job_cancel(*, job: Job, by: User, backend: ClusterBackend | None = None, req
 
 def _teardown_quietly(backend: ClusterBackend, job_id: int, attempt: int, ranks: int) -> None:
     # The reconcile step of the next cycle deletes whatever this misses (or leaves for a retried capture of its output).
+    if ClusterHealth.objects.filter(pk=1).values_list("reachable", flat=True).first() is False:
+        # The last cycle could not reach the cluster: each call would wait out its timeout inside the cancel's request
+        # (81 s on a walk, the CLI giving up first), and the cycle that reaches it again deletes the gang anyway.
+        logger.info("cluster unreachable at the last cycle: job %s attempt %s is torn down by the next cycle", job_id, attempt)
+        return
     try:
         gang_teardown(backend, job_id, attempt, range(ranks))
     except Exception:

@@ -29,6 +29,7 @@ from django.conf import settings
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
+from urllib3.util.retry import Retry
 
 from jobs.cluster.base import (
     DEADLINE_EXCEEDED,
@@ -167,6 +168,10 @@ def api_client_from_settings() -> client.ApiClient:
             config.load_incluster_config(client_configuration=configuration)
     except (config.ConfigException, OSError) as exc:
         raise ClusterUnavailable(f"no Kubernetes configuration: {exc}") from exc
+    # One more try for a connection that failed (a pooled one the server closed), none for a request that got no
+    # answer in MUSTER_K8S_REQUEST_TIMEOUT_SECONDS: urllib3's default 3 retries made each call to a stalled API server
+    # wait four timeouts, and the cycle (or a cancel) with it. The next cycle tries again anyway.
+    configuration.retries = Retry(total=1, read=0, status=0)
     # The cycle, the watch threads and a launch's concurrent creates share the pool.
     configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, LAUNCH_CONCURRENCY + 4)
     return client.ApiClient(configuration)

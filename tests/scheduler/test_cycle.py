@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from jobs.cluster import ClusterUnavailable, PodPhase
 from jobs.cluster.base import refused_by_node
-from jobs.models import Allocation, Job, JobEvent, Node, SimulatedPod
+from jobs.models import Allocation, ClusterHealth, Job, JobEvent, Node, SimulatedPod
 from jobs.states import JobState
 from quotas.models import UsageCharge
 from scheduler.cycle import run_cycle
@@ -144,6 +144,22 @@ def test_cancel_of_a_running_job_removes_its_pods(submit, sim, api, django_captu
         assert api.post(f"/api/v1/jobs/{job_id}/cancel/").status_code == 200
     assert not SimulatedPod.objects.filter(job_id=job_id).exists()
     assert Job.objects.get(pk=job_id).state == JobState.CANCELLED
+
+
+def test_a_cancel_while_the_cluster_is_unreachable_answers_at_once_and_the_next_cycle_deletes_the_pods(
+    submit, sim, api, django_capture_on_commit_callbacks
+) -> None:
+    """Each teardown call waited out its timeout inside the cancel's request: 81 s, and the CLI gave up first."""
+    job_id = submit(nodes=2)["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    ClusterHealth.objects.filter(pk=1).update(reachable=False, error="Kubernetes API server unreachable")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.post(f"/api/v1/jobs/{job_id}/cancel/").status_code == 200
+    assert Job.objects.get(pk=job_id).state == JobState.CANCELLED
+    assert SimulatedPod.objects.filter(job_id=job_id).count() == 2  # not touched by the request
+    sim.cycle()  # the cluster answers again
+    assert not SimulatedPod.objects.filter(job_id=job_id).exists()
 
 
 def test_reconcile_deletes_pods_of_jobs_the_database_does_not_run(submit, sim) -> None:
