@@ -25,7 +25,8 @@ from replay.overrides import OverrideError, apply_overrides
 from replay.simulator import ClusterSpec, simulate
 from replay.trace import RESUME_MODES, Assumptions, open_trace, read_trace
 
-DEFAULT_TRACE = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "philly-2017-09-10.csv.gz"
+# In the repository (replay/traces/README.md says where it comes from), so `make replay` runs from a clean clone.
+DEFAULT_TRACE = Path(__file__).resolve().parent / "traces" / "philly-2017-09-10.csv.gz"
 CYCLE_MAX_JOBS = 5000  # config/settings.py MUSTER_CYCLE_MAX_JOBS default
 
 
