@@ -487,7 +487,7 @@ nodes_ready() { # every fake node is Ready, untainted and shows its GPUs
     [.items[] | select(.metadata.name | test("^gpu-shared-"))
       | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length == $n'
 }
-wait_for "$NODES nodes Ready" kwok nodes_ready
+wait_for "$NODES GPU nodes and $((SHARED_NODES * 2)) shared ones Ready" kwok nodes_ready
 
 cat >"$RUN_DIR/cluster.env" <<EOF
 KUBECONFIG=$KUBECONFIG_PATH
