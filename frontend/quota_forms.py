@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 
 from api.quotas.serializers import ReportQuerySerializer
+from frontend.templatetags.muster import duration
 from quotas.limits import Limits
 
 UNLIMITED = {"placeholder": "unlimited"}
@@ -67,6 +69,18 @@ class QuotaForm(forms.Form):
             "node_hours_per_period": data.get("node_hours_per_period"),
             "fair_share_weight": data.get("fair_share_weight"),
         }
+
+    def clean_max_wall_time_minutes(self) -> int | None:
+        """The site's longest wall time in this field's unit: the API says it in seconds ("1209600 s") beside a field
+        that asks for minutes."""
+        minutes = self.cleaned_data.get("max_wall_time_minutes")
+        longest = settings.MUSTER_MAX_WALL_TIME_SECONDS
+        if minutes is not None and minutes * 60 > longest:
+            raise forms.ValidationError(
+                f"At most the site's longest wall time, {longest // 60} minutes ({duration(longest)}: "
+                "MUSTER_MAX_WALL_TIME_SECONDS); leave it empty for no limit of its own."
+            )
+        return minutes
 
     def add_api_errors(self, errors: dict[str, Any]) -> None:
         for key, messages in errors.items():

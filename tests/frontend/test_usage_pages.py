@@ -162,6 +162,8 @@ def test_quota_form_refuses_a_wall_time_beyond_the_sites_longest(admin_user: Any
     fields = {"max_wall_time_minutes": "153722867280912930", "fair_share_weight": "1"}
     html = session_for(admin_user).post("/quotas/users/alice/", fields).content.decode()
     assert "The quota was not saved." in html and "At most the site&#x27;s longest wall time" in html
+    # In the field's unit: it read "1209600 s" beside a field that asks for minutes.
+    assert "20160 minutes (14 d" in html and "1209600 s" not in html
     assert not Quota.objects.exists()
 
 
