@@ -23,7 +23,7 @@ from django.utils import timezone
 from jobs.cluster import ClusterBackend, get_backend
 from jobs.errors import JobNotStarted
 from jobs.models import Job, JobLog
-from jobs.states import ACTIVE_STATES
+from jobs.states import ACTIVE_STATES, TERMINAL_STATES
 
 logger = logging.getLogger(__name__)
 
@@ -135,13 +135,20 @@ def _unsent(kept: str, sent_tail: str) -> str:
     return kept[at + len(sent_tail) :] if at >= 0 else ""
 
 
+def never_started(job: Job) -> str:
+    """Why a job that never ran has no logs: it "has not started yet" only while it may still start."""
+    if job.state in TERMINAL_STATES:
+        return f"Job {job.pk} never started ({job.state.lower().replace('_', ' ')} before it ran): it has no logs."
+    return f"Job {job.pk} has not started yet: it has no logs."
+
+
 def job_logs(job: Job, *, rank: int, tail: int | None, attempt: int | None = None, backend: ClusterBackend | None = None) -> LogText:
     """One rank's output of one attempt (the latest by default): live while it runs, as kept once it ended.
 
     Raises `JobNotStarted` before the first attempt and `ClusterUnavailable` when a live read finds the cluster away.
     """
     if job.attempt == 0:
-        raise JobNotStarted(f"Job {job.pk} has not started yet: it has no logs.")
+        raise JobNotStarted(never_started(job))
     attempt = attempt or job.attempt
     if not _attempt_is_live(job, attempt) and (kept := _kept(job, attempt, rank, tail)) is not None:
         return kept

@@ -48,7 +48,7 @@ from apikit.pagination import NodePagination, QueuePagination
 from apikit.viewsets import VisibleViewSet
 from jobs.checkpoints import CheckpointInvalid, job_checkpoint_report
 from jobs.errors import JobNotStarted
-from jobs.logs import job_logs, job_logs_follow
+from jobs.logs import job_logs, job_logs_follow, never_started
 from jobs.models import ClusterHealth, Job, Node
 from jobs.selectors import jobs_visible_to, nodes_with_usage
 from jobs.services import job_cancel, job_submit, job_submit_array, job_submit_check
@@ -216,7 +216,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         rank, tail, attempt = query.validated_data["rank"], query.validated_data["tail"], query.validated_data.get("attempt")
         if query.validated_data["follow"]:
             if job.attempt == 0:
-                raise JobNotStarted(f"Job {job.pk} has not started yet: it has no logs.")
+                raise JobNotStarted(never_started(job))
             stream = job_logs_follow(job, rank=rank, tail=tail, attempt=attempt)
             response = StreamingHttpResponse(stream, content_type="text/plain; charset=utf-8")
             # Proxies must pass each piece on as it comes (nginx buffers otherwise).

@@ -552,6 +552,16 @@ def test_logs_of_a_rank(api: APIClient, other_api: APIClient, submit: Any, sim: 
     assert other_api.get(url).status_code == 404
 
 
+def test_the_logs_of_a_job_cancelled_before_it_ran_say_it_never_started(api: APIClient, submit: Any, sim: Any) -> None:
+    """It read "has not started yet", as if it still might."""
+    job = submit(nodes=2)
+    assert api.post(job_url(job["id"]) + "cancel/").status_code == 200
+    for query in ({}, {"follow": "true"}):
+        response = api.get(job_url(job["id"]) + "logs/", query)
+        assert response.status_code == 409
+        assert response.json()["detail"] == f"Job {job['id']} never started (cancelled before it ran): it has no logs."
+
+
 def test_the_api_root_lists_every_resource_and_each_link_answers(api: APIClient, admin_api: APIClient) -> None:
     """It listed jobs and nodes alone, hiding the queue, usage, quotas, tokens and the audit trail."""
     root = api.get("/api/v1/")
