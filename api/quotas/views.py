@@ -8,12 +8,11 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db.models import Model
 from django.http import Http404
-from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
@@ -122,7 +121,10 @@ class UsageView(APIView):
         if username and username != user.get_username():
             if not user.is_staff:
                 raise Http404
-            user = get_object_or_404(get_user_model(), username=username)
+            found = get_user_model().objects.filter(username=username).first()
+            if found is None:  # in the API's words (Django's read "No User matches the given query.")
+                raise NotFound(f"No user {username!r}.")
+            user = found
         return Response(UsageSummarySerializer(usage_summary(user)).data)
 
 

@@ -322,7 +322,8 @@ def test_admins_read_anyones_usage_others_only_their_own(api: APIClient, admin_a
     assert admin_api.get(USAGE, {"user": "alice"}).json()["username"] == "alice"
     assert api.get(USAGE, {"user": "alice"}).status_code == 200
     assert api.get(USAGE, {"user": "bob"}).status_code == 404
-    assert admin_api.get(USAGE, {"user": "nobody"}).status_code == 404
+    missing = admin_api.get(USAGE, {"user": "nobody"})
+    assert missing.status_code == 404 and missing.json() == {"detail": "No user 'nobody'."}
 
 
 # --- reports -------------------------------------------------------------------------------------
