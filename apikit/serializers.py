@@ -15,6 +15,8 @@ class StrictSerializer(serializers.Serializer):
     (`is_default`, `usage`, `id`) is said to be read-only rather than unknown."""
 
     answer_serializer: type[serializers.Serializer] | None = None
+    # Fields another resource takes, with where to send them: said instead of a bare "Unknown field."
+    elsewhere: Mapping[str, str] = {}
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):
@@ -22,5 +24,9 @@ class StrictSerializer(serializers.Serializer):
             if unknown:
                 answered = set(self.answer_serializer().fields) if self.answer_serializer is not None else set()
                 read_only = "Read-only: it is in the answer, and no request sets it."
-                raise serializers.ValidationError({name: [read_only if name in answered else "Unknown field."] for name in unknown})
+
+                def why(name: str) -> str:
+                    return read_only if name in answered else self.elsewhere.get(name, "Unknown field.")
+
+                raise serializers.ValidationError({name: [why(name)] for name in unknown})
         return super().to_internal_value(data)

@@ -93,6 +93,7 @@ class NotifySerializer(StrictSerializer):
 
 
 class JobSubmitSerializer(StrictSerializer):
+    elsewhere = {"array": "An array is submitted to POST /api/v1/jobs/array/ (muster submit --array), one job per index."}
     name = serializers.CharField(max_length=100)
     image = serializers.CharField(max_length=validators.IMAGE_MAX_LENGTH)
     command = serializers.ListField(

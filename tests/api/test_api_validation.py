@@ -236,6 +236,11 @@ def test_unknown_top_level_field_is_rejected(api: APIClient, nothing_written: No
     assert set(body) == {"gpu_count"}
 
 
+def test_an_array_sent_to_the_jobs_endpoint_is_told_where_arrays_go(api: APIClient, nothing_written: None) -> None:
+    body = post(api, job_payload(array="0-3")).json()
+    assert body == {"array": ["An array is submitted to POST /api/v1/jobs/array/ (muster submit --array), one job per index."]}
+
+
 def test_unknown_field_inside_simulate_is_rejected(api: APIClient, nothing_written: None) -> None:
     body = assert_rejected(post(api, job_payload(simulate={"duration_seconds": 5, "exitcode": 1})), "simulate")
     assert body["simulate"] == {"exitcode": ["Unknown field."]}
