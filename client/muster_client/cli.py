@@ -29,7 +29,7 @@ Start with `muster login URL`; the token is kept in ~/.config/muster/config.json
 EPILOG = """\
 examples:
   muster login http://muster.example:8000
-  muster submit job.yaml                      # like sbatch job.sh
+  muster submit job.yaml                      # like sbatch job.sh, from a YAML file of the job's fields
   muster submit -N 2 -G 8 -t 4h --image nvcr.io/nvidia/pytorch:24.05-py3 -- torchrun train.py
   muster queue                                # like squeue --start
   muster why 42                               # like sprio -j 42, with the pending reason

@@ -78,7 +78,7 @@ def _spec(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
     try:
         base = load_spec_file(args.spec_file) if args.spec_file else {}
     except SpecError as exc:
-        if not args.spec_file.endswith((".yaml", ".yml")):
+        if not args.spec_file.endswith((".yaml", ".yml")) and "#SBATCH" not in str(exc):
             # `muster submit train.py`: a Slurm user's habit, where sbatch takes a script.
             raise SpecError(f"{exc} (a command goes after --: muster submit -G 8 -t 1h --image IMAGE -- python train.py)") from exc
         raise

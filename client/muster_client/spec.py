@@ -101,6 +101,12 @@ def load_spec_file(path: str) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
+        if any(line.lstrip().startswith("#SBATCH") for line in text.splitlines()):
+            # `muster --help` says "like sbatch job.sh": a Slurm user tries their script first.
+            raise SpecError(
+                f"{path} is a batch script: muster takes no #SBATCH directives. Give them as flags (-N 2 -G 8 -t 4h "
+                "--image IMAGE -- COMMAND) or in a YAML file of the job's fields (muster submit --help shows one)."
+            )
         raise SpecError(f"{path} must be a mapping of the job's fields (name: ..., image: ..., nodes: ...).")
     return {str(key): value for key, value in data.items()}
 

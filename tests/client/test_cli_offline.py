@@ -84,6 +84,18 @@ def test_a_script_given_as_the_spec_file_says_where_a_command_goes(capsys: pytes
     )
 
 
+def test_an_sbatch_script_given_as_the_spec_file_says_directives_are_flags_here(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    config.save_token("http://muster.test:8000", "secret")
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n#SBATCH -N 2\n#SBATCH --gres=gpu:8\nsrun python train.py\n")
+    code, _, err = run(capsys, "submit", str(script))
+    assert code == 2
+    assert err.endswith(
+        "job.sh is a batch script: muster takes no #SBATCH directives. Give them as flags (-N 2 -G 8 -t 4h --image IMAGE "
+        "-- COMMAND) or in a YAML file of the job's fields (muster submit --help shows one).\n"
+    )
+
+
 def test_a_submit_without_a_command_says_where_it_goes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     config.save_token("http://muster.test:8000", "secret")
     code, _, err = run(capsys, "submit", "-G", "8", "-t", "1h", "--image", "busybox")
