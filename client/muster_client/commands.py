@@ -377,7 +377,7 @@ def checkpoint(args: argparse.Namespace) -> int:
     else:
         step = f", step {result['checkpoint_step']}" if result.get("checkpoint_step") is not None else ""
         kept = "" if result.get("recorded") else " (already reported, or a later one was)"
-        out(f"Job {result['job']} attempt {result['attempt']}: last checkpoint {result['checkpointed_at']}{step}{kept}")
+        out(f"Job {result['job']} attempt {result['attempt']}: last checkpoint {render.when(result['checkpointed_at'])}{step}{kept}")
     return OK
 
 
