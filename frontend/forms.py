@@ -192,7 +192,7 @@ class JobForm(forms.Form):
             "team": job.team.name if job.team else "",
             "preemptible": job.preemptible,
             "volumes": "\n".join(f"{v['claim']}:{v['mount_path']}{':ro' if v.get('read_only') else ''}" for v in job.volumes),
-            "sim_duration_seconds": simulate.get("duration_seconds"),
+            "sim_duration_seconds": _whole(simulate.get("duration_seconds")),
             "sim_exit_code": simulate.get("exit_code"),
         }
         return {key: value for key, value in initial.items() if value is not None}
@@ -331,3 +331,8 @@ class JobForm(forms.Form):
             # The API checks limits only with a valid size; the wall time's are known without one.
             for message in self.wall_time_limit_errors():
                 self.add_error("wall_time_minutes", message)
+
+
+def _whole(value: float | None) -> float | int | None:
+    """A number as a user typed it: 5, not 5.0."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value

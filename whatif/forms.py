@@ -67,14 +67,14 @@ class WhatIfForm(forms.Form):
     )
     wall_round_seconds = forms.FloatField(
         min_value=1,
-        initial=DEFAULTS.wall_round_seconds,
+        initial=round(DEFAULTS.wall_round_seconds),  # 3600, not 3600.0
         label="Wall time rounding (s)",
         help_text="A job asks for its runtime rounded up to this.",
     )
     runtime_cap_seconds = forms.FloatField(
         min_value=0,
         required=False,
-        initial=DEFAULTS.runtime_cap_seconds,
+        initial=round(DEFAULTS.runtime_cap_seconds) if DEFAULTS.runtime_cap_seconds is not None else None,
         label="Runtime cap (s)",
         help_text="Longer runs are cut; blank = none.",
     )

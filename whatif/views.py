@@ -36,7 +36,8 @@ def _staff_only(request: HttpRequest) -> None:
 
 
 def _site_nodes() -> int | None:
-    return Node.objects.exclude(state=NodeState.GONE).count() or None
+    """The nodes of whole GPUs: the replay's cluster is of those (the shared nodes' GPUs take slices only)."""
+    return Node.objects.exclude(state=NodeState.GONE).filter(sharing="").count() or None
 
 
 @login_required

@@ -96,6 +96,7 @@ def test_clone_fills_the_form_from_a_job_and_only_from_one_the_user_can_see(user
     mine = JobFactory(
         owner=user, name="sweep-7", image="nvcr.io/nvidia/pytorch:24.05-py3", command=["python", "train.py", "--lr", "3e-4"],
         nodes=8, min_nodes=2, max_nodes=8, gpus_per_node=8, wall_time_seconds=5400, env={"SEED": "7"},
+        simulate={"duration_seconds": 5.0, "exit_code": 0},
     )  # fmt: skip
     theirs = JobFactory(owner=other_user, name="secret")
     client = session_for(user)
@@ -106,6 +107,7 @@ def test_clone_fills_the_form_from_a_job_and_only_from_one_the_user_can_see(user
     assert 'value="sweep-7"' in form and 'value="python train.py --lr 3e-4"' in form
     assert 'name="min_nodes" value="2"' in form and 'name="wall_time_minutes" value="90"' in form and "SEED=7" in form
     assert "rounded up to whole minutes" not in form
+    assert 'name="sim_duration_seconds" value="5"' in form  # as typed, not 5.0
     # A wall time of seconds cannot be written in the form's minutes: the page says it rounds it up.
     short = JobFactory(owner=user, name="smoke", wall_time_seconds=30)
     form = client.get(f"/jobs/new/?clone={short.pk}").content.decode()

@@ -161,9 +161,12 @@ def test_a_failure_is_stored_with_its_error(admin) -> None:
 
 def test_the_sites_history_is_a_source(admin, user) -> None:
     NodeFactory(name="n1"), NodeFactory(name="n2")
+    NodeFactory(name="shared-ts", sharing="time-slicing", slices_per_gpu=4, slice_gpus=0.25)
     for hours in (1, 2, 3):
         JobFactory(owner=user, finished=True, nodes=1, gpus_per_node=4, wall_time_seconds=3600 * hours, held=[])
-    assert admin.get(LIST).context["form"].initial["nodes"] == 2  # the site's own size, to start from
+    # The site's own size, to start from: its nodes of whole GPUs (a shared node's take slices only).
+    form = admin.get(LIST).content.decode()
+    assert 'name="nodes" value="2"' in form and 'value="3600"' in form and 'value="604800"' in form
     run, _ = start(admin, source="history", trace=None)
     assert run.source == "history" and run.trace_jobs == 3 and run.trace.startswith("submitted_at,started_at")
     whatif_execute(run.pk)
