@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from django.conf import settings
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
+from kubernetes.utils import parse_quantity
 from urllib3.exceptions import HTTPError
 from urllib3.util.retry import Retry
 
@@ -332,6 +333,24 @@ class KubernetesCluster:
         """Whether Muster may watch pods in every namespace, as the watch of pods it did not start needs."""
         return self._may("watch", "", "pods", "cluster", self.options.namespace)
 
+    def _gpus_starved(self, node: client.V1Node, gpus: int, foreign: Mapping[str, int]) -> int:
+        """GPUs of the node that Muster's pods cannot use for the CPU or memory pods it did not start hold there: beyond
+        what the node has to spare over its GPUs' share (MUSTER_K8S_CPU_PER_GPU, _MEMORY_PER_GPU), each GPU's worth.
+
+        Uncounted, a node where a notebook held 60 CPUs read as 8 free GPUs: gangs were placed there again and again
+        and sat unbound ("Insufficient cpu") until the launch timeout."""
+        starved = 0
+        for resource, per_gpu in (("cpu", self.options.cpu_per_gpu), ("memory", self.options.memory_per_gpu)):
+            taken = foreign.get(resource, 0)
+            if not taken:
+                continue
+            need = parse_quantity(per_gpu) * COMPUTE[resource]
+            offered = parse_quantity(((node.status and node.status.allocatable) or {}).get(resource, "0")) * COMPUTE[resource]
+            short = taken - max(0, offered - gpus * need)
+            if short > 0 and need > 0:
+                starved = max(starved, math.ceil(short / need))
+        return starved
+
     def _node(self, node: client.V1Node, foreign: Mapping[str, int]) -> ClusterNode:
         labels = node.metadata.labels or {}
         shared = shared_gpus(node, self.options)
@@ -341,10 +360,12 @@ class KubernetesCluster:
             # A device plugin that restarts (or finds every GPU unhealthy) takes the node's allocatable to 0: read as a
             # node gone, its running gangs were requeued, while Kubernetes leaves their pods running. Closed instead.
             gpus, closed = capacity, closed or NO_ALLOCATABLE_GPUS
+        # Other pods' CPU or memory makes GPUs as unusable to Muster as their GPUs do: one count, said the same way.
+        starved = 0 if shared else self._gpus_starved(node, gpus, foreign)
         return ClusterNode(
             name=node.metadata.name,
             gpus_total=gpus,
-            gpus_foreign=0 if shared else min(foreign.get(self.options.gpu_resource, 0), gpus),
+            gpus_foreign=0 if shared else min(max(foreign.get(self.options.gpu_resource, 0), starved), gpus),
             slices_foreign=min(foreign.get(shared.resource, 0), shared.gpus * shared.slices_per_gpu) if shared else 0,
             sharing=shared.sharing if shared else "",
             slices_per_gpu=shared.slices_per_gpu if shared else 0,
@@ -682,9 +703,14 @@ def mpijob_statuses(job: dict[str, Any], workers: list[PodStatus], launcher: Pod
     return statuses
 
 
+# CPU and memory as counted in `pod_requests`: millicores and bytes.
+COMPUTE = {"cpu": 1000, "memory": 1}
+
+
 def pod_requests(spec: Mapping[str, Any]) -> Counter[str]:
-    """The whole-number resources a pod (its spec as JSON) holds on its node, as kube-scheduler counts them: its
-    containers and sidecars together, or its largest init container if that asks more."""
+    """The resources a pod (its spec as JSON) holds on its node, as kube-scheduler counts them: its containers and
+    sidecars together, or its largest init container if that asks more. Whole-number ones (GPUs, slices, RDMA devices)
+    as counts; CPU in millicores and memory in bytes (COMPUTE)."""
 
     def asked(container: Mapping[str, Any]) -> Counter[str]:
         resources = container.get("resources") or {}
@@ -692,10 +718,17 @@ def pod_requests(spec: Mapping[str, Any]) -> Counter[str]:
         merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
         counts: Counter[str] = Counter()
         for name, quantity in merged.items():
+            if name in COMPUTE:
+                # CPU in millicores and memory in bytes (a request defaults to its limit), whatever unit it was given in.
+                try:
+                    counts[name] = math.ceil(parse_quantity(quantity) * COMPUTE[name])
+                except (TypeError, ValueError):
+                    pass
+                continue
             try:
                 counts[name] = int(quantity)
             except (TypeError, ValueError):
-                continue  # cpu "500m", memory "64Gi": not what is counted here
+                continue
         return counts
 
     running: Counter[str] = Counter()

@@ -595,6 +595,21 @@ def test_gpus_held_by_pods_muster_did_not_start_are_not_free_to_it(api: APIClien
     assert api.get(f"/api/v1/jobs/{small['id']}/").json()["assigned_nodes"] == ["gpu-node-01"]
 
 
+def test_cpu_a_pod_muster_did_not_start_holds_keeps_gangs_off_the_gpus_it_starves(
+    api: APIClient, kube: KubeHarness, other_pods: OtherPods
+) -> None:
+    """A notebook holding 60 of a node's 96 CPUs: the node read 8 free GPUs, and an 8-GPU job placed there sat
+    unbound ("1 Insufficient cpu") until the launch timeout, then was placed there again."""
+    other_pods.start("gpu-node-00", {"cpu": "60"})
+    kube.cycle()
+    node = api.get("/api/v1/nodes/gpu-node-00/").json()
+    assert (node["gpus_free"], node["gpus_foreign"]) == (4, 4)  # 28 CPUs beyond the 32 it spares: 4 GPUs' worth
+    jobs = [submit(api, nodes=1, gpus_per_node=8, simulate={"duration_seconds": 600}) for _ in range(8)]
+    kube.cycle_until(lambda: sum(state(j["id"]) == JobState.RUNNING for j in jobs) == 7)
+    placed = {api.get(f"/api/v1/jobs/{j['id']}/").json()["assigned_nodes"][0] for j in jobs if state(j["id"]) == JobState.RUNNING}
+    assert "gpu-node-00" not in placed
+
+
 def test_one_read_of_other_pods_serves_the_cycles_of_its_ttl(kube: KubeHarness, other_pods: OtherPods) -> None:
     reusing = dataclasses.replace(kube.cluster, foreign_pods_seconds=3600)
     fresh = dataclasses.replace(kube.cluster, foreign_pods_seconds=0)

@@ -410,19 +410,33 @@ def test_a_nodes_rdma_devices_and_block_are_read_from_its_allocatable_and_labels
     assert (plain.block, plain.rdma_devices) == ("", 0)
 
 
+def test_cpu_or_memory_other_pods_hold_makes_gpus_of_the_node_unusable_beyond_what_it_has_to_spare() -> None:
+    """A notebook holding 60 of 96 CPUs left the node reading 8 free GPUs: gangs were placed there and sat unbound
+    ("Insufficient cpu") until the launch timeout, again and again. 8 GPUs x 8 CPUs leave 32 to spare."""
+    node = client.V1Node(
+        metadata=client.V1ObjectMeta(name="gpu-a"),
+        status=client.V1NodeStatus(allocatable={"nvidia.com/gpu": "8", "cpu": "96", "memory": "1536Gi"}),
+    )
+    cluster = KubernetesCluster(api=client.ApiClient(), options=PodOptions(cpu_per_gpu="8", memory_per_gpu="64Gi"))
+    assert cluster._node(node, {"cpu": 32_000}).gpus_foreign == 0  # within what it spares
+    assert cluster._node(node, {"cpu": 60_000}).gpus_foreign == 4  # 28 CPUs short: 4 GPUs' worth
+    assert cluster._node(node, {"cpu": 60_000, "nvidia.com/gpu": 5}).gpus_foreign == 5  # the larger, not the sum
+    assert cluster._node(node, {"memory": 1500 * 2**30}).gpus_foreign == 8
+
+
 def test_a_pods_gpus_are_counted_as_kube_scheduler_counts_them() -> None:
     def container(limits: dict[str, str] | None = None, requests: dict[str, str] | None = None, **extra: str) -> dict[str, Any]:
         return {"name": "c", "resources": {"limits": limits or {}, "requests": requests or {}}, **extra}
 
     gpu = "nvidia.com/gpu"
-    # Containers add up; a request stands for its limit; cpu and memory quantities are not counted.
-    two = {"containers": [container({gpu: "1", "cpu": "500m"}), container(requests={gpu: "1", "memory": "64Gi"})]}
-    assert pod_requests(two) == {gpu: 2}
+    # Containers add up; a request stands for its limit; cpu in millicores and memory in bytes.
+    two = {"containers": [container({gpu: "1", "cpu": "500m"}), container(requests={gpu: "1", "memory": "64Gi", "cpu": "2"})]}
+    assert pod_requests(two) == {gpu: 2, "cpu": 2500, "memory": 64 * 2**30}
     # Init containers run one at a time: the largest counts if it asks more than the containers together.
-    assert pod_requests({**two, "initContainers": [container({gpu: "4"}), container({gpu: "3"})]}) == {gpu: 4}
-    assert pod_requests({**two, "initContainers": [container({gpu: "1"})]}) == {gpu: 2}
+    assert pod_requests({**two, "initContainers": [container({gpu: "4"}), container({gpu: "3"})]})[gpu] == 4
+    assert pod_requests({**two, "initContainers": [container({gpu: "1"})]})[gpu] == 2
     # A sidecar (an init container that keeps running) runs alongside the containers.
-    assert pod_requests({**two, "initContainers": [container({gpu: "1"}, restartPolicy="Always")]}) == {gpu: 3}
+    assert pod_requests({**two, "initContainers": [container({gpu: "1"}, restartPolicy="Always")]})[gpu] == 3
     assert pod_requests({"containers": [container({"nvidia.com/mig-1g.10gb": "2"})]}) == {"nvidia.com/mig-1g.10gb": 2}
     assert pod_requests({"containers": [{"name": "c"}]}) == {}
 
