@@ -87,6 +87,11 @@ MAX_SOONER_SEARCHES = 64
 PROTECTED_NEW, PROTECTED_SPENT, PROTECTED_FAR = "new", "spent", "far"
 
 
+def _amount(gpus: float) -> str:
+    """GPUs as the API and the CLI give them: a share to three decimals (24.393, not 24.3929)."""
+    return f"{round(gpus, 3):g}"
+
+
 def _minutes(seconds: float) -> str:
     """A wall time as a user types it back: '2 h 10 min', '45 min', '3 h'."""
     hours, minutes = divmod(int(seconds // 60), 60)
@@ -504,23 +509,23 @@ class _Cycle:
                     # Submit refuses such a job, so the quota came down since (or the smaller nodes went): no job ending
                     # makes room, only the quota going up.
                     return (
-                        f"This job needs {needs:g} GPUs at once, more than the quota of {who} allows ({limit}): it waits until "
+                        f"This job needs {_amount(needs)} GPUs at once, more than the quota of {who} allows ({limit}): it waits until "
                         "an admin raises the quota. Cancel it and submit it smaller, or preemptible (it may then borrow "
                         "idle GPUs), to run sooner."
                     )
                 if self.in_quota[key] > limit:
                     # The limit was lowered under running work (quotas.services warns the admin): say it as it is.
                     return (
-                        f"{who.capitalize()} holds {self.in_quota[key]:g} GPUs, above its quota of {limit}: the quota was "
-                        f"lowered after they started; this job needs {needs:g}."
+                        f"{who.capitalize()} holds {_amount(self.in_quota[key])} GPUs, above its quota of {limit}: the quota was "
+                        f"lowered after they started; this job needs {_amount(needs)}."
                     )
                 held = used - self.in_quota[key]
                 if held > 0:
                     return (
-                        f"{used - held:g} of {limit} GPUs of the quota of {who} are in use and {held:g} held for its jobs "
-                        f"promised a start; this job needs {needs:g}."
+                        f"{_amount(used - held)} of {limit} GPUs of the quota of {who} are in use and {_amount(held)} held for its jobs "
+                        f"promised a start; this job needs {_amount(needs)}."
                     )
-                return f"{used:g} of {limit} GPUs of the quota of {who} are in use; this job needs {needs:g}."
+                return f"{_amount(used)} of {limit} GPUs of the quota of {who} are in use; this job needs {_amount(needs)}."
         return None
 
     def _largest_node(self, job: PendingJob) -> float | None:
@@ -773,7 +778,8 @@ class _Cycle:
                 if held.get(code)
             ]
             total = sum(held.values())
-            self.reclaim_texts[key] = f" {held_by} {total:g} GPUs; none could be {taken} for it: " + "; ".join(parts) + "." if total else ""
+            said = f" {held_by} {_amount(total)} GPUs; none could be {taken} for it: " + "; ".join(parts) + "."
+            self.reclaim_texts[key] = said if total else ""
         return self.reclaim_texts[key]
 
     def _reborrow_at(self, job: PendingJob) -> float:

@@ -139,6 +139,14 @@ def test_job_beyond_its_users_gpu_quota_waits_and_says_how_many_gpus_are_in_use(
     assert wait.reason == "8 of 8 GPUs of the quota of user ann are in use; this job needs 4."
 
 
+def test_gpus_in_a_quota_reason_read_as_the_api_gives_them() -> None:
+    """Slices held read "holds 24.3929 GPUs" beside the usage page's 24.393."""
+    held = running(1, {"n00": 8 + 1 / 7}, user="ann")  # type: ignore[dict-item]
+    decisions = schedule(snap([pend(2, gpus=8)], [held], accounts=(Account(user_key("ann"), max_gpus=9),)))
+    (wait,) = decisions.waiting
+    assert wait.reason == "8.143 of 9 GPUs of the quota of user ann are in use; this job needs 8."
+
+
 def test_a_quota_lowered_under_running_work_is_said_as_it_is() -> None:
     """Not "16 of 8 GPUs ... are in use": the account holds more than its limit because the limit came down."""
     decisions = schedule(
