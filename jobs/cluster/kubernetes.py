@@ -544,8 +544,8 @@ class KubernetesCluster:
         launchers: dict[tuple[int, int], PodStatus] = {}
         for pod in pods:
             key = _gang_key(pod.metadata.labels)
-            if key is None or pod.metadata.deletion_timestamp is not None:
-                continue  # a pod being deleted no longer counts for its gang
+            if key is None or not _counts_for_gang(pod):
+                continue
             if (pod.metadata.labels or {}).get(LABEL_ROLE) == ROLE_LAUNCHER:
                 launchers[key] = _pod_status(pod)  # an MPIJob's launcher is no rank: it decides the outcome below
                 continue
@@ -863,6 +863,16 @@ def _label_int(labels: dict[str, str], key: str) -> int:
 def _ready(node: client.V1Node) -> bool:
     # Unknown (the kubelet stopped posting status: unreachable) counts as not ready, as the node controller has it.
     return any(c.type == "Ready" and c.status == "True" for c in ((node.status and node.status.conditions) or []))
+
+
+def _counts_for_gang(pod: client.V1Pod) -> bool:
+    """A pod being deleted no longer counts for its gang, unless the cluster says why it goes (its DisruptionTarget
+    condition: kube-scheduler's preemption, an eviction, the taint manager): else a gang kube-scheduler preempted read
+    as pods "deleted outside Muster (an eviction or by hand)"."""
+    if pod.metadata.deletion_timestamp is None:
+        return True
+    conditions = (pod.status and pod.status.conditions) or []
+    return any(c.type == "DisruptionTarget" and c.status == "True" for c in conditions)
 
 
 def _allocatable(node: client.V1Node, resource: str, *, field: str = "allocatable") -> int:

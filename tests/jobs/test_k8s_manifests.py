@@ -10,7 +10,7 @@ from kubernetes import client
 
 from jobs.cluster.base import GangSpec, GpuSlice, PodPhase, PodStatus, stopped_by_cluster
 from jobs.cluster.crd_manifests import mpijob_manifest, native_podgroup_manifest, podgroup_manifest
-from jobs.cluster.kubernetes import KubernetesCluster, _pod_status, mpijob_statuses, pod_requests
+from jobs.cluster.kubernetes import KubernetesCluster, _counts_for_gang, _pod_status, mpijob_statuses, pod_requests
 from jobs.cluster.manifests import (
     PodOptions,
     env_secret_manifest,
@@ -453,3 +453,19 @@ def test_workload_mode_links_every_pod_to_a_native_gang_podgroup_of_the_gangs_si
     # Pinned to the planned nodes as in every mode; the default scheduler, no scheduler-plugins label.
     assert "schedulerName" not in pods[0]["spec"] and "scheduling.x-k8s.io/pod-group" not in pods[0]["metadata"]["labels"]
     assert "schedulingGroup" not in pod_manifest(spec(), 0, PodOptions())["spec"]
+
+
+def test_a_pod_being_deleted_counts_for_its_gang_only_while_the_cluster_says_why() -> None:
+    """kube-scheduler's preemption marks the pod (DisruptionTarget), then deletes it with its grace period: skipped as
+    "being deleted", the gang read as pods "deleted outside Muster (an eviction or by hand)"."""
+    from datetime import UTC, datetime
+
+    def pod(deleting: bool, *conditions: client.V1PodCondition) -> client.V1Pod:
+        meta = client.V1ObjectMeta(name="p", deletion_timestamp=datetime.now(UTC) if deleting else None)
+        return client.V1Pod(metadata=meta, status=client.V1PodStatus(conditions=list(conditions)))
+
+    preempted = client.V1PodCondition(type="DisruptionTarget", status="True", reason="PreemptionByScheduler")
+    assert _counts_for_gang(pod(False))
+    assert not _counts_for_gang(pod(True))  # Muster's own teardown, or a kubectl delete
+    assert _counts_for_gang(pod(True, preempted))
+    assert not _counts_for_gang(pod(True, client.V1PodCondition(type="DisruptionTarget", status="False")))
