@@ -61,12 +61,15 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 
 def shape(job: JSON) -> str:
-    """Nodes x GPUs per node as sbatch's -N and --gpus-per-node: `2x8`, an elastic range `2-4x8`, a GPU slice `1x0.25`."""
+    """Nodes x GPUs per node as sbatch's -N and --gpus-per-node: `2x8`, an elastic range `2-4x8` (running on 3 of it:
+    `3(2-4)x8`), a GPU slice `1x0.25`."""
     if shares_gpu(job):
         if job.get("gpu_fraction"):
             return f"1x{job['gpu_fraction']:g}"
         return f"1x{job['gpu_memory_gb']:g}GB" if job.get("gpu_memory_gb") else "1xMIG"
     nodes = f"{job['min_nodes']}-{job['max_nodes']}" if job.get("min_nodes") and job.get("max_nodes") else job["nodes"]
+    if job.get("min_nodes") and job.get("state") in ("SCHEDULED", "RUNNING"):
+        nodes = f"{job['nodes']}({nodes})"  # an elastic job on its nodes now: `3(2-4)x8`
     return f"{nodes}x{job['gpus_per_node']}"
 
 
