@@ -80,6 +80,13 @@ def factor_rows(factors: Mapping[str, tuple[float, float]]) -> list[tuple[str, f
 
 
 @register.filter
+def factor(value: float) -> str:
+    """A priority factor to three decimals, or to three figures when smaller: an age of 0.0002 read 0.000 beside the
+    0.1 it adds."""
+    return f"{value:.3g}" if 0 < abs(value) < 0.001 else f"{value:.3f}"
+
+
+@register.filter
 def factor_summary(factors: Mapping[str, tuple[float, float]]) -> str:
     """One line for a tooltip: 'Fair share 512.3, Age 20.1, ...'."""
     return ", ".join(f"{label} {weighted:.1f}" for label, _, weighted in factor_rows(factors))

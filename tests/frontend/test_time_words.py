@@ -23,3 +23,8 @@ def test_a_queued_job_has_waited_a_span_not_a_moment_ago() -> None:
     assert (ago(now - timedelta(minutes=4, seconds=5)), waited(now - timedelta(minutes=4, seconds=5))) == ("4 minutes ago", "4 minutes")
     assert waited(now - timedelta(hours=2, minutes=3)) == "2 hours, 3 minutes"
     assert (ago(None), waited(None)) == ("", "")
+
+
+def test_a_priority_factor_too_small_for_three_decimals_keeps_three_figures() -> None:
+    """An age of 0.0002 read 0.000 beside the 0.1 it adds (weight 500)."""
+    assert [muster.factor(v) for v in (0.0002, 0.0, 0.51234, 1.0)] == ["0.0002", "0.000", "0.512", "1.000"]
