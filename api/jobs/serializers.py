@@ -244,20 +244,28 @@ class JobSubmitSerializer(StrictSerializer):
             raise serializers.ValidationError({"nodes": ["This field is required."]})
         return attrs
 
-    def valid_fields(self) -> dict[str, Any]:
+    def valid_fields(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """After `is_valid()` failed: the values of the fields that are valid on their own, validated as DRF does, so
-        the checks across fields, of the cluster's size and of the owner's limits can still look at them."""
+        the checks across fields, of the cluster's size and of the owner's limits can still look at them; and each
+        other field's own errors (an unknown field stops DRF before it looks at any)."""
         valid: dict[str, Any] = {}
+        errors: dict[str, Any] = {}
         for field in self._writable_fields:
             method = getattr(self, f"validate_{field.field_name}", None)
             try:
                 value = field.run_validation(field.get_value(self.initial_data))
                 if method is not None:
                     value = method(value)
-            except (serializers.ValidationError, DjangoValidationError, SkipField):
+            except serializers.ValidationError as exc:
+                errors[str(field.field_name)] = exc.detail
+                continue
+            except DjangoValidationError as exc:
+                errors[str(field.field_name)] = list(exc.messages)
+                continue
+            except SkipField:
                 continue
             self.set_value(valid, field.source_attrs, value)
-        return valid
+        return valid, errors
 
 
 ELASTIC_FIELDS = {"nodes", "min_nodes", "max_nodes"}
@@ -276,7 +284,9 @@ def submit_problems(serializer: JobSubmitSerializer, owner: User) -> tuple[dict[
     errors: dict[str, Any] = dict(serializer.errors)
     if not isinstance(serializer.initial_data, Mapping):
         return errors, None  # not an object: no field to look at
-    valid = serializer.valid_fields()
+    valid, own = serializer.valid_fields()
+    for key, detail in own.items():
+        errors.setdefault(key, detail)
     if not ELASTIC_FIELDS & set(errors):
         try:
             valid = serializer.validate(valid)
