@@ -261,7 +261,10 @@ def cluster_view(request: HttpRequest) -> HttpResponse:
 @login_required
 def dashboard_view(request: HttpRequest) -> HttpResponse:
     """The cluster and scheduler dashboard (everyone signed in; per-team figures follow the usage report's rule)."""
-    context = {**dashboard_context(request.user, request.GET.get("window")), "plotly_js": PLOTLY_JS}
+    asked = request.GET.get("window")
+    context = {**dashboard_context(request.user, asked), "plotly_js": PLOTLY_JS}
+    # A window the page does not offer (a hand-edited link) is said, not silently shown as the default.
+    context["unknown_window"] = asked if asked and asked != context["window"].key else ""
     if request.GET.get("live") == "1":  # the page's poller (telemetry/dashboard.js): redrawn in place
         return JsonResponse(dashboard_live(request, context))
     return render(request, "frontend/dashboard.html", context)

@@ -219,6 +219,13 @@ def test_empty_dashboard(user: Any) -> None:
     assert "No nodes known yet" in html
 
 
+def test_a_window_the_dashboard_does_not_offer_is_said_not_silently_replaced(user: Any) -> None:
+    client = session_for(user)
+    html = client.get("/dashboard/", {"window": "99y"}).content.decode()
+    assert 'data-testid="unknown-window"' in html and "There is no window “99y”: showing last 24 hours." in html
+    assert 'data-testid="unknown-window"' not in client.get("/dashboard/", {"window": "24h"}).content.decode()
+
+
 def test_dashboard_needs_a_login(db: None) -> None:
     page = Client().get("/dashboard/")
     assert page.status_code == 302 and "/accounts/login/" in page["Location"]
