@@ -221,8 +221,14 @@ class JobSubmitSerializer(StrictSerializer):
         user = self.context["request"].user
         teams = {t.name: t for t in user.teams.all()}
         if value is None:
-            # A member of exactly one team submits for it without saying so.
-            return next(iter(teams.values())) if len(teams) == 1 else None
+            # A member of exactly one team submits for it without saying so; a member of several says which (as Slurm
+            # charges a job to an account): else a job of no team escaped both teams' quotas and budgets.
+            if len(teams) > 1:
+                raise serializers.ValidationError(
+                    f"You are in teams {', '.join(sorted(teams))}: say which this job is for (team; muster submit --team), "
+                    "so its quota and budget apply."
+                )
+            return next(iter(teams.values()), None)
         if value not in teams:
             raise serializers.ValidationError(f"You are not a member of a team named {value!r}.")
         return teams[value]

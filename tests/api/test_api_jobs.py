@@ -99,7 +99,12 @@ def test_create_submits_for_a_named_team(api: APIClient, user: Any, submit: Any)
     TeamFactory(name="speech").members.add(user)
     job = submit(team="speech")
     assert job["team"] == "speech"
-    assert submit()["team"] is None  # a member of several teams names one, or submits for none
+    # A member of several teams names one: a job of none escaped both teams' quotas and budgets.
+    response = api.post(JOBS, job_payload(), format="json")
+    assert response.status_code == 400
+    assert response.json()["team"] == [
+        "You are in teams speech, vision: say which this job is for (team; muster submit --team), so its quota and budget apply."
+    ]
 
 
 # --- list --------------------------------------------------------------------------------------
