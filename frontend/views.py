@@ -86,8 +86,9 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "frontend/job_detail.html",
         {
             **_job_parts_context(job, request.GET),
-            "assigned_nodes": job_assigned_nodes(job),
-            "assigned_racks": job_assigned_racks(job),
+            # Back in the queue it holds nothing: its last attempt's nodes are in the attempts table, not "its nodes".
+            "assigned_nodes": job_assigned_nodes(job) if job.state != JobState.PENDING else [],
+            "assigned_racks": job_assigned_racks(job) if job.state != JobState.PENDING else [],
             "logs": logs,
             "simulated_run": simulated_run,
             "fair_share_preemption": settings.MUSTER_FAIR_SHARE_PREEMPTION,

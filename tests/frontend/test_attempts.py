@@ -56,6 +56,10 @@ def test_a_job_preempted_then_succeeded_has_two_attempts_each_with_its_output(
     both = "(Muster preempts a job at most 3 times, 5 for fair share, then lets it run to its end)"
     assert f"; preempted 1 time {both}</span>" in session_for(owner).get(f"/jobs/{sweep}/").content.decode()
     settings.MUSTER_FAIR_SHARE_PREEMPTION = False
+    # It holds nothing while it waits: its old nodes, which the production job holds now, were shown as its own.
+    page = session_for(owner).get(f"/jobs/{sweep}/").content.decode()
+    assert "none now: back in the queue" in page and "Its last attempt started" in page
+    assert client_for(owner).get(f"/api/v1/jobs/{sweep}/").json()["assigned_nodes"] == []
     sim.advance(1.5)
     sim.advance(100)  # the production job ends; the sweep starts again
     sim.advance(1.5)
