@@ -150,6 +150,8 @@ class _Cycle:
         self.now = snapshot.now
         self.capacity = Capacity(snapshot.nodes)
         self.fitting: dict[tuple[int, int, bool], list[str]] = {}
+        # Whether some whole-GPU nodes have RDMA devices and some do not (a preference in placement, _fit_on).
+        self.rdma_mixed = len({bool(rdma) for rdma in self.capacity.rdma.values()}) > 1
         self.owners: dict[tuple[str, str | None], tuple[tuple[str, str], ...]] = {}
         self.no_limits: dict[str, Account] = {}
         # (GPUs per node, nodes, minimum nodes) -> what a job of that shape holds of its quota (the nodes are fixed).
@@ -635,6 +637,16 @@ class _Cycle:
         return self._fit_on(job, allowed)
 
     def _fit_on(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
+        if self.rdma_mixed and not job.rdma_per_node and not job.elastic:
+            # Nodes with RDMA devices are kept for the gangs that ask for them where the job fits elsewhere, as Slurm's
+            # node weights keep special nodes last: else one-GPU jobs filled the RDMA rack while the other stood idle.
+            # (An elastic job takes the most nodes that fit, of every kind.)
+            plain = self._fit_where(job, lambda name: not self.capacity.rdma[name] and (allowed is None or allowed(name)))
+            if plain is not None:
+                return plain
+        return self._fit_where(job, allowed)
+
+    def _fit_where(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
         if job.rdma_per_node:
             inner = allowed
             allowed = lambda name: self._node_fits(job, name) and (inner is None or inner(name))  # noqa: E731
@@ -1033,7 +1045,10 @@ class _Cycle:
             text = f"Behind the reservation for job {blocking.job_id}, expected to start {when(blocking.start)}."
             self._wait(job, RESERVATION, text + self._sooner_text(job))
             return
-        code = FRAGMENTATION if self.capacity.free_total >= job.gpus else NO_ROOM
+        free = self.capacity.free_total
+        if job.rdma_per_node:  # only the nodes with its devices count: else "fragmented" beside 0 such nodes free
+            free = sum(self.capacity.free[n] for n in self._fitting_nodes(job))
+        code = FRAGMENTATION if free >= job.gpus else NO_ROOM
         text = self._room_text(job)
         if reclaiming and job.id in self.unsearched:
             searched = f"This cycle had already looked for jobs to preempt for {MAX_PREEMPTION_SEARCHES} others"

@@ -62,3 +62,24 @@ def test_a_gang_keeps_to_one_block_when_no_rack_fits_it() -> None:
 def replace_free(views: tuple[NodeView, ...], free: dict[str, int], rdma: dict[str, int] | None = None) -> tuple[NodeView, ...]:
     rdma = rdma or {}
     return tuple(replace(v, gpus_free=free.get(v.name, v.gpus_free), rdma=rdma.get(v.name, v.rdma)) for v in views)
+
+
+def test_jobs_that_ask_no_rdma_go_where_there_is_none_while_they_fit_there() -> None:
+    """One-GPU jobs and plain gangs filled the RDMA rack first (its nodes sort first) while the other stood idle, and the
+    gang that asked for RDMA then waited, "fragmented"."""
+    views = rdma_nodes({"n00": 8, "n01": 8}, nodes=6)
+    small = [pend(i, gpus=1) for i in range(1, 4)]
+    plain_gang = pend(4, nodes=2)
+    decisions = schedule(replace(snap([*small, plain_gang]), nodes=views))
+    where = {job_id: p.node_names for job_id, p in placed(decisions).items()}
+    assert all(not set(names) & {"n00", "n01"} for names in where.values()), where
+    # When only the RDMA nodes are left, a job that asks for none still goes there rather than wait.
+    busy = replace_free(views, {"n02": 0, "n03": 0, "n04": 0, "n05": 0})
+    decisions = schedule(replace(snap([pend(5, gpus=1)]), nodes=busy))
+    assert placed(decisions)[5].node_names[0] in {"n00", "n01"}
+
+
+def test_a_gang_waiting_for_rdma_nodes_is_short_of_room_not_fragmented() -> None:
+    views = replace_free(rdma_nodes({"n00": 8, "n01": 8}, nodes=4), {"n00": 0})
+    decisions = schedule(replace(snap([replace(pend(1, nodes=2), rdma_per_node=8)]), nodes=views))
+    assert waiting(decisions)[1].reason_code == "NO_ROOM"  # 24 GPUs are free, but only 8 on nodes with its devices

@@ -18,8 +18,8 @@ def test_nodes_report_their_rdma_devices(sim: Any, api: Any) -> None:
 
 
 def test_a_gang_asking_for_rdma_runs_only_on_nodes_that_have_them_and_waits_for_them(submit: Any, sim: Any) -> None:
-    # Fills the first rack (the tightest fit for 8 nodes among two idle racks of 8).
-    filler = submit(nodes=8, simulate={"duration_seconds": 20})["id"]
+    # Fills the first rack, the one with RDMA devices (a job that asks none goes to the other while it fits there).
+    filler = submit(nodes=8, rdma_per_node=1, simulate={"duration_seconds": 20})["id"]
     sim.advance(1)
     assert set(job_assigned_nodes(Job.objects.get(pk=filler))) == RDMA_NODES
 
