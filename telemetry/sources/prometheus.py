@@ -66,6 +66,11 @@ MAX_RESPONSE_BYTES = 256 * 1024 * 1024
 _LEFT_OPEN: dict[str, bool] = {}
 # (CA file, its modification time) -> the TLS context verifying against it (shared: SSLContext is thread-safe).
 _TLS_CONTEXTS: dict[tuple[str, int], ssl.SSLContext] = {}
+# A Prometheus that did not answer in time is not asked again for this long by this process (URL -> (until, why)):
+# else every read waited out the timeout, each ended job's store held the one worker of `make run` for it, and
+# scheduling cycles queued behind them (16 jobs read SCHEDULED for 40 s after their pods had ended).
+AWAY_SECONDS = 60.0
+_AWAY: dict[str, tuple[float, str]] = {}
 
 
 def promql_regex(value: str) -> str:
@@ -347,6 +352,17 @@ class PrometheusTelemetry:
             url += "?" + urllib.parse.urlencode(params)
         request = urllib.request.Request(url, data=body, headers=self._headers())
         where = f"Prometheus at {self.url}"
+        away = _AWAY.get(self.url)
+        if away is not None and time.monotonic() < away[0]:
+            raise TelemetryUnavailable(f"{away[1]} Not asked again for {AWAY_SECONDS:g} s after that.")
+        try:
+            return self._get_answer(request, where)
+        except TelemetryUnavailable as exc:
+            if exc.__cause__ is not None and _timed_out(exc.__cause__):
+                _AWAY[self.url] = (time.monotonic() + AWAY_SECONDS, str(exc))
+            raise
+
+    def _get_answer(self, request: urllib.request.Request, where: str) -> dict:
         deadline = time.monotonic() + self.timeout
         try:
             with urllib.request.urlopen(request, timeout=self.timeout, context=self._tls()) as response:
@@ -406,3 +422,8 @@ def _error_detail(exc: urllib.error.HTTPError) -> str:
     except (OSError, ValueError, AttributeError):
         return ""
     return f": {str(error)[:300]}" if error else ""
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """A request that got no answer in time (not one refused or misconfigured, which is said at once anyway)."""
+    return isinstance(exc, TimeoutError) or (isinstance(exc, urllib.error.URLError) and isinstance(exc.reason, TimeoutError))

@@ -344,6 +344,17 @@ def test_a_prometheus_that_hangs_is_unavailable_within_the_timeout(fake_promethe
     assert time.monotonic() - started < 2.5
 
 
+def test_a_prometheus_that_did_not_answer_is_not_asked_again_for_a_while(fake_prometheus) -> None:
+    """Each read waited out the timeout: every ended job's store held the one worker of `make run` for 10 s, and the
+    scheduling cycles queued behind them (jobs read SCHEDULED for 40 s after their pods had ended)."""
+    asked: list[str] = []
+    url = fake_prometheus(lambda handler: (asked.append(handler.path), time.sleep(3)))
+    assert unavailable_message(url, timeout=0.5) == f"Prometheus at {url} did not answer within 0.5 s."
+    again = unavailable_message(url, timeout=0.5)
+    assert again == f"Prometheus at {url} did not answer within 0.5 s. Not asked again for 60 s after that."
+    assert len(asked) == 1  # the second read never reached it
+
+
 def test_when_prometheus_is_down_the_page_renders_and_says_so_and_the_api_is_503(submit, sim, user, api, settings) -> None:
     job = start_running(submit, sim, nodes=2, gpus_per_node=8)
     settings.MUSTER_TELEMETRY_SOURCE = "prometheus"
