@@ -414,6 +414,9 @@ LOGGING = {
 MUSTER_LAUNCH_TIMEOUT_SECONDS = env_int("MUSTER_LAUNCH_TIMEOUT_SECONDS", 600)
 # A node back to Ready after being NotReady takes no new work for this long (one that flaps would fail gang after gang).
 MUSTER_NODE_SETTLE_SECONDS = env_int("MUSTER_NODE_SETTLE_SECONDS", 120)
+# How long a node may be NotReady before the gangs on it are requeued (their pods may be running on through a kubelet's
+# blip; Kubernetes waits 300 s before it evicts them).
+MUSTER_NODE_NOT_READY_GRACE_SECONDS = env_int("MUSTER_NODE_NOT_READY_GRACE_SECONDS", 60)
 # After this many gangs in a row failed on a node and then succeeded elsewhere, Muster holds it out of placement until an admin clears it.
 MUSTER_NODE_FAILURE_HOLD = max(1, env_int("MUSTER_NODE_FAILURE_HOLD", 3))
 # A launch that does not come up (refused, or not running within the timeout) requeues the job held back

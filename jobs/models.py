@@ -47,6 +47,9 @@ class Node(models.Model):
     # When it came back to READY from NOT_READY or GONE: no new work until MUSTER_NODE_SETTLE_SECONDS have passed (a node that
     # flaps would take gangs down with it each time).
     ready_since = models.DateTimeField(null=True, blank=True)
+    # When it went NOT_READY (None while it is not): its gangs are requeued only once it has stayed so for
+    # MUSTER_NODE_NOT_READY_GRACE_SECONDS (a kubelet's blip of a few seconds requeued multi-day gangs).
+    not_ready_since = models.DateTimeField(null=True, blank=True)
     # Gangs in a row that failed here and then succeeded elsewhere (a success here resets it). At MUSTER_NODE_FAILURE_HOLD Muster holds the
     # node out of placement, whatever the cluster says, until an admin clears `held` (Django admin, Nodes).
     failures_in_row = models.PositiveIntegerField(default=0)

@@ -32,8 +32,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def nodes_sync(*, cluster_nodes: Iterable[ClusterNode]) -> list[Node]:
-    """Make the Node table match what the cluster reports; nodes it no longer reports are GONE."""
+def nodes_sync(*, cluster_nodes: Iterable[ClusterNode], now: datetime | None = None) -> list[Node]:
+    """Make the Node table match what the cluster reports; nodes it no longer reports are GONE. `now`: the cycle's
+    clock, which times how long a node has been NotReady or back."""
+    now = now or timezone.now()
     seen: list[Node] = []
     names = set()
     before = dict(Node.objects.values_list("name", "state"))
@@ -59,10 +61,14 @@ def nodes_sync(*, cluster_nodes: Iterable[ClusterNode]) -> list[Node]:
         }
         if state == NodeState.NOT_READY:
             defaults["ready_since"] = None
-        elif before.get(cn.name) in (NodeState.NOT_READY, NodeState.GONE):
-            # Back, or re-registered after leaving the cluster (a node whose kubelet was restarted with its Node object
-            # deleted, a machine replaced under the same name): it settles before it takes new work.
-            defaults["ready_since"] = timezone.now()
+            if before.get(cn.name) != NodeState.NOT_READY:
+                defaults["not_ready_since"] = now  # its gangs get MUSTER_NODE_NOT_READY_GRACE_SECONDS from here
+        else:
+            defaults["not_ready_since"] = None
+            if before.get(cn.name) in (NodeState.NOT_READY, NodeState.GONE):
+                # Back, or re-registered after leaving the cluster (a node whose kubelet was restarted with its Node object
+                # deleted, a machine replaced under the same name): it settles before it takes new work.
+                defaults["ready_since"] = now
         node, _ = Node.objects.update_or_create(name=cn.name, defaults=defaults)
         seen.append(node)
     Node.objects.exclude(name__in=names).exclude(state=NodeState.GONE).update(state=NodeState.GONE)

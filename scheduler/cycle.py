@@ -111,7 +111,7 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
             backend.prepare()
             backend.note_foreign_pods_version(health.foreign_pods_version)
             # Nodes gangs can go on running on: a NotReady node's pods are lost to the job as surely as a deleted node's.
-            present = {n.name for n in nodes_sync(cluster_nodes=backend.list_nodes()) if n.state != NodeState.NOT_READY}
+            present = {n.name for n in nodes_sync(cluster_nodes=backend.list_nodes(), now=now) if not _lost_to_gangs(n, now)}
             gangs = backend.observe_gangs()
             followed = _observe_active(backend, gangs, present, now, report)
             # After the gangs were followed: a gang that ended before this cycle is charged up to its end, not to now.
@@ -135,6 +135,16 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
             _record_health(health, now, report.cluster_error)
         report.seconds = time.monotonic() - started
         return report
+
+
+def _lost_to_gangs(node: Node, now: datetime) -> bool:
+    """A NotReady node's pods are lost to their gangs once it has stayed so for MUSTER_NODE_NOT_READY_GRACE_SECONDS, as
+    Kubernetes itself waits (its not-ready toleration) before it evicts them: a kubelet's blip of a few seconds
+    requeued multi-day gangs whose pods ran on."""
+    if node.state != NodeState.NOT_READY:
+        return False
+    since = node.not_ready_since or now
+    return now >= since + timedelta(seconds=settings.MUSTER_NODE_NOT_READY_GRACE_SECONDS)
 
 
 def _observe_active(

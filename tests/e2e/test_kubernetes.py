@@ -280,7 +280,10 @@ def _ready(kube: KubeHarness, name: str) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in kube.core.read_node_status(name).status.conditions)
 
 
-def test_a_node_that_stops_being_ready_requeues_its_gang_without_spending_a_restart(api: APIClient, kube: KubeHarness) -> None:
+def test_a_node_that_stops_being_ready_requeues_its_gang_without_spending_a_restart(
+    api: APIClient, kube: KubeHarness, settings: Any
+) -> None:
+    settings.MUSTER_NODE_NOT_READY_GRACE_SECONDS = 5
     job = submit(api, nodes=2, max_restarts=0, simulate={"duration_seconds": 600})
     kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
     victim = api.get(f"/api/v1/jobs/{job['id']}/").json()["assigned_nodes"][1]
@@ -290,6 +293,9 @@ def test_a_node_that_stops_being_ready_requeues_its_gang_without_spending_a_rest
     condition = {"type": "Ready", "status": "False", "reason": "KubeletNotReady", "lastHeartbeatTime": now, "lastTransitionTime": now}
     kube.core.patch_node_status(victim, {"status": {"conditions": [condition]}})
     try:
+        kube.cycle()  # within the grace: its pods may run on, as Kubernetes lets them
+        assert (state(job["id"]), Job.objects.get(pk=job["id"]).attempt) == (JobState.RUNNING, 1)
+        assert Node.objects.get(name=victim).state == NodeState.NOT_READY
         kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).attempt == 2 and state(job["id"]) == JobState.RUNNING)
         moved = api.get(f"/api/v1/jobs/{job['id']}/").json()
         assert moved["restarts"] == 0, "the node failed, not the job: no restart spent (max_restarts=0 would have failed it)"

@@ -557,6 +557,42 @@ class CordonedCluster(AlteredPodCluster):
         return [dataclasses.replace(n, schedulable=n.name != self.cordoned) for n in self.inner.list_nodes()]
 
 
+class NotReadyCluster:
+    """The simulated cluster, where one node reads NotReady (its kubelet silent); its pods read as they were."""
+
+    def __init__(self, inner, node: str) -> None:
+        self.inner, self.node, self.simulated = inner, node, True
+
+    def list_nodes(self):
+        return [dataclasses.replace(n, ready=n.name != self.node) for n in self.inner.list_nodes()]
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_a_node_not_ready_for_a_blip_keeps_its_gang_and_one_not_ready_past_the_grace_loses_it(submit, sim, settings) -> None:
+    """A kubelet's blip of a few seconds requeued a multi-day gang whose pods ran on; Kubernetes waits 300 s."""
+    settings.MUSTER_NODE_NOT_READY_GRACE_SECONDS = 60
+    job_id = submit(nodes=2, max_restarts=0, simulate={"duration_seconds": 600})["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    node = Allocation.objects.get(job_id=job_id, attempt=1, rank=1).node.name
+    blip = NotReadyCluster(sim.cluster, node)
+    sim.clock.advance(1)
+    run_cycle(backend=blip, now=sim.clock())
+    assert Node.objects.get(name=node).state == "NOT_READY"
+    sim.clock.advance(59)
+    run_cycle(backend=blip, now=sim.clock())
+    job = Job.objects.get(pk=job_id)
+    assert (job.state, job.attempt) == (JobState.RUNNING, 1)
+    sim.clock.advance(1)  # 60 s NotReady
+    report = run_cycle(backend=blip, now=sim.clock())
+    job.refresh_from_db()
+    assert report.requeued == [job_id] and job.restarts == 0
+    requeued = JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last().reason
+    assert f"Node {node} left the cluster or stopped being Ready" in requeued
+
+
 def test_a_pod_evicted_for_a_noexecute_taint_is_said_so_not_as_a_drain(submit, sim) -> None:
     """The tainted node reads CORDONED (Muster's pods do not tolerate the taint), but nobody drained it."""
     job_id = submit(nodes=2, max_restarts=0)["id"]
