@@ -451,9 +451,13 @@ class KubernetesCluster:
             if exc.status == 409:  # AlreadyExists: a retried launch found its own object
                 return None
             if exc.status == 404 and "namespaces" in str(exc.body or ""):
-                # The namespace went (or was never readable to check): jobs wait, and the pages say what to do.
+                # The namespace went: made again where Muster may (else jobs wait, and the pages say what to do), and
+                # the launch is tried again, spending no failed launch.
                 _NAMESPACES_SEEN.pop(self.options.namespace, None)
-                raise ClusterRefuses(namespace_missing(self.options.namespace)) from exc
+                self.prepare()
+                raise ClusterUnavailable(
+                    f"The jobs' namespace {self.options.namespace} was gone; Muster created it again, and the launch is tried again."
+                ) from exc
             if exc.status == 403:
                 # Muster's role went (with a deleted namespace, its Role and RoleBinding go too) or was cut: asked again,
                 # the check says what is missing and what to apply, and jobs wait rather than spend failed launches.
@@ -462,7 +466,9 @@ class KubernetesCluster:
             if exc.status is not None and 400 <= exc.status < 500:
                 # Else the job's reason was the client's whole dump (headers, then the body cut short before its cause).
                 said = _api_message(exc)
-                raise LaunchRefused(said, transient=exc.status == 403 and "exceeded quota" in said) from exc
+                # The site's limits or a namespace being deleted, not the job: tried again, never failing it.
+                passing = exc.status == 403 and ("exceeded quota" in said or "being terminated" in said)
+                raise LaunchRefused(said, transient=passing) from exc
             raise
 
     def _create_custom(self, resource: CustomResource, body: dict[str, Any]) -> dict[str, Any] | None:

@@ -1337,6 +1337,26 @@ def test_a_first_start_makes_the_jobs_namespace_and_runs_a_job_there(api: APICli
         kube.core.delete_namespace(fresh, grace_period_seconds=0)
 
 
+def test_a_jobs_namespace_deleted_under_muster_is_made_again_and_fails_no_job(api: APIClient, kube: KubeHarness) -> None:
+    """Its launches read "Failed launch 1 of at most 5" while it was being deleted (5 such failed the job), then
+    "Muster may not create it: run kubectl create namespace" though Muster could, and later did."""
+    fresh = f"{kube.namespace}-again"
+    kube.cluster = KubernetesCluster(
+        api=kube.api, options=PodOptions(namespace=fresh, termination_grace_seconds=0), rack_label=kube.cluster.rack_label
+    )
+    try:
+        first = submit(api, nodes=1, simulate={"duration_seconds": 1})
+        kube.cycle_until(lambda: state(first["id"]) == JobState.SUCCEEDED)
+        kube.cycle_until(lambda: not kube.core.list_namespaced_pod(fresh).items)
+        kube.core.delete_namespace(fresh, grace_period_seconds=0)
+        job = submit(api, nodes=1, simulate={"duration_seconds": 1})
+        kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED, timeout=90)
+        reasons = list(JobEvent.objects.filter(job_id=job["id"]).values_list("reason", flat=True))
+        assert not any("of at most" in r or "kubectl create namespace" in r for r in reasons), reasons
+    finally:
+        kube.core.delete_namespace(fresh, grace_period_seconds=0)
+
+
 def test_without_a_namespace_it_may_use_jobs_wait_and_every_page_says_what_to_do(
     api: APIClient, user: Any, kube: KubeHarness, as_muster: KubernetesCluster
 ) -> None:
