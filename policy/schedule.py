@@ -580,7 +580,16 @@ class _Cycle:
                 text = self.budget_texts.get((key, committed, need))
                 if text is None:
                     budget, uses = budget_beside_need(BudgetLeft(left=account.node_hours_left, committed=committed), need[0])
-                    renews = f" It renews {when(account.budget_resets_at)}." if account.budget_resets_at else ""
+                    whole = account.node_hours_per_period
+                    if whole is not None and need[0] > whole:
+                        # No renewal gives it room: it read "It renews ..." after the budget was lowered under it.
+                        renews = (
+                            f" That is more than its whole budget of {_amount(whole)} node-hours a period (lowered since it "
+                            "was submitted): it waits until an admin raises the budget. Cancel it and submit it smaller or "
+                            "shorter to run sooner."
+                        )
+                    else:
+                        renews = f" It renews {when(account.budget_resets_at)}." if account.budget_resets_at else ""
                     text = f"The budget of {who} has {budget}; this job may use {uses} ({need[1]}).{renews}"
                     self.budget_texts[(key, committed, need)] = text
                 return text

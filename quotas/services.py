@@ -360,6 +360,22 @@ def quota_warnings(*, account: Any, before: Limits, after: Limits, now: datetime
                 f"{'it waits' if len(too_big) == 1 else 'they wait'} until the limit is raised, or until cancelled."
             )
     budget = after.node_hours_per_period
+    if budget is not None and budget != before.node_hours_per_period:
+        owned_jobs = {"owner": account} if after.kind == "user" else {"team": account}
+        queued = Job.objects.filter(state=JobState.PENDING, **owned_jobs).order_by("pk")
+        beyond = [
+            job.pk
+            for job in queued.only("pk", "nodes", "min_nodes", "gpus_per_node", "wall_time_seconds", "gpu_fraction")
+            if _least_node_hours(job.min_nodes or job.nodes, job.gpus_per_node, job.wall_time_seconds, job.gpu_fraction) > budget
+        ]
+        if beyond:
+            listed = ", ".join(str(pk) for pk in beyond[:10]) + (" and more" if len(beyond) > 10 else "")
+            warnings.append(
+                f"{len(beyond)} queued job{'s' if len(beyond) != 1 else ''} of {whose} need{'s' if len(beyond) == 1 else ''} "
+                f"more than the whole budget of {budget:g} node-hours ({listed}): no renewal gives "
+                f"{'it' if len(beyond) == 1 else 'them'} room; {'it waits' if len(beyond) == 1 else 'they wait'} until the "
+                "budget is raised, or until cancelled."
+            )
     if budget is not None and budget != before.node_hours_per_period and usage.node_hours_used > budget:
         renews = timezone.localtime(usage.period_end).strftime("%Y-%m-%d %H:%M %Z")
         warnings.append(

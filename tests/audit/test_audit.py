@@ -323,6 +323,18 @@ def test_a_gpu_quota_below_what_is_held_warns_in_the_api(admin_api: APIClient, u
     assert admin_api.patch("/api/v1/quotas/users/alice/", {"max_gpus": 64}, format="json").json()["warnings"] == []
 
 
+def test_a_budget_lowered_under_a_queued_jobs_whole_need_warns_that_no_renewal_helps(admin_api: APIClient, user: Any) -> None:
+    queued = JobFactory(owner=user)
+    Job.objects.filter(pk=queued.pk).update(nodes=2, wall_time_seconds=3 * 3600)  # 6 node-hours at least
+    within = JobFactory(owner=user)
+    Job.objects.filter(pk=within.pk).update(nodes=2, wall_time_seconds=3600)  # 2 node-hours: within it
+    body = admin_api.patch("/api/v1/quotas/users/alice/", {"node_hours_per_period": 4}, format="json").json()
+    assert body["warnings"] == [
+        f"1 queued job of user alice needs more than the whole budget of 4 node-hours ({queued.pk}): no renewal gives it "
+        "room; it waits until the budget is raised, or until cancelled."
+    ]
+
+
 def test_borrowed_gpus_are_named_in_the_warning(admin_api: APIClient, user: Any) -> None:
     JobFactory(owner=user, running=True, held=["n1"])
     borrower = JobFactory(owner=user, running=True, held=["n2"])

@@ -357,6 +357,20 @@ def test_job_beyond_its_budget_waits_naming_the_account_and_when_it_renews() -> 
     )
 
 
+def test_a_job_beyond_a_whole_budget_lowered_under_it_is_not_promised_the_renewal() -> None:
+    """It read "It renews 2026-12-01": no renewal gives a job more than the whole budget."""
+    resets = datetime(2026, 12, 1, tzinfo=UTC).timestamp()
+    account = Account(user_key("ann"), node_hours_left=1.0, budget_resets_at=resets, node_hours_per_period=1.0)
+    decisions = schedule(snap([pend(1, nodes=2, wall=HOUR)], accounts=(account,)))
+    (wait,) = decisions.waiting
+    assert wait.reason_code == BUDGET and wait.estimated_start is None
+    assert wait.reason == (
+        "The budget of user ann has 1.0 node-hours left; this job may use 2.0 (2 nodes x 1.00 h). That is more than its "
+        "whole budget of 1 node-hours a period (lowered since it was submitted): it waits until an admin raises the "
+        "budget. Cancel it and submit it smaller or shorter to run sooner."
+    )
+
+
 def test_team_budget_is_charged_by_the_jobs_placed_in_the_same_cycle() -> None:
     account = Account(team_key("vision"), node_hours_left=1.5)
     decisions = schedule(snap([pend(1, team="vision", age=100), pend(2, team="vision", age=50)], accounts=(account,)))
