@@ -3,6 +3,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 from django.http import HttpRequest
 
 from audit.services import audit_changes, audit_record
@@ -76,3 +78,45 @@ def _record_team_delete(request: HttpRequest, team: Team) -> None:
         changes={name: [value, None] for name, value in _fields(team).items()},
         request=request,
     )
+
+
+# The people Muster serves: who they are and what they may do. Audited here, the layer above both accounts and audit.
+USER_FIELDS = ("username", "email", "first_name", "last_name", "is_active", "is_staff", "is_superuser")
+
+
+def _user_fields(user: Any) -> dict[str, Any]:
+    return {name: getattr(user, name) for name in USER_FIELDS}
+
+
+class AuditedUserAdmin(UserAdmin):
+    """Django's user admin, with each account made, changed (an admin made, a user deactivated, a password set) or
+    deleted on the audit trail: docs/admin.md says every change an admin makes is, and these were not. (Groups and
+    permissions Muster does not use.)"""
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        before = _user_fields(type(obj).objects.get(pk=obj.pk)) if change else dict.fromkeys(USER_FIELDS)
+        super().save_model(request, obj, form, change)
+        changes = audit_changes(before, _user_fields(obj))
+        if "password" in form.changed_data and change:
+            changes["password"] = ["(set)", "(changed)"]  # that it changed, never what to
+        if changes or not change:
+            action = "user.update" if change else "user.create"
+            audit_record(actor=request.user, action=action, target=obj, changes=changes, request=request)
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        _record_user_delete(request, obj)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for user in queryset:
+            _record_user_delete(request, user)
+        super().delete_queryset(request, queryset)
+
+
+def _record_user_delete(request: HttpRequest, user: Any) -> None:
+    changes = {name: [value, None] for name, value in _user_fields(user).items()}
+    audit_record(actor=request.user, action="user.delete", target=user, changes=changes, request=request)
+
+
+admin.site.unregister(get_user_model())
+admin.site.register(get_user_model(), AuditedUserAdmin)

@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -397,3 +398,29 @@ def test_audit_is_a_low_layer_that_imports_no_other_muster_app() -> None:
                 else []
             )
             assert not {n.split(".")[0] for n in names} & higher, f"{path} imports {names}"
+
+
+def test_accounts_made_changed_and_deleted_in_django_admin_are_on_the_audit_trail(admin_page: Client, user: Any) -> None:
+    """Making four users, deactivating one and making another an admin left no entry."""
+    added = admin_page.post("/admin/auth/user/add/", {"username": "carol", "password1": "Xk9#vLm2!qRt", "password2": "Xk9#vLm2!qRt"})
+    assert added.status_code == 302, added.content.decode()[:2000]
+    carol = get_user_model().objects.get(username="carol")
+    made = only_entry(action="user.create")
+    assert (made.target_repr, made.changes["username"], made.actor_username) == ("carol", [None, "carol"], "root")
+    form = {
+        "username": "alice",
+        "email": user.email,
+        "first_name": "",
+        "last_name": "",
+        "is_staff": "on",
+        "date_joined_0": "2026-01-01",
+        "date_joined_1": "00:00:00",
+        "initial-date_joined_0": "2026-01-01",
+        "initial-date_joined_1": "00:00:00",
+    }  # fmt: skip  (is_active left out: unticked)
+    changed = admin_page.post(f"/admin/auth/user/{user.pk}/change/", form)
+    assert changed.status_code == 302, changed.content.decode()[:3000]
+    entry = only_entry(action="user.update")
+    assert entry.changes == {"is_active": [True, False], "is_staff": [False, True]}
+    assert admin_page.post(f"/admin/auth/user/{carol.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert only_entry(action="user.delete").changes["username"] == ["carol", None]
