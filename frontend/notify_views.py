@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
@@ -9,7 +10,7 @@ from django.shortcuts import redirect, render
 
 from accounts.requests import AuthenticatedHttpRequest
 from api.jobs.serializers import NotifySerializer
-from notify.services import EVENTS, preference_of, preference_save
+from notify.services import EVENTS, deliveries_failing, preference_of, preference_save
 
 LABELS = {"start": "it starts running", "end": "it ends (however it ends)", "fail": "it fails or reaches its wall time"}
 
@@ -37,4 +38,6 @@ def notifications_view(request: AuthenticatedHttpRequest) -> HttpResponse:
         for event in EVENTS:
             setattr(preference, f"on_{event}", event in asked)
     events = [(e, LABELS[e], e in preference.events) for e in EVENTS]
-    return render(request, "frontend/notifications.html", {"preference": preference, "events": events, "errors": errors})
+    context = {"preference": preference, "events": events, "errors": errors, "failing": deliveries_failing(request.user)}
+    context["max_tries"] = settings.MUSTER_NOTIFY_MAX_TRIES
+    return render(request, "frontend/notifications.html", context)

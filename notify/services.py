@@ -174,3 +174,13 @@ def _send(delivery: Delivery) -> None:
                 raise RuntimeError(f"the webhook answered {response.status}")
     except urllib.error.HTTPError as exc:
         raise RuntimeError(f"the webhook answered {exc.code}") from exc
+
+
+UNDELIVERED_SHOWN = 10
+
+
+def deliveries_failing(user: User) -> list[Delivery]:
+    """The user's latest messages that could not be sent (still being retried, or given up), newest first: shown on
+    the notifications page, else a webhook that never worked was known only to the server's log."""
+    failing = Delivery.objects.filter(job__owner=user, sent_at__isnull=True, tries__gt=0).select_related("job")
+    return list(failing.order_by("-created_at", "-id")[:UNDELIVERED_SHOWN])

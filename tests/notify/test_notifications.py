@@ -121,6 +121,21 @@ def test_a_webhook_that_fails_is_tried_again_later_and_the_job_is_unaffected(sim
     assert Delivery.objects.get().sent_at is not None
 
 
+def test_messages_that_could_not_be_sent_are_listed_on_the_notifications_page(sim: SimHarness, submit: Any, hook: Hook, user: Any) -> None:
+    """A webhook that failed every time was known only to the server's log."""
+    page = session_for(user).get("/account/notifications/").content.decode()
+    assert 'data-testid="undelivered-none"' in page
+    hook.status = 503
+    job = submit(nodes=1, gpus_per_node=1, name="nightly", notify={"on": ["start"], "email": False, "webhook": hook.url})
+    sim.cycle()
+    sim.advance(2)
+    send(sim)
+    page = session_for(user).get("/account/notifications/").content.decode()
+    row = re.search(r'<table data-testid="undelivered">.*?</table>', page, re.S)
+    assert row is not None
+    assert f"{job['id']}</a> nightly" in row.group(0) and "the webhook answered 503" in row.group(0) and "start" in row.group(0)
+
+
 def test_bad_notify_asks_are_refused(sim: SimHarness, api: APIClient, user: Any) -> None:
     from tests.conftest import job_payload
 
