@@ -108,6 +108,16 @@ def quota_check_job(
         raise ValidationError(errors)
 
 
+def _stuck_warning(pks: Sequence[int], whose: str, need: str, why: str, limit: str) -> str:
+    """A lowered limit's warning of the queued jobs it leaves with no way to start until it is raised."""
+    one = len(pks) == 1
+    listed = ", ".join(str(pk) for pk in pks[:10]) + (" and more" if len(pks) > 10 else "")
+    return (
+        f"{len(pks)} queued job{'' if one else 's'} of {whose} need{'s' if one else ''} {need} ({listed}): "
+        f"{why}{'it waits' if one else 'they wait'} until {limit} is raised, or until cancelled."
+    )
+
+
 def _least_node_hours(nodes: int, gpus_per_node: int, wall_time_seconds: int, gpu_fraction: float | None) -> float:
     """The least the job can charge a budget, as the ledger charges (the share of each node it holds): a gang whole
     nodes; a single-node job its GPUs (or its slice of one) over the largest node's, since which node it gets is
@@ -342,40 +352,28 @@ def quota_warnings(*, account: Any, before: Limits, after: Limits, now: datetime
             f"new jobs of {whose} wait until the GPUs it holds within its quota leave room for them under {limit} "
             "(preemptible jobs may still borrow idle GPUs)."
         )
+    owned_jobs = {"owner": account} if after.kind == "user" else {"team": account}
+    queued = Job.objects.filter(state=JobState.PENDING, **owned_jobs).order_by("pk")
     if limit is not None and limit != before.max_gpus:
-        owned_jobs = {"owner": account} if after.kind == "user" else {"team": account}
         too_big = [
             pk
-            for pk, nodes, gpus_per_node in Job.objects.filter(state=JobState.PENDING, preemptible=False, **owned_jobs)
-            .order_by("pk")
-            .values_list("pk", "nodes", "gpus_per_node")
+            for pk, nodes, gpus_per_node in queued.filter(preemptible=False).values_list("pk", "nodes", "gpus_per_node")
             # GPUs asked for: a lower bound of what a gang holds (whole nodes), so every job listed really waits.
             if nodes * gpus_per_node > limit
         ]
         if too_big:
-            listed = ", ".join(str(pk) for pk in too_big[:10]) + (" and more" if len(too_big) > 10 else "")
-            warnings.append(
-                f"{len(too_big)} queued job{'s' if len(too_big) != 1 else ''} of {whose} need{'s' if len(too_big) == 1 else ''} "
-                f"more than {limit} GPUs on {'its' if len(too_big) == 1 else 'their'} own ({listed}): "
-                f"{'it waits' if len(too_big) == 1 else 'they wait'} until the limit is raised, or until cancelled."
-            )
+            own = "its" if len(too_big) == 1 else "their"
+            warnings.append(_stuck_warning(too_big, whose, f"more than {limit} GPUs on {own} own", "", "the limit"))
     budget = after.node_hours_per_period
     if budget is not None and budget != before.node_hours_per_period:
-        owned_jobs = {"owner": account} if after.kind == "user" else {"team": account}
-        queued = Job.objects.filter(state=JobState.PENDING, **owned_jobs).order_by("pk")
         beyond = [
             job.pk
             for job in queued.only("pk", "nodes", "min_nodes", "gpus_per_node", "wall_time_seconds", "gpu_fraction")
             if _least_node_hours(job.min_nodes or job.nodes, job.gpus_per_node, job.wall_time_seconds, job.gpu_fraction) > budget
         ]
         if beyond:
-            listed = ", ".join(str(pk) for pk in beyond[:10]) + (" and more" if len(beyond) > 10 else "")
-            warnings.append(
-                f"{len(beyond)} queued job{'s' if len(beyond) != 1 else ''} of {whose} need{'s' if len(beyond) == 1 else ''} "
-                f"more than the whole budget of {budget:g} node-hours ({listed}): no renewal gives "
-                f"{'it' if len(beyond) == 1 else 'them'} room; {'it waits' if len(beyond) == 1 else 'they wait'} until the "
-                "budget is raised, or until cancelled."
-            )
+            room = f"no renewal gives {'it' if len(beyond) == 1 else 'them'} room; "
+            warnings.append(_stuck_warning(beyond, whose, f"more than the whole budget of {budget:g} node-hours", room, "the budget"))
     if budget is not None and budget != before.node_hours_per_period and usage.node_hours_used > budget:
         renews = timezone.localtime(usage.period_end).strftime("%Y-%m-%d %H:%M %Z")
         warnings.append(
