@@ -213,6 +213,9 @@ def job_launch_failed(job: Job, *, now: datetime, why: str, transient: bool = Fa
     """
     failures = job.launch_failures + 1
     limit = settings.MUSTER_LAUNCH_MAX_FAILURES
+    why = why.rstrip()
+    if not why.endswith((".", "!", "?")):  # the API server's words end bare: "…gpu=16 Failed launch 1 in a row"
+        why += "."
     if failures >= limit and not transient:
         return job_transition(
             job,

@@ -110,7 +110,7 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
             backend = backend or get_backend()
             backend.prepare()
             backend.note_foreign_pods_version(health.foreign_pods_version)
-            # Nodes gangs can go on running on: a NotReady node's pods are lost to the job as surely as a deleted node's.
+            # Nodes gangs can go on running on: a node NotReady past its grace loses its pods as surely as a deleted one.
             present = {n.name for n in nodes_sync(cluster_nodes=backend.list_nodes(), now=now) if not _lost_to_gangs(n, now)}
             gangs = backend.observe_gangs()
             followed = _observe_active(backend, gangs, present, now, report)
