@@ -26,7 +26,7 @@ from jobs.cluster import ClusterUnavailable
 from jobs.errors import JobFinished, JobNotStarted
 from jobs.logs import job_logs
 from jobs.models import Job
-from jobs.selectors import job_assigned_nodes, job_assigned_racks, job_visible_to, jobs_visible_to
+from jobs.selectors import job_assigned_nodes, job_nodes_shown, job_racks_shown, job_visible_to, jobs_visible_to
 from jobs.services import job_cancel
 from jobs.states import ACTIVE_STATES, JobState
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
@@ -86,9 +86,8 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "frontend/job_detail.html",
         {
             **_job_parts_context(job, request.GET),
-            # Back in the queue it holds nothing: its last attempt's nodes are in the attempts table, not "its nodes".
-            "assigned_nodes": job_assigned_nodes(job) if job.state != JobState.PENDING else [],
-            "assigned_racks": job_assigned_racks(job) if job.state != JobState.PENDING else [],
+            "assigned_nodes": job_nodes_shown(job),
+            "assigned_racks": job_racks_shown(job),
             "logs": logs,
             "simulated_run": simulated_run,
             "fair_share_preemption": settings.MUSTER_FAIR_SHARE_PREEMPTION,

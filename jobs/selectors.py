@@ -73,6 +73,18 @@ def job_assigned_racks(job: Job) -> list[tuple[str, int]]:
     return list(Counter(a.node.rack or "no rack" for a in _assigned(job)).items())
 
 
+def job_nodes_shown(job: Job) -> list[str]:
+    """The nodes the job page and the API show as the job's: its latest attempt's (`job_assigned_nodes`), but none while
+    it is PENDING. A job back in the queue (requeued, preempted) holds nothing; its last attempt's nodes are in its
+    attempts, not its own."""
+    return [] if job.state == JobState.PENDING else job_assigned_nodes(job)
+
+
+def job_racks_shown(job: Job) -> list[tuple[str, int]]:
+    """The racks of `job_nodes_shown` (`job_assigned_racks`): none while the job is PENDING."""
+    return [] if job.state == JobState.PENDING else job_assigned_racks(job)
+
+
 class NodeUsage(TypedDict):
     gpus_held: float | None  # None while the node holds no live allocation
     slices_held: int

@@ -21,9 +21,8 @@ from jobs import validators
 from jobs.arrays import ARRAY_SYNTAX, array_indices
 from jobs.logs import job_log_attempts
 from jobs.models import EstimateKind, Job, JobEvent, JobResize, Node
-from jobs.selectors import job_assigned_nodes, node_settles_until
+from jobs.selectors import job_nodes_shown, node_settles_until
 from jobs.services import job_submit_problems
-from jobs.states import JobState
 from notify.services import EVENTS
 from notify.webhooks import webhook_refusal
 from policy.model import Priority
@@ -422,8 +421,7 @@ class JobSerializer(serializers.ModelSerializer):
         return {"code": job.pending_reason_code, "message": job.pending_reason}
 
     def get_assigned_nodes(self, job: Job) -> list[str]:
-        # A job back in the queue (requeued, preempted) holds nothing: its last attempt's nodes were shown as its own.
-        return [] if job.state == JobState.PENDING else job_assigned_nodes(job)
+        return job_nodes_shown(job)
 
     @extend_schema_field(PrioritySerializer(allow_null=True))
     def get_priority(self, job: Job) -> dict[str, Any] | None:
