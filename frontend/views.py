@@ -37,6 +37,8 @@ from telemetry.staticfiles import PLOTLY_JS
 
 # The parts of the job list that keep up in place (frontend.live).
 JOB_LIST_PARTS = {"job-rows": "frontend/job_rows.html"}
+# The job list's filters by the labels its form gives them (the others are the API's, written in the address).
+FILTER_LABELS = {"name": "Name", "state": "State", "owner": "Owner", "submitted_after": "Since"}
 
 
 @login_required
@@ -53,7 +55,10 @@ def job_list(request: HttpRequest) -> HttpResponse:
         filtering["submitted_after"] = f"{since}T00:00:00+00:00"  # the date field's day, from midnight UTC
     sort = Sorting(job_columns(), request.GET.get("sort", ""), default=JOB_LIST_DEFAULT)
     # jobs_visible_to prefetches the allocations with their nodes: the running jobs' node lists.
-    jobs = sort.apply(JobFilter(filtering, queryset=jobs_visible_to(request.user)).qs.select_related("owner"))
+    found = JobFilter(filtering, queryset=jobs_visible_to(request.user))
+    # A filter it cannot read (?state=RUNING) is said, with no jobs: django-filter drops it, and every job read as its answer.
+    errors = {FILTER_LABELS.get(name, name): messages for name, messages in found.errors.items()}
+    jobs = sort.apply(found.qs.select_related("owner") if not errors else Job.objects.none())
     page = Paginator(jobs, 25).get_page(request.GET.get("page"))
     rows = [(job, _run_time(job), job_assigned_nodes(job) if job.state in ACTIVE_STATES else []) for job in page.object_list]
     live = any(job.state in ACTIVE_STATES or job.state == JobState.PENDING for job in page.object_list)
@@ -63,11 +68,12 @@ def job_list(request: HttpRequest) -> HttpResponse:
     filters = {key: request.GET.get(key, "") for key in ("name", "state", "owner", "submitted_after")}
     context.update(
         filters=filters,
+        errors=errors,
         states=JobState.values,
         live_refresh_ms=settings.MUSTER_LIVE_REFRESH_SECONDS * 1000,
         live_refresh_seconds=settings.MUSTER_LIVE_REFRESH_SECONDS,
     )
-    return render(request, "frontend/job_list.html", context)
+    return render(request, "frontend/job_list.html", context, status=400 if errors else 200)
 
 
 LOG_TAIL_LINES = 200
