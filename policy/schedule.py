@@ -152,6 +152,7 @@ class _Cycle:
         self.fitting: dict[tuple[int, int, bool], list[str]] = {}
         # Whether some whole-GPU nodes have RDMA devices and some do not (a preference in placement, _fit_on).
         self.rdma_mixed = len({bool(rdma) for rdma in self.capacity.rdma.values()}) > 1
+        self.rdma_wanted = self.rdma_mixed and any(p.rdma_per_node for p in snapshot.pending)
         self.owners: dict[tuple[str, str | None], tuple[tuple[str, str], ...]] = {}
         self.no_limits: dict[str, Account] = {}
         # (GPUs per node, nodes, minimum nodes) -> what a job of that shape holds of its quota (the nodes are fixed).
@@ -646,14 +647,26 @@ class _Cycle:
         return self._fit_on(job, allowed)
 
     def _fit_on(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
-        if self.rdma_mixed and not job.rdma_per_node and not job.elastic:
-            # Nodes with RDMA devices are kept for the gangs that ask for them where the job fits elsewhere, as Slurm's
-            # node weights keep special nodes last: else one-GPU jobs filled the RDMA rack while the other stood idle.
-            # (An elastic job takes the most nodes that fit, of every kind.)
-            plain = self._fit_where(job, lambda name: not self.capacity.rdma[name] and (allowed is None or allowed(name)))
-            if plain is not None:
-                return plain
-        return self._fit_where(job, allowed)
+        if not self.rdma_mixed or job.rdma_per_node:
+            return self._fit_where(job, allowed)
+        # Nodes with RDMA devices are kept for the gangs that ask for them where the job fits elsewhere, as Slurm's
+        # node weights keep special nodes last: else one-GPU jobs filled the RDMA rack while the other stood idle.
+        plain = lambda name: not self.capacity.rdma[name] and (allowed is None or allowed(name))  # noqa: E731
+        if job.elastic and not self.rdma_wanted:
+            # No job that asks for them waits: an elastic job takes the most nodes that fit, those without devices first
+            # (starting on fewer only to grow onto the rest a cycle later would cost it a re-rendezvous).
+            for count in self._elastic_counts(job):
+                found = self.capacity.whole_nodes(count, job.gpus_per_node, plain)
+                if found is None:
+                    found = self.capacity.whole_nodes(count, job.gpus_per_node, allowed)
+                if found is not None:
+                    return found
+            return None
+        found = self._fit_where(job, plain)
+        if found is not None:
+            return found
+        # While such a gang waits, an elastic job that fits only with RDMA nodes takes as few as it can start on.
+        return self._fit_where(job.start_shape(), allowed)
 
     def _fit_where(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
         if job.rdma_per_node:
@@ -663,8 +676,7 @@ class _Cycle:
             name = self.capacity.best_fit(job.gpus_per_node, allowed, self._within_node_end(job), self.config.align_look)
             return None if name is None else [name]
         if job.elastic:
-            # The most nodes that fit now, within its quota; no fewer than min_nodes.
-            for count in range(min(job.nodes, self._elastic_room(job)), job.min_nodes - 1, -1):
+            for count in self._elastic_counts(job):
                 found = self.capacity.whole_nodes(count, job.gpus_per_node, allowed)
                 if found is not None:
                     return found
@@ -684,6 +696,10 @@ class _Cycle:
             return any(ends_at >= end for ends_at, _ in self._releases(name))
 
         return within
+
+    def _elastic_counts(self, job: PendingJob) -> range:
+        """The node counts an elastic job may start on, most first: within its quota, no fewer than min_nodes."""
+        return range(min(job.nodes, self._elastic_room(job)), job.min_nodes - 1, -1)
 
     def _elastic_room(self, job: PendingJob) -> int:
         """The most whole nodes an elastic job may hold within its owners' GPU quotas (of the smallest size it fits)."""
@@ -836,13 +852,21 @@ class _Cycle:
         if key in self.failed_searches or job.id in self.promised:
             return None
         self.searches += 1
-        victims = self._smallest_victim_set(job.start_shape(), allowed)
+        # The nodes elastic jobs can give up go first (_shrink_for found them too few on their own): only the rest is
+        # searched for among jobs stopped whole. (Within a cycle they only grow fewer, as the key's assumption needs.)
+        start = job.start_shape()
+        offers = self._shrink_offers(job, allowed)[1] if self.shrink_possible and start.nodes > 1 else []
+        given = {name for _, name in offers}
+        search = allowed if not given else (lambda name: name not in given and (allowed is None or allowed(name)))
+        victims = self._smallest_victim_set(replace(start, nodes=start.nodes - len(given)), search)
         if victims is None:
             # Within a cycle capacity only shrinks, and victims and allowed nodes with it: the same key fails again.
             self.failed_searches.add(key)
             return None
         for victim_id in victims:
             self._evict(self.running[victim_id], job)
+        # A job stopped whole gives up all of its nodes, those it could have given by shrinking too.
+        self._shrink(job, [(victim_id, name) for victim_id, name in offers if victim_id in self.running])
         return self._fit(job, allowed)
 
     def _smallest_victim_set(self, job: PendingJob, allowed: Allowed) -> list[int] | None:
@@ -905,7 +929,17 @@ class _Cycle:
 
     def _shrink_for(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
         """Whole nodes for the job taken from elastic jobs above their minimum (their last ranks), before anyone is
-        preempted whole; None when shrinking cannot free enough."""
+        preempted whole; None when shrinking alone cannot free enough (_preempt_for then stops jobs for the rest)."""
+        short, offers = self._shrink_offers(job, allowed)
+        if short <= 0 or len(offers) < short:
+            return None
+        self._shrink(job, offers[:short])
+        return self._fit(job, allowed)
+
+    def _shrink_offers(self, job: PendingJob, allowed: Allowed) -> tuple[int, list[tuple[int, str]]]:
+        """How many whole nodes the job is short of now, and the nodes elastic jobs above their minimum could give up
+        for it, as (job id, node) in the order they would: lowest class first, borrowers first, then by job, each
+        job's last rank first (a job gives up a suffix of its ranks)."""
         start = job.start_shape()
 
         def fits(name: str) -> bool:
@@ -914,8 +948,7 @@ class _Cycle:
         idle = sum(len(names) for names in self.capacity.idle_nodes(job.gpus_per_node, fits).values())
         short = (start.nodes if start.whole_nodes else 1) - idle
         if short <= 0:
-            return None  # not short of whole nodes: what blocks it is not for a shrink to solve
-        # (lowest class first, borrowers first, then the job, then its last rank first): a job gives up a suffix.
+            return short, []  # not short of whole nodes: what blocks it is not for a shrink to solve
         offers: list[tuple[tuple[int, bool, int, int], str]] = []
         for r in self.running.values():
             if not r.elastic or len(r.node_names) <= r.min_nodes or not self._may_shrink(job, r):
@@ -925,14 +958,14 @@ class _Cycle:
                 if not fits(name) or set(self.on_node.get(name, {})) != {r.id}:
                     break  # its ranks go from the last: one that cannot go keeps those before it
                 offers.append(((-r.class_rank, not r.over_quota, r.id, -rank), name))
-        if len(offers) < short:
-            return None
-        taken: dict[int, list[str]] = defaultdict(list)
-        for (_, _, victim_id, _), name in sorted(offers)[:short]:
-            taken[victim_id].append(name)
-        for victim_id, names in sorted(taken.items()):
+        return short, [(key[2], name) for key, name in sorted(offers)]
+
+    def _shrink(self, job: PendingJob, taken: Iterable[tuple[int, str]]) -> None:
+        by_job: dict[int, list[str]] = defaultdict(list)
+        for victim_id, name in taken:
+            by_job[victim_id].append(name)
+        for victim_id, names in sorted(by_job.items()):
             self._resize(self.running[victim_id], removed=names, reason=f"Shrunk for job {job.id}, which has priority")
-        return self._fit(job, allowed)
 
     def _resize(self, r: RunningJob, *, added: Sequence[str] = (), removed: Sequence[str] = (), reason: str) -> None:
         """Apply a resize to this cycle's view (capacity, timelines, quota) and record it as a decision."""
@@ -987,10 +1020,13 @@ class _Cycle:
                 n
                 for names in self.capacity.idle_nodes(r.gpus_per_node).values()
                 for n in names
-                if self._node_fits(shape, n) and self.timelines.fits(n, self.capacity.total[n], self.now, r.ends_at)
+                if self._node_fits(shape, n)
+                and self.timelines.fits(n, self.capacity.total[n], self.now, r.ends_at)
+                and not (self.rdma_wanted and self.capacity.rdma[n] and not r.rdma_per_node)
             ]
-            # Its own racks first (then by name): the ranks it gains talk to the ones it has.
-            idle.sort(key=lambda n: (self.capacity.rack[n] not in racks, n))
+            # Nodes without RDMA devices first where it asks for none (those are kept for the gangs that do, _fit_on),
+            # then its own racks (then by name): the ranks it gains talk to the ones it has.
+            idle.sort(key=lambda n: (bool(self.capacity.rdma[n]) and not r.rdma_per_node, self.capacity.rack[n] not in racks, n))
             if room > 0 and idle:
                 self._resize(r, added=idle[:room], reason="Grew onto whole nodes left idle")
 

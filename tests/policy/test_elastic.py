@@ -95,6 +95,27 @@ def test_an_elastic_job_never_shrinks_below_its_minimum() -> None:
     assert [p.job_id for p in decisions.preemptions] == [1]
 
 
+def test_a_job_with_priority_shrinks_elastic_jobs_first_and_preempts_only_for_the_rest() -> None:
+    """Shrinking could free two of the four nodes the job needs: before, nothing was shrunk and the search stopped the
+    elastic job whole as well as the plain one beside it (two jobs lost for room one of them made)."""
+    flexible = elastic_running(1, names(0, 1, 2, 3), 2, 4, rank=2, ran=HOUR, left=5 * HOUR)
+    plain = running(2, dict.fromkeys(names(4, 5), 8), rank=2, ran=HOUR, left=5 * HOUR)
+    same_class = running(3, dict.fromkeys(names(6, 7), 8), rank=0, ran=HOUR, left=5 * HOUR)
+    decisions = schedule(snap([pend(9, nodes=4, rank=0)], [flexible, plain, same_class], nodes=NODES))
+    assert [p.job_id for p in decisions.preemptions] == [2]
+    (resize,) = decisions.resizes
+    assert resize.job_id == 1 and resize.removed == tuple(names(3, 2)) and resize.node_names == tuple(names(0, 1))
+    assert set(placed(decisions)[9].node_names) == set(names(2, 3, 4, 5))
+
+
+def test_an_elastic_job_stopped_whole_for_the_rest_is_not_also_shrunk() -> None:
+    # Its two spare nodes and two more are needed, and only it can give them: it is preempted, with no resize beside.
+    flexible = elastic_running(1, names(*range(8)), 6, 8, rank=2, ran=HOUR, left=5 * HOUR)
+    decisions = schedule(snap([pend(9, nodes=4, rank=0)], [flexible], nodes=NODES))
+    assert [p.job_id for p in decisions.preemptions] == [1] and decisions.resizes == ()
+    assert len(placed(decisions)[9].node_names) == 4
+
+
 def test_a_quota_bounds_how_large_an_elastic_job_starts_and_grows() -> None:
     accounts = (Account(user_key("ann"), max_gpus=24),)
     decisions = schedule(snap([elastic(1, 2, 8)], nodes=NODES, accounts=accounts))

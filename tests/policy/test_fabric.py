@@ -83,3 +83,26 @@ def test_a_gang_waiting_for_rdma_nodes_is_short_of_room_not_fragmented() -> None
     views = replace_free(rdma_nodes({"n00": 8, "n01": 8}, nodes=4), {"n00": 0})
     decisions = schedule(replace(snap([replace(pend(1, nodes=2), rdma_per_node=8)]), nodes=views))
     assert waiting(decisions)[1].reason_code == "NO_ROOM"  # 24 GPUs are free, but only 8 on nodes with its devices
+
+
+def test_an_elastic_job_that_asks_no_rdma_keeps_off_rdma_nodes_while_an_rdma_gang_waits() -> None:
+    views = rdma_nodes({"n00": 8, "n01": 8, "n02": 8}, nodes=6)
+    flexible, rdma_gang = replace(pend(1, nodes=6), min_nodes=2), replace(pend(3, nodes=3, user="bob"), rdma_per_node=8)
+    busy_rdma = replace_free(views, {"n02": 0})  # the gang cannot start: two of its three nodes are free
+    decisions = schedule(replace(snap([rdma_gang, flexible]), nodes=busy_rdma))
+    assert placed(decisions)[1].node_names == ("n03", "n04", "n05")  # the most nodes without RDMA, not all five free
+    # Where only RDMA nodes are free it starts on its fewest; with no such gang waiting it takes all that fit.
+    only_rdma = replace_free(views, {"n02": 0, "n03": 0, "n04": 0, "n05": 0})
+    assert placed(schedule(replace(snap([rdma_gang, flexible]), nodes=only_rdma)))[1].node_names == ("n00", "n01")
+    everything = placed(schedule(replace(snap([flexible]), nodes=views)))[1].node_names
+    assert len(everything) == 6
+    fewer = placed(schedule(replace(snap([replace(flexible, nodes=3)]), nodes=views)))[1].node_names
+    assert fewer == ("n03", "n04", "n05")  # of every kind, those without RDMA first
+    # Started on two of them: it grows onto the third, and onto the RDMA nodes only while no job that asks for RDMA waits.
+    grower = replace(running(1, {"n03": 8, "n04": 8}, left=5 * HOUR), min_nodes=2, max_nodes=6, gpus_per_node=8)
+    busy = replace(running(2, {"n02": 8}, left=2 * HOUR), rdma_per_node=8)
+    nodes = replace_free(views, {"n02": 0, "n03": 0, "n04": 0})
+    waits = schedule(replace(snap([rdma_gang], [grower, busy]), nodes=nodes))
+    assert [r.added for r in waits.resizes] == [("n05",)]
+    alone = schedule(replace(snap([], [grower, busy]), nodes=nodes))
+    assert [r.added for r in alone.resizes] == [("n05", "n00", "n01")]  # nodes without RDMA first
