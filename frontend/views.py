@@ -69,6 +69,8 @@ def job_list(request: HttpRequest) -> HttpResponse:
     context.update(
         filters=filters,
         errors=errors,
+        # No job stays PREEMPTED (jobs.selectors.waiting_after_preemption): the page says what it lists instead.
+        preempted_asked=JobState.PREEMPTED in (state.upper() for state in request.GET.getlist("state")),
         states=JobState.values,
         live_refresh_ms=settings.MUSTER_LIVE_REFRESH_SECONDS * 1000,
         live_refresh_seconds=settings.MUSTER_LIVE_REFRESH_SECONDS,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, TypedDict
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models.lookups import Exact
 from django.utils import timezone
 
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
@@ -115,6 +116,17 @@ def nodes_overfilled(names: Iterable[str]) -> list[str]:
         if over:
             overfilled.append(n.name)
     return overfilled
+
+
+def waiting_after_preemption() -> Q:
+    """The jobs back in the queue after a preemption, as a filter on jobs: what `?state=PREEMPTED` means.
+
+    PREEMPTED is a state a job passes through: `job_preempt` moves it on to PENDING in the same transaction, so no
+    job is ever found in it. A PENDING job's latest event is its entry into the queue; these entered it from
+    PREEMPTED. The pending reason says so only until the next cycle writes its own (NO_ROOM, ...), so it is not read.
+    """
+    entered_from = JobEvent.objects.filter(job=OuterRef("pk")).order_by("-id").values("from_state")[:1]
+    return Q(state=JobState.PENDING) & Q(Exact(Subquery(entered_from), JobState.PREEMPTED))
 
 
 def start_waits(*, after: datetime | None = None, until: datetime | None = None) -> Iterator[tuple[datetime, float]]:

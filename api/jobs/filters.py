@@ -3,10 +3,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import django_filters
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from rest_framework.exceptions import ValidationError
 
 from jobs.models import Job
+from jobs.selectors import waiting_after_preemption
 from jobs.states import JobState
 
 
@@ -33,11 +34,26 @@ class _StateField(django_filters.fields.MultipleChoiceField):
 
 
 class StateFilter(django_filters.MultipleChoiceFilter):
+    """Jobs in any of the states given. PREEMPTED, a state no job stays in (it is requeued at once), matches the jobs
+    waiting again after a preemption (PENDING): the ones a user asking for it is looking for."""
+
     field_class = _StateField
+
+    def filter(self, qs: QuerySet[Job], value: list[str]) -> QuerySet[Job]:
+        if not value:
+            return qs
+        match = Q(state__in=[state for state in value if state != JobState.PREEMPTED])
+        if JobState.PREEMPTED in value:
+            match |= waiting_after_preemption()
+        return qs.filter(match)
 
 
 class JobFilter(django_filters.FilterSet):
-    state = StateFilter(choices=JobState.choices, help_text="Repeat to match several states; in any case.")
+    state = StateFilter(
+        choices=JobState.choices,
+        help_text="Repeat to match several states; in any case. PREEMPTED: the jobs waiting again after a preemption "
+        "(their state is PENDING: a preempted job goes back to the queue at once).",
+    )
     owner = django_filters.CharFilter(field_name="owner__username", help_text="Owner's username (admins see every owner).")
     team = django_filters.CharFilter(field_name="team__name")
     name = django_filters.CharFilter(lookup_expr="icontains")

@@ -221,7 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
         "-s",
         "--state",
         action="append",
-        help="PENDING, SCHEDULED, RUNNING, SUCCEEDED, FAILED, CANCELLED or TIMED_OUT (comma-separated or repeated)",
+        help="PENDING, SCHEDULED, RUNNING, SUCCEEDED, FAILED, CANCELLED, TIMED_OUT, or PREEMPTED: the PENDING jobs "
+        "waiting again after a preemption; comma-separated or repeated",
     )
     p.add_argument("--name", help="names containing this text")
     p.add_argument("-S", "--since", help="submitted since: 2h or 3d ago, or a date/time (2026-11-01, 2026-11-01T09:00)")
