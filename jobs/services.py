@@ -468,10 +468,11 @@ def job_transition(job: Job, to_state: str, *, reason: str, now: datetime | None
     return job
 
 
-def job_cancel(*, job: Job, by: User, backend: ClusterBackend | None = None, request: Any = None) -> Job:
+def job_cancel(*, job: Job, by: User | None, reason: str = "", backend: ClusterBackend | None = None, request: Any = None) -> Job:
     """Cancel a job in any state that has not ended. Its pods are deleted after the commit.
 
-    Cancelling someone else's job (an admin) goes on the audit trail, from `request`'s address.
+    Cancelling someone else's job (an admin) goes on the audit trail, from `request`'s address. `by` None is Muster
+    itself; `reason` replaces "Cancelled by <user>." as the job's reason (what its owner reads).
     """
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job.pk)
@@ -479,8 +480,8 @@ def job_cancel(*, job: Job, by: User, backend: ClusterBackend | None = None, req
             raise JobFinished(f"Job {job.pk} has already ended ({job.state}); there is nothing to cancel.")
         had_pods = job.state in ACTIVE_STATES
         was = job.state
-        job = job_transition(job, JobState.CANCELLED, reason=f"Cancelled by {by.get_username()}.")
-        if by.pk != job.owner_id:
+        job = job_transition(job, JobState.CANCELLED, reason=reason or f"Cancelled by {by.get_username() if by else 'Muster'}.")
+        if by is not None and by.pk != job.owner_id:
             audit_record(actor=by, action="job.cancel", target=job, changes={"state": [was, job.state]}, request=request, job=job)
         if had_pods:
             attempt, ranks = job.attempt, job.nodes

@@ -2,12 +2,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.models import User
 from django.http import HttpRequest
 
 from audit.services import audit_changes, audit_record
+from quotas.membership import team_members_left
 from quotas.models import Team, TeamVolume
 
 # Team fields whose changes go on the audit trail (membership is recorded on its own, as team.members).
@@ -51,9 +53,27 @@ class TeamAdmin(admin.ModelAdmin):
             action = "team.update" if change else "team.create"
             audit_record(actor=request.user, action=action, target=obj, changes=changes, request=request)
 
+    def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        field = super().formfield_for_manytomany(db_field, request, **kwargs)
+        if db_field.name == "members" and field is not None:
+            field.help_text = (
+                "Removing a member cancels their jobs queued for this team (a job is charged to a team its owner is in); "
+                "their running jobs run to their end. The page then lists the jobs."
+            )
+        return field
+
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
-        super().save_related(request, form, formsets, change)
         team = form.instance
+        # Members this change removes: their jobs queued for the team are cancelled as the admin's doing, and said.
+        leaving = []
+        if change and "members" in form.cleaned_data:
+            staying = {user.pk for user in form.cleaned_data["members"]}
+            leaving = [user for user in team.members.all() if user.pk not in staying]
+        by = request.user if isinstance(request.user, User) else None
+        left = team_members_left(team=team, users=leaving, by=by, request=request) if leaving else None
+        super().save_related(request, form, formsets, change)
+        for warning in left.warnings() if left is not None else []:
+            messages.warning(request, warning)
         # The form's initial members are the team's as the request found them, before save_related replaced them.
         before = sorted(user.get_username() for user in form.initial.get("members", []))
         after = sorted(team.members.values_list("username", flat=True))
