@@ -22,7 +22,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -66,9 +66,11 @@ from jobs.cluster.manifests import (
     LABEL_ATTEMPT,
     LABEL_JOB,
     LABEL_MANAGED,
+    LABEL_POD_GROUP,
     LABEL_RANK,
     LAUNCH_MPIJOB,
     LAUNCH_PODGROUP,
+    LAUNCH_PODS,
     LAUNCH_WORKLOAD,
     MANAGED_BY,
     PodOptions,
@@ -415,10 +417,32 @@ class KubernetesCluster:
         self._create_pods(spec, list(range(len(spec.node_names))), uid)
 
     def launch_ranks(self, spec: GangSpec, ranks: list[int]) -> None:
-        """An elastic job grown: the pods of its new ranks, owned by its gang's Service like the others."""
+        """An elastic job grown: the pods of its new ranks, owned by its gang's Service like the others, and made the
+        way its others were (MUSTER_K8S_LAUNCH_MODE may have changed since it launched)."""
         name = gang_name(spec.job_id, spec.attempt)
         service = self._call("read service", self.core.read_namespaced_service, name, self.options.namespace)
-        self._create_pods(spec, ranks, service.metadata.uid)
+        self._create_pods(spec, ranks, service.metadata.uid, self._options_of_gang(spec))
+
+    def _options_of_gang(self, spec: GangSpec) -> PodOptions:
+        """The pod options the gang's running pods were made with, as far as a new rank must match them: a rank that
+        names a gang group its others are not in (or none, where they are in one) is never bound beside them."""
+        response = self._call(
+            "read pods", self.core.list_namespaced_pod, self.options.namespace,
+            label_selector=gang_selector(spec.job_id, spec.attempt), limit=1, _preload_content=False,
+        )  # fmt: skip
+        # Read as plain JSON: the client's models predate spec.schedulingGroup.
+        pods = json.loads(response.data).get("items") or []
+        if not pods:
+            return self.options
+        pod_spec, labels = pods[0].get("spec") or {}, (pods[0].get("metadata") or {}).get("labels") or {}
+        if pod_spec.get("schedulingGroup"):
+            mode = LAUNCH_WORKLOAD
+        elif LABEL_POD_GROUP in labels:
+            mode = LAUNCH_PODGROUP
+        else:
+            mode = LAUNCH_PODS
+        scheduler = pod_spec.get("schedulerName") or ""
+        return replace(self.options, launch_mode=mode, scheduler_name="" if scheduler == "default-scheduler" else scheduler)
 
     def teardown_ranks(self, job_id: int, attempt: int, ranks: list[int], grace_seconds: int | None = None) -> None:
         """An elastic job shrunk: its last ranks' pods go (SIGTERM, then the grace period); the others keep running."""
@@ -433,8 +457,8 @@ class KubernetesCluster:
                 if exc.status != 404:
                     raise
 
-    def _create_pods(self, spec: GangSpec, ranks: list[int], uid: str) -> None:
-        bodies = [pod_manifest(spec, rank, self.options, owner_uid=uid) for rank in ranks]
+    def _create_pods(self, spec: GangSpec, ranks: list[int], uid: str, options: PodOptions | None = None) -> None:
+        bodies = [pod_manifest(spec, rank, options or self.options, owner_uid=uid) for rank in ranks]
         # Concurrent creates: a 64-node gang's pods reach the API server in a fraction of the sequential time.
         with ThreadPoolExecutor(max_workers=min(LAUNCH_CONCURRENCY, len(bodies))) as pool:
             for future in [pool.submit(self._create, "pod", self.core.create_namespaced_pod, body) for body in bodies]:

@@ -926,6 +926,27 @@ def test_a_workload_mode_gang_is_held_by_kube_schedulers_own_gang_policy_and_run
     kube.cycle_until(lambda: state(failing["id"]) == JobState.FAILED)
 
 
+@pytest.mark.parametrize("kube_mode", [{"launch_mode": "workload"}], indirect=True)
+def test_an_elastic_gang_grows_the_way_it_was_launched_after_the_launch_mode_changes(kube_mode: KubeHarness) -> None:
+    """A gang launched as plain pods, grown by a Muster since restarted with MUSTER_K8S_LAUNCH_MODE=workload: its new
+    ranks named a PodGroup that does not exist, so kube-scheduler never bound them, and the growth was undone."""
+    kube, workload = kube_mode, kube_mode.cluster
+    nodes = tuple(sorted(n.name for n in workload.list_nodes() if not n.sharing)[:3])
+    pods_mode = KubernetesCluster(api=kube.api, options=dataclasses.replace(workload.options, launch_mode="pods"))
+    spec = _mode_spec(990401, nodes[:2], min_nodes=2, max_nodes=3, simulate={"duration_seconds": 600})
+    pods_mode.launch_gang(spec)
+    workload.launch_ranks(dataclasses.replace(spec, node_names=nodes), [2])
+
+    def raw_pods() -> dict[str, dict[str, Any]]:
+        listed = kube.core.list_namespaced_pod(kube.namespace, label_selector=gang_selector(990401), _preload_content=False)
+        return {p["metadata"]["labels"]["muster.io/rank"]: p for p in json.loads(listed.data)["items"]}
+
+    assert "schedulingGroup" not in raw_pods()["2"]["spec"]
+    _wait(lambda: all(p["spec"].get("nodeName") for p in raw_pods().values()) and len(raw_pods()) == 3)
+    assert raw_pods()["2"]["spec"]["nodeName"] == nodes[2]
+    workload.teardown_gang(990401, 1)
+
+
 @pytest.mark.parametrize("kube_mode", [{"launch_mode": "mpijob"}], indirect=True)
 def test_mpijob_mode_creates_one_mpijob_whose_pods_decide_the_gang_and_teardown_deletes_it(kube_mode: KubeHarness) -> None:
     """No MPI operator runs in the test cluster, so the MPIJob never gets pods of its own: until it does, its ranks are
