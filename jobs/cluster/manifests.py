@@ -151,16 +151,21 @@ def secret_env_refs(spec: GangSpec) -> list[dict[str, Any]]:
 def rendezvous_env(spec: GangSpec, rank: int, options: PodOptions) -> dict[str, str]:
     """What torchrun (and most launchers) read; rank 0's pod is the master."""
     service = gang_name(spec.job_id, spec.attempt)
+    fixed_size = {
+        "WORLD_SIZE": str(len(spec.node_names)),
+        # One line per rank's host, for MPI launchers (`mpirun --hostfile`).
+        "MUSTER_HOSTS": ",".join(f"{pod_name(spec.job_id, spec.attempt, r)}.{service}" for r in range(len(spec.node_names))),
+    }
     return {
         "MASTER_ADDR": f"{pod_name(spec.job_id, spec.attempt, 0)}.{service}.{options.namespace}.svc",
         "MASTER_PORT": str(options.master_port),
-        "WORLD_SIZE": str(len(spec.node_names)),
         "NODE_RANK": str(rank),
         "NPROC_PER_NODE": str(spec.gpus_per_node),
         "MUSTER_JOB_ID": str(spec.job_id),
         "MUSTER_ATTEMPT": str(spec.attempt),
-        # One line per rank's host, for MPI launchers (`mpirun --hostfile`).
-        "MUSTER_HOSTS": ",".join(f"{pod_name(spec.job_id, spec.attempt, r)}.{service}" for r in range(len(spec.node_names))),
+        # An elastic job's size changes under its running pods, whose environment cannot: it gets its members from
+        # torchrun's rendezvous (elastic_env), not from figures that would be wrong after the first resize.
+        **({} if spec.min_nodes else fixed_size),
         **spec.muster_env(),
         **elastic_env(spec, options),
     }

@@ -77,6 +77,13 @@ def test_pods_are_owned_by_the_gangs_service_and_labelled() -> None:
     assert labels["muster.io/user"] == "alice_example.org" and labels["muster.io/team"] == "vision"
 
 
+def test_an_elastic_jobs_pods_get_no_size_that_a_resize_would_make_wrong() -> None:
+    """A pod that runs on after its job grew from 3 to 5 nodes kept WORLD_SIZE=3 and a host list of 3."""
+    env = rendezvous_env(spec(min_nodes=2, max_nodes=5), 1, PodOptions(namespace="ml"))
+    assert "WORLD_SIZE" not in env and "MUSTER_HOSTS" not in env
+    assert (env["NODE_RANK"], env["PET_NNODES"], env["MUSTER_MIN_NODES"]) == ("1", "2:5", "2")
+
+
 def test_rendezvous_environment_for_torchrun_and_mpi() -> None:
     env = rendezvous_env(spec(), 2, PodOptions(namespace="ml"))
     assert env["MASTER_ADDR"] == "muster-42-3-0.muster-42-3.ml.svc"
