@@ -31,7 +31,7 @@ from jobs.services import job_cancel
 from jobs.states import ACTIVE_STATES, JobState
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
 from telemetry.dashboard.page import dashboard_context, dashboard_live
-from telemetry.dashboard.selectors import gpus_free_for_work, node_grid
+from telemetry.dashboard.selectors import cluster_free, node_grid
 from telemetry.page import job_telemetry_context
 from telemetry.staticfiles import PLOTLY_JS
 
@@ -247,8 +247,7 @@ def cluster_view(request: HttpRequest) -> HttpResponse:
     visible_jobs = set(jobs_visible_to(request.user).filter(pk__in=holders).values_list("pk", flat=True)) if holders else set()
     context = {
         "nodes": nodes,
-        "gpus_total": sum(n.gpus_total for n in nodes),
-        "gpus_free": gpus_free_for_work(nodes),
+        "free": cluster_free(nodes),
         "counts": queue_counts(),
         "entries": entries,
         "page": page,

@@ -14,6 +14,7 @@ from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, S
 from django.db.models.lookups import Exact
 from django.utils import timezone
 
+from jobs.amounts import gpu_amount
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.states import JobState
 from policy.model import NodeView
@@ -102,6 +103,19 @@ def nodes_with_usage() -> QuerySet[WithAnnotations[Node, NodeUsage]]:
         )
         .order_by("name")
     )
+
+
+def node_gpus_free(node: Node) -> int | float:
+    """GPUs neither Muster's jobs nor other pods hold (`node` from `nodes_with_usage`); on a shared node, less the shares
+    its slices hold (1.75 of 2), other pods' slices included (30 quarter-GPU slices held by other pods leave 0.5 of 8).
+    The one figure the nodes API, the cluster page and `muster nodes` give."""
+    foreign = node.gpus_foreign + node.slices_foreign * node.slice_gpus
+    return gpu_amount(max(0.0, node.gpus_total - float(getattr(node, "gpus_held", 0) or 0) - foreign))
+
+
+def node_slices_free(node: Node) -> int:
+    """Slices no job and no other pod holds (`node` from `nodes_with_usage`); 0 on a node whose GPUs are not shared."""
+    return max(0, node.slices_per_gpu * node.gpus_total - (getattr(node, "slices_held", 0) or 0) - node.slices_foreign)
 
 
 def nodes_overfilled(names: Iterable[str]) -> list[str]:

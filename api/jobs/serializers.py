@@ -21,7 +21,7 @@ from jobs import validators
 from jobs.arrays import ARRAY_SYNTAX, array_indices
 from jobs.logs import job_log_attempts
 from jobs.models import EstimateKind, Job, JobEvent, JobResize, Node
-from jobs.selectors import job_nodes_shown, node_settles_until
+from jobs.selectors import job_nodes_shown, node_gpus_free, node_settles_until, node_slices_free
 from jobs.services import job_submit_problems
 from notify.services import EVENTS
 from notify.webhooks import webhook_refusal
@@ -503,11 +503,9 @@ class NodeSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(OpenApiTypes.NUMBER)
     def get_gpus_free(self, node: Node) -> float:
-        """GPUs neither Muster's jobs nor other pods hold; on a shared node, less the shares its slices hold (1.75 of 2),
-        other pods' slices included (30 slices of a quarter GPU read 7.5 free of 8, not 0.5)."""
-        foreign = node.gpus_foreign + node.slices_foreign * node.slice_gpus
-        free = max(0.0, node.gpus_total - float(getattr(node, "gpus_held", 0) or 0) - foreign)
-        return int(free) if free.is_integer() else round(free, 3)
+        """GPUs neither Muster's jobs nor other pods hold; on a shared node, the shares its slices leave (1.75 of 2), as
+        the cluster page says too (jobs.selectors.node_gpus_free)."""
+        return node_gpus_free(node)
 
     @extend_schema_field(serializers.DateTimeField(allow_null=True))
     def get_settling_until(self, node: Node) -> str | None:
@@ -517,7 +515,7 @@ class NodeSerializer(serializers.ModelSerializer):
     @extend_schema_field(OpenApiTypes.INT)
     def get_slices_free(self, node: Node) -> int:
         """Slices no job and no other pod holds (0 on a node whose GPUs are not shared)."""
-        return max(0, node.slices_per_gpu * node.gpus_total - (getattr(node, "slices_held", 0) or 0) - node.slices_foreign)
+        return node_slices_free(node)
 
 
 class QueueEntrySerializer(serializers.Serializer):

@@ -290,7 +290,7 @@ def _node_extras(node: JSON) -> str:
     if node.get("sharing"):
         slices = node["slices_per_gpu"] * node["gpus_total"]
         memory = f", {node['slice_memory_gb']:g} GB" if node.get("slice_memory_gb") else ""
-        extras.append(f"{node['sharing']} {node['slices_free']}/{slices} slices of {node['slice_gpus']:.3g} GPU{memory}")
+        extras.append(f"{node['sharing']} {node['slices_free']} of {slices} slices free, {node['slice_gpus']:.3g} GPU each{memory}")
     if node.get("rdma_devices"):
         extras.append(f"{node['rdma_devices']} RDMA")
     if node.get("block"):
@@ -314,9 +314,20 @@ def nodes_text(nodes: Sequence[JSON]) -> str:
     rows = [(n["name"], n["rack"], _node_state(n), f"{n['gpus_free']:g}/{n['gpus_total']}", n["gpu_model"], _node_extras(n)) for n in nodes]
     closed = [n for n in nodes if n.get("held") or n.get("settling_until")]
     closed_names = {n["name"] for n in closed}
-    # Whole GPUs, as the pages count them: a GPU a slice is taken on is not free (its row says 1.75/2).
-    free = sum(math.floor(n["gpus_free"]) for n in nodes if n["state"] == "READY" and n["name"] not in closed_names)
-    total = sum(n["gpus_total"] for n in nodes)
+    open_nodes = [n for n in nodes if n["state"] == "READY" and n["name"] not in closed_names]
+    # As the cluster page sums them: whole-GPU nodes' GPUs (what whole-GPU jobs may take), and apart from them the
+    # shares shared nodes' slices leave, which only GPU-slice jobs take (each row: 7.5/8 and its slices free).
+    free = sum(math.floor(n["gpus_free"]) for n in open_nodes if not n.get("sharing"))
+    total = sum(n["gpus_total"] for n in nodes if not n.get("sharing"))
+    shared = [n for n in nodes if n.get("sharing")]
+    sliced = ""
+    if shared:
+        shared_free = round(sum(n["gpus_free"] for n in open_nodes if n.get("sharing")), 3)
+        shared_total = sum(n["gpus_total"] for n in shared)
+        sliced = (
+            f" for whole-GPU jobs; on {len(shared)} shared node{'s' if len(shared) != 1 else ''} (GPU slices only), "
+            f"{shared_free:g} of {shared_total} GPUs free"
+        )
     table_text = table(["NODE", "RACK", "STATE", "GPUS FREE", "MODEL", "SHARING, FABRIC"], rows)
     held = sum(1 for n in closed if n.get("held"))
     counts = [(held, "held"), (len(closed) - held, "settling after being unready")]
@@ -325,7 +336,7 @@ def nodes_text(nodes: Sequence[JSON]) -> str:
         first = counts[0][0] if held else counts[1][0]
         why[0] = why[0].replace(" ", f" node{'s' if first != 1 else ''} ", 1)
     but = f" ({', '.join(why)}: no new work)" if why else ""
-    return f"{table_text}\n{len(nodes)} nodes, {free:g} of {total} GPUs free{but}"
+    return f"{table_text}\n{len(nodes)} node{'s' if len(nodes) != 1 else ''}, {free:g} of {total} GPUs free{sliced}{but}"
 
 
 LIMIT_MARK = {"ok": "ok", "waits": "waits", "refused": "NO"}

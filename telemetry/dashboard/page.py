@@ -29,9 +29,9 @@ from telemetry.dashboard.figures import (
 from telemetry.dashboard.selectors import (
     PERCENTILES,
     WINDOWS,
+    cluster_free,
     first_data,
     gpus,
-    gpus_free_for_work,
     latency,
     node_grid,
     queue_depth,
@@ -86,8 +86,7 @@ def dashboard_context(viewer: User | AnonymousUser, window_key: str | None = Non
         "figures": figures,
         "figure_ids": {f["id"] for f in figures},
         "nodes": nodes,
-        "gpus_free": gpus_free_for_work(nodes),
-        "gpus_total": sum(n.gpus_total for n in nodes),
+        "free": cluster_free(nodes),
     }
 
 

@@ -34,8 +34,9 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, Min, Q, Sum
 
+from jobs.amounts import gpu_amount
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
-from jobs.selectors import node_settles_until, nodes_with_usage, start_waits
+from jobs.selectors import node_gpus_free, node_settles_until, node_slices_free, nodes_with_usage, start_waits
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.selectors import teams_visible_to
 from scheduler.queue import is_starving, starving_count
@@ -391,7 +392,8 @@ class GridNode:
     state: str
     gpu_model: str
     gpus_total: int
-    gpus_free: int
+    # What the nodes API and `muster nodes` say: whole GPUs, or on a shared node the shares its slices leave (7.5).
+    gpus_free: int | float
     gpu_cells: list[str]
     held: bool = False
     held_reason: str = ""
@@ -403,35 +405,78 @@ class GridNode:
     settling_until: datetime | None = None
     # Why a CORDONED node takes no new pods ("cordoned", "tainted key=value:Effect").
     closed_by: str = ""
+    # A shared node (time-slicing, MPS, MIG: docs/gpu-sharing.md) takes GPU slices only: its mode and slices.
+    sharing: str = ""
+    slices_free: int = 0
+    slices_total: int = 0
+
+    @property
+    def takes_work(self) -> bool:
+        """Ready, not held by an admin, not settling after being unready: its free GPUs may take new work."""
+        return self.state == NodeState.READY and not self.held and self.settling_until is None
+
+
+@dataclass(frozen=True)
+class ClusterFree:
+    """The free GPUs the cluster page and the dashboard sum, as `muster nodes` does: those of nodes that take new work.
+    Whole-GPU nodes' whole GPUs (what whole-GPU and multi-node jobs may take, as the queue's reasons count them), and
+    apart from them the shares shared nodes' slices leave, which only GPU-slice jobs take."""
+
+    nodes: int
+    gpus_free: int
+    gpus_total: int
+    shared_nodes: int = 0
+    shared_gpus_free: int | float = 0
+    shared_gpus_total: int = 0
 
 
 def gpus_free_for_work(nodes: Iterable[GridNode]) -> int:
-    """The free GPUs new work may take: on ready nodes no admin holds and not settling after being unready (a
-    cordoned, not-ready, held or settling node's free GPUs take nothing), as `muster nodes` and the queue's reasons
-    count them."""
-    return sum(n.gpus_free for n in nodes if n.state == NodeState.READY and not n.held and n.settling_until is None)
+    """The free GPUs whole-GPU work may take: on ready nodes no admin holds and not settling after being unready (a
+    cordoned, not-ready, held or settling node's free GPUs take nothing), and not shared (a shared node takes GPU slices
+    only), as `muster nodes` and the queue's reasons count them."""
+    return sum(int(n.gpus_free) for n in nodes if n.takes_work and not n.sharing)
+
+
+def cluster_free(nodes: Sequence[GridNode]) -> ClusterFree:
+    """`gpus_free_for_work` of the whole-GPU nodes, and the shared nodes' free shares apart (summed as shown per node)."""
+    shared = [n for n in nodes if n.sharing]
+    return ClusterFree(
+        nodes=len(nodes),
+        gpus_free=gpus_free_for_work(nodes),
+        gpus_total=sum(n.gpus_total for n in nodes if not n.sharing),
+        shared_nodes=len(shared),
+        shared_gpus_free=gpu_amount(sum(n.gpus_free for n in shared if n.takes_work)),
+        shared_gpus_total=sum(n.gpus_total for n in shared),
+    )
 
 
 def node_grid() -> list[GridNode]:
     """Known nodes by rack, each with one cell per GPU (held or free) and the jobs holding it: the cluster page's grid."""
     holders: dict[str, list[int]] = defaultdict(list)
-    live = Allocation.objects.filter(released_at__isnull=True).order_by("job_id").values_list("node__name", "job_id")
-    for name, job_id in live:
+    slots: dict[str, set[int]] = defaultdict(set)
+    live = Allocation.objects.filter(released_at__isnull=True).order_by("job_id").values_list("node__name", "job_id", "gpu_slot")
+    for name, job_id, slot in live:
         if job_id not in holders[name]:
             holders[name].append(job_id)
+        if slot is not None:
+            slots[name].add(slot)
     grid = []
     for node in sorted(nodes_with_usage(), key=lambda n: (n.rack, n.name)):
-        # A GPU some slice is held on shows as held (slices of a shared node are counted as shares of GPUs).
-        held = min(math.ceil(node.gpus_held or 0), node.gpus_total)
-        slices = node.slices_foreign / node.slices_per_gpu if node.slices_per_gpu else 0
-        foreign = min(node.gpus_foreign + math.ceil(slices), node.gpus_total - held)
-        free = node.gpus_total - held - foreign
+        if node.slices_per_gpu:
+            # A GPU any of Muster's slices is on shows as used; other pods' slices as the fewest GPUs they fill (the
+            # device plugin, not Muster, picks their GPUs). The figure beside the cells is the shares left, as the API's.
+            held = min(len(slots[node.name]), node.gpus_total)
+            foreign = min(node.gpus_foreign + math.ceil(node.slices_foreign / node.slices_per_gpu), node.gpus_total - held)
+        else:
+            held = min(math.ceil(node.gpus_held or 0), node.gpus_total)
+            foreign = min(node.gpus_foreign, node.gpus_total - held)
         # One cell per GPU, so a glance shows which nodes are whole, partly used or full.
-        cells = ["used"] * held + ["other"] * foreign + ["free"] * free
+        cells = ["used"] * held + ["other"] * foreign + ["free"] * (node.gpus_total - held - foreign)
         grid.append(
             GridNode(
-                node.name, node.rack, node.state, node.gpu_model, node.gpus_total, free, cells, node.held, node.held_reason,
-                tuple(holders.get(node.name, ())), foreign, node_settles_until(node), node.closed_by,
+                node.name, node.rack, node.state, node.gpu_model, node.gpus_total, node_gpus_free(node), cells, node.held,
+                node.held_reason, tuple(holders.get(node.name, ())), foreign, node_settles_until(node), node.closed_by,
+                node.sharing, node_slices_free(node), node.slices_per_gpu * node.gpus_total,
             )
         )  # fmt: skip
     return grid

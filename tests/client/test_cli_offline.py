@@ -197,7 +197,7 @@ def test_nodes_and_why_say_when_jobs_cannot_start_on_the_cluster(
     code, out, err = run(capsys, "nodes")
     assert f"gpu-c  r1    READY, SETTLING until {back.astimezone():%H:%M:%S}" in out
     assert out.splitlines()[-1] == "3 nodes, 8 of 24 GPUs free (1 node held, 1 settling after being unready: no new work)"
-    # A shared node's GPU a slice is taken on is not free: whole GPUs are counted, as the pages count them.
+    # A shared node takes GPU slices only: its free shares are summed apart from the whole GPUs, as the pages sum them.
     shared = {
         **node,
         "name": "gpu-s",
@@ -210,7 +210,8 @@ def test_nodes_and_why_say_when_jobs_cannot_start_on_the_cluster(
     }
     monkeypatch.setattr(Client, "nodes", lambda self: [node, shared])
     code, out, err = run(capsys, "nodes")
-    assert "1.75/2" in out and out.splitlines()[-1] == "2 nodes, 9 of 10 GPUs free"
+    assert "1.75/2" in out and "time-slicing 7 of 8 slices free, 0.25 GPU each" in out
+    assert out.splitlines()[-1] == "2 nodes, 8 of 8 GPUs free for whole-GPU jobs; on 1 shared node (GPU slices only), 1.75 of 2 GPUs free"
     assert err.startswith("muster: jobs cannot start on the cluster now (since ")
     assert err.rstrip().endswith("Muster may not create pods in namespace muster-jobs.")
     waiting = {"id": 7, "name": "train", "state": "PENDING", "state_reason": "",

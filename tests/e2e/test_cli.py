@@ -250,10 +250,11 @@ def test_a_researchers_day_login_submit_queue_why_logs_wait_cancel_usage(stack: 
     wait_for(lambda: Job.objects.get(pk=sliced["id"]).state == "RUNNING", timeout=60, what="the GPU slice job running")
     nodes = stack.muster("nodes")
     assert nodes.returncode == 0, nodes.stderr
-    # Whole GPUs, as the pages count them: the one a quarter slice is taken on is not free (its row says 3.75/4).
-    assert nodes.stdout.splitlines()[-1] == "3 nodes, 23 of 24 GPUs free"
+    # As the cluster page says it: the shared node's free shares apart from the whole GPUs (it takes slices only).
+    summary = "3 nodes, 16 of 16 GPUs free for whole-GPU jobs; on 1 shared node (GPU slices only), 7.75 of 8 GPUs free"
+    assert nodes.stdout.splitlines()[-1] == summary
     shared_line = next(line for line in nodes.stdout.splitlines() if line.startswith("sim-time-slicing-000"))
-    assert "time-slicing 31/32 slices of 0.25 GPU" in shared_line
+    assert "7.75/8" in shared_line and "time-slicing 31 of 32 slices free, 0.25 GPU each" in shared_line
     assert [n["name"] for n in json.loads(stack.muster("nodes", "--json").stdout)] == [
         "sim-node-000",
         "sim-node-001",

@@ -1,0 +1,67 @@
+"""A shared node's free GPUs read the same on the cluster page, the dashboard, `GET /api/v1/nodes/` and `muster nodes`."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from muster_client import render
+from rest_framework.test import APIClient
+
+from jobs.models import Node
+from tests.conftest import SimHarness, job_payload, make_sim, session_for
+
+
+@pytest.fixture
+def shared_sim(db: None, settings: Any) -> SimHarness:
+    """16 whole nodes of 8 GPUs, a time-sliced node (4 slices per GPU) and a MIG node (7 per GPU)."""
+    return make_sim(settings, shared="time-slicing:4:1,mig:1g.10gb:1")
+
+
+def card(page: str, name: str) -> str:
+    return page.split(f"<strong>{name}</strong>", 1)[1].split('<div class="node-card', 1)[0]
+
+
+def cells(card_html: str) -> list[str]:
+    return re.findall(r'<span class="(\w+)"></span>', card_html.split('<div class="gpus" aria-hidden="true">', 1)[1].split("</div>", 1)[0])
+
+
+def test_a_shared_nodes_free_gpus_and_slices_read_alike_on_the_page_the_api_and_the_cli(
+    shared_sim: SimHarness, api: APIClient, user: Any
+) -> None:
+    # Five quarter-GPU jobs: four fill GPU 0 of the time-sliced node, the fifth opens GPU 1. A whole node is taken too.
+    for _ in range(5):
+        payload = job_payload(nodes=1, gpus_per_node=1, gpu_fraction=0.25, simulate={"duration_seconds": 3600})
+        assert api.post("/api/v1/jobs/", payload, format="json").status_code == 201
+    assert api.post("/api/v1/jobs/", job_payload(nodes=1, gpus_per_node=8), format="json").status_code == 201
+    shared_sim.cycle()
+    # Pods Muster did not start hold two 1g.10gb slices of the MIG node.
+    Node.objects.filter(name="sim-mig-000").update(slices_foreign=2)
+
+    api_nodes = {n["name"]: n for n in api.get("/api/v1/nodes/?page_size=100").json()["results"]}
+    ts, mig = api_nodes["sim-time-slicing-000"], api_nodes["sim-mig-000"]
+    assert (ts["gpus_free"], ts["slices_free"]) == (6.75, 27)
+    assert (mig["gpus_free"], mig["slices_free"]) == (7.714, 54)
+
+    page = session_for(user).get("/cluster/").content.decode()
+    # The figure the API gives, with the slices free; the cells still show which GPUs have a slice held.
+    ts_card, mig_card = card(page, "sim-time-slicing-000"), card(page, "sim-mig-000")
+    assert "6.75 / 8 GPUs free · 27 of 32 slices free" in ts_card and "time-slicing" in ts_card
+    assert cells(ts_card) == ["used"] * 2 + ["free"] * 6
+    assert "7.714 / 8 GPUs free · 54 of 56 slices free" in mig_card
+    assert cells(mig_card) == ["other"] + ["free"] * 7
+    # A whole-GPU node reads as before.
+    assert "8 / 8 GPUs free" in card(page, "sim-node-015") and "slices" not in card(page, "sim-node-015")
+
+    # The total is whole-GPU work's (a shared node takes none); the shared nodes' free shares are said apart.
+    sentence = "18 nodes, 120 of 128 GPUs free for whole-GPU jobs; on 2 shared nodes (GPU slices only), 14.464 of 16 GPUs free."
+    assert sentence in page
+    assert "A shared node (time-slicing, MPS or MIG) takes GPU slices only." in page
+    assert sentence in session_for(user).get("/dashboard/").content.decode()
+
+    # `muster nodes` reads the API and says the same, row by row and in total.
+    text = render.nodes_text(list(api_nodes.values()))
+    assert text.splitlines()[-1] == sentence.rstrip(".")
+    ts_row = next(line for line in text.splitlines() if line.startswith("sim-time-slicing-000"))
+    assert "6.75/8" in ts_row and "27 of 32 slices free" in ts_row
