@@ -29,6 +29,7 @@ from jobs.models import Job
 from jobs.selectors import job_assigned_nodes, job_nodes_shown, job_racks_shown, job_visible_to, jobs_visible_to
 from jobs.services import job_cancel
 from jobs.states import ACTIVE_STATES, JobState
+from quotas.selectors import job_filter_teams
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
 from telemetry.dashboard.page import dashboard_context, dashboard_live
 from telemetry.dashboard.selectors import cluster_free, node_grid
@@ -38,12 +39,14 @@ from telemetry.staticfiles import PLOTLY_JS
 # The parts of the job list that keep up in place (frontend.live).
 JOB_LIST_PARTS = {"job-rows": "frontend/job_rows.html"}
 # The job list's filters by the labels its form gives them (the others are the API's, written in the address).
-FILTER_LABELS = {"name": "Name", "state": "State", "owner": "Owner", "submitted_after": "Since"}
+FILTER_LABELS = {"name": "Name", "state": "State", "owner": "Owner", "team": "Team", "submitted_after": "Since"}
+# The team names a refused ?team= lists at most, so an admin's message stays a sentence.
+TEAMS_NAMED = 20
 
 
 @login_required
-def job_list(request: HttpRequest) -> HttpResponse:
-    """Jobs as squeue and sacct show them, filtered by name, state, owner (admins) and submit date and sorted by any
+def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Jobs as squeue and sacct show them, filtered by name, state, team, owner (admins) and submit date and sorted by any
     column (?sort=, frontend.sorting); the rows keep up in place while jobs on the page are queued or running
     (?parts=1 answers just the rows, for live_parts.js)."""
     params = page_query(request)
@@ -58,6 +61,11 @@ def job_list(request: HttpRequest) -> HttpResponse:
     found = JobFilter(filtering, queryset=jobs_visible_to(request.user))
     # A filter it cannot read (?state=RUNING) is said, with no jobs: django-filter drops it, and every job read as its answer.
     errors = {FILTER_LABELS.get(name, name): messages for name, messages in found.errors.items()}
+    teams = job_filter_teams(request.user)
+    team = params.get("team", "")
+    if team and team not in teams:
+        # The API answers any name (no jobs); the page says a team it does not know, as it does a state.
+        errors[FILTER_LABELS["team"]] = [_unknown_team(team, teams, staff=getattr(request.user, "is_staff", False))]
     jobs = sort.apply(found.qs.select_related("owner") if not errors else Job.objects.none())
     page = Paginator(jobs, 25).get_page(request.GET.get("page"))
     rows = [(job, _run_time(job), job_assigned_nodes(job) if job.state in ACTIVE_STATES else []) for job in page.object_list]
@@ -65,10 +73,11 @@ def job_list(request: HttpRequest) -> HttpResponse:
     context = {"page": page, "rows": rows, "now": timezone.now(), "live": live, "sort": sort}
     if is_live_poll(request):
         return live_parts_response(request, JOB_LIST_PARTS, context, live=live)
-    filters = {key: request.GET.get(key, "") for key in ("name", "state", "owner", "submitted_after")}
+    filters = {key: request.GET.get(key, "") for key in ("name", "state", "owner", "team", "submitted_after")}
     context.update(
         filters=filters,
         errors=errors,
+        teams=teams,
         # No job stays PREEMPTED (jobs.selectors.waiting_after_preemption): the page says what it lists instead.
         preempted_asked=JobState.PREEMPTED in (state.upper() for state in request.GET.getlist("state")),
         states=JobState.values,
@@ -76,6 +85,14 @@ def job_list(request: HttpRequest) -> HttpResponse:
         live_refresh_seconds=settings.MUSTER_LIVE_REFRESH_SECONDS,
     )
     return render(request, "frontend/job_list.html", context, status=400 if errors else 200)
+
+
+def _unknown_team(team: str, teams: list[str], *, staff: bool) -> str:
+    """A ?team= the viewer has no team of, said with the teams they may filter by."""
+    named = ", ".join(teams[:TEAMS_NAMED]) + (f" and {len(teams) - TEAMS_NAMED} more" if len(teams) > TEAMS_NAMED else "")
+    if staff:
+        return f"Unknown team {team}; the teams are {named}." if teams else f"Unknown team {team}; there are no teams."
+    return f"No team {team} of yours; your teams are {named}." if teams else f"No team {team} of yours; you are in no team."
 
 
 LOG_TAIL_LINES = 200

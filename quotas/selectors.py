@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from jobs.amounts import gpu_amount
 from jobs.models import Allocation
+from jobs.selectors import jobs_visible_to
 from policy.model import Account, BudgetLeft, team_key, user_key
 from quotas.limits import LIMIT_FIELDS, Limits, effective_limits, limits_of
 from quotas.models import Quota, Team, TeamVolume, UsageCharge
@@ -138,6 +139,13 @@ def teams_visible_to(viewer: User) -> QuerySet[Team]:
     """Staff see every team; others the teams they belong to."""
     teams = Team.objects.order_by("name")
     return teams if getattr(viewer, "is_staff", False) else teams.filter(members=viewer)
+
+
+def job_filter_teams(viewer: User) -> list[str]:
+    """The team names a viewer's job list may be filtered by: the teams visible to them, and the teams their visible
+    jobs were for (one they have left since), sorted."""
+    of_jobs = jobs_visible_to(viewer).exclude(team=None).values_list("team__name", flat=True).distinct()
+    return sorted({*teams_visible_to(viewer).values_list("name", flat=True), *of_jobs})
 
 
 # --- limits with usage ---------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from typing import Any
 
 from tests.conftest import session_for
 from tests.jobs.factories import JobFactory
+from tests.quotas.factories import TeamFactory
 
 STATES = "PENDING, SCHEDULED, RUNNING, SUCCEEDED, FAILED, CANCELLED, TIMED_OUT, PREEMPTED"
 
@@ -50,3 +51,55 @@ def test_states_in_any_case_still_filter(user: Any) -> None:
     response = session_for(user).get("/", {"state": "running"})
     assert response.status_code == 200
     assert listed(response.content.decode()) == [running.pk]
+
+
+def test_the_team_filter_lists_that_teams_jobs_and_offers_the_users_teams(user: Any) -> None:
+    ml, vision, left = TeamFactory(name="ml"), TeamFactory(name="vision"), TeamFactory(name="old-team")
+    ml.members.add(user)
+    vision.members.add(user)
+    TeamFactory(name="someone-elses")
+    for_ml = JobFactory(owner=user, team=ml)
+    JobFactory(owner=user, team=vision)
+    JobFactory(owner=user)
+    # A job for a team the user has left since: still theirs to find.
+    for_left = JobFactory(owner=user, team=left)
+    client = session_for(user)
+    html = client.get("/", {"team": "ml"}).content.decode()
+    assert listed(html) == [for_ml.pk]
+    assert listed(client.get("/", {"team": "old-team"}).content.decode()) == [for_left.pk]
+    # The form offers their teams, the one asked for selected; never another's team.
+    select = re.search(r'<select id="team-filter" name="team"[^>]*>(.*?)</select>', html, re.S)
+    assert select, "the job list has no team filter"
+    assert re.findall(r'<option value="([^"]*)"', select.group(1)) == ["", "ml", "old-team", "vision"]
+    assert '<option value="ml" selected>ml</option>' in select.group(1)
+
+
+def test_a_team_that_is_not_the_users_is_said_with_their_teams_and_no_jobs(user: Any) -> None:
+    ml = TeamFactory(name="ml")
+    ml.members.add(user)
+    JobFactory(owner=user, team=ml)
+    JobFactory(owner=user)
+    TeamFactory(name="vision")  # exists, but not theirs: answered as a name they have no team of
+    client = session_for(user)
+    for asked in ("nope", "vision"):
+        response = client.get("/", {"team": asked})
+        assert response.status_code == 400, asked
+        html = response.content.decode()
+        assert listed(html) == []
+        errors = re.search(r'<div class="error-summary" role="alert" data-testid="filter-errors">(.*?)</div>', html, re.S)
+        assert errors, "the page does not say what is wrong with the team"
+        assert f"Team: No team {asked} of yours; your teams are ml." in errors.group(1)
+        assert "No jobs are listed until the filter is fixed." in errors.group(1)
+        assert f'<option value="{asked}" selected>{asked} (no such team)</option>' in html
+
+
+def test_an_admin_is_told_an_unknown_team_with_every_team(admin_user: Any) -> None:
+    TeamFactory(name="ml")
+    TeamFactory(name="vision")
+    JobFactory(team=TeamFactory(name="nlp"))
+    response = session_for(admin_user).get("/", {"team": "ml-infra"})
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert listed(html) == []
+    assert "Team: Unknown team ml-infra; the teams are ml, nlp, vision." in html
+    assert listed(session_for(admin_user).get("/", {"team": "nlp"}).content.decode()) != []
