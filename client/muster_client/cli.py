@@ -1,4 +1,4 @@
-"""`muster`: Muster from a terminal, in Slurm's habits (sbatch, squeue --start, sprio, scancel, tail -f).
+"""`muster`: Muster from a terminal, in Slurm's habits (sbatch, squeue, sprio, scancel, tail -f).
 
 Exit codes: 0 done, 1 the job waited for did not succeed, 2 a usage error, 3 the server cannot be reached
 or is unavailable (try again later), 4 no token or a token the server refuses, 5 the server refused the request.
@@ -31,7 +31,7 @@ examples:
   muster login http://muster.example:8000
   muster submit job.yaml                      # like sbatch job.sh, from a YAML file of the job's fields
   muster submit -N 2 -G 8 -t 4h --image nvcr.io/nvidia/pytorch:24.05-py3 -- torchrun train.py
-  muster queue                                # like squeue --start
+  muster queue                                # like squeue: pending (with expected starts) and running jobs
   muster why 42                               # like sprio -j 42, with the pending reason
   muster logs -f 42                           # like tail -f slurm-42.out
   muster wait 42 && echo done
@@ -84,6 +84,23 @@ def _non_negative(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"'{text}' is negative")
     return value
+
+
+# `muster queue -t`: the states a job waits or runs in, by Muster's names and squeue's short ones.
+QUEUE_STATES = {"PENDING": "PENDING", "PD": "PENDING", "SCHEDULED": "SCHEDULED", "CF": "SCHEDULED", "RUNNING": "RUNNING", "R": "RUNNING"}
+
+
+def _queue_states(text: str) -> list[str]:
+    """-t as squeue takes it: PENDING,RUNNING or PD,R, any case; the states `muster queue` shows."""
+    states = []
+    for word in (w.strip().upper() for w in text.split(",") if w.strip()):
+        if word not in QUEUE_STATES:
+            raise argparse.ArgumentTypeError(
+                f"'{word}' is not a state the queue shows: use PENDING (PD), SCHEDULED (CF) or RUNNING (R); "
+                "ended jobs are in `muster jobs --state`"
+            )
+        states.append(QUEUE_STATES[word])
+    return states
 
 
 def _common(json_output: bool) -> argparse.ArgumentParser:
@@ -201,13 +218,26 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(
         "queue",
         commands.queue,
-        "The pending queue with positions and expected starts, like squeue --start",
-        "In the order the scheduler considers it: position, priority, why each job waits and when it is "
-        "expected to start (by 14:05: reserved, starts by then; ~14:05: planned, moves if higher-priority work "
-        "arrives; after 14:05: not before then).",
-        "  muster queue\n  muster queue --user alice --limit 20\n  muster queue --json | jq '.results[0]'",
+        "Pending, starting and running jobs, like squeue",
+        "Pending jobs first, in the order the scheduler considers them: position, priority, why each waits and when "
+        "it is expected to start (by 14:05: reserved, starts by then; ~14:05: planned, moves if higher-priority work "
+        "arrives; after 14:05: not before then). Then the jobs on their nodes (SCHEDULED: starting, RUNNING), with "
+        "their nodes, the time since they were placed and the time left of their wall time. Every user's pending "
+        "jobs are listed; running ones only to their owners and admins, as the job list.",
+        "  muster queue\n  muster queue -t PENDING          # like squeue --start: the pending jobs only\n"
+        "  muster queue -t R --user alice\n  muster queue --json | jq '.running[0]'",
     )
     p.add_argument("-u", "--user", help="only this user's jobs")
+    p.add_argument(
+        "-t",
+        "--states",
+        action="append",
+        type=_queue_states,
+        metavar="STATES",
+        help="only jobs in these states, as squeue -t: PENDING (PD), SCHEDULED (CF: starting), RUNNING (R); "
+        "comma-separated or repeated, in any case (default: all three)",
+    )
+    p.add_argument("--start", action="store_true", help="like squeue --start: the pending jobs only (-t PENDING)")
     p.add_argument("-n", "--limit", type=_non_negative, default=0, help="the first N entries (default: all)")
 
     p = command(

@@ -195,15 +195,35 @@ def _indent(text: str) -> str:
 # --- reading --------------------------------------------------------------------------------------
 
 
+QUEUE_STATES = ("PENDING", "SCHEDULED", "RUNNING")
+
+
 def queue(args: argparse.Namespace) -> int:
-    # The limit counts the entries shown: with --user, that user's (the queue API does not filter by owner).
-    data = client_for(args).queue(max_entries=None if args.user else args.limit or None)
-    if args.user:
-        data["results"] = [entry for entry in data["results"] if entry["owner"] == args.user][: args.limit or None]
-    if args.json:
-        print_json(data)
+    """squeue: the pending jobs (the queue API: everyone's, in the cycle's order), then the jobs on their nodes (the
+    jobs API: those the user may see), each cut to what -t, --user and --limit ask."""
+    asked = {state for group in args.states or [] for state in group} or set(QUEUE_STATES)
+    if args.start:
+        asked = {"PENDING"}
+    states = [state for state in QUEUE_STATES if state in asked]
+    client = client_for(args)
+    limit = args.limit or None
+    if "PENDING" in states:
+        # The limit counts the entries shown: with --user, that user's (the queue API does not filter by owner).
+        data = client.queue(max_entries=None if args.user else limit)
+        if args.user:
+            data["results"] = [entry for entry in data["results"] if entry["owner"] == args.user][:limit]
     else:
-        out(render.queue_table(data, filtered=bool(args.user)))
+        data = {**client.queue(max_entries=1), "results": []}  # its summary counts the whole queue
+    active = [state for state in states if state != "PENDING"]
+    left = None if limit is None else limit - len(data["results"])
+    running: list[dict[str, Any]] = []
+    if active and (left is None or left > 0):
+        found = client.jobs(state=active, owner=args.user, limit=min(left, 500) if left else None)
+        running = sorted(itertools.islice(found, left) if left else found, key=lambda job: job["id"])
+    if args.json:
+        print_json({**data, "running": running} if active else data)
+    else:
+        out(render.queue_table(data, running, states=states, filtered=bool(args.user), limited=limit is not None))
     return OK
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -94,28 +95,111 @@ def reason(job: JSON) -> str:
     return str(pending.get("code") or pending.get("message") or "-")
 
 
-def queue_table(queue: JSON, *, filtered: bool = False) -> str:
-    """`squeue`; `filtered`: the rows are one user's, and the summary (the whole queue's) says so."""
+# `muster queue`'s words for the states of jobs on their nodes.
+ACTIVE_WORDS = {"SCHEDULED": "starting", "RUNNING": "running"}
+
+
+def hostlist(names: Sequence[str]) -> str:
+    """Node names as squeue's NODELIST: numbered names of one prefix as ranges, `sim-node-[000-003,007]`."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    others: list[str] = []
+    for name in names:
+        match = re.fullmatch(r"(.*?)(\d+)", name)
+        if match:
+            groups.setdefault((match.group(1), len(match.group(2))), []).append(int(match.group(2)))
+        else:
+            others.append(name)
+    parts = []
+    for (prefix, width), numbers in groups.items():
+        numbers = sorted(set(numbers))
+        if len(numbers) == 1:
+            parts.append(f"{prefix}{numbers[0]:0{width}d}")
+            continue
+        spans: list[list[int]] = []
+        for n in numbers:
+            if spans and n == spans[-1][1] + 1:
+                spans[-1][1] = n
+            else:
+                spans.append([n, n])
+        ranges = ",".join(f"{a:0{width}d}" if a == b else f"{a:0{width}d}-{b:0{width}d}" for a, b in spans)
+        parts.append(f"{prefix}[{ranges}]")
+    return ",".join(parts + others) or "-"
+
+
+def time_left(job: JSON, *, now: datetime | None = None) -> str:
+    """What is left of its wall time, which counts from its placement (squeue's TIME_LEFT); `0s` once it is spent."""
+    placed = parse_time(job.get("scheduled_at")) or parse_time(job.get("started_at"))
+    if placed is None:
+        return format_duration(job.get("wall_time_seconds"))
+    spent = ((now or datetime.now(timezone.utc)) - placed).total_seconds()
+    return format_duration(max(0.0, job["wall_time_seconds"] - spent))
+
+
+def queue_table(
+    queue: JSON,
+    running: Sequence[JSON] = (),
+    *,
+    states: Sequence[str] = ("PENDING", "SCHEDULED", "RUNNING"),
+    filtered: bool = False,
+    limited: bool = False,
+    now: datetime | None = None,
+) -> str:
+    """`squeue`: the queue API's pending entries, then `running` (jobs SCHEDULED or RUNNING); `states` those asked for.
+
+    `filtered`: the rows are one user's, and the summary (the whole queue's) says so; `limited`: cut to --limit."""
     rows = [
         (
             e["id"],
             cut(e["name"], 24),
             e["owner"],
+            "PENDING",
             shape(e),
             e["position"] if e["position"] is not None else "new",
             f"{e['priority']['total']:.0f}" if e.get("priority") else "-",
-            cut(reason(e), 24),
+            "-",
+            "-",
             expected_start(e),
+            f"({cut(reason(e), 24)})",
         )
         for e in queue["results"]
     ]
-    text = table(["ID", "NAME", "USER", "NODESxGPUS", "POS", "PRIORITY", "REASON", "START"], rows)
+    rows += [
+        (
+            j["id"],
+            cut(j["name"], 24),
+            j["owner"],
+            j["state"],
+            shape(j),
+            "-",
+            "-",
+            elapsed(j, now=now),
+            time_left(j, now=now),
+            when(j.get("scheduled_at") or j.get("started_at"), now=now),
+            hostlist(j.get("assigned_nodes") or []),
+        )
+        for j in running
+    ]
+    headers = ["ID", "NAME", "USER", "STATE", "NODESxGPUS", "POS", "PRIORITY", "TIME", "TIME_LEFT", "START", "NODELIST(REASON)"]
+    text = table(headers, rows)
     summary = queue.get("summary") or {}
     by_reason = ", ".join(f"{code} {n}" for code, n in sorted((summary.get("pending_by_reason") or {}).items()))
-    footer = f"{summary.get('pending', queue.get('count', len(rows)))} pending" + (f" ({by_reason})" if by_reason else "")
+    pending = f"{summary.get('pending', queue.get('count', len(queue['results'])))} pending" + (f" ({by_reason})" if by_reason else "")
+    # Every job on its nodes, whoever's: the queue API counts them within and over their owners' quotas.
+    on_nodes = None
+    if "running_within_quota" in summary:
+        on_nodes = summary["running_within_quota"] + summary.get("running_over_quota", 0)
+    active = [state for state in ("RUNNING", "SCHEDULED") if state in states]
     if filtered:  # else "1 pending" under an empty table read as that user's
-        footer = f"{len(rows)} shown; in the whole queue {footer}"
-    return f"{text}\n{footer}"
+        whole = [pending] if "PENDING" in states else []
+        whole += [f"{on_nodes} running or starting"] if active and on_nodes is not None else []
+        return f"{text}\n{len(rows)} shown" + (f"; in the whole queue {', '.join(whole)}" if whole else "")
+    parts = [pending] if "PENDING" in states else []
+    if active:
+        shown = ", ".join(f"{sum(1 for j in running if j['state'] == state)} {ACTIVE_WORDS[state]}" for state in active)
+        if len(active) == 2 and not limited and on_nodes is not None and len(running) < on_nodes:
+            shown += f" (of {on_nodes} on the cluster: others' jobs are listed to their owners and admins only)"
+        parts.append(shown)
+    return f"{text}\n{'; '.join(parts)}"
 
 
 def elapsed(job: JSON, *, now: datetime | None = None) -> str:

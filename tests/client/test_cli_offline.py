@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from muster_client import cli, commands, config
@@ -11,6 +13,8 @@ from muster_client.client import Client
 
 from tests.client.fakes import FakeSession, response
 from tests.live_server import free_port
+
+SQUEUE_HEADER = ["ID", "NAME", "USER", "STATE", "NODESxGPUS", "POS", "PRIORITY", "TIME", "TIME_LEFT", "START", "NODELIST(REASON)"]
 
 
 @pytest.fixture(autouse=True)
@@ -222,3 +226,76 @@ def test_nodes_and_why_say_when_jobs_cannot_start_on_the_cluster(
     monkeypatch.setattr(Client, "cluster", lambda self: {"usable": True, "problem": "", "since": None})
     code, out, err = run(capsys, "nodes")
     assert code == 0 and err == ""
+
+
+def _queue_session(monkeypatch: pytest.MonkeyPatch, *answers: Any) -> FakeSession:
+    session = FakeSession(*answers)
+    monkeypatch.setattr(commands, "client_for", lambda args: Client("http://muster.test:8000", "secret", session=session))  # type: ignore[arg-type]
+    return session
+
+
+QUEUE_PAGE = {
+    "count": 1,
+    "next": None,
+    "summary": {"pending": 1, "pending_by_reason": {"NO_ROOM": 1}, "running_within_quota": 4, "running_over_quota": 1},
+    "results": [
+        {"id": 9, "name": "waits", "owner": "ann", "nodes": 2, "gpus_per_node": 8, "position": 1,
+         "priority": {"total": 6050.2}, "pending_reason": {"code": "NO_ROOM", "message": "..."},
+         "estimated_start": None, "estimate_kind": ""},
+    ],
+}  # fmt: skip
+
+
+def _on_nodes() -> list[dict[str, Any]]:
+    placed = datetime.now(UTC) - timedelta(minutes=30)
+    base = {"owner": "ann", "nodes": 2, "gpus_per_node": 8, "wall_time_seconds": 7200, "scheduled_at": placed.isoformat()}
+    return [
+        {**base, "id": 8, "name": "starts", "state": "SCHEDULED", "started_at": None, "assigned_nodes": ["gpu-07", "gpu-09"]},
+        {**base, "id": 7, "name": "trains", "state": "RUNNING", "started_at": placed.isoformat(),
+         "assigned_nodes": ["gpu-00", "gpu-01", "gpu-02", "gpu-04"], "nodes": 4},
+    ]  # fmt: skip
+
+
+def test_the_queue_lists_pending_jobs_then_the_running_ones_as_squeue_does(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = _queue_session(monkeypatch, response(200, QUEUE_PAGE), response(200, {"count": 2, "next": None, "results": _on_nodes()}))
+    code, out, _ = run(capsys, "queue")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == SQUEUE_HEADER
+    # Pending first, with its place, priority, estimated start and reason; then the jobs on their nodes, oldest first,
+    # with the time since placement, what is left of the wall time, and their nodes.
+    assert lines[1].split() == ["9", "waits", "ann", "PENDING", "2x8", "1", "6050", "-", "-", "unknown", "(NO_ROOM)"]
+    running = lines[2].split()
+    assert running[:7] == ["7", "trains", "ann", "RUNNING", "4x8", "-", "-"]
+    # (Placed 30 minutes ago with 2 hours of wall time, give or take the test's own seconds.)
+    assert running[7].startswith("30m") and running[8] in ("1h30m", "1h29m") and running[-1] == "gpu-[00-02,04]"
+    assert lines[3].split()[:4] == ["8", "starts", "ann", "SCHEDULED"] and lines[3].endswith("gpu-[07,09]")
+    # The whole cluster has 5 on their nodes; a researcher sees their own.
+    footer = "1 pending (NO_ROOM 1); 1 running, 1 starting (of 5 on the cluster: others' jobs are listed to their owners and admins only)"
+    assert lines[-1] == footer
+    assert session.sent[1]["params"] == {"state": ["SCHEDULED", "RUNNING"], "limit": 500}
+
+
+def test_the_queue_narrows_to_states_as_squeue_t_does(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # --start (and -t PD): the pending jobs only, and nothing else is asked of the server.
+    for argv in (["queue", "--start"], ["queue", "-t", "pd"]):
+        session = _queue_session(monkeypatch, response(200, QUEUE_PAGE))
+        code, out, _ = run(capsys, *argv)
+        assert code == 0 and len(session.sent) == 1, argv
+        assert [line.split()[3] for line in out.splitlines()[1:-1]] == ["PENDING"]
+        assert out.splitlines()[-1] == "1 pending (NO_ROOM 1)"
+    # -t R: the running ones only.
+    running = [job for job in _on_nodes() if job["state"] == "RUNNING"]
+    session = _queue_session(monkeypatch, response(200, QUEUE_PAGE), response(200, {"count": 1, "next": None, "results": running}))
+    code, out, _ = run(capsys, "queue", "-t", "R", "--json")
+    assert code == 0 and session.sent[1]["params"]["state"] == ["RUNNING"]
+    answer = json.loads(out)
+    assert answer["results"] == [] and [job["id"] for job in answer["running"]] == [7]
+    session = _queue_session(monkeypatch, response(200, QUEUE_PAGE), response(200, {"count": 1, "next": None, "results": running}))
+    code, out, _ = run(capsys, "queue", "-t", "RUNNING")
+    assert [line.split()[0] for line in out.splitlines()[1:-1]] == ["7"] and out.splitlines()[-1] == "1 running"
+    # An ended state is not in the queue: said, with where to look.
+    code, _, err = run(capsys, "queue", "-t", "DONE")
+    assert code == 2 and "'DONE' is not a state the queue shows: use PENDING (PD), SCHEDULED (CF) or RUNNING (R)" in err

@@ -105,3 +105,14 @@ def test_show_lists_an_elastic_jobs_resizes_after_its_history() -> None:
     assert lines.index("history") < lines.index("resizes") and len(resizes) == 2
     assert resizes[0].endswith("  8 -> 11  nodes  Grew onto whole nodes left idle: from 8 to 11 nodes.")
     assert "resizes" not in render.job_lines({**grown, "resizes": []})
+
+
+def test_node_lists_read_as_squeues_ranges() -> None:
+    assert render.hostlist(["sim-node-000", "sim-node-001", "sim-node-002", "sim-node-007"]) == "sim-node-[000-002,007]"
+    assert render.hostlist(["gpu-a"]) == "gpu-a" and render.hostlist(["n1"]) == "n1" and render.hostlist([]) == "-"
+
+
+def test_a_running_jobs_time_left_counts_from_its_placement() -> None:
+    placed = {"wall_time_seconds": 3600, "scheduled_at": "2026-11-25T11:40:00Z", "started_at": "2026-11-25T11:45:00Z"}
+    assert render.time_left(placed, now=NOW) == "40m"
+    assert render.time_left({**placed, "scheduled_at": "2026-11-25T10:00:00Z"}, now=NOW) == "0s"  # spent: about to stop

@@ -64,6 +64,9 @@ class Stack:
         self.procs.start("beat", "--loglevel", "INFO", "--schedule", str(self.procs.tmp_path / "beat-schedule"))
 
 
+SQUEUE_HEADER = ["ID", "NAME", "USER", "STATE", "NODESxGPUS", "POS", "PRIORITY", "TIME", "TIME_LEFT", "START", "NODELIST(REASON)"]
+
+
 @pytest.fixture
 def stack(require_postgres: None, tmp_path: Path, settings: Any, django_user_model: Any) -> Iterator[Stack]:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]  # what gunicorn's settings check
@@ -165,13 +168,18 @@ def test_a_researchers_day_login_submit_queue_why_logs_wait_cancel_usage(stack: 
     queue = stack.muster("queue")
     assert queue.returncode == 0, queue.stderr
     header, row = queue.stdout.splitlines()[:2]
-    assert header.split() == ["ID", "NAME", "USER", "NODESxGPUS", "POS", "PRIORITY", "REASON", "START"]
-    assert row.split()[:5] == [str(flagged["id"]), "flagged", "researcher", "1x4", "1"]
+    assert header.split() == SQUEUE_HEADER
+    assert row.split()[:6] == [str(flagged["id"]), "flagged", "researcher", "PENDING", "1x4", "1"]
     reason = job_row(flagged["id"]).pending_reason_code
-    assert reason and reason in row
+    assert reason and f"({reason})" in row
     assert queue.stdout.splitlines()[-1].startswith("1 pending")
+    if job_row(big.pk).state == "RUNNING":  # still running after the call, so running during it: listed, as squeue does
+        big_row = next(line for line in queue.stdout.splitlines() if line.startswith(f"{big.pk} "))
+        assert big_row.split()[3] == "RUNNING" and big_row.endswith("sim-node-[000-001]")
     queue_json = json.loads(stack.muster("queue", "--json").stdout)
     assert [e["id"] for e in queue_json["results"]] == [flagged["id"]]
+    pending_only = stack.muster("queue", "--start")
+    assert [line.split()[0] for line in pending_only.stdout.splitlines()[1:-1]] == [str(flagged["id"])]
 
     why = stack.muster("why", str(flagged["id"]))
     assert why.returncode == 0, why.stderr
