@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -84,6 +85,38 @@ def _non_negative(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"'{text}' is negative")
     return value
+
+
+CANCEL_FORMS = "write 42, 42_7 (element 7 of array 42) or 42_[1-3,8]"
+# An array has at most MUSTER_MAX_ARRAY_SIZE (1,000) elements; more indices than this ask for nothing more.
+MAX_CANCEL_INDICES = 100_000
+
+
+def _cancel_target(text: str) -> tuple[int, tuple[int, ...] | None]:
+    """scancel's forms: `42` (a job, or every element of array 42), `42_7` and `42_[1-3,8]` (elements by index, with
+    sbatch --array's syntax inside the brackets: `0-98:2` too). Returns (id, indices or None)."""
+    match = re.fullmatch(r"(\d+)(?:_(\d+|\[([^\]]*)\]))?", text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a job: {CANCEL_FORMS}")
+    job_id = int(match.group(1))
+    if match.group(2) is None:
+        return job_id, None
+    if match.group(3) is None:
+        return job_id, (int(match.group(2)),)
+    indices: set[int] = set()
+    for part in match.group(3).split(","):
+        span = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part.strip())
+        if span is None:
+            raise argparse.ArgumentTypeError(f"'{part}' in '{text}' is not an index or a range: {CANCEL_FORMS}")
+        first = int(span.group(1))
+        last = int(span.group(2)) if span.group(2) is not None else first
+        step = int(span.group(3)) if span.group(3) is not None else 1
+        if last < first or step < 1:
+            raise argparse.ArgumentTypeError(f"'{part}' in '{text}' ends before it starts or has a step of 0")
+        if (last - first) // step + 1 + len(indices) > MAX_CANCEL_INDICES:
+            raise argparse.ArgumentTypeError(f"'{text}' names more indices than an array has: {job_id} alone cancels all of it")
+        indices.update(range(first, last + 1, step))
+    return job_id, tuple(sorted(indices))
 
 
 # `muster queue -t`: the states a job waits or runs in, by Muster's names and squeue's short ones.
@@ -312,10 +345,13 @@ def build_parser() -> argparse.ArgumentParser:
         "cancel",
         commands.cancel,
         "Cancel jobs, like scancel",
-        "Pending jobs leave the queue; running ones are stopped (their output is kept).",
-        "  muster cancel 42 43 44",
+        "Pending jobs leave the queue; running ones are stopped (their output is kept). An array's id (the one "
+        "`muster submit --array` printed) cancels every element of it not ended yet, as scancel does; ID_INDEX one "
+        "element, ID_[INDICES] several (quote it: the shell reads brackets).",
+        "  muster cancel 42 43 44\n  muster cancel 4            # every element of array 4\n"
+        "  muster cancel 4_7          # its element of index 7\n  muster cancel '4_[1-3,8]'",
     )
-    p.add_argument("job_ids", type=int, nargs="+", metavar="ID")
+    p.add_argument("job_ids", type=_cancel_target, nargs="+", metavar="ID")
 
     p = command(
         "checkpoint",

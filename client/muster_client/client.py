@@ -12,7 +12,7 @@ from __future__ import annotations
 import codecs
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urljoin
 
@@ -118,6 +118,47 @@ class Client:
     def cancel(self, job_id: int) -> Job:
         """Cancel a job; ApiError 409 if it has already ended."""
         return self._object("POST", f"jobs/{int(job_id)}/cancel/")
+
+    def cancel_array(self, array_id: int, indices: Iterable[int] | None = None) -> JSON:
+        """`scancel 42` (every element of array 42) or `scancel 42_[1-3]` (the elements of those `indices`): each element
+        not ended yet is cancelled, one request each (the API has no cancel of a whole array); ended ones are left.
+
+        Returns `{"array_id", "name", "cancelled", "ended", "missing"}`: the jobs cancelled and those that had already
+        ended (as the API gives jobs), and the indices asked for that the array does not have. ApiError 404 if there
+        is no such array you may see. A cancel the server throttles (429) is sent again after the wait it asks.
+        """
+        elements = sorted(self.jobs(array=int(array_id)), key=lambda job: job["array_index"])
+        if not elements:
+            raise ApiError(404, f"No array {array_id} (or none that you may see).")
+        wanted = None if indices is None else set(indices)
+        have = {job["array_index"] for job in elements}
+        result: JSON = {"array_id": int(array_id), "name": elements[0]["name"], "cancelled": [], "ended": []}
+        result["missing"] = sorted(wanted - have) if wanted is not None else []
+        for job in elements:
+            if wanted is not None and job["array_index"] not in wanted:
+                continue
+            if job["state"] in TERMINAL_STATES:
+                result["ended"].append(job)
+                continue
+            try:
+                result["cancelled"].append(self._cancel_throttled(job["id"]))
+            except ApiError as exc:
+                if exc.status != 409:  # 409: it ended since it was listed
+                    raise
+                result["ended"].append(self.job(job["id"]))
+        return result
+
+    def _cancel_throttled(self, job_id: int, tries: int = 5) -> Job:
+        """A cancel sent again while the server throttles writes (cancelling the same job twice is a 409, never two
+        cancels): a large array's elements outrun MUSTER_THROTTLE_WRITES."""
+        for attempt in range(tries):
+            try:
+                return self.cancel(job_id)
+            except ApiError as exc:
+                if exc.status != 429 or attempt == tries - 1:
+                    raise
+                self._sleep(min(max(exc.retry_after or 1.0, 0.5), 60.0))
+        raise AssertionError("unreachable: the last try returns or raises")
 
     def checkpoint(self, job_id: int, *, step: int | None = None, at: str | None = None, attempt: int | None = None) -> JSON:
         """Report that the running job wrote a checkpoint (at `at`, ISO 8601; now if None): a preemption then loses only the
@@ -341,4 +382,5 @@ def _error(response: requests.Response, url: str, *, login: bool) -> MusterError
         return ApiError(status, f"the server at {url} failed the request: {message}", body)
     if status == 429 and response.headers.get("Retry-After"):
         message = f"{message} (retry after {response.headers['Retry-After']} s)"
+        return ApiError(status, message, body, retry_after=_retry_after(response))
     return ApiError(status, message, body)

@@ -362,25 +362,48 @@ def wait(args: argparse.Namespace) -> int:
 
 
 def cancel(args: argparse.Namespace) -> int:
+    """scancel: jobs by id; an array's id cancels every element of it, `ID_INDEX` / `ID_[INDICES]` some (a target is
+    (id, indices or None), from cli._cancel_target)."""
     client = client_for(args)
     status = OK
-    # Each job once, in the order given (`muster cancel 10 10` cancelled 10, then said it had already ended).
-    for job_id in dict.fromkeys(args.job_ids):
+    cancelled: set[int] = set()  # by this command: named again (`muster cancel 4 4_2`), not said to have ended
+    # Each target once, in the order given (`muster cancel 10 10` cancelled 10, then said it had already ended).
+    for job_id, indices in dict.fromkeys(args.job_ids):
         try:
-            job = client.cancel(job_id)
+            if indices is None and not _is_array(client, job_id):
+                if job_id in cancelled:
+                    continue
+                job = client.cancel(job_id)
+                cancelled.add(job["id"])
+                if args.json:
+                    print_json(job)
+                else:
+                    out(f"Cancelled job {job['id']} ({job['name']})")
+                continue
+            result = client.cancel_array(job_id, indices)
         except ApiError as exc:
             if exc.status >= 500:
                 raise
             # Several IDs at once: each refusal says which job, once (the server's words mostly name it already).
-            which = "" if re.search(rf"\b[Jj]ob {job_id}\b", exc.message) else f"job {job_id}: "
+            which = "" if re.search(rf"\b([Jj]ob|[Aa]rray) {job_id}\b", exc.message) else f"job {job_id}: "
             print(f"muster: error: {which}{exc.message}", file=sys.stderr, flush=True)
             status = REFUSED
             continue
+        result["ended"] = [job for job in result["ended"] if job["id"] not in cancelled]
+        cancelled.update(job["id"] for job in result["cancelled"])
         if args.json:
-            print_json(job)
-        else:
-            out(f"Cancelled job {job['id']} ({job['name']})")
+            print_json(result)
+        elif result["cancelled"]:
+            out(render.array_cancelled(result, whole=indices is None))
+        for problem in render.array_not_cancelled(result, whole=indices is None):
+            print(f"muster: error: {problem}", file=sys.stderr, flush=True)
+            status = REFUSED
     return status
+
+
+def _is_array(client: Client, job_id: int) -> bool:
+    """Whether `job_id` is an array's id (its first element's), as `scancel 42` reads it: the array, not one job."""
+    return next(client.jobs(array=job_id, limit=1), None) is not None
 
 
 def checkpoint(args: argparse.Namespace) -> int:

@@ -18,13 +18,15 @@ class AuthError(MusterError):
 
 
 class ApiError(MusterError):
-    """The server refused the request (4xx) or failed it (5xx); `message` is its reason, field by field."""
+    """The server refused the request (4xx) or failed it (5xx); `message` is its reason, field by field; `retry_after`
+    the seconds a 429 said to wait (None if it said none)."""
 
-    def __init__(self, status: int, message: str, body: Any = None) -> None:
+    def __init__(self, status: int, message: str, body: Any = None, *, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.body = body
+        self.retry_after = retry_after
 
 
 def flatten_errors(body: Any, prefix: str = "") -> list[str]:

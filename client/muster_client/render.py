@@ -202,6 +202,54 @@ def queue_table(
     return f"{text}\n{'; '.join(parts)}"
 
 
+def index_ranges(indices: Iterable[int]) -> str:
+    """Array indices as sbatch --array writes them: `0-3,7`."""
+    spans: list[list[int]] = []
+    for n in sorted(set(indices)):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def _elements(array_id: int, jobs: Sequence[JSON]) -> str:
+    """`4_7` for one element, `4_[1-3,8]` for several: scancel's names."""
+    indices = [job["array_index"] for job in jobs]
+    return f"{array_id}_{indices[0]}" if len(indices) == 1 else f"{array_id}_[{index_ranges(indices)}]"
+
+
+def array_cancelled(result: JSON, *, whole: bool) -> str:
+    """`muster cancel 4` / `4_7`: what was cancelled of an array (Client.cancel_array's answer; some was)."""
+    array_id, done = result["array_id"], result["cancelled"]
+    if not whole and len(done) == 1:
+        return f"Cancelled job {done[0]['id']} ({done[0]['name']}): {_elements(array_id, done)}"
+    jobs = f"{len(done)} job{'s' if len(done) != 1 else ''}"
+    if not whole:
+        return f"Cancelled {jobs} of array {array_id} ({result['name']}): {_elements(array_id, done)}"
+    ended = f"; {len(result['ended'])} had already ended" if result["ended"] else ""
+    return f"Cancelled array {array_id} ({result['name']}): {jobs} ({_elements(array_id, done)}){ended}"
+
+
+def array_not_cancelled(result: JSON, *, whole: bool) -> list[str]:
+    """What `muster cancel` of an array could not do, one line each: nothing left to cancel, indices it lacks."""
+    array_id, ended, problems = result["array_id"], result["ended"], []
+    nothing = "there is nothing to cancel"
+    if whole and not result["cancelled"] and ended:
+        jobs = f"{len(ended)} job{'s' if len(ended) != 1 else ''}"
+        problems.append(f"array {array_id} has ended: its {jobs} had already ended; {nothing}.")
+    elif not whole and len(ended) == 1:
+        job = ended[0]
+        problems.append(f"job {job['id']} ({_elements(array_id, ended)}) has already ended ({job['state']}); {nothing}.")
+    elif not whole and ended:
+        problems.append(f"{len(ended)} elements of array {array_id} ({_elements(array_id, ended)}) had already ended; {nothing} in them.")
+    if result.get("missing"):
+        missing = result["missing"]
+        which = f"element {missing[0]}" if len(missing) == 1 else f"elements {index_ranges(missing)}"
+        problems.append(f"array {array_id} has no {which} (its elements and their indices: muster jobs --array {array_id}).")
+    return problems
+
+
 def elapsed(job: JSON, *, now: datetime | None = None) -> str:
     """How long it has held its GPUs: from its placement, as its wall time counts (and the job page shows), not from
     when its containers came up, which may be minutes later on a cluster that pulls images."""

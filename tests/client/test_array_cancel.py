@@ -1,0 +1,148 @@
+"""`muster cancel` of a job array, as scancel reads it (`4`: every element, `4_2`: one, `4_[1-3]`: some), against the
+server in this process; and a throttled cancel sent again."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from muster_client import cli, commands, config
+from muster_client.client import Client
+
+from accounts.services import token_create
+from jobs.hooks import job_hooks
+from jobs.models import Job
+from jobs.states import JobState
+from tests.client.fakes import FakeSession, response
+from tests.conftest import SimHarness
+
+IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
+
+
+@pytest.fixture
+def signed_in(live_server: Any, tx_sim: SimHarness, django_user_model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    for name in ("MUSTER_URL", "MUSTER_TOKEN", "MUSTER_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(job_hooks, "queue_changed", [])
+    user = django_user_model.objects.create_user(username="dana", password="x")
+    config.save_token(live_server.url, token_create(user=user, name="cli").secret)
+    monkeypatch.setenv("MUSTER_URL", live_server.url)
+    return user
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as exc:  # argparse's own errors
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def submit_array(capsys: pytest.CaptureFixture[str], indices: str = "0-3") -> tuple[int, list[Job]]:
+    code, out, err = run(
+        capsys, "submit", "-G", "1", "-t", "1h", "--image", IMAGE, "-J", "sweep", "--array", indices, "--", "python", "s.py"
+    )
+    assert code == 0, err
+    array_id = int(re.match(r"Submitted array (\d+):", out).group(1))  # type: ignore[union-attr]
+    return array_id, list(Job.objects.filter(array_id=array_id).order_by("array_index"))
+
+
+def states(jobs: list[Job]) -> list[str]:
+    return [Job.objects.get(pk=job.pk).state for job in jobs]
+
+
+def test_an_arrays_id_cancels_every_element_left_and_id_index_one(
+    signed_in: Any, tx_sim: SimHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    array_id, elements = submit_array(capsys)
+    tx_sim.cycle()
+    tx_sim.advance(2)
+    assert set(states(elements)) == {JobState.RUNNING}
+    # One element, by its index: only it.
+    code, out, err = run(capsys, "cancel", f"{array_id}_1")
+    assert (code, err) == (0, "")
+    assert out == f"Cancelled job {elements[1].pk} (sweep): {array_id}_1\n"
+    assert states(elements) == [JobState.RUNNING, JobState.CANCELLED, JobState.RUNNING, JobState.RUNNING]
+    # Again: it has ended; and an index the array lacks is said, with where its indices are.
+    code, _, err = run(capsys, "cancel", f"{array_id}_1", f"{array_id}_9")
+    assert code == 5
+    assert err.splitlines() == [
+        f"muster: error: job {elements[1].pk} ({array_id}_1) has already ended (CANCELLED); there is nothing to cancel.",
+        f"muster: error: array {array_id} has no element 9 (its elements and their indices: muster jobs --array {array_id}).",
+    ]
+    # The array's id: every element not ended, as `scancel 1234` does.
+    code, out, err = run(capsys, "cancel", str(array_id))
+    assert (code, err) == (0, "")
+    assert out == f"Cancelled array {array_id} (sweep): 3 jobs ({array_id}_[0,2-3]); 1 had already ended\n"
+    assert set(states(elements)) == {JobState.CANCELLED}
+    code, out, err = run(capsys, "cancel", str(array_id))
+    assert (code, out) == (5, "")
+    assert err == f"muster: error: array {array_id} has ended: its 4 jobs had already ended; there is nothing to cancel.\n"
+
+
+def test_some_elements_by_their_indices_and_a_plain_job_as_before(signed_in: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    array_id, elements = submit_array(capsys, "0-5")
+    code, out, _ = run(capsys, "cancel", f"{array_id}_[1-2,4]")
+    assert code == 0 and out == f"Cancelled 3 jobs of array {array_id} (sweep): {array_id}_[1-2,4]\n"
+    assert states(elements) == [
+        JobState.PENDING,
+        JobState.CANCELLED,
+        JobState.CANCELLED,
+        JobState.PENDING,
+        JobState.CANCELLED,
+        JobState.PENDING,
+    ]
+    # An element by its own job id is that job alone; so is a job of no array.
+    code, out, _ = run(capsys, "cancel", str(elements[3].pk))
+    assert code == 0 and out == f"Cancelled job {elements[3].pk} (sweep)\n"
+    assert states(elements)[0] == JobState.PENDING
+    code, out, err = run(capsys, "submit", "-G", "1", "-t", "1h", "--image", IMAGE, "-J", "single", "--json", "--", "python", "a.py")
+    assert code == 0, err
+    single = Job.objects.get(name="single")
+    code, out, _ = run(capsys, "cancel", str(single.pk))
+    assert code == 0 and out == f"Cancelled job {single.pk} (single)\n"
+    # What is not an array or a job id is a usage error naming the forms.
+    code, _, err = run(capsys, "cancel", f"{array_id}_x")
+    assert code == 2 and "write 42, 42_7 (element 7 of array 42) or 42_[1-3,8]" in err
+
+
+def test_another_users_array_is_not_there(signed_in: Any, django_user_model: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    array_id, elements = submit_array(capsys, "0-1")
+    Job.objects.filter(array_id=array_id).update(owner=django_user_model.objects.create_user(username="erin"))
+    code, _, err = run(capsys, "cancel", f"{array_id}_1", str(array_id))
+    assert code == 5
+    # (The server in this process logs its 404 to the same stderr.)
+    assert [line for line in err.splitlines() if line.startswith("muster:")] == [
+        f"muster: error: No array {array_id} (or none that you may see).",
+        f"muster: error: No job {array_id} (or none that you may see).",
+    ]
+    assert set(states(elements)) == {JobState.PENDING}
+
+
+def test_a_throttled_cancel_is_sent_again_after_the_wait_the_server_asks(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An array larger than MUSTER_THROTTLE_WRITES' rate: the server answers 429 with Retry-After partway."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    config.save_token("http://muster.test:8000", "secret")
+    element = {"name": "sweep", "state": "PENDING"}
+    page = {"count": 2, "next": None, "results": [{**element, "id": 4, "array_index": 0}, {**element, "id": 5, "array_index": 1}]}
+    session = FakeSession(
+        response(200, page),  # is 4 an array?
+        response(200, page),  # its elements
+        response(200, {**element, "id": 4, "array_index": 0, "state": "CANCELLED"}),
+        response(429, {"detail": "Request was throttled."}, headers={"Retry-After": "7"}),
+        response(200, {**element, "id": 5, "array_index": 1, "state": "CANCELLED"}),
+    )
+    slept: list[float] = []
+    monkeypatch.setattr(
+        commands, "client_for", lambda args: Client("http://muster.test:8000", "secret", session=session, sleep=slept.append)
+    )  # type: ignore[arg-type]
+    code, out, err = run(capsys, "cancel", "4")
+    assert (code, err) == (0, "") and out == "Cancelled array 4 (sweep): 2 jobs (4_[0-1])\n"
+    assert slept == [7.0]
+    assert [sent["url"].rsplit("/api/v1/", 1)[1] for sent in session.sent[2:]] == ["jobs/4/cancel/", "jobs/5/cancel/", "jobs/5/cancel/"]
