@@ -1,0 +1,61 @@
+"""`muster queue` as squeue, against the server in this process: pending jobs with their reason and expected start,
+then the user's jobs on their nodes, and how many the cluster runs in all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from muster_client import cli, config
+
+from accounts.services import token_create
+from jobs.hooks import job_hooks
+from tests.conftest import SimHarness
+from tests.jobs.factories import JobFactory
+
+
+@pytest.fixture
+def signed_in(live_server: Any, tx_sim: SimHarness, django_user_model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    for name in ("MUSTER_URL", "MUSTER_TOKEN", "MUSTER_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(job_hooks, "queue_changed", [])
+    user = django_user_model.objects.create_user(username="dana", password="x")
+    config.save_token(live_server.url, token_create(user=user, name="cli").secret)
+    monkeypatch.setenv("MUSTER_URL", live_server.url)
+    return user
+
+
+def rows(out: str) -> dict[str, list[str]]:
+    return {line.split()[0]: line.split() for line in out.splitlines()[1:-1]}
+
+
+def test_the_queue_shows_pending_then_running_jobs_with_their_nodes_and_time_left(
+    signed_in: Any, tx_sim: SimHarness, django_user_model: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = django_user_model.objects.create_user(username="erin")
+    mine = JobFactory(owner=signed_in, name="gang", nodes=2, gpus_per_node=8, wall_time_seconds=7200, queued=True, history=True)
+    theirs = JobFactory(owner=other, name="theirs", nodes=1, gpus_per_node=8, queued=True, history=True)
+    waits = JobFactory(owner=signed_in, name="waits", nodes=16, gpus_per_node=8, queued=True, history=True)
+    tx_sim.cycle()
+    tx_sim.advance(2)
+
+    assert cli.main(["queue"]) == 0
+    out = capsys.readouterr().out
+    listed = rows(out)
+    # The whole cluster's pending queue, its reason in squeue's parentheses...
+    assert listed[str(waits.pk)][3:6] == ["PENDING", "16x8", "1"] and listed[str(waits.pk)][-1].startswith("(")
+    # ...then the user's job on its nodes: running, placed seconds ago, about 2 hours left, its two nodes.
+    gang = listed[str(mine.pk)]
+    assert gang[3:5] == ["RUNNING", "2x8"] and gang[8] in ("2h", "1h59m") and gang[-1].startswith("sim-node-[")
+    # Another's running job is not listed to them, but counted.
+    assert str(theirs.pk) not in listed
+    assert out.splitlines()[-1].endswith(
+        "1 running, 0 starting (of 2 on the cluster: others' jobs are listed to their owners and admins only)"
+    )
+
+    assert cli.main(["queue", "-t", "R"]) == 0
+    assert list(rows(capsys.readouterr().out)) == [str(mine.pk)]
+    assert cli.main(["queue", "--start"]) == 0
+    assert list(rows(capsys.readouterr().out)) == [str(waits.pk)]
