@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from rest_framework.exceptions import NotFound
+
 from apikit.errors import ClusterUnreachable, Conflict, domain_error_register
 from jobs.cluster import ClusterUnavailable
-from jobs.errors import IllegalTransition, JobFinished, JobNotRunning, JobNotStarted
+from jobs.errors import ArrayNotFound, IllegalTransition, JobFinished, JobNotRunning, JobNotStarted
 
 
 def register() -> None:
+    domain_error_register(ArrayNotFound, lambda exc: NotFound(str(exc)))
     domain_error_register(JobFinished, lambda exc: Conflict(str(exc)))
     domain_error_register(IllegalTransition, lambda exc: Conflict(str(exc)))
     domain_error_register(JobNotStarted, lambda exc: Conflict(str(exc)))

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
+from rest_framework.fields import SkipField
 
 
 class StrictSerializer(serializers.Serializer):
@@ -30,3 +32,35 @@ class StrictSerializer(serializers.Serializer):
 
                 raise serializers.ValidationError({name: [why(name)] for name in unknown})
         return super().to_internal_value(data)
+
+    def valid_fields(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """After `is_valid()` failed: the values of the fields that are valid on their own, validated as DRF does, so
+        the checks across fields (a submit's: of the cluster's size, the owner's limits) can still look at them; and each
+        other field's own errors (an unknown field stops DRF before it looks at any)."""
+        valid: dict[str, Any] = {}
+        errors: dict[str, Any] = {}
+        for field in self._writable_fields:
+            method = getattr(self, f"validate_{field.field_name}", None)
+            try:
+                value = field.run_validation(field.get_value(self.initial_data))
+                if method is not None:
+                    value = method(value)
+            except serializers.ValidationError as exc:
+                errors[str(field.field_name)] = exc.detail
+                continue
+            except DjangoValidationError as exc:
+                errors[str(field.field_name)] = list(exc.messages)
+                continue
+            except SkipField:
+                continue
+            self.set_value(valid, field.source_attrs, value)
+        return valid, errors
+
+    def every_problem(self) -> dict[str, Any]:
+        """After `is_valid()` failed: its errors and every field's own, so a body is refused with all its mistakes at
+        once (an unknown field alone stops DRF before it looks at the others)."""
+        errors: dict[str, Any] = dict(self.errors)
+        if isinstance(self.initial_data, Mapping):
+            for key, detail in self.valid_fields()[1].items():
+                errors.setdefault(key, detail)
+        return errors

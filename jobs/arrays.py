@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from django.core.exceptions import ValidationError
 
@@ -47,6 +48,17 @@ def array_indices(spec: str, *, max_count: int) -> list[int]:
         if len(indices) > max_count:
             raise refuse(too_many)
     return sorted(indices)
+
+
+def index_ranges(indices: Iterable[int]) -> str:
+    """Indices as sbatch --array writes them: `0-3,7` (the client's render.index_ranges, which cannot import this)."""
+    spans: list[list[int]] = []
+    for n in sorted(set(indices)):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def array_env(array_id: int | None, array_index: int | None) -> dict[str, str]:

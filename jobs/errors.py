@@ -24,3 +24,31 @@ class JobNotStarted(Exception):
 class JobNotRunning(Exception):
     """What only the running attempt of a job may do (report a checkpoint) came while it is not running, or from
     another attempt."""
+
+
+class ArrayNotFound(Exception):
+    """No job array of that id, or none the asker may see (the two read alike, as for a single job)."""
+
+    def __init__(self, array_id: int) -> None:
+        super().__init__(f"No array {array_id} (or none that you may see).")
+        self.array_id = array_id
+
+
+class ArrayIndicesMissing(Exception):
+    """Indices asked for that the array does not have; nothing was done to it."""
+
+    def __init__(self, array_id: int, missing: list[int]) -> None:
+        which = f"element {missing[0]}" if len(missing) == 1 else f"elements {', '.join(map(str, missing))}"
+        super().__init__(f"Array {array_id} has no {which}.")
+        self.array_id = array_id
+        self.missing = missing
+
+
+class ArrayEnded(JobFinished):
+    """Every element of an array asked for has ended: there is nothing left to cancel. `ended`: those elements."""
+
+    def __init__(self, message: str, *, array_id: int, name: str, ended: list[object]) -> None:
+        super().__init__(message)
+        self.array_id = array_id
+        self.name = name
+        self.ended = ended

@@ -1,4 +1,4 @@
-"""Writes to jobs: submit, transition, cancel, and the node inventory."""
+"""Writes to jobs: submit, transition, cancel (a job or an array), and the node inventory."""
 
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import audit_record
+from jobs.arrays import index_ranges
 from jobs.cluster import ClusterBackend, ClusterNode, get_backend
-from jobs.errors import IllegalTransition, JobFinished
+from jobs.errors import ArrayEnded, ArrayIndicesMissing, ArrayNotFound, IllegalTransition, JobFinished
 from jobs.hooks import job_hooks, queue_changed
 from jobs.logs import gang_teardown
 from jobs.models import Allocation, ClusterHealth, Job, JobEvent, Node, NodeState, job_plan_cleared
-from jobs.selectors import shared_pools
+from jobs.selectors import jobs_visible_to, shared_pools
 from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState, can_transition
 from policy.model import PendingJob
 from policy.sharing import describe_ask, slice_fits
@@ -478,16 +479,84 @@ def job_cancel(*, job: Job, by: User | None, reason: str = "", backend: ClusterB
         job = Job.objects.select_for_update().get(pk=job.pk)
         if job.state in TERMINAL_STATES:
             raise JobFinished(f"Job {job.pk} has already ended ({job.state}); there is nothing to cancel.")
-        had_pods = job.state in ACTIVE_STATES
-        was = job.state
-        job = job_transition(job, JobState.CANCELLED, reason=reason or f"Cancelled by {by.get_username() if by else 'Muster'}.")
-        if by is not None and by.pk != job.owner_id:
-            audit_record(actor=by, action="job.cancel", target=job, changes={"state": [was, job.state]}, request=request, job=job)
-        if had_pods:
-            attempt, ranks = job.attempt, job.nodes
-            transaction.on_commit(lambda: _teardown_quietly(backend or get_backend(), job.pk, attempt, ranks))
+        job = _cancel_locked(job, by=by, reason=reason, backend=backend, request=request)
         queue_changed()
     return job
+
+
+def _cancel_locked(job: Job, *, by: User | None, reason: str, backend: ClusterBackend | None, request: Any) -> Job:
+    """The cancel of a job its caller has locked and found not ended: one rule for a job and an array's elements."""
+    had_pods = job.state in ACTIVE_STATES
+    was = job.state
+    job = job_transition(job, JobState.CANCELLED, reason=reason or f"Cancelled by {by.get_username() if by else 'Muster'}.")
+    if by is not None and by.pk != job.owner_id:
+        audit_record(actor=by, action="job.cancel", target=job, changes={"state": [was, job.state]}, request=request, job=job)
+    if had_pods:
+        job_id, attempt, ranks = job.pk, job.attempt, job.nodes
+        transaction.on_commit(lambda: _teardown_quietly(backend or get_backend(), job_id, attempt, ranks))
+    return job
+
+
+@dataclass(frozen=True)
+class ArrayCancel:
+    """What `job_cancel_array` did: the elements it cancelled and those asked for that had already ended, by index."""
+
+    array_id: int
+    name: str
+    cancelled: list[Job]
+    ended: list[Job]
+
+
+def job_cancel_array(
+    *,
+    array_id: int,
+    by: User,
+    indices: Iterable[int] | None = None,
+    backend: ClusterBackend | None = None,
+    request: Any = None,
+) -> ArrayCancel:
+    """`scancel 4` (every element of array 4 not ended) or `scancel 4_[1-3]` (those of `indices`), all or nothing.
+
+    The elements `by` may see (`jobs_visible_to`: their owner, or an admin) are locked in id order, so two cancels of
+    one array wait for each other rather than deadlock; each is cancelled as `job_cancel` does it (audited when it is
+    someone else's, its pods deleted after the commit), and the scheduler is told once. Raises ArrayNotFound (no such
+    array, or not one `by` may see), ArrayIndicesMissing (indices it lacks: nothing is cancelled) or ArrayEnded
+    (every element asked for has ended).
+    """
+    wanted = None if indices is None else set(indices)
+    with transaction.atomic():
+        elements = list(
+            jobs_visible_to(by).select_related(None).prefetch_related(None).filter(array_id=array_id).order_by("pk").select_for_update()
+        )
+        if not elements:
+            raise ArrayNotFound(array_id)
+        if wanted is not None and (missing := sorted(wanted - {job.array_index for job in elements})):
+            raise ArrayIndicesMissing(array_id, missing)
+        asked = sorted((job for job in elements if wanted is None or job.array_index in wanted), key=_by_index)
+        ended = [job for job in asked if job.state in TERMINAL_STATES]
+        name = elements[0].name
+        if len(ended) == len(asked):
+            raise ArrayEnded(_nothing_left(array_id, ended, whole=wanted is None), array_id=array_id, name=name, ended=list(ended))
+        cancelled = [
+            _cancel_locked(job, by=by, reason="", backend=backend, request=request) for job in asked if job.state not in TERMINAL_STATES
+        ]
+        queue_changed()
+    return ArrayCancel(array_id=array_id, name=name, cancelled=cancelled, ended=ended)
+
+
+def _by_index(job: Job) -> int:
+    return job.array_index or 0
+
+
+def _nothing_left(array_id: int, ended: Sequence[Job], *, whole: bool) -> str:
+    nothing = "there is nothing to cancel"
+    if whole:
+        return f"Array {array_id} has ended: its {len(ended)} job{'s' if len(ended) != 1 else ''} had already ended; {nothing}."
+    if len(ended) == 1:
+        job = ended[0]
+        return f"Job {job.pk} ({array_id}_{job.array_index}) has already ended ({job.state}); {nothing}."
+    elements = f"{array_id}_[{index_ranges(_by_index(job) for job in ended)}]"
+    return f"{len(ended)} elements of array {array_id} ({elements}) had already ended; {nothing} in them."
 
 
 def _teardown_quietly(backend: ClusterBackend, job_id: int, attempt: int, ranks: int) -> None:

@@ -8,17 +8,16 @@ from typing import Any, cast
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.core.validators import URLValidator
+from django.core.validators import MaxLengthValidator, URLValidator
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
-from rest_framework.fields import SkipField
 from rest_framework.settings import api_settings
 
 from api.telemetry.summary import TelemetrySummarySerializer
 from apikit.serializers import StrictSerializer
 from jobs import validators
-from jobs.arrays import ARRAY_SYNTAX, array_indices
+from jobs.arrays import ARRAY_MAX_INDEX, ARRAY_SYNTAX, array_indices
 from jobs.logs import job_log_attempts
 from jobs.models import EstimateKind, Job, JobEvent, JobResize, Node
 from jobs.selectors import job_nodes_shown, node_gpus_free, node_settles_until, node_slices_free
@@ -249,29 +248,6 @@ class JobSubmitSerializer(StrictSerializer):
         elif "nodes" not in attrs:
             raise serializers.ValidationError({"nodes": ["This field is required."]})
         return attrs
-
-    def valid_fields(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """After `is_valid()` failed: the values of the fields that are valid on their own, validated as DRF does, so
-        the checks across fields, of the cluster's size and of the owner's limits can still look at them; and each
-        other field's own errors (an unknown field stops DRF before it looks at any)."""
-        valid: dict[str, Any] = {}
-        errors: dict[str, Any] = {}
-        for field in self._writable_fields:
-            method = getattr(self, f"validate_{field.field_name}", None)
-            try:
-                value = field.run_validation(field.get_value(self.initial_data))
-                if method is not None:
-                    value = method(value)
-            except serializers.ValidationError as exc:
-                errors[str(field.field_name)] = exc.detail
-                continue
-            except DjangoValidationError as exc:
-                errors[str(field.field_name)] = list(exc.messages)
-                continue
-            except SkipField:
-                continue
-            self.set_value(valid, field.source_attrs, value)
-        return valid, errors
 
 
 ELASTIC_FIELDS = {"nodes", "min_nodes", "max_nodes"}
@@ -613,6 +589,44 @@ class JobArraySerializer(serializers.Serializer):
     array_id = serializers.IntegerField(help_text="The first element's id; `GET /api/v1/jobs/?array=<array_id>` lists the elements.")
     count = serializers.IntegerField()
     jobs = JobSerializer(many=True)
+
+
+class JobArrayCancelSerializer(StrictSerializer):
+    """`scancel 4` / `scancel 4_[1-3]`: an array, and the indices of the elements to cancel (all of them if left out)."""
+
+    array_id = serializers.IntegerField(min_value=1, help_text="The array's id (its first element's), as the submit answered.")
+    indices = serializers.ListField(
+        child=serializers.IntegerField(min_value=0, max_value=ARRAY_MAX_INDEX),
+        required=False,
+        allow_empty=False,
+        help_text="The elements to cancel, by `array_index`; left out, every element not ended. An index the array "
+        "does not have is a 400 naming it, and nothing is cancelled.",
+        error_messages={"empty": "Give at least one index, or leave `indices` out to cancel every element."},
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The site's largest array, read when the serializer is made: more indices than that cannot all be its.
+        most = settings.MUSTER_MAX_ARRAY_SIZE
+        indices = cast(serializers.ListField, self.fields["indices"])
+        indices.max_length = most
+        message = f"An array has at most {most} elements (MUSTER_MAX_ARRAY_SIZE); leave `indices` out to cancel all of it."
+        indices.validators.append(MaxLengthValidator(most, message=message))
+
+
+class JobArrayCancelledSerializer(serializers.Serializer):
+    """What a cancel of an array did: the elements it cancelled and those asked for that had already ended."""
+
+    array_id = serializers.IntegerField()
+    name = serializers.CharField(help_text="The array's name (every element has it).")
+    cancelled = JobSerializer(many=True, help_text="The elements cancelled, by index: each is CANCELLED now.")
+    ended = JobSerializer(many=True, help_text="The elements asked for that had already ended, by index: left as they were.")
+
+
+class JobArrayEndedSerializer(JobArrayCancelledSerializer):
+    """A cancel of an array with nothing left to cancel: every element asked for had ended (`cancelled` is empty)."""
+
+    detail = serializers.CharField()
 
 
 class SubmitCheckSerializer(serializers.Serializer):

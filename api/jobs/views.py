@@ -29,6 +29,9 @@ from api.jobs.serializers import (
     CheckpointReportSerializer,
     CheckpointSerializer,
     EstimateSerializer,
+    JobArrayCancelledSerializer,
+    JobArrayCancelSerializer,
+    JobArrayEndedSerializer,
     JobArraySerializer,
     JobArraySubmitSerializer,
     JobDetailSerializer,
@@ -47,11 +50,11 @@ from api.telemetry.authentication import IsAuthenticatedOrJobToken, JobTokenIfPr
 from apikit.pagination import NodePagination, QueuePagination
 from apikit.viewsets import VisibleViewSet
 from jobs.checkpoints import CheckpointInvalid, job_checkpoint_report
-from jobs.errors import JobNotStarted
+from jobs.errors import ArrayEnded, ArrayIndicesMissing, JobNotStarted
 from jobs.logs import job_logs, job_logs_follow, never_started
 from jobs.models import ClusterHealth, Job, Node
 from jobs.selectors import jobs_visible_to, nodes_with_usage
-from jobs.services import job_cancel, job_submit, job_submit_array, job_submit_check
+from jobs.services import job_cancel, job_cancel_array, job_submit, job_submit_array, job_submit_check
 from notify.services import asks_json, job_notify_save, preference_of, preference_save
 from scheduler.estimate import job_estimate
 from scheduler.queue import queue_counts, queue_entries, queue_jobs
@@ -161,6 +164,52 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         job = job_cancel(job=self.get_object(), by=api_user(request), request=request)
         job = self.get_queryset().prefetch_related("events").get(pk=job.pk)
         return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data)
+
+    @extend_schema(
+        request=JobArrayCancelSerializer,
+        responses={
+            200: JobArrayCancelledSerializer,
+            400: OpenApiResponse(
+                description="A field is wrong, or `indices` names elements the array does not have (each "
+                "by its position in `indices`); nothing was cancelled"
+            ),
+            404: OpenApiResponse(description="No such array, or none you may see"),
+            409: OpenApiResponse(JobArrayEndedSerializer, description="Every element asked for had already ended: nothing to cancel"),
+        },
+        description="`scancel 4`: cancel every element of array 4 not ended yet, or those of `indices` (`scancel "
+        "4_[1-3]`), in one transaction: all of them or none. Elements asked for that had already ended are listed in "
+        "`ended`, not refused; only when nothing is left to cancel is it a 409. Counted as one write by the throttle.",
+    )
+    @action(detail=False, methods=["post"], url_path="cancel-array", url_name="cancel-array")
+    def cancel_array(self, request: Request) -> Response:
+        serializer = JobArrayCancelSerializer(data=request.data)
+        if not serializer.is_valid():
+            raise ValidationError(serializer.every_problem())
+        array_id, indices = serializer.validated_data["array_id"], serializer.validated_data.get("indices")
+        try:
+            done = job_cancel_array(array_id=array_id, indices=indices, by=api_user(request), request=request)
+        except ArrayIndicesMissing as exc:
+            # Each missing index named at its place in `indices`, as DRF names a list's bad items (`indices.2`).
+            assert indices is not None  # only indices asked for can be missing
+            lists = f"GET /api/v1/jobs/?array={array_id} lists its elements"
+            named = {
+                str(i): [f"Array {array_id} has no element {index}; nothing was cancelled ({lists})."]
+                for i, index in enumerate(indices)
+                if index in set(exc.missing)
+            }
+            raise ValidationError({"indices": named}) from exc
+        except ArrayEnded as exc:
+            ended = JobArrayEndedSerializer(
+                {"detail": str(exc), "array_id": exc.array_id, "name": exc.name, "cancelled": [], "ended": self._fresh(exc.ended)}
+            )
+            return Response(ended.data, status=status.HTTP_409_CONFLICT)
+        data = {"array_id": done.array_id, "name": done.name, "cancelled": self._fresh(done.cancelled), "ended": self._fresh(done.ended)}
+        return Response(JobArrayCancelledSerializer(data).data)
+
+    def _fresh(self, jobs: list[Any]) -> list[Job]:
+        """The jobs read again as the list reads them (owner, team and allocations with them), in the order given."""
+        by_id = self.get_queryset().in_bulk([job.pk for job in jobs])
+        return [by_id[job.pk] for job in jobs]
 
     @extend_schema(
         request=CheckpointReportSerializer,
