@@ -347,7 +347,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Cancel jobs, like scancel",
         "Pending jobs leave the queue; running ones are stopped (their output is kept). An array's id (the one "
         "`muster submit --array` printed) cancels every element of it not ended yet, as scancel does; ID_INDEX one "
-        "element, ID_[INDICES] several (quote it: the shell reads brackets).",
+        "element, ID_[INDICES] several (quote it: the shell reads brackets). An array is cancelled in one request: all "
+        "of it or, if an index is not the array's, none.",
         "  muster cancel 42 43 44\n  muster cancel 4            # every element of array 4\n"
         "  muster cancel 4_7          # its element of index 7\n  muster cancel '4_[1-3,8]'",
     )

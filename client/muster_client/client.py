@@ -33,6 +33,12 @@ PAGE_SIZE = 500  # the API's largest page: fewest round trips
 STREAM_READ_TIMEOUT = 300.0
 
 
+def _index_errors(body: JSON, asked: int) -> bool:
+    """A 400 whose only complaint is items of `indices`, by their places in it: indices the array does not have."""
+    errors = body.get("indices")
+    return set(body) == {"indices"} and isinstance(errors, dict) and all(str(p).isdigit() and int(p) < asked for p in errors)
+
+
 def _reason(exc: requests.RequestException) -> str:
     text = str(exc)
     if isinstance(exc, requests.Timeout):
@@ -120,40 +126,38 @@ class Client:
         return self._object("POST", f"jobs/{int(job_id)}/cancel/")
 
     def cancel_array(self, array_id: int, indices: Iterable[int] | None = None) -> JSON:
-        """`scancel 42` (every element of array 42) or `scancel 42_[1-3]` (the elements of those `indices`): each element
-        not ended yet is cancelled, one request each (the API has no cancel of a whole array); ended ones are left.
+        """`scancel 42` (every element of array 42 not ended yet) or `scancel 42_[1-3]` (the elements of those `indices`):
+        one request (`POST /api/v1/jobs/cancel-array/`), which cancels all of them or none; ended ones are left.
 
-        Returns `{"array_id", "name", "cancelled", "ended", "missing"}`: the jobs cancelled and those that had already
-        ended (as the API gives jobs), and the indices asked for that the array does not have. ApiError 404 if there
-        is no such array you may see. A cancel the server throttles (429) is sent again after the wait it asks.
+        Returns `{"array_id", "name", "cancelled", "ended", "missing"}`: the jobs cancelled and those asked for that had
+        already ended (as the API gives jobs; `cancelled` is empty when nothing was left to cancel), and the indices asked
+        for that the array does not have (then nothing was cancelled, and `name` is empty). ApiError 404 if there is no
+        such array you may see. A cancel the server throttles (429) is sent again after the wait it asks (sent twice, it
+        cancels once: the second finds the elements ended).
         """
-        elements = sorted(self.jobs(array=int(array_id)), key=lambda job: job["array_index"])
-        if not elements:
-            raise ApiError(404, f"No array {array_id} (or none that you may see).")
-        wanted = None if indices is None else set(indices)
-        have = {job["array_index"] for job in elements}
-        result: JSON = {"array_id": int(array_id), "name": elements[0]["name"], "cancelled": [], "ended": []}
-        result["missing"] = sorted(wanted - have) if wanted is not None else []
-        for job in elements:
-            if wanted is not None and job["array_index"] not in wanted:
-                continue
-            if job["state"] in TERMINAL_STATES:
-                result["ended"].append(job)
-                continue
-            try:
-                result["cancelled"].append(self._cancel_throttled(job["id"]))
-            except ApiError as exc:
-                if exc.status != 409:  # 409: it ended since it was listed
-                    raise
-                result["ended"].append(self.job(job["id"]))
-        return result
+        body: JSON = {"array_id": int(array_id)}
+        asked = None if indices is None else list(dict.fromkeys(int(index) for index in indices))
+        if asked is not None:
+            body["indices"] = asked
+        try:
+            answer = self._post_throttled("jobs/cancel-array/", body)
+        except ApiError as exc:
+            refusal = exc.body if isinstance(exc.body, dict) else {}
+            if exc.status == 409 and isinstance(refusal.get("ended"), list):  # nothing left to cancel: what had ended
+                answer = {key: value for key, value in refusal.items() if key != "detail"}
+            elif exc.status == 400 and asked is not None and _index_errors(refusal, len(asked)):
+                # Each index the array lacks is named at its place in `indices`, as DRF names a list's bad items.
+                missing = sorted({asked[int(place)] for place in refusal["indices"]})
+                return {"array_id": int(array_id), "name": "", "cancelled": [], "ended": [], "missing": missing}
+            else:
+                raise
+        return {**answer, "missing": []}
 
-    def _cancel_throttled(self, job_id: int, tries: int = 5) -> Job:
-        """A cancel sent again while the server throttles writes (cancelling the same job twice is a 409, never two
-        cancels): a large array's elements outrun MUSTER_THROTTLE_WRITES."""
+    def _post_throttled(self, path: str, body: JSON, tries: int = 5) -> JSON:
+        """A POST that may safely be sent twice, sent again while the server throttles writes (MUSTER_THROTTLE_WRITES)."""
         for attempt in range(tries):
             try:
-                return self.cancel(job_id)
+                return self._object("POST", path, json=body)
             except ApiError as exc:
                 if exc.status != 429 or attempt == tries - 1:
                     raise

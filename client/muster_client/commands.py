@@ -362,8 +362,8 @@ def wait(args: argparse.Namespace) -> int:
 
 
 def cancel(args: argparse.Namespace) -> int:
-    """scancel: jobs by id; an array's id cancels every element of it, `ID_INDEX` / `ID_[INDICES]` some (a target is
-    (id, indices or None), from cli._cancel_target)."""
+    """scancel: jobs by id; an array's id cancels every element of it, `ID_INDEX` / `ID_[INDICES]` some, in one request
+    each (a target is (id, indices or None), from cli._cancel_target)."""
     client = client_for(args)
     status = OK
     cancelled: set[int] = set()  # by this command: named again (`muster cancel 4 4_2`), not said to have ended
@@ -395,7 +395,7 @@ def cancel(args: argparse.Namespace) -> int:
             print_json(result)
         elif result["cancelled"]:
             out(render.array_cancelled(result, whole=indices is None))
-        for problem in render.array_not_cancelled(result, whole=indices is None):
+        for problem in render.array_not_cancelled(result, whole=indices is None, asked=len(indices or ())):
             print(f"muster: error: {problem}", file=sys.stderr, flush=True)
             status = REFUSED
     return status

@@ -231,8 +231,9 @@ def array_cancelled(result: JSON, *, whole: bool) -> str:
     return f"Cancelled array {array_id} ({result['name']}): {jobs} ({_elements(array_id, done)}){ended}"
 
 
-def array_not_cancelled(result: JSON, *, whole: bool) -> list[str]:
-    """What `muster cancel` of an array could not do, one line each: nothing left to cancel, indices it lacks."""
+def array_not_cancelled(result: JSON, *, whole: bool, asked: int = 0) -> list[str]:
+    """What `muster cancel` of an array could not do, one line each: nothing left to cancel, indices it lacks (of the
+    `asked` indices: when others were asked too, they were not cancelled either, as the server cancels all or none)."""
     array_id, ended, problems = result["array_id"], result["ended"], []
     nothing = "there is nothing to cancel"
     if whole and not result["cancelled"] and ended:
@@ -246,7 +247,8 @@ def array_not_cancelled(result: JSON, *, whole: bool) -> list[str]:
     if result.get("missing"):
         missing = result["missing"]
         which = f"element {missing[0]}" if len(missing) == 1 else f"elements {index_ranges(missing)}"
-        problems.append(f"array {array_id} has no {which} (its elements and their indices: muster jobs --array {array_id}).")
+        others = "; nothing was cancelled" if asked > len(missing) else ""
+        problems.append(f"array {array_id} has no {which} (its elements and their indices: muster jobs --array {array_id}){others}.")
     return problems
 
 

@@ -1,8 +1,10 @@
 """`muster cancel` of a job array, as scancel reads it (`4`: every element, `4_2`: one, `4_[1-3]`: some), against the
-server in this process; and a throttled cancel sent again."""
+server in this process: one request per array (`POST /api/v1/jobs/cancel-array/`), all or nothing; and a throttled
+cancel sent again."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,11 @@ def submit_array(capsys: pytest.CaptureFixture[str], indices: str = "0-3") -> tu
     return array_id, list(Job.objects.filter(array_id=array_id).order_by("array_index"))
 
 
+def said(err: str) -> list[str]:
+    """The command's own lines (the server in this process logs its 4xx answers to the same stderr)."""
+    return [line for line in err.splitlines() if line.startswith("muster:")]
+
+
 def states(jobs: list[Job]) -> list[str]:
     return [Job.objects.get(pk=job.pk).state for job in jobs]
 
@@ -70,7 +77,7 @@ def test_an_arrays_id_cancels_every_element_left_and_id_index_one(
     # Again: it has ended; and an index the array lacks is said, with where its indices are.
     code, _, err = run(capsys, "cancel", f"{array_id}_1", f"{array_id}_9")
     assert code == 5
-    assert err.splitlines() == [
+    assert said(err) == [
         f"muster: error: job {elements[1].pk} ({array_id}_1) has already ended (CANCELLED); there is nothing to cancel.",
         f"muster: error: array {array_id} has no element 9 (its elements and their indices: muster jobs --array {array_id}).",
     ]
@@ -81,7 +88,7 @@ def test_an_arrays_id_cancels_every_element_left_and_id_index_one(
     assert set(states(elements)) == {JobState.CANCELLED}
     code, out, err = run(capsys, "cancel", str(array_id))
     assert (code, out) == (5, "")
-    assert err == f"muster: error: array {array_id} has ended: its 4 jobs had already ended; there is nothing to cancel.\n"
+    assert said(err) == [f"muster: error: array {array_id} has ended: its 4 jobs had already ended; there is nothing to cancel."]
 
 
 def test_some_elements_by_their_indices_and_a_plain_job_as_before(signed_in: Any, capsys: pytest.CaptureFixture[str]) -> None:
@@ -115,28 +122,42 @@ def test_another_users_array_is_not_there(signed_in: Any, django_user_model: Any
     Job.objects.filter(array_id=array_id).update(owner=django_user_model.objects.create_user(username="erin"))
     code, _, err = run(capsys, "cancel", f"{array_id}_1", str(array_id))
     assert code == 5
-    # (The server in this process logs its 404 to the same stderr.)
-    assert [line for line in err.splitlines() if line.startswith("muster:")] == [
+    assert said(err) == [
         f"muster: error: No array {array_id} (or none that you may see).",
         f"muster: error: No job {array_id} (or none that you may see).",
     ]
     assert set(states(elements)) == {JobState.PENDING}
 
 
-def test_a_throttled_cancel_is_sent_again_after_the_wait_the_server_asks(
+def test_an_index_the_array_lacks_cancels_none_of_the_others(signed_in: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    array_id, elements = submit_array(capsys, "0-3")
+    code, out, err = run(capsys, "cancel", f"{array_id}_[1,9-10]")
+    assert (code, out) == (5, "")
+    assert said(err) == [
+        f"muster: error: array {array_id} has no elements 9-10 (its elements and their indices: muster jobs --array "
+        f"{array_id}); nothing was cancelled."
+    ]
+    assert set(states(elements)) == {JobState.PENDING}
+    code, out, err = run(capsys, "cancel", "--json", f"{array_id}_[1-2]")
+    assert (code, err) == (0, "")
+    assert [job["array_index"] for job in json.loads(out)["cancelled"]] == [1, 2]
+
+
+def test_an_array_is_one_request_and_a_throttled_one_is_sent_again_after_the_wait_the_server_asks(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """An array larger than MUSTER_THROTTLE_WRITES' rate: the server answers 429 with Retry-After partway."""
+    """The server answers 429 with Retry-After (the user's writes spent elsewhere): the cancel is sent again, since a
+    second one cancels nothing twice."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     config.save_token("http://muster.test:8000", "secret")
     element = {"name": "sweep", "state": "PENDING"}
     page = {"count": 2, "next": None, "results": [{**element, "id": 4, "array_index": 0}, {**element, "id": 5, "array_index": 1}]}
+    done = {**element, "state": "CANCELLED"}
+    cancelled = {"array_id": 4, "name": "sweep", "cancelled": [{**done, "id": 4, "array_index": 0}, {**done, "id": 5, "array_index": 1}]}
     session = FakeSession(
         response(200, page),  # is 4 an array?
-        response(200, page),  # its elements
-        response(200, {**element, "id": 4, "array_index": 0, "state": "CANCELLED"}),
         response(429, {"detail": "Request was throttled."}, headers={"Retry-After": "7"}),
-        response(200, {**element, "id": 5, "array_index": 1, "state": "CANCELLED"}),
+        response(200, {**cancelled, "ended": []}),
     )
     slept: list[float] = []
     monkeypatch.setattr(
@@ -145,4 +166,5 @@ def test_a_throttled_cancel_is_sent_again_after_the_wait_the_server_asks(
     code, out, err = run(capsys, "cancel", "4")
     assert (code, err) == (0, "") and out == "Cancelled array 4 (sweep): 2 jobs (4_[0-1])\n"
     assert slept == [7.0]
-    assert [sent["url"].rsplit("/api/v1/", 1)[1] for sent in session.sent[2:]] == ["jobs/4/cancel/", "jobs/5/cancel/", "jobs/5/cancel/"]
+    sent = [(s["method"], s["url"].rsplit("/api/v1/", 1)[1], s.get("json")) for s in session.sent[1:]]
+    assert sent == [("POST", "jobs/cancel-array/", {"array_id": 4})] * 2
