@@ -702,12 +702,17 @@ class _Cycle:
         return range(min(job.nodes, self._elastic_room(job)), job.min_nodes - 1, -1)
 
     def _elastic_room(self, job: PendingJob) -> int:
-        """The most whole nodes an elastic job may hold within its owners' GPU quotas (of the smallest size it fits)."""
+        """The most whole nodes an elastic job may hold within its owners' GPU quotas (of the smallest size it fits).
+
+        One whose quota has no room for its fewest nodes is borrowing (_consider lets only a preemptible one here): as
+        a borrower of fixed size borrows its whole shape, it takes the most that fit. (Capped at its quota's room, it
+        had room for none: it never started, and its reason kept saying how many nodes were free.)"""
         room = self._quota_room(job) if self.limited else None
         sizes = [size for size in self.capacity.sizes if size >= job.gpus_per_node]
         if room is None or not sizes:
             return job.nodes
-        return int(room // sizes[0])
+        fits = int(room // sizes[0])
+        return job.nodes if fits < job.min_nodes and job.preemptible else fits
 
     # --- preemption ------------------------------------------------------------------------------
 

@@ -124,6 +124,19 @@ def test_a_quota_bounds_how_large_an_elastic_job_starts_and_grows() -> None:
     assert grown.resizes[0].node_names == tuple(names(0, 1, 2))
 
 
+def test_a_preemptible_elastic_job_borrows_when_its_quota_has_no_room_for_its_fewest_nodes() -> None:
+    """It waited for good, "Needs 2 to 8 whole nodes with 8 GPUs; 5 are free", while a preemptible job of fixed size
+    submitted after it borrowed at once."""
+    accounts = (Account(user_key("ann"), max_gpus=24),)
+    mine = running(10, dict.fromkeys(names(0, 1), 8), user="ann")
+    flexible = replace(elastic(1, 2, 8), preemptible=True)
+    decisions = schedule(snap([flexible], [mine], nodes=NODES, accounts=accounts))
+    assert placed(decisions)[1].over_quota and len(placed(decisions)[1].node_names) == 6
+    # Not preemptible, it waits on its quota and says so.
+    held = schedule(snap([elastic(1, 2, 8)], [mine], nodes=NODES, accounts=accounts))
+    assert waiting(held)[1].reason_code == "QUOTA_GPUS"
+
+
 @settings(max_examples=120, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(1, 4), st.integers(0, 4), st.sampled_from([0.5, 1.0, 3.0])), min_size=1, max_size=4),
