@@ -9,15 +9,17 @@ charges it properly.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.actions import delete_selected as django_delete_selected
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Model, QuerySet
+from django.forms.models import construct_instance
 from django.http import HttpRequest, HttpResponse
 
 from accounts.requests import AuthenticatedHttpRequest
@@ -27,20 +29,30 @@ from jobs.models import Allocation, Job, JobEvent, Node
 from jobs.services import job_cancel
 from jobs.states import ACTIVE_STATES, JobState
 
-# What a job asks for and runs as. Fixed once it leaves PENDING: changing them under a gang that
-# was placed and charged for another shape would lie to the scheduler, the cluster and the ledger.
-SHAPE_FIELDS = (
-    "owner", "team", "image", "command", "env", "nodes", "gpus_per_node", "rdma_per_node", "wall_time_seconds",
-    "priority_class", "preemptible", "max_restarts", "simulate",
-)  # fmt: skip
-
-# Written only by the scheduler and the ledger, whatever the state.
+# Written only by the scheduler, the ledger and the job's own reports, whatever the state.
 BOOKKEEPING_FIELDS = (
     "state", "state_reason", "pending_reason_code", "pending_reason", "attempt", "restarts", "exit_code",
     "launch_failures", "launch_not_before", "over_quota", "estimated_start", "estimate_kind", "queue_position", "priority",
     "priority_factors", "reserved_nodes", "reserved_start", "promised_start", "charged_until",
+    "checkpointed_at", "checkpoint_step", "checkpoint_attempt",
     "submitted_at", "scheduled_at", "started_at", "finished_at",
 )  # fmt: skip
+
+# All an admin may change here: the job's label, and a PENDING job's priority class (raised or lowered).
+ADMIN_EDITABLE_FIELDS = ("name", "priority_class")
+
+# What a job asks for, runs as and where: every other column, derived from the model so a field added later is
+# read-only until someone decides otherwise. Fixed once it leaves PENDING: changing them under a gang that was placed
+# and charged for another shape would lie to the scheduler, the cluster and the ledger; and a PENDING job's were checked
+# at submit (the cluster's size, its owner's limits, the site's maxima), which a raw edit would skip.
+SHAPE_FIELDS = tuple(
+    f.name for f in Job._meta.concrete_fields if f.editable and not f.primary_key and f.name not in BOOKKEEPING_FIELDS and f.name != "name"
+)
+
+# Every column the change page shows read-only, whatever the job's state (but for a PENDING job's class).
+JOB_READONLY_FIELDS = tuple(
+    f.name for f in Job._meta.concrete_fields if f.editable and not f.primary_key and f.name not in ADMIN_EDITABLE_FIELDS
+)
 
 
 def _holds_gpus(job: Job | None) -> bool:
@@ -61,15 +73,30 @@ class AllocationInline(admin.TabularInline):
     model = Allocation
     extra = 0
     can_delete = False
-    readonly_fields = ["node", "attempt", "rank", "gpus", "allocated_at", "released_at"]
+    # The scheduler's record of where a job runs (node, GPU slot): every column read-only.
+    readonly_fields = [f.name for f in Allocation._meta.concrete_fields if not f.primary_key and f.name != "job"]
 
     def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         # Allocations are the scheduler's record of GPUs held; one added by hand would hold GPUs no pod uses.
         return False
 
 
+class JobAdminForm(forms.ModelForm):
+    def clean(self) -> dict[str, Any] | None:
+        cleaned = super().clean()
+        # Django checks only the constraints whose fields are all on the form; the job's others mix edited and read-only
+        # columns. Check every one on the job as it would be saved, so an edit that breaks one is an error on the page,
+        # never a 500 on the save.
+        try:
+            construct_instance(self, copy.copy(self.instance)).validate_constraints()
+        except ValidationError as e:
+            raise ValidationError(e.messages) from e
+        return cleaned
+
+
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
+    form = JobAdminForm
     list_display = ["id", "name", "owner", "team", "state", "nodes", "gpus_per_node", "priority_class", "submitted_at"]
     list_filter = ["state", "priority_class", "team"]
     search_fields = ["name", "owner__username", "image"]
@@ -81,9 +108,9 @@ class JobAdmin(admin.ModelAdmin):
         # State changes go through services (cancel in the UI/API), never through a raw edit here. What a job runs was
         # checked at submit (the cluster's size, its owner's limits, the site's maxima): a raw edit would skip every
         # check, so a pending job's shape is read-only too, but for its class, which an admin may raise or lower.
-        fields = [*BOOKKEEPING_FIELDS, *SHAPE_FIELDS]
-        if obj is not None and obj.state == JobState.PENDING:
-            fields.remove("priority_class")
+        fields = [*JOB_READONLY_FIELDS]
+        if obj is None or obj.state != JobState.PENDING:
+            fields.append("priority_class")
         return fields
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -113,8 +140,8 @@ class JobAdmin(admin.ModelAdmin):
                 held = " It holds GPUs, so it cannot be deleted either." if _holds_gpus(job) else ""
                 self.message_user(
                     request,
-                    f"Job {job.pk} is {job.state}: what it runs (owner, team, image, command, env, nodes, GPUs, wall time, "
-                    f"priority class, preemptible, restarts) is read-only.{held} To stop it, cancel it "
+                    f"Job {job.pk} is {job.state}: what it runs and where (owner, team, image, command, nodes, GPUs and "
+                    f"their share, volumes, priority class, allocations, ...) is read-only.{held} To stop it, cancel it "
                     "(the 'Cancel selected jobs' action on the list, or the job's page).",
                     messages.WARNING,
                 )

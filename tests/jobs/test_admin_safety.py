@@ -105,6 +105,41 @@ def test_a_pending_jobs_shape_is_read_only_but_its_class_and_only_edited_columns
     assert admin.get(f"{CHANGELIST}add/").status_code == 403  # a job is submitted, never added raw
 
 
+@pytest.mark.parametrize("running", [False, True])
+def test_what_a_job_runs_and_where_is_read_only_and_an_edit_of_it_changes_nothing(admin: Client, user: Any, running: bool) -> None:
+    job = JobFactory(owner=user, nodes=2, running=running)
+    page = admin.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+    # Every column but the label (and a pending job's class) is shown, never offered: derived from the model.
+    for field in ("gpu_fraction", "gpu_memory_gb", "gpu_isolation", "min_nodes", "max_nodes", "volumes", "avoid_nodes",
+                  "array_id", "array_index", "checkpoint_step", "checkpoint_attempt", "checkpointed_at", "rdma_per_node"):  # fmt: skip
+        assert f'name="{field}"' not in page, field
+        assert f'name="{field}_0"' not in page, field  # a split date-time widget
+    assert 'name="allocations-0-gpu_slot"' not in page and 'name="allocations-0-node"' not in page
+    assert ('name="priority_class"' in page) is not running
+    # The edits the walk made: elastic bounds past the cluster, a GPU share on a two-node job (a CHECK, once a 500).
+    response = admin.post(
+        f"{CHANGELIST}{job.pk}/change/",
+        change_payload(job, min_nodes=1, max_nodes=50, gpu_fraction="0.5", gpu_memory_gb="10", volumes='[{"claim": "x"}]'),
+    )
+    assert response.status_code == 302, response.content.decode()
+    job.refresh_from_db()
+    assert (job.min_nodes, job.max_nodes, job.gpu_fraction, job.gpu_memory_gb, job.volumes) == (None, None, None, None, [])
+
+
+def test_an_admin_edit_that_breaks_a_constraint_is_a_form_error_not_a_500(user: Any) -> None:
+    # No field offered today can break one; the form checks every constraint anyway, read-only columns included,
+    # so one offered later cannot reach the database as a 500 (Django itself checks only those wholly on the form).
+    from django.forms import modelform_factory
+
+    from jobs.admin import JobAdminForm
+
+    job = JobFactory(owner=user, nodes=2)
+    form_class = modelform_factory(Job, form=JobAdminForm, fields=["name", "gpu_fraction"])
+    form = form_class({"name": job.name, "gpu_fraction": "0.5"}, instance=job)
+    assert not form.is_valid()
+    assert "job_gpu_slice_one_node" in str(form.errors)
+
+
 def test_a_pending_job_scheduled_while_the_admin_edits_keeps_its_class(admin: Client, user: Any) -> None:
     job = JobFactory(owner=user)
     form = change_payload(job, priority_class="production")
