@@ -75,7 +75,7 @@ def quota_check_job(
     errors: dict[str, list[str]] = {}
     gpus = held_gpus(nodes, gpus_per_node)
     node_hours = nodes * wall_time_seconds / 3600
-    least = _least_node_hours(nodes, gpus_per_node, wall_time_seconds, gpu_fraction)
+    least = least_node_hours(nodes, gpus_per_node, wall_time_seconds, gpu_fraction)
     accounts = [effective_limits(user=owner)] + ([effective_limits(team=team)] if team is not None else [])
     for limits in accounts:
         whose = _whose(limits)
@@ -118,7 +118,7 @@ def _stuck_warning(pks: Sequence[int], whose: str, need: str, why: str, limit: s
     )
 
 
-def _least_node_hours(nodes: int, gpus_per_node: int, wall_time_seconds: int, gpu_fraction: float | None) -> float:
+def least_node_hours(nodes: int, gpus_per_node: int, wall_time_seconds: int, gpu_fraction: float | None) -> float:
     """The least the job can charge a budget, as the ledger charges (the share of each node it holds): a gang whole
     nodes; a single-node job its GPUs (or its slice of one) over the largest node's, since which node it gets is
     not known yet."""
@@ -369,7 +369,7 @@ def quota_warnings(*, account: Any, before: Limits, after: Limits, now: datetime
         beyond = [
             job.pk
             for job in queued.only("pk", "nodes", "min_nodes", "gpus_per_node", "wall_time_seconds", "gpu_fraction")
-            if _least_node_hours(job.min_nodes or job.nodes, job.gpus_per_node, job.wall_time_seconds, job.gpu_fraction) > budget
+            if least_node_hours(job.min_nodes or job.nodes, job.gpus_per_node, job.wall_time_seconds, job.gpu_fraction) > budget
         ]
         if beyond:
             room = f"no renewal gives {'it' if len(beyond) == 1 else 'them'} room; "

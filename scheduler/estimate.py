@@ -28,7 +28,7 @@ from policy.model import ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, ESTIMA
 from policy.schedule import schedule
 from policy.sharing import Slices
 from quotas.selectors import AccountUsage, account_usages
-from quotas.services import held_gpus
+from quotas.services import held_gpus, least_node_hours
 from scheduler.snapshot import build_snapshot, node_views, pending_job, policy_config
 
 # What an estimated start means (`StartEstimate.kind`): the stored plan's kinds, and two of its own.
@@ -132,18 +132,25 @@ def _limit_checks(owner: User, spec: dict[str, Any], job: PendingJob | None, now
         checks.append(LimitCheck("wall_time", OK if wall <= most else REFUSED, f"Wall time: {_span(wall)}; the site allows {_span(most)}."))
     team = spec.get("team")
     usages = account_usages(users=[owner], teams=[team] if team is not None else [], now=now)
-    need = None
+    need, least = None, None
     if job is not None and any(usage.budget is not None for usage in usages):
         # What the cycle will hold it to: the share of the nodes it may hold, as the ledger charges.
         nodes = node_views(now)
         need = budget_need(job, whole_gpu_node_sizes(nodes), Slices(nodes, (), now.timestamp()))
+        # What the submit holds it to: at least this much of a whole period's budget, or it is refused.
+        least = least_node_hours(spec["nodes"], spec["gpus_per_node"], spec["wall_time_seconds"], spec.get("gpu_fraction"))
     for usage in usages:
-        checks += _account_checks(usage, ask, wall, bool(spec.get("preemptible")), need)
+        checks += _account_checks(usage, ask, wall, bool(spec.get("preemptible")), need, least)
     return tuple(checks)
 
 
 def _account_checks(
-    usage: AccountUsage, ask: ResourceAsk, wall: int | None, preemptible: bool, need: tuple[float, str] | None
+    usage: AccountUsage,
+    ask: ResourceAsk,
+    wall: int | None,
+    preemptible: bool,
+    need: tuple[float, str] | None,
+    least: float | None,
 ) -> list[LimitCheck]:
     limits = usage.limits
     whose = f"your quota (user {limits.name})" if limits.kind == "user" else f"team {limits.name}'s quota"
@@ -183,7 +190,14 @@ def _account_checks(
         # In the words of the BUDGET reason: what running jobs may still use is committed, a new job fits in the rest.
         words, uses = budget_beside_need(budget, need[0])
         text = f"Budget: this job may use {uses} node-hours ({need[1]}); {whose} has {words} this period."
-        checks.append(LimitCheck("budget", OK if need[0] <= budget.uncommitted else WAITS, text))
+        whole = limits.node_hours_per_period
+        if least is not None and whole is not None and least > whole:
+            # More than a whole period gives: the submit refuses it (quota_check_job), so it does not wait, whatever is left.
+            text += f" It gives {whole:.3g} node-hours a {settings.MUSTER_BUDGET_PERIOD} in all, so the job could never start."
+            status = REFUSED
+        else:
+            status = OK if need[0] <= budget.uncommitted else WAITS
+        checks.append(LimitCheck("budget", status, text))
     return checks
 
 

@@ -80,8 +80,24 @@ def test_gpus_in_use_and_a_spent_budget_make_it_wait_with_the_policys_reason(
     assert body["start"]["reason_code"] == "QUOTA_GPUS"
     assert body["start"]["kind"] == "planned"  # when its owner's running job ends by its wall time
 
-    body = estimate(api, nodes=1, wall_time_seconds=200 * 3600 // 1)  # more node-hours than the budget has
-    assert statuses(body)["budget"] == "waits"
+    # More than is left beside the running job, within a whole period's budget: it waits for the budget, not refused.
+    body = estimate(api, nodes=1, wall_time_seconds=99 * 3600)
+    assert body["accepted"] is True and statuses(body)["budget"] == "waits"
+
+
+def test_a_job_needing_more_than_a_whole_budget_reads_refused_on_the_budget_line_as_in_the_answer(
+    api: APIClient, user: Any, sim: SimHarness
+) -> None:
+    # The walk's case: a budget of 6 node-hours, `muster submit -N 2 -G 8 -t 4h --test-only` (8 node-hours).
+    QuotaFactory(user=user, node_hours_per_period=6)
+    body = estimate(api, nodes=2, gpus_per_node=8, wall_time_seconds=4 * 3600)
+    assert body["accepted"] is False and "could never start" in " ".join(body["problems"]["wall_time_seconds"])
+    assert statuses(body)["budget"] == "refused"  # not "waits": it would never run
+    line = next(check["text"] for check in body["limits"] if check["name"] == "budget")
+    assert "6 node-hours a" in line and "could never start" in line
+    # Within the whole budget it is not refused.
+    body = estimate(api, nodes=1, gpus_per_node=8, wall_time_seconds=4 * 3600)
+    assert body["accepted"] is True and statuses(body)["budget"] == "ok"
 
 
 def test_gpus_borrowed_beyond_the_quota_do_not_count_against_it(api: APIClient, user: Any, sim: SimHarness, submit: Any) -> None:
