@@ -24,7 +24,7 @@ from frontend.sorting import JOB_LIST_DEFAULT, QUEUE_DEFAULT, Sorting, job_colum
 from jobs.attempts import job_attempts
 from jobs.cluster import ClusterUnavailable
 from jobs.errors import JobFinished, JobNotStarted
-from jobs.logs import job_logs
+from jobs.logs import job_attempt_ranks, job_logs
 from jobs.models import Job
 from jobs.selectors import job_assigned_nodes, job_nodes_shown, job_racks_shown, job_visible_to, jobs_visible_to
 from jobs.services import job_cancel
@@ -208,9 +208,15 @@ def _shown_attempt(job: Job, query: QueryDict) -> int:
 def _logs(job: Job, query: QueryDict) -> dict[str, object] | None:
     """The last lines of one rank's output in one attempt (the latest by default), or why there are none; None before
     the job first starts."""
-    rank_param = query.get("rank", "0")
-    rank = int(rank_param) if rank_param.isdigit() and int(rank_param) < job.nodes else 0
     attempt = _shown_attempt(job, query)
+    shown = job_attempt_ranks(job).get(attempt)
+    # Every rank of the attempt whose output can be read: an elastic job's shrunk-away ranks too.
+    ranks = (shown.readable or shown.had) if shown else list(range(job.nodes))
+    rank_param = query.get("rank", "0")
+    if rank_param.isdigit() and shown and int(rank_param) in shown.had:
+        rank = int(rank_param)
+    else:
+        rank = ranks[0] if ranks else 0
     try:
         logs = job_logs(job, rank=rank, tail=LOG_TAIL_LINES, attempt=attempt)
         text, error, note, source, truncated = logs.text, "", logs.note, logs.source, logs.truncated
@@ -220,7 +226,7 @@ def _logs(job: Job, query: QueryDict) -> dict[str, object] | None:
         text, error, note, source, truncated = "", f"The cluster cannot be reached: {exc}", "", "none", False
     return {
         "rank": rank,
-        "ranks": range(job.nodes),
+        "ranks": ranks,
         "attempt": attempt,
         "attempts": range(1, job.attempt + 1),
         "text": text,

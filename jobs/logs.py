@@ -108,6 +108,11 @@ def _attempt_is_live(job: Job, attempt: int) -> bool:
     return attempt == job.attempt and job.state in ACTIVE_STATES
 
 
+def _rank_is_live(job: Job, attempt: int, rank: int) -> bool:
+    # A live elastic job's ranks are 0 to nodes - 1: one a shrink took away was kept then, and is read from there.
+    return _attempt_is_live(job, attempt) and rank < job.nodes
+
+
 def _tail(text: str, tail: int | None) -> str:
     if not tail:
         return text
@@ -150,7 +155,7 @@ def job_logs(job: Job, *, rank: int, tail: int | None, attempt: int | None = Non
     if job.attempt == 0:
         raise JobNotStarted(never_started(job))
     attempt = attempt or job.attempt
-    if not _attempt_is_live(job, attempt) and (kept := _kept(job, attempt, rank, tail)) is not None:
+    if not _rank_is_live(job, attempt, rank) and (kept := _kept(job, attempt, rank, tail)) is not None:
         return kept
     # Live, or ended with its pods still waiting for the capture: the cluster has it.
     text = (backend or get_backend()).read_logs(job.pk, attempt, rank, tail)
@@ -162,7 +167,7 @@ def job_logs_follow(
 ) -> Iterator[str]:
     """The output as it is written, while the attempt runs (for at most `MUSTER_LOG_FOLLOW_SECONDS`); an ended attempt's, once."""
     attempt = attempt or job.attempt
-    if not _attempt_is_live(job, attempt):
+    if not _rank_is_live(job, attempt, rank):
         yield job_logs(job, rank=rank, tail=tail, attempt=attempt, backend=backend).text
         return
     deadline = time.monotonic() + settings.MUSTER_LOG_FOLLOW_SECONDS
@@ -181,13 +186,47 @@ def job_logs_follow(
             yield rest
 
 
+@dataclass(frozen=True)
+class AttemptRanks:
+    attempt: int
+    # Every rank the attempt had: the live ones, and those an elastic shrink (or the attempt's end) took away.
+    had: list[int]
+    # Those whose output can be read: live, kept, or still in its pods waiting for the capture.
+    readable: list[int]
+
+
+def job_attempt_ranks(job: Job) -> dict[int, AttemptRanks]:
+    """Each attempt's ranks, by attempt number: what it had and what of it can be read (one query).
+
+    The live attempt's ranks are 0 to `job.nodes - 1` (an elastic job shrinks from its last ranks and grows after
+    them); every rank an attempt lost (a shrink, its end) has a `JobLog` row from its capture, whether kept or not.
+    """
+    if not job.attempt:  # never placed: no pod has written anything (and a submit's answer asks no query)
+        return {}
+    had: dict[int, set[int]] = {}
+    readable: dict[int, set[int]] = {}
+    rows = JobLog.objects.filter(job=job).values_list("attempt", "rank", "name", "captured_at", "tries")
+    for attempt, rank, name, captured_at, tries in rows:
+        had.setdefault(attempt, set()).add(rank)
+        settled = captured_at is not None or tries >= settings.MUSTER_LOG_CAPTURE_TRIES
+        if name or not settled:  # kept, or its pods still stand until the capture is tried again
+            readable.setdefault(attempt, set()).add(rank)
+    latest = job.attempt
+    if _attempt_is_live(job, latest) or latest not in had:
+        # Live, or ended with its pods not yet captured (a cancel's teardown follows its commit): the cluster has them.
+        live = set(range(job.nodes))
+        had.setdefault(latest, set()).update(live)
+        readable.setdefault(latest, set()).update(live)
+    return {attempt: AttemptRanks(attempt, sorted(ranks), sorted(readable.get(attempt, ()))) for attempt, ranks in sorted(had.items())}
+
+
+def ranks_text(ranks: list[int]) -> str:
+    """`0 to 7`, or `0, 1 and 4` when they are not a run."""
+    if len(ranks) > 1 and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"{ranks[0]} to {ranks[-1]}"
+    return ", ".join(map(str, ranks[:-1])) + (" and " if len(ranks) > 1 else "") + str(ranks[-1]) if ranks else "none"
+
+
 def job_log_attempts(job: Job) -> list[dict[str, object]]:
     """The attempts whose output can be read, each with its ranks: kept ones, and the live one."""
-    if not job.attempt:  # never placed: no pod has written anything (and a submit's answer asks no query)
-        return []
-    kept: dict[int, list[int]] = {}
-    for attempt, rank in JobLog.objects.filter(job=job).exclude(name="").values_list("attempt", "rank").order_by("attempt", "rank"):
-        kept.setdefault(attempt, []).append(rank)
-    if job.attempt and (_attempt_is_live(job, job.attempt) or job.attempt not in kept):
-        kept.setdefault(job.attempt, list(range(job.nodes)))
-    return [{"attempt": attempt, "ranks": ranks} for attempt, ranks in sorted(kept.items())]
+    return [{"attempt": ranks.attempt, "ranks": ranks.readable} for ranks in job_attempt_ranks(job).values() if ranks.readable]

@@ -18,7 +18,7 @@ from api.telemetry.summary import TelemetrySummarySerializer
 from apikit.serializers import StrictSerializer
 from jobs import validators
 from jobs.arrays import ARRAY_MAX_INDEX, ARRAY_SYNTAX, array_indices
-from jobs.logs import job_log_attempts
+from jobs.logs import job_attempt_ranks, job_log_attempts, ranks_text
 from jobs.models import EstimateKind, Job, JobEvent, JobResize, Node
 from jobs.selectors import job_nodes_shown, node_gpus_free, node_settles_until, node_slices_free
 from jobs.services import job_submit_problems
@@ -553,12 +553,6 @@ class LogsQuerySerializer(StrictSerializer):
         "pass: reconnect while the job runs). An ended attempt's output is sent whole, once.",
     )
 
-    def validate_rank(self, value: int) -> int:
-        job = self.context["job"]
-        if value >= job.nodes:
-            raise serializers.ValidationError(f"The job has {job.nodes} rank{'s' if job.nodes != 1 else ''}: 0 to {job.nodes - 1}.")
-        return value
-
     def validate_attempt(self, value: int) -> int:
         job = self.context["job"]
         if value > job.attempt:
@@ -566,6 +560,19 @@ class LogsQuerySerializer(StrictSerializer):
         return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        job = self.context["job"]
+        rank = attrs["rank"]
+        if job.attempt:
+            # The ranks of the attempt asked for: an elastic job's may be more than it holds now (a shrink's are kept).
+            attempt = attrs.get("attempt") or job.attempt
+            ranks = job_attempt_ranks(job).get(attempt)
+            had = ranks.had if ranks else []
+            if rank not in had:
+                raise serializers.ValidationError({"rank": [f"Attempt {attempt} of the job had ranks {ranks_text(had)}."]})
+        elif rank >= job.nodes:
+            raise serializers.ValidationError(
+                {"rank": [f"The job has {job.nodes} rank{'s' if job.nodes != 1 else ''}: {ranks_text(list(range(job.nodes)))}."]}
+            )
         if "tail" not in attrs:
             attrs["tail"] = None if attrs["follow"] else 500
         return attrs

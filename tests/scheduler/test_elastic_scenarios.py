@@ -14,7 +14,7 @@ from jobs.selectors import job_assigned_nodes
 from jobs.states import JobState
 from quotas.models import UsageCharge
 from scheduler.cycle import run_cycle
-from tests.conftest import SimHarness, job_payload
+from tests.conftest import SimHarness, job_payload, session_for
 from tests.scheduler.test_cycle import AlteredPodCluster, CordonedCluster
 
 
@@ -223,3 +223,29 @@ def test_a_pending_pod_of_a_running_job_that_is_not_elastic_is_left_to_its_opera
     job = Job.objects.get(pk=job_id)
     assert (job.state, job.nodes) == (JobState.RUNNING, 2) and not JobResize.objects.filter(job=job).exists()
     assert sorted(SimulatedPod.objects.filter(job_id=job_id).values_list("rank", flat=True)) == [0, 1]
+
+
+@pytest.mark.usefixtures("classes_open")
+def test_the_output_of_ranks_a_shrink_took_away_can_be_read_and_a_rank_it_never_had_is_refused(
+    sim: SimHarness, submit: Any, settings: Any, api: APIClient, user: Any
+) -> None:
+    settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = 60
+    elastic = submit(nodes=None, min_nodes=4, max_nodes=16, wall_time_seconds=7200, simulate={"duration_seconds": 900})["id"]
+    sim.cycle()
+    sim.advance(2)
+    sim.advance(120)
+    submit(nodes=6, priority_class="production", simulate={"duration_seconds": 600})
+    sim.cycle()  # shrunk from 16 to 10: ranks 10 to 15 kept as they went
+    assert Job.objects.get(pk=elastic).nodes == 10
+    detail = api.get(f"/api/v1/jobs/{elastic}/").json()
+    assert detail["attempts"] == [{"attempt": 1, "ranks": list(range(16))}]  # the live ranks 0 to 9 too
+    url = f"/api/v1/jobs/{elastic}/logs/"
+    for query in ({"rank": 13}, {"rank": 13, "attempt": 1}):
+        kept = api.get(url, query).json()
+        assert kept["source"] == "stored" and f"job {elastic} attempt 1 rank 13" in kept["logs"]
+    live = api.get(url, {"rank": 9}).json()
+    assert live["source"] == "live" and f"job {elastic} attempt 1 rank 9" in live["logs"]
+    bad = api.get(url, {"rank": 16})
+    assert bad.status_code == 400 and bad.json() == {"rank": ["Attempt 1 of the job had ranks 0 to 15."]}
+    html = session_for(user).get(f"/jobs/{elastic}/?rank=13").content.decode()
+    assert f"job {elastic} attempt 1 rank 13" in html and 'href="?attempt=1&amp;rank=15"' in html
