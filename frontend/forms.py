@@ -9,6 +9,7 @@ from typing import Any, cast
 from django import forms
 from django.conf import settings
 
+from api.jobs.serializers import JobSubmitSerializer
 from frontend.templatetags.muster import duration
 from jobs.models import Job
 from jobs.validators import env_errors
@@ -83,7 +84,20 @@ class JobForm(forms.Form):
     sim_exit_code = forms.IntegerField(
         min_value=0, max_value=255, required=False, label="Simulated exit code", help_text="0 succeeds (the default); anything else fails."
     )
+    # A cloned job's submit, whole (JSON): what no field above shows is sent with the form's own fields, so a clone
+    # carries every setting the job was submitted with (a simulated checkpoint interval, say).
+    carried = forms.JSONField(required=False, widget=forms.HiddenInput)
 
+    # The API's keys the form's own fields send (`simulate` by its parts): a carried value of one of these is the form's
+    # to give or leave out. A key no field here sends is carried as the cloned job had it.
+    FORM_FIELD_FOR_KEY = {
+        "name": "name", "image": "image", "command": "command", "env": "env", "nodes": "nodes", "min_nodes": "min_nodes",
+        "max_nodes": "nodes", "gpus_per_node": "gpus_per_node", "rdma_per_node": "rdma_per_node", "gpu_fraction": "gpu_fraction",
+        "gpu_memory_gb": "gpu_memory_gb", "gpu_isolation": "gpu_isolation", "wall_time_seconds": "wall_time_minutes",
+        "priority_class": "priority_class", "max_restarts": "max_restarts", "team": "team", "volumes": "volumes",
+        "preemptible": "preemptible", "notify": "notify_on", "simulate.duration_seconds": "sim_duration_seconds",
+        "simulate.exit_code": "sim_exit_code",
+    }  # fmt: skip
     # Where the API's error keys land on this form.
     FIELD_FOR_API = {"wall_time_seconds": "wall_time_minutes", "simulate": "sim_duration_seconds", "max_nodes": "nodes"}
     SECTIONS = (
@@ -140,7 +154,7 @@ class JobForm(forms.Form):
         offered = settings.MUSTER_PRIORITY_CLASSES if priority_classes is None else priority_classes
         cast(forms.ChoiceField, self.fields["priority_class"]).choices = [(c, c) for c in offered]
         self.fields["priority_class"].initial = settings.MUSTER_DEFAULT_PRIORITY_CLASS
-        if PREEMPTIBLE_CLASS in settings.MUSTER_PRIORITY_CLASSES:
+        if PREEMPTIBLE_CLASS in settings.MUSTER_PRIORITY_CLASSES and not self._preemptible_beside_its_class():
             # The class says it: a job of the preemptible class may borrow idle GPUs and is stopped first.
             self.fields["priority_class"].help_text += (
                 f" {PREEMPTIBLE_CLASS}: scheduled last, may run on idle GPUs beyond your quota, and is stopped and requeued "
@@ -194,8 +208,17 @@ class JobForm(forms.Form):
             "volumes": "\n".join(f"{v['claim']}:{v['mount_path']}{':ro' if v.get('read_only') else ''}" for v in job.volumes),
             "sim_duration_seconds": _whole(simulate.get("duration_seconds")),
             "sim_exit_code": simulate.get("exit_code"),
+            "carried": submit_spec_of(job),
         }
         return {key: value for key, value in initial.items() if value is not None}
+
+    def _preemptible_beside_its_class(self) -> bool:
+        """Whether this form shows a preemptible job of a class other than the preemptible one (a clone of one, or its
+        post): then the tick box is kept, so the clone stays preemptible and can be made otherwise."""
+        if self.is_bound:
+            return "preemptible" in self.data
+        initial = self.initial or {}
+        return bool(initial.get("preemptible")) and initial.get("priority_class") != PREEMPTIBLE_CLASS
 
     def sections(self) -> list[tuple[str, list[forms.BoundField]]]:
         """The fields in titled groups, for the template; groups with no fields left are dropped."""
@@ -304,6 +327,16 @@ class JobForm(forms.Form):
             simulate["duration_seconds"] = data["sim_duration_seconds"]
         if data.get("sim_exit_code") is not None:
             simulate["exit_code"] = data["sim_exit_code"]
+        carried = data.get("carried")
+        if isinstance(carried, dict):
+            for key, value in carried.items():
+                if key == "simulate" and isinstance(value, dict):
+                    for part, part_value in value.items():
+                        if self.FORM_FIELD_FOR_KEY.get(f"simulate.{part}") not in self.fields:
+                            simulate.setdefault(part, part_value)
+                elif key not in self.FORM_FIELD_FOR_KEY or self.FORM_FIELD_FOR_KEY[key] not in self.fields:
+                    if key != "preemptible" and value is not None:  # preemptible: the class says it when no box is shown
+                        payload.setdefault(key, value)
         if simulate:
             payload["simulate"] = simulate
         return payload
@@ -331,6 +364,20 @@ class JobForm(forms.Form):
             # The API checks limits only with a valid size; the wall time's are known without one.
             for message in self.wall_time_limit_errors():
                 self.add_error("wall_time_minutes", message)
+
+
+def submit_spec_of(job: Job) -> dict[str, Any]:
+    """What `job` was submitted with, as the submit API takes it: every field of the submit serializer the job keeps
+    (derived from the serializer, so a field added there is carried by a clone too)."""
+    spec: dict[str, Any] = {}
+    for name in JobSubmitSerializer().fields.keys():
+        if name == "team":
+            spec[name] = job.team.name if job.team else None
+        elif name == "nodes" and job.max_nodes is not None:
+            continue  # an elastic job is submitted by its bounds
+        elif hasattr(job, name) and not callable(getattr(job, name)):
+            spec[name] = getattr(job, name)
+    return spec
 
 
 def _whole(value: float | None) -> float | int | None:

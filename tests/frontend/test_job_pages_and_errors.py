@@ -117,6 +117,35 @@ def test_clone_fills_the_form_from_a_job_and_only_from_one_the_user_can_see(user
     assert "secret" not in hidden and "Filled in from" not in hidden
 
 
+def test_a_clone_submitted_as_filled_in_carries_every_setting_of_the_job(user: Any, sim: Any) -> None:
+    from jobs.services import job_submit
+
+    source = job_submit(
+        owner=user, name="ckpt", image="busybox:1", command=["true"], nodes=1, gpus_per_node=8, wall_time_seconds=3600,
+        priority_class="normal", preemptible=True, simulate={"duration_seconds": 600.0, "checkpoint_every_seconds": 120.0},
+    )  # fmt: skip
+    client = session_for(user)
+    response = client.get(f"/jobs/new/?clone={source.pk}")
+    page = response.content.decode()
+    # A preemptible job of the normal class: the tick box is shown, ticked, beside the class it was submitted in.
+    assert re.search(r'<input type="checkbox" name="preemptible"[^>]* checked', page), page
+    # Submitted as the page filled it in, the new job is the old one again, what no field shows included.
+    form = response.context["form"]
+    # What the browser posts: each field's value as the page renders it (the hidden carried one, JSON, included).
+    data = {name: form[name].value() for name in form.fields}
+    data = {name: value for name, value in data.items() if value is not False and value not in (None, "", [])}
+    data = {name: ("on" if value is True else value) for name, value in data.items()}
+    submitted = client.post("/jobs/new/", data)
+    assert submitted.status_code == 302, submitted.context["form"].errors
+    clone = Job.objects.exclude(pk=source.pk).get()
+    assert (clone.priority_class, clone.preemptible) == ("normal", True)
+    assert clone.simulate == {"duration_seconds": 600.0, "checkpoint_every_seconds": 120.0}
+    assert (clone.image, clone.command, clone.nodes, clone.gpus_per_node, clone.wall_time_seconds) == ("busybox:1", ["true"], 1, 8, 3600)
+    # Unticked, the clone is not preemptible.
+    client.post("/jobs/new/", {k: v for k, v in data.items() if k != "preemptible"})
+    assert Job.objects.exclude(pk__in=[source.pk, clone.pk]).get().preemptible is False
+
+
 def test_a_job_cancelled_while_queued_says_it_never_started(user: Any, sim: Any) -> None:
     from tests.jobs.factories import JobFactory
 
