@@ -165,11 +165,20 @@ class JobForm(forms.Form):
             f"The job is stopped after this long. Site maximum: {settings.MUSTER_MAX_WALL_TIME_SECONDS // 60} minutes"
             f" ({duration(settings.MUSTER_MAX_WALL_TIME_SECONDS)})."
         )
-        if team_names:
+        if len(team_names) == 1:
             cast(forms.ChoiceField, self.fields["team"]).choices = [("", "(none)")] + [(t, t) for t in team_names]
             self.fields["team"].help_text = "The team whose quota this job counts against."
-            if len(team_names) == 1:
-                self.fields["team"].initial = team_names[0]
+            self.fields["team"].initial = team_names[0]
+        elif team_names:
+            # A member of several teams must say which one pays (a job without one is refused): no "(none)" to pick,
+            # a first option that asks, and the field required, so the browser and the form say it before the API does.
+            team = cast(forms.ChoiceField, self.fields["team"])
+            team.choices = [("", "Choose a team")] + [(t, t) for t in team_names]
+            team.required = True
+            team.error_messages["required"] = (
+                f"You are in teams {', '.join(team_names)}: choose the one this job is for, so its quota and budget apply."
+            )
+            team.help_text = "The team whose quota this job counts against: required, as you are in several."
         else:
             del self.fields["team"]  # nothing to choose
         if volumes:

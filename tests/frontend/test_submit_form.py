@@ -86,3 +86,25 @@ def test_a_gpu_share_asked_on_the_form_is_of_one_gpu_unless_gpus_per_node_was_ch
     page = client.post("/jobs/new/", submit_form(nodes="1", gpus_per_node="4", gpu_fraction="0.25"))
     assert page.status_code == 200 and "GPU slice is a share of one GPU" in str(page.context["form"].errors["gpus_per_node"])
     assert Job.objects.count() == 1
+
+
+def test_a_member_of_several_teams_must_choose_one_on_the_form_and_is_told_so_in_its_words(user: Any, sim: Any) -> None:
+    for name in ("vision", "speech"):
+        TeamFactory(name=name).members.add(user)
+    client = session_for(user)
+    page = client.get("/jobs/new/").content.decode()
+    assert "(none)" not in page and '<option value="" selected>Choose a team</option>' in page
+    assert '<select name="team" required' in page
+    response = client.post("/jobs/new/", submit_form())
+    assert response.status_code == 200 and not Job.objects.exists()
+    errors = response.context["form"].errors["team"]
+    assert errors == ["You are in teams speech, vision: choose the one this job is for, so its quota and budget apply."]
+    assert "muster submit --team" not in response.content.decode()
+    client.post("/jobs/new/", submit_form(team="speech"))
+    assert Job.objects.get().team.name == "speech"
+
+
+def test_a_member_of_one_team_gets_it_chosen(user: Any, sim: Any) -> None:
+    TeamFactory(name="vision").members.add(user)
+    page = session_for(user).get("/jobs/new/").content.decode()
+    assert '<option value="vision" selected>vision</option>' in page
