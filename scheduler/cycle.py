@@ -169,6 +169,11 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
     pods = [p for p in pods if p.rank < job.nodes]
     now = _gang_ended_at(job, pods, now)
     if job_wall_time_passed(job, now=now):
+        if job.state == JobState.SCHEDULED:
+            # Its gang never came up: a launch that failed (placed again), not a run that used its wall time. Before, a
+            # job whose pods could not be bound ended TIMED_OUT, for good, though its page promised another placement.
+            _not_up(backend, job, pods, now, report, f"when its wall time ({job.wall_time_seconds} s) ran out")
+            return
         _ended(backend, job_time_out(job, now=now), report)
         return
     missing = {*range(job.nodes)} - {p.rank for p in pods}
@@ -259,20 +264,25 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         # The cluster's doing, not the job's: no failed launch, no backoff; the next placement sees what changed.
         _requeued(backend, job_requeue(job, now=now, why=unbindable), report)
         return
-    unbound = [p for p in pods if p.phase == PodPhase.PENDING and p.reason == UNSCHEDULABLE]
     if job_launch_overdue(job, now=now):
-        pending = [p for p in pods if p.phase == PodPhase.PENDING]
-        said = next((p for p in pending if p.message), None)
-        detail = f"; rank {said.rank}: {said.message.rstrip('.')}." if said is not None else "."
-        why = f"{len(pending)} of {job.nodes} pods were not running {settings.MUSTER_LAUNCH_TIMEOUT_SECONDS} s after launch{detail}"
-        # Where kube-scheduler would not bind a rank (a node short of CPU or memory for pods Muster did not start, say),
-        # the next attempt goes elsewhere if it fits: else it was placed on the same node again and again.
-        planned = job_assigned_nodes(job)
-        avoid = sorted({planned[p.rank] for p in unbound if p.rank < len(planned)})
-        _launch_failed(backend, job, now, report, why, avoid_nodes=avoid)
+        _not_up(backend, job, pods, now, report, f"{settings.MUSTER_LAUNCH_TIMEOUT_SECONDS} s after launch")
         return
     if job.state == JobState.SCHEDULED:
-        _note_unbound(job, unbound)
+        _note_unbound(job, [p for p in pods if p.phase == PodPhase.PENDING and p.reason == UNSCHEDULABLE])
+
+
+def _not_up(backend: ClusterBackend, job: Job, pods: list[PodStatus], now: datetime, report: CycleReport, when: str) -> None:
+    """A launch whose pods were not all running by `when`: a failed launch, placed again."""
+    pending = [p for p in pods if p.phase == PodPhase.PENDING]
+    said = next((p for p in pending if p.message), None)
+    detail = f"; rank {said.rank}: {said.message.rstrip('.')}." if said is not None else "."
+    why = f"{len(pending)} of {job.nodes} pods were not running {when}{detail}"
+    # Where kube-scheduler would not bind a rank (a node short of CPU or memory for pods Muster did not start, say),
+    # the next attempt goes elsewhere if it fits: else it was placed on the same node again and again.
+    planned = job_assigned_nodes(job)
+    unbound = [p for p in pending if p.reason == UNSCHEDULABLE]
+    avoid = sorted({planned[p.rank] for p in unbound if p.rank < len(planned)})
+    _launch_failed(backend, job, now, report, why, avoid_nodes=avoid)
 
 
 def _note_unbound(job: Job, unbound: list[PodStatus]) -> None:
@@ -281,7 +291,8 @@ def _note_unbound(job: Job, unbound: list[PodStatus]) -> None:
     said = next((p for p in unbound if p.message), None)
     note = ""
     if said is not None and job.scheduled_at is not None:
-        until = job.scheduled_at + timedelta(seconds=settings.MUSTER_LAUNCH_TIMEOUT_SECONDS)
+        # The launch timeout, or its wall time if that ends first: either way a launch not up is placed again.
+        until = job.scheduled_at + timedelta(seconds=min(settings.MUSTER_LAUNCH_TIMEOUT_SECONDS, job.wall_time_seconds))
         note = (
             f"kube-scheduler cannot bind rank {said.rank} ({said.message.rstrip('.')}). If it still cannot at "
             f"{until:%H:%M:%S} UTC (MUSTER_LAUNCH_TIMEOUT_SECONDS), the job is placed again, elsewhere if it fits."

@@ -272,6 +272,21 @@ def test_a_gang_that_never_comes_up_is_requeued_with_backoff(submit, sim, settin
     assert job.launch_not_before == sim.clock() + timedelta(seconds=15)
 
 
+def test_a_gang_not_up_when_its_wall_time_ends_is_a_failed_launch_not_a_time_out(submit, sim, settings) -> None:
+    """Its pods could not be bound (a volume claim that does not exist): it ended TIMED_OUT, for good, at its wall time,
+    though its page said it would be placed again."""
+    settings.MUSTER_LAUNCH_TIMEOUT_SECONDS = 600
+    sim.cluster.start_seconds = 3600.0
+    job_id = submit(nodes=2, wall_time_seconds=120)["id"]
+    sim.cycle()
+    sim.advance(121)
+    job = Job.objects.get(pk=job_id)
+    assert (job.state, job.launch_failures, job.restarts) == (JobState.PENDING, 1, 0)
+    why = JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last().reason
+    assert "2 of 2 pods were not running when its wall time (120 s) ran out" in why
+    assert not JobEvent.objects.filter(job_id=job_id, to_state=JobState.TIMED_OUT).exists()
+
+
 def test_unreachable_cluster_keeps_jobs_queued(submit, sim) -> None:
     job_id = submit(nodes=1)["id"]
     report = run_cycle(backend=RefusingCluster(sim.cluster, down=True), now=sim.clock())
