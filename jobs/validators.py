@@ -37,7 +37,7 @@ REFUSED_ENV: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "steer the Kubernetes client": (("KUBERNETES_",), frozenset()),
     # Muster sets the rendezvous itself: a job that sets them joins or splits another gang.
     "are the gang's rendezvous, set by Muster": (
-        ("MUSTER_", "OMPI_MCA_", "OMPI_COMM_WORLD_", "PMIX_", "PMI_", "TORCHELASTIC_"),
+        ("MUSTER_", "OMPI_MCA_", "OMPI_COMM_WORLD_", "PMIX_", "PMI_", "TORCHELASTIC_", "PET_"),
         frozenset(_RENDEZVOUS_NAMES.split()),
     ),
 }

@@ -90,6 +90,7 @@ def assert_rejected(response: Any, field: str, *words: str) -> Any:
         ({"env": {"NAÏVE": "x"}}, "env", ["not a valid variable name"]),
         ({"env": {"MASTER_ADDR": "10.0.0.1"}}, "env", ["MASTER_ADDR", "set by Muster"]),
         ({"env": {"WORLD_SIZE": "4"}}, "env", ["WORLD_SIZE", "set by Muster"]),
+        ({"env": {"PET_RDZV_ENDPOINT": "muster-7-1-0.muster-7-1.muster-jobs.svc:29400"}}, "env", ["PET_RDZV_ENDPOINT", "set by Muster"]),
         ({"env": {"MUSTER_X": "1"}}, "env", ["MUSTER_X", "set by Muster"]),
         ({"env": {"NVIDIA_VISIBLE_DEVICES": "all"}}, "env", ["NVIDIA_VISIBLE_DEVICES", "GPU runtime"]),
         ({"env": {"NVIDIA_DRIVER_CAPABILITIES": "all"}}, "env", ["NVIDIA_DRIVER_CAPABILITIES", "GPU runtime"]),
