@@ -492,6 +492,9 @@ class KubernetesCluster:
                 said = _api_message(exc)
                 # The site's limits or a namespace being deleted, not the job: tried again, never failing it.
                 passing = exc.status == 403 and ("exceeded quota" in said or "being terminated" in said)
+                if passing and (beyond := _beyond_quota(said)):
+                    # No pod ending makes room for it: only the quota going up does, so its launches count to failing.
+                    passing, said = False, f"{said.rstrip('.')}. It asks {beyond}: no launch fits until the quota is raised."
                 raise LaunchRefused(said, transient=passing) from exc
             raise
 
@@ -929,6 +932,35 @@ def _closed_by(node: client.V1Node, gpu_resource: str) -> str:
             value = f"={taint.value}" if taint.value else ""
             return f"tainted {taint.key}{value}:{taint.effect}"
     return ""
+
+
+# The API server's words for a ResourceQuota refusal: "exceeded quota: gpu-cap, requested: requests.nvidia.com/gpu=8,
+# used: requests.nvidia.com/gpu=0, limited: requests.nvidia.com/gpu=4" (several resources joined by commas).
+_QUOTA_REFUSAL = re.compile(
+    r"exceeded quota: (?P<name>[^,]+), requested: (?P<asked>\S+), used: \S+, limited: (?P<hard>[^\s,]+(?:,[^\s,]+)*)"
+)
+
+
+def _beyond_quota(said: str) -> str:
+    """What an object a ResourceQuota refused asks beyond the quota's hard limit itself ("" if it only asks beyond what
+    is left now): such a launch never fits while the quota stands, however many pods end."""
+    found = _QUOTA_REFUSAL.search(said)
+    if found is None:
+        return ""
+
+    def amounts(text: str) -> dict[str, str]:
+        return {name: value for name, _, value in (item.partition("=") for item in text.split(",")) if value}
+
+    asked, hard = amounts(found["asked"]), amounts(found["hard"].rstrip("."))
+    try:
+        beyond = [
+            f"{name}: {asked[name]}, at most {hard[name]}"
+            for name in sorted(asked)
+            if name in hard and parse_quantity(asked[name]) > parse_quantity(hard[name])
+        ]
+    except ValueError:
+        return ""
+    return f"more than ResourceQuota {found['name']} allows at all ({'; '.join(beyond)})" if beyond else ""
 
 
 def _api_message(exc: ApiException) -> str:

@@ -570,6 +570,18 @@ def test_a_launch_a_resourcequota_refuses_says_the_api_servers_words_and_does_no
     assert ClusterHealth.objects.get(pk=1).error == ""  # one namespace quota, not the site's cluster down
 
 
+def test_a_launch_beyond_what_a_resourcequota_allows_at_all_counts_towards_failing(api: APIClient, kube: KubeHarness) -> None:
+    """A quota whose hard limit is below what one pod asks never admits it: it was launched again and again, forever."""
+    quota = {"metadata": {"name": "gpu-cap"}, "spec": {"hard": {"requests.nvidia.com/gpu": "4"}}}
+    kube.core.create_namespaced_resource_quota(kube.namespace, quota)
+    _wait(lambda: kube.core.read_namespaced_resource_quota("gpu-cap", kube.namespace).status.hard)
+    job = submit(api, nodes=1, gpus_per_node=8, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).launch_failures == 1, timeout=20)
+    reason = JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason
+    assert "It asks more than ResourceQuota gpu-cap allows at all (requests.nvidia.com/gpu: 8, at most 4)" in reason, reason
+    assert "Failed launch 1 of at most" in reason, reason
+
+
 def test_gpus_held_by_pods_muster_did_not_start_are_not_free_to_it(api: APIClient, kube: KubeHarness, other_pods: OtherPods) -> None:
     """Another scheduler's job or a notebook on a GPU node: Muster counts its GPUs as held, places around them, says
     so while a job waits, and uses them once that pod is gone."""
