@@ -11,6 +11,10 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.utils import timezone
 
+# What an entry can be about: its target's model name. `audit_record` refuses any other, so this one list is what the
+# filters (API and page) offer and the docs name; a new kind of target joins it here.
+TARGET_TYPES = ("user", "team", "job", "node", "whatifrun")
+
 
 class AuditEntry(models.Model):
     at = models.DateTimeField(default=timezone.now)
@@ -18,7 +22,7 @@ class AuditEntry(models.Model):
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     actor_username = models.CharField(max_length=150, blank=True, help_text="Empty: done by Muster itself.")
     action = models.CharField(max_length=40, help_text="What was done, e.g. quota.update, team.members, job.cancel.")
-    target_type = models.CharField(max_length=40, help_text="user, team or job.")
+    target_type = models.CharField(max_length=40, help_text="What it is about: " + ", ".join(TARGET_TYPES) + ".")
     target_id = models.CharField(max_length=64)
     target_repr = models.CharField(max_length=200, help_text="The target as it was named then.")
     changes = models.JSONField(default=dict, blank=True, encoder=DjangoJSONEncoder, help_text="{field: [before, after]}")

@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from api.audit.filters import AuditFilter
-from audit.models import AuditEntry
+from audit.models import TARGET_TYPES, AuditEntry
 from audit.selectors import audit_entries_visible_to
 
 PAGE_SIZE = 50
@@ -50,6 +50,7 @@ def audit_view(request: HttpRequest) -> HttpResponse:
         "frontend/audit.html",
         {
             "filters": filters,
+            "target_types": TARGET_TYPES,
             "errors": {} if valid else filters.errors,
             "page": page,
             "rows": [(entry, change_lines(entry)) for entry in page.object_list],

@@ -10,7 +10,7 @@ from django import forms
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from audit.models import AuditEntry
+from audit.models import TARGET_TYPES, AuditEntry
 
 
 def _day_start(day: date) -> datetime:
@@ -45,7 +45,9 @@ class JobNumberFilter(django_filters.NumberFilter):
 class AuditFilter(django_filters.FilterSet):
     action = django_filters.CharFilter(help_text="Exact action, e.g. quota.update.")
     actor = django_filters.CharFilter(field_name="actor_username", help_text="Username of who did it.")
-    target_type = django_filters.ChoiceFilter(choices=[("user", "user"), ("team", "team"), ("job", "job")])
+    target_type = django_filters.ChoiceFilter(
+        choices=[(name, name) for name in TARGET_TYPES], help_text="What the entries are about: " + ", ".join(TARGET_TYPES) + "."
+    )
     job = JobNumberFilter(field_name="job_id", min_value=1, max_value=2**63 - 1, help_text="Entries about this job.")
     since = django_filters.DateFilter(method="filter_since", help_text="From this day on (YYYY-MM-DD, site time zone).")
     until = django_filters.DateFilter(method="filter_until", help_text="Up to and including this day (YYYY-MM-DD).")

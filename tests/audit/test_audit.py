@@ -17,8 +17,9 @@ from audit.services import audit_record
 from jobs.models import Job
 from quotas.models import Quota, Team
 from tests.conftest import client_for, session_for
-from tests.jobs.factories import JobFactory
+from tests.jobs.factories import JobFactory, NodeFactory
 from tests.quotas.factories import TeamFactory, UsageChargeFactory
+from whatif.models import WhatIfRun
 
 AUDIT = "/api/v1/audit/"
 ADMIN_ADDR = "10.1.2.3"
@@ -424,3 +425,19 @@ def test_accounts_made_changed_and_deleted_in_django_admin_are_on_the_audit_trai
     assert entry.changes == {"is_active": [True, False], "is_staff": [False, True]}
     assert admin_page.post(f"/admin/auth/user/{carol.pk}/delete/", {"post": "yes"}).status_code == 302
     assert only_entry(action="user.delete").changes["username"] == ["carol", None]
+
+
+def test_every_kind_of_target_recorded_can_be_filtered_on_and_no_other_can_be_recorded(admin_api: APIClient, admin_user: Any) -> None:
+    node = NodeFactory(name="gpu-08")
+    hold = audit_record(actor=admin_user, action="node.hold", target=node, changes={"held": [False, True]})
+    run = WhatIfRun.objects.create(created_by=admin_user, source="history", trace_name="history")
+    started = audit_record(actor=admin_user, action="whatif.run", target=run, changes={})
+    assert (hold.target_type, started.target_type) == ("node", "whatifrun")
+    assert ids(admin_api.get(AUDIT, {"target_type": "node"})) == {hold.pk}
+    assert ids(admin_api.get(AUDIT, {"target_type": "whatifrun"})) == {started.pk}
+    html = session_for(admin_user).get("/audit/", {"target_type": "node"}).content.decode()
+    assert f'data-testid="audit-entry-{hold.pk}"' in html and 'data-testid="form-errors"' not in html
+    assert f'data-testid="audit-entry-{started.pk}"' not in html and '<option value="node" selected>' in html
+    assert "nodes held and released" in html and "what-if runs" in html
+    with pytest.raises(ValueError, match="not one of user, team, job, node, whatifrun"):
+        audit_record(actor=admin_user, action="quota.touch", target=Quota(user=admin_user), changes={})
