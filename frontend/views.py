@@ -26,7 +26,7 @@ from jobs.cluster import ClusterUnavailable
 from jobs.errors import JobFinished, JobNotStarted
 from jobs.logs import job_attempt_ranks, job_logs
 from jobs.models import Job
-from jobs.selectors import job_assigned_nodes, job_nodes_shown, job_racks_shown, job_visible_to, jobs_visible_to
+from jobs.selectors import job_assigned_nodes, job_nodes_shown, job_racks_shown, job_run_seconds, job_visible_to, jobs_visible_to
 from jobs.services import job_cancel
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.selectors import job_filter_teams
@@ -154,12 +154,11 @@ def _job_parts_context(job: Job, query: QueryDict) -> dict[str, object]:
 
 
 def _run_time(job: Job) -> dict[str, float | None] | None:
-    """How long it has held its GPUs (placement on: what the wall time counts) and, while it holds them, what is left."""
-    placed = job.scheduled_at or job.started_at
-    if placed is None or not job.attempt or not (job.is_active or job.is_finished):
+    """How long its latest attempt held its nodes (`job_run_seconds`: placement on, what the wall time counts) and, while
+    it holds them, what is left."""
+    elapsed = job_run_seconds(job)
+    if elapsed is None or not (job.is_active or job.is_finished):
         return None
-    end = job.finished_at if job.is_finished else timezone.now()
-    elapsed = max(0.0, ((end or timezone.now()) - placed).total_seconds())
     left = max(0.0, job.wall_time_seconds - elapsed) if job.state in ACTIVE_STATES else None
     return {"elapsed": elapsed, "left": left}
 

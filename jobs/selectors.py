@@ -75,16 +75,53 @@ def job_assigned_racks(job: Job) -> list[tuple[str, int]]:
     return list(Counter(a.node.rack or "no rack" for a in _assigned(job)).items())
 
 
+def _latest_allocations(job: Job) -> list[Allocation]:
+    """Every allocation of the job's latest attempt, released ones too (uses prefetched allocations)."""
+    return [a for a in job.allocations.all() if a.attempt == job.attempt] if job.attempt else []
+
+
+def _holds_nodes_shown(job: Job) -> bool:
+    """Whether the job's latest attempt's nodes are its own to show: not while it waits in the queue again, nor once it
+    ended from there (cancelled while requeued: its last attempt let them go before, another job may hold them now)."""
+    if job.state == JobState.PENDING:
+        return False
+    if job.is_finished and job.finished_at is not None:
+        released = [a.released_at for a in _latest_allocations(job)]
+        # A job that ends holding nodes lets them go in its last move (job_transition): at its finished_at.
+        return not released or any(at is None or at >= job.finished_at for at in released)
+    return True
+
+
 def job_nodes_shown(job: Job) -> list[str]:
     """The nodes the job page and the API show as the job's: its latest attempt's (`job_assigned_nodes`), but none while
-    it is PENDING. A job back in the queue (requeued, preempted) holds nothing; its last attempt's nodes are in its
-    attempts, not its own."""
-    return [] if job.state == JobState.PENDING else job_assigned_nodes(job)
+    it is PENDING, nor once it ended without holding any (cancelled back in the queue). A job back in the queue
+    (requeued, preempted) holds nothing; its last attempt's nodes are in its attempts, not its own."""
+    return job_assigned_nodes(job) if _holds_nodes_shown(job) else []
 
 
 def job_racks_shown(job: Job) -> list[tuple[str, int]]:
-    """The racks of `job_nodes_shown` (`job_assigned_racks`): none while the job is PENDING."""
-    return [] if job.state == JobState.PENDING else job_assigned_racks(job)
+    """The racks of `job_nodes_shown` (`job_assigned_racks`): none when it shows no nodes."""
+    return job_assigned_racks(job) if _holds_nodes_shown(job) else []
+
+
+def job_run_seconds(job: Job, *, now: datetime | None = None) -> float | None:
+    """How long the job's latest attempt held its nodes: from its placement (what the wall time counts from) until it let
+    them go, so far while it holds them. The ledger charges those same allocations. None before it is first placed and
+    while it waits in the queue again; a job cancelled there ran only until its requeue, not until the cancel."""
+    if not job.attempt or job.state == JobState.PENDING:
+        return None
+    allocations = _latest_allocations(job)
+    placed = job.scheduled_at or min((a.allocated_at for a in allocations), default=None) or job.started_at
+    if placed is None:
+        return None
+    released = [a.released_at for a in allocations]
+    if allocations and all(at is not None for at in released):
+        end = max(at for at in released if at is not None)
+    elif job.is_finished and job.finished_at is not None:
+        end = job.finished_at
+    else:
+        end = now or timezone.now()
+    return max(0.0, (end - placed).total_seconds())
 
 
 class NodeUsage(TypedDict):

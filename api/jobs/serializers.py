@@ -20,7 +20,7 @@ from jobs import validators
 from jobs.arrays import ARRAY_MAX_INDEX, ARRAY_SYNTAX, array_indices
 from jobs.logs import job_attempt_ranks, job_log_attempts, ranks_text
 from jobs.models import EstimateKind, Job, JobEvent, JobResize, Node
-from jobs.selectors import job_nodes_shown, node_gpus_free, node_settles_until, node_slices_free
+from jobs.selectors import job_nodes_shown, job_run_seconds, node_gpus_free, node_settles_until, node_slices_free
 from jobs.services import job_submit_problems
 from notify.services import EVENTS
 from notify.webhooks import webhook_refusal
@@ -370,6 +370,11 @@ class JobSerializer(serializers.ModelSerializer):
     gpus = serializers.IntegerField(read_only=True)
     pending_reason = serializers.SerializerMethodField()
     assigned_nodes = serializers.SerializerMethodField()
+    run_seconds = serializers.SerializerMethodField(
+        help_text="How long its latest attempt held its nodes: from its placement (as its wall time counts) until it let "
+        "them go, so far while it holds them. Null before it is placed and while it waits in the queue again; a job "
+        "cancelled there counts only until its requeue."
+    )
     queue_position = serializers.IntegerField(read_only=True, allow_null=True, help_text=QUEUE_POSITION_HELP)
     priority = serializers.SerializerMethodField(help_text=PRIORITY_HELP)
     estimate_kind = serializers.ChoiceField(choices=EstimateKind.choices, read_only=True, help_text=ESTIMATE_KIND_HELP)
@@ -386,9 +391,13 @@ class JobSerializer(serializers.ModelSerializer):
             "gpu_fraction", "gpu_memory_gb", "gpu_isolation", "over_quota", "estimated_start", "estimate_kind",
             "reserved_nodes", "promised_start", "array_id", "array_index",
             "checkpointed_at", "checkpoint_step", "checkpoint_attempt",
-            "submitted_at", "scheduled_at", "started_at", "finished_at",
+            "submitted_at", "scheduled_at", "started_at", "finished_at", "run_seconds",
         ]  # fmt: skip
         read_only_fields = fields
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_run_seconds(self, job: Job) -> float | None:
+        return job_run_seconds(job)
 
     @extend_schema_field(PendingReasonSerializer(allow_null=True))
     def get_pending_reason(self, job: Job) -> dict[str, str] | None:

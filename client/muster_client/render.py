@@ -255,9 +255,14 @@ def array_not_cancelled(result: JSON, *, whole: bool, asked: int = 0) -> list[st
 def elapsed(job: JSON, *, now: datetime | None = None) -> str:
     """How long it has held its GPUs: from its placement, as its wall time counts (and the job page shows), not from
     when its containers came up, which may be minutes later on a cluster that pulls images."""
-    placed = parse_time(job.get("scheduled_at")) or parse_time(job.get("started_at"))
-    if placed is None or job.get("state") == "PENDING":
+    if job.get("state") == "PENDING":
         return "-"  # back in the queue (requeued, or a launch that failed), it holds nothing: its last placement is past
+    if job.get("run_seconds") is not None:
+        # The server's count: a job cancelled back in the queue ran until its requeue, not until the cancel.
+        return format_duration(float(job["run_seconds"]))
+    placed = parse_time(job.get("scheduled_at")) or parse_time(job.get("started_at"))
+    if placed is None:
+        return "-"  # never placed (or a server that does not say run_seconds)
     end = parse_time(job.get("finished_at")) or now or datetime.now(timezone.utc)
     return format_duration(max(0.0, (end - placed).total_seconds()))
 
