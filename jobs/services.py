@@ -442,6 +442,10 @@ def job_transition(job: Job, to_state: str, *, reason: str, now: datetime | None
         fields.setdefault("pending_reason", "")
         for name, value in job_plan_cleared().items():
             fields.setdefault(name, value)
+    if to_state == JobState.PENDING and job.elastic and job.max_nodes:
+        # Back in the queue an elastic job asks for its most again, as it did when submitted (the scheduler reads
+        # max_nodes); the size it held stays in its allocations, its resizes and the ledger.
+        fields.setdefault("nodes", job.max_nodes)
     fields.setdefault("state_reason", reason)
     with transaction.atomic():
         updated = Job.objects.filter(pk=job.pk, state=from_state).update(state=to_state, updated_at=now, **fields)

@@ -454,8 +454,10 @@ def _requeued(backend: ClusterBackend, job: Job, report: CycleReport) -> None:
 
 
 def _teardown_or_leave_to_reconcile(backend: ClusterBackend, job: Job) -> None:
+    # The ranks the attempt had: a requeued elastic job's nodes read its most again, not what it held.
+    ranks = sorted(set(Allocation.objects.filter(job=job, attempt=job.attempt).values_list("rank", flat=True)))
     try:
-        gang_teardown(backend, job.pk, job.attempt, range(job.nodes))
+        gang_teardown(backend, job.pk, job.attempt, ranks or range(job.nodes))
     except ClusterUnavailable:
         # The attempt is no longer live, so reconciliation deletes what is left once the cluster answers.
         logger.warning("could not tear down job %s attempt %s now; reconciliation will", job.pk, job.attempt)
@@ -620,8 +622,9 @@ def _apply_resizes(backend: ClusterBackend, report: CycleReport) -> None:
 
 
 def _preempted(job: Job, *, preemption: Preemption, now: datetime) -> tuple[int, int, int]:
+    held = job.nodes  # an elastic job back in the queue reads its most again
     job = job_preempt(job, reason=preemption.reason, for_job_id=preemption.for_job_id, now=now)
-    return job.pk, job.attempt, job.nodes
+    return job.pk, job.attempt, held
 
 
 def _placed(job: Job, *, placement: Placement, node_ids: dict[str, int], now: datetime) -> Job:

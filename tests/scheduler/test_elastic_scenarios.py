@@ -249,3 +249,32 @@ def test_the_output_of_ranks_a_shrink_took_away_can_be_read_and_a_rank_it_never_
     assert bad.status_code == 400 and bad.json() == {"rank": ["Attempt 1 of the job had ranks 0 to 15."]}
     html = session_for(user).get(f"/jobs/{elastic}/?rank=13").content.decode()
     assert f"job {elastic} attempt 1 rank 13" in html and 'href="?attempt=1&amp;rank=15"' in html
+
+
+@pytest.mark.usefixtures("classes_open")
+def test_a_preempted_elastic_job_asks_for_its_most_again_while_its_history_keeps_what_it_held(
+    sim: SimHarness, submit: Any, settings: Any, api: APIClient, user: Any
+) -> None:
+    settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = 0
+    submit(nodes=12, simulate={"duration_seconds": 3600})
+    sim.cycle()
+    elastic = submit(
+        nodes=None, min_nodes=2, max_nodes=8, priority_class="preemptible", wall_time_seconds=7200, simulate={"duration_seconds": 3600}
+    )["id"]
+    sim.cycle()
+    sim.advance(60)
+    assert Job.objects.get(pk=elastic).nodes == 4  # all that was free
+    urgent = submit(nodes=4, priority_class="production", simulate={"duration_seconds": 3600})["id"]
+    assert elastic in sim.cycle().preempted
+    detail = api.get(f"/api/v1/jobs/{elastic}/").json()
+    assert (detail["state"], detail["nodes"], detail["gpus"], detail["assigned_nodes"]) == ("PENDING", 8, 64, [])
+    queued = api.get("/api/v1/queue/").json()["results"]
+    assert next(q for q in queued if q["id"] == elastic)["nodes"] == 8
+    assert Job.objects.get(pk=urgent).state in (JobState.SCHEDULED, JobState.RUNNING)
+    # What it held stays in its history: its attempt's allocations, the ledger, the output kept.
+    assert detail["attempts"] == [{"attempt": 1, "ranks": [0, 1, 2, 3]}]
+    assert Allocation.objects.filter(job_id=elastic, attempt=1).count() == 4
+    charged = sum(UsageCharge.objects.filter(job_id=elastic).values_list("node_seconds", flat=True))
+    assert charged == pytest.approx(4 * 60, rel=0.05)
+    html = session_for(user).get(f"/jobs/{elastic}/").content.decode()
+    assert "sim-node" in html.split('data-testid="attempts"', 1)[1]  # the attempt's nodes
