@@ -46,6 +46,7 @@ from policy.capacity import Allowed, Capacity
 from policy.forecast import forecast
 from policy.model import (
     BUDGET,
+    ESTIMATE_PLANNED,
     ESTIMATE_RESERVED,
     FRAGMENTATION,
     JOB_LIMIT,
@@ -205,7 +206,11 @@ class _Cycle:
         self.blocking: dict[tuple[int, int | None, int, int, int], Reservation] = {}  # by job shape and capacity version
         # Whether a running job may be stopped, by what decides it on the asking side (class, owner's usage): the
         # preemption searches of a cycle ask it again of the same jobs, and within a cycle the answer stays.
-        self.victim_memo: dict[tuple[int, float | None], dict[int, bool]] = {}
+        self.victim_memo: dict[tuple[int, float | None, bool], dict[int, bool]] = {}
+        # While a search asks who could be stopped once the minimum run time has passed (_preempt_later).
+        self.ignore_newness = False
+        # Waiting jobs that may preempt the jobs in their way once these have run the minimum run time: job id -> when.
+        self.preempt_at: dict[int, float] = {}
         self.placements: list[Placement] = []
         self.started: set[int] = set()  # placed in this cycle: never preempted in it, whatever the minimum run time
         self.waiting: list[Waiting] = []
@@ -286,8 +291,18 @@ class _Cycle:
             self._fitting_nodes,
             self.slices,
         )
+        if self.preempt_at:
+            waiting = tuple(self._sooner_by_preempting(w) for w in waiting)
         reservations = tuple(sorted(self.promised.values(), key=lambda r: (r.start, r.job_id)))
         return Decisions(tuple(self.placements), waiting, tuple(self.preemptions), reservations, priorities, tuple(self.resizes))
+
+    def _sooner_by_preempting(self, wait: Waiting) -> Waiting:
+        """A waiting job's estimate, no later than when it may preempt the jobs in its way (not a promise: a job of
+        more priority may take them first)."""
+        at = self.preempt_at.get(wait.job_id)
+        if at is None or wait.estimate == ESTIMATE_RESERVED or (wait.estimated_start is not None and wait.estimated_start <= at):
+            return wait
+        return wait.estimated(at, ESTIMATE_PLANNED)
 
     # --- promises kept from the previous cycle -----------------------------------------------------
 
@@ -766,7 +781,9 @@ class _Cycle:
 
     def _protected(self, victim: RunningJob, bound: int) -> str | None:
         """Why a running job may not be stopped now for a claim allowing `bound` preemptions (None: it may)."""
-        if victim.id in self.started or self.now - victim.started_at < self.config.preemption_min_runtime_seconds:
+        if not self.ignore_newness and (
+            victim.id in self.started or self.now - victim.started_at < self.config.preemption_min_runtime_seconds
+        ):
             return PROTECTED_NEW
         if victim.preemptions >= bound:
             return PROTECTED_SPENT
@@ -867,6 +884,7 @@ class _Cycle:
         if victims is None:
             # Within a cycle capacity only shrinks, and victims and allowed nodes with it: the same key fails again.
             self.failed_searches.add(key)
+            self._preempt_later(job, replace(start, nodes=start.nodes - len(given)), search)
             return None
         for victim_id in victims:
             self._evict(self.running[victim_id], job)
@@ -874,9 +892,27 @@ class _Cycle:
         self._shrink(job, [(victim_id, name) for victim_id, name in offers if victim_id in self.running])
         return self._fit(job, allowed)
 
+    def _preempt_later(self, job: PendingJob, shape: PendingJob, allowed: Allowed) -> None:
+        """When the job could preempt the jobs in its way, if only the minimum run time protects them: its estimate.
+
+        The forecast plans a waiting job around the running ones as if they ran to their ends; a job that may preempt
+        them starts once they have run the minimum run time (a production job read "in 54 min" and started in 6).
+        Asked once per failed search (its key is new), so it costs at most what the searches cost, and takes none of
+        their count: no decision changes."""
+        if self.config.preemption_min_runtime_seconds <= 0:
+            return
+        self.ignore_newness = True
+        try:
+            victims = self._smallest_victim_set(shape, allowed)
+        finally:
+            self.ignore_newness = False
+        if victims:
+            self.preempt_at[job.id] = max(self.running[v].started_at for v in victims) + self.config.preemption_min_runtime_seconds
+
     def _smallest_victim_set(self, job: PendingJob, allowed: Allowed) -> list[int] | None:
         cap = self.capacity
-        memo = self.victim_memo.setdefault((job.class_rank, self._usage_of(job) if self.usage is not None else None), {})
+        usage = self._usage_of(job) if self.usage is not None else None
+        memo = self.victim_memo.setdefault((job.class_rank, usage, self.ignore_newness), {})
 
         def may_stop(victim_id: int) -> bool:
             found = memo.get(victim_id)

@@ -140,3 +140,16 @@ def test_a_job_placed_in_this_cycle_frees_its_owners_quota_at_its_wall_time() ->
     assert [p.job_id for p in decisions.placements] == [1]
     w = waiting(decisions)
     assert (w[2].reason_code, w[2].estimate, w[2].estimated_start) == (QUOTA_GPUS, ESTIMATE_PLANNED, NOW + HOUR)
+
+
+def test_a_job_that_may_preempt_once_the_minimum_run_time_passes_is_expected_then_not_at_the_victims_end() -> None:
+    """A production job read "in 54 min" (the lower class's wall-time end) and started 6 minutes later, as soon as the
+    job in its way had run MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS."""
+    young = running(10, {"n00": 8, "n01": 8}, rank=2, ran=4 * 60.0, left=HOUR)
+    decisions = schedule(snap([pend(1, nodes=2, rank=0)], [young]), config(preemption_min_runtime_seconds=600.0))
+    assert decisions.preemptions == ()
+    wait = waiting(decisions)[1]
+    assert (wait.estimated_start, wait.estimate) == (NOW + 6 * 60.0, ESTIMATE_PLANNED)
+    # Of its own class, the job in its way may not be preempted: it is expected at that job's end.
+    same = schedule(snap([pend(1, nodes=2, rank=2)], [young]), config(preemption_min_runtime_seconds=600.0))
+    assert waiting(same)[1].estimated_start == NOW + HOUR
