@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, Min, Q, Sum
+from django.db.models import Count, F, FloatField, Min, Q, Sum
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -193,7 +193,8 @@ class MusterCollector(Collector):
         by_state = Node.objects.values_list("state").annotate(
             n=Count("id"),
             gpus=Sum("gpus_total"),
-            foreign=Sum("gpus_foreign"),
+            # A shared node's foreign slices count as the share of a GPU each holds, as the nodes API's free GPUs do.
+            foreign=Sum(F("gpus_foreign") + F("slices_foreign") * F("slice_gpus"), output_field=FloatField()),
             # Named apart from the columns they count: an annotation called `held` would hide the field from the filters.
             n_held=Count("id", filter=Q(held=True)),
             held_gpus=Sum("gpus_total", filter=Q(held=True)),
@@ -240,7 +241,8 @@ class MusterCollector(Collector):
         yield GaugeMetricFamily("muster_gpus_allocated", "GPUs held by live allocations (scheduled or running jobs).", value=allocated)
         yield GaugeMetricFamily(
             "muster_gpus_foreign",
-            "GPUs held by pods Muster did not start on nodes the cluster reports (MUSTER_K8S_COUNT_FOREIGN_PODS).",
+            "GPUs held by pods Muster did not start on nodes the cluster reports (MUSTER_K8S_COUNT_FOREIGN_PODS); "
+            "on a shared node, the GPU share of the slices they hold.",
             value=sum(g for s, g in foreign_by_state.items() if s != NodeState.GONE),
         )
 

@@ -78,6 +78,9 @@ def test_metrics_after_simulated_jobs(scenario: dict[str, int], sim: Any, settin
     Node.objects.filter(name__in=["sim-node-014", "sim-node-015"]).update(gpus_foreign=3)
     Node.objects.filter(name="sim-node-013").update(gpus_foreign=8, state=NodeState.GONE)  # gone: not counted
     assert value(parse(metrics_text(now=now)), "muster_gpus_foreign") == 6
+    # Slices of a shared node held by other pods count as their share of a GPU (11 quarter slices: 2.75 GPUs).
+    Node.objects.filter(name="sim-node-012").update(sharing="time-slicing", slices_per_gpu=4, slice_gpus=0.25, slices_foreign=11)
+    assert value(parse(metrics_text(now=now)), "muster_gpus_foreign") == 8.75
 
     # Starvation: the big job has waited past the (lowered) threshold.
     wait = (now - big.submitted_at).total_seconds()
