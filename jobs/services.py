@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,7 @@ def nodes_sync(*, cluster_nodes: Iterable[ClusterNode], now: datetime | None = N
     now = now or timezone.now()
     seen: list[Node] = []
     names = set()
-    before = dict(Node.objects.values_list("name", "state"))
+    before = {name: (state, since) for name, state, since in Node.objects.values_list("name", "state", "not_ready_since")}
     for cn in cluster_nodes:
         names.add(cn.name)
         state = NodeState.NOT_READY if not cn.ready else NodeState.READY if cn.schedulable else NodeState.CORDONED
@@ -60,20 +60,29 @@ def nodes_sync(*, cluster_nodes: Iterable[ClusterNode], now: datetime | None = N
             # A backend that does not say why (the simulated cluster) is cordoned; a taint's words fit the column.
             "closed_by": (cn.closed_by or "cordoned")[:400] if state == NodeState.CORDONED else "",
         }
+        was, unready_since = before.get(cn.name, (None, None))
         if state == NodeState.NOT_READY:
             defaults["ready_since"] = None
-            if before.get(cn.name) != NodeState.NOT_READY:
+            if was != NodeState.NOT_READY:
                 defaults["not_ready_since"] = now  # its gangs get MUSTER_NODE_NOT_READY_GRACE_SECONDS from here
         else:
             defaults["not_ready_since"] = None
-            if before.get(cn.name) in (NodeState.NOT_READY, NodeState.GONE):
-                # Back, or re-registered after leaving the cluster (a node whose kubelet was restarted with its Node object
-                # deleted, a machine replaced under the same name): it settles before it takes new work.
+            if was == NodeState.GONE or (was == NodeState.NOT_READY and not _blip(unready_since, now)):
+                # Back after its gangs were given up, or re-registered after leaving the cluster (a node whose kubelet was
+                # restarted with its Node object deleted, a machine replaced under the same name): it settles before
+                # it takes new work.
                 defaults["ready_since"] = now
         node, _ = Node.objects.update_or_create(name=cn.name, defaults=defaults)
         seen.append(node)
     Node.objects.exclude(name__in=names).exclude(state=NodeState.GONE).update(state=NodeState.GONE)
     return seen
+
+
+def _blip(unready_since: datetime | None, now: datetime) -> bool:
+    """NotReady for less than MUSTER_NODE_NOT_READY_GRACE_SECONDS: its gangs ran on, so new work may go there at once
+    too. (After an API server outage of 90 s, kube-controller-manager read every node's lease as stale and marked
+    them all NotReady for seconds: every node then settled, and nothing started anywhere for two minutes.)"""
+    return unready_since is not None and now - unready_since < timedelta(seconds=settings.MUSTER_NODE_NOT_READY_GRACE_SECONDS)
 
 
 @transaction.atomic

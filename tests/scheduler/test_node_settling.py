@@ -23,17 +23,35 @@ def schedulable(now: Any) -> dict[str, bool]:
 
 def test_a_node_back_from_not_ready_takes_new_work_only_after_settling(db: None, settings: Any) -> None:
     settings.MUSTER_NODE_SETTLE_SECONDS = 120
-    nodes_sync(cluster_nodes=[ClusterNode("a", 8), ClusterNode("b", 8)])
-    assert schedulable(timezone.now()) == {"a": True, "b": True}, "nodes seen for the first time take work at once"
-    nodes_sync(cluster_nodes=[ClusterNode("a", 8), ClusterNode("b", 8, ready=False)])
-    assert Node.objects.get(name="b").state == NodeState.NOT_READY and schedulable(timezone.now())["b"] is False
-    nodes_sync(cluster_nodes=[ClusterNode("a", 8), ClusterNode("b", 8)])
+    settings.MUSTER_NODE_NOT_READY_GRACE_SECONDS = 60
+    start = timezone.now()
+    nodes_sync(cluster_nodes=[ClusterNode("a", 8), ClusterNode("b", 8)], now=start)
+    assert schedulable(start) == {"a": True, "b": True}, "nodes seen for the first time take work at once"
+    nodes_sync(cluster_nodes=[ClusterNode("a", 8), ClusterNode("b", 8, ready=False)], now=start)
+    assert Node.objects.get(name="b").state == NodeState.NOT_READY and schedulable(start)["b"] is False
+    back_at = start + timedelta(seconds=61)  # past the grace: its gangs were given up
+    nodes_sync(cluster_nodes=[ClusterNode("a", 8), ClusterNode("b", 8)], now=back_at)
     back = Node.objects.get(name="b")
-    assert back.state == NodeState.READY and back.ready_since is not None
-    assert schedulable(timezone.now()) == {"a": True, "b": False}
-    nodes_sync(cluster_nodes=[ClusterNode("a", 8), ClusterNode("b", 8)])  # still Ready: the settling clock keeps running
+    assert back.state == NodeState.READY and back.ready_since == back_at
+    assert schedulable(back_at) == {"a": True, "b": False}
+    later = back_at + timedelta(seconds=5)
+    nodes_sync(cluster_nodes=[ClusterNode("a", 8), ClusterNode("b", 8)], now=later)  # still Ready: the clock keeps running
     assert Node.objects.get(name="b").ready_since == back.ready_since
-    assert schedulable(back.ready_since + timedelta(seconds=121)) == {"a": True, "b": True}
+    assert schedulable(back_at + timedelta(seconds=121)) == {"a": True, "b": True}
+
+
+def test_a_node_not_ready_for_less_than_the_grace_takes_new_work_at_once(db: None, settings: Any) -> None:
+    """After an API server outage of 90 s every node's lease read stale for a few seconds: all of them settled, and
+    nothing started anywhere for two minutes, while their gangs (within the grace) ran on."""
+    settings.MUSTER_NODE_SETTLE_SECONDS = 120
+    settings.MUSTER_NODE_NOT_READY_GRACE_SECONDS = 60
+    start = timezone.now()
+    nodes_sync(cluster_nodes=[ClusterNode("a", 8), ClusterNode("b", 8)], now=start)
+    nodes_sync(cluster_nodes=[ClusterNode("a", 8, ready=False), ClusterNode("b", 8, ready=False)], now=start)
+    soon = start + timedelta(seconds=8)
+    nodes_sync(cluster_nodes=[ClusterNode("a", 8), ClusterNode("b", 8)], now=soon)
+    assert schedulable(soon) == {"a": True, "b": True}
+    assert Node.objects.filter(ready_since__isnull=False).count() == 0
 
 
 def test_a_node_that_left_the_cluster_and_came_back_settles_too(db: None, settings: Any) -> None:
@@ -83,7 +101,8 @@ def test_a_settling_node_says_so_on_the_node_list_the_cluster_page_and_the_dashb
 ) -> None:
     """It read READY with every GPU free while a waiting job was told no GPU was."""
     settings.MUSTER_NODE_SETTLE_SECONDS = 600
-    nodes_sync(cluster_nodes=[ClusterNode("a", 8), ClusterNode("b", 8, ready=False)])
+    went = timezone.now() - timedelta(seconds=settings.MUSTER_NODE_NOT_READY_GRACE_SECONDS + 1)
+    nodes_sync(cluster_nodes=[ClusterNode("a", 8), ClusterNode("b", 8, ready=False)], now=went)
     nodes_sync(cluster_nodes=[ClusterNode("a", 8), ClusterNode("b", 8)])
     back = Node.objects.get(name="b")
     shown = {n["name"]: n for n in api.get("/api/v1/nodes/").json()["results"]}
