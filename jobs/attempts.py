@@ -13,9 +13,10 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.db.models import prefetch_related_objects
 from django.utils import timezone
 
-from jobs.models import Job
+from jobs.models import Allocation, Job
 from jobs.states import ACTIVE_STATES, JobState
 
 # How an attempt ended (or that it has not), as the table says it.
@@ -47,6 +48,9 @@ REQUEUED_BY = (
 )
 # A container's exit as the Kubernetes backend words a failed pod (jobs.cluster.kubernetes).
 EXIT_CODE = re.compile(r"exited with code (-?\d+)")
+# An elastic job's growth undone because its pods did not come up (scheduler.cycle._shrink_back's reasons: a refusal, a
+# launch error, a timeout, nowhere they may be bound). Their ends, which jobs.lifecycle.fit_reason always keeps.
+SHRUNK_BACK = re.compile(r"shrunk back from \d+ to \d+ nodes\.")
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,10 @@ def job_attempts(job: Job) -> list[Attempt]:
         elif event.from_state in ACTIVE_STATES and event.to_state not in ACTIVE_STATES and n not in ends:
             ends[n] = (event.at, _outcome(event.to_state, event.reason), event.reason)
     nodes: dict[int, list[str]] = {}
+    never_up = allocations_never_up(job)
     for allocation in sorted(job.allocations.all(), key=lambda a: (a.attempt, a.rank, a.allocated_at)):
+        if allocation.pk in never_up:  # a growth the cluster refused or never ran: the attempt did not run there
+            continue
         held = nodes.setdefault(allocation.attempt, [])
         if allocation.node.name not in held:
             held.append(allocation.node.name)
@@ -125,6 +132,40 @@ def job_attempts(job: Job) -> list[Attempt]:
             )
         )
     return attempts
+
+
+def allocations_never_up(job: Job) -> set[int]:
+    """The allocations (ids) of ranks an elastic job grew by that never ran: the cycle shrank it back because their pods
+    did not come up, and kept no output of them (a later rank that did come up goes with the one that did not, its
+    output kept first). They held their node a moment, or up to the launch timeout, but the job never ran there: its
+    attempts and its telemetry leave them out. Uses prefetched allocations; prefetches the job's resizes and logs only
+    when a grown rank was let go before its attempt ended."""
+    by_attempt: dict[int, list[Allocation]] = {}
+    for a in job.allocations.all():
+        by_attempt.setdefault(a.attempt, []).append(a)
+    candidates = []
+    for allocations in by_attempt.values():
+        first = min(a.allocated_at for a in allocations)
+        last = None if any(a.released_at is None for a in allocations) else max(a.released_at for a in allocations if a.released_at)
+        candidates += [a for a in allocations if a.allocated_at > first and a.released_at is not None and a.released_at != last]
+    if not candidates:
+        return set()
+    prefetch_related_objects([job], "resizes", "logs")  # once per job in hand: each telemetry read asks again
+    backs = {(r.attempt, r.at) for r in job.resizes.all() if SHRUNK_BACK.search(r.reason)}
+    if not backs:
+        return set()
+    kept = {(log.attempt, log.rank) for log in job.logs.all()}
+    never = set()
+    for a in candidates:
+        if (a.attempt, a.released_at) not in backs:
+            continue
+        # A log row is one per rank number: it is this allocation's only when no later one of the attempt had the number
+        # (a growth after the hold, whose own end keeps its output). Then it was kept as the rank went: it ran.
+        later = any(b.rank == a.rank and b.allocated_at > a.allocated_at for b in by_attempt[a.attempt])
+        if (a.attempt, a.rank) in kept and not later:
+            continue
+        never.add(a.pk)
+    return never
 
 
 def _outcome(to_state: str, reason: str) -> str:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.utils import timezone
 
+from jobs.attempts import allocations_never_up
 from jobs.cluster import gang_name
 from jobs.models import Allocation, Job
 from jobs.states import JobState
@@ -99,9 +100,11 @@ def job_target(job: Job, run: Run) -> JobTarget:
     """Where and when one run of the job ran, as a telemetry source needs it (uses prefetched allocations).
 
     An elastic job resized during the run held some nodes only part of it: their placements carry the windows they
-    were held, and every source reads each node's series over those windows only.
+    were held, and every source reads each node's series over those windows only. A rank it grew by that never came up
+    (shrunk back: `jobs.attempts.allocations_never_up`) ran nowhere: no placement, so no series and no straggler.
     """
-    allocations = [a for a in job.allocations.all() if a.attempt == run.attempt]
+    never_up = allocations_never_up(job)
+    allocations = [a for a in job.allocations.all() if a.attempt == run.attempt and a.pk not in never_up]
     return JobTarget(
         job_id=job.pk,
         attempt=run.attempt,
