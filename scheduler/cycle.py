@@ -665,7 +665,15 @@ def _gang_spec(job: Job, node_names: tuple[str, ...]) -> GangSpec:
         gpu_slice=gpu_slice,
         min_nodes=job.min_nodes or 0,
         max_nodes=job.max_nodes or 0,
+        gpus_held=() if gpu_slice else _gpus_held(job, node_names),
     )
+
+
+def _gpus_held(job: Job, node_names: tuple[str, ...]) -> tuple[int, ...]:
+    """The whole GPUs the job's current attempt holds on each of `node_names` (its live allocations): all of a node's
+    for a job that holds its nodes whole, which its pods then ask for. `gpus_per_node` where none is recorded."""
+    held = dict(Allocation.objects.filter(job=job, attempt=job.attempt, released_at__isnull=True).values_list("node__name", "gpus"))
+    return tuple(int(held.get(name, job.gpus_per_node)) for name in node_names)
 
 
 def _gpu_slice(job: Job) -> GpuSlice | None:

@@ -107,6 +107,14 @@ class GangSpec:
     # An elastic job's bounds (0: a gang of fixed size); `node_names` is its size now.
     min_nodes: int = 0
     max_nodes: int = 0
+    # The whole GPUs Muster holds for the job on each node, by rank (its allocations): every GPU of the node for a job
+    # that holds its nodes whole (a gang, an elastic job), so its pod asks for all of them and the cluster binds no pod
+    # Muster did not start onto GPUs the job is charged for. Empty: `gpus_per_node` on every node.
+    gpus_held: tuple[int, ...] = ()
+
+    def gpus_on(self, rank: int) -> int:
+        """The GPUs rank `rank`'s pod asks for: what Muster holds for it on its node, never fewer than it uses."""
+        return max(self.gpus_held[rank], self.gpus_per_node) if rank < len(self.gpus_held) else self.gpus_per_node
 
     def muster_env(self) -> dict[str, str]:
         """What Muster itself tells every pod beyond the job's env (which may not set these names): its GPU slice, and an

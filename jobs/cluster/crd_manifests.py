@@ -152,11 +152,16 @@ def mpi_launcher_template(spec: GangSpec, options: PodOptions) -> dict[str, Any]
 
 
 def mpi_worker_template(spec: GangSpec, options: PodOptions) -> dict[str, Any]:
-    """Every worker: one node's GPUs, on one of the planned nodes, never two on one node."""
+    """Every worker: one node's GPUs, on one of the planned nodes, never two on one node.
+
+    A worker asks for every GPU Muster holds for the gang on a node, as a pinned pod does (manifests.gpu_container).
+    One template serves every worker, and which worker lands on which planned node is kube-scheduler's choice: of
+    nodes of different sizes it asks the fewest held on any of them, so that every worker still fits on every one."""
     labels = {**gang_labels(spec), LABEL_ROLE: ROLE_WORKER}
     annotations = {**options.pod_annotations, **sim_annotations(spec, 0)}
+    gpus = min(spec.gpus_on(rank) for rank in range(len(spec.node_names))) if spec.node_names else spec.gpus_per_node
     # No command: the operator starts sshd (`/usr/sbin/sshd -De`) in a worker whose template sets none.
-    container = gpu_container(spec, options, "worker", mpi_env(spec), None)
+    container = gpu_container(spec, options, "worker", mpi_env(spec), None, gpus=gpus)
     affinity = node_affinity(list(spec.node_names))
     worker_selector = {LABEL_JOB: labels[LABEL_JOB], LABEL_ATTEMPT: labels[LABEL_ATTEMPT], LABEL_ROLE: ROLE_WORKER}
     affinity["podAntiAffinity"] = {

@@ -207,7 +207,7 @@ def pod_manifest(spec: GangSpec, rank: int, options: PodOptions, owner_uid: str 
     }
     if owner_uid:
         metadata["ownerReferences"] = [service_owner_reference(spec, owner_uid)]
-    container = gpu_container(spec, options, "main", env, list(spec.command))
+    container = gpu_container(spec, options, "main", env, list(spec.command), gpus=spec.gpus_on(rank))
     container["ports"] = [{"name": "rendezvous", "containerPort": options.master_port}]
     pod_spec = gang_pod_spec(spec, options, container, node_affinity([node]))
     pod_spec["hostname"] = pod_name(spec.job_id, spec.attempt, rank)
@@ -291,19 +291,25 @@ def job_env(spec: GangSpec) -> dict[str, str]:
     return kept
 
 
-def gpu_container(spec: GangSpec, options: PodOptions, name: str, env: dict[str, str], command: list[str] | None) -> dict[str, Any]:
-    """One node's share of the job: its GPUs (or its one GPU slice), CPU and memory, extra (RDMA) resources, and /dev/shm
-    for NCCL. A slice job gets its slice's share of a GPU's CPU and memory: a node sized for its GPUs then has the
-    host room for every slice it offers (a whole GPU's each, 32 quarter slices would ask a 96-CPU node for 256 CPUs,
-    and two in three would never start)."""
+def gpu_container(
+    spec: GangSpec, options: PodOptions, name: str, env: dict[str, str], command: list[str] | None, *, gpus: int
+) -> dict[str, Any]:
+    """One node's share of the job: the `gpus` GPUs Muster holds for it there (or its one GPU slice), CPU and memory,
+    extra (RDMA) resources, and /dev/shm for NCCL.
+
+    A job that holds its nodes whole asks for every GPU of each (GangSpec.gpus_held), though it uses `gpus_per_node`:
+    asking for fewer left the rest to kube-scheduler, which bound pods Muster did not start onto GPUs the job is
+    charged for. CPU and memory stay sized by `gpus_per_node`, what the job runs. A slice job gets its slice's share
+    of a GPU's CPU and memory: a node sized for its GPUs then has the host room for every slice it offers (a whole
+    GPU's each, 32 quarter slices would ask a 96-CPU node for 256 CPUs, and two in three would never start)."""
     if spec.gpu_slice:
         cpu = _share_of(options.cpu_per_gpu, spec.gpu_slice.share, "m", 1e-3)
         memory = _share_of(options.memory_per_gpu, spec.gpu_slice.share, "Mi", 2**20)
     else:
         cpu = _times(options.cpu_per_gpu, spec.gpus_per_node)
         memory = _times(options.memory_per_gpu, spec.gpus_per_node)
-    gpus = {spec.gpu_slice.resource: "1"} if spec.gpu_slice else {options.gpu_resource: str(spec.gpus_per_node)}
-    resources = {**gpus, "cpu": cpu, "memory": memory, **options.extra_resources}
+    asked = {spec.gpu_slice.resource: "1"} if spec.gpu_slice else {options.gpu_resource: str(gpus)}
+    resources = {**asked, "cpu": cpu, "memory": memory, **options.extra_resources}
     if spec.rdma_per_node and options.rdma_resource:
         resources[options.rdma_resource] = str(spec.rdma_per_node)
     container = locked_down_container(name, spec.image, command, env, resources, secret_env_refs(spec))

@@ -150,7 +150,7 @@ class SimulatedCluster:
                         attempt=spec.attempt,
                         rank=rank,
                         node_name=node_name,
-                        gpus=spec.gpus_per_node,
+                        gpus=spec.gpus_on(rank),  # what a real pod asks: every GPU held on its node
                         duration_seconds=duration,
                         # A failing job fails on its last rank, the way one bad rank takes a gang down.
                         exit_code=exit_code if rank == len(spec.node_names) - 1 else 0,

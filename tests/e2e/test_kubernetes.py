@@ -100,6 +100,14 @@ class OtherPods:
         body = {"metadata": {"generateName": "other-"}, "spec": {"nodeName": node, "containers": [container], **spec}}
         return self.core.create_namespaced_pod(self.namespace, body).metadata.name
 
+    def ask(self, limits: dict[str, str], node: str = "") -> str:
+        """One that kube-scheduler binds (only to `node`, when given), as a notebook's pod is bound."""
+        container = {"name": "c", "image": "busybox:1.36", "resources": {"limits": limits}}
+        spec: dict[str, Any] = {"containers": [container], "tolerations": [{"operator": "Exists"}]}
+        if node:
+            spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+        return self.core.create_namespaced_pod(self.namespace, {"metadata": {"generateName": "other-"}, "spec": spec}).metadata.name
+
     def stop(self, name: str) -> None:
         self.core.delete_namespaced_pod(name, self.namespace, grace_period_seconds=0)
 
@@ -611,6 +619,43 @@ def test_gpus_held_by_pods_muster_did_not_start_are_not_free_to_it(api: APIClien
     other_pods.stop(notebook)
     kube.cycle_until(lambda: state(small["id"]) == JobState.RUNNING)
     assert api.get(f"/api/v1/jobs/{small['id']}/").json()["assigned_nodes"] == ["gpu-node-01"]
+
+
+def test_a_gangs_pods_hold_every_gpu_of_their_nodes_so_no_pod_muster_did_not_start_is_bound_there(
+    api: APIClient, kube: KubeHarness, other_pods: OtherPods
+) -> None:
+    """A 2-node x 1-GPU gang holds its 8-GPU nodes whole and is charged 16 GPUs: its pods asked for 1 each, and
+    kube-scheduler bound another tenant's 4-GPU notebook onto GPUs the gang's owner paid for. They ask for 8 now."""
+    gang = submit(api, nodes=2, gpus_per_node=1, simulate={"duration_seconds": 600})
+    single = submit(api, nodes=1, gpus_per_node=1, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(gang["id"]) == state(single["id"]) == JobState.RUNNING)
+    planned = api.get(f"/api/v1/jobs/{gang['id']}/").json()["assigned_nodes"]
+    pods = sorted(kube.pods(gang_selector(gang["id"], 1)), key=lambda p: p.metadata.name)
+    assert [p.spec.node_name for p in pods] == planned
+    for pod in pods:
+        (container,) = pod.spec.containers
+        assert container.resources.requests["nvidia.com/gpu"] == container.resources.limits["nvidia.com/gpu"] == "8"
+        # What it runs stays sized by the GPUs it uses: 1 process, 1 GPU's CPU and memory.
+        env = {e.name: e.value for e in container.env}
+        assert env["NPROC_PER_NODE"] == "1" and container.resources.requests["cpu"] == "8"
+    assert sorted(Allocation.objects.filter(job_id=gang["id"]).values_list("gpus", flat=True)) == [8, 8]
+    (single_pod,) = kube.pods(gang_selector(single["id"], 1))
+    assert single_pod.spec.containers[0].resources.requests["nvidia.com/gpu"] == "1"  # part of a node: its own GPUs
+
+    def scheduled(name: str) -> tuple[str, str]:
+        pod = other_pods.core.read_namespaced_pod(name, other_pods.namespace)
+        condition = next((c for c in pod.status.conditions or [] if c.type == "PodScheduled"), None)
+        return pod.spec.node_name or "", (condition.reason or condition.status) if condition else ""
+
+    pinned = other_pods.ask({"nvidia.com/gpu": "4"}, node=planned[0])
+    anywhere = other_pods.ask({"nvidia.com/gpu": "4"})
+    _wait(lambda: all(scheduled(name)[0] or scheduled(name)[1] == "Unschedulable" for name in (pinned, anywhere)))
+    assert scheduled(pinned) == ("", "Unschedulable")  # stays Pending: the gang's node has no GPU left to give
+    assert scheduled(anywhere)[0] not in planned
+    kube.cycle()
+    assert state(gang["id"]) == JobState.RUNNING
+    for job in (gang, single):
+        api.post(f"/api/v1/jobs/{job['id']}/cancel/")
 
 
 def test_cpu_a_pod_muster_did_not_start_holds_keeps_gangs_off_the_gpus_it_starves(

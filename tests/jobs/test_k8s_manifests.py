@@ -68,6 +68,62 @@ def test_a_slice_pod_asks_its_slices_share_of_a_gpus_cpu_and_memory(share: float
     assert requests == {"nvidia.com/gpu.shared": "1", "cpu": cpu, "memory": memory}
 
 
+def _gpu_requests(pod: dict[str, Any]) -> dict[str, str]:
+    return pod["spec"]["containers"][0]["resources"]["requests"]
+
+
+def test_a_gangs_pod_asks_for_every_gpu_muster_holds_for_it_on_its_node() -> None:
+    # A 2-node x 1-GPU gang on 8-GPU nodes holds (and is charged for) 16 GPUs: its pods ask for 8 each, so the cluster
+    # binds nothing else there. CPU, memory and NPROC_PER_NODE stay what it runs: 1 GPU's.
+    gang = spec(node_names=("gpu-a", "gpu-b"), gpus_per_node=1, gpus_held=(8, 8))
+    options = PodOptions(cpu_per_gpu="4", memory_per_gpu="32Gi")
+    for rank in range(2):
+        pod = pod_manifest(gang, rank, options, owner_uid="uid-1")
+        assert _gpu_requests(pod) == {"nvidia.com/gpu": "8", "cpu": "4", "memory": "32Gi"}
+        assert pod["spec"]["containers"][0]["resources"]["limits"] == _gpu_requests(pod)
+        assert rendezvous_env(gang, rank, options)["NPROC_PER_NODE"] == "1"
+    # Nodes of different sizes: each rank asks for its own node's.
+    mixed = spec(node_names=("gpu-a", "gpu-small"), gpus_per_node=2, gpus_held=(8, 4))
+    assert [_gpu_requests(pod_manifest(mixed, r, options))["nvidia.com/gpu"] for r in range(2)] == ["8", "4"]
+
+
+def test_a_single_node_job_of_part_of_a_node_asks_for_its_gpus_only() -> None:
+    one = spec(node_names=("gpu-a",), gpus_per_node=1, gpus_held=(1,))
+    assert _gpu_requests(pod_manifest(one, 0, PodOptions(cpu_per_gpu="4", memory_per_gpu="32Gi"))) == {
+        "nvidia.com/gpu": "1", "cpu": "4", "memory": "32Gi",
+    }  # fmt: skip
+    # A spec built without gpus_held (an old caller) asks for gpus_per_node, as before.
+    assert _gpu_requests(pod_manifest(spec(gpus_per_node=2), 1, PodOptions()))["nvidia.com/gpu"] == "2"
+
+
+def test_an_elastic_jobs_grown_rank_asks_for_its_whole_node() -> None:
+    elastic = spec(node_names=("gpu-a", "gpu-b", "gpu-c"), gpus_per_node=2, gpus_held=(8, 8, 8), min_nodes=1, max_nodes=4)
+    assert _gpu_requests(pod_manifest(elastic, 2, PodOptions()))["nvidia.com/gpu"] == "8"
+
+
+def test_a_slice_pod_asks_one_slice_whatever_is_held() -> None:
+    sliced = spec(
+        node_names=("gpu-shared",), gpus_per_node=1, gpus_held=(8,), gpu_slice=GpuSlice("nvidia.com/gpu.shared", "time-slicing", 0.25)
+    )
+    requests = _gpu_requests(pod_manifest(sliced, 0, PodOptions(cpu_per_gpu="8", memory_per_gpu="64Gi")))
+    assert requests == {"nvidia.com/gpu.shared": "1", "cpu": "2000m", "memory": "16384Mi"}
+
+
+def test_mpijob_workers_of_a_gang_ask_for_every_gpu_held_on_a_node() -> None:
+    gang = spec(node_names=("gpu-a", "gpu-b"), gpus_per_node=1, gpus_held=(8, 8))
+    job = mpijob_manifest(gang, PodOptions(launch_mode="mpijob", cpu_per_gpu="4", memory_per_gpu="32Gi"))
+    launcher, worker = _replicas(job)
+    (container,) = worker["template"]["spec"]["containers"]
+    assert container["resources"]["requests"] == {"nvidia.com/gpu": "8", "cpu": "4", "memory": "32Gi"}
+    assert job["spec"]["slotsPerWorker"] == 1  # mpirun starts one rank per GPU it uses
+    assert {e["name"]: e.get("value") for e in container["env"]}["NPROC_PER_NODE"] == "1"
+    assert "nvidia.com/gpu" not in launcher["template"]["spec"]["containers"][0]["resources"]["requests"]
+    # One template for every worker, which may land on any planned node: the fewest held on any of them, so each fits.
+    mixed = spec(node_names=("gpu-a", "gpu-small"), gpus_per_node=2, gpus_held=(8, 4))
+    (container,) = _replicas(mpijob_manifest(mixed, PodOptions(launch_mode="mpijob")))[1]["template"]["spec"]["containers"]
+    assert container["resources"]["requests"]["nvidia.com/gpu"] == "4"
+
+
 def test_pods_are_owned_by_the_gangs_service_and_labelled() -> None:
     pod = pod_manifest(spec(), 0, PodOptions(), owner_uid="uid-1")
     (owner,) = pod["metadata"]["ownerReferences"]

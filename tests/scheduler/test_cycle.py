@@ -66,6 +66,18 @@ def test_two_node_job_runs_start_to_finish(submit, sim) -> None:
     assert Allocation.objects.filter(job_id=job_id).count() == 2
 
 
+def test_a_gangs_pods_ask_for_every_gpu_it_holds_and_a_part_node_jobs_for_its_own(submit, sim) -> None:
+    # The gang holds (and is charged for) its 8-GPU nodes whole: its pods ask for all 8, though it uses 1 on each.
+    gang = submit(nodes=2, gpus_per_node=1, simulate={"duration_seconds": 60})["id"]
+    single = submit(nodes=1, gpus_per_node=1, simulate={"duration_seconds": 60})["id"]
+    sim.cycle()
+    held = dict(Allocation.objects.filter(job_id=gang).values_list("rank", "gpus"))
+    assert held == {0: 8, 1: 8}
+    assert sorted(SimulatedPod.objects.filter(job_id=gang).values_list("rank", "gpus")) == [(0, 8), (1, 8)]
+    assert list(SimulatedPod.objects.filter(job_id=single).values_list("gpus", flat=True)) == [1]
+    assert_no_gpu_overcommitted()
+
+
 def test_twenty_jobs_needing_three_clusters_never_overcommit_and_all_finish(submit, sim) -> None:
     rnd = random.Random(20)
     sizes = [(4, 8), (2, 8), (1, 8), (1, 4), (1, 2), (3, 8), (8, 8), (1, 1)]

@@ -58,6 +58,19 @@ def test_an_elastic_job_starts_on_what_is_free_then_grows_when_nodes_free_up(sim
     assert node_seconds == pytest.approx(expected)
 
 
+def test_an_elastic_jobs_pods_grown_ones_too_ask_for_every_gpu_of_the_nodes_it_holds_whole(sim: SimHarness, submit: Any) -> None:
+    filler = submit(nodes=14, simulate={"duration_seconds": 20})["id"]
+    sim.cycle()
+    elastic = submit(nodes=None, min_nodes=1, max_nodes=4, gpus_per_node=2, simulate={"duration_seconds": 600})["id"]
+    sim.cycle()
+    sim.advance(2)
+    assert list(SimulatedPod.objects.filter(job_id=elastic).values_list("gpus", flat=True)) == [8, 8]
+    sim.advance(25)  # the filler ends: it grows onto two more nodes
+    assert Job.objects.get(pk=filler).state == JobState.SUCCEEDED and Job.objects.get(pk=elastic).nodes == 4
+    assert sorted(SimulatedPod.objects.filter(job_id=elastic).values_list("rank", "gpus")) == [(r, 8) for r in range(4)]
+    assert set(Allocation.objects.filter(job_id=elastic, released_at__isnull=True).values_list("gpus", flat=True)) == {8}
+
+
 @pytest.mark.usefixtures("classes_open")
 def test_an_elastic_job_shrinks_for_a_production_gang_instead_of_being_preempted(
     sim: SimHarness, submit: Any, settings: Any, api: APIClient
