@@ -1,4 +1,4 @@
-"""GPU amounts as people read them: whole GPUs are counted in floats since a GPU slice holds a share of one."""
+"""Amounts as people read them: GPUs (counted in floats, since a GPU slice holds a share of one), and counts of things."""
 
 from __future__ import annotations
 
@@ -9,3 +9,9 @@ def gpu_amount(value: float | int | None) -> float | int:
         return 0
     value = round(float(value), 3)  # rounded first: 7.9999999 (shares summed) reads 8, not 8.0
     return int(value) if value.is_integer() else value
+
+
+def plural(count: float, noun: str, many: str = "") -> str:
+    """`1 node`, `17 nodes`, `0 nodes`: the count with its noun, singular only for exactly one (`many` for an irregular
+    plural). Reasons and refusals say "1 GPU", never "1 GPUs"."""
+    return f"{count} {noun if count == 1 else many or noun + 's'}"

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import audit_record
+from jobs.amounts import plural
 from jobs.arrays import index_ranges
 from jobs.cluster import ClusterBackend, ClusterNode, get_backend
 from jobs.errors import ArrayEnded, ArrayIndicesMissing, ArrayNotFound, IllegalTransition, JobFinished
@@ -182,21 +183,23 @@ def job_check_fits_cluster(ask: ResourceAsk) -> None:
             raise ValidationError({"rdma_per_node": ["RDMA devices are for jobs spanning nodes: ask for 2 nodes or more."]})
         most = max((rdma for _, rdma in inventory), default=0)
         if rdma_per_node > most:
-            raise ValidationError({"rdma_per_node": [f"No node has {rdma_per_node} RDMA devices; the most any node has is {most}."]})
+            raise ValidationError(
+                {"rdma_per_node": [f"No node has {plural(rdma_per_node, 'RDMA device')}; the most any node has is {most}."]}
+            )
         inventory = [(gpus, rdma) for gpus, rdma in inventory if rdma >= rdma_per_node]
     known = [gpus for gpus, _ in inventory]
     largest = max(known, default=0)
     elastic = f" (it may grow to {nodes}; ask for a max_nodes the cluster has)" if min_nodes is not None else ""
     if gpus_per_node > largest:
-        raise ValidationError({"gpus_per_node": [f"No node has {gpus_per_node} GPUs; the largest node has {largest}."]})
+        raise ValidationError({"gpus_per_node": [f"No node has {plural(gpus_per_node, 'GPU')}; the largest node has {largest}."]})
     big_enough = sum(1 for g in known if g >= gpus_per_node)
     if nodes > big_enough:
-        devices = f" and {rdma_per_node} RDMA devices" if rdma_per_node else ""
+        devices = f" and {plural(rdma_per_node, 'RDMA device')}" if rdma_per_node else ""
         raise ValidationError(
             {
                 "nodes": [
-                    f"The job needs {nodes} nodes with at least {gpus_per_node} GPUs{devices} each, "
-                    f"but the whole cluster has {big_enough} such nodes ({sum(known)} GPUs in all){elastic}."
+                    f"The job needs {plural(nodes, 'node')} with at least {plural(gpus_per_node, 'GPU')}{devices} each, "
+                    f"but the whole cluster has {plural(big_enough, 'such node')} ({plural(sum(known), 'GPU')} in all){elastic}."
                 ]
             }
         )

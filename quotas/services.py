@@ -16,7 +16,7 @@ from django.db.models import F, Max, Sum
 from django.utils import timezone
 
 from audit.services import audit_changes, audit_record
-from jobs.amounts import gpu_amount
+from jobs.amounts import gpu_amount, plural
 from jobs.models import Allocation, Job, Node, NodeState
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.limits import LIMIT_FIELDS, Limits, default_values, effective_limits, limits_of
@@ -82,7 +82,7 @@ def quota_check_job(
         if not preemptible and limits.max_gpus is not None and gpus > limits.max_gpus:
             held = "" if gpus == nodes * gpus_per_node else f" (a job of several nodes holds them whole: {nodes} x {gpus // nodes})"
             errors.setdefault("nodes", []).append(
-                f"The job needs {gpus} GPUs{held}; {whose} allows at most {limits.max_gpus} at once. "
+                f"The job needs {plural(gpus, 'GPU')}{held}; {whose} allows at most {limits.max_gpus} at once. "
                 "A preemptible job may borrow idle GPUs beyond it."
             )
         if limits.max_wall_time_seconds is not None and wall_time_seconds > limits.max_wall_time_seconds:
@@ -348,7 +348,7 @@ def quota_warnings(*, account: Any, before: Limits, after: Limits, now: datetime
         )
         lent = f" ({borrowed} of them borrowed by preemptible jobs, which stay first in line to be preempted)" if borrowed else ""
         warnings.append(
-            f"{whose} holds {usage.gpus_in_use} GPUs now, above the new limit of {limit}{lent}: running jobs are not stopped; "
+            f"{whose} holds {plural(usage.gpus_in_use, 'GPU')} now, above the new limit of {limit}{lent}: running jobs are not stopped; "
             f"new jobs of {whose} wait until the GPUs it holds within its quota leave room for them under {limit} "
             "(preemptible jobs may still borrow idle GPUs)."
         )
@@ -363,7 +363,7 @@ def quota_warnings(*, account: Any, before: Limits, after: Limits, now: datetime
         ]
         if too_big:
             own = "its" if len(too_big) == 1 else "their"
-            warnings.append(_stuck_warning(too_big, whose, f"more than {limit} GPUs on {own} own", "", "the limit"))
+            warnings.append(_stuck_warning(too_big, whose, f"more than {plural(limit, 'GPU')} on {own} own", "", "the limit"))
     budget = after.node_hours_per_period
     if budget is not None and budget != before.node_hours_per_period:
         beyond = [
