@@ -16,7 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from muster_client import commands
 from muster_client.errors import ApiError, AuthError, MusterError, Unreachable
-from muster_client.spec import WALL_TIME_FORMS, SpecError, parse_wall_time
+from muster_client.spec import WALL_TIME_FORMS, SpecError, parse_node_count, parse_wall_time
 
 USAGE_ERROR, UNREACHABLE, AUTH, REFUSED = 2, 3, 4, 5
 
@@ -52,16 +52,10 @@ def _wall_time(text: str) -> int:
 
 def _node_count(text: str) -> tuple[int, int | None]:
     """-N as sbatch takes it: 4, or 2-8 for an elastic job (min-max); 4-4 is 4, as in sbatch."""
-    low, sep, high = text.partition("-")
     try:
-        first, last = int(low), int(high) if sep else None
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a node count: write 4, or 2-8 for an elastic job") from None
-    if first < 1:
-        raise argparse.ArgumentTypeError(f"'{text}': a job runs on at least 1 node")
-    if last is not None and last < first:
-        raise argparse.ArgumentTypeError(f"'{text}': an elastic range goes from its fewest nodes to its most (e.g. 2-8)")
-    return first, None if last == first else last
+        return parse_node_count(text)
+    except SpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 MAIL_TYPES = {"BEGIN": ["start"], "END": ["end"], "FAIL": ["fail"], "ALL": ["start", "end", "fail"], "NONE": []}
@@ -191,8 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
         commands.submit,
         "Queue a job from a YAML file and/or flags, like sbatch",
         "Flags override the file. The YAML's keys are the API's fields: name, image, command (a list, or one "
-        "string split as a shell would), nodes, gpus_per_node, wall_time_seconds (seconds, or a wall time such "
-        "as 4h), min_nodes, max_nodes, rdma_per_node, gpu_fraction, gpu_memory_gb, gpu_isolation, env, priority_class, "
+        "string split as a shell would), nodes (4, or 2-8 for an elastic job, as -N), gpus_per_node, "
+        "wall_time_seconds (seconds, or a wall time such as 4h), min_nodes, max_nodes, rdma_per_node, gpu_fraction, "
+        "gpu_memory_gb, gpu_isolation, env, priority_class, "
         "max_restarts, team, preemptible, volumes, simulate, array. Prints the job's id; "
         "--json prints the job.",
         "  muster submit job.yaml\n"

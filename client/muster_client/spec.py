@@ -86,6 +86,21 @@ def format_duration(seconds: float | None) -> str:
     return text or "0s"
 
 
+def parse_node_count(text: str) -> tuple[int, int | None]:
+    """Nodes as sbatch -N takes them, in -N and in a job file's `nodes:`: 4, or 2-8 for an elastic job (min-max, the
+    max None for a fixed size); 4-4 is 4, as in sbatch. Raises SpecError."""
+    low, sep, high = text.strip().partition("-")
+    try:
+        first, last = int(low), int(high) if sep else None
+    except ValueError:
+        raise SpecError(f"'{text}' is not a node count: write 4, or 2-8 for an elastic job") from None
+    if first < 1:
+        raise SpecError(f"'{text}': a job runs on at least 1 node")
+    if last is not None and last < first:
+        raise SpecError(f"'{text}': an elastic range goes from its fewest nodes to its most (e.g. 2-8)")
+    return first, None if last == first else last
+
+
 def load_spec_file(path: str) -> dict[str, Any]:
     """A job spec in YAML whose keys are the API's fields (`name`, `image`, `command`, `nodes`, ...)."""
     try:
@@ -116,7 +131,7 @@ def build_spec(base: Mapping[str, Any], overrides: Mapping[str, Any], *, fallbac
 
     Conveniences over the API's own shape: `command` may be one string (split as a shell would),
     `wall_time_seconds` may be written as a wall time (`4h`), env values may be numbers, and the name defaults
-    to `fallback_name`; `nodes` defaults to 1, as in Slurm.
+    to `fallback_name`; `nodes` defaults to 1, as in Slurm, and may be an elastic range (`2-8`) as -N takes it.
     """
     spec = dict(base)
     spec.update({key: value for key, value in overrides.items() if value is not None and key != "env"})
@@ -138,6 +153,8 @@ def build_spec(base: Mapping[str, Any], overrides: Mapping[str, Any], *, fallbac
         spec["env"] = {str(key): _env_value(str(key), value) for key, value in spec["env"].items()}
     if not spec.get("name") and fallback_name:
         spec["name"] = fallback_name
+    if isinstance(spec.get("nodes"), str):
+        _node_range(spec, base, overrides)
     if spec.get("max_nodes"):
         spec.pop("nodes", None)  # an elastic job's nodes is its max_nodes
     else:
@@ -145,6 +162,22 @@ def build_spec(base: Mapping[str, Any], overrides: Mapping[str, Any], *, fallbac
     if shares_gpu(spec):
         spec.setdefault("gpus_per_node", 1)  # a GPU slice is a share of one GPU
     return spec
+
+
+def _node_range(spec: dict[str, Any], base: Mapping[str, Any], overrides: Mapping[str, Any]) -> None:
+    """`nodes: 2-8` in a job file, as -N 2-8 takes it: min_nodes 2 and max_nodes 8 (`nodes: 4` is 4). A range given by
+    -N wins over the file's; one given twice in the file is refused."""
+    text = spec.pop("nodes")
+    try:
+        first, last = parse_node_count(text)
+    except SpecError as exc:
+        raise SpecError(f"nodes: {exc}") from None
+    if last is None:
+        spec["nodes"] = first
+    elif overrides.get("max_nodes") is None:
+        if base.get("min_nodes") is not None or base.get("max_nodes") is not None:
+            raise SpecError(f"nodes: {text} and min_nodes/max_nodes both give the elastic range: write one of them.")
+        spec["min_nodes"], spec["max_nodes"] = first, last
 
 
 def shares_gpu(job: Mapping[str, Any]) -> bool:

@@ -87,6 +87,24 @@ def test_a_spec_file_names_the_job_after_itself_unless_it_has_a_name(tmp_path: P
     assert build_spec({"name": "mine"}, {}, fallback_name="sweep-lr")["name"] == "mine"
 
 
+def test_nodes_in_a_file_takes_an_elastic_range_as_dash_n_does(tmp_path: Path) -> None:
+    """`nodes: 2-8` was sent as it was, and the server said only "nodes: A valid integer is required."."""
+    path = write(tmp_path, "image: img\ncommand: python train.py\nnodes: 2-8\n")
+    spec = build_spec(load_spec_file(path), {})
+    assert (spec["min_nodes"], spec["max_nodes"], "nodes" in spec) == (2, 8, False)
+    assert build_spec({"nodes": "4-4"}, {})["nodes"] == 4 and build_spec({"nodes": "3"}, {})["nodes"] == 3
+    # -N wins over the file's range, as any flag over the file.
+    assert build_spec({"nodes": "2-8"}, {"nodes": 4})["nodes"] == 4
+    flags = build_spec({"nodes": "2-8"}, {"min_nodes": 3, "max_nodes": 6})
+    assert (flags["min_nodes"], flags["max_nodes"], "nodes" in flags) == (3, 6, False)
+    with pytest.raises(SpecError, match=r"^nodes: '2-x' is not a node count: write 4, or 2-8 for an elastic job$"):
+        build_spec({"nodes": "2-x"}, {})
+    with pytest.raises(SpecError, match=r"^nodes: '8-2': an elastic range goes from its fewest nodes to its most"):
+        build_spec({"nodes": "8-2"}, {})
+    with pytest.raises(SpecError, match=r"^nodes: 2-8 and min_nodes/max_nodes both give the elastic range: write one of them\.$"):
+        build_spec({"nodes": "2-8", "max_nodes": 6}, {})
+
+
 def test_a_yaml_file_that_is_not_a_mapping_or_not_yaml_is_refused_with_where(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="must be a mapping"):
         load_spec_file(write(tmp_path, "- just\n- a list\n"))
