@@ -183,8 +183,11 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
     lost = {p.node_name for p in pods if p.node_name and p.node_name not in present} | (missing_on.keys() - present)
     if lost:
         # The cluster's fault, not the job's: back to the queue without spending a restart, to resume elsewhere.
-        why = f"Node {', '.join(sorted(lost))} left the cluster or stopped being Ready under attempt {job.attempt}; requeued."
-        _requeued(backend, job_requeue(job, now=now, why=why), report)
+        what = f"Node {', '.join(sorted(lost))} left the cluster or stopped being Ready under attempt {job.attempt}"
+        names = job_assigned_nodes(job)
+        if _shrunk_for_loss(backend, job, {r for r, name in enumerate(names) if name in lost}, what, pods, now):
+            return
+        _requeued(backend, job_requeue(job, now=now, why=f"{what}; requeued."), report)
         return
     disrupted = next((p for p in pods if stopped_by_cluster(p)), None)
     if disrupted is not None:
@@ -205,6 +208,9 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
                 f"Rank {disrupted.rank} on {disrupted.node_name or 'its node'} was stopped by the cluster "
                 f"({disrupted.disruption}{told}) under attempt {job.attempt}; requeued."
             )
+        stopped = {p.rank for p in pods if stopped_by_cluster(p)}
+        if _shrunk_for_loss(backend, job, stopped, why.removesuffix("; requeued."), pods, now):
+            return
         _requeued(backend, job_requeue(job, now=now, why=why), report)
         return
     if len(pods) < job.nodes and job.state == JobState.SCHEDULED:
@@ -214,7 +220,10 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         drained = sorted(name for name, state in missing_on.items() if state == NodeState.CORDONED)
         if drained:
             # A drain (cordon, then evictions) is an operator's doing, not the job's: no restart is spent.
-            _requeued(backend, job_requeue(job, now=now, why=_drained_why(drained, job.attempt)), report)
+            why = _drained_why(drained, job.attempt)
+            if _shrunk_for_loss(backend, job, missing, why.removesuffix("; requeued."), pods, now):
+                return
+            _requeued(backend, job_requeue(job, now=now, why=why), report)
             return
         # Deleted through the API while their nodes stay (an eviction seen only after the pod was gone, an operator's
         # kubectl delete): no code of the job's did it, and a pod that fails stays until Muster deletes it. So no
@@ -224,6 +233,8 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
             f"{len(missing)} of {job.nodes} pods (rank{'s' if len(missing) > 1 else ''} {gone}) were deleted outside Muster "
             f"(an eviction or by hand) under attempt {job.attempt}; requeued."
         )
+        if _shrunk_for_loss(backend, job, missing, why.removesuffix("; requeued."), pods, now):
+            return
         _requeued(backend, job_requeue(job, now=now, why=why), report)
         return
     failed = [p for p in pods if p.phase == PodPhase.FAILED]
@@ -371,6 +382,20 @@ def _unbindable(job: Job, pods: list[PodStatus]) -> _Unbindable | None:
         return _Unbindable([name for name, _, _ in closed], how, said)
     overfilled = nodes_overfilled(nodes)
     return _Unbindable(list(overfilled), "", said) if overfilled else None
+
+
+def _shrunk_for_loss(backend: ClusterBackend, job: Job, ranks: set[int], what: str, pods: list[PodStatus], now: datetime) -> bool:
+    """A running elastic job that lost ranks at or above its minimum runs on without them, as torchrun's rendezvous does
+    when a node goes: ranks stay 0..n-1, so every rank from the first lost one goes. Before, rank 3 of 4 deleted
+    requeued all four, a restart from the last checkpoint on whatever nodes were free. False: requeue it (it is not
+    running, not elastic, or it would fall below its minimum)."""
+    if not ranks or job.state != JobState.RUNNING or job.min_nodes is None or min(ranks) < job.min_nodes:
+        return False
+    first = min(ranks)
+    why = f"{what}; shrunk from {job.nodes} to {first} nodes, and runs on."
+    running = [p.rank for p in pods if p.phase == PodPhase.RUNNING and p.rank not in ranks]
+    _shrink_back(backend, job, first, why, now, started=running, hold=False)
+    return True
 
 
 def _stalled_growth(job: Job, pods: list[PodStatus], now: datetime) -> tuple[int, str, bool] | None:

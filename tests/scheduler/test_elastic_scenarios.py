@@ -291,3 +291,30 @@ def test_a_preempted_elastic_job_asks_for_its_most_again_while_its_history_keeps
     assert charged == pytest.approx(4 * 60, rel=0.05)
     html = session_for(user).get(f"/jobs/{elastic}/").content.decode()
     assert "sim-node" in html.split('data-testid="attempts"', 1)[1]  # the attempt's nodes
+
+
+def test_an_elastic_job_that_loses_a_rank_above_its_minimum_runs_on_shrunk_not_requeued(sim: SimHarness, submit: Any) -> None:
+    """Rank 3 of 4 deleted by hand requeued all four: a restart from the last checkpoint, wherever nodes were free."""
+    submit(nodes=12, simulate={"duration_seconds": 3600})  # leaves four nodes
+    sim.cycle()
+    job_id = submit(nodes=None, min_nodes=2, max_nodes=4, wall_time_seconds=7200, simulate={"duration_seconds": 3600})["id"]
+    sim.cycle()
+    sim.advance(2)
+    assert Job.objects.get(pk=job_id).nodes == 4
+    kept = dict(SimulatedPod.objects.filter(job_id=job_id, rank__in=[0, 1]).values_list("rank", "pk"))
+    SimulatedPod.objects.filter(job_id=job_id, rank=2).delete()
+    sim.cycle()
+    job = Job.objects.get(pk=job_id)
+    assert (job.state, job.attempt, job.restarts) == (JobState.RUNNING, 1, 0)
+    shrunk, grown = JobResize.objects.filter(job=job).order_by("pk")
+    assert shrunk.reason.startswith(
+        "1 of 4 pods (rank 2) were deleted outside Muster (an eviction or by hand) under attempt 1; shrunk from 4 to 2 nodes"
+    )
+    # Its nodes are free again, so the same cycle grows it back; ranks 0 and 1 ran on throughout.
+    assert grown.reason.startswith("Grew onto whole nodes left idle") and job.nodes == 4
+    assert dict(SimulatedPod.objects.filter(job_id=job_id, rank__in=[0, 1]).values_list("rank", "pk")) == kept
+    # Below its minimum there is no running on: it is requeued as before.
+    SimulatedPod.objects.filter(job_id=job_id, rank=1).delete()
+    sim.cycle()
+    job.refresh_from_db()
+    assert job.attempt == 2 and job.restarts == 0
