@@ -75,7 +75,7 @@ from policy.model import (
 from policy.priority import prioritize, priority_order, usage_ratios
 from policy.promises import hold, keep_promises
 from policy.quota_plan import QuotaPlan
-from policy.sharing import Slices, describe_ask
+from policy.sharing import Slices, describe_ask, slice_fits
 from policy.timeline import Timelines, earliest_common_start, earliest_start
 
 # Bounds the cost of a cycle over a huge queue: each search looks at every node.
@@ -381,7 +381,11 @@ class _Cycle:
         if found is None:
             fitting = self.slices.fitting(job)
             if not fitting:
-                text = f"Needs {describe_ask(job)}; no node that shares its GPUs offers one now (all are gone, drained or held)."
+                # Name the shared nodes that would offer one but take no new work; else the reason blamed closed nodes
+                # while the open ones simply offer no such slice (a MIG node's slices are 1/7 of a GPU, not 0.25).
+                closed = [n for n in self.snapshot.nodes if not n.schedulable and slice_fits(job, n)]
+                why = _closed_text(closed) if closed else " No node offers such slices: a smaller ask may fit."
+                text = f"Needs {describe_ask(job)}; no node that shares its GPUs offers one now.{why}"
             else:
                 count = sum(n.slices_per_gpu * n.gpus_total for n in fitting)
                 text = f"Needs {describe_ask(job)}; all {count} such slices (on {len(fitting)} nodes) are held."
@@ -1239,7 +1243,7 @@ class _Cycle:
         if not job.whole_nodes:
             if self.shared_gpus:
                 # Else `muster nodes` shows them free beside "0 GPUs free in the cluster".
-                foreign += f" The {self.shared_gpus} GPUs of nodes that share them take GPU-slice jobs only."
+                foreign += f" Nodes that share their GPUs ({self.shared_gpus} GPUs) take GPU-slice jobs only."
             gpus = f"{job.gpus_per_node} GPU{'' if job.gpus_per_node == 1 else 's'}"
             text = f"Needs {gpus} on one node; the most free on any node is {cap.max_free()}"
             if cap.free_total >= job.gpus:

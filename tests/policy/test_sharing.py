@@ -66,6 +66,12 @@ def test_isolation_goes_only_to_mig_and_says_so_when_no_mig_slice_meets_the_ask(
     wait = waiting(decisions)[2]
     assert wait.reason_code == NO_ROOM
     assert "a 0.25-GPU slice, isolated (MIG)" in wait.reason and "no node that shares its GPUs offers one" in wait.reason
+    # No node is closed: it says no node offers such slices, not that they are gone, drained or held.
+    assert wait.reason.endswith("No node offers such slices: a smaller ask may fit.")
+    # A closed node that would offer one is named with why.
+    big_mig = replace(MIG, name="mig-3g", slices_per_gpu=2, slice_gpus=0.5, schedulable=False, closed_why="cordoned")
+    closed = schedule(cluster(sliced(2, 0.25, isolation=True), nodes=(WHOLE, QUARTERS, HALVES, MIG, big_mig)))
+    assert waiting(closed)[2].reason.endswith("offers one now. mig-3g (cordoned) takes no new work now.")
 
 
 def test_whole_gpu_and_multi_node_jobs_never_land_on_shared_nodes() -> None:
@@ -76,7 +82,7 @@ def test_whole_gpu_and_multi_node_jobs_never_land_on_shared_nodes() -> None:
     # The shared nodes' GPUs are said apart: `muster nodes` shows them free beside a reason that said none was.
     assert reason.startswith("Needs 1 GPU on one node; the most free on any node is 0 (0 GPUs free in the cluster).")
     shared = sum(n.gpus_total for n in (QUARTERS, HALVES, MIG))
-    assert reason.endswith(f" The {shared} GPUs of nodes that share them take GPU-slice jobs only.")
+    assert reason.endswith(f" Nodes that share their GPUs ({shared} GPUs) take GPU-slice jobs only.")
 
 
 def test_a_slice_job_waits_with_an_estimate_from_the_held_slices_ends() -> None:
