@@ -333,9 +333,10 @@ def job_lines(job: JSON) -> list[str]:
     if job.get("resizes"):
         # An elastic job's growths and shrinks, beside its state changes: its size changed with no state change.
         lines.append("resizes")
-        lines += [
-            f"  {when(r['at'])}  {r['from_nodes']:>3} -> {r['to_nodes']:<3} nodes  {r.get('reason') or ''}".rstrip() for r in job["resizes"]
-        ]
+        # Each in its attempt: after a requeue the earlier attempt's resizes would read as the job's size now.
+        for r in job["resizes"]:
+            size = f"{r['from_nodes']:>3} -> {r['to_nodes']:<3} nodes"
+            lines.append(f"  {when(r['at'])}  attempt {r.get('attempt', '?')}  {size}  {r.get('reason') or ''}".rstrip())
     return lines
 
 

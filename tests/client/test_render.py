@@ -96,14 +96,15 @@ def test_show_lists_an_elastic_jobs_resizes_after_its_history() -> None:
         min_nodes=8, max_nodes=12, gpus=96, priority_class="normal", restarts=0, max_restarts=0, attempt=1,
         events=[{"at": "2026-11-25T11:00:00Z", "from_state": "", "to_state": "PENDING", "reason": "Submitted."}],
         resizes=[
-            {"at": "2026-11-25T11:05:00Z", "from_nodes": 8, "to_nodes": 11, "reason": f"{GREW}: from 8 to 11 nodes."},
-            {"at": "2026-11-25T11:09:00Z", "from_nodes": 11, "to_nodes": 12, "reason": f"{GREW}: from 11 to 12 nodes."},
+            {"at": "2026-11-25T11:05:00Z", "attempt": 1, "from_nodes": 8, "to_nodes": 11, "reason": f"{GREW}: from 8 to 11 nodes."},
+            {"at": "2026-11-25T11:09:00Z", "attempt": 2, "from_nodes": 11, "to_nodes": 12, "reason": f"{GREW}: from 11 to 12 nodes."},
         ],
     )  # fmt: skip
     lines = render.job_lines(grown)
     resizes = lines[lines.index("resizes") + 1 :]
     assert lines.index("history") < lines.index("resizes") and len(resizes) == 2
-    assert resizes[0].endswith("  8 -> 11  nodes  Grew onto whole nodes left idle: from 8 to 11 nodes.")
+    assert resizes[0].endswith("  attempt 1    8 -> 11  nodes  Grew onto whole nodes left idle: from 8 to 11 nodes.")
+    assert "  attempt 2   11 -> 12 " in resizes[1]  # after a requeue, which attempt a resize was in
     assert "resizes" not in render.job_lines({**grown, "resizes": []})
 
 
