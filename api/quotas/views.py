@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.db.models import Model
 from django.http import Http404
 from django.utils import timezone
@@ -119,11 +118,9 @@ class UsageView(APIView):
         user = api_user(request)
         username = request.query_params.get("user")
         if username and username != user.get_username():
-            if not user.is_staff:
-                raise Http404
-            found = get_user_model().objects.filter(username=username).first()
-            if found is None:  # in the API's words (Django's read "No User matches the given query.")
-                raise NotFound(f"No user {username!r}.")
+            found = users_visible_to(user).filter(username=username).first()
+            if found is None:  # in the API's words, the same whether there is no such user or it is another's usage
+                raise NotFound(f"No user {username} (or none that you may see).")
             user = found
         return Response(UsageSummarySerializer(usage_summary(user)).data)
 

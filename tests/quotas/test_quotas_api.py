@@ -321,9 +321,12 @@ def test_usage_after_a_job_runs(api: APIClient, user: Any, vision: Any, submit: 
 def test_admins_read_anyones_usage_others_only_their_own(api: APIClient, admin_api: APIClient, other_user: Any) -> None:
     assert admin_api.get(USAGE, {"user": "alice"}).json()["username"] == "alice"
     assert api.get(USAGE, {"user": "alice"}).status_code == 200
-    assert api.get(USAGE, {"user": "bob"}).status_code == 404
+    # Another's usage reads as the API's every 404 does ("Not found." said nothing), and as an unknown user's does.
+    theirs = api.get(USAGE, {"user": "bob"})
+    assert theirs.status_code == 404 and theirs.json() == {"detail": "No user bob (or none that you may see)."}
+    assert api.get(USAGE, {"user": "nobody"}).json() == {"detail": "No user nobody (or none that you may see)."}
     missing = admin_api.get(USAGE, {"user": "nobody"})
-    assert missing.status_code == 404 and missing.json() == {"detail": "No user 'nobody'."}
+    assert missing.status_code == 404 and missing.json() == {"detail": "No user nobody (or none that you may see)."}
 
 
 # --- reports -------------------------------------------------------------------------------------
