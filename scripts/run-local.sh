@@ -8,6 +8,8 @@ BIN="$VENV/bin"
 PORT=${PORT:-8000}
 HOST=${HOST:-127.0.0.1}
 export MUSTER_DATA_DIR=${MUSTER_DATA_DIR:-$PWD/var}
+# The address this run serves, for the job links in e-mails and webhooks (a bare path is no link in a mail reader).
+export MUSTER_BASE_URL=${MUSTER_BASE_URL:-http://$HOST:$PORT}
 mkdir -p "$MUSTER_DATA_DIR"
 
 "$BIN/python" manage.py migrate --noinput -v 0
