@@ -2,7 +2,9 @@
 
 In priority order (policy/priority.py), each pending job is:
 
-0. held back for a while after failed launches (LAUNCH_BACKOFF);
+0. held by its owner or an admin until released (HELD), or held back for a while
+   after failed launches (LAUNCH_BACKOFF): either way it takes no GPUs, preempts
+   nothing and holds no reservation, so it blocks nobody;
 1. held by a per-job limit lowered since it was submitted (JOB_LIMIT), by its
    budget (BUDGET) or, unless it may borrow, by its GPU quota (QUOTA_GPUS);
 2. placed all-or-nothing if it fits now without touching a reservation it would
@@ -49,6 +51,7 @@ from policy.model import (
     ESTIMATE_PLANNED,
     ESTIMATE_RESERVED,
     FRAGMENTATION,
+    HELD,
     JOB_LIMIT,
     LAUNCH_BACKOFF,
     NO_ROOM,
@@ -91,6 +94,11 @@ PROTECTED_NEW, PROTECTED_SPENT, PROTECTED_FAR = "new", "spent", "far"
 def _amount(gpus: float) -> str:
     """GPUs as the API and the CLI give them: a share to three decimals (24.393, not 24.3929)."""
     return f"{round(gpus, 3):g}"
+
+
+def _n(count: float, noun: str) -> str:
+    """ "1 GPU", "2 GPUs": a reason reads as a sentence ("1 GPUs" and "on 1 nodes" did not)."""
+    return f"{count:g} {noun}{'' if count == 1 else 's'}"
 
 
 def _minutes(seconds: float) -> str:
@@ -263,7 +271,10 @@ class _Cycle:
             (
                 j
                 for j in order
-                if self.now - j.submitted_at >= starves_after(j.wall_seconds, j.nodes) and j.id not in self.promised and not j.shares_gpu
+                if self.now - j.submitted_at >= starves_after(j.wall_seconds, j.nodes)
+                and j.id not in self.promised
+                and not j.shares_gpu
+                and not j.held
             ),
             key=lambda j: (j.submitted_at, j.id),
         )
@@ -328,6 +339,11 @@ class _Cycle:
         return self.capacity.total[name] if job.whole_nodes else job.gpus_per_node
 
     def _consider(self, job: PendingJob) -> None:
+        if job.held:
+            # Held until released: out of everything, as a launch's backoff below, and with no estimate (no one knows when).
+            self._drop_promise(job)
+            self._wait(job, HELD, job.held)
+            return
         if job.not_before is not None and job.not_before > self.now:
             # Held out of everything (no placement, preemption or reservation), so it blocks nobody meanwhile.
             launches = "launch" if job.launch_failures == 1 else f"{job.launch_failures} launches in a row"
@@ -388,7 +404,7 @@ class _Cycle:
                 text = f"Needs {describe_ask(job)}; no node that shares its GPUs offers one now.{why}"
             else:
                 count = sum(n.slices_per_gpu * n.gpus_total for n in fitting)
-                text = f"Needs {describe_ask(job)}; all {count} such slices (on {len(fitting)} nodes) are held."
+                text = f"Needs {describe_ask(job)}; all {count} such slices (on {_n(len(fitting), 'node')}) are held."
             self._wait(job, NO_ROOM, text)
             return
         name, gpu = found
@@ -1244,16 +1260,15 @@ class _Cycle:
             if self.shared_gpus:
                 # Else `muster nodes` shows them free beside "0 GPUs free in the cluster".
                 foreign += f" Nodes that share their GPUs ({self.shared_gpus} GPUs) take GPU-slice jobs only."
-            gpus = f"{job.gpus_per_node} GPU{'' if job.gpus_per_node == 1 else 's'}"
-            text = f"Needs {gpus} on one node; the most free on any node is {cap.max_free()}"
+            text = f"Needs {_n(job.gpus_per_node, 'GPU')} on one node; the most free on any node is {cap.max_free()}"
             if cap.free_total >= job.gpus:
                 return f"{text} ({cap.free_total} GPUs are free, spread over several nodes).{foreign}"
             return f"{text} ({cap.free_total} GPUs free in the cluster).{foreign}"
         whole = sum(len(v) for v in cap.idle_nodes(job.gpus_per_node, lambda name: self._node_fits(job, name)).values())
         partly, partly_free = cap.partly_used()
-        devices = f" and {job.rdma_per_node} RDMA devices" if job.rdma_per_node else ""
+        devices = f" and {_n(job.rdma_per_node, 'RDMA device')}" if job.rdma_per_node else ""
         count = f"{job.min_nodes} to {job.nodes}" if job.elastic else f"{job.nodes}"
-        text = f"Needs {count} whole nodes with {job.gpus_per_node} GPUs{devices}; {whole} {'is' if whole == 1 else 'are'} free"
+        text = f"Needs {count} whole nodes with {_n(job.gpus_per_node, 'GPU')}{devices}; {whole} {'is' if whole == 1 else 'are'} free"
         if partly:
             text += f", {partly_free} GPUs free on {partly} partly used node{'s' if partly != 1 else ''}"
         return f"{text}.{foreign}"
@@ -1274,8 +1289,8 @@ class _Cycle:
         Its owners' GPU quotas and node-hour budgets count the jobs planned before it as well as what runs
         (`_plan_limits`). A preemptible job may borrow beyond its quota, but never beyond its budget.
         """
-        if code == JOB_LIMIT:
-            return None  # until an admin raises the limit: nobody knows when
+        if code in (JOB_LIMIT, HELD):
+            return None  # until an admin raises the limit, or someone releases the hold: nobody knows when
         at: float | None = after
         if code == LAUNCH_BACKOFF:
             at = max(job.not_before or after, after)

@@ -91,7 +91,7 @@ def test_a_slice_job_waits_with_an_estimate_from_the_held_slices_ends() -> None:
     decisions = schedule(cluster(sliced(1, 0.5), sliced(2, 0.5, wall=2 * HOUR), nodes=(WHOLE, full), running=tuple(held)))
     assert decisions.placements == ()
     first, second = waiting(decisions)[1], waiting(decisions)[2]
-    assert "all 4 such slices (on 1 nodes) are held" in first.reason
+    assert "all 4 such slices (on 1 node) are held" in first.reason
     assert (first.estimate, first.estimated_start) == (ESTIMATE_PLANNED, NOW + HOUR)
     # The first is planned on the slice freeing first; the second on the next one.
     assert second.estimated_start == NOW + 2 * HOUR
