@@ -50,7 +50,7 @@ REQUEUED_BY = (
 EXIT_CODE = re.compile(r"exited with code (-?\d+)")
 # An elastic job's growth undone because its pods did not come up (scheduler.cycle._shrink_back's reasons: a refusal, a
 # launch error, a timeout, nowhere they may be bound). Their ends, which jobs.lifecycle.fit_reason always keeps.
-SHRUNK_BACK = re.compile(r"shrunk back from \d+ to \d+ nodes\.")
+SHRUNK_BACK = re.compile(r"shrunk back from \d+ to \d+ nodes?\.")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from jobs.amounts import plural
 from jobs.arrays import array_env
 from jobs.cluster import ClusterBackend, ClusterRefuses, ClusterUnavailable, GangSpec, PodPhase, PodStatus, get_backend
 from jobs.cluster.base import (
@@ -392,7 +393,7 @@ def _shrunk_for_loss(backend: ClusterBackend, job: Job, ranks: set[int], what: s
     if not ranks or job.state != JobState.RUNNING or job.min_nodes is None or min(ranks) < job.min_nodes:
         return False
     first = min(ranks)
-    why = f"{what}; shrunk from {job.nodes} to {first} nodes, and runs on."
+    why = f"{what}; shrunk from {job.nodes} to {plural(first, 'node')}, and runs on."
     running = [p.rank for p in pods if p.phase == PodPhase.RUNNING and p.rank not in ranks]
     _shrink_back(backend, job, first, why, now, started=running, hold=False)
     return True
@@ -410,7 +411,7 @@ def _stalled_growth(job: Job, pods: list[PodStatus], now: datetime) -> tuple[int
         return None
 
     def shrunk(first: int) -> str:
-        return f"shrunk back from {job.nodes} to {first} nodes."
+        return f"shrunk back from {job.nodes} to {plural(first, 'node')}."
 
     stuck = next((p for p in pending if p.reason in LAUNCH_ERRORS), None)
     if stuck is not None:
@@ -642,7 +643,7 @@ def _apply_resizes(backend: ClusterBackend, report: CycleReport) -> None:
         except Exception as exc:  # refused, or the cluster went away: either way the grown ranks are not running
             logger.warning("growing job %s onto %s failed: %s", job.pk, names[min(added) :], exc)
             first = min(added)
-            why = f"The cluster refused the pods it grew by ({exc}); shrunk back from {job.nodes} to {first} nodes."
+            why = f"The cluster refused the pods it grew by ({exc}); shrunk back from {job.nodes} to {plural(first, 'node')}."
             _shrink_back(backend, job, first, why, timezone.now())
 
 
