@@ -74,7 +74,7 @@ class JobForm(forms.Form):
         required=False, help_text="May run on idle GPUs beyond your quota; stopped and requeued first when they are needed."
     )
     notify_on = forms.MultipleChoiceField(
-        choices=[("start", "it starts"), ("end", "it ends"), ("fail", "it fails")],
+        choices=[("start", "it starts"), ("end", "it ends"), ("fail", "it fails"), ("requeue", "it is requeued after running")],
         required=False,
         widget=forms.CheckboxSelectMultiple,
         label="Tell me when",

@@ -1,4 +1,4 @@
-"""The notifications page: a user's default for being told when their jobs start, end or fail."""
+"""The notifications page: a user's default for being told when their jobs start, end, fail or are requeued."""
 
 from __future__ import annotations
 
@@ -12,7 +12,12 @@ from accounts.requests import AuthenticatedHttpRequest
 from api.jobs.serializers import NotifySerializer
 from notify.services import EVENTS, deliveries_failing, preference_of, preference_save
 
-LABELS = {"start": "it starts running", "end": "it ends (however it ends)", "fail": "it fails or reaches its wall time"}
+LABELS = {
+    "start": "it starts running",
+    "end": "it ends (however it ends)",
+    "fail": "it fails or reaches its wall time",
+    "requeue": "it goes back to the queue after running (preempted, its node lost or drained, a pod deleted, a failed attempt restarted)",
+}
 
 
 @login_required

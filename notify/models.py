@@ -14,6 +14,7 @@ class Asks(models.Model):
     on_start = models.BooleanField(default=False)
     on_end = models.BooleanField(default=False)
     on_fail = models.BooleanField(default=False)
+    on_requeue = models.BooleanField(default=False)
     email = models.BooleanField(default=True)
     webhook_url = models.URLField(max_length=500, blank=True)
 
@@ -22,7 +23,8 @@ class Asks(models.Model):
 
     @property
     def events(self) -> list[str]:
-        return [name for name, on in (("start", self.on_start), ("end", self.on_end), ("fail", self.on_fail)) if on]
+        asked = (("start", self.on_start), ("end", self.on_end), ("fail", self.on_fail), ("requeue", self.on_requeue))
+        return [name for name, on in asked if on]
 
 
 class NotifyPreference(Asks):

@@ -1,9 +1,11 @@
-"""Telling a job's owner when it starts, ends or fails: by e-mail or a webhook, per job or by their default.
+"""Telling a job's owner when it starts, ends, fails or is requeued: by e-mail or a webhook, per job or by their default.
 
 The events are Slurm's `--mail-type` words in Muster's states: `start` (BEGIN) is a move to RUNNING, `end` (END)
-any end (SUCCEEDED, FAILED, TIMED_OUT, CANCELLED), `fail` (FAIL) a FAILED or TIMED_OUT end. A state change that
-matches what was asked writes one Delivery per channel in its own transaction (so a rolled-back change tells
-nobody), and the send task runs after the commit; a message that cannot be sent is tried again, each wait twice
+any end (SUCCEEDED, FAILED, TIMED_OUT, CANCELLED), `fail` (FAIL) a FAILED or TIMED_OUT end, `requeue` (REQUEUE) a job
+whose attempt had been RUNNING going back to the queue (preempted, its node lost or drained, a pod deleted, a failed
+attempt restarted). A launch that never came up and is placed again is no requeue: no work of the job ran. A state
+change that matches what was asked writes one Delivery per channel in its own transaction (so a rolled-back change
+tells nobody), and the send task runs after the commit; a message that cannot be sent is tried again, each wait twice
 the one before, up to MUSTER_NOTIFY_MAX_TRIES.
 """
 
@@ -24,7 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.celery_task import task_named
-from jobs.models import Job
+from jobs.models import Job, JobEvent
 from jobs.states import JobState
 from notify.models import Asks, Delivery, JobNotify, NotifyPreference
 from notify.webhooks import webhook_opener, webhook_refusal
@@ -32,15 +34,18 @@ from notify.webhooks import webhook_opener, webhook_refusal
 logger = logging.getLogger(__name__)
 
 SEND_TASK = "notify.tasks.send_due"
-EVENTS = ("start", "end", "fail")
+EVENTS = ("start", "end", "fail", "requeue")
 ENDS = {JobState.SUCCEEDED, JobState.FAILED, JobState.TIMED_OUT, JobState.CANCELLED}
 FAILS = {JobState.FAILED, JobState.TIMED_OUT}
 
 
-def events_of(to_state: str) -> set[str]:
-    """What a move to this state is, in the words a user asks by."""
+def events_of(to_state: str, *, ran: bool = False) -> set[str]:
+    """What a move to this state is, in the words a user asks by. `ran`: the attempt that ended had been RUNNING, so
+    a move back to PENDING is a requeue of work that ran (a launch that never came up, placed again, is not)."""
     if to_state == JobState.RUNNING:
         return {"start"}
+    if to_state == JobState.PENDING:
+        return {"requeue"} if ran else set()
     return ({"end"} if to_state in ENDS else set()) | ({"fail"} if to_state in FAILS else set())
 
 
@@ -52,17 +57,24 @@ def asks_for(job: Job) -> Asks | None:
 
 def notify_job_transition(*, job: Job, from_state: str, to_state: str, reason: str, now: datetime) -> None:
     """The `state_changed` hook: the messages this change owes, written in its transaction, sent after its commit."""
-    happened = events_of(to_state)
+    ran, reason = _requeue_of(job, from_state=from_state, to_state=to_state, reason=reason)
+    happened = events_of(to_state, ran=ran)
     if not happened:
         return
     asks = asks_for(job)
     if asks is None or not happened & set(asks.events):
         return
-    event = "fail" if "fail" in happened else "end" if "end" in happened else "start"
+    event = next(e for e in ("fail", "end", "start", "requeue") if e in happened)
     owner = User.objects.only("email", "username").get(pk=job.owner_id)
-    subject = f"[Muster] job {job.pk} ({job.name}) {_verb(to_state)}"
+    verb = f"was requeued (attempt {job.attempt} ended)" if event == "requeue" else _verb(to_state)
+    subject = f"[Muster] job {job.pk} ({job.name}) {verb}"
     link = f"{settings.MUSTER_BASE_URL.rstrip('/')}/jobs/{job.pk}/" if settings.MUSTER_BASE_URL else f"/jobs/{job.pk}/"
     moved = f"went from {from_state} to {to_state} at {now:%Y-%m-%d %H:%M:%S %Z}"
+    if event == "requeue":
+        moved = (
+            f"was requeued at {now:%Y-%m-%d %H:%M:%S %Z}: its attempt {job.attempt}, which had been running, ended early; "
+            f"it waits in the queue to start again as attempt {job.attempt + 1}"
+        )
     body = f"Job {job.pk} ({job.name}) of {owner.username} {moved}.\n{reason}\n\n{link}\n"
     payload = {
         "event": event,
@@ -84,6 +96,24 @@ def notify_job_transition(*, job: Job, from_state: str, to_state: str, reason: s
         task_named(SEND_TASK).delay_on_commit()
 
 
+def _requeue_of(job: Job, *, from_state: str, to_state: str, reason: str) -> tuple[bool, str]:
+    """Whether this move is a requeue of an attempt that had been RUNNING, and the reason to tell.
+
+    A preemption passes PREEMPTED then PENDING in one transaction: the move to PENDING is the one message, told with
+    the preemption's own reason (whose job took the nodes, the work lost) before the requeue's. A job preempted while
+    its launch was still coming up (SCHEDULED) had not run, as a failed launch placed again has not: no requeue.
+    """
+    if to_state != JobState.PENDING:
+        return False, reason
+    if from_state == JobState.RUNNING:
+        return True, reason
+    if from_state != JobState.PREEMPTED:
+        return False, reason
+    preempted = JobEvent.objects.filter(job_id=job.pk, to_state=JobState.PREEMPTED).order_by("-id").values_list("from_state", "reason")
+    before, why = preempted.first() or ("", "")
+    return before == JobState.RUNNING, f"{why} {reason}".strip()
+
+
 def _verb(to_state: str) -> str:
     return {
         JobState.RUNNING: "started running",
@@ -101,6 +131,7 @@ def _asks_fields(asks: Mapping[str, Any]) -> dict[str, Any]:
         "on_start": "start" in on,
         "on_end": "end" in on,
         "on_fail": "fail" in on,
+        "on_requeue": "requeue" in on,
         "email": bool(asks.get("email", True)),
         "webhook_url": asks.get("webhook") or "",
     }

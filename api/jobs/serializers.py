@@ -54,13 +54,16 @@ class VolumeSerializer(StrictSerializer):
 
 
 class NotifySerializer(StrictSerializer):
-    """When to tell the job's owner, and how (docs/notifications.md); Slurm's --mail-type BEGIN, END, FAIL."""
+    """When to tell the job's owner, and how (docs/notifications.md); Slurm's --mail-type BEGIN, END, FAIL, REQUEUE."""
 
     on = serializers.ListField(
         child=serializers.ChoiceField(choices=list(EVENTS)),
         allow_empty=True,
-        max_length=3,
-        help_text="Any of start (it runs), end (it ended, however), fail (it failed or reached its wall time).",
+        max_length=len(EVENTS),
+        help_text=(
+            "Any of start (it runs), end (it ended, however), fail (it failed or reached its wall time), requeue (back in the "
+            "queue after running: preempted, its node lost or drained, a pod deleted, a failed attempt restarted)."
+        ),
     )
     email = serializers.BooleanField(required=False, default=True, help_text="By e-mail, to the owner's address.")
     webhook = serializers.URLField(

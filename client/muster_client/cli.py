@@ -58,15 +58,22 @@ def _node_count(text: str) -> tuple[int, int | None]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-MAIL_TYPES = {"BEGIN": ["start"], "END": ["end"], "FAIL": ["fail"], "ALL": ["start", "end", "fail"], "NONE": []}
+MAIL_TYPES = {
+    "BEGIN": ["start"],
+    "END": ["end"],
+    "FAIL": ["fail"],
+    "REQUEUE": ["requeue"],
+    "ALL": ["start", "end", "fail", "requeue"],
+    "NONE": [],
+}
 
 
 def _mail_type(text: str) -> list[str]:
-    """--mail-type as sbatch takes it: BEGIN, END, FAIL, ALL or NONE, comma-separated; Muster's events."""
+    """--mail-type as sbatch takes it: BEGIN, END, FAIL, REQUEUE, ALL or NONE, comma-separated; Muster's events."""
     events: list[str] = []
     for word in (w.strip().upper() for w in text.split(",")):
         if word not in MAIL_TYPES:
-            raise argparse.ArgumentTypeError(f"'{word}' is not a mail type: use BEGIN, END, FAIL, ALL or NONE (comma-separated)")
+            raise argparse.ArgumentTypeError(f"'{word}' is not a mail type: use BEGIN, END, FAIL, REQUEUE, ALL or NONE (comma-separated)")
         events += [e for e in MAIL_TYPES[word] if e not in events]
     return events
 
@@ -223,7 +230,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu-isolation", action="store_true", help="the slice must be isolated in hardware (MIG only)")
     p.add_argument(
         "--mail-type", type=_mail_type, metavar="TYPES",
-        help="be told when it starts/ends/fails, as sbatch: BEGIN, END, FAIL, ALL, NONE (e-mail to your address; default: your default)",
+        help=(
+            "be told when it starts/ends/fails/is requeued, as sbatch: BEGIN, END, FAIL, REQUEUE, ALL, NONE "
+            "(e-mail to your address; default: your default)"
+        ),
     )  # fmt: skip
     p.add_argument("--webhook", metavar="URL", help="with --mail-type: also POST each to this URL as JSON")
     p.add_argument("-t", "--time", type=_wall_time, metavar="WALL_TIME", help=f"wall time: {WALL_TIME_FORMS}")

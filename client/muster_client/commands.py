@@ -104,7 +104,7 @@ def _spec(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
         "notify": {"on": args.mail_type, "email": True, "webhook": args.webhook or ""} if args.mail_type is not None else None,
     }
     if args.webhook and args.mail_type is None:
-        raise SpecError("--webhook needs --mail-type (BEGIN, END, FAIL or ALL): what to tell it")
+        raise SpecError("--webhook needs --mail-type (BEGIN, END, FAIL, REQUEUE or ALL): what to tell it")
     if args.nodes and args.nodes[1] is None:
         # -N 4 over a file's elastic range: a fixed size, as asked.
         base = {k: v for k, v in base.items() if k not in ("min_nodes", "max_nodes")}

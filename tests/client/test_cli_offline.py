@@ -153,7 +153,7 @@ def test_an_elastic_node_range_is_checked_before_anything_is_sent(capsys: pytest
 
 def test_mail_types_are_sbatchs_words_and_a_webhook_needs_one(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "submit", "--mail-type", "BEGIN,OFTEN", "--", "python", "train.py")
-    assert code == 2 and "'OFTEN' is not a mail type: use BEGIN, END, FAIL, ALL or NONE" in err
+    assert code == 2 and "'OFTEN' is not a mail type: use BEGIN, END, FAIL, REQUEUE, ALL or NONE" in err
     code, _, err = run(capsys, "submit", "--webhook", "https://hooks.example/x", "--", "python", "train.py")
     assert code != 0 and "--webhook needs --mail-type" in err
 

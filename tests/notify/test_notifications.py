@@ -1,4 +1,4 @@
-"""Told when a job starts, ends or fails: by e-mail and webhook, per job and by default, sent after the commit, retried."""
+"""Told when a job starts, ends, fails or is requeued: by e-mail and webhook, per job and by default, sent after the commit, retried."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from django.contrib.auth.models import User
 from django.core import mail
 from rest_framework.test import APIClient
 
-from jobs.models import Job
+from jobs.lifecycle import job_launch_failed, job_preempt, job_retry_or_fail
+from jobs.models import Allocation, Job, Node, SimulatedPod
+from jobs.states import JobState
 from notify.models import Delivery
 from notify.services import deliveries_send_due, preference_of
 from tests.conftest import SimHarness, job_payload, session_for
@@ -237,3 +239,90 @@ def test_a_webhook_that_redirects_is_not_followed(sim: SimHarness, submit: Any, 
     sim.advance(2)
     assert send(sim) == 0 and len(hook.received) == 1
     assert Delivery.objects.get(job_id=job["id"]).last_error == "the webhook answered 302"
+
+
+# --- requeue (Slurm's REQUEUE) ---------------------------------------------------------------------
+
+
+def running_job(sim: SimHarness, submit: Any, **notify: Any) -> Job:
+    job = submit(nodes=1, gpus_per_node=8, simulate={"duration_seconds": 86400}, notify={"on": ["requeue"], **notify})
+    sim.cycle()
+    sim.advance(2)
+    running = Job.objects.get(pk=job["id"])
+    assert running.state == JobState.RUNNING
+    return running
+
+
+def test_a_preempted_job_is_told_once_why_and_which_attempt_ended(sim: SimHarness, submit: Any, hook: Hook) -> None:
+    """A preemption passes PREEMPTED then PENDING in one go: one message, with the preemption's reason."""
+    job = running_job(sim, submit, webhook=hook.url)
+    job_preempt(
+        job, reason="Preempted for job 99: it is of a lower priority class. The work since its start is lost (16.0 GPU-hours).",
+        for_job_id=99, now=sim.clock(),
+    )  # fmt: skip
+    assert send(sim) == 2
+    (told,) = mail.outbox
+    assert told.subject == f"[Muster] job {job.pk} (train-llm) was requeued (attempt 1 ended)"
+    assert "its attempt 1, which had been running, ended early; it waits in the queue to start again as attempt 2" in told.body
+    assert "Preempted for job 99: it is of a lower priority class." in told.body
+    assert "Requeued after preemption by job 99." in told.body
+    (payload,) = hook.received
+    assert payload["event"] == "requeue" and payload["from_state"] == "PREEMPTED"
+    assert payload["job"]["state"] == "PENDING" and payload["job"]["attempt"] == 1
+    assert payload["reason"].startswith("Preempted for job 99") and payload["reason"].endswith("Requeued after preemption by job 99.")
+    assert send(sim) == 0
+
+
+def test_a_job_whose_node_left_is_told_it_was_requeued(sim: SimHarness, submit: Any) -> None:
+    job = running_job(sim, submit)
+    sim.cluster.nodes = 15  # the last node leaves; move the job there first
+    Allocation.objects.filter(job=job).update(node=Node.objects.get(name="sim-node-015"))
+    SimulatedPod.objects.filter(job_id=job.pk).update(node_name="sim-node-015")
+    sim.cycle()  # requeued and placed again as attempt 2
+    send(sim)
+    assert [m.subject for m in mail.outbox] == [f"[Muster] job {job.pk} (train-llm) was requeued (attempt 1 ended)"]
+    assert "Node sim-node-015 left the cluster" in mail.outbox[0].body
+
+
+def test_a_failed_attempt_restarted_is_a_requeue_but_a_launch_retried_is_not(sim: SimHarness, submit: Any) -> None:
+    """A launch that never came up ran none of the job's work: retried with backoff, it would send one message a try."""
+    job = submit(nodes=1, gpus_per_node=8, max_restarts=1, notify={"on": ["requeue", "fail"]})
+    sim.cycle()
+    launching = Job.objects.get(pk=job["id"])
+    assert launching.state == JobState.SCHEDULED
+    launched_again = job_launch_failed(launching, now=sim.clock(), why="Back-off pulling image")
+    assert launched_again.state == JobState.PENDING
+    assert send(sim) == 0 and not Delivery.objects.exists()
+    # Placed again after its backoff; it runs, and its attempt fails: restarted, which the owner is told (no `fail`:
+    # it did not end).
+    sim.clock.advance((launched_again.launch_not_before - sim.clock()).total_seconds())
+    sim.cycle()
+    sim.advance(2)
+    running = Job.objects.get(pk=job["id"])
+    assert (running.state, running.attempt) == (JobState.RUNNING, 2)
+    job_retry_or_fail(running, now=sim.clock(), why="Rank 0 exited with code 1.", exit_code=1)
+    assert send(sim) == 1
+    assert mail.outbox[0].subject == f"[Muster] job {running.pk} (train-llm) was requeued (attempt 2 ended)"
+    assert "Attempt 2 failed: Rank 0 exited with code 1. Restarting (1 of 1)." in mail.outbox[0].body
+
+
+def test_a_job_preempted_while_it_launched_is_not_told(sim: SimHarness, submit: Any) -> None:
+    job = submit(nodes=1, gpus_per_node=8, notify={"on": ["requeue"]})
+    sim.cycle()
+    launching = Job.objects.get(pk=job["id"])
+    assert launching.state == JobState.SCHEDULED
+    job_preempt(launching, reason="Preempted for job 99.", for_job_id=99, now=sim.clock())
+    assert not Delivery.objects.exists()
+
+
+def test_requeue_is_asked_for_like_the_other_events(sim: SimHarness, user: Any, api: APIClient) -> None:
+    saved = api.put("/api/v1/notifications/", {"on": ["fail", "requeue"], "email": True}, format="json")
+    assert saved.status_code == 200 and saved.json()["on"] == ["fail", "requeue"]
+    client = session_for(user)
+    page = client.get("/account/notifications/").content.decode()
+    assert re.search(r'name="on_requeue" checked> it goes back to the queue after running \(preempted', page)
+    form = client.get("/jobs/new/").content.decode()
+    ticked = {m for m in re.findall(r'<input type="checkbox" name="notify_on" value="(\w+)"[^>]*checked', form)}
+    assert ticked == {"fail", "requeue"}
+    assert client.post("/account/notifications/", {"on_start": "on", "email": "on", "webhook": ""}).status_code == 302
+    assert preference_of(user).events == ["start"]
