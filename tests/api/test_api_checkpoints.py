@@ -17,7 +17,7 @@ from accounts.throttling import CheckpointRateThrottle
 from jobs.checkpoints import job_checkpoint_report
 from jobs.models import Job
 from telemetry.tokens import telemetry_pod_env
-from tests.conftest import client_for, job_payload, session_for
+from tests.conftest import client_for, job_payload, make_sim, session_for
 from tests.job_token import pod, running_job
 
 
@@ -46,6 +46,26 @@ def test_a_pod_reports_a_checkpoint_and_the_job_shows_it(running: Job, api: APIC
 def test_a_running_job_without_a_report_says_a_preemption_loses_everything(running: Job, user: Any) -> None:
     page = session_for(user).get(f"/jobs/{running.pk}/").content.decode()
     assert "none reported: a preemption would lose all the work since it started" in page
+
+
+def test_a_running_gpu_slice_job_says_nothing_of_preemption_losing_work(api: APIClient, user: Any, settings: Any) -> None:
+    """GPU slices are never preempted (docs/gpu-sharing.md): the page says what would lose its work instead."""
+    sim = make_sim(settings, shared="time-slicing:4:1")
+    payload = job_payload(nodes=1, gpus_per_node=1, gpu_fraction=0.25, preemptible=True, simulate={"duration_seconds": 3600})
+    job_id = api.post("/api/v1/jobs/", payload, format="json").json()["id"]
+    sim.cycle()
+    sim.advance(2)
+    job = Job.objects.get(pk=job_id)
+    assert job.state == "RUNNING" and job.shares_gpu
+    client = session_for(user)
+    page = client.get(f"/jobs/{job_id}/").content.decode()
+    assert "a preemption would lose" not in page and "preempted first" not in page
+    assert "none reported: a restart (its node lost, a failed attempt retried) would lose all the work since it started" in page
+    assert "GPU slices are not preempted" in page
+    assert report(pod(job), job, {"step": 10, "attempt": 1}).status_code == 200
+    page = client.get(f"/jobs/{job_id}/").content.decode()
+    assert "a preemption now loses" not in page
+    assert "(a restart now loses only the work since then; GPU slices are not preempted)" in page
 
 
 def test_the_latest_report_of_the_attempt_stands_and_an_earlier_one_changes_nothing(running: Job) -> None:
