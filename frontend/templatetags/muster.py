@@ -129,12 +129,16 @@ def sort_header(context: Mapping[str, Any], sort: Sorting, key: str, label: str,
 
 @register.filter
 def job_size_short(job: Job) -> str:
-    """What the job asks, for a table cell: nodes x GPUs, an elastic range of nodes x GPUs, or its share of a GPU."""
+    """What the job asks, for a table cell: nodes x GPUs, an elastic range of nodes x GPUs (with the nodes it holds now
+    while it is placed or runs: "3 (2\u20134) nodes", as the CLI's `3(2-4)x8`), or its share of a GPU."""
     if job.shares_gpu:
         return f"{job.gpu_fraction:g} GPU" if job.gpu_fraction else "a slice of a GPU"
     gpus = f"{job.gpus_per_node} GPU{pluralize(job.gpus_per_node)}"
     if job.elastic:
-        return f"{job.min_nodes}\u2013{job.max_nodes} nodes \u00d7 {gpus}"
+        span = f"{job.min_nodes}\u2013{job.max_nodes}"
+        if job.state in ("SCHEDULED", "RUNNING"):
+            return f"{job.nodes} ({span}) nodes \u00d7 {gpus}"
+        return f"{span} nodes \u00d7 {gpus}"
     return f"{job.nodes} node{pluralize(job.nodes)} \u00d7 {gpus}"
 
 

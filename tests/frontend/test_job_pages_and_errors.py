@@ -190,3 +190,24 @@ def test_jobs_slash_is_the_job_list(user: Any) -> None:
     """/jobs/12/ is a job's page, and /jobs/ was a 404: it is the job list (the home page), filters kept."""
     response = session_for(user).get("/jobs/", {"state": "RUNNING"})
     assert response.status_code == 302 and response["Location"] == "/?state=RUNNING"
+
+
+def test_the_job_list_shows_a_running_elastic_jobs_nodes_now_with_its_range(user: Any, sim: Any, submit: Any) -> None:
+    """As `muster jobs` shows `3(2-4)x8`: the nodes it holds now, not only the range it may hold."""
+    submit(nodes=13, gpus_per_node=8, simulate={"duration_seconds": 3600})
+    running = submit(nodes=None, min_nodes=2, max_nodes=4, gpus_per_node=8, simulate={"duration_seconds": 3600})
+    waiting = submit(nodes=None, min_nodes=2, max_nodes=4, gpus_per_node=8, simulate={"duration_seconds": 3600})
+    sim.cycle()
+    sim.advance(2)
+    assert Job.objects.get(pk=running["id"]).nodes == 3 and Job.objects.get(pk=waiting["id"]).state == "PENDING"
+    page = session_for(user).get("/").content.decode()
+
+    def size(job_id: int) -> str:
+        row = re.search(rf'<tr data-job="{job_id}">.*?</tr>', page, re.S)
+        assert row is not None
+        cell = re.search(r'<td class="size">(.*?)</td>', row.group(0))
+        assert cell is not None
+        return cell.group(1)
+
+    assert size(running["id"]) == "3 (2\u20134) nodes \u00d7 8 GPUs"
+    assert size(waiting["id"]) == "2\u20134 nodes \u00d7 8 GPUs"
