@@ -1,16 +1,21 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.models import User
+from django.db.models import Count, Q
 from django.http import HttpRequest
 
 from audit.services import audit_changes, audit_record
+from jobs.amounts import plural
+from jobs.models import Job
+from jobs.states import TERMINAL_STATES
 from quotas.membership import team_members_left
-from quotas.models import Team, TeamVolume
+from quotas.models import Team, TeamVolume, UsageCharge
 
 # Team fields whose changes go on the audit trail (membership is recorded on its own, as team.members).
 AUDITED_FIELDS = (
@@ -29,6 +34,44 @@ class TeamVolumeInline(admin.TabularInline):
     extra = 0
 
 
+# What to do with a team that is done with, since one that jobs or the ledger name cannot be deleted (docs/admin.md).
+RETIRE_INSTEAD = (
+    "Nothing was deleted. To retire a team instead, remove its members (Members, on the team's page: their jobs queued "
+    "for it are cancelled, their running ones run to their end), so that no one can submit for it, and set its GPU "
+    "quota to 0 (Quotas). The team stays, with its jobs' history and what they were charged."
+)
+
+
+def team_delete_refusals(teams: Sequence[Team]) -> list[str]:
+    """Why each of these teams cannot be deleted (the jobs and ledger charges that name it: protected), one sentence a
+    team; empty when none is named. Django admin said "your account doesn't have permission to delete ... job" instead,
+    as deleting a team would delete jobs and no one may delete a running one."""
+    ids = [team.pk for team in teams]
+    jobs = dict.fromkeys(ids, (0, 0))
+    counted = (
+        Job.objects.filter(team_id__in=ids)
+        .values("team_id")
+        .annotate(total=Count("id"), done=Count("id", filter=Q(state__in=TERMINAL_STATES)))
+    )
+    for row in counted:
+        jobs[row["team_id"]] = (row["total"], row["done"])
+    charged_to = UsageCharge.objects.filter(team_id__in=ids).values("team_id").annotate(n=Count("id"))
+    charges = dict(charged_to.values_list("team_id", "n"))
+    refusals = []
+    for team in teams:
+        (total, done), charged = jobs[team.pk], charges.get(team.pk, 0)
+        if not total and not charged:
+            continue
+        said = []
+        if total:
+            refer = "refers" if total == 1 else "refer"
+            said.append(f"{plural(total, 'job')} {refer} to it ({total - done} queued or running, {done} ended)")
+        if charged:
+            said.append(f"the ledger keeps {plural(charged, 'charge')} to it")
+        refusals.append(f"Team {team.name} cannot be deleted: {' and '.join(said)}.")
+    return refusals
+
+
 @admin.register(Team)
 class TeamAdmin(admin.ModelAdmin):
     list_display = [
@@ -38,6 +81,8 @@ class TeamAdmin(admin.ModelAdmin):
     search_fields = ["name", "description", "members__username"]
     filter_horizontal = ["members"]
     inlines = [TeamVolumeInline]
+    delete_confirmation_template = "admin/quotas/team/delete_confirmation.html"
+    delete_selected_confirmation_template = "admin/quotas/team/delete_selected_confirmation.html"
 
     @admin.display(description="members")
     def member_count(self, obj: Team) -> int:
@@ -79,6 +124,15 @@ class TeamAdmin(admin.ModelAdmin):
         after = sorted(team.members.values_list("username", flat=True))
         if before != after:
             audit_record(actor=request.user, action="team.members", target=team, changes={"members": [before, after]}, request=request)
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple[Any, Any, Any, Any]:
+        """A team that jobs or the ledger name is protected: the page says so plainly, and what to do instead, rather
+        than list them (or ask for a permission to delete jobs no one has). A non-empty `protected` deletes nothing."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        refusals = team_delete_refusals(list(objs))
+        if refusals:
+            return deleted, counts, set(), [*refusals, RETIRE_INSTEAD]
+        return deleted, counts, perms_needed, protected
 
     def delete_model(self, request: HttpRequest, obj: Team) -> None:
         _record_team_delete(request, obj)

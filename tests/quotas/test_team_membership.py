@@ -6,14 +6,17 @@ stayed queued under the team, and were charged to it when they started (quotas.m
 
 from __future__ import annotations
 
+from html import unescape
 from typing import Any
 
 import pytest
 from django.contrib.messages import get_messages
 from django.test import Client
+from django.utils import timezone
 
 from audit.models import AuditEntry
 from jobs.models import Job
+from quotas.models import Team, UsageCharge
 from tests.audit.test_audit import team_form
 from tests.conftest import client_for, session_for
 from tests.jobs.factories import JobFactory
@@ -109,11 +112,56 @@ def test_leaving_a_team_any_other_way_cancels_the_queued_jobs_too(user: Any, lea
     )
 
 
+RETIRE = (
+    "Nothing was deleted. To retire a team instead, remove its members (Members, on the team's page: their jobs queued "
+    "for it are cancelled, their running ones run to their end), so that no one can submit for it, and set its GPU "
+    "quota to 0 (Quotas). The team stays, with its jobs' history and what they were charged."
+)
+
+
 def test_a_team_with_jobs_queued_for_it_cannot_be_deleted(admin_user: Any, user: Any, vision: Any) -> None:
     queued = JobFactory(owner=user, team=vision)
     admin: Client = session_for(admin_user)
     page = admin.post(f"/admin/quotas/team/{vision.pk}/delete/", {"post": "yes"})
     assert page.status_code == 200  # the confirmation page again, saying why, not the redirect of a deletion
-    assert "would require deleting the following protected related objects" in page.content.decode()
+    html = page.content.decode()
+    assert "Team vision cannot be deleted: 1 job refers to it (1 queued or running, 0 ended)." in html
+    assert 'name="post"' not in html  # nothing to confirm
     assert state(queued) == "PENDING"
     assert vision.members.count() == 2
+
+
+def test_deleting_a_team_a_running_job_names_says_why_not_and_what_to_do_instead(admin_user: Any, user: Any, vision: Any) -> None:
+    """Django said "your account doesn't have permission to delete the following types of objects: job" (a running job
+    may not be deleted): as if a permission were missing, when a team with jobs can never be deleted."""
+    running = JobFactory(owner=user, team=vision, running=True)
+    for _ in range(2):
+        JobFactory(owner=user, team=vision, finished=True)
+    admin: Client = session_for(admin_user)
+    url = f"/admin/quotas/team/{vision.pk}/delete/"
+    for page in (admin.get(url), admin.post(url, {"post": "yes"})):
+        assert page.status_code == 200
+        html = unescape(page.content.decode())
+        assert "permission" not in html and "protected related objects" not in html
+        assert "Team vision cannot be deleted: 3 jobs refer to it (1 queued or running, 2 ended)." in html
+        assert RETIRE in html and "Cannot delete team" in html
+    assert state(running) == "RUNNING" and Job.objects.filter(team=vision).count() == 3
+
+    # The list's "Delete selected teams" says the same of each team it cannot delete, and deletes none.
+    empty = TeamFactory(name="empty")
+    chosen = {"action": "delete_selected", "_selected_action": [vision.pk, empty.pk]}
+    for data in (chosen, {**chosen, "post": "yes"}):
+        html = unescape(admin.post("/admin/quotas/team/", data).content.decode())
+        assert "Team vision cannot be deleted: 3 jobs refer to it (1 queued or running, 2 ended)." in html
+        assert "Team empty" not in html and RETIRE in html and "permission" not in html
+    assert set(Team.objects.values_list("name", flat=True)) >= {"vision", "empty"}
+
+    # Its ended jobs deleted, the ledger still names it (it keeps what they were charged).
+    old = TeamFactory(name="old")
+    UsageCharge.objects.create(job=None, job_number=812, user=user, team=old, period_start=timezone.now(), node_seconds=3600)
+    html = unescape(admin.get(f"/admin/quotas/team/{old.pk}/delete/").content.decode())
+    assert "Team old cannot be deleted: the ledger keeps 1 charge to it." in html and RETIRE in html
+
+    # A team no job names is deleted as before.
+    assert admin.post(f"/admin/quotas/team/{empty.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not Team.objects.filter(name="empty").exists()
