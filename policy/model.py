@@ -18,6 +18,8 @@ NOT_EXAMINED = "NOT_EXAMINED"
 LAUNCH_BACKOFF = "LAUNCH_BACKOFF"
 # Beyond a per-job limit (wall time, node-hours) lowered since it was submitted: it waits until the limit is raised.
 JOB_LIMIT = "JOB_LIMIT"
+# Held by its owner or an admin (`muster hold`, Slurm's JobHeldUser/JobHeldAdmin): never placed until released.
+HELD = "HELD"
 
 
 @lru_cache(maxsize=4096)
@@ -159,6 +161,9 @@ class PendingJob:
     min_nodes: int = 0
     # Its predicted run time (policy/runtime.py: its owner's recent run times); None: its wall time. Estimates only.
     expected_seconds: float | None = None
+    # Held out of placement until released (`muster hold`): why, in words (who held it, when, who may release it);
+    # empty: not held. It keeps its place by age; the walk waits it (HELD) before anything else.
+    held: str = ""
 
     @property
     def gpus(self) -> int:
