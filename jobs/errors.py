@@ -52,3 +52,11 @@ class ArrayEnded(JobFinished):
         self.array_id = array_id
         self.name = name
         self.ended = ended
+
+
+class JobNotHoldable(Exception):
+    """A hold or release of a job it does not apply to: only a PENDING job is held, only a held one released."""
+
+
+class HoldNotYours(Exception):
+    """A release of a hold the asker may not lift: an admin's hold on a job, released by its owner."""

@@ -90,6 +90,15 @@ def job_plan_cleared() -> dict[str, Any]:
     }
 
 
+class JobHold(models.TextChoices):
+    """Who holds a pending job out of placement (`muster hold`, Slurm's `scontrol hold`): its owner, whom its owner may
+    release, or an admin holding someone else's job, whom only an admin may release."""
+
+    NONE = "", "not held"
+    USER = "user", "held by its owner"
+    ADMIN = "admin", "held by an admin"
+
+
 class Job(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="jobs")
     team = models.ForeignKey("quotas.Team", on_delete=models.PROTECT, null=True, blank=True, related_name="jobs")
@@ -139,6 +148,11 @@ class Job(models.Model):
     # The team's PersistentVolumeClaims it mounts: [{"claim", "mount_path", "read_only"}] (checked at submit).
     volumes = models.JSONField(default=list, blank=True)
     exit_code = models.IntegerField(null=True, blank=True)
+    # A PENDING job held out of placement until released (jobs.services.job_hold): it keeps its place by age, the cycle
+    # waits it with reason HELD. Kept after a cancel as the record of it; it means something only while PENDING.
+    hold = models.CharField(max_length=8, choices=JobHold.choices, blank=True, default=JobHold.NONE)
+    held_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    held_at = models.DateTimeField(null=True, blank=True)
     # Admitted beyond its owner's max_gpus (borrowing idle GPUs): first in line for preemption.
     over_quota = models.BooleanField(default=False)
     # The plan of a pending job as the last cycle stored it (scheduler.plans), so reads never run the policy;

@@ -1,4 +1,4 @@
-"""Writes to jobs: submit, transition, cancel (a job or an array), and the node inventory."""
+"""Writes to jobs: submit, transition, cancel (a job or an array), hold and release, and the node inventory."""
 
 from __future__ import annotations
 
@@ -19,13 +19,14 @@ from audit.services import audit_record
 from jobs.amounts import plural
 from jobs.arrays import index_ranges
 from jobs.cluster import ClusterBackend, ClusterNode, get_backend
-from jobs.errors import ArrayEnded, ArrayIndicesMissing, ArrayNotFound, IllegalTransition, JobFinished
+from jobs.errors import ArrayEnded, ArrayIndicesMissing, ArrayNotFound, HoldNotYours, IllegalTransition, JobFinished, JobNotHoldable
+from jobs.holds import hold_reason
 from jobs.hooks import job_hooks, queue_changed
 from jobs.logs import gang_teardown
-from jobs.models import Allocation, ClusterHealth, Job, JobEvent, Node, NodeState, job_plan_cleared
+from jobs.models import Allocation, ClusterHealth, Job, JobEvent, JobHold, Node, NodeState, job_plan_cleared
 from jobs.selectors import jobs_visible_to, shared_pools
 from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState, can_transition
-from policy.model import PendingJob
+from policy.model import HELD, PendingJob
 from policy.sharing import describe_ask, slice_fits
 
 if TYPE_CHECKING:
@@ -511,6 +512,70 @@ def _cancel_locked(job: Job, *, by: User | None, reason: str, backend: ClusterBa
         job_id, attempt, ranks = job.pk, job.attempt, job.nodes
         transaction.on_commit(lambda: _teardown_quietly(backend or get_backend(), job_id, attempt, ranks))
     return job
+
+
+# What a held job's plan is while it waits: no estimate and no reservation (the cycle stores the same; written at once
+# so the queue says so before the next cycle). Its position and priority stay: it keeps its place.
+_HELD_PLAN = ("estimated_start", "estimate_kind", "reserved_nodes", "reserved_start")
+
+
+def job_hold(*, job: Job, by: User, request: Any = None) -> Job:
+    """`scontrol hold`: keep a PENDING job out of placement until it is released (`job_release`). It stays in the
+    queue and keeps its submit time (its age, so its place), but the cycle never places it, lets it preempt or promises
+    it nodes: it waits with reason HELD and no estimated start.
+
+    Its owner's hold (JobHeldUser) its owner or an admin may release; an admin's hold on someone else's job
+    (JobHeldAdmin, audited) only an admin. An admin holding a job its owner holds makes it an admin's hold; holding
+    a job held already so changes nothing. Raises JobNotHoldable if the job is not PENDING.
+    """
+    with transaction.atomic():
+        job = Job.objects.select_for_update().get(pk=job.pk)
+        if job.state != JobState.PENDING:
+            raise JobNotHoldable(_not_pending(job, "held"))
+        kind = JobHold.ADMIN if by.is_staff and by.pk != job.owner_id else JobHold.USER
+        if job.hold in (kind, JobHold.ADMIN):
+            return job
+        was = job.hold
+        job.hold, job.held_by, job.held_at = kind, by, timezone.now()
+        job.pending_reason_code = HELD
+        job.pending_reason = hold_reason(job_id=job.pk, hold=kind, held_by=by.get_username(), held_at=job.held_at)
+        for name in _HELD_PLAN:
+            setattr(job, name, job_plan_cleared()[name])
+        job.save(update_fields=["hold", "held_by", "held_at", "pending_reason_code", "pending_reason", *_HELD_PLAN, "updated_at"])
+        if by.pk != job.owner_id:
+            audit_record(actor=by, action="job.hold", target=job, changes={"hold": [was, kind]}, request=request, job=job)
+        queue_changed()
+    return job
+
+
+def job_release(*, job: Job, by: User, request: Any = None) -> Job:
+    """`scontrol release`: a held job may start again from the next cycle (which `queue_changed` asks for), in the place
+    its age gives it. Raises JobNotHoldable if it is not held, HoldNotYours if an admin holds it and `by` is not one.
+    Releasing someone else's job (an admin) is audited."""
+    with transaction.atomic():
+        job = Job.objects.select_for_update(of=("self",)).select_related("held_by").get(pk=job.pk)
+        if job.state != JobState.PENDING:
+            raise JobNotHoldable(_not_pending(job, "released"))
+        if not job.hold:
+            raise JobNotHoldable(f"Job {job.pk} is not held; there is nothing to release.")
+        if job.hold == JobHold.ADMIN and not by.is_staff:
+            admin = f" ({job.held_by.get_username()})" if job.held_by is not None else ""
+            raise HoldNotYours(f"Job {job.pk} is held by an admin{admin}; only an admin can release it.")
+        was = job.hold
+        job.hold, job.held_by, job.held_at = JobHold.NONE, None, None
+        job.pending_reason_code = "NEW"
+        job.pending_reason = f"Released by {by.get_username()}; waiting for the next scheduling cycle."
+        job.save(update_fields=["hold", "held_by", "held_at", "pending_reason_code", "pending_reason", "updated_at"])
+        if by.pk != job.owner_id:
+            audit_record(actor=by, action="job.release", target=job, changes={"hold": [was, ""]}, request=request, job=job)
+        queue_changed()
+    return job
+
+
+def _not_pending(job: Job, done: str) -> str:
+    if job.state in TERMINAL_STATES:
+        return f"Job {job.pk} has already ended ({job.state}); only a pending job can be {done}."
+    return f"Job {job.pk} is {job.state}: only a pending job can be {done} (it has been placed; cancel it to stop it)."
 
 
 @dataclass(frozen=True)
