@@ -37,6 +37,7 @@ def fit_reason(text: str) -> str:
     return f"{text[:head]}…{text[-REASON_TAIL_CHARS:]}"
 
 
+@transaction.atomic
 def job_place(
     job: Job,
     *,
@@ -48,7 +49,10 @@ def job_place(
     gpu_slot: int | None = None,
 ) -> Job:
     """PENDING -> SCHEDULED as a new attempt, holding `gpus_held[rank]` GPUs on `node_names[rank]` (a GPU slice: its
-    share of GPU `gpu_slot`)."""
+    share of GPU `gpu_slot`). A job held since the cycle's snapshot (`job_hold`, which takes the same row lock) is not
+    placed: IllegalTransition, as for a job cancelled meanwhile."""
+    if Job.objects.select_for_update().filter(pk=job.pk).exclude(hold="").exists():
+        raise IllegalTransition(job.pk, f"{job.state} (held)", JobState.SCHEDULED)
     attempt = job.attempt + 1
     job = job_transition(
         job,

@@ -11,6 +11,7 @@ from django.db.models import Count, F, Max, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
+from jobs.holds import hold_reason
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.selectors import node_settles_until, nodes_with_usage
 from jobs.states import ACTIVE_STATES, JobState
@@ -136,13 +137,16 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None, runtime
         "gpu_isolation",
         "min_nodes",
         "max_nodes",
+        "hold",
+        "held_by__username",
+        "held_at",
     )
     if runtimes is None:
         runtimes = recent_runtimes({row[5] for row in rows})
     jobs = []
     for row in rows:
         pk, nodes, gpus, pc, submitted, user, team, preemptible, wall, failures, not_before, avoid, rdma = row[:13]
-        fraction, memory, isolation, low, high = row[13:]
+        fraction, memory, isolation, low, high, hold, held_by, held_at = row[13:]
         jobs.append(
             pending_job(
                 job_id=pk,
@@ -165,6 +169,7 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None, runtime
                 min_nodes=low,
                 max_nodes=high,
                 expected_seconds=expected_runtime(runtimes.get(user, ()), wall),
+                held=hold_reason(job_id=pk, hold=hold, held_by=held_by, held_at=held_at),
             )
         )
     return tuple(jobs)
