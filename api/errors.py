@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, PermissionDenied
 
 from apikit.errors import ClusterUnreachable, Conflict, domain_error_register
 from jobs.cluster import ClusterUnavailable
-from jobs.errors import ArrayNotFound, IllegalTransition, JobFinished, JobNotRunning, JobNotStarted
+from jobs.errors import ArrayNotFound, HoldNotYours, IllegalTransition, JobFinished, JobNotHoldable, JobNotRunning, JobNotStarted
 
 
 def register() -> None:
@@ -15,4 +15,6 @@ def register() -> None:
     domain_error_register(IllegalTransition, lambda exc: Conflict(str(exc)))
     domain_error_register(JobNotStarted, lambda exc: Conflict(str(exc)))
     domain_error_register(JobNotRunning, lambda exc: Conflict(str(exc)))
+    domain_error_register(JobNotHoldable, lambda exc: Conflict(str(exc)))
+    domain_error_register(HoldNotYours, lambda exc: PermissionDenied(str(exc)))
     domain_error_register(ClusterUnavailable, lambda exc: ClusterUnreachable(f"The cluster cannot be reached: {exc}"))

@@ -58,9 +58,19 @@ class JobFilter(django_filters.FilterSet):
     team = django_filters.CharFilter(field_name="team__name")
     name = django_filters.CharFilter(lookup_expr="icontains")
     array = django_filters.NumberFilter(field_name="array_id", help_text="The elements of one array, by its array_id.")
+    held = django_filters.BooleanFilter(
+        method="filter_held",
+        help_text="true: the pending jobs held out of placement (`muster hold`); false: every job not held.",
+    )
     submitted_after = UtcDateTimeFilter(field_name="submitted_at", lookup_expr="gte", help_text="Submitted at or after (ISO 8601).")
     submitted_before = UtcDateTimeFilter(field_name="submitted_at", lookup_expr="lt", help_text="Submitted before (ISO 8601).")
 
     class Meta:
         model = Job
-        fields = ["state", "owner", "team", "name", "array", "submitted_after", "submitted_before"]
+        fields = ["state", "owner", "team", "name", "array", "held", "submitted_after", "submitted_before"]
+
+    def filter_held(self, qs: QuerySet[Job], name: str, value: bool | None) -> QuerySet[Job]:
+        if value is None:
+            return qs
+        held = Q(state=JobState.PENDING) & ~Q(hold="")
+        return qs.filter(held) if value else qs.exclude(held)

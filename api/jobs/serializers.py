@@ -422,8 +422,22 @@ class LogAttemptSerializer(serializers.Serializer):
     ranks = serializers.ListField(child=serializers.IntegerField())
 
 
+class HeldSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(
+        choices=["user", "admin"],
+        help_text="user: held by its owner (Slurm's JobHeldUser), whom its owner or an admin may release; admin: held by "
+        "an admin (JobHeldAdmin), whom only an admin may release.",
+    )
+    by = serializers.CharField(allow_null=True, help_text="Who held it (null if that account is gone).")
+    at = serializers.DateTimeField()
+
+
 class JobDetailSerializer(JobSerializer):
     events = JobEventSerializer(many=True, read_only=True)
+    held = serializers.SerializerMethodField(
+        help_text="A pending job held out of placement (`POST .../hold/`) until released (`POST .../release/`); null if not held. "
+        "It keeps its place in the queue; its pending_reason is HELD."
+    )
     resizes = serializers.SerializerMethodField(help_text="An elastic job's growths and shrinks, oldest first (empty for others).")
     attempts = serializers.SerializerMethodField(help_text="The attempts whose output can be read (`logs/?attempt=`), with their ranks.")
     telemetry_summary = serializers.SerializerMethodField(
@@ -431,8 +445,15 @@ class JobDetailSerializer(JobSerializer):
     )
 
     class Meta(JobSerializer.Meta):
-        fields = [*JobSerializer.Meta.fields, "env", "simulate", "volumes", "events", "resizes", "attempts", "telemetry_summary"]
+        fields = [*JobSerializer.Meta.fields, "held", "env", "simulate", "volumes", "events", "resizes", "attempts", "telemetry_summary"]
         read_only_fields = fields
+
+    @extend_schema_field(HeldSerializer(allow_null=True))
+    def get_held(self, job: Job) -> dict[str, Any] | None:
+        if job.state != "PENDING" or not job.hold:
+            return None
+        by = job.held_by.get_username() if job.held_by is not None else None
+        return {"kind": job.hold, "by": by, "at": serializers.DateTimeField().to_representation(job.held_at) if job.held_at else None}
 
     @extend_schema_field(JobResizeSerializer(many=True))
     def get_resizes(self, job: Job) -> list[dict[str, Any]]:
@@ -672,6 +693,13 @@ class StartEstimateSerializer(serializers.Serializer):
     reason = serializers.CharField()
     position = serializers.IntegerField(allow_null=True, help_text="Its place in the queue (1 is next) if it would wait.")
     preempts = serializers.IntegerField(help_text="Running jobs it would preempt to start now.")
+    nodes = serializers.IntegerField(
+        allow_null=True,
+        help_text="The nodes it would start on now (an elastic job: the most that fit, between min_nodes and max_nodes); "
+        "null unless kind is now.",
+    )
+    min_nodes = serializers.IntegerField(allow_null=True, help_text="An elastic job's range, when it would start now; else null.")
+    max_nodes = serializers.IntegerField(allow_null=True, help_text="An elastic job's range, when it would start now; else null.")
 
 
 class EstimateSerializer(serializers.Serializer):

@@ -54,7 +54,7 @@ from jobs.errors import ArrayEnded, ArrayIndicesMissing, JobNotStarted
 from jobs.logs import job_logs, job_logs_follow, never_started
 from jobs.models import ClusterHealth, Job, Node
 from jobs.selectors import jobs_visible_to, nodes_with_usage
-from jobs.services import job_cancel, job_cancel_array, job_submit, job_submit_array, job_submit_check
+from jobs.services import job_cancel, job_cancel_array, job_hold, job_release, job_submit, job_submit_array, job_submit_check
 from notify.services import asks_json, job_notify_save, preference_of, preference_save
 from scheduler.estimate import job_estimate
 from scheduler.queue import queue_counts, queue_entries, queue_jobs
@@ -163,6 +163,40 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         job = job_cancel(job=self.get_object(), by=api_user(request), request=request)
         job = self.get_queryset().prefetch_related("events").get(pk=job.pk)
+        return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data)
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: JobDetailSerializer,
+            409: OpenApiResponse(description="The job is not PENDING (placed, running or ended): only a pending job can be held"),
+        },
+        description="`scontrol hold`: keep a pending job in the queue but never start it until released. It keeps its "
+        "place (its age); its reason reads HELD, with no estimated start and no reservation, and it blocks nobody. Its "
+        "owner's hold its owner or an admin may release; an admin's hold on someone else's job (audited) only an admin. "
+        "Holding a job held so already changes nothing.",
+    )
+    @action(detail=True, methods=["post"])
+    def hold(self, request: Request, pk: str | None = None) -> Response:
+        job = job_hold(job=self.get_object(), by=api_user(request), request=request)
+        return self._detail(job)
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: JobDetailSerializer,
+            403: OpenApiResponse(description="An admin holds it and you are its owner: only an admin can release it"),
+            409: OpenApiResponse(description="The job is not held (or no longer pending): nothing to release"),
+        },
+        description="`scontrol release`: a held job may start from the next scheduling cycle, in the place its age gives it.",
+    )
+    @action(detail=True, methods=["post"])
+    def release(self, request: Request, pk: str | None = None) -> Response:
+        job = job_release(job=self.get_object(), by=api_user(request), request=request)
+        return self._detail(job)
+
+    def _detail(self, job: Job) -> Response:
+        job = self.get_queryset().prefetch_related("events").select_related("held_by").get(pk=job.pk)
         return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data)
 
     @extend_schema(

@@ -1,0 +1,137 @@
+"""`muster hold` / `muster release` (Slurm's scontrol hold/release): a held pending job stays queued but never starts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.test import APIClient
+
+from audit.models import AuditEntry
+from jobs.models import Job
+from jobs.states import JobState
+from tests.conftest import SimHarness
+
+
+def hold(client: APIClient, job_id: int) -> Any:
+    return client.post(f"/api/v1/jobs/{job_id}/hold/")
+
+
+def release(client: APIClient, job_id: int) -> Any:
+    return client.post(f"/api/v1/jobs/{job_id}/release/")
+
+
+def test_a_held_job_is_not_started_while_nodes_are_free_and_others_start(api: APIClient, submit: Any, sim: SimHarness) -> None:
+    held = submit(nodes=1, gpus_per_node=8)["id"]
+    answer = hold(api, held)
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["held"]["kind"] == "user" and answer.json()["held"]["by"] == "alice"
+    later = submit(nodes=1, gpus_per_node=8)["id"]
+    report = sim.cycle()
+    assert report.placed == [later]
+    job = Job.objects.get(pk=held)
+    assert (job.state, job.pending_reason_code) == (JobState.PENDING, "HELD")
+    assert job.pending_reason.startswith("Held by its owner (alice) at ")
+    assert job.pending_reason.endswith(f": `muster release {held}` lets it start.")
+    # No estimate and no reservation: nobody knows when it is released.
+    assert (job.estimated_start, job.reserved_nodes, job.reserved_start) == (None, [], None)
+    shown = api.get(f"/api/v1/jobs/{held}/").json()
+    assert shown["pending_reason"]["code"] == "HELD" and shown["estimated_start"] is None
+    # It is still in the queue, among the pending jobs, and found by ?held=true.
+    assert [j["id"] for j in api.get("/api/v1/jobs/?state=PENDING").json()["results"]] == [held]
+    assert [j["id"] for j in api.get("/api/v1/jobs/?held=true").json()["results"]] == [held]
+    assert held not in [j["id"] for j in api.get("/api/v1/jobs/?held=false").json()["results"]]
+
+
+def test_a_released_job_starts_at_the_next_cycle(api: APIClient, submit: Any, sim: SimHarness) -> None:
+    job_id = submit(nodes=1, gpus_per_node=8)["id"]
+    hold(api, job_id)
+    assert sim.cycle().placed == []
+    answer = release(api, job_id)
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["held"] is None
+    assert answer.json()["pending_reason"]["message"] == "Released by alice; waiting for the next scheduling cycle."
+    assert sim.cycle().placed == [job_id]
+
+
+def test_a_held_gang_keeps_its_age_but_blocks_nobody(api: APIClient, submit: Any, sim: SimHarness) -> None:
+    # The whole cluster (16 nodes): it would go first by age, and hold every node for itself.
+    first = submit(nodes=16, gpus_per_node=8)["id"]
+    hold(api, first)
+    small = submit(nodes=2, gpus_per_node=8)["id"]
+    assert sim.cycle().placed == [small]
+    first_job = Job.objects.get(pk=first)
+    assert first_job.queue_position == 1 and first_job.submitted_at < Job.objects.get(pk=small).submitted_at
+
+
+def test_an_admins_hold_cannot_be_released_by_the_owner(
+    api: APIClient, admin_api: APIClient, submit: Any, sim: SimHarness, admin_user: Any
+) -> None:
+    job_id = submit(nodes=1, gpus_per_node=8)["id"]
+    answer = hold(admin_api, job_id)
+    assert answer.status_code == 200 and answer.json()["held"] == {**answer.json()["held"], "kind": "admin", "by": "root"}
+    sim.cycle()
+    job = Job.objects.get(pk=job_id)
+    assert job.pending_reason_code == "HELD" and job.pending_reason.startswith("Held by an admin (root) at ")
+    assert "only an admin can release it" in job.pending_reason
+    refused = release(api, job_id)
+    assert refused.status_code == 403
+    assert refused.json()["detail"] == f"Job {job_id} is held by an admin (root); only an admin can release it."
+    # Holding it again as its owner changes nothing: still the admin's hold.
+    assert hold(api, job_id).json()["held"]["kind"] == "admin"
+    entry = AuditEntry.objects.get(action="job.hold")
+    assert (entry.actor, entry.job_id, entry.changes) == (admin_user, job_id, {"hold": ["", "admin"]})
+    assert release(admin_api, job_id).status_code == 200
+    assert AuditEntry.objects.get(action="job.release").changes == {"hold": ["admin", ""]}
+    assert sim.cycle().placed == [job_id]
+
+
+def test_an_owners_own_hold_and_release_are_not_audited(api: APIClient, submit: Any, sim: SimHarness) -> None:
+    job_id = submit(nodes=1, gpus_per_node=8)["id"]
+    hold(api, job_id)
+    release(api, job_id)
+    assert not AuditEntry.objects.filter(action__in=["job.hold", "job.release"]).exists()
+
+
+def test_holding_a_running_job_is_409_and_releasing_a_job_not_held_too(api: APIClient, submit: Any, sim: SimHarness) -> None:
+    job_id = submit(nodes=1, gpus_per_node=8)["id"]
+    not_held = release(api, job_id)
+    assert not_held.status_code == 409
+    assert not_held.json()["detail"] == f"Job {job_id} is not held; there is nothing to release."
+    sim.cycle()
+    sim.advance(2)
+    assert Job.objects.get(pk=job_id).state == JobState.RUNNING
+    refused = hold(api, job_id)
+    assert refused.status_code == 409
+    assert refused.json()["detail"] == (
+        f"Job {job_id} is RUNNING: only a pending job can be held (it has been placed; cancel it to stop it)."
+    )
+
+
+def test_a_held_job_can_be_cancelled(api: APIClient, submit: Any, sim: SimHarness) -> None:
+    job_id = submit(nodes=1, gpus_per_node=8)["id"]
+    hold(api, job_id)
+    assert api.post(f"/api/v1/jobs/{job_id}/cancel/").json()["state"] == JobState.CANCELLED
+    assert api.get(f"/api/v1/jobs/{job_id}/").json()["held"] is None
+
+
+def test_someone_elses_job_cannot_be_held(other_api: APIClient, submit: Any) -> None:
+    job_id = submit(nodes=1, gpus_per_node=8)["id"]
+    assert hold(other_api, job_id).status_code == 404
+    assert not Job.objects.get(pk=job_id).hold
+
+
+def test_a_job_held_after_the_snapshot_is_not_placed(api: APIClient, submit: Any, sim: SimHarness, monkeypatch: Any) -> None:
+    """The cycle read the job as placeable, then its owner held it before the placement was written: not placed."""
+    import scheduler.cycle as cycle
+
+    job_id = submit(nodes=1, gpus_per_node=8)["id"]
+    real = cycle.build_snapshot
+
+    def snapshot_then_hold(*args: Any, **kwargs: Any) -> Any:
+        taken = real(*args, **kwargs)
+        hold(api, job_id)
+        return taken
+
+    monkeypatch.setattr(cycle, "build_snapshot", snapshot_then_hold)
+    assert sim.cycle().placed == []
+    assert Job.objects.get(pk=job_id).state == JobState.PENDING
