@@ -55,6 +55,10 @@ class StartEstimate:
     reason: str = ""
     position: int | None = None  # its place in the queue (1: next), when it would wait
     preempts: int = 0  # running jobs it would stop to start now
+    # The nodes it would start on now (the policy's placement: an elastic job's most that fit), and an elastic job's range.
+    nodes: int | None = None
+    min_nodes: int | None = None
+    max_nodes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -106,9 +110,11 @@ def _as_queued(owner: User, spec: dict[str, Any], now: datetime) -> PendingJob |
 
 def _start(job: PendingJob, now: datetime) -> StartEstimate:
     decisions = schedule(build_snapshot(now, extra=(job,)), policy_config())
-    if any(p.job_id == job.id for p in decisions.placements):
+    placed = next((p for p in decisions.placements if p.job_id == job.id), None)
+    if placed is not None:
         stops = sum(1 for p in decisions.preemptions if p.for_job_id == job.id)
-        return StartEstimate(START_NOW, now, preempts=stops)
+        low, high = (job.min_nodes, job.nodes) if job.elastic else (None, None)
+        return StartEstimate(START_NOW, now, preempts=stops, nodes=len(placed.node_names), min_nodes=low, max_nodes=high)
     wait = next(w for w in decisions.waiting if w.job_id == job.id)
     at = datetime.fromtimestamp(wait.estimated_start, UTC) if wait.estimated_start is not None else None
     kind = KIND_OF.get(wait.estimate, START_UNKNOWN) if at is not None else START_UNKNOWN

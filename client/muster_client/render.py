@@ -482,6 +482,13 @@ def nodes_text(nodes: Sequence[JSON]) -> str:
 LIMIT_MARK = {"ok": "ok", "waits": "waits", "refused": "NO"}
 
 
+def _start_nodes(start: JSON) -> str:
+    """An elastic job's nodes it would start on now, of its range: " on 3 of 2-8 nodes" (a server that does not say: "")."""
+    if start.get("nodes") is None or start.get("min_nodes") is None or start.get("max_nodes") is None:
+        return ""
+    return f" on {start['nodes']} of {start['min_nodes']}-{start['max_nodes']} nodes"
+
+
 def estimate_text(estimate: JSON, *, now: datetime | None = None) -> str:
     """`muster submit --test-only`: would it be accepted, the limits, and when it would start (sbatch --test-only's line)."""
     start = estimate["start"]
@@ -489,7 +496,7 @@ def estimate_text(estimate: JSON, *, now: datetime | None = None) -> str:
         lines = ["It would be refused:"] + [f"  {field}: {m}" for field, messages in estimate["problems"].items() for m in messages]
     elif start["kind"] == "now":
         stops = f", preempting {start['preempts']} job{'s' if start['preempts'] != 1 else ''}" if start["preempts"] else ""
-        lines = [f"It would start now (the next scheduling cycle places it{stops})."]
+        lines = [f"It would start now{_start_nodes(start)} (the next scheduling cycle places it{stops})."]
     elif start["at"]:
         prefix = {"reserved": "by ", "planned": "about ", "after": "not before "}.get(start["kind"], "")
         place = f", number {start['position']} in the queue" if start.get("position") else ""

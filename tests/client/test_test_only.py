@@ -35,6 +35,14 @@ def test_test_only_says_when_it_would_start_and_queues_nothing(signed_in: Any, t
     assert Job.objects.count() == 1
 
 
+def test_test_only_says_how_many_nodes_an_elastic_job_would_start_on(signed_in: Any, tx_sim: SimHarness, capsys: Any) -> None:
+    JobFactory(owner=signed_in, nodes=13, queued=True, history=True, wall_time_seconds=7200)
+    tx_sim.cycle()  # 13 of the 16 nodes taken
+    code, out = run(capsys, "submit", "-N", "2-8", "-G", "8", "-t", "1h", "--image", IMAGE, "--test-only", "--", "python", "train.py")
+    assert code == 0
+    assert out.startswith("It would start now on 3 of 2-8 nodes (the next scheduling cycle places it).")
+
+
 def test_test_only_names_every_refusal_and_exits_5(signed_in: Any, capsys: Any) -> None:
     Quota.objects.create(user=signed_in, max_gpus=8, max_wall_time_seconds=3600)
     code, out = run(capsys, "submit", "-N", "2", "-G", "8", "-t", "2h", "--image", IMAGE, "--test-only", "--", "python", "train.py")

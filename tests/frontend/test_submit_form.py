@@ -51,7 +51,9 @@ def test_the_estimate_answers_json_and_writes_nothing(user: Any, sim: Any) -> No
     client = session_for(user)
     body = client.post("/jobs/new/estimate/", submit_form()).json()
     assert (body["accepted"], body["fits_limits"], body["start"], body["errors"]) == (True, True, "now", 0)
-    assert 'data-kind="now"' in body["html"] and "Would start now" in body["html"]
+    assert 'data-kind="now"' in body["html"] and "Would start now: the next" in body["html"]
+    elastic = client.post("/jobs/new/estimate/", submit_form(nodes="8", min_nodes="2")).json()
+    assert "Would start now on 8 of 2\u20138 nodes: the next scheduling cycle places it." in elastic["html"]
     body = client.post("/jobs/new/estimate/", submit_form(nodes="17", image="x y")).json()
     assert (body["accepted"], body["errors"]) == (False, 2)
     assert "the whole cluster has 16 such nodes" in body["html"]

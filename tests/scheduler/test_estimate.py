@@ -43,6 +43,18 @@ def test_on_an_empty_cluster_it_starts_now_and_nothing_is_written(api: APIClient
     assert statuses(body) == {"cluster": "ok", "wall_time": "ok"}
 
 
+def test_an_elastic_job_is_told_how_many_of_its_nodes_it_would_start_on_now(api: APIClient, sim: SimHarness, submit: Any) -> None:
+    submit(nodes=13, gpus_per_node=8, simulate={"duration_seconds": 3600})
+    sim.cycle()
+    body = estimate(api, nodes=None, min_nodes=2, max_nodes=8)
+    assert body["start"]["kind"] == "now"
+    assert (body["start"]["nodes"], body["start"]["min_nodes"], body["start"]["max_nodes"]) == (3, 2, 8)  # 3 nodes are free
+    fixed = estimate(api, nodes=2)["start"]
+    assert (fixed["nodes"], fixed["min_nodes"], fixed["max_nodes"]) == (2, None, None)
+    waits = estimate(api, nodes=None, min_nodes=4, max_nodes=8)["start"]
+    assert waits["kind"] != "now" and (waits["nodes"], waits["min_nodes"], waits["max_nodes"]) == (None, None, None)
+
+
 def test_each_limit_it_breaks_is_named_at_once(api: APIClient, user: Any, sim: SimHarness) -> None:
     QuotaFactory(user=user, max_gpus=8, max_wall_time_seconds=3600, max_node_hours_per_job=1.5)
     body = estimate(api, nodes=2, wall_time_seconds=7200)
