@@ -700,13 +700,6 @@ class StartEstimateSerializer(serializers.Serializer):
     )
     min_nodes = serializers.IntegerField(allow_null=True, help_text="An elastic job's range, when it would start now; else null.")
     max_nodes = serializers.IntegerField(allow_null=True, help_text="An elastic job's range, when it would start now; else null.")
-    nodes = serializers.IntegerField(
-        allow_null=True,
-        help_text="The nodes it would start on now (an elastic job: the most that fit, between min_nodes and max_nodes); "
-        "null unless kind is now.",
-    )
-    min_nodes = serializers.IntegerField(allow_null=True, help_text="An elastic job's range, when it would start now; else null.")
-    max_nodes = serializers.IntegerField(allow_null=True, help_text="An elastic job's range, when it would start now; else null.")
 
 
 class EstimateSerializer(serializers.Serializer):
