@@ -360,6 +360,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("job_ids", type=_cancel_target, nargs="+", metavar="ID")
 
     p = command(
+        "hold",
+        commands.hold,
+        "Keep pending jobs queued but never started, like scontrol hold",
+        "A held job keeps its place in the queue (its age) but is not started, and blocks nobody, until `muster release`. "
+        "`muster queue` shows it with reason HELD. Only a pending job can be held. An admin's hold on your job (Slurm's "
+        "JobHeldAdmin) only an admin can release. An array's id holds its pending elements; ID_INDEX one, ID_[INDICES] several.",
+        "  muster hold 42 43\n  muster hold 4               # every pending element of array 4\n  muster release 42",
+    )
+    p.add_argument("job_ids", type=_cancel_target, nargs="+", metavar="ID")
+
+    p = command(
+        "release",
+        commands.release,
+        "Let held jobs start again, like scontrol release",
+        "A released job may start from the next scheduling cycle, in the place its age gives it. An array's id releases its held elements.",
+        "  muster release 42\n  muster release '4_[1-3]'",
+    )
+    p.add_argument("job_ids", type=_cancel_target, nargs="+", metavar="ID")
+
+    p = command(
         "checkpoint",
         commands.checkpoint,
         "Report that a running job wrote a checkpoint",

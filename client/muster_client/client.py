@@ -125,6 +125,16 @@ class Client:
         """Cancel a job; ApiError 409 if it has already ended."""
         return self._object("POST", f"jobs/{int(job_id)}/cancel/")
 
+    def hold(self, job_id: int) -> Job:
+        """`scontrol hold`: keep a pending job queued but never started until released; ApiError 409 if it is not
+        pending. Holding someone else's job (an admin) makes a hold only an admin may release."""
+        return self._object("POST", f"jobs/{int(job_id)}/hold/")
+
+    def release(self, job_id: int) -> Job:
+        """`scontrol release`: a held job may start from the next cycle; ApiError 409 if it is not held, 403 if an admin
+        holds it and you are not one."""
+        return self._object("POST", f"jobs/{int(job_id)}/release/")
+
     def cancel_array(self, array_id: int, indices: Iterable[int] | None = None) -> JSON:
         """`scancel 42` (every element of array 42 not ended yet) or `scancel 42_[1-3]` (the elements of those `indices`):
         one request (`POST /api/v1/jobs/cancel-array/`), which cancels all of them or none; ended ones are left.

@@ -401,6 +401,65 @@ def cancel(args: argparse.Namespace) -> int:
     return status
 
 
+def hold(args: argparse.Namespace) -> int:
+    """scontrol hold: each pending job named stays queued but is not started until released; an array's id holds its
+    pending elements, `ID_INDEX` / `ID_[INDICES]` some (one request per element)."""
+    return _hold_or_release(args, held=True)
+
+
+def release(args: argparse.Namespace) -> int:
+    """scontrol release: each held job named may start from the next cycle; an array's id releases its held elements."""
+    return _hold_or_release(args, held=False)
+
+
+def _hold_or_release(args: argparse.Namespace, *, held: bool) -> int:
+    client = client_for(args)
+    status = OK
+    done: set[int] = set()
+    for job_id, indices in dict.fromkeys(args.job_ids):
+        try:
+            if indices is None and not _is_array(client, job_id):
+                targets = [job_id]
+            else:
+                targets = _array_targets(client, job_id, indices, held=held)
+            for target in targets:
+                if target in done:
+                    continue
+                job = client.hold(target) if held else client.release(target)
+                done.add(job["id"])
+                if args.json:
+                    print_json(job)
+                elif held:
+                    out(f"Held job {job['id']} ({job['name']}): it is not started until `muster release {job['id']}`")
+                else:
+                    out(f"Released job {job['id']} ({job['name']}): it may start from the next scheduling cycle")
+        except (ApiError, SpecError) as exc:
+            if isinstance(exc, ApiError) and exc.status >= 500:
+                raise
+            message = exc.message if isinstance(exc, ApiError) else str(exc)
+            which = "" if re.search(rf"\b([Jj]ob|[Aa]rray) {job_id}\b", message) else f"job {job_id}: "
+            print(f"muster: error: {which}{message}", file=sys.stderr, flush=True)
+            status = REFUSED
+    return status
+
+
+def _array_targets(client: Client, array_id: int, indices: tuple[int, ...] | None, *, held: bool) -> list[int]:
+    """The elements of an array a hold (its pending ones) or a release (its held ones) applies to, by index."""
+    elements = {job["array_index"]: job for job in client.jobs(array=array_id)}
+    if not elements:
+        raise SpecError(f"No array {array_id} (or none that you may see).")
+    if indices is not None and (missing := sorted(set(indices) - set(elements))):
+        raise SpecError(f"Array {array_id} has no element {', '.join(map(str, missing))}; nothing was done.")
+    asked = [elements[i] for i in sorted(indices if indices is not None else elements)]
+    if held:
+        targets = [job["id"] for job in asked if job["state"] == "PENDING" and (job.get("pending_reason") or {}).get("code") != "HELD"]
+    else:
+        targets = [job["id"] for job in asked if (job.get("pending_reason") or {}).get("code") == "HELD"]
+    if not targets:
+        raise SpecError(f"Array {array_id}: no element asked for is {'pending and not held' if held else 'held'}; nothing was done.")
+    return targets
+
+
 def _is_array(client: Client, job_id: int) -> bool:
     """Whether `job_id` is an array's id (its first element's), as `scancel 42` reads it: the array, not one job."""
     return next(client.jobs(array=job_id, limit=1), None) is not None
