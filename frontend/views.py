@@ -23,11 +23,11 @@ from frontend.live import is_live_poll, live_parts_response, page_query, render_
 from frontend.sorting import JOB_LIST_DEFAULT, QUEUE_DEFAULT, Sorting, job_columns, queue_columns
 from jobs.attempts import job_attempts
 from jobs.cluster import ClusterUnavailable
-from jobs.errors import JobFinished, JobNotStarted
+from jobs.errors import HoldNotYours, JobFinished, JobNotHoldable, JobNotStarted
 from jobs.logs import job_attempt_ranks, job_logs
 from jobs.models import Job
 from jobs.selectors import job_assigned_nodes, job_nodes_shown, job_racks_shown, job_run_seconds, job_visible_to, jobs_visible_to
-from jobs.services import job_cancel
+from jobs.services import job_cancel, job_hold, job_release
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.selectors import job_filter_teams
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
@@ -247,6 +247,34 @@ def job_cancel_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Job {job.pk} cancelled.")
+    return redirect("frontend:job-detail", pk=pk)
+
+
+@login_required
+@require_POST
+def job_hold_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    """The job page's Hold: as `muster hold` (`jobs.services.job_hold`)."""
+    job = get_object_or_404(jobs_visible_to(request.user), pk=pk)
+    try:
+        job_hold(job=job, by=request.user, request=request)
+    except JobNotHoldable as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Job {job.pk} held: it stays in the queue but is not started until released.")
+    return redirect("frontend:job-detail", pk=pk)
+
+
+@login_required
+@require_POST
+def job_release_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    """The job page's Release: as `muster release` (`jobs.services.job_release`)."""
+    job = get_object_or_404(jobs_visible_to(request.user), pk=pk)
+    try:
+        job_release(job=job, by=request.user, request=request)
+    except (JobNotHoldable, HoldNotYours) as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Job {job.pk} released: it may start from the next scheduling cycle.")
     return redirect("frontend:job-detail", pk=pk)
 
 
