@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy.model import FRAGMENTATION, LAUNCH_BACKOFF, NO_ROOM, NOT_EXAMINED, NodeView, PendingJob, RunningJob, Snapshot
+from policy.model import FRAGMENTATION, HELD, LAUNCH_BACKOFF, NO_ROOM, NOT_EXAMINED, NodeView, PendingJob, RunningJob, Snapshot
 from policy.schedule import schedule
 
 
@@ -216,6 +216,19 @@ def test_a_job_backing_off_after_failed_launches_waits_and_blocks_nobody() -> No
     assert "Its last 2 launches in a row did not come up" in wait.reason and "00:16:40 UTC" in wait.reason
     # Once the pause is over it is placed like any other job.
     assert [p.job_id for p in schedule(Snapshot(cluster(nodes=4), (held,), now=1_000.0)).placements] == [1]
+
+
+def test_a_held_job_keeps_its_place_but_waits_with_no_estimate_and_blocks_nobody() -> None:
+    # The oldest job, of the whole cluster and starving: without its hold it would go first, or be promised every node.
+    held = replace(job(1, nodes=4), submitted_at=-100_000.0, held="Held by its owner (alice).")
+    later = job(2, nodes=4)
+    decisions = schedule(Snapshot(cluster(nodes=4), (held, later), now=990.0))
+    assert [p.job_id for p in decisions.placements] == [2]
+    (wait,) = decisions.waiting
+    assert (wait.job_id, wait.position, wait.reason_code, wait.reason) == (1, 1, HELD, "Held by its owner (alice).")
+    assert (wait.estimated_start, decisions.reservations) == (None, ())
+    # Released, it is placed like any other job.
+    assert [p.job_id for p in schedule(Snapshot(cluster(nodes=4), (replace(held, held=""),))).placements] == [1]
 
 
 def test_a_retry_goes_elsewhere_than_the_node_its_rank_failed_on_while_the_cluster_has_room() -> None:
