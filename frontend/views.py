@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 
 from django.conf import settings
 from django.contrib import messages
@@ -237,45 +238,40 @@ def _logs(job: Job, query: QueryDict) -> dict[str, object] | None:
     }
 
 
+def _job_action(
+    request: AuthenticatedHttpRequest, pk: int, act: Callable[..., Job], refused: tuple[type[Exception], ...], done: str
+) -> HttpResponse:
+    """A job page's button (Cancel, Hold, Release): the service's refusal in its words, else `done`; back to the page."""
+    job = get_object_or_404(jobs_visible_to(request.user), pk=pk)
+    try:
+        act(job=job, by=request.user, request=request)
+    except refused as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, done.format(pk=job.pk))
+    return redirect("frontend:job-detail", pk=pk)
+
+
 @login_required
 @require_POST
 def job_cancel_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
-    job = get_object_or_404(jobs_visible_to(request.user), pk=pk)
-    try:
-        job_cancel(job=job, by=request.user, request=request)
-    except JobFinished as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, f"Job {job.pk} cancelled.")
-    return redirect("frontend:job-detail", pk=pk)
+    return _job_action(request, pk, job_cancel, (JobFinished,), "Job {pk} cancelled.")
 
 
 @login_required
 @require_POST
 def job_hold_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """The job page's Hold: as `muster hold` (`jobs.services.job_hold`)."""
-    job = get_object_or_404(jobs_visible_to(request.user), pk=pk)
-    try:
-        job_hold(job=job, by=request.user, request=request)
-    except JobNotHoldable as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, f"Job {job.pk} held: it stays in the queue but is not started until released.")
-    return redirect("frontend:job-detail", pk=pk)
+    done = "Job {pk} held: it stays in the queue but is not started until released."
+    return _job_action(request, pk, job_hold, (JobNotHoldable,), done)
 
 
 @login_required
 @require_POST
 def job_release_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """The job page's Release: as `muster release` (`jobs.services.job_release`)."""
-    job = get_object_or_404(jobs_visible_to(request.user), pk=pk)
-    try:
-        job_release(job=job, by=request.user, request=request)
-    except (JobNotHoldable, HoldNotYours) as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, f"Job {job.pk} released: it may start from the next scheduling cycle.")
-    return redirect("frontend:job-detail", pk=pk)
+    done = "Job {pk} released: it may start from the next scheduling cycle."
+    return _job_action(request, pk, job_release, (JobNotHoldable, HoldNotYours), done)
 
 
 QUEUE_PAGE_SIZE = 100
