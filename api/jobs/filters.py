@@ -30,7 +30,8 @@ class _StateField(django_filters.fields.MultipleChoiceField):
     default_error_messages = {"invalid_choice": f"Unknown state %(value)s; the states are {', '.join(JobState.values)}."}
 
     def to_python(self, value: object) -> list[str]:
-        return [text.upper() for text in super().to_python(value)]
+        # An empty one is no state asked, as the job page's form sends its "any" (?state=&name=): not "Unknown state ;".
+        return [text.upper() for text in super().to_python(value) if text]
 
 
 class StateFilter(django_filters.MultipleChoiceFilter):

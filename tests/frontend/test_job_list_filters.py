@@ -53,6 +53,16 @@ def test_states_in_any_case_still_filter(user: Any) -> None:
     assert listed(response.content.decode()) == [running.pk]
 
 
+def test_the_forms_any_sends_empty_fields_and_every_job_is_listed(user: Any) -> None:
+    """The Filter button sends every field, the empty ones too (?name=&state=&team=&submitted_after=): that read
+    "State: Unknown state ;" and listed nothing. The API takes an empty state as none asked, too."""
+    jobs = {JobFactory(owner=user, running=True).pk, JobFactory(owner=user).pk}
+    response = session_for(user).get("/", {"name": "", "state": "", "owner": "", "team": "", "submitted_after": ""})
+    assert response.status_code == 200 and set(listed(response.content.decode())) == jobs
+    api = session_for(user).get("/api/v1/jobs/", {"state": ""})
+    assert api.status_code == 200 and {job["id"] for job in api.json()["results"]} == jobs
+
+
 def test_the_team_filter_lists_that_teams_jobs_and_offers_the_users_teams(user: Any) -> None:
     ml, vision, left = TeamFactory(name="ml"), TeamFactory(name="vision"), TeamFactory(name="old-team")
     ml.members.add(user)
