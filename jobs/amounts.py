@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from policy.model import plural
+
+__all__ = ["gpu_amount", "plural"]
+
 
 def gpu_amount(value: float | int | None) -> float | int:
     """32.0 reads 32; a share keeps three decimals (0.25, 0.143); None is 0."""
@@ -9,9 +13,3 @@ def gpu_amount(value: float | int | None) -> float | int:
         return 0
     value = round(float(value), 3)  # rounded first: 7.9999999 (shares summed) reads 8, not 8.0
     return int(value) if value.is_integer() else value
-
-
-def plural(count: float, noun: str, many: str = "") -> str:
-    """`1 node`, `17 nodes`, `0 nodes`: the count with its noun, singular only for exactly one (`many` for an irregular
-    plural). Reasons and refusals say "1 GPU", never "1 GPUs"."""
-    return f"{count} {noun if count == 1 else many or noun + 's'}"

@@ -22,6 +22,12 @@ JOB_LIMIT = "JOB_LIMIT"
 HELD = "HELD"
 
 
+def plural(count: float, noun: str, many: str = "") -> str:
+    """`1 node`, `17 nodes`, `0 nodes`: the count with its noun, singular only for exactly one (`many` for an irregular
+    plural). Reasons and refusals say "1 GPU", never "1 GPUs". (Here, for the policy's reasons; jobs.amounts says it on.)"""
+    return f"{count} {noun if count == 1 else many or noun + 's'}"
+
+
 @lru_cache(maxsize=4096)
 def when(ts: float) -> str:
     """A time in reasons: minutes, UTC. (Cached: thousands of waiting jobs name the same few instants each cycle.)"""

@@ -71,6 +71,7 @@ from policy.model import (
     RunningJob,
     Snapshot,
     Waiting,
+    plural,
     team_key,
     user_key,
     when,
@@ -94,11 +95,6 @@ PROTECTED_NEW, PROTECTED_SPENT, PROTECTED_FAR = "new", "spent", "far"
 def _amount(gpus: float) -> str:
     """GPUs as the API and the CLI give them: a share to three decimals (24.393, not 24.3929)."""
     return f"{round(gpus, 3):g}"
-
-
-def _n(count: float, noun: str) -> str:
-    """ "1 GPU", "2 GPUs": a reason reads as a sentence ("1 GPUs" and "on 1 nodes" did not)."""
-    return f"{count:g} {noun}{'' if count == 1 else 's'}"
 
 
 def _minutes(seconds: float) -> str:
@@ -404,7 +400,7 @@ class _Cycle:
                 text = f"Needs {describe_ask(job)}; no node that shares its GPUs offers one now.{why}"
             else:
                 count = sum(n.slices_per_gpu * n.gpus_total for n in fitting)
-                text = f"Needs {describe_ask(job)}; all {count} such slices (on {_n(len(fitting), 'node')}) are held."
+                text = f"Needs {describe_ask(job)}; all {count} such slices (on {plural(len(fitting), 'node')}) are held."
             self._wait(job, NO_ROOM, text)
             return
         name, gpu = found
@@ -900,11 +896,12 @@ class _Cycle:
         offers = self._shrink_offers(job, allowed)[1] if self.shrink_possible and start.nodes > 1 else []
         given = {name for _, name in offers}
         search = allowed if not given else (lambda name: name not in given and (allowed is None or allowed(name)))
-        victims = self._smallest_victim_set(replace(start, nodes=start.nodes - len(given)), search)
+        rest = replace(start, nodes=start.nodes - len(given))
+        victims = self._smallest_victim_set(rest, search)
         if victims is None:
             # Within a cycle capacity only shrinks, and victims and allowed nodes with it: the same key fails again.
             self.failed_searches.add(key)
-            self._preempt_later(job, replace(start, nodes=start.nodes - len(given)), search)
+            self._preempt_later(job, rest, search)
             return None
         for victim_id in victims:
             self._evict(self.running[victim_id], job)
@@ -1260,15 +1257,15 @@ class _Cycle:
             if self.shared_gpus:
                 # Else `muster nodes` shows them free beside "0 GPUs free in the cluster".
                 foreign += f" Nodes that share their GPUs ({self.shared_gpus} GPUs) take GPU-slice jobs only."
-            text = f"Needs {_n(job.gpus_per_node, 'GPU')} on one node; the most free on any node is {cap.max_free()}"
+            text = f"Needs {plural(job.gpus_per_node, 'GPU')} on one node; the most free on any node is {cap.max_free()}"
             if cap.free_total >= job.gpus:
                 return f"{text} ({cap.free_total} GPUs are free, spread over several nodes).{foreign}"
             return f"{text} ({cap.free_total} GPUs free in the cluster).{foreign}"
         whole = sum(len(v) for v in cap.idle_nodes(job.gpus_per_node, lambda name: self._node_fits(job, name)).values())
         partly, partly_free = cap.partly_used()
-        devices = f" and {_n(job.rdma_per_node, 'RDMA device')}" if job.rdma_per_node else ""
+        devices = f" and {plural(job.rdma_per_node, 'RDMA device')}" if job.rdma_per_node else ""
         count = f"{job.min_nodes} to {job.nodes}" if job.elastic else f"{job.nodes}"
-        text = f"Needs {count} whole nodes with {_n(job.gpus_per_node, 'GPU')}{devices}; {whole} {'is' if whole == 1 else 'are'} free"
+        text = f"Needs {count} whole nodes with {plural(job.gpus_per_node, 'GPU')}{devices}; {whole} {'is' if whole == 1 else 'are'} free"
         if partly:
             text += f", {partly_free} GPUs free on {partly} partly used node{'s' if partly != 1 else ''}"
         return f"{text}.{foreign}"
