@@ -161,9 +161,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     @extend_schema(request=None, responses={200: JobDetailSerializer, 409: None})
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
-        job = job_cancel(job=self.get_object(), by=api_user(request), request=request)
-        job = self.get_queryset().prefetch_related("events").get(pk=job.pk)
-        return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data)
+        return self._detail(job_cancel(job=self.get_object(), by=api_user(request), request=request))
 
     @extend_schema(
         request=None,
@@ -196,6 +194,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         return self._detail(job)
 
     def _detail(self, job: Job) -> Response:
+        """The job as its detail reads it, after an action changed it (cancel, hold, release)."""
         job = self.get_queryset().prefetch_related("events").select_related("held_by").get(pk=job.pk)
         return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data)
 

@@ -1401,11 +1401,16 @@ def as_muster(kube: KubeHarness) -> Iterator[KubernetesCluster]:
         kube.core.delete_namespace(home, grace_period_seconds=0)
 
 
+def _cluster_in(kube: KubeHarness, namespace: str) -> KubernetesCluster:
+    """The harness's cluster with its jobs in `namespace`, which no one has made: as on a first start."""
+    return KubernetesCluster(
+        api=kube.api, options=PodOptions(namespace=namespace, termination_grace_seconds=0), rack_label=kube.cluster.rack_label
+    )
+
+
 def test_a_first_start_makes_the_jobs_namespace_and_runs_a_job_there(api: APIClient, kube: KubeHarness) -> None:
     fresh = f"{kube.namespace}-fresh"
-    kube.cluster = KubernetesCluster(
-        api=kube.api, options=PodOptions(namespace=fresh, termination_grace_seconds=0), rack_label=kube.cluster.rack_label
-    )
+    kube.cluster = _cluster_in(kube, fresh)
     try:
         job = submit(api, nodes=2, simulate={"duration_seconds": 2})
         kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
@@ -1419,9 +1424,7 @@ def test_a_jobs_namespace_deleted_under_muster_is_made_again_and_fails_no_job(ap
     """Its launches read "Failed launch 1 of at most 5" while it was being deleted (5 such failed the job), then
     "Muster may not create it: run kubectl create namespace" though Muster could, and later did."""
     fresh = f"{kube.namespace}-again"
-    kube.cluster = KubernetesCluster(
-        api=kube.api, options=PodOptions(namespace=fresh, termination_grace_seconds=0), rack_label=kube.cluster.rack_label
-    )
+    kube.cluster = _cluster_in(kube, fresh)
     try:
         first = submit(api, nodes=1, simulate={"duration_seconds": 1})
         kube.cycle_until(lambda: state(first["id"]) == JobState.SUCCEEDED)
