@@ -151,16 +151,29 @@ def secret_env_refs(spec: GangSpec) -> list[dict[str, Any]]:
 def rendezvous_env(spec: GangSpec, rank: int, options: PodOptions) -> dict[str, str]:
     """What torchrun (and most launchers) read; rank 0's pod is the master."""
     service = gang_name(spec.job_id, spec.attempt)
+    master = f"{pod_name(spec.job_id, spec.attempt, 0)}.{service}.{options.namespace}.svc"
+    nodes = str(len(spec.node_names))
     fixed_size = {
-        "WORLD_SIZE": str(len(spec.node_names)),
+        # One process per pod, as Kubeflow's PyTorchJob counts them: a script started with `python` (not torchrun)
+        # and init_process_group("env://") joins as rank NODE_RANK of the pods. torchrun sets both anew for each worker.
+        "WORLD_SIZE": nodes,
+        "RANK": str(rank),
+        # torchrun's static rendezvous (its PET_* variables read as its flags), so `torchrun train.py` joins the
+        # gang as it is: without them it runs as a one-node job of its own on every pod.
+        "PET_NNODES": nodes,
+        "PET_NODE_RANK": str(rank),
+        "PET_MASTER_ADDR": master,
+        "PET_MASTER_PORT": str(options.master_port),
         # One line per rank's host, for MPI launchers (`mpirun --hostfile`).
         "MUSTER_HOSTS": ",".join(f"{pod_name(spec.job_id, spec.attempt, r)}.{service}" for r in range(len(spec.node_names))),
     }
     return {
-        "MASTER_ADDR": f"{pod_name(spec.job_id, spec.attempt, 0)}.{service}.{options.namespace}.svc",
+        "MASTER_ADDR": master,
         "MASTER_PORT": str(options.master_port),
         "NODE_RANK": str(rank),
         "NPROC_PER_NODE": str(spec.gpus_per_node),
+        # torchrun's --nproc-per-node: one worker per GPU the job asked for on the node.
+        "PET_NPROC_PER_NODE": str(spec.gpus_per_node),
         "MUSTER_JOB_ID": str(spec.job_id),
         "MUSTER_ATTEMPT": str(spec.attempt),
         # An elastic job's size changes under its running pods, whose environment cannot: it gets its members from

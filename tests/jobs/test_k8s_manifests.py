@@ -136,8 +136,11 @@ def test_pods_are_owned_by_the_gangs_service_and_labelled() -> None:
 def test_an_elastic_jobs_pods_get_no_size_that_a_resize_would_make_wrong() -> None:
     """A pod that runs on after its job grew from 3 to 5 nodes kept WORLD_SIZE=3 and a host list of 3."""
     env = rendezvous_env(spec(min_nodes=2, max_nodes=5), 1, PodOptions(namespace="ml"))
-    assert "WORLD_SIZE" not in env and "MUSTER_HOSTS" not in env
+    assert "WORLD_SIZE" not in env and "MUSTER_HOSTS" not in env and "RANK" not in env
     assert (env["NODE_RANK"], env["PET_NNODES"], env["MUSTER_MIN_NODES"]) == ("1", "2:5", "2")
+    # Its node rank and master come from the c10d rendezvous, not from a static one that a resize would break.
+    assert "PET_NODE_RANK" not in env and "PET_MASTER_ADDR" not in env
+    assert env["PET_NPROC_PER_NODE"] == "8"
 
 
 def test_rendezvous_environment_for_torchrun_and_mpi() -> None:
@@ -145,6 +148,28 @@ def test_rendezvous_environment_for_torchrun_and_mpi() -> None:
     assert env["MASTER_ADDR"] == "muster-42-3-0.muster-42-3.ml.svc"
     assert (env["WORLD_SIZE"], env["NODE_RANK"], env["NPROC_PER_NODE"], env["MASTER_PORT"]) == ("3", "2", "8", "29500")
     assert env["MUSTER_HOSTS"].split(",") == [f"muster-42-3-{r}.muster-42-3" for r in range(3)]
+    # One process per pod for a script started with `python`: its rank among the pods.
+    assert env["RANK"] == "2"
+
+
+# torchrun's flags for a static multi-node rendezvous; it reads each from PET_<FLAG> when the flag is not given
+# (torch.distributed.run's `env` action: "PET_" + the option's name, upper case, dashes as underscores).
+TORCHRUN_STATIC_FLAGS = ("--nnodes", "--node-rank", "--master-addr", "--master-port", "--nproc-per-node")
+
+
+def test_a_gang_started_with_plain_torchrun_forms_one_world() -> None:
+    """`torchrun train.py` with no flags on each of a 3-node gang's pods: 3 nodes of 8 workers, rank 2 of them, one master."""
+    envs = [rendezvous_env(spec(), rank, PodOptions(namespace="ml")) for rank in range(3)]
+    flags = [{flag: env.get("PET_" + flag[2:].upper().replace("-", "_")) for flag in TORCHRUN_STATIC_FLAGS} for env in envs]
+    assert flags[2] == {
+        "--nnodes": "3",
+        "--node-rank": "2",
+        "--master-addr": "muster-42-3-0.muster-42-3.ml.svc",
+        "--master-port": "29500",
+        "--nproc-per-node": "8",
+    }
+    assert [f["--node-rank"] for f in flags] == ["0", "1", "2"]
+    assert len({(f["--master-addr"], f["--master-port"], f["--nnodes"]) for f in flags}) == 1
     pod = pod_manifest(spec(), 2, PodOptions(namespace="ml"))
     names = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
     assert names["LR"] == "0.1" and names["NODE_RANK"] == "2"
