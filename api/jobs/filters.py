@@ -3,6 +3,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import django_filters
+from django import forms
 from django.db.models import Q, QuerySet
 from rest_framework.exceptions import ValidationError
 
@@ -49,6 +50,30 @@ class StateFilter(django_filters.MultipleChoiceFilter):
         return qs.filter(match)
 
 
+_TRUE, _FALSE = frozenset({"true", "1", "yes"}), frozenset({"false", "0", "no"})
+
+
+class _BooleanField(forms.Field):
+    """true or false (also 1/0, yes/no, in any case); anything else is refused, not read as "not asked" (django-filter's
+    BooleanWidget reads `?held=1` as no filter at all, so a script releasing `?held=1` jobs acted on every job)."""
+
+    widget = forms.TextInput
+
+    def to_python(self, value: object) -> bool | None:
+        text = "" if value is None else str(value).strip().lower()
+        if not text:
+            return None
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+        raise forms.ValidationError("Enter true or false.", code="invalid")
+
+
+class StrictBooleanFilter(django_filters.BooleanFilter):
+    field_class = _BooleanField
+
+
 class JobFilter(django_filters.FilterSet):
     state = StateFilter(
         choices=JobState.choices,
@@ -59,7 +84,7 @@ class JobFilter(django_filters.FilterSet):
     team = django_filters.CharFilter(field_name="team__name")
     name = django_filters.CharFilter(lookup_expr="icontains")
     array = django_filters.NumberFilter(field_name="array_id", help_text="The elements of one array, by its array_id.")
-    held = django_filters.BooleanFilter(
+    held = StrictBooleanFilter(
         method="filter_held",
         help_text="true: the pending jobs held out of placement (`muster hold`); false: every job not held.",
     )
@@ -70,8 +95,7 @@ class JobFilter(django_filters.FilterSet):
         model = Job
         fields = ["state", "owner", "team", "name", "array", "held", "submitted_after", "submitted_before"]
 
-    def filter_held(self, qs: QuerySet[Job], name: str, value: bool | None) -> QuerySet[Job]:
-        if value is None:
-            return qs
+    def filter_held(self, qs: QuerySet[Job], name: str, value: bool) -> QuerySet[Job]:
+        # Not asked (empty) never comes here: django-filter calls a method only with a value.
         held = Q(state=JobState.PENDING) & ~Q(hold="")
         return qs.filter(held) if value else qs.exclude(held)

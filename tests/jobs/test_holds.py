@@ -40,6 +40,10 @@ def test_a_held_job_is_not_started_while_nodes_are_free_and_others_start(api: AP
     assert [j["id"] for j in api.get("/api/v1/jobs/?state=PENDING").json()["results"]] == [held]
     assert [j["id"] for j in api.get("/api/v1/jobs/?held=true").json()["results"]] == [held]
     assert held not in [j["id"] for j in api.get("/api/v1/jobs/?held=false").json()["results"]]
+    assert [j["id"] for j in api.get("/api/v1/jobs/?held=1").json()["results"]] == [held]
+    # A value it cannot read is refused, not taken as no filter (which listed every job, the running one too).
+    refused = api.get("/api/v1/jobs/?held=maybe")
+    assert refused.status_code == 400 and refused.json() == {"held": ["Enter true or false."]}
 
 
 def test_a_released_job_starts_at_the_next_cycle(api: APIClient, submit: Any, sim: SimHarness) -> None:
