@@ -64,3 +64,14 @@ class StrictSerializer(serializers.Serializer):
             for key, detail in self.valid_fields()[1].items():
                 errors.setdefault(key, detail)
         return errors
+
+
+class NoBody(StrictSerializer):
+    """The body of an action that takes none (`cancel`, `hold`): nothing, or `{}`. One with fields is refused rather
+    than ignored, so a client sending a `reason` learns it was not read instead of having the job cancelled without it."""
+
+
+def refuse_a_body(data: Any) -> None:
+    """Read the request's body (a malformed one is a 400, an oversized one a 413, another media type a 415, as on every
+    write) and refuse any field it has."""
+    NoBody(data=data if data is not None else {}).is_valid(raise_exception=True)

@@ -48,6 +48,7 @@ from api.jobs.serializers import (
 )
 from api.telemetry.authentication import IsAuthenticatedOrJobToken, JobTokenIfPresented
 from apikit.pagination import NodePagination, QueuePagination
+from apikit.serializers import refuse_a_body
 from apikit.viewsets import VisibleViewSet
 from jobs.checkpoints import CheckpointInvalid, job_checkpoint_report
 from jobs.errors import ArrayEnded, ArrayIndicesMissing, JobNotStarted
@@ -59,6 +60,8 @@ from notify.services import asks_json, job_notify_save, preference_of, preferenc
 from scheduler.estimate import job_estimate
 from scheduler.queue import queue_counts, queue_entries, queue_jobs
 from telemetry.tokens import JobTokenAuth
+
+NO_BODY = OpenApiResponse(description="A body was sent (it takes none, or `{}`): nothing was done")
 
 
 class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, VisibleViewSet):
@@ -158,15 +161,17 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         estimate = job_estimate(owner=api_user(request), spec=dict(serializer.validated_data))
         return Response(EstimateSerializer(estimate).data)
 
-    @extend_schema(request=None, responses={200: JobDetailSerializer, 409: None})
+    @extend_schema(request=None, responses={200: JobDetailSerializer, 400: NO_BODY, 409: None})
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
+        refuse_a_body(request.data)
         return self._detail(job_cancel(job=self.get_object(), by=api_user(request), request=request))
 
     @extend_schema(
         request=None,
         responses={
             200: JobDetailSerializer,
+            400: NO_BODY,
             409: OpenApiResponse(description="The job is not PENDING (placed, running or ended): only a pending job can be held"),
         },
         description="`scontrol hold`: keep a pending job in the queue but never start it until released. It keeps its "
@@ -176,6 +181,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     )
     @action(detail=True, methods=["post"])
     def hold(self, request: Request, pk: str | None = None) -> Response:
+        refuse_a_body(request.data)
         job = job_hold(job=self.get_object(), by=api_user(request), request=request)
         return self._detail(job)
 
@@ -183,6 +189,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         request=None,
         responses={
             200: JobDetailSerializer,
+            400: NO_BODY,
             403: OpenApiResponse(description="An admin holds it and you are its owner: only an admin can release it"),
             409: OpenApiResponse(description="The job is not held (or no longer pending): nothing to release"),
         },
@@ -190,6 +197,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     )
     @action(detail=True, methods=["post"])
     def release(self, request: Request, pk: str | None = None) -> Response:
+        refuse_a_body(request.data)
         job = job_release(job=self.get_object(), by=api_user(request), request=request)
         return self._detail(job)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rest_framework.test import APIClient
@@ -139,3 +140,22 @@ def test_a_job_held_after_the_snapshot_is_not_placed(api: APIClient, submit: Any
     monkeypatch.setattr(cycle, "build_snapshot", snapshot_then_hold)
     assert sim.cycle().placed == []
     assert Job.objects.get(pk=job_id).state == JobState.PENDING
+
+
+def test_an_action_refuses_a_body_it_would_not_read(api: APIClient, submit: Any) -> None:
+    """A cancel sent `{"reason": ...}` cancelled the job and dropped the reason; a hold took a body of 300 KB."""
+    job_id = submit(nodes=1, gpus_per_node=8)["id"]
+    for action in ("cancel", "hold", "release"):
+        url = f"/api/v1/jobs/{job_id}/{action}/"
+        assert api.post(url, {"reason": "wrong data"}, format="json").json() == {"reason": ["Unknown field."]}
+        assert api.post(url, "[1, 2]", content_type="application/json").status_code == 400
+        assert api.post(url, "notjson", content_type="application/json").status_code == 400
+        assert api.post(url, "x", content_type="text/plain").status_code == 415
+        assert api.post(url, json.dumps({"x": "y" * 300_000}), content_type="application/json").status_code == 413
+    # Nothing was done by any of them.
+    job = Job.objects.get(pk=job_id)
+    assert (job.state, job.hold) == (JobState.PENDING, "")
+    # No body, or an empty object, is what they take.
+    assert hold(api, job_id).status_code == 200
+    assert api.post(f"/api/v1/jobs/{job_id}/release/", {}, format="json").status_code == 200
+    assert api.post(f"/api/v1/jobs/{job_id}/cancel/", "", content_type="application/json").status_code == 200
