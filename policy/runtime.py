@@ -4,7 +4,7 @@ Reservations and backfill plan by wall times, since a job may run to its limit a
 An expected start need not: users ask for more time than they use, and by much the same margin job
 after job. The prediction is the one of Tsafrir, Etsion and Feitelson ("Backfilling using
 system-generated predictions rather than user runtime estimates", IEEE TPDS 2007): the mean run time
-of the owner's last two finished jobs, never above the job's own wall time. A job that runs past its
+of the owner's last two finished jobs, never above the job's own wall time (none before the owner has two). A job that runs past its
 prediction is expected half-way from now to its wall-time end (RunningJob.likely_end), which on the replay
 brought expected starts closer than its wall time did (docs/replay-findings.md, "Estimated starts").
 """
@@ -19,8 +19,11 @@ RECENT_JOBS = 2
 
 def expected_runtime(recent_runtimes: Sequence[float], wall_seconds: float) -> float | None:
     """Seconds a job asking `wall_seconds` is expected to run, from its owner's latest run times (newest first); None
-    without any."""
+    with fewer than RECENT_JOBS of them (the job is then expected to run its wall time).
+
+    One run says too little: a new user's five-second smoke test made each of their 58 queued two-hour jobs expected
+    to run five seconds, so the queue page promised all of them within a minute."""
     recent = [max(0.0, r) for r in recent_runtimes[:RECENT_JOBS]]
-    if not recent:
+    if len(recent) < RECENT_JOBS:
         return None
     return min(wall_seconds, sum(recent) / len(recent))

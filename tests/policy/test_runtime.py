@@ -12,6 +12,8 @@ from tests.policy.test_fair_share_policy import HOUR, NOW, config, pend, running
 
 def test_the_prediction_is_the_mean_of_the_owners_last_two_run_times_never_above_the_wall_time() -> None:
     assert expected_runtime([], 4 * HOUR) is None
+    # One run says too little (a smoke test of seconds): the job is expected to run its wall time.
+    assert expected_runtime([5.0], 4 * HOUR) is None
     assert expected_runtime([600.0, 1800.0, 99 * HOUR], 4 * HOUR) == 1200.0  # older ones do not count
     assert expected_runtime([5 * HOUR, 7 * HOUR], 4 * HOUR) == 4 * HOUR
 

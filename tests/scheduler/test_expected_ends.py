@@ -51,8 +51,9 @@ def test_the_cycles_snapshot_reads_run_times_once_for_waiting_and_running_owners
     from scheduler.snapshot import build_snapshot
 
     ann, bob = UserFactory(username="ann"), UserFactory(username="bob")
-    finished(ann, ended_hours_ago=2, ran_minutes=30)
-    finished(bob, ended_hours_ago=2, ran_minutes=90)
+    for hours_before in (2, 3):
+        finished(ann, ended_hours_ago=hours_before, ran_minutes=30)
+        finished(bob, ended_hours_ago=hours_before, ran_minutes=90)
     running = JobFactory(owner=ann, running=True, wall_time_seconds=4 * 3600)
     waiting = JobFactory(owner=bob, wall_time_seconds=4 * 3600)
     with CaptureQueriesContext(connection) as queries:
