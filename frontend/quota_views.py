@@ -25,7 +25,7 @@ from frontend.quota_forms import QuotaForm, UsageReportForm
 from quotas.limits import effective_limits
 from quotas.models import Team
 from quotas.periods import day_range, local_today, period_bounds
-from quotas.selectors import account_usages, usage_report, usage_summary
+from quotas.selectors import account_usages, usage_report, usage_summary, users_visible_to
 from quotas.services import quota_reset, quota_save
 
 
@@ -36,8 +36,19 @@ def _staff_only(request: HttpRequest) -> None:
 
 @login_required
 def usage_view(request: AuthenticatedHttpRequest) -> HttpResponse:
-    summary = usage_summary(request.user)
-    context: dict[str, Any] = {"summary": summary}
+    """The user's limits and usage (an admin's: anyone's, ?user=, as GET /api/v1/usage/?user=) and the usage report."""
+    whose = request.user
+    asked = request.GET.get("user", "").strip()
+    if asked and asked != request.user.get_username():
+        found = users_visible_to(request.user).filter(username=asked).first()
+        if found is None:
+            # The API's 404 in its words, the same whether there is no such user or it is another's usage: never the
+            # viewer's own usage under another's name in the address.
+            why = f"No user {asked} (or none that you may see)."
+            return render(request, "404.html", {"request_path": request.path, "why": why}, status=404)
+        whose = found
+    summary = usage_summary(whose)
+    context: dict[str, Any] = {"summary": summary, "shown_user": asked if whose != request.user else ""}
     # This period so far by user unless the query says otherwise: `?group_by=team` alone is this period by team.
     defaults = {"start": local_today(summary.period_start).isoformat(), "end": local_today().isoformat(), "group_by": "user"}
     if defaults.keys() & request.GET.keys():

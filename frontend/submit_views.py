@@ -91,9 +91,11 @@ def _blank_form(request: AuthenticatedHttpRequest) -> HttpResponse:
         form = _job_form(request, None)
         initial = {name: field.widget.value_from_datadict(kept, {}, form.add_prefix(name)) for name, field in form.fields.items()}
         return _page(request, _job_form(request, None, initial), restored=True)
-    clone = request.GET.get("clone", "")
+    clone = request.GET.get("clone", "").strip()
     source = jobs_visible_to(request.user).filter(pk=int(clone)).first() if clone.isdigit() else None
-    return _page(request, _job_form(request, None, JobForm.initial_from(source) if source else None), cloned=source)
+    # A job that is not there, or not the user's to see, is said (as the API's 404 says it), not an empty form unexplained.
+    missing = clone if clone and source is None else ""
+    return _page(request, _job_form(request, None, JobForm.initial_from(source) if source else None), cloned=source, clone_missing=missing)
 
 
 def _page(request: AuthenticatedHttpRequest, form: JobForm, **context: Any) -> HttpResponse:

@@ -115,6 +115,10 @@ def test_clone_fills_the_form_from_a_job_and_only_from_one_the_user_can_see(user
     assert "Its wall time, 30 s, is rounded up to whole minutes here" in form
     hidden = client.get(f"/jobs/new/?clone={theirs.pk}").content.decode()
     assert "secret" not in hidden and "Filled in from" not in hidden
+    # Said, in the API's words, the same for another's job as for none: not an empty form unexplained.
+    assert f"No job {theirs.pk} (or none that you may see): the form is empty." in hidden
+    assert "No job 999999 (or none that you may see): the form is empty." in client.get("/jobs/new/?clone=999999").content.decode()
+    assert "clone-missing" not in form and "clone-missing" not in client.get("/jobs/new/").content.decode()
 
 
 def test_a_clone_submitted_as_filled_in_carries_every_setting_of_the_job(user: Any, sim: Any) -> None:

@@ -75,6 +75,21 @@ def test_usage_page_report_form_errors(user: Any) -> None:
     assert "A report covers at most 3660 days." in html
 
 
+def test_usage_page_of_another_user_is_a_404_for_others_and_theirs_for_an_admin(user: Any, other_user: Any, admin_user: Any) -> None:
+    """?user= as the API's GET /api/v1/usage/?user= takes it: not the viewer's own usage under another's name."""
+    Quota.objects.create(user=other_user, max_gpus=3)
+    for asked in ("bob", "nobody"):
+        response = session_for(user).get("/usage/", {"user": asked})
+        html = response.content.decode()
+        assert response.status_code == 404
+        assert f"No user {asked} (or none that you may see)." in html and "account-user-alice" not in html
+    own = session_for(user).get("/usage/", {"user": "alice"})
+    assert own.status_code == 200 and 'data-testid="account-user-alice"' in own.content.decode()
+    theirs = session_for(admin_user).get("/usage/", {"user": "bob"}).content.decode()
+    assert "Usage and limits of user bob" in theirs and 'data-testid="account-user-bob"' in theirs and "0 of 3" in theirs
+    assert '<input type="hidden" name="user" value="bob">' in theirs  # the report form keeps it
+
+
 def test_usage_page_needs_login(db: None) -> None:
     response = Client().get("/usage/")
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
