@@ -1,5 +1,6 @@
-"""Project-wide request handling: a database that is away answers 503 with a retry hint, and a JSON body nested
-too deep is a 400 before anything parses it; never a 500."""
+"""Project-wide request handling: a database that is away answers 503 with a retry hint, a JSON body nested
+too deep is a 400 before anything parses it (never a 500), and a URL missing its slash is redirected keeping
+its method."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from collections.abc import Callable
 from typing import cast
 
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.middleware.common import CommonMiddleware
+from django.utils.http import escape_leading_slashes
 from django.template.response import SimpleTemplateResponse
 
 from apikit.errors import RETRY_AFTER_SECONDS, DatabaseUnavailable, database_is_away
@@ -65,3 +68,20 @@ class MalformedInputMiddleware:
             if error:
                 return JsonResponse({"detail": error}, status=400)
         return self.get_response(request)
+
+
+class PermanentRedirectKeepingMethod(HttpResponsePermanentRedirect):
+    status_code = 308
+
+
+class SlashRedirectMiddleware(CommonMiddleware):
+    """Django's CommonMiddleware, whose APPEND_SLASH redirect keeps the method and body (308, not 301).
+
+    HTTP clients follow a 301 as a GET: `requests.post(".../api/v1/jobs", json=job)` got the job list with a 200 and
+    queued nothing. A 308 is followed as the same POST. Django's own refuses to redirect a POST in DEBUG, for the
+    same reason; with 308 there is nothing to refuse."""
+
+    response_redirect_class = PermanentRedirectKeepingMethod
+
+    def get_full_path_with_slash(self, request: HttpRequest) -> str:
+        return cast(str, escape_leading_slashes(request.get_full_path(force_append_slash=True)))

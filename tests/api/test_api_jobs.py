@@ -588,3 +588,14 @@ def test_a_submit_with_fields_of_the_answer_says_they_are_read_only(api: APIClie
         "state": ["Read-only: it is in the answer, and no request sets it."],
     }
     assert not Job.objects.exists()
+
+
+def test_a_submit_to_the_url_without_its_slash_is_redirected_as_the_same_post(api: APIClient, sim: Any) -> None:
+    """A 301 is followed as a GET: `requests.post(".../api/v1/jobs", json=job)` got the job list (200) and queued nothing."""
+    answer = api.post("/api/v1/jobs", job_payload(name="no-slash"), format="json")
+    assert (answer.status_code, answer["Location"]) == (308, "/api/v1/jobs/")
+    followed = api.post("/api/v1/jobs", job_payload(name="no-slash"), format="json", follow=True)
+    assert followed.status_code == 201 and followed.json()["name"] == "no-slash"
+    assert Job.objects.filter(name="no-slash").count() == 1
+    # A read is redirected alike, with its query.
+    assert api.get("/api/v1/jobs?name=no-slash")["Location"] == "/api/v1/jobs/?name=no-slash"
