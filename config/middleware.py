@@ -10,8 +10,8 @@ from typing import cast
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.middleware.common import CommonMiddleware
-from django.utils.http import escape_leading_slashes
 from django.template.response import SimpleTemplateResponse
+from django.utils.http import escape_leading_slashes
 
 from apikit.errors import RETRY_AFTER_SECONDS, DatabaseUnavailable, database_is_away
 from apikit.json_limits import json_depth_error
@@ -84,4 +84,4 @@ class SlashRedirectMiddleware(CommonMiddleware):
     response_redirect_class = PermanentRedirectKeepingMethod
 
     def get_full_path_with_slash(self, request: HttpRequest) -> str:
-        return cast(str, escape_leading_slashes(request.get_full_path(force_append_slash=True)))
+        return escape_leading_slashes(request.get_full_path(force_append_slash=True))
