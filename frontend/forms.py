@@ -20,31 +20,52 @@ MONO = {"class": "mono", "spellcheck": "false", "autocapitalize": "off"}
 PREEMPTIBLE_CLASS = "preemptible"
 
 
+def says(message: str) -> dict[str, str]:
+    """A field's own words for an empty or out-of-range value (Django's would say "Ensure this value is greater than or
+    equal to 1.", "This field is required."), what it needs in the form's terms."""
+    return {"required": message, "min_value": message, "max_value": message}
+
+
 class JobForm(forms.Form):
-    name = forms.CharField(max_length=100, help_text="A label for you; it need not be unique.")
-    image = forms.CharField(max_length=512, help_text="e.g. nvcr.io/nvidia/pytorch:24.05-py3", widget=forms.TextInput(attrs=MONO))
+    name = forms.CharField(
+        max_length=100, help_text="A label for you; it need not be unique.", error_messages=says("Give the job a name: any label of yours.")
+    )
+    image = forms.CharField(
+        max_length=512,
+        help_text="e.g. nvcr.io/nvidia/pytorch:24.05-py3",
+        widget=forms.TextInput(attrs=MONO),
+        error_messages=says("Give the container image to run, e.g. nvcr.io/nvidia/pytorch:24.05-py3."),
+    )
     command = forms.CharField(
         max_length=65536,
+        # jobs.validators.command_errors' words (what the API says of an empty command), in the form's shell syntax.
+        error_messages=says("The command cannot be empty: give the program to run, e.g. torchrun train.py."),
         help_text="Split like a shell would: torchrun --nproc-per-node 8 train.py --config 'my run.yaml'",
         widget=forms.TextInput(attrs=MONO),
     )
     env = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3, **MONO}), required=False, help_text="One NAME=value per line.", label="Environment"
     )
-    nodes = forms.IntegerField(min_value=1, initial=1, help_text="A multi-node job takes whole nodes.")
+    nodes = forms.IntegerField(
+        min_value=1, initial=1, help_text="A multi-node job takes whole nodes.", error_messages=says("A job needs at least 1 node.")
+    )
     min_nodes = forms.IntegerField(
         min_value=1,
         required=False,
+        error_messages=says("An elastic job runs on at least 1 node; leave it empty for a job on Nodes, no fewer."),
         label="Elastic: at least",
         help_text="Empty: the job runs on Nodes, no fewer. With a value it is elastic (torchrun --nnodes=MIN:MAX): Nodes is its "
         "most; it starts on as many whole nodes as fit, grows when nodes stay idle, and shrinks to no fewer than this rather "
         "than be preempted.",
     )
-    gpus_per_node = forms.IntegerField(min_value=1, initial=8, label="GPUs per node")
+    gpus_per_node = forms.IntegerField(
+        min_value=1, initial=8, label="GPUs per node", error_messages=says("A job needs at least 1 GPU per node.")
+    )
     rdma_per_node = forms.IntegerField(
         min_value=0,
         initial=0,
         required=False,
+        error_messages=says("Give 0 or more RDMA devices per node (0: the job needs none)."),
         label="RDMA devices per node",
         help_text="For multi-node jobs on an RDMA fabric (RoCE, InfiniBand): the job goes only to nodes that have them.",
     )
@@ -53,17 +74,29 @@ class JobForm(forms.Form):
         max_value=0.99,
         required=False,
         label="GPU share",
+        error_messages=says("A GPU share is part of one GPU, from 0.01 to 0.99; for whole GPUs leave it empty."),
         help_text="A share of one GPU (e.g. 0.25) instead of whole GPUs: 1 node, 1 GPU per node. "
         "Time-slicing shares take turns on the GPU with no memory limit or fault isolation; MPS shares run at once with "
         "their memory enforced; MIG slices are isolated in hardware.",
     )
     gpu_memory_gb = forms.FloatField(
-        min_value=0.1, required=False, label="GPU memory (GB)", help_text="Memory the slice must guarantee: MPS or MIG only."
+        min_value=0.1,
+        required=False,
+        label="GPU memory (GB)",
+        help_text="Memory the slice must guarantee: MPS or MIG only.",
+        error_messages=says("A slice guarantees at least 0.1 GB; leave it empty for no memory guarantee."),
     )
     gpu_isolation = forms.BooleanField(required=False, label="Isolated slice", help_text="Its own memory and faults: MIG only.")
-    wall_time_minutes = forms.IntegerField(min_value=1, initial=60, label="Wall time (minutes)")
+    wall_time_minutes = forms.IntegerField(
+        min_value=1, initial=60, label="Wall time (minutes)", error_messages=says("A job needs a wall time of at least 1 minute.")
+    )
     priority_class = forms.ChoiceField(choices=(), help_text="Higher classes are scheduled first.")
-    max_restarts = forms.IntegerField(min_value=0, initial=0, help_text="Times a failed job is started again.")
+    max_restarts = forms.IntegerField(
+        min_value=0,
+        initial=0,
+        help_text="Times a failed job is started again.",
+        error_messages=says("Give 0 or more restarts: 0 means a failed job is not started again."),
+    )
     team = forms.ChoiceField(choices=(), required=False)
     volumes = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 2, **MONO}),
@@ -80,9 +113,19 @@ class JobForm(forms.Form):
         label="Tell me when",
         help_text="By your notification default's channels (e-mail, webhook): see Notifications.",
     )
-    sim_duration_seconds = forms.FloatField(min_value=0, required=False, label="Simulated run time (seconds)")
+    sim_duration_seconds = forms.FloatField(
+        min_value=0,
+        required=False,
+        label="Simulated run time (seconds)",
+        error_messages=says("A simulated run time is 0 seconds or more; leave it empty for the default."),
+    )
     sim_exit_code = forms.IntegerField(
-        min_value=0, max_value=255, required=False, label="Simulated exit code", help_text="0 succeeds (the default); anything else fails."
+        min_value=0,
+        max_value=255,
+        required=False,
+        label="Simulated exit code",
+        help_text="0 succeeds (the default); anything else fails.",
+        error_messages=says("An exit code is from 0 to 255: 0 succeeds, anything else fails."),
     )
     # A cloned job's submit, whole (JSON): what no field above shows is sent with the form's own fields, so a clone
     # carries every setting the job was submitted with (a simulated checkpoint interval, say).
@@ -147,6 +190,9 @@ class JobForm(forms.Form):
             )
         if shared_pools:
             self.fields["gpu_fraction"].help_text += f" Here: {'; '.join(shared_pools)}."
+            self.fields["gpus_per_node"].error_messages.update(
+                says("A job needs at least 1 GPU per node; for part of one, give a GPU share.")
+            )
         else:
             for name in ("gpu_fraction", "gpu_memory_gb", "gpu_isolation"):
                 del self.fields[name]  # no node shares its GPUs

@@ -7,7 +7,8 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from api.quotas.serializers import ReportQuerySerializer
+from api.quotas.serializers import MAX_GPUS, MAX_NODE_HOURS, ReportQuerySerializer
+from frontend.forms import says
 from frontend.templatetags.muster import duration
 from quotas.limits import Limits
 
@@ -15,29 +16,47 @@ UNLIMITED = {"placeholder": "unlimited"}
 
 
 class QuotaForm(forms.Form):
+    # The API's bounds (QuotaInputSerializer), checked here to say them in the form's words.
     max_gpus = forms.IntegerField(
         required=False,
+        min_value=0,
+        max_value=MAX_GPUS,
+        error_messages=says(f"Give 0 GPUs or more (at most {MAX_GPUS:,}); leave it empty for no limit."),
         label="Max GPUs at once",
         widget=forms.NumberInput(attrs=UNLIMITED),
         help_text="Guaranteed share; blank = unlimited.",
     )
     max_wall_time_minutes = forms.IntegerField(
-        required=False, label="Max wall time per job (minutes)", widget=forms.NumberInput(attrs=UNLIMITED), help_text="Blank = unlimited."
+        required=False,
+        min_value=1,
+        error_messages=says("A wall time limit is at least 1 minute; leave it empty for no limit of its own."),
+        label="Max wall time per job (minutes)",
+        widget=forms.NumberInput(attrs=UNLIMITED),
+        help_text="Blank = unlimited.",
     )
     max_node_hours_per_job = forms.FloatField(
         required=False,
+        min_value=0,
+        max_value=MAX_NODE_HOURS,
+        error_messages=says(f"Give 0 node-hours or more (at most {MAX_NODE_HOURS:,.0f}); leave it empty for no limit."),
         label="Max node-hours per job",
         widget=forms.NumberInput(attrs={**UNLIMITED, "step": "any"}),
         help_text="Nodes x wall time: 128 lets a 16-node job run 8 hours. Blank = unlimited.",
     )
     node_hours_per_period = forms.FloatField(
         required=False,
+        min_value=0,
+        max_value=MAX_NODE_HOURS,
+        error_messages=says(f"Give a budget of 0 node-hours or more (at most {MAX_NODE_HOURS:,.0f}); leave it empty for no budget."),
         label="Node-hour budget per period",
         widget=forms.NumberInput(attrs={**UNLIMITED, "step": "any"}),
         help_text="Charged as jobs run; resets each period. Blank = unlimited.",
     )
     fair_share_weight = forms.FloatField(
-        label="Fair-share weight", widget=forms.NumberInput(attrs={"step": "any"}), help_text="Shares against other accounts; above 0."
+        error_messages=says("Give a fair-share weight greater than 0."),
+        label="Fair-share weight",
+        widget=forms.NumberInput(attrs={"step": "any"}),
+        help_text="Shares against other accounts; above 0.",
     )
 
     # Where the API's error keys land on this form.

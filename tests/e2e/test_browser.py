@@ -316,7 +316,7 @@ def test_the_form_explains_bad_input_and_creates_nothing(page: Any, log_in: LogI
     page.get_by_role("button", name="Submit").click()
     expect(page.locator(".field.has-error")).to_have_count(3)
     expect(page.locator(".field", has=page.get_by_label("Command")).locator(".error")).to_contain_text("Cannot split the command")
-    expect(page.locator(".field", has=page.get_by_label("Nodes")).locator(".error")).to_contain_text("greater than or equal to 1")
+    expect(page.locator(".field", has=page.get_by_label("Nodes")).locator(".error")).to_contain_text("A job needs at least 1 node.")
     expect(page.locator(".field", has=page.get_by_label("Environment")).locator(".error")).to_contain_text("Line 1 has no '='")
 
     # A job larger than the whole cluster says why.

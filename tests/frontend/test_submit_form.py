@@ -30,6 +30,31 @@ def test_field_errors_cross_field_errors_and_limits_come_in_one_round(user: Any,
     assert not Job.objects.exists()
 
 
+def test_an_empty_or_out_of_range_field_says_what_it_needs_not_djangos_words(user: Any, settings: Any) -> None:
+    """ "Ensure this value is greater than or equal to 1." and "This field is required." were said among the form's own."""
+    make_sim(settings, shared="time-slicing:4:1")  # a GPU share to offer
+    form = submit_form(
+        command="", nodes="0", gpus_per_node="0", wall_time_minutes="0", max_restarts="-1", sim_duration_seconds="-5",
+        sim_exit_code="300", gpu_fraction="1.5",
+    )  # fmt: skip
+    errors = session_for(user).post("/jobs/new/", form).context["form"].errors
+    assert errors["command"] == ["The command cannot be empty: give the program to run, e.g. torchrun train.py."]
+    assert errors["nodes"] == ["A job needs at least 1 node."]
+    assert errors["gpus_per_node"] == ["A job needs at least 1 GPU per node; for part of one, give a GPU share."]
+    assert errors["wall_time_minutes"] == ["A job needs a wall time of at least 1 minute."]
+    assert errors["max_restarts"] == ["Give 0 or more restarts: 0 means a failed job is not started again."]
+    assert errors["sim_duration_seconds"] == ["A simulated run time is 0 seconds or more; leave it empty for the default."]
+    assert errors["sim_exit_code"] == ["An exit code is from 0 to 255: 0 succeeds, anything else fails."]
+    assert errors["gpu_fraction"] == ["A GPU share is part of one GPU, from 0.01 to 0.99; for whole GPUs leave it empty."]
+    blank = session_for(user).post("/jobs/new/", submit_form(name="", image="", nodes="", gpus_per_node="")).context["form"].errors
+    assert blank["name"] == ["Give the job a name: any label of yours."]
+    assert blank["image"] == ["Give the container image to run, e.g. nvcr.io/nvidia/pytorch:24.05-py3."]
+    assert blank["nodes"] == ["A job needs at least 1 node."]
+    assert blank["gpus_per_node"] == errors["gpus_per_node"]
+    said = " ".join(str(e) for errs in [*errors.values(), *blank.values()] for e in errs)
+    assert "Ensure this value" not in said and "This field is required" not in said
+
+
 def test_every_bad_line_of_env_and_volumes_and_gpus_beyond_any_node_are_said_in_the_first_round(user: Any, sim: Any) -> None:
     """Only "Line 2 has no '='" was said; the bad names and the 99 GPUs came one submit later."""
     team = TeamFactory(name="vision")

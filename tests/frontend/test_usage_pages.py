@@ -169,6 +169,10 @@ def test_quota_form_shows_errors_beside_fields(admin_user: Any, user: Any) -> No
     assert "The quota was not saved." in html
     assert html.count('class="field has-error"') == 4
     assert "greater than 0" in html
+    # What each field needs, in the form's words, not "Ensure this value is greater than or equal to 0."
+    assert "Give 0 GPUs or more (at most 10,000,000); leave it empty for no limit." in html
+    assert "A wall time limit is at least 1 minute; leave it empty for no limit of its own." in html
+    assert "Ensure this value" not in html
     assert not Quota.objects.exists()
 
 
