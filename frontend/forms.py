@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from django import forms
 from django.conf import settings
+from django.utils.text import capfirst
 
 from api.jobs.serializers import JobSubmitSerializer
 from frontend.templatetags.muster import duration
@@ -308,7 +309,7 @@ class JobForm(forms.Form):
         """The owner's and the chosen team's wall-time limits the job breaks, in minutes (the API says them in seconds)."""
         minutes, team = self.cleaned_data.get("wall_time_minutes"), self.cleaned_data.get("team") or None
         return [
-            f"{whose} allows at most {most // 60} minutes ({duration(most)}) per job; you asked for {minutes}."
+            f"{capfirst(whose)} allows at most {most // 60} minutes ({duration(most)}) per job; you asked for {minutes}."
             for applies_to, whose, most in self.wall_time_limits
             if minutes is not None and applies_to in (None, team) and minutes * 60 > most
         ]
@@ -342,7 +343,7 @@ class JobForm(forms.Form):
                 errors.append(f"Line {number} has no '=': write NAME=value.")
                 continue
             env[name.strip()] = value
-        errors += env_errors(env)
+        errors += env_errors(env, cite_docs=False)  # a page cannot open docs/security.md: the reason stands alone
         if errors:
             raise forms.ValidationError(errors)
         return env

@@ -66,7 +66,9 @@ def env_refusal(name: str) -> str | None:
     return None
 
 
-def env_errors(env: dict[str, str]) -> list[str]:
+def env_errors(env: dict[str, str], *, cite_docs: bool = True) -> list[str]:
+    """Every mistake in a job's environment; a refused name's reason cites docs/security.md unless `cite_docs` is False
+    (the browser form, where no link leads to it)."""
     errors: list[str] = []
     if len(env) > ENV_MAX_ENTRIES:
         errors.append(f"At most {ENV_MAX_ENTRIES} variables.")
@@ -77,7 +79,8 @@ def env_errors(env: dict[str, str]) -> list[str]:
         elif why := env_refusal(name):
             refused.setdefault(why, []).append(name)
     for why, names in refused.items():
-        errors.append(f"{', '.join(sorted(names))} cannot be set by a job: these variables {why} (docs/security.md).")
+        cited = " (docs/security.md)" if cite_docs else ""
+        errors.append(f"{', '.join(sorted(names))} cannot be set by a job: these variables {why}{cited}.")
     size = sum(len(k.encode()) + len(v.encode()) for k, v in env.items())
     if size > ENV_MAX_BYTES:
         errors.append(f"The environment is {size} bytes; the limit is {ENV_MAX_BYTES}.")

@@ -16,7 +16,7 @@ from django.db.models import F, Max, Sum
 from django.utils import timezone
 
 from audit.services import audit_changes, audit_record
-from jobs.amounts import gpu_amount, plural
+from jobs.amounts import duration, gpu_amount, plural
 from jobs.models import Allocation, Job, Node, NodeState
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.limits import LIMIT_FIELDS, Limits, default_values, effective_limits, limits_of
@@ -412,7 +412,8 @@ def _queued_beyond(account: Any, before: Limits, after: Limits) -> list[str]:
         if hours_lowered and hours is not None and (least or nodes) * seconds / 3600 > hours:
             over_hours.append(pk)
     warnings = []
-    for what, limit, found in (("wall time", f"{wall} s", over_wall), ("node-hours per job", f"{hours:g}" if hours else "", over_hours)):
+    # The wall time as the quota list and the usage page show it ("1 h"), not in the API's seconds beside a form in minutes.
+    for what, limit, found in (("wall time", duration(wall), over_wall), ("node-hours per job", f"{hours:g}" if hours else "", over_hours)):
         if found:
             one = len(found) == 1
             listed = ", ".join(str(pk) for pk in found[:10]) + (" and more" if len(found) > 10 else "")

@@ -15,6 +15,7 @@ from django.utils.timesince import timesince
 
 from frontend.live import page_query
 from frontend.sorting import Sorting
+from jobs import amounts
 from jobs.models import Job
 
 register = template.Library()
@@ -33,15 +34,8 @@ def env_lines(env: Mapping[str, str]) -> str:
 
 @register.filter
 def duration(seconds: float | int | None) -> str:
-    """3600 -> '1 h', 5400 -> '1 h 30 min', 90 -> '1 min 30 s'."""
-    if seconds is None:
-        return ""
-    total = round(float(seconds))
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{n} {unit}" for n, unit in ((days, "d"), (hours, "h"), (minutes, "min"), (secs, "s")) if n]
-    return " ".join(parts[:2]) or "0 s"
+    """3600 -> '1 h', 5400 -> '1 h 30 min', 90 -> '1 min 30 s' (jobs.amounts.duration, which messages use too)."""
+    return amounts.duration(seconds)
 
 
 @register.filter

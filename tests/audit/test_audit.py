@@ -353,7 +353,7 @@ def test_lowered_per_job_limits_name_the_queued_jobs_beyond_them_and_a_budget_be
     JobFactory(owner=user, wall_time_seconds=600)
     body = admin_api.patch("/api/v1/quotas/users/alice/", {"max_wall_time_seconds": 3600}, format="json").json()
     assert body["warnings"] == [
-        f"1 queued job of user alice asks more than the new wall time limit of 3600 s ({long.pk}): accepted under the old "
+        f"1 queued job of user alice asks more than the new wall time limit of 1 h ({long.pk}): accepted under the old "
         "limit, it waits until the limit is raised again; its owners are told so on its page."
     ]
     body = admin_api.patch("/api/v1/quotas/users/alice/", {"max_node_hours_per_job": 0.5}, format="json").json()

@@ -54,7 +54,7 @@ def test_every_mistake_is_shown_at_once_in_the_forms_units(page: Any, log_in: Lo
     expect(error_of(page, "Nodes")).to_contain_text("The job needs 32 GPUs; your quota (user alice) allows at most 8 at once.")
     # Asked in minutes, answered in minutes.
     expect(error_of(page, "Wall time (minutes)")).to_have_text(
-        "your quota (user alice) allows at most 60 minutes (1 h) per job; you asked for 120."
+        "Your quota (user alice) allows at most 60 minutes (1 h) per job; you asked for 120."
     )
     assert not Job.objects.exists()
 

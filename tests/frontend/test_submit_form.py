@@ -26,7 +26,7 @@ def test_field_errors_cross_field_errors_and_limits_come_in_one_round(user: Any,
     # beside it anyway.
     assert errors["min_nodes"] == ["An elastic job runs on at least this many nodes and at most Nodes (2): give fewer than 2."]
     assert any("allows at most 8 at once" in e for e in errors["nodes"])
-    assert errors["wall_time_minutes"] == ["your quota (user alice) allows at most 60 minutes (1 h) per job; you asked for 90."]
+    assert errors["wall_time_minutes"] == ["Your quota (user alice) allows at most 60 minutes (1 h) per job; you asked for 90."]
     assert not Job.objects.exists()
 
 
@@ -65,7 +65,8 @@ def test_every_bad_line_of_env_and_volumes_and_gpus_beyond_any_node_are_said_in_
     errors = session_for(user).post("/jobs/new/", form).context["form"].errors
     assert errors["env"][0] == "Line 2 has no '=': write NAME=value."
     assert any("'1BAD' is not a valid variable name" in e for e in errors["env"])
-    assert any(e.startswith("MASTER_PORT cannot be set by a job") for e in errors["env"])
+    # Worded for the page, which has no docs/security.md to open (the API cites it).
+    assert "MASTER_PORT cannot be set by a job: these variables are the gang's rendezvous, set by Muster." in errors["env"]
     assert [e[:7] for e in errors["volumes"]] == ["Line 1:", "Line 3:"]
     assert errors["gpus_per_node"] == ["No node has 99 GPUs; the largest node has 8."]
     assert "nodes" in errors
