@@ -246,7 +246,8 @@ class Job(models.Model):
 
 
 class JobEvent(models.Model):
-    """One state transition: the job's history, append-only."""
+    """One state transition, or a hold or release of a pending job (from and to PENDING: it changes no state): the
+    job's history, append-only. Readers of transitions skip those (`jobs.selectors.STATE_CHANGES`)."""
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
     at = models.DateTimeField()

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.db.models.lookups import Exact
 from django.utils import timezone
 
@@ -169,6 +169,10 @@ def nodes_overfilled(names: Iterable[str]) -> list[str]:
     return overfilled
 
 
+# The events that changed the job's state: not a hold or release, which stays PENDING (JobEvent).
+STATE_CHANGES = ~Q(from_state=F("to_state"))
+
+
 def waiting_after_preemption() -> Q:
     """The jobs back in the queue after a preemption, as a filter on jobs: what `?state=PREEMPTED` means.
 
@@ -176,7 +180,7 @@ def waiting_after_preemption() -> Q:
     job is ever found in it. A PENDING job's latest event is its entry into the queue; these entered it from
     PREEMPTED. The pending reason says so only until the next cycle writes its own (NO_ROOM, ...), so it is not read.
     """
-    entered_from = JobEvent.objects.filter(job=OuterRef("pk")).order_by("-id").values("from_state")[:1]
+    entered_from = JobEvent.objects.filter(STATE_CHANGES, job=OuterRef("pk")).order_by("-id").values("from_state")[:1]
     return Q(state=JobState.PENDING) & Q(Exact(Subquery(entered_from), JobState.PREEMPTED))
 
 
@@ -189,7 +193,7 @@ def start_waits(*, after: datetime | None = None, until: datetime | None = None)
     starved queue.
     """
     # Events are numbered in the order they happened: the latest entry into the queue before this start.
-    queued = JobEvent.objects.filter(job=OuterRef("job"), to_state=JobState.PENDING, id__lt=OuterRef("id")).order_by("-id")
+    queued = JobEvent.objects.filter(STATE_CHANGES, job=OuterRef("job"), to_state=JobState.PENDING, id__lt=OuterRef("id")).order_by("-id")
     starts = JobEvent.objects.filter(to_state=JobState.RUNNING)
     if after is not None:
         starts = starts.filter(at__gt=after)

@@ -1,4 +1,4 @@
-"""Writes to jobs: submit, transition, cancel (a job or an array), hold and release, and the node inventory."""
+"""Writes to jobs: submit, transition, cancel (a job, several or an array), hold and release, and the node inventory."""
 
 from __future__ import annotations
 
@@ -542,6 +542,8 @@ def job_hold(*, job: Job, by: User, request: Any = None) -> Job:
         for name in _HELD_PLAN:
             setattr(job, name, job_plan_cleared()[name])
         job.save(update_fields=["hold", "held_by", "held_at", "pending_reason_code", "pending_reason", *_HELD_PLAN, "updated_at"])
+        admin_only = "; only an admin can release it" if kind == JobHold.ADMIN else ""
+        _note(job, f"Held by {by.get_username()}{admin_only}.", job.held_at)
         if by.pk != job.owner_id:
             audit_record(actor=by, action="job.hold", target=job, changes={"hold": [was, kind]}, request=request, job=job)
         queue_changed()
@@ -566,10 +568,16 @@ def job_release(*, job: Job, by: User, request: Any = None) -> Job:
         job.pending_reason_code = "NEW"
         job.pending_reason = f"Released by {by.get_username()}; waiting for the next scheduling cycle."
         job.save(update_fields=["hold", "held_by", "held_at", "pending_reason_code", "pending_reason", "updated_at"])
+        _note(job, f"Released by {by.get_username()}.", timezone.now())
         if by.pk != job.owner_id:
             audit_record(actor=by, action="job.release", target=job, changes={"hold": [was, ""]}, request=request, job=job)
         queue_changed()
     return job
+
+
+def _note(job: Job, reason: str, at: datetime) -> None:
+    """A hold or release in the job's history: an event from and to PENDING, as it changes no state (JobEvent)."""
+    JobEvent.objects.create(job=job, at=at, from_state=JobState.PENDING, to_state=JobState.PENDING, reason=reason, attempt=job.attempt)
 
 
 def _not_pending(job: Job, done: str) -> str:
@@ -623,6 +631,39 @@ def job_cancel_array(
         ]
         queue_changed()
     return ArrayCancel(array_id=array_id, name=name, cancelled=cancelled, ended=ended)
+
+
+@dataclass(frozen=True)
+class JobsCancel:
+    """What `job_cancel_many` did: the jobs it cancelled, those that had already ended, and the ids asked for that are no
+    job the asker may see (as a single cancel reads them: not found)."""
+
+    cancelled: list[Job]
+    ended: list[Job]
+    not_found: list[int]
+
+
+def job_cancel_many(*, job_ids: Iterable[int], by: User, backend: ClusterBackend | None = None, request: Any = None) -> JobsCancel:
+    """`scancel 12 13 17`: cancel each of the jobs asked for that `by` may see (`jobs_visible_to`: their owner, or an
+    admin) and that has not ended, in one transaction.
+
+    They are locked in id order, so two such cancels wait for each other rather than deadlock; each is cancelled as
+    `job_cancel` does it (audited when it is someone else's, its pods deleted after the commit), and the scheduler is
+    told once. Unlike an array's cancel it is not all or nothing: an ended job or an id `by` may not see is left out
+    and said in the answer (an id of someone else's job reads as one that does not exist).
+    """
+    wanted = set(job_ids)
+    with transaction.atomic():
+        found = list(
+            jobs_visible_to(by).select_related(None).prefetch_related(None).filter(pk__in=wanted).order_by("pk").select_for_update()
+        )
+        ended = [job for job in found if job.state in TERMINAL_STATES]
+        cancelled = [
+            _cancel_locked(job, by=by, reason="", backend=backend, request=request) for job in found if job.state not in TERMINAL_STATES
+        ]
+        if cancelled:
+            queue_changed()
+    return JobsCancel(cancelled=cancelled, ended=ended, not_found=sorted(wanted - {job.pk for job in found}))
 
 
 def _by_index(job: Job) -> int:

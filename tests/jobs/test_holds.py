@@ -5,12 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from audit.models import AuditEntry
+from jobs.lifecycle import job_preempt
 from jobs.models import Job
+from jobs.selectors import start_waits
 from jobs.states import JobState
 from tests.conftest import SimHarness
+from tests.jobs.factories import JobFactory
 
 
 def hold(client: APIClient, job_id: int) -> Any:
@@ -56,6 +61,27 @@ def test_a_released_job_starts_at_the_next_cycle(api: APIClient, submit: Any, si
     assert answer.json()["held"] is None
     assert answer.json()["pending_reason"]["message"] == "Released by alice; waiting for the next scheduling cycle."
     assert sim.cycle().placed == [job_id]
+    # Both are in its history, which changes no state; the start's wait still counts from the submit.
+    events = [(e["from_state"], e["to_state"], e["reason"]) for e in api.get(f"/api/v1/jobs/{job_id}/").json()["events"]]
+    assert events[:3] == [
+        ("", "PENDING", "Submitted by alice."),
+        ("PENDING", "PENDING", "Held by alice."),
+        ("PENDING", "PENDING", "Released by alice."),
+    ]
+    sim.advance(5)  # its pods up: a start
+    job = Job.objects.get(pk=job_id)
+    ((started, waited),) = list(start_waits())
+    assert waited == pytest.approx((started - job.submitted_at).total_seconds())
+
+
+def test_a_preempted_job_held_is_still_listed_as_preempted(api: APIClient, user: Any) -> None:
+    """?state=PREEMPTED reads the latest change of state, which a hold is not."""
+    job = job_preempt(JobFactory(owner=user, running=True, history=True), reason="For job 99.", for_job_id=99, now=timezone.now())
+    assert [j["id"] for j in api.get("/api/v1/jobs/?state=PREEMPTED").json()["results"]] == [job.pk]
+    assert hold(api, job.pk).status_code == 200
+    assert [j["id"] for j in api.get("/api/v1/jobs/?state=PREEMPTED").json()["results"]] == [job.pk]
+    (note,) = [e for e in api.get(f"/api/v1/jobs/{job.pk}/").json()["events"] if e["from_state"] == e["to_state"]]
+    assert note["reason"] == f"Held by {user.username}."
 
 
 def test_a_held_gang_keeps_its_age_but_blocks_nobody(api: APIClient, submit: Any, sim: SimHarness) -> None:
