@@ -47,7 +47,8 @@ def _fingerprint(request: Request) -> str:
     return hashlib.sha256(f"{request.path}\n{body}".encode()).hexdigest()
 
 
-def _key(request: Request) -> str | None:
+def idempotency_key(request: Request) -> str | None:
+    """The request's `Idempotency-Key`, if it sent one; a malformed one is the submit's 400 (a dry run checks it too)."""
     key = request.headers.get(HEADER)
     if key is None:
         return None
@@ -72,7 +73,7 @@ def submit_once(request: Request, user: User, create: Callable[[], Sequence[Job]
     constraint, the loser's jobs roll back with it, and it answers with the winner's. The same key with
     another body is a 409.
     """
-    key = _key(request)
+    key = idempotency_key(request)
     if key is None:
         jobs = list(create())
         return Submitted(job_ids=[job.pk for job in jobs], replayed=False, created=jobs)

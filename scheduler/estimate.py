@@ -10,6 +10,7 @@ written (no job, no charge, no audit row, no stored plan).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -67,21 +68,28 @@ class SubmitEstimate:
     problems: dict[str, list[str]]  # what a submit would refuse, by field (empty when accepted)
     limits: tuple[LimitCheck, ...]
     start: StartEstimate
+    count: int = 1  # the jobs the submit would create (an array's elements)
+    array_index: int | None = None  # an array's: the element estimated (its first)
 
     @property
     def fits_limits(self) -> bool:
         return self.accepted and all(limit.status == OK for limit in self.limits)
 
 
-def job_estimate(*, owner: User, spec: dict[str, Any], now: datetime | None = None) -> SubmitEstimate:
-    """The estimate for a submit of `spec` (the submit serializer's validated data) by `owner`, at `now`."""
+def job_estimate(*, owner: User, spec: dict[str, Any], now: datetime | None = None, indices: Sequence[int] | None = None) -> SubmitEstimate:
+    """The estimate for a submit of `spec` (the submit serializer's validated data) by `owner`, at `now`.
+
+    An array (`indices`) is estimated by its first element, as `sbatch --test-only --array` answers for the array's
+    first task: every element asks the same and is checked once, and the others would queue behind it."""
     now = now or timezone.now()
+    array = {"count": len(indices), "array_index": indices[0]} if indices else {}
     problems = job_submit_problems(owner=owner, **spec)
     job = _as_queued(owner, spec, now)
     limits = _limit_checks(owner, spec, job, now)
     if problems or job is None:
-        return SubmitEstimate(False, problems, limits, StartEstimate(START_UNKNOWN, None, reason="It would be refused: see why."))
-    return SubmitEstimate(True, {}, limits, _start(job, now))
+        refused = StartEstimate(START_UNKNOWN, None, reason="It would be refused: see why.")
+        return SubmitEstimate(False, problems, limits, refused, **array)
+    return SubmitEstimate(True, {}, limits, _start(job, now), **array)
 
 
 def _as_queued(owner: User, spec: dict[str, Any], now: datetime) -> PendingJob | None:

@@ -299,6 +299,18 @@ class JobArraySubmitSerializer(JobSubmitSerializer):
             raise serializers.ValidationError(exc.message_dict["array"]) from exc
 
 
+class JobCheckSerializer(JobArraySubmitSerializer):
+    """The body of either submit, one job's or an array's (with `array`), checked without queueing anything."""
+
+    array = serializers.CharField(
+        required=False,
+        max_length=1000,
+        help_text="An array's indices as `sbatch --array` takes them (`0-99`, `1,3,5-7`, `0-98:2`), as `POST "
+        "/api/v1/jobs/array/` takes them; left out, one job.",
+        error_messages={"blank": ARRAY_SYNTAX},
+    )
+
+
 class JobEventSerializer(serializers.ModelSerializer):
     class Meta:
         model = JobEvent
@@ -712,6 +724,12 @@ class EstimateSerializer(serializers.Serializer):
     )
     limits = LimitCheckSerializer(many=True)
     start = StartEstimateSerializer()
+    count = serializers.IntegerField(help_text="How many jobs the submit would create (an array's elements).")
+    array_index = serializers.IntegerField(
+        allow_null=True,
+        help_text="An array (`array` sent): the index of the element estimated, its first; `start` is that element's. "
+        "Every element asks the same, and the others would queue behind it. Null for one job.",
+    )
 
 
 # A job read and sent back (id, state, owner included) is told which fields are read-only.

@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 
 from accounts.requests import api_user
 from accounts.throttling import CheckpointRateThrottle
-from api.idempotency import IDEMPOTENCY_PARAMETER, REPLAYED_HEADER, Submitted, submit_once
+from api.idempotency import IDEMPOTENCY_PARAMETER, REPLAYED_HEADER, Submitted, idempotency_key, submit_once
 from api.jobs.filters import JobFilter
 from api.jobs.serializers import (
     CheckpointReportSerializer,
@@ -34,6 +34,7 @@ from api.jobs.serializers import (
     JobArrayEndedSerializer,
     JobArraySerializer,
     JobArraySubmitSerializer,
+    JobCheckSerializer,
     JobDetailSerializer,
     JobSerializer,
     JobSubmitSerializer,
@@ -130,17 +131,17 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         return _mark_replayed(response, submitted)
 
     @extend_schema(
-        request=JobArraySubmitSerializer(partial=True),
+        request=JobCheckSerializer,
         responses={200: SubmitCheckSerializer},
         description="A dry run of a submit (`array` optional): 200 when it would be accepted now (the fields, the "
-        "cluster's size, the owner's limits), else the 400 the submit would get. Writes nothing.",
+        "cluster's size, the owner's limits, a malformed `Idempotency-Key`), else the 400 the submit would get. "
+        "Writes nothing, and uses no key.",
     )
     @action(detail=False, methods=["post"])
     def validate(self, request: Request) -> Response:
-        with_array = "array" in request.data if isinstance(request.data, dict) else False
-        serializer_class = JobArraySubmitSerializer if with_array else JobSubmitSerializer
-        serializer = serializer_class(data=request.data, context=self.get_serializer_context())
+        serializer = JobCheckSerializer(data=request.data, context=self.get_serializer_context())
         _valid_or_every_problem(serializer, api_user(request))
+        idempotency_key(request)  # the submit refuses a malformed key before it looks at the owner's limits
         spec = dict(serializer.validated_data)
         spec.pop("notify", None)
         count = len(spec.pop("array", [None]))
@@ -148,17 +149,20 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         return Response({"valid": True, "count": count})
 
     @extend_schema(
-        request=JobSubmitSerializer,
+        request=JobCheckSerializer,
         responses={200: EstimateSerializer},
         description="`sbatch --test-only`: the body of a submit, validated as a submit is (400 alike), then whether it "
         "would be accepted, which of the owner's limits it meets, and when it would start: the scheduling cycle's own "
-        "plan of the current queue with this job added. Writes nothing.",
+        "plan of the current queue with this job added. With `array`, as `sbatch --test-only --array`: the array is "
+        "checked as its submit checks it, and `start` is its first element's (`array_index`). Writes nothing.",
     )
     @action(detail=False, methods=["post"])
     def estimate(self, request: Request) -> Response:
-        serializer = JobSubmitSerializer(data=request.data, context=self.get_serializer_context())
+        serializer = JobCheckSerializer(data=request.data, context=self.get_serializer_context())
         _valid_or_every_problem(serializer, api_user(request))
-        estimate = job_estimate(owner=api_user(request), spec=dict(serializer.validated_data))
+        spec = dict(serializer.validated_data)
+        indices = spec.pop("array", None)
+        estimate = job_estimate(owner=api_user(request), spec=spec, indices=indices)
         return Response(EstimateSerializer(estimate).data)
 
     @extend_schema(request=None, responses={200: JobDetailSerializer, 400: NO_BODY, 409: None})

@@ -116,10 +116,12 @@ class Client:
         body = {**spec, "array": array} if array is not None else dict(spec)
         return self._object("POST", "jobs/validate/", json=body)
 
-    def estimate(self, spec: Mapping[str, Any]) -> JSON:
+    def estimate(self, spec: Mapping[str, Any], array: str | None = None) -> JSON:
         """`sbatch --test-only`: whether a submit of `spec` would be accepted, which of the owner's limits it meets and
-        when it would start (`{"accepted", "fits_limits", "problems", "limits", "start"}`); nothing is queued."""
-        return self._object("POST", "jobs/estimate/", json=dict(spec))
+        when it would start (`{"accepted", "fits_limits", "problems", "limits", "start", "count", "array_index"}`);
+        nothing is queued. With `array`, the array is checked and its first element (`array_index`) estimated."""
+        body = {**spec, "array": array} if array is not None else dict(spec)
+        return self._object("POST", "jobs/estimate/", json=body)
 
     def cancel(self, job_id: int) -> Job:
         """Cancel a job; ApiError 409 if it has already ended."""

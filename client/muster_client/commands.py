@@ -136,9 +136,7 @@ def submit(args: argparse.Namespace) -> int:
     spec, array = _spec(args)
     client = client_for(args)
     if args.test_only:
-        if array is not None:
-            raise SpecError("--test-only estimates one job: leave out --array (or use --dry-run to check the array)")
-        return _test_only(client, spec, as_json=args.json)
+        return _test_only(client, spec, array, as_json=args.json)
     if args.dry_run:
         return _dry_run(client, spec, array, as_json=args.json)
     if array is not None:
@@ -178,9 +176,10 @@ def _dry_run(client: Client, spec: dict[str, Any], array: str | None, *, as_json
     return OK
 
 
-def _test_only(client: Client, spec: dict[str, Any], *, as_json: bool) -> int:
-    """The server's estimate for this submit: exit 0 if it would be accepted, REFUSED (5) if not. Nothing is queued."""
-    answer = client.estimate(spec)
+def _test_only(client: Client, spec: dict[str, Any], array: str | None, *, as_json: bool) -> int:
+    """The server's estimate for this submit (an array's: its first element's, as sbatch --test-only --array): exit 0
+    if it would be accepted, REFUSED (5) if not. Nothing is queued."""
+    answer = client.estimate(spec, array)
     if as_json:
         print_json(answer)
     else:

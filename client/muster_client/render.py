@@ -505,5 +505,9 @@ def estimate_text(estimate: JSON, *, now: datetime | None = None) -> str:
         lines = ["Its start cannot be estimated now."]
     if estimate["accepted"] and start.get("reason"):
         lines.append(f"  {start['reason']}")
+    if estimate.get("array_index") is not None:
+        # sbatch --test-only --array answers for the array's first task; the others queue behind it.
+        count = estimate.get("count", 1)
+        lines.append(f"  That is the array's first element (index {estimate['array_index']}) of {count}; the others queue behind it.")
     lines += [f"  [{LIMIT_MARK.get(check['status'], check['status'])}] {check['text']}" for check in estimate["limits"]]
     return "\n".join([*lines, "Nothing was submitted."])

@@ -204,6 +204,27 @@ def test_a_dry_run_names_what_the_submit_would_refuse(api: APIClient, sim: Any, 
     assert not Job.objects.exists()
 
 
+@pytest.mark.parametrize("key", ["", "x" * 256, "tab\there"])
+def test_a_dry_run_refuses_the_key_the_submit_refuses(api: APIClient, sim: Any, key: str) -> None:
+    submitted = post(api, JOBS, job_payload(), key=key)
+    checked = post(api, VALIDATE, job_payload(), key=key)
+    assert checked.status_code == submitted.status_code == 400
+    assert checked.json() == submitted.json()
+    assert post(api, VALIDATE, job_payload(), key="x" * 255).json() == {"valid": True, "count": 1}
+
+
+def test_the_schema_documents_the_dry_run_and_the_estimate_with_the_submits_required_fields(db: None) -> None:
+    """The dry run's body was `PatchedJobArraySubmitRequest`, every field optional: generated clients sent `{}`."""
+    schema = APIClient().get("/api/schema/", {"format": "json"}).json()
+    components = schema["components"]["schemas"]
+    for path in (VALIDATE, "/api/v1/jobs/estimate/"):
+        body = schema["paths"][path]["post"]["requestBody"]
+        assert body["required"] is True, path
+        ref = body["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+        assert set(components[ref]["required"]) == set(components["JobSubmitRequest"]["required"]), path
+        assert "array" in components[ref]["properties"], path
+
+
 # --- listing by submit time --------------------------------------------------------------------------
 
 

@@ -52,3 +52,13 @@ def test_test_only_names_every_refusal_and_exits_5(signed_in: Any, capsys: Any) 
     assert "wall_time_seconds: The wall time is 7200 s (2 h)" in out
     assert "[NO] GPUs: 16 at once" in out
     assert not Job.objects.exists()
+
+
+def test_test_only_estimates_an_arrays_first_element(signed_in: Any, tx_sim: SimHarness, capsys: Any) -> None:
+    """It refused --array ("--test-only estimates one job"), though sbatch --test-only --array answers for the first task."""
+    flags = ["submit", "-N", "1", "-G", "1", "-t", "1h", "--image", IMAGE, "--array", "2-5", "--test-only", "--", "python", "train.py"]
+    code, out = run(capsys, *flags)
+    assert code == 0
+    assert out.startswith("It would start now")
+    assert "That is the array's first element (index 2) of 4; the others queue behind it." in out
+    assert not Job.objects.exists()

@@ -43,6 +43,17 @@ def test_on_an_empty_cluster_it_starts_now_and_nothing_is_written(api: APIClient
     assert statuses(body) == {"cluster": "ok", "wall_time": "ok"}
 
 
+def test_an_array_is_estimated_by_its_first_element_as_sbatch_test_only_array(api: APIClient, sim: SimHarness) -> None:
+    """It was refused, sending the client to /jobs/array/, which does not estimate, while validate took the array."""
+    body = estimate(api, nodes=1, gpus_per_node=1, array="3-9:2")
+    assert (body["count"], body["array_index"]) == (4, 3)
+    assert body["accepted"] is True and body["start"]["kind"] == "now"
+    assert not Job.objects.exists()
+    assert (estimate(api)["count"], estimate(api)["array_index"]) == (1, None)
+    refused = api.post(ESTIMATE, job_payload(array="3-1"), format="json")
+    assert refused.status_code == 400 and "ends before it starts" in " ".join(refused.json()["array"])
+
+
 def test_an_elastic_job_is_told_how_many_of_its_nodes_it_would_start_on_now(api: APIClient, sim: SimHarness, submit: Any) -> None:
     submit(nodes=13, gpus_per_node=8, simulate={"duration_seconds": 3600})
     sim.cycle()
