@@ -5,24 +5,30 @@ from datetime import UTC, datetime
 import django_filters
 from django import forms
 from django.db.models import Q, QuerySet
-from rest_framework.exceptions import ValidationError
 
 from jobs.models import Job
 from jobs.selectors import waiting_after_preemption
 from jobs.states import JobState
 
 
+class _UtcDateTimeField(django_filters.fields.IsoDateTimeField):
+    """An ISO 8601 instant read in UTC, so one with no UTC equivalent (9999-12-31T23:59:59-14:00) is refused as a
+    malformed one is: under the parameter the client sent (`submitted_before`), not the model field it filters."""
+
+    def to_python(self, value: object) -> datetime | None:
+        instant = super().to_python(value)
+        if instant is None:
+            return None
+        try:
+            return instant.astimezone(UTC)
+        except OverflowError as exc:
+            raise forms.ValidationError("The time is out of range (after 9999-12-31 or before 0001-01-01 in UTC).", code="invalid") from exc
+
+
 class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
     """An ISO 8601 instant, compared in UTC: PostgreSQL refuses offsets past +-15:59, which ISO 8601 allows."""
 
-    def filter(self, qs: QuerySet[Job], value: datetime | None) -> QuerySet[Job]:
-        if value is None:
-            return qs
-        try:
-            value = value.astimezone(UTC)
-        except OverflowError as exc:
-            raise ValidationError({self.field_name: ["The time is out of range."]}) from exc
-        return super().filter(qs, value)
+    field_class = _UtcDateTimeField
 
 
 class _StateField(django_filters.fields.MultipleChoiceField):

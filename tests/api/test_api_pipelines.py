@@ -239,3 +239,14 @@ def test_jobs_filter_by_submit_time_in_any_offset(api: APIClient, sim: Any) -> N
     assert names(submitted_before="2026-01-01T17:30:00+17:20") == ["early"]
     assert api.get(JOBS, {"submitted_after": "0001-01-01T00:00:00+17:00"}).status_code == 400
     assert api.get(JOBS, {"submitted_after": "yesterday"}).status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("parameter", "value"), [("submitted_before", "9999-12-31T23:59:59-14:00"), ("submitted_after", "0001-01-01T00:00:00+14:00")]
+)
+def test_a_time_with_no_utc_equivalent_is_refused_under_the_parameter_sent(api: APIClient, parameter: str, value: str) -> None:
+    """It was refused as `submitted_at`, the model's field, which the client never sent."""
+    response = api.get(JOBS, {parameter: value})
+    assert response.status_code == 400
+    assert list(response.json()) == [parameter]
+    assert "out of range" in response.json()[parameter][0]
