@@ -20,7 +20,6 @@ from django.db.models import F
 from django.utils import timezone
 
 from jobs.amounts import plural
-from jobs.arrays import array_env
 from jobs.cluster import ClusterBackend, ClusterRefuses, ClusterUnavailable, GangSpec, PodPhase, PodStatus, get_backend
 from jobs.cluster.base import (
     DEADLINE_EXCEEDED,
@@ -673,7 +672,9 @@ def _gang_spec(job: Job, node_names: tuple[str, ...]) -> GangSpec:
         name=job.name,
         image=job.image,
         command=tuple(job.command),
-        env={**job.env, **array_env(job.array_id, job.array_index)},
+        env=dict(job.env),
+        array_id=job.array_id,
+        array_index=job.array_index,
         # The job's own push token, so its pods can send NCCL results to its telemetry (and only its).
         secret_env=pod_secret_env(job.pk),
         node_names=node_names,

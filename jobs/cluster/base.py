@@ -8,6 +8,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
 
+from jobs.arrays import array_env
+
 
 def gang_name(job_id: int, attempt: int) -> str:
     """The name of one attempt's gang on every backend; its pods are `<gang>-<rank>` (`pod_name`).
@@ -111,15 +113,19 @@ class GangSpec:
     # that holds its nodes whole (a gang, an elastic job), so its pod asks for all of them and the cluster binds no pod
     # Muster did not start onto GPUs the job is charged for. Empty: `gpus_per_node` on every node.
     gpus_held: tuple[int, ...] = ()
+    # An array's element: its array and index, which its pods find in MUSTER_ARRAY_ID and MUSTER_ARRAY_INDEX (Muster's
+    # names, which the job's own env may not set: in `env` they were dropped on Kubernetes with the job's refused names).
+    array_id: int | None = None
+    array_index: int | None = None
 
     def gpus_on(self, rank: int) -> int:
         """The GPUs rank `rank`'s pod asks for: what Muster holds for it on its node, never fewer than it uses."""
         return max(self.gpus_held[rank], self.gpus_per_node) if rank < len(self.gpus_held) else self.gpus_per_node
 
     def muster_env(self) -> dict[str, str]:
-        """What Muster itself tells every pod beyond the job's env (which may not set these names): its GPU slice, and an
-        elastic job's bounds."""
-        env = self.gpu_slice.env() if self.gpu_slice else {}
+        """What Muster itself tells every pod beyond the job's env (which may not set these names): an array element's
+        index, its GPU slice, and an elastic job's bounds."""
+        env = {**array_env(self.array_id, self.array_index), **(self.gpu_slice.env() if self.gpu_slice else {})}
         if self.min_nodes:
             env.update({"MUSTER_MIN_NODES": str(self.min_nodes), "MUSTER_MAX_NODES": str(self.max_nodes)})
         return env

@@ -109,6 +109,7 @@ def mpi_env(spec: GangSpec) -> dict[str, str]:
         "NPROC_PER_NODE": str(spec.gpus_per_node),
         "MUSTER_JOB_ID": str(spec.job_id),
         "MUSTER_ATTEMPT": str(spec.attempt),
+        **spec.muster_env(),
     }
 
 

@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client
 
 from jobs.cluster.base import GangSpec, GpuSlice, PodPhase, PodStatus, stopped_by_cluster
-from jobs.cluster.crd_manifests import mpijob_manifest, native_podgroup_manifest, podgroup_manifest
+from jobs.cluster.crd_manifests import mpi_env, mpijob_manifest, native_podgroup_manifest, podgroup_manifest
 from jobs.cluster.kubernetes import KubernetesCluster, _counts_for_gang, _pod_status, mpijob_statuses, pod_requests
 from jobs.cluster.manifests import (
     PodOptions,
@@ -557,3 +557,14 @@ def test_a_pod_being_deleted_counts_for_its_gang_only_while_the_cluster_says_why
     assert not _counts_for_gang(pod(True))  # Muster's own teardown, or a kubectl delete
     assert _counts_for_gang(pod(True, preempted))
     assert not _counts_for_gang(pod(True, client.V1PodCondition(type="DisruptionTarget", status="False")))
+
+
+def test_an_array_elements_pods_find_its_index_on_kubernetes() -> None:
+    """MUSTER_ARRAY_* were put in the job's env, whose Muster names the Kubernetes pods drop: every element of a sweep
+    ran without its index. They are Muster's part of the environment, for pods and MPI replicas alike."""
+    element = spec(array_id=40, array_index=2, env={"LR": "0.1", "MUSTER_ARRAY_INDEX": "7"})
+    pod = pod_manifest(element, 0, PodOptions(namespace="ml"))
+    names = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+    assert (names["MUSTER_ARRAY_ID"], names["MUSTER_ARRAY_INDEX"], names["LR"]) == ("40", "2", "0.1")
+    assert mpi_env(element)["MUSTER_ARRAY_INDEX"] == "2"
+    assert "MUSTER_ARRAY_INDEX" not in rendezvous_env(spec(), 0, PodOptions(namespace="ml"))
