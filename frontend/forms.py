@@ -281,6 +281,15 @@ class JobForm(forms.Form):
         groups = [(title, [self[name] for name in names if name in self.fields]) for title, names in self.SECTIONS]
         return [(title, fields) for title, fields in groups if fields]
 
+    def errors_as_shown(self) -> list[tuple[str, str]]:
+        """Every error as (the field's label, or "" for one about the whole job, the message), in the order the page shows
+        the fields: the form's own and the API's were listed as they were found (Command before Image)."""
+        shown = [field.name for _, fields in self.sections() for field in fields]
+        place = {name: i for i, name in enumerate(shown)}
+        # Errors about the whole job first, as the page's summary says them above the fields.
+        ordered = sorted(self.errors.items(), key=lambda item: place.get(item[0], -1))
+        return [(str(self[name].label) if name in self.fields else "", str(error)) for name, errors in ordered for error in errors]
+
     def clean(self) -> dict[str, Any]:
         data = super().clean() or self.cleaned_data
         low, high = data.get("min_nodes"), data.get("nodes")

@@ -112,7 +112,7 @@ def job_new_estimate(request: HttpRequest) -> HttpResponse:
     form = _job_form(user_request, request.POST)
     spec = _checked(form, user_request)
     estimate = job_estimate(owner=user_request.user, spec=spec) if spec is not None else None
-    errors = [(form[name].label if name in form.fields else "", error) for name, errs in form.errors.items() for error in errs]
+    errors = form.errors_as_shown()
     html = render_to_string("frontend/job_new_estimate.html", {"estimate": estimate, "errors": errors}, request=request)
     return JsonResponse(
         {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -83,6 +84,10 @@ def test_the_estimate_answers_json_and_writes_nothing(user: Any, sim: Any) -> No
     body = client.post("/jobs/new/estimate/", submit_form(nodes="17", image="x y")).json()
     assert (body["accepted"], body["errors"]) == (False, 2)
     assert "the whole cluster has 16 such nodes" in body["html"]
+    # Listed in the form's order (Image above Command, Nodes below both), not as found: the form's own, then the API's.
+    body = client.post("/jobs/new/estimate/", submit_form(image="x y", command="", nodes="0")).json()
+    labels = re.findall(r"<strong>([^<]+):</strong>", body["html"])
+    assert labels == ["Image", "Command", "Nodes"]
     assert not (Job.objects.exists() or JobEvent.objects.exists() or UsageCharge.objects.exists() or AuditEntry.objects.exists())
     assert Client().post("/jobs/new/estimate/", submit_form()).status_code == 401
 
