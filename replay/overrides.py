@@ -25,11 +25,22 @@ POSITIVE = {"half_life_seconds"}
 
 
 class OverrideError(ValueError):
-    pass
+    """What is wrong with one or more `NAME=VALUE` lines: `problems`, one sentence each, every bad line's."""
+
+    def __init__(self, *problems: str) -> None:
+        super().__init__(*problems)
+        self.problems = list(problems)
+
+    def __str__(self) -> str:
+        return " ".join(self.problems)
 
 
 def setting_names() -> list[str]:
     return [f.name for f in dataclasses.fields(PolicyConfig)]
+
+
+def _valid_names() -> str:
+    return f"Valid names: {', '.join(setting_names())}."
 
 
 def _kinds(name: str) -> tuple[type, bool]:
@@ -53,7 +64,7 @@ def describe_settings(config: PolicyConfig | None = None) -> str:
 
 def parse_value(name: str, raw: str) -> Any:
     if name not in setting_names():
-        raise OverrideError(f"unknown setting {name!r}; valid names: {', '.join(setting_names())}")
+        raise OverrideError(f"Unknown setting {name!r}.", _valid_names())
     kind, nullable = _kinds(name)
     text = raw.strip()
     if nullable and text.lower() in NONE:
@@ -63,34 +74,47 @@ def parse_value(name: str, raw: str) -> Any:
             return True
         if text.lower() in FALSE:
             return False
-        raise OverrideError(f"{name}: {raw!r} is not true or false")
+        raise OverrideError(f"{name}: {raw!r} is not true or false.")
     try:
         value: int | float = int(text) if kind is int else float(text)
     except ValueError:
         expected = "a whole number" if kind is int else "a number"
-        raise OverrideError(f"{name}: {raw!r} is not {expected}{' (or none)' if nullable else ''}") from None
+        raise OverrideError(f"{name}: {raw!r} is not {expected}{' (or none)' if nullable else ''}.") from None
     if isinstance(value, float) and not math.isfinite(value):
-        raise OverrideError(f"{name}: {raw!r} is not a finite number")
+        raise OverrideError(f"{name}: {raw!r} is not a finite number.")
     if name in POSITIVE and value <= 0:
-        raise OverrideError(f"{name}: must be more than 0, not {raw.strip()}")
+        raise OverrideError(f"{name}: must be more than 0, not {raw.strip()}.")
     least = MINIMUM.get(name, 0)
     if value < least:
-        raise OverrideError(f"{name}: must be at least {least}, not {raw.strip()}")
+        raise OverrideError(f"{name}: must be at least {least}, not {raw.strip()}.")
     return value
 
 
-def parse_assignments(lines: Iterable[str]) -> dict[str, Any]:
-    """{name: value} from `NAME=VALUE` strings (blank lines and `#` comments skipped); the first error raises."""
+def parse_assignments(lines: Iterable[str], *, numbered: bool = False) -> dict[str, Any]:
+    """{name: value} from `NAME=VALUE` strings (blank lines and `#` comments skipped).
+
+    Every bad line is said, not only the first: one OverrideError whose `problems` has a sentence per bad line,
+    starting "Line n:" when `numbered` (the lines of one text, as the what-if page's field has them).
+    """
     changes: dict[str, Any] = {}
-    for line in lines:
+    problems: list[str] = []
+    names = _valid_names()
+    name_wrong = False
+    for number, line in enumerate(lines, start=1):
         text = line.strip()
         if not text or text.startswith("#"):
             continue
         name, sep, raw = text.partition("=")
-        if not sep:
-            raise OverrideError(f"{text!r} is not NAME=VALUE; valid names: {', '.join(setting_names())}")
-        name = name.strip()
-        changes[name] = parse_value(name, raw)
+        try:
+            if not sep:
+                raise OverrideError(f"Not NAME=VALUE: {text!r}.", names)
+            changes[name.strip()] = parse_value(name.strip(), raw)
+        except OverrideError as exc:
+            name_wrong = name_wrong or names in exc.problems
+            problems += [f"Line {number}: {p}" if numbered else p for p in exc.problems if p != names]
+    if problems:
+        # The valid names once, after every line that needed them.
+        raise OverrideError(*problems, *([names] if name_wrong else []))
     return changes
 
 

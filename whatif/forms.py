@@ -104,9 +104,9 @@ class WhatIfForm(forms.Form):
 
     def clean_settings(self) -> dict[str, Any]:
         try:
-            return parse_assignments(self.cleaned_data.get("settings", "").splitlines())
+            return parse_assignments(self.cleaned_data.get("settings", "").splitlines(), numbered=True)
         except OverrideError as exc:
-            raise forms.ValidationError(str(exc)) from None
+            raise forms.ValidationError(exc.problems) from None  # every bad line at once, each with its number
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

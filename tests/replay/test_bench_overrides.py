@@ -19,8 +19,8 @@ def test_each_knob_is_read_as_its_fields_type_over_the_cycles_config() -> None:
 @pytest.mark.parametrize(
     ("item", "says"),
     [
-        ("bogus=1", "--set: unknown setting 'bogus'; valid names: "),
-        ("weight_short", "--set: 'weight_short' is not NAME=VALUE"),
+        ("bogus=1", "--set: Unknown setting 'bogus'. Valid names: "),
+        ("weight_short", "--set: Not NAME=VALUE: 'weight_short'. Valid names: "),
         ("weight_short=lots", "--set: weight_short: 'lots' is not a number"),
         ("max_reservations=2.5", "--set: max_reservations: '2.5' is not a whole number"),
         ("preemption=maybe", "--set: preemption: 'maybe' is not true or false"),

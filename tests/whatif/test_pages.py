@@ -82,8 +82,8 @@ def test_a_bad_row_is_shown_with_its_line_and_nothing_is_queued(admin) -> None:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"settings": "starvation=60"}, "unknown setting &#x27;starvation&#x27;; valid names: weight_fair_share"),
-        ({"settings": "preemption=maybe"}, "preemption: &#x27;maybe&#x27; is not true or false"),
+        ({"settings": "starvation=60"}, "Line 1: Unknown setting &#x27;starvation&#x27;."),
+        ({"settings": "preemption=maybe"}, "Line 1: preemption: &#x27;maybe&#x27; is not true or false."),
         ({"nodes": ""}, "Give either the number of nodes or the offered load."),
         ({"nodes": "1"}, "more than the cluster&#x27;s 1"),
         ({"trace": None}, "Choose the trace file to replay."),
@@ -94,6 +94,14 @@ def test_bad_settings_are_refused_before_anything_runs(admin, changes: dict[str,
     trace = changes.pop("trace", TINY)
     response = admin.post(LIST, form(trace, **changes))  # type: ignore[arg-type]
     assert response.status_code == 200 and message in response.content.decode()
+    assert not WhatIfRun.objects.exists()
+
+
+def test_every_bad_setting_line_is_shown_at_once(admin) -> None:
+    page = admin.post(LIST, form(settings="not_a_knob=1\npreemption=maybe")).content.decode()
+    errors = re.findall(r'<p class="error">(.*?)</p>', page)
+    assert errors[:2] == ["Line 1: Unknown setting &#x27;not_a_knob&#x27;.", "Line 2: preemption: &#x27;maybe&#x27; is not true or false."]
+    assert errors[2].startswith("Valid names: weight_fair_share")
     assert not WhatIfRun.objects.exists()
 
 
