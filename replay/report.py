@@ -17,10 +17,22 @@ from typing import Any, Protocol
 # The site's chart look (telemetry/figure_style.py is Django-side, so the two constants are repeated here).
 COLORS = ("#3056d3", "#e8590c", "#2f9e44", "#ae3ec9", "#1098ad", "#f08c00", "#c2255c", "#5c940d")
 GRID = "#eaecf0"
+MUTED = "#667085"
+OTHERS_COLOR = "#98a2b3"  # "others" in a tenant-share chart: grey, apart from every named tenant's colour
 SIZE_CLASSES = (("gang", "gangs (several nodes)"), ("whole_node", "whole-node jobs"), ("sub_node", "sub-node jobs"))
 POINTS = 600  # points per time series and per CDF in the charts: enough to read, small enough to embed
 DASH = "\u2013"  # what a cell shows when the summary lacks the number
-TENANT_LINES = 8  # tenants drawn by name in the share charts; the rest are summed as "others"
+TENANT_LINES = len(COLORS)  # tenants drawn by name in the share charts, one colour each; the rest are summed as "others"
+# A log axis has no 0: a wait under this ("started at once") is drawn at it.
+AT_ONCE_SECONDS = 1.0
+# The wait axis' ticks (seconds on a log axis, labelled as durations); past nine of them only the coarse ones.
+WAIT_TICKS = (
+    (1.0, "1 s"), (2.0, "2 s"), (5.0, "5 s"), (10.0, "10 s"), (30.0, "30 s"), (60.0, "1 min"), (120.0, "2 min"),
+    (300.0, "5 min"), (600.0, "10 min"), (1800.0, "30 min"), (3600.0, "1 h"), (7200.0, "2 h"), (21600.0, "6 h"),
+    (43200.0, "12 h"), (86400.0, "1 d"), (172800.0, "2 d"), (604800.0, "1 w"), (2592000.0, "30 d"), (31536000.0, "1 y"),
+)  # fmt: skip
+AXIS_PAD = 0.03  # the wait axis' margin either side, in decades
+WAIT_TICKS_COARSE = {1.0, 10.0, 60.0, 600.0, 3600.0, 21600.0, 86400.0, 604800.0, 2592000.0, 31536000.0}
 
 
 # What the report reads from the simulator's results (replay.simulator.SimResult and JobRecord), as read-only protocols.
@@ -31,6 +43,8 @@ class _Job(Protocol):
     def nodes(self) -> int: ...
     @property
     def gpus(self) -> int: ...
+    @property
+    def tenant(self) -> str: ...
 
 
 class _Record(Protocol):
@@ -38,6 +52,8 @@ class _Record(Protocol):
     def job(self) -> _Job: ...
     @property
     def first_start(self) -> float | None: ...
+    @property
+    def attempts(self) -> Sequence[tuple[float, float, int]]: ...  # every run: (start, end, GPUs held)
 
 
 class _Cluster(Protocol):
@@ -54,8 +70,6 @@ class _Result(Protocol):
     def cluster(self) -> _Cluster: ...
     @property
     def records(self) -> Sequence[_Record]: ...
-    @property
-    def samples(self) -> Sequence[tuple[float, int, int, Mapping[str, float]]]: ...
 
 
 class _Assumptions(Protocol):
@@ -239,9 +253,10 @@ def _layout(title: str, *, date_axis: bool, x_title: str = "", y_title: str = ""
         "title": {"text": title, "x": 0, "xanchor": "left", "font": {"size": 15}},
         "height": height,
         "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
-        "xaxis": {"gridcolor": GRID, "title": {"text": x_title or ("time (UTC)" if date_axis else "")}},
-        "yaxis": {"gridcolor": GRID, "title": {"text": y_title}},
+        "xaxis": {"gridcolor": GRID, "automargin": True, "title": {"text": x_title or ("time (UTC)" if date_axis else "")}},
+        "yaxis": {"gridcolor": GRID, "automargin": True, "title": {"text": y_title}},
         "legend": {"orientation": "h", "y": -0.25},
+        "showlegend": True,  # with one trace too: its name says what the line is (n, started at once, the mean)
         "hovermode": "x unified" if date_axis else "closest",
         "paper_bgcolor": "#ffffff",
         "plot_bgcolor": "#ffffff",
@@ -249,6 +264,34 @@ def _layout(title: str, *, date_axis: bool, x_title: str = "", y_title: str = ""
     if date_axis:
         layout["xaxis"]["type"] = "date"
     return layout
+
+
+def _share_axis(layout: dict[str, Any]) -> dict[str, Any]:
+    """A y axis of a share of the cluster: 0 to 100 %, whatever the data (never below 0 or past the whole)."""
+    layout["yaxis"].update({"range": [0, 1], "tickformat": ".0%", "hoverformat": ".1%"})
+    return layout
+
+
+def empty_figure(title: str, message: str) -> dict[str, Any]:
+    """A chart with nothing to draw: its title and why, without empty axes (telemetry.figure_style's, Django-side)."""
+    layout = _layout(title, date_axis=False, height=130)
+    layout["xaxis"] = {"visible": False}
+    layout["yaxis"] = {"visible": False}
+    layout["annotations"] = [
+        {
+            "text": message,
+            "showarrow": False,
+            "xref": "paper",
+            "yref": "paper",
+            "x": 0,
+            "xanchor": "left",
+            "y": 0.6,
+            "font": {"size": 13, "color": MUTED},
+        }
+    ]
+    layout["hovermode"] = False
+    layout["meta"] = {"empty": True}
+    return {"data": [], "layout": layout}
 
 
 def _iso(t: float) -> str:
@@ -261,14 +304,77 @@ def size_class(nodes: int, gpus: int, gpus_per_node: int) -> str:
     return "whole_node" if gpus >= gpus_per_node else "sub_node"
 
 
-def _cdf(values: list[float], points: int = POINTS) -> tuple[list[float], list[float]]:
-    values = sorted(values)
+def _cdf(waits: Sequence[float], points: int = POINTS) -> tuple[list[float], list[float]]:
+    """The empirical CDF of `waits` (seconds) as the corners of a step line ('hv'): (wait, share that waited at most it).
+
+    A log axis has no 0: a wait under AT_ONCE_SECONDS is drawn at it. Tied waits are one corner (the share of all of
+    them); past `points` distinct waits, `points` of them evenly (the last always) and the line holds between them.
+    """
+    values = sorted(max(w, AT_ONCE_SECONDS) for w in waits)
     n = len(values)
     if n == 0:
         return [], []
-    idx = sorted({min(n - 1, round(i * (n - 1) / max(1, points - 1))) for i in range(points)})
-    # A log axis has no 0: waits under a second are drawn at one second.
-    return [round(max(values[i], 1.0) / 3600, 7) for i in idx], [round((i + 1) / n, 5) for i in idx]
+    corners = [i for i in range(n) if i + 1 == n or values[i + 1] != values[i]]
+    if len(corners) > points:
+        corners = sorted({corners[round(k * (len(corners) - 1) / (points - 1))] for k in range(points)})
+    return [round(values[i], 3) for i in corners], [round((i + 1) / n, 5) for i in corners]
+
+
+def _wait_ticks(longest: float) -> tuple[float, list[float], list[str]]:
+    """A wait axis' end (the first tick past the longest wait, so its step shows; at least a minute) and its ticks."""
+    top = next((t for t, _ in WAIT_TICKS if t > longest and t >= 60.0), longest)
+    ticks = [(t, text) for t, text in WAIT_TICKS if t <= top]
+    if len(ticks) > 9:
+        ticks = [(t, text) for t, text in ticks if t in WAIT_TICKS_COARSE or t == top]
+    return top, [t for t, _ in ticks], [text for _, text in ticks]
+
+
+def _wait_figures(results: Sequence[_Result]) -> list[dict[str, Any]]:
+    figures: list[dict[str, Any]] = []
+    for group, label in SIZE_CLASSES:
+        title = f"Wait, {label}: share of jobs that waited at most x"
+        data: list[dict[str, Any]] = []
+        longest = 0.0
+        for i, r in enumerate(results):
+            waits = [
+                rec.first_start - rec.job.submit
+                for rec in r.records
+                if rec.first_start is not None and size_class(rec.job.nodes, rec.job.gpus, r.cluster.gpus_per_node) == group
+            ]
+            if not waits:
+                continue
+            x, y = _cdf(waits)
+            longest = max(longest, x[-1])
+            at_once = sum(1 for w in waits if w < AT_ONCE_SECONDS)
+            name = f"{r.policy} (n={len(waits):,}" + (f", {at_once:,} started at once)" if at_once else ")")
+            data.append({"name": name, "x": x, "y": y, "line": {"color": COLORS[i % len(COLORS)], "shape": "hv"}})
+        if not data:
+            figures.append({"id": f"cdf-wait-{group}", "figure": empty_figure(title, f"No {label} in this trace: no wait to draw.")})
+            continue
+        top, tickvals, ticktext = _wait_ticks(longest)
+        for trace in data:
+            # From the axis' start (at 0 unless some started at once) to its end, where every job has started.
+            before = trace["x"][0] > AT_ONCE_SECONDS
+            after = trace["x"][-1] < top
+            x = [*([AT_ONCE_SECONDS] if before else []), *trace["x"], *([top] if after else [])]
+            y = [*([0.0] if before else []), *trace["y"], *([1.0] if after else [])]
+            trace.update(
+                type="scatter",
+                mode="lines",
+                x=x,
+                y=y,
+                customdata=[fmt_duration(v) for v in x],
+                hovertemplate="waited at most %{customdata}: %{y:.1%} of jobs",
+            )
+        layout = _layout(
+            title, date_axis=False, x_title="wait (log scale; a job started at once, under 1 s, is drawn at 1 s)", y_title="share of jobs"
+        )
+        # A little room either side: the steps at 1 s and at the axis' end, and the end's tick label, stay in view.
+        edges = [-AXIS_PAD, math.log10(top) + AXIS_PAD]
+        layout["xaxis"].update({"type": "log", "range": edges, "tickvals": tickvals, "ticktext": ticktext})
+        layout["yaxis"].update({"range": [0, 1.02], "tickformat": ".0%"})
+        figures.append({"id": f"cdf-wait-{group}", "figure": {"data": data, "layout": layout}})
+    return figures
 
 
 def step_means(times: Sequence[float], values: Sequence[float], start: float, end: float, buckets: int) -> list[float]:
@@ -288,81 +394,136 @@ def step_means(times: Sequence[float], values: Sequence[float], start: float, en
     return [s / width for s in sums]
 
 
-def _time_grid(results: Sequence[_Result]) -> tuple[float, float, int]:
-    times = [s[0] for r in results for s in (*r.samples[:1], *r.samples[-1:])]
-    if not times:
-        return 0.0, 1.0, 1
-    start, end = min(times), max(times)
-    return start, max(end, start + 1.0), POINTS
+def steps(changes: Iterable[tuple[float, float]]) -> tuple[list[float], list[float]]:
+    """A step function from (time, change) pairs: the times it changes at and its value from each."""
+    times: list[float] = []
+    values: list[float] = []
+    level = 0.0
+    for t, change in sorted(changes):
+        level += change
+        if times and times[-1] == t:
+            values[-1] = level
+        else:
+            times.append(t)
+            values.append(level)
+    return times, values
+
+
+def _changes(record: _Record) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+    """A job's GPUs held and its waiting (1 while it waits) as (time, change) pairs: every run it had (replay.metrics
+    counts the same runs), and its waits from its submit to its first run and from a preemption to its next run."""
+    held: list[tuple[float, float]] = []
+    waiting: list[tuple[float, float]] = []
+    since = record.job.submit
+    for start, end, gpus in record.attempts:
+        if start > since:
+            waiting += [(since, 1.0), (start, -1.0)]
+        held += [(start, float(gpus)), (end, -float(gpus))]
+        since = end
+    if not record.attempts:
+        waiting.append((since, 1.0))
+    return held, waiting
+
+
+def _span(results: Sequence[_Result]) -> tuple[float, float]:
+    """From the first submit to the last end of any run: each policy's makespan is inside it."""
+    submits = [rec.job.submit for r in results for rec in r.records]
+    ends = [end for r in results for rec in r.records for _, end, _ in rec.attempts]
+    if not submits:
+        return 0.0, 1.0
+    start = min(submits)
+    return start, max([*ends, start + 1.0])
+
+
+def _time_figures(results: Sequence[_Result]) -> list[dict[str, Any]]:
+    """Utilisation, the queue and each tenant's share over time, as means over POINTS equal spans of the replay.
+
+    Read from every job's runs, not sampled: a policy's mean utilisation over its makespan is the table's figure.
+    """
+    start, end = _span(results)
+    n = POINTS
+    width = (end - start) / n
+    grid = [_iso(start + (b + 0.5) * width) for b in range(n)]
+    util, queue, shares = [], [], []
+    most_waiting = 0.0
+    for i, r in enumerate(results):
+        gpus = max(1, r.cluster.nodes * r.cluster.gpus_per_node)
+        line = {"color": COLORS[i % len(COLORS)]}
+        held: list[tuple[float, float]] = []
+        waiting: list[tuple[float, float]] = []
+        by_tenant: dict[str, list[tuple[float, float]]] = {}
+        for rec in r.records:
+            job_held, job_waiting = _changes(rec)
+            held += job_held
+            waiting += job_waiting
+            by_tenant.setdefault(rec.job.tenant, []).extend(job_held)
+        first = min((rec.job.submit for rec in r.records), default=start)
+        last = max((t for t, _ in held), default=first)
+        gpu_seconds = sum(-t * change for t, change in held)  # each run: end x GPUs - start x GPUs
+        mean = gpu_seconds / (gpus * (last - first)) if last > first else 0.0
+        busy = step_means(*steps((t, c / gpus) for t, c in held), start, end, n)
+        util.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"{r.policy} (mean over its makespan {fmt_percent(mean)})",
+                "x": grid,
+                "y": [round(v, 4) for v in busy],
+                "line": line,
+            }
+        )
+        queued = step_means(*steps(waiting), start, end, n)
+        most_waiting = max(most_waiting, *queued)
+        queue.append({"type": "scatter", "mode": "lines", "name": r.policy, "x": grid, "y": [round(v, 2) for v in queued], "line": line})
+        shares.append(_share_figure(r.policy, by_tenant, gpus, grid, start, end))
+    util_layout = _share_axis(_layout("GPU utilisation over time", date_axis=True, y_title="busy GPUs / all GPUs"))
+    queue_layout = _layout("Queue length over time (mean over each point's interval)", date_axis=True, y_title="jobs waiting")
+    # Never below 0 jobs; a queue that stayed empty is a line at 0, on an axis up to 1.
+    if most_waiting > 0:
+        queue_layout["yaxis"]["rangemode"] = "tozero"
+    else:
+        queue_layout["yaxis"]["range"] = [0, 1]
+    return [
+        {"id": "utilisation", "figure": {"data": util, "layout": util_layout}},
+        {"id": "queue", "figure": {"data": queue, "layout": queue_layout}},
+        *shares,
+    ]
+
+
+def _share_figure(
+    policy: str, by_tenant: Mapping[str, list[tuple[float, float]]], gpus: int, grid: list[str], start: float, end: float
+) -> dict[str, Any]:
+    """The tenants' GPUs over time, stacked: the TENANT_LINES that held the most GPU-seconds by name, the rest summed."""
+    title = f"Share of the cluster's GPUs per tenant over time: {policy}"
+    held = {tenant: sum(-t * change for t, change in changes) for tenant, changes in by_tenant.items()}
+    named = sorted((t for t in held if held[t] > 0), key=lambda t: (-held[t], t))[:TENANT_LINES]
+    others = [change for tenant, changes in by_tenant.items() if tenant not in named for change in changes]
+    series = [(tenant, by_tenant[tenant], COLORS[j]) for j, tenant in enumerate(named)]
+    if any(held[t] > 0 for t in by_tenant if t not in named):
+        series.append(("others", others, OTHERS_COLOR))
+    if not series:
+        return {"id": f"share-{policy}", "figure": empty_figure(title, "No job ran: no tenant held a GPU.")}
+    data = []
+    for tenant, changes, color in series:
+        share = step_means(*steps((t, c / gpus) for t, c in changes), start, end, len(grid))
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "stackgroup": "tenants",
+                "name": tenant,
+                "x": grid,
+                "y": [round(v, 4) for v in share],
+                "line": {"color": color, "width": 0.5},
+            }
+        )
+    layout = _share_axis(_layout(title, date_axis=True, y_title="GPUs held / all GPUs"))
+    return {"id": f"share-{policy}", "figure": {"data": data, "layout": layout}}
 
 
 def report_figures(results: Sequence[_Result]) -> list[dict[str, Any]]:
     """The report's charts as Plotly figure JSON: [{"id", "figure": {"data", "layout"}}]."""
-    figures: list[dict[str, Any]] = []
-    for group, label in SIZE_CLASSES:
-        data = []
-        for i, r in enumerate(results):
-            waits = [
-                rec.first_start - rec.job.submit
-                for rec in r.records
-                if rec.first_start is not None and size_class(rec.job.nodes, rec.job.gpus, r.cluster.gpus_per_node) == group
-            ]
-            x, y = _cdf(waits)
-            if x:
-                color = COLORS[i % len(COLORS)]
-                name = f"{r.policy} (n={len(waits):,})"
-                data.append({"type": "scatter", "mode": "lines", "name": name, "x": x, "y": y, "line": {"color": color}})
-        title = f"Wait, {label}: share of jobs that waited at most x (under 1 s drawn at 1 s)"
-        layout = _layout(title, date_axis=False, x_title="wait (hours)", y_title="fraction of jobs")
-        layout["xaxis"]["type"] = "log"
-        figures.append({"id": f"cdf-wait-{group}", "figure": {"data": data, "layout": layout}})
-
-    start, end, n = _time_grid(results)
-    width = (end - start) / n
-    grid = [_iso(start + (b + 0.5) * width) for b in range(n)]
-    util, queue = [], []
-    for i, r in enumerate(results):
-        times = [s[0] for s in r.samples]
-        gpus = max(1, r.cluster.nodes * r.cluster.gpus_per_node)
-        line = {"color": COLORS[i % len(COLORS)]}
-        busy = step_means(times, [s[1] / gpus for s in r.samples], start, end, n)
-        util.append({"type": "scatter", "mode": "lines", "name": r.policy, "x": grid, "y": [round(v, 4) for v in busy], "line": line})
-        waiting = step_means(times, [float(s[2]) for s in r.samples], start, end, n)
-        queue.append({"type": "scatter", "mode": "lines", "name": r.policy, "x": grid, "y": [round(v, 2) for v in waiting], "line": line})
-    util_layout = _layout("GPU utilisation over time", date_axis=True, y_title="busy GPUs / all GPUs")
-    util_layout["yaxis"]["tickformat"] = ".0%"
-    figures.append({"id": "utilisation", "figure": {"data": util, "layout": util_layout}})
-    queue_layout = _layout("Queue length over time", date_axis=True, y_title="jobs waiting")
-    figures.append({"id": "queue", "figure": {"data": queue, "layout": queue_layout}})
-
-    for r in results:
-        times = [s[0] for s in r.samples]
-        gpus = max(1, r.cluster.nodes * r.cluster.gpus_per_node)
-        held: dict[str, float] = {}
-        for t0, t1, sample in zip(times, [*times[1:], end], r.samples, strict=True):
-            for tenant, g in sample[3].items():
-                held[tenant] = held.get(tenant, 0.0) + g * max(0.0, t1 - t0)
-        named = sorted(held, key=lambda t: -held[t])[:TENANT_LINES]
-        others = [t for t in held if t not in named]
-        data = []
-        for j, tenant in enumerate([*named, *(["others"] if others else [])]):
-            keys = others if tenant == "others" and others else [tenant]
-            shares = step_means(times, [sum(s[3].get(k, 0.0) for k in keys) / gpus for s in r.samples], start, end, n)
-            data.append(
-                {
-                    "type": "scatter",
-                    "mode": "lines",
-                    "stackgroup": "tenants",
-                    "name": tenant,
-                    "x": grid,
-                    "y": [round(v, 4) for v in shares],
-                    "line": {"color": COLORS[j % len(COLORS)], "width": 0.5},
-                }
-            )
-        layout = _layout(f"Share of the cluster's GPUs per tenant over time: {r.policy}", date_axis=True, y_title="GPUs held / all GPUs")
-        layout["yaxis"]["tickformat"] = ".0%"
-        figures.append({"id": f"share-{r.policy}", "figure": {"data": data, "layout": layout}})
-    return figures
+    return [*_wait_figures(results), *_time_figures(results)]
 
 
 # ---- the files ----------------------------------------------------------------------------------------------------

@@ -83,8 +83,6 @@ POLICIES = ("fifo", "easy", "muster")
 PREDICTION_INTERVAL = 3600.0
 # The policy's forecast of every waiting job's start runs at most once per this many seconds of simulated time.
 FORECAST_INTERVAL = 600.0
-# At most one utilisation/queue sample per this many seconds of simulated time.
-SAMPLE_INTERVAL = 600.0
 
 PolicyFn = Callable[[Snapshot, PolicyConfig], Decisions]
 
@@ -121,8 +119,9 @@ class JobRecord:
 class SimResult:
     policy: str
     cluster: ClusterSpec
+    # Every run of every job is in its record (`attempts`): utilisation, the queue and each tenant's share over time
+    # are read from them exactly (replay/report.py), as the summary's figures are (replay/metrics.py).
     records: list[JobRecord]
-    samples: list[tuple[float, int, int, dict[str, float]]]  # (time, GPUs busy, queue length, GPUs held per tenant)
     decisions: list[tuple[int, float]]  # (queue length, CPU seconds) per policy call
     cpu_seconds: float  # CPU time of the whole simulation (the policy calls are in `decisions`)
     checks: list[str]
@@ -232,11 +231,7 @@ class _Sim:
         self.runtimes: dict[str, list[float]] = {}
         self.just_submitted: set[int] = set()
         self.usage = DecayedUsage(config.half_life_seconds, self.jobs[0].submit if self.jobs else 0.0)
-        self.samples: list[tuple[float, int, int, dict[str, float]]] = []
-        self.last_sample = -math.inf
         self.decisions: list[tuple[int, float]] = []
-        self.busy = 0
-        self.held_by_tenant: dict[str, float] = {}
         self.done = 0
         ranks = {j.class_rank for j in self.jobs}
         tenants = sorted({j.tenant for j in self.jobs})
@@ -292,7 +287,6 @@ class _Sim:
                 self._call(now)
             # A job submitted at a skipped instant had no estimate at submit (it is not the head of the line).
             self.just_submitted.clear()
-            self._sample(now)
             if self.progress is not None and n and (self.done - last_progress) * 100 >= n:
                 last_progress = self.done
                 self.progress(self.done / n)
@@ -305,7 +299,6 @@ class _Sim:
             policy=self.policy,
             cluster=self.cluster,
             records=[self.records[j.id] for j in sorted(self.jobs, key=lambda j: j.id)],
-            samples=self.samples,
             decisions=self.decisions,
             cpu_seconds=time.process_time() - began,
             checks=list(CHECKS),
@@ -365,10 +358,8 @@ class _Sim:
         self.views[i] = NodeView(name, self.cluster.gpus_per_node, self.free[i], self.rack[name])
 
     def _end_piece(self, job_id: int, run: _Run, now: float) -> None:
-        """What it held since its last start or resize leaves the usage, the busy count and the tenant's share."""
+        """What it held since its last start or resize leaves the usage and is recorded as one run."""
         self.usage.release(run.keys, run.piece_start, now, run.gpus, run.share)
-        self.busy -= run.gpus
-        self.held_by_tenant[self.by_id[job_id].tenant] -= run.gpus
         self.records[job_id].attempts.append((run.piece_start, now, run.gpus))
 
     def _progress(self, run: _Run, now: float) -> None:
@@ -432,7 +423,6 @@ class _Sim:
             self._take(name, gpus)
         del self.pending[job_id]
         self.shapes[self._shape(job)] -= 1
-        trace_job = self.by_id[job_id]
         held = sum(gpus_held)
         share = sum(g / self.cluster.gpus_per_node for g in gpus_held)
         keys = (user_key(job.user),) + ((team_key(job.team),) if job.team else ())
@@ -464,8 +454,6 @@ class _Sim:
         heapq.heappush(self.finishes, (finish, job_id, self.version[job_id]))
         if self.preemption_wakes:
             heapq.heappush(self.wakes, (now + self.config.preemption_min_runtime_seconds, 0))
-        self.busy += held
-        self.held_by_tenant[trace_job.tenant] = self.held_by_tenant.get(trace_job.tenant, 0) + held
         record = self.records[job_id]
         if record.first_start is None:
             record.first_start = now
@@ -495,9 +483,6 @@ class _Sim:
         run.share = float(size)
         run.piece_start = now
         self.usage.allocate(run.keys, now, run.gpus, run.share)
-        self.busy += run.gpus
-        tenant = self.by_id[r.id].tenant
-        self.held_by_tenant[tenant] = self.held_by_tenant.get(tenant, 0) + run.gpus
         self.version[r.id] += 1
         run.finish = now + run.remaining * r.max_nodes / size
         heapq.heappush(self.finishes, (run.finish, r.id, self.version[r.id]))
@@ -614,9 +599,3 @@ class _Sim:
                 self.records[job_id].predictions.append((now, waiting.estimated_start, waiting.estimate))
                 self.last_prediction[job_id] = now
         self.just_submitted.clear()
-
-    def _sample(self, now: float) -> None:
-        if now - self.last_sample >= SAMPLE_INTERVAL:
-            self.last_sample = now
-            held = {t: float(g) for t, g in sorted(self.held_by_tenant.items()) if g}
-            self.samples.append((now, self.busy, len(self.pending), held))

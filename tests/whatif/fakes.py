@@ -13,12 +13,14 @@ class FakeJob:
     submit: float
     nodes: int
     gpus: int
+    tenant: str = "a"
 
 
 @dataclass
 class FakeRecord:
     job: FakeJob
     first_start: float | None
+    attempts: list[tuple[float, float, int]] = field(default_factory=list)  # (start, end, GPUs held)
 
 
 @dataclass(frozen=True)
@@ -32,18 +34,18 @@ class FakeResult:
     policy: str
     cluster: FakeCluster = field(default_factory=FakeCluster)
     records: list[FakeRecord] = field(default_factory=list)
-    samples: list[tuple[float, int, int, dict[str, float]]] = field(default_factory=list)
 
 
 def fake_result(policy: str, delay: float) -> FakeResult:
+    """A gang of tenant a waiting `delay` then running 10 min, a whole-node job of b waiting twice that and running
+    10 min, a sub-node job of b starting at once and running 20 min, and one never started."""
     records = [
-        FakeRecord(FakeJob(T0, 2, 16), T0 + delay),
-        FakeRecord(FakeJob(T0 + 60, 1, 8), T0 + 60 + 2 * delay),
-        FakeRecord(FakeJob(T0 + 120, 1, 2), T0 + 120),
+        FakeRecord(FakeJob(T0, 2, 16), T0 + delay, [(T0 + delay, T0 + delay + 600, 16)]),
+        FakeRecord(FakeJob(T0 + 60, 1, 8, "b"), T0 + 60 + 2 * delay, [(T0 + 60 + 2 * delay, T0 + 660 + 2 * delay, 8)]),
+        FakeRecord(FakeJob(T0 + 120, 1, 2, "b"), T0 + 120, [(T0 + 120, T0 + 1320, 2)]),
         FakeRecord(FakeJob(T0 + 180, 1, 1), None),
     ]
-    samples = [(T0, 16, 1, {"a": 16.0}), (T0 + 600, 8, 0, {"a": 4.0, "b": 4.0}), (T0 + 1200, 0, 0, {})]
-    return FakeResult(policy, records=records, samples=samples)
+    return FakeResult(policy, records=records)
 
 
 def fake_summary(policy: str, wait: float) -> dict[str, Any]:
