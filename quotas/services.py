@@ -19,6 +19,7 @@ from audit.services import audit_changes, audit_record
 from jobs.amounts import duration, gpu_amount, plural
 from jobs.models import Allocation, Job, Node, NodeState
 from jobs.states import ACTIVE_STATES, JobState
+from policy.budget import node_hours_text
 from quotas.limits import LIMIT_FIELDS, Limits, default_values, effective_limits, limits_of
 from quotas.models import Quota, Team, UsageCharge
 from quotas.periods import period_segments
@@ -377,16 +378,17 @@ def quota_warnings(*, account: Any, before: Limits, after: Limits, now: datetime
     if budget is not None and budget != before.node_hours_per_period and usage.node_hours_used > budget:
         renews = timezone.localtime(usage.period_end).strftime("%Y-%m-%d %H:%M %Z")
         warnings.append(
-            f"{whose} has used {usage.node_hours_used:.1f} node-hours this period, above the new budget of {budget:g}: "
+            f"{whose} has used {node_hours_text(usage.node_hours_used)} node-hours this period, above the new budget of {budget:g}: "
             "running jobs are not stopped and are charged as they run; "
             f"new jobs of {whose} wait until the period renews ({renews}) or the budget is raised."
         )
     elif budget is not None and budget != before.node_hours_per_period and usage.node_hours_used + usage.node_hours_committed > budget:
         over = usage.node_hours_used + usage.node_hours_committed - budget
         warnings.append(
-            f"{whose} has used {usage.node_hours_used:.1f} node-hours this period and its running jobs may use "
-            f"{usage.node_hours_committed:.1f} more by their wall times: running jobs are not stopped, so the new budget of "
-            f"{budget:g} may be overspent by up to {over:.1f}; new jobs of {whose} wait until the period renews or it is raised."
+            f"{whose} has used {node_hours_text(usage.node_hours_used)} node-hours this period and its running jobs may use "
+            f"{node_hours_text(usage.node_hours_committed)} more by their wall times: running jobs are not stopped, so the new "
+            f"budget of {budget:g} may be overspent by up to {node_hours_text(over)}; new jobs of {whose} wait until the period "
+            "renews or it is raised."
         )
     warnings += _queued_beyond(account, before, after)
     # Each a sentence: "User researcher holds …", not "user researcher holds …".

@@ -361,8 +361,22 @@ def test_lowered_per_job_limits_name_the_queued_jobs_beyond_them_and_a_budget_be
     # A running 1-node job with a day of wall time left commits about 24 node-hours: a budget of 10 may be overspent.
     JobFactory(owner=user, running=True, held=["n1"])
     (warning,) = admin_api.patch("/api/v1/quotas/users/alice/", {"node_hours_per_period": 10}, format="json").json()["warnings"]
-    assert warning.startswith("User alice has used 0.0 node-hours this period and its running jobs may use ")
+    assert warning.startswith("User alice has used 0 node-hours this period and its running jobs may use ")
     assert "so the new budget of 10 may be overspent by up to" in warning
+
+
+def test_a_small_budgets_warnings_say_node_hours_as_the_budget_reasons_do(admin_api: APIClient, user: Any) -> None:
+    """They were rounded to one decimal: 'has used 0.0 node-hours ..., above the new budget of 0', and an overspend of
+    0.07 read 'up to 0.1'."""
+    UsageChargeFactory(job=JobFactory(owner=user, finished=True), node_seconds=3, gpu_seconds=24)
+    (warning,) = admin_api.patch("/api/v1/quotas/users/alice/", {"node_hours_per_period": 0}, format="json").json()["warnings"]
+    assert warning.startswith("User alice has used 0.00083 node-hours this period, above the new budget of 0: ")
+    UsageChargeFactory(job=JobFactory(owner=user, finished=True), node_seconds=0.0196 * 3600 - 3, gpu_seconds=8)
+    # One whole node with 360 s of its wall time left: about 0.1 node-hours committed.
+    JobFactory(owner=user, running=True, held=["n1"], wall_time_seconds=400, scheduled_at=timezone.now() - timedelta(seconds=40))
+    (warning,) = admin_api.patch("/api/v1/quotas/users/alice/", {"node_hours_per_period": 0.05}, format="json").json()["warnings"]
+    assert warning.startswith("User alice has used 0.02 node-hours this period and its running jobs may use 0.1 more ")
+    assert "the new budget of 0.05 may be overspent by up to 0.07;" in warning
 
 
 def test_a_budget_below_what_was_used_warns_on_the_quota_page(admin_page: Client, user: Any, settings: Any) -> None:
