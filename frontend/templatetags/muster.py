@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -10,7 +11,7 @@ from typing import Any
 from django import template
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.timesince import timesince
 
 from frontend.live import page_query
@@ -36,6 +37,18 @@ def env_lines(env: Mapping[str, str]) -> str:
 def duration(seconds: float | int | None) -> str:
     """3600 -> '1 h', 5400 -> '1 h 30 min', 90 -> '1 min 30 s' (jobs.amounts.duration, which messages use too)."""
     return amounts.duration(seconds)
+
+
+# A command in a reason, as the API and the CLI say it: "`muster release 65` lets it start."
+_QUOTED_CODE = re.compile(r"`([^`\n]+)`")
+
+
+@register.filter
+def code_quoted(text: object) -> str:
+    """A reason as the page shows it: the text escaped, what it quotes in backticks as code (the reason is stored and
+    answered by the API with its backticks, which read as noise on a page)."""
+    parts = _QUOTED_CODE.split(str(text or ""))
+    return format_html_join("", "{}", ((format_html("<code>{}</code>", part) if i % 2 else part,) for i, part in enumerate(parts)))
 
 
 @register.filter

@@ -18,6 +18,11 @@ def test_hold_and_release_from_the_job_page(user: Any, submit: Any, sim: SimHarn
     held = page.post(f"/jobs/{job_id}/hold/", follow=True).content.decode()
     assert f"Job {job_id} held: it stays in the queue but is not started until released." in held
     assert "Held by its owner (alice) at " in held and 'data-testid="release"' in held and 'data-testid="hold"' not in held
+    # The reason as the API stores and answers it, its command shown as code on the page, not between backticks.
+    assert Job.objects.get(pk=job_id).pending_reason.endswith(f": `muster release {job_id}` lets it start.")
+    assert f": <code>muster release {job_id}</code> lets it start." in held and "`" not in held
+    cluster = page.get("/cluster/").content.decode()
+    assert f"<code>muster release {job_id}</code>" in cluster and "`muster" not in cluster
     assert sim.cycle().placed == []
     released = page.post(f"/jobs/{job_id}/release/", follow=True).content.decode()
     assert f"Job {job_id} released: it may start from the next scheduling cycle." in released
