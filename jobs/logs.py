@@ -172,7 +172,12 @@ def job_logs_follow(
         return
     deadline = time.monotonic() + settings.MUSTER_LOG_FOLLOW_SECONDS
     sent_tail = ""
-    for chunk in (backend or get_backend()).follow_logs(job.pk, attempt, rank, tail):
+
+    def still_live() -> bool:
+        now = Job.objects.filter(pk=job.pk).values("attempt", "state", "nodes").first()
+        return now is not None and now["attempt"] == attempt and now["state"] in ACTIVE_STATES and rank < now["nodes"]
+
+    for chunk in (backend or get_backend()).follow_logs(job.pk, attempt, rank, tail, still_live=still_live):
         yield chunk
         sent_tail = (sent_tail + chunk)[-FOLLOW_OVERLAP_CHARS:]
         if time.monotonic() > deadline:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -259,5 +259,8 @@ class ClusterBackend(Protocol):
     def read_log_tail(self, job_id: int, attempt: int, rank: int, max_bytes: int) -> CapturedLog | None:
         """The last `max_bytes` of a rank's output, to keep before its pod is deleted; None when the pod is gone."""
 
-    def follow_logs(self, job_id: int, attempt: int, rank: int, tail: int | None = None) -> Iterator[str]:
-        """A rank's output from its last `tail` lines on (all when None), as it is written, until its pod ends."""
+    def follow_logs(
+        self, job_id: int, attempt: int, rank: int, tail: int | None = None, *, still_live: Callable[[], bool] | None = None
+    ) -> Iterator[str]:
+        """A rank's output from its last `tail` lines on (all when None), as it is written, until its pod ends, or until
+        `still_live` (asked every few seconds) says the attempt has ended, whatever the stream does."""

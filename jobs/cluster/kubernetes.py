@@ -18,6 +18,7 @@ import json
 import logging
 import math
 import re
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping
@@ -25,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from django import db
 from django.conf import settings
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
@@ -658,7 +660,9 @@ class KubernetesCluster:
         captured = CapturedLog.of(bytes(kept), max_bytes)
         return CapturedLog(captured.data, captured.truncated or cut)
 
-    def follow_logs(self, job_id: int, attempt: int, rank: int, tail: int | None = None) -> Iterator[str]:
+    def follow_logs(
+        self, job_id: int, attempt: int, rank: int, tail: int | None = None, *, still_live: Callable[[], bool] | None = None
+    ) -> Iterator[str]:
         name = self._log_pod(job_id, attempt, rank)
         if name is None:
             return
@@ -681,15 +685,50 @@ class KubernetesCluster:
                 raise ClusterUnavailable(f"Kubernetes API server unreachable (follow logs): {exc}") from exc
             raise
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        # A kubelet ends the stream when the container exits, but not every one does (KWOK's fake kubelets never), nor a
+        # stream through a node that went away: a watch ends it once Muster knows the attempt is over.
+        watch = _StreamWatch(response, still_live) if still_live is not None else None
         try:
             for chunk in response.stream(LOG_CHUNK_BYTES):
                 text = decoder.decode(chunk)
                 if text:
                     yield text
-        except HTTPError:
-            return  # the read timed out or the server closed the stream: the client reconnects if the job still runs
+        except (HTTPError, OSError):
+            return  # timed out, closed by the server or shut by the watch: the client reconnects if the job still runs
         finally:
+            if watch is not None:
+                watch.stop()
             response.release_conn()
+
+
+# How often a followed log's watch asks whether its attempt still runs.
+FOLLOW_WATCH_SECONDS = 5.0
+
+
+class _StreamWatch:
+    """Shuts a log stream from another thread once `still_live` says no: the reading thread is blocked in the read, and
+    urllib3's `shutdown` is what unblocks it."""
+
+    def __init__(self, response: Any, still_live: Callable[[], bool]) -> None:
+        self._done = threading.Event()
+        self._response = response
+        self._still_live = still_live
+        threading.Thread(target=self._run, name="log-follow-watch", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            while not self._done.wait(FOLLOW_WATCH_SECONDS):
+                if not self._still_live():
+                    self._response.shutdown()
+                    return
+        except Exception:
+            logger.exception("log follow watch failed; the stream ends with its pod or its timeout")
+        finally:
+            # `still_live` reads the database: this thread's connection goes with it.
+            db.connections.close_all()
+
+    def stop(self) -> None:
+        self._done.set()
 
 
 class MissingCustomResource(RuntimeError):

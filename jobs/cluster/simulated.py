@@ -226,7 +226,9 @@ class SimulatedCluster:
             return None
         return CapturedLog.of("".join(self._log_lines(pod, self.clock())).encode(), max_bytes)
 
-    def follow_logs(self, job_id: int, attempt: int, rank: int, tail: int | None = None) -> Iterator[str]:
+    def follow_logs(
+        self, job_id: int, attempt: int, rank: int, tail: int | None = None, *, still_live: Callable[[], bool] | None = None
+    ) -> Iterator[str]:
         sent = 0
         while True:
             pod = SimulatedPod.objects.filter(job_id=job_id, attempt=attempt, rank=rank).first()
@@ -240,6 +242,8 @@ class SimulatedCluster:
                 yield "".join(lines[sent:])
                 sent = len(lines)
             if self._status(pod, now).phase in (PodPhase.SUCCEEDED, PodPhase.FAILED):
+                return
+            if still_live is not None and not still_live():
                 return
             time.sleep(FOLLOW_POLL_SECONDS)
 

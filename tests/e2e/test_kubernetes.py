@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 import yaml
 from django.core.management import call_command
+from django.db import connections
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime as parse_time
 from kubernetes import client, utils, watch
@@ -51,6 +52,7 @@ from jobs.cluster.manifests import (
     service_owner_reference,
 )
 from jobs.cluster.watch import watches_for
+from jobs.logs import job_logs_follow
 from jobs.models import Allocation, ClusterHealth, Job, JobEvent, JobResize, Node, NodeState
 from jobs.selectors import job_assigned_nodes
 from jobs.states import JobState
@@ -1286,6 +1288,29 @@ def test_logs_of_a_rank_come_from_the_api_server(api: APIClient, kube: KubeHarne
     assert body["rank"] == 1 and body["attempt"] == 1
     expected = kube.core.read_namespaced_pod_log(f"{gang_name(job['id'], 1)}-1", kube.namespace, tail_lines=2)
     assert body["logs"] == expected and body["logs"].strip()
+
+
+def test_following_a_ranks_output_ends_when_its_job_ends(api: APIClient, tx_kube: KubeHarness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """KWOK's kubelets never end a log stream (nor does one through a node gone away): `muster logs -f` of a job that ended
+    hung for MUSTER_LOG_FOLLOW_SECONDS. The stream now ends once Muster knows the attempt is over."""
+    monkeypatch.setattr("jobs.cluster.kubernetes.FOLLOW_WATCH_SECONDS", 0.2)
+    job = submit(api, nodes=1, simulate={"duration_seconds": 600})
+    tx_kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    chunks: list[str] = []
+    ended = threading.Event()
+
+    def follow() -> None:
+        try:
+            chunks.extend(job_logs_follow(Job.objects.get(pk=job["id"]), rank=0, tail=None, backend=tx_kube.cluster))
+        finally:
+            connections.close_all()
+            ended.set()
+
+    threading.Thread(target=follow, daemon=True).start()
+    assert not ended.wait(3), "it stopped following a running job"
+    assert api.post(f"/api/v1/jobs/{job['id']}/cancel/").status_code == 200
+    assert ended.wait(30), "it went on following a cancelled job"
+    assert "simulated container output" in "".join(chunks)
 
 
 def kept_logs(api: APIClient, job_id: int, rank: int, attempt: int) -> str:
