@@ -157,6 +157,12 @@ def test_a_job_cancelled_while_queued_says_it_never_started(user: Any, sim: Any)
     page = session_for(user).get(f"/jobs/{job.pk}/").content.decode()
     assert "never started: it ended while queued" in page and "No telemetry: the job ended without running." in page
     assert "not started yet" not in page
+    # Nor is it waiting for nodes: it never will be placed.
+    assert "never placed: it ended while queued" in page and "not placed yet" not in page
+    # One that ran, went back to the queue and was cancelled there holds nothing either, and is not "back in the queue".
+    requeued = JobFactory(owner=user, state="CANCELLED", attempt=1)
+    page = session_for(user).get(f"/jobs/{requeued.pk}/").content.decode()
+    assert "none: it ended back in the queue (the attempts below say where it ran)" in page and "none now" not in page
 
 
 def test_a_running_jobs_page_says_how_long_it_ran_and_what_is_left_of_its_wall_time(user: Any, sim: Any, submit: Any) -> None:
