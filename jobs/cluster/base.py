@@ -182,8 +182,19 @@ UNSCHEDULABLE = "Unschedulable"
 # A container's waiting reasons that mean the pod will not start as it was asked for (a wrong image name or tag,
 # a registry refusing it, a missing secret or config map). The kubelet retries some of them, but meanwhile the gang
 # holds its GPUs, so the launch counts as failed at once (with the backoff that covers a transient registry error).
+# A pod that names a PersistentVolumeClaim its namespace does not have: kube-scheduler will never bind it (Muster's
+# reason for it, read from kube-scheduler's words; Kubernetes gives it none of its own).
+MISSING_VOLUME_CLAIM = "MissingVolumeClaim"
 LAUNCH_ERRORS = frozenset(
-    {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError"}
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "InvalidImageName",
+        "ErrImageNeverPull",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        MISSING_VOLUME_CLAIM,
+    }
 )
 
 

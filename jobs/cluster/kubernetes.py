@@ -38,6 +38,7 @@ from jobs.cluster.base import (
     DEADLINE_EXCEEDED,
     LAUNCH_ERRORS,
     MIG_COMPUTE_SLICES,
+    MISSING_VOLUME_CLAIM,
     UNSCHEDULABLE,
     CapturedLog,
     ClusterNode,
@@ -866,8 +867,19 @@ def _not_started(status: client.V1PodStatus) -> tuple[str, str] | None:
     # only the launch timeout ends the wait, but its reason then says why.
     unscheduled = next((c for c in status.conditions or [] if c.type == "PodScheduled" and c.status == "False"), None)
     if unscheduled is not None:
+        # Except a volume claim that does not exist: no node will do until an admin makes it, so the launch fails at once,
+        # as an image that cannot be pulled does (it held the gang's GPUs, charged, for the launch timeout five times over).
+        if missing := _MISSING_CLAIM.search(unscheduled.message or ""):
+            return MISSING_VOLUME_CLAIM, (
+                f"its volume claim {missing.group(1)} does not exist in the namespace (kube-scheduler: "
+                f"{unscheduled.message.rstrip('.')}); an admin makes the PersistentVolumeClaim, or takes it from the team"
+            )
         return unscheduled.reason or UNSCHEDULABLE, unscheduled.message or ""
     return None
+
+
+# kube-scheduler's VolumeBinding plugin, of a pod's claim that is not there: `persistentvolumeclaim "data" not found`.
+_MISSING_CLAIM = re.compile(r'persistentvolumeclaim "([^"]+)" not found')
 
 
 # The labels NVIDIA's GPU feature discovery puts on a node (docs/gpu-sharing.md).

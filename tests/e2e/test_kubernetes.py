@@ -767,6 +767,19 @@ def test_a_teams_volume_is_mounted_in_its_jobs_pods(api: APIClient, user: Any, k
         kube.core.delete_persistent_volume(pv)
 
 
+def test_a_volume_claim_missing_from_the_namespace_fails_the_launch_at_once(api: APIClient, user: Any, kube: KubeHarness) -> None:
+    """The team was given a claim nobody made: kube-scheduler says so at once, and the launch fails then, as an image
+    that cannot be pulled does, instead of holding (and charging) the gang's nodes for the launch timeout every time."""
+    team = Team.objects.create(name="vision")
+    team.members.add(user)
+    team.volumes.create(claim="datasets", read_only=True)
+    job = submit(api, nodes=2, team="vision", volumes=[{"claim": "datasets", "mount_path": "/data"}], simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).launch_failures == 1, timeout=30)
+    reason = JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason
+    assert "could not start: its volume claim datasets does not exist in the namespace" in reason, reason
+    assert not Allocation.objects.filter(job_id=job["id"], released_at__isnull=True).exists()
+
+
 def test_kubectl_shows_exactly_the_objects_muster_created(api: APIClient, kube: KubeHarness) -> None:
     kubectl = shutil.which("kubectl")
     need_service(kubectl is not None, "kubectl (Debian's kubernetes-client)")
