@@ -216,6 +216,7 @@ class MetricRead:
     start: datetime
     end: datetime
     step: int
+    resolution: int  # the data's: `step` is a whole multiple of it
     series: list[Series]
 
 
@@ -274,12 +275,16 @@ def job_metric_read(
     The window is clipped to the run; the step is rounded up to a multiple of the data's
     resolution (by default: the finest giving at most MUSTER_TELEMETRY_MAX_POINTS buckets).
     NCCL bus bandwidth also returns what the job pushed, as a series of origin "pushed".
-    Raises NoRun; BadRead for a node the run never used (or any node at job level) and a window outside the run;
-    TelemetryUnavailable when the source cannot answer.
+    Raises NoRun for a job that has not run; BadRead for an attempt that did not run, a node the run never used (or
+    any node at job level) and a window outside the run; TelemetryUnavailable when the source cannot answer.
     """
+    runs = job_runs(job)
+    if not runs:
+        raise NoRun(f"Job {job.pk} has not run: it has no telemetry.")
     run = job_run(job, attempt)
     if run is None:
-        raise NoRun(f"Job {job.pk} has not run{'' if attempt is None else f' an attempt {attempt}'}: it has no telemetry.")
+        attempts = ", ".join(str(r.attempt) for r in runs)
+        raise BadRead("run", f"Job {job.pk} has no run {attempt}; its runs (attempts that reached RUNNING): {attempts}.")
     reader = RunReader.open(job, run, source, now=now)
     run_start, run_end = reader.window()
     _check_read(job, run, level=level, node=node, start=start, end=end, window=(run_start, run_end))
@@ -301,5 +306,6 @@ def job_metric_read(
         start=datetime.fromtimestamp(lo, tz=UTC),
         end=datetime.fromtimestamp(hi, tz=UTC),
         step=chosen,
+        resolution=reader.resolution,
         series=series,
     )

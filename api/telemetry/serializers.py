@@ -17,15 +17,18 @@ from telemetry.catalogue import METRICS, Level, metric_lookup
 from telemetry.sources import Series
 
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
-# Times the API accepts: from 2000 to 2200, so a typo cannot ask for year 1 or 9999.
-_EARLIEST, _LATEST = 946684800.0, 7258118400.0
+# Times the API accepts: from the epoch (`start=0`, "from the beginning", is clamped to the run as any early time is)
+# to 2200, so a typo cannot ask for year 9999.
+_EARLIEST, _LATEST = 0.0, 7258118400.0
 
 
 @extend_schema_field({"type": "string", "example": "2026-05-01T12:00:00Z"})
 class InstantField(serializers.Field):
     """A time: ISO 8601 (naive means UTC) or seconds since the epoch, as Prometheus accepts."""
 
-    default_error_messages = {"invalid": "An ISO 8601 time (e.g. 2026-05-01T12:00:00Z) or seconds since the epoch."}
+    default_error_messages = {
+        "invalid": "An ISO 8601 time (e.g. 2026-05-01T12:00:00Z) or seconds since the epoch, from 1970-01-01 to 2200-01-01."
+    }
 
     def to_internal_value(self, data: Any) -> datetime:
         text = str(data).strip()
@@ -53,13 +56,22 @@ class InstantField(serializers.Field):
 
 class MetricsQuerySerializer(StrictSerializer):
     metric = serializers.CharField(help_text=f"A metric key ({', '.join(METRICS)}) or its source name (e.g. DCGM_FI_DEV_GPU_UTIL).")
-    start = InstantField(required=False, help_text="ISO 8601 (naive means UTC) or seconds since the epoch; default: when the run started.")
-    end = InstantField(required=False, help_text="ISO 8601 or seconds since the epoch; default: when the run ended, or now while it runs.")
+    start = InstantField(
+        required=False,
+        help_text="ISO 8601 (naive means UTC) or seconds since the epoch, 1970 to 2200; before the run (0 too) reads from "
+        "its start. Default: when the run started.",
+    )
+    end = InstantField(
+        required=False,
+        help_text="ISO 8601 or seconds since the epoch, 1970 to 2200; after the run reads to its end. Default: when the "
+        "run ended, or now while it runs.",
+    )
     step = serializers.IntegerField(
         required=False,
         min_value=1,
         max_value=7 * 86400,
-        help_text="Bucket length in seconds, rounded up to a multiple of the data's resolution. Default: at most 2,000 buckets.",
+        help_text="Bucket length in seconds, rounded up to a multiple of the data's resolution (the answer's `step` is "
+        "the one used, its `resolution` the data's). Default: at most 2,000 buckets.",
     )
     level = serializers.ChoiceField(choices=[lv.value for lv in Level], default=Level.JOB.value, help_text="gpu, node or job.")
     node = serializers.CharField(required=False, max_length=253, help_text="Only this node's series (node or gpu level).")
@@ -122,7 +134,12 @@ class MetricsSerializer(serializers.Serializer):
     level = serializers.CharField()
     start = serializers.DateTimeField()
     end = serializers.DateTimeField()
-    step = serializers.IntegerField(help_text="Seconds per bucket actually used.")
+    step = serializers.IntegerField(
+        help_text="Seconds per bucket actually used: the `step` asked for rounded up to a multiple of `resolution`."
+    )
+    resolution = serializers.IntegerField(
+        help_text="The data's resolution in seconds (the source's scrape interval, or the stored series' step): the finest step."
+    )
     series = SeriesSerializer(many=True)
 
 

@@ -6,11 +6,10 @@ from typing import cast
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import APIException, PermissionDenied, Throttled, UnsupportedMediaType, ValidationError
+from rest_framework.exceptions import APIException, NotFound, PermissionDenied, Throttled, UnsupportedMediaType, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -94,9 +93,20 @@ class JobMetricsView(APIView):
     visibility as the job: its owner and staff; anyone else gets 404.
     """
 
-    @extend_schema(parameters=[MetricsQuerySerializer], responses={200: MetricsSerializer, 400: None, 409: None, 503: None})
+    @extend_schema(
+        parameters=[MetricsQuerySerializer],
+        responses={
+            200: MetricsSerializer,
+            400: OpenApiResponse(description="A parameter is wrong, or asks what the job's runs do not have (a run, a node, a window)"),
+            409: OpenApiResponse(description="The job has not run yet: it has no telemetry"),
+            503: None,
+        },
+    )
     def get(self, request: Request, pk: int) -> Response:
-        job = get_object_or_404(jobs_visible_to(request.user).prefetch_related("events"), pk=pk)
+        job = jobs_visible_to(request.user).prefetch_related("events").filter(pk=pk).first()
+        if job is None:
+            # In the job resource's words (VisibleViewSet), not Django's "No Job matches the given query."
+            raise NotFound(f"No job {pk} (or none that you may see).")
         params = {k: v for k, v in request.query_params.items() if k != "format"}
         query = MetricsQuerySerializer(data=params)
         query.is_valid(raise_exception=True)
@@ -131,6 +141,7 @@ class JobMetricsView(APIView):
             "start": read.start,
             "end": read.end,
             "step": read.step,
+            "resolution": read.resolution,
             "series": [series_data(s) for s in read.series],
         }
         # Up to a million numbers: serialised as they are (MetricsSerializer documents the shape).

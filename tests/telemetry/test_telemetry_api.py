@@ -128,6 +128,30 @@ def test_bad_parameters_are_400_naming_the_field(api, finished, params, field) -
     assert field in response.json()
 
 
+def test_any_start_before_the_run_reads_from_its_start_epoch_seconds_0_too(api, finished) -> None:
+    """start=0 was refused ("... or seconds since the epoch"), while start=1000000000 was clamped to the run's start."""
+    url, run = metrics_url(finished.pk), job_run(finished)
+    clamped = [api.get(url, {"metric": "gpu_util", "start": start}) for start in (0, 100, 1000000000, "1970-01-01T00:00:00Z")]
+    assert [r.status_code for r in clamped] == [200] * 4
+    assert {r.json()["start"] for r in clamped} == {run.started.isoformat().replace("+00:00", "Z")}
+    refused = api.get(url, {"metric": "gpu_util", "start": -1})
+    assert refused.status_code == 400 and "from 1970-01-01 to 2200-01-01" in refused.json()["start"][0]
+
+
+def test_a_step_finer_than_the_data_is_raised_and_the_answer_says_its_resolution(api, finished) -> None:
+    """step=1 came back as 5 with nothing saying why."""
+    body = api.get(metrics_url(finished.pk), {"metric": "gpu_util", "step": 1}).json()
+    stored_step = JobSeries.objects.filter(job=finished).values_list("step_seconds", flat=True).first()
+    assert body["resolution"] == stored_step == body["step"]
+
+
+def test_a_run_the_job_did_not_have_is_a_400_naming_its_runs(api, finished) -> None:
+    """It was a 409 ("has not run an attempt 99"): a bad parameter value, as logs?attempt=99 is a 400."""
+    response = api.get(metrics_url(finished.pk), {"metric": "gpu_util", "run": 99})
+    assert response.status_code == 400
+    assert response.json() == {"run": [f"Job {finished.pk} has no run 99; its runs (attempts that reached RUNNING): 1."]}
+
+
 def test_unknown_metric_lists_the_catalogue(api, finished) -> None:
     message = api.get(metrics_url(finished.pk), {"metric": "gpu"}).json()["metric"][0]
     assert all(key in message for key in METRICS)
@@ -143,6 +167,9 @@ def test_a_job_without_runs_is_409(api, submit) -> None:
 def test_visibility_is_the_jobs(api, other_api, admin_api, finished) -> None:
     assert other_api.get(metrics_url(finished.pk), {"metric": "gpu_util"}).status_code == 404
     assert other_api.get(metrics_url(finished.pk + 1000), {"metric": "gpu_util"}).status_code == 404
+    # In the job resource's words (it read "No Job matches the given query.").
+    detail = other_api.get(metrics_url(finished.pk), {"metric": "gpu_util"}).json()["detail"]
+    assert detail == f"No job {finished.pk} (or none that you may see)." == other_api.get(f"/api/v1/jobs/{finished.pk}/").json()["detail"]
     assert admin_api.get(metrics_url(finished.pk), {"metric": "gpu_util"}).status_code == 200
     assert APIClient().get(metrics_url(finished.pk), {"metric": "gpu_util"}).status_code == 401
 
