@@ -7,13 +7,13 @@ from typing import Any, cast
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import QuerySet, prefetch_related_objects
-from django.http import StreamingHttpResponse
+from django.http import Http404, StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.generics import ListAPIView
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -350,6 +350,14 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self) -> QuerySet[Node]:
         return nodes_with_usage()
+
+    def get_object(self) -> Node:
+        try:
+            return cast(Node, super().get_object())
+        except Http404:
+            # Named as the jobs' 404 names a job, not Django's "No Node matches the given query." (Every node is
+            # shown to everyone signed in, so there is none they may not see.)
+            raise NotFound(f"No node {self.kwargs[self.lookup_field]}.") from None
 
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         health = ClusterHealth.objects.filter(pk=1).first()

@@ -120,6 +120,7 @@ class ApiContract:
         assert response.status_code == 404, (theirs, response.status_code, response.content)
         detail = response.json()["detail"]
         assert detail and "permission" not in detail.lower(), detail  # says nothing about whose it is
+        assert "matches the given query" not in detail, detail  # names what was asked for, not a model class
         owner = call(people.client("other_user"), resource.detail_method, theirs, resource.detail_data)
         assert owner.status_code in resource.owner_status, (theirs, owner.status_code, owner.content)
 
