@@ -265,6 +265,8 @@ REST_FRAMEWORK = {
     # JSON only: a list-valued `command` has no unambiguous form encoding.
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "apikit.errors.exception_handler",
+    # An unknown ?format= is a 400 naming it (DRF's own answer is a 404, as if the endpoint did not exist).
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apikit.negotiation.FormatParameterNegotiation",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.WriteRateThrottle"],
 }
@@ -534,6 +536,15 @@ MUSTER_K8S_TERMINATION_GRACE_SECONDS = env_int("MUSTER_K8S_TERMINATION_GRACE_SEC
 MUSTER_K8S_EXTRA_RESOURCES = env_mapping("MUSTER_K8S_EXTRA_RESOURCES")
 # e.g. "k8s.v1.cni.cncf.io/networks=roce-net" for a multus secondary network.
 MUSTER_K8S_POD_ANNOTATIONS = env_mapping("MUSTER_K8S_POD_ANNOTATIONS")
+# Muster's priority classes as Kubernetes PriorityClasses (`production=gpu-production,normal=gpu-normal`): each job's
+# pods get its class's priorityClassName, so a cluster shared with other workloads does not let kube-scheduler preempt
+# a production gang for any pod of a priority above 0. A class left out runs at the cluster's default priority.
+MUSTER_K8S_PRIORITY_CLASSES = env_mapping("MUSTER_K8S_PRIORITY_CLASSES")
+if unknown := sorted(set(MUSTER_K8S_PRIORITY_CLASSES) - set(MUSTER_PRIORITY_CLASSES)):
+    raise ImproperlyConfigured(
+        f"MUSTER_K8S_PRIORITY_CLASSES: {', '.join(unknown)} is not a class of MUSTER_PRIORITY_CLASSES "
+        f"({', '.join(MUSTER_PRIORITY_CLASSES)})"
+    )
 MUSTER_K8S_IMAGE_PULL_SECRET = os.environ.get("MUSTER_K8S_IMAGE_PULL_SECRET", "")
 MUSTER_K8S_SERVICE_ACCOUNT = os.environ.get("MUSTER_K8S_SERVICE_ACCOUNT", "")
 # Count the GPUs pods Muster did not start hold on its nodes (reads pods in every namespace; platform/kubernetes/rbac.yaml).

@@ -675,6 +675,7 @@ def _gang_spec(job: Job, node_names: tuple[str, ...]) -> GangSpec:
         env=dict(job.env),
         array_id=job.array_id,
         array_index=job.array_index,
+        priority_class=job.priority_class,
         # The job's own push token, so its pods can send NCCL results to its telemetry (and only its).
         secret_env=pod_secret_env(job.pk),
         node_names=node_names,

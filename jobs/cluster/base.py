@@ -117,6 +117,8 @@ class GangSpec:
     # names, which the job's own env may not set: in `env` they were dropped on Kubernetes with the job's refused names).
     array_id: int | None = None
     array_index: int | None = None
+    # The job's priority class (production, normal, ...): its pods' PriorityClass where the site maps one.
+    priority_class: str = ""
 
     def gpus_on(self, rank: int) -> int:
         """The GPUs rank `rank`'s pod asks for: what Muster holds for it on its node, never fewer than it uses."""

@@ -152,6 +152,7 @@ def options_from_settings() -> PodOptions:
         shared_gpu_resource=settings.MUSTER_K8S_SHARED_GPU_RESOURCE,
         mig_resource_prefix=settings.MUSTER_K8S_MIG_RESOURCE_PREFIX,
         pod_annotations=dict(settings.MUSTER_K8S_POD_ANNOTATIONS),
+        priority_class_names=dict(settings.MUSTER_K8S_PRIORITY_CLASSES),
         image_pull_secret=settings.MUSTER_K8S_IMAGE_PULL_SECRET,
         service_account=settings.MUSTER_K8S_SERVICE_ACCOUNT,
         launch_mode=settings.MUSTER_K8S_LAUNCH_MODE,

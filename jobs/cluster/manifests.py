@@ -68,6 +68,8 @@ class PodOptions:
     mig_resource_prefix: str = "nvidia.com/mig-"
     # e.g. {"k8s.v1.cni.cncf.io/networks": "roce-net"} for multus.
     pod_annotations: dict[str, str] = field(default_factory=dict)
+    # Muster's priority class -> the Kubernetes PriorityClass its jobs' pods name (MUSTER_K8S_PRIORITY_CLASSES).
+    priority_class_names: dict[str, str] = field(default_factory=dict)
     image_pull_secret: str = ""
     service_account: str = ""
     launch_mode: str = LAUNCH_PODS
@@ -371,6 +373,8 @@ def base_pod_spec(spec: GangSpec, options: PodOptions, container: dict[str, Any]
         container["volumeMounts"].append({"name": name, "mountPath": path, "readOnly": read_only})
     if options.scheduler_name:
         pod_spec["schedulerName"] = options.scheduler_name
+    if priority_class_name := options.priority_class_names.get(spec.priority_class):
+        pod_spec["priorityClassName"] = priority_class_name
     pull_secrets = [*([options.image_pull_secret] if options.image_pull_secret else []), *spec.image_pull_secrets]
     if pull_secrets:
         pod_spec["imagePullSecrets"] = [{"name": name} for name in dict.fromkeys(pull_secrets)]

@@ -849,6 +849,25 @@ def test_every_manifest_passes_a_server_side_dry_run(kube: KubeHarness, options:
     assert kube.pods() == []  # a dry run creates nothing
 
 
+def test_a_jobs_pods_take_the_priority_class_the_site_maps_its_class_to(kube: KubeHarness) -> None:
+    """Muster's pods ran at priority 0 whatever their class, so kube-scheduler preempted a production gang for any
+    pod of a PriorityClass above 0 (MUSTER_K8S_PRIORITY_CLASSES maps Muster's classes to the cluster's)."""
+    scheduling = client.SchedulingV1Api(kube.api)
+    name = f"{kube.namespace}-production"
+    scheduling.create_priority_class({"metadata": {"name": name}, "value": 100000})
+    try:
+        options = PodOptions(namespace=kube.namespace, priority_class_names={"production": name})
+        spec = _mode_spec(8, ("n1",), priority_class="production")
+        created = kube.core.create_namespaced_pod(kube.namespace, pod_manifest(spec, 0, options), dry_run="All")
+        assert (created.spec.priority_class_name, created.spec.priority) == (name, 100000)
+        normal = kube.core.create_namespaced_pod(
+            kube.namespace, pod_manifest(dataclasses.replace(spec, priority_class="normal"), 0, options), dry_run="All"
+        )
+        assert normal.spec.priority_class_name is None and not normal.spec.priority
+    finally:
+        scheduling.delete_priority_class(name)
+
+
 # --- the optional launch modes: PodGroup (scheduler-plugins coscheduling) and MPIJob (Kubeflow) ----------------------
 
 
