@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import gzip
 import io
-from datetime import datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.utils import timezone
 
+from jobs.amounts import duration
 from replay.overrides import OverrideError, parse_assignments, setting_names
 from replay.simulator import POLICIES
 from replay.trace import Assumptions
@@ -18,6 +20,10 @@ from whatif.models import WhatIfRun
 # An upload (or its gzip content) larger than this is refused: the trace is kept in the database with the run.
 MAX_TRACE_BYTES = 32 * 1024 * 1024
 DEFAULTS = Assumptions()
+# Beyond these, the day after the last (the range's end) would overflow Python's dates; the usage API's bounds.
+EARLIEST, LATEST = date(1970, 1, 1), date(2999, 12, 31)
+# A runtime cap above a year cuts nothing a trace holds (Philly's longest runs are weeks); blank is no cap.
+MAX_RUNTIME_CAP_SECONDS = 366 * 24 * 3600
 
 
 def _read_upload(upload: Any) -> str:
@@ -73,10 +79,11 @@ class WhatIfForm(forms.Form):
     )
     runtime_cap_seconds = forms.FloatField(
         min_value=0,
+        max_value=MAX_RUNTIME_CAP_SECONDS,
         required=False,
         initial=round(DEFAULTS.runtime_cap_seconds) if DEFAULTS.runtime_cap_seconds is not None else None,
         label="Runtime cap (s)",
-        help_text="Longer runs are cut; blank = none.",
+        help_text="Longer runs are cut (a year at most); blank = none.",
     )
     resume = forms.ChoiceField(
         choices=[("restart", "restart from zero"), ("checkpoint", "resume from the last checkpoint")],
@@ -95,6 +102,34 @@ class WhatIfForm(forms.Form):
         label="Every job preemptible",
         help_text="Without quotas: what preemption for fair share (fair_share_preemption=true in the settings) may stop.",
     )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The site's longest wall time, read when the form is made (not at import), for the browser's own check too.
+        self.fields["wall_round_seconds"].widget.attrs["max"] = settings.MUSTER_MAX_WALL_TIME_SECONDS
+
+    def _clean_day(self, name: str) -> date | None:
+        day: date | None = self.cleaned_data.get(name)
+        if day is not None and not EARLIEST <= day <= LATEST:
+            raise forms.ValidationError(f"A date between {EARLIEST} and {LATEST}.")
+        return day
+
+    def clean_start(self) -> date | None:
+        return self._clean_day("start")
+
+    def clean_end(self) -> date | None:
+        return self._clean_day("end")
+
+    def clean_wall_round_seconds(self) -> float:
+        """At most the site's longest wall time: a job's wall time is its runtime rounded up to this, so anything longer
+        asks for a wall time no job here may have (1e308 read "rounded up to 2.77778e+304 hours")."""
+        seconds: float = self.cleaned_data["wall_round_seconds"]
+        longest = settings.MUSTER_MAX_WALL_TIME_SECONDS
+        if seconds > longest:
+            raise forms.ValidationError(
+                f"At most the site's longest wall time, {longest} s ({duration(longest)}: MUSTER_MAX_WALL_TIME_SECONDS)."
+            )
+        return seconds
 
     def clean_trace_file(self) -> Any:
         upload = self.cleaned_data.get("trace_file")

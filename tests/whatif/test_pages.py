@@ -97,6 +97,41 @@ def test_bad_settings_are_refused_before_anything_runs(admin, changes: dict[str,
     assert not WhatIfRun.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        # The day after the last overflowed Python's dates: a 500 (OverflowError), not a form error.
+        ({"source": "history", "start": "2026-11-01", "end": "9999-12-31"}, "end", "A date between 1970-01-01 and 2999-12-31."),
+        ({"source": "history", "start": "0001-01-01", "end": "2026-11-01"}, "start", "A date between 1970-01-01 and 2999-12-31."),
+        # It ran, "rounded up to 2.77778e+304 hours".
+        ({"wall_round_seconds": "1e308"}, "wall_round_seconds", "At most the site&#x27;s longest wall time, 1209600 s (14 d"),
+        ({"wall_round_seconds": "nan"}, "wall_round_seconds", "Enter a number."),
+        ({"runtime_cap_seconds": "1e308"}, "runtime_cap_seconds", "less than or equal to 31622400"),
+        ({"runtime_cap_seconds": "inf"}, "runtime_cap_seconds", "Enter a number."),
+        ({"nodes": "1e9"}, "nodes", "Enter a whole number."),
+        ({"nodes": "100001"}, "nodes", "less than or equal to 100000"),
+        ({"nodes": "", "load": "inf"}, "load", "Enter a number."),
+        ({"nodes": "", "load": "11"}, "load", "less than or equal to 10"),
+        ({"gpus_per_node": "65"}, "gpus_per_node", "less than or equal to 64"),
+    ],
+)
+def test_every_number_and_date_is_bounded(admin, settings, changes: dict[str, str], field: str, message: str) -> None:
+    settings.MUSTER_MAX_WALL_TIME_SECONDS = 14 * 24 * 3600
+    trace = None if changes.get("source") == "history" else TINY
+    response = admin.post(LIST, form(trace, **changes))
+    assert response.status_code == 200
+    assert field in response.context["form"].errors, response.context["form"].errors
+    assert message in response.content.decode()
+    assert not WhatIfRun.objects.exists()
+
+
+def test_the_wall_time_rounding_may_be_the_sites_longest_wall_time(admin, settings) -> None:
+    settings.MUSTER_MAX_WALL_TIME_SECONDS = 7200
+    assert 'max="7200"' in admin.get(LIST).content.decode()
+    run, _ = start(admin, wall_round_seconds="7200")
+    assert run.parameters["assumptions"]["wall_round_seconds"] == 7200
+
+
 def test_every_bad_setting_line_is_shown_at_once(admin) -> None:
     page = admin.post(LIST, form(settings="not_a_knob=1\npreemption=maybe")).content.decode()
     errors = re.findall(r'<p class="error">(.*?)</p>', page)
