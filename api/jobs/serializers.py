@@ -53,6 +53,18 @@ class VolumeSerializer(StrictSerializer):
         return fields
 
 
+class WebhookField(serializers.URLField):
+    """An http(s) URL, checked once. DRF's URLField adds Django's URL check, which takes ftp:// as well and, beside the
+    check of the scheme, said a second "Enter a valid URL." of the same mistake (ftp://hooks, "not a url")."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        only_http = URLValidator(
+            schemes=["http", "https"], message="A webhook is an http:// or https:// URL, e.g. https://hooks.example.org/muster."
+        )
+        self.validators = [v for v in self.validators if not isinstance(v, URLValidator)] + [only_http]
+
+
 class NotifySerializer(StrictSerializer):
     """When to tell the job's owner, and how (docs/notifications.md); Slurm's --mail-type BEGIN, END, FAIL, REQUEUE."""
 
@@ -66,13 +78,12 @@ class NotifySerializer(StrictSerializer):
         ),
     )
     email = serializers.BooleanField(required=False, default=True, help_text="By e-mail, to the owner's address.")
-    webhook = serializers.URLField(
+    webhook = WebhookField(
         required=False,
         allow_blank=True,
         default="",
         max_length=500,
-        # Django's URL check also takes ftp://, which no webhook is sent to.
-        validators=[URLValidator(schemes=["http", "https"], message="A webhook is an http:// or https:// URL.")],
+        error_messages={"max_length": "A webhook's URL is at most {max_length} characters."},
         help_text="An http(s) URL that gets a JSON POST for each.",
     )
 

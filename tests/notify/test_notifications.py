@@ -147,7 +147,12 @@ def test_bad_notify_asks_are_refused(sim: SimHarness, api: APIClient, user: Any)
     assert bad_url.status_code == 400 and "webhook" in str(bad_url.json())
     # A URL Django takes, but no webhook is ever sent to.
     ftp = api.post("/api/v1/jobs/", job_payload(notify={"on": ["end"], "webhook": "ftp://example.com/x"}), format="json")
-    assert ftp.status_code == 400 and ftp.json()["notify"]["webhook"] == ["A webhook is an http:// or https:// URL."]
+    webhook_url = "A webhook is an http:// or https:// URL, e.g. https://hooks.example.org/muster."
+    assert ftp.status_code == 400 and ftp.json()["notify"]["webhook"] == [webhook_url]
+    # One mistake, one error: Django's own URL check said "Enter a valid URL." beside it.
+    for wrong in ("ftp://hooks", "not a url", "http://"):
+        refused = api.post("/api/v1/jobs/", job_payload(notify={"on": ["end"], "webhook": wrong}), format="json")
+        assert refused.json()["notify"]["webhook"] == [webhook_url], wrong
     # Events to be told of, with no way to be told.
     silent = api.post("/api/v1/jobs/", job_payload(notify={"on": ["fail"], "email": False}), format="json")
     assert silent.status_code == 400 and "Nothing would be sent" in silent.json()["notify"]["on"][0]
@@ -174,7 +179,9 @@ def test_the_notifications_page_saves_the_default_and_the_form_ticks_it(sim: Sim
     ticked = {m for m in re.findall(r'<input type="checkbox" name="notify_on" value="(\w+)"[^>]*checked', form)}
     assert ticked == {"end", "fail"}
     bad = client.post("/account/notifications/", {"on_end": "on", "webhook": "ftp://x"})
-    assert bad.status_code == 200 and "Enter a valid URL." in bad.content.decode()
+    said = bad.content.decode()
+    assert bad.status_code == 200 and said.count("A webhook is an http:// or https:// URL, e.g. https://hooks.example.org/muster.") == 1
+    assert "Enter a valid URL." not in said
     silent = client.post("/account/notifications/", {"on_fail": "on", "webhook": ""}).content.decode()
     assert "Nothing would be sent: ask for e-mail, give a webhook, or choose no events." in silent
     # The form comes back as it was sent: "it fails" ticked, e-mail not, for the mistake to be mended.
