@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from datetime import date
 from typing import Any
 
 from django.db.models import Model
-from django.http import Http404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound, ValidationError
-from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.permissions import SAFE_METHODS, BasePermission
-from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -125,16 +123,6 @@ class UsageView(APIView):
         return Response(UsageSummarySerializer(usage_summary(user)).data)
 
 
-class _FormatAsQueryError(DefaultContentNegotiation):
-    """An unknown ?format= is a 400 naming the parameter, not DRF's bare 404."""
-
-    def select_renderer(self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None) -> Any:
-        try:
-            return super().select_renderer(request, renderers, format_suffix)
-        except Http404 as exc:
-            raise ValidationError({"format": ["Choose csv or json."]}) from exc
-
-
 @extend_schema(tags=["usage"])
 class UsageReportView(APIView):
     """Jobs, GPU-hours and node-hours per user or team over a date range, as JSON or CSV (like Slurm's sreport).
@@ -142,8 +130,8 @@ class UsageReportView(APIView):
     Admins see every account; others their own user row, or their teams.
     """
 
-    renderer_classes = [JSONRenderer, BrowsableAPIRenderer, ReportCSVRenderer]
-    content_negotiation_class = _FormatAsQueryError
+    # JSON and CSV only, the two `format` documents: not the browsable API (`?format=api`), which a report never was.
+    renderer_classes = [JSONRenderer, ReportCSVRenderer]
 
     @extend_schema(
         parameters=[ReportQuerySerializer],
@@ -158,7 +146,7 @@ class UsageReportView(APIView):
         first = query.validated_data.get("start") or local_today(period_bounds(timezone.now())[0])
         last = query.validated_data.get("end") or local_today()
         if last < first:
-            raise ValidationError({"end": ["The end date is before the start date."]})
+            raise ValidationError(_backwards(first, last, sent=query.validated_data))
         group_by = query.validated_data["group_by"]
         start, end = day_range(first, last)
         rows = usage_report(start=start, end=end, group_by=group_by, viewer=api_user(request))
@@ -174,3 +162,14 @@ class UsageReportView(APIView):
             request.accepted_renderer = JSONRenderer()
             request.accepted_media_type = JSONRenderer.media_type
         return super().finalize_response(request, response, *args, **kwargs)
+
+
+def _backwards(first: date, last: date, *, sent: dict[str, Any]) -> dict[str, list[str]]:
+    """A range that ends before it starts, said of the date the client sent and naming the one it left to its default:
+    `?start=2026-11-30` alone (a future start) blamed `end`, which was never sent."""
+    if "end" not in sent:
+        return {"start": [f"The start date is after the end date, which defaults to today ({last}): give an end on or after {first}."]}
+    if "start" not in sent:
+        why = f"the current budget period's first day ({first})"
+        return {"end": [f"The end date is before the start date, which defaults to {why}: give a start on or before {last}."]}
+    return {"end": ["The end date is before the start date."]}

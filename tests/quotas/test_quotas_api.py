@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from jobs.models import Allocation, Job, JobEvent, Node
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.models import Quota
-from quotas.periods import overlap_seconds, period_bounds
+from quotas.periods import local_today, overlap_seconds, period_bounds
 from quotas.services import ledger_charge
 from tests.conftest import job_payload
 from tests.jobs.factories import JobFactory, NodeFactory
@@ -415,6 +415,36 @@ def test_bad_report_queries_are_400(api: APIClient, query: dict[str, str], field
         assert response.status_code == 400, (response.status_code, response.content)
         assert response["Content-Type"].startswith("application/json")
         assert field in response.json()
+
+
+def test_a_range_reversed_by_a_default_names_the_date_sent_and_the_default(api: APIClient) -> None:
+    """`?start=<tomorrow>` alone was refused as {"end": ["The end date is before the start date."]}: end was not sent."""
+    today = local_today()
+    tomorrow = today + timedelta(days=1)
+    refused = api.get(REPORT, {"start": tomorrow.isoformat()})
+    assert refused.status_code == 400
+    assert refused.json() == {
+        "start": [f"The start date is after the end date, which defaults to today ({today}): give an end on or after {tomorrow}."]
+    }
+    first = local_today(period_bounds(timezone.now())[0])
+    before = first - timedelta(days=1)
+    refused = api.get(REPORT, {"end": before.isoformat()})
+    assert refused.json() == {
+        "end": [
+            f"The end date is before the start date, which defaults to the current budget period's first day ({first}): "
+            f"give a start on or before {before}."
+        ]
+    }
+
+
+def test_the_report_answers_json_or_csv_and_refuses_any_other_format_in_words(api: APIClient) -> None:
+    """?format=api answered the browsable API's HTML, which the report does not document."""
+    for asked in ("api", "xml"):
+        refused = api.get(REPORT, {"format": asked})
+        assert refused.status_code == 400 and refused["Content-Type"].startswith("application/json")
+        assert refused.json() == {"format": [f"Unknown format {asked!r}: this endpoint answers json or csv."]}
+    assert api.get(REPORT, {"format": "csv"})["Content-Type"].startswith("text/csv")
+    assert api.get(REPORT, {"format": "json"}).json()["group_by"] == "user"
 
 
 def test_report_defaults_to_this_period(api: APIClient) -> None:

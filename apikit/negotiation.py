@@ -1,0 +1,31 @@
+"""`?format=`, DRF's own query parameter (URL_FORMAT_OVERRIDE), refused in words when the endpoint has no such format."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.http import Http404
+from rest_framework.exceptions import ValidationError
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import BaseRenderer
+from rest_framework.request import Request
+
+# DRF's name of the browsable API's HTML is not self-explanatory.
+_SAID = {"api": "api (the browsable HTML API)"}
+
+
+class FormatParameterNegotiation(DefaultContentNegotiation):
+    """DRF answers a `?format=` no renderer of the view has with a bare 404 ("Not found."), as if the endpoint did not
+    exist: `GET /api/v1/jobs/?format=csv` read as a missing URL. Here it is a 400 naming the parameter and the formats
+    the endpoint has (the usage report: json and csv)."""
+
+    def select_renderer(self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None) -> Any:
+        renderers = list(renderers)
+        try:
+            return super().select_renderer(request, renderers, format_suffix)
+        except Http404 as exc:
+            asked = format_suffix or request.query_params.get(str(self.settings.URL_FORMAT_OVERRIDE), "")
+            formats = list(dict.fromkeys(_SAID.get(renderer.format, renderer.format) for renderer in renderers))
+            named = " or ".join(formats) if len(formats) < 3 else f"{', '.join(formats[:-1])} or {formats[-1]}"
+            raise ValidationError({"format": [f"Unknown format {asked!r}: this endpoint answers {named}."]}) from exc
