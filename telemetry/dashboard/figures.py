@@ -134,25 +134,47 @@ def team_usage_figure(team_hours: dict[str, float]) -> Figure:
     return {"data": data, "layout": layout}
 
 
+def gpu_time_unit(allocated_hours: float) -> tuple[float, str]:
+    """How to say GPU time of this size: (per GPU-hour, unit). Under a GPU-hour in GPU-minutes, so runs of a few minutes
+    do not read "0.0 of 0.0 GPU-hours" (the page's sentence and the chart say it alike)."""
+    return (1.0, "GPU-hours") if allocated_hours >= 1 else (60.0, "GPU-minutes")
+
+
+def gpu_time_figures(value: float) -> str:
+    """A GPU time to one decimal, or to two significant figures under one: 12.5, 0.26, 0.0042; 0 for none."""
+    if value == 0:
+        return "0"
+    return f"{value:.1f}" if abs(value) >= 1 else f"{value:.2g}"
+
+
+def _bar(value: float) -> float:
+    """A bar's height: two decimals, three significant figures under one (a small team's 0.0042 is not 0)."""
+    return round(value, 2) if abs(value) >= 1 else float(f"{value:.3g}")
+
+
 def used_figure(used: dict[str, Any]) -> Figure:
+    per_hour, unit = gpu_time_unit(used["total_allocated_hours"])
     legend = ["allocated", "used (GPU utilisation x time)"]
-    layout = _layout("Allocated vs used GPU-hours of runs that ended (telemetry summaries)", date_axis=False, legend=legend)
+    layout = _layout(f"Allocated vs used {unit} of runs that ended (telemetry summaries)", date_axis=False, legend=legend)
     layout["barmode"] = "group"
-    layout["yaxis"] = {**layout["yaxis"], "title": {"text": "GPU-hours"}}
+    layout["yaxis"] = {**layout["yaxis"], "title": {"text": unit}}
+    hover = "%{x}: %{y:.3~g} " + unit + "<extra>%{fullData.name}</extra>"
     data = [
         {
             "type": "bar",
             "x": used["teams"],
-            "y": [round(h, 2) for h in used["allocated_hours"]],
+            "y": [_bar(h * per_hour) for h in used["allocated_hours"]],
             "name": "allocated",
             "marker": {"color": COLORS[0]},
+            "hovertemplate": hover,
         },
         {
             "type": "bar",
             "x": used["teams"],
-            "y": [round(h, 2) for h in used["busy_hours"]],
+            "y": [_bar(h * per_hour) for h in used["busy_hours"]],
             "name": "used (GPU utilisation x time)",
             "marker": {"color": COLORS[2]},
+            "hovertemplate": hover,
         },
     ]
     return {"data": data, "layout": layout}

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from django import template
+
+from telemetry.dashboard.figures import gpu_time_figures, gpu_time_unit
 
 register = template.Library()
 
@@ -38,3 +43,12 @@ def percent(value: float | None) -> str:
 def mib(value: float | None) -> str:
     """61440 -> '61,440 MiB (60.0 GiB)'."""
     return "—" if value is None else f"{float(value):,.0f} MiB ({float(value) / 1024:.1f} GiB)"
+
+
+@register.filter
+def used_of_allocated(used: Mapping[str, Any]) -> str:
+    """The dashboard's runs that ended: '4.0 of 8.0 GPU-hours'; under a GPU-hour '0.26 of 2.2 GPU-minutes', not
+    '0.0 of 0.0 GPU-hours'."""
+    per_hour, unit = gpu_time_unit(used["total_allocated_hours"])
+    busy, allocated = used["total_busy_hours"] * per_hour, used["total_allocated_hours"] * per_hour
+    return f"{gpu_time_figures(busy)} of {gpu_time_figures(allocated)} {unit}"

@@ -209,6 +209,24 @@ def test_gpu_amounts_read_as_counts_not_floats(user: Any, node: Node) -> None:
     assert f"1 job ({node.gpus_total} GPUs)" in html
 
 
+def test_a_few_gpu_minutes_used_read_as_minutes_not_zero_of_zero_gpu_hours(user: Any) -> None:
+    """A 2-minute run on one GPU at 2.2%: "0.0 of 0.0 GPU-hours used" was said."""
+    finished = timezone.now() - timedelta(minutes=5)
+    job = JobFactory(owner=user, state=JobState.SUCCEEDED, started_at=finished - timedelta(minutes=2), finished_at=finished)
+    JobTelemetrySummary.objects.create(job=job, gpu_seconds=132, gpu_util_mean=2.2, computed_at=finished)
+    html = session_for(user).get("/dashboard/").content.decode()
+    summary = re.search(r'data-testid="used-summary">(.*?)</p>', html, re.S)
+    assert summary and summary.group(1).endswith("(1): 0.048 of 2.2 GPU-minutes used (2.2% mean GPU utilisation).")
+    used = next(f["figure"] for f in figures_in(html) if f["id"] == "dashboard-used")
+    assert used["layout"]["yaxis"]["title"]["text"] == "GPU-minutes"
+    assert [trace["y"] for trace in used["data"]] == [[2.2], [0.0484]]
+    as_plotly_figure(used)
+    # A GPU-hour or more is said in GPU-hours, as it was.
+    JobTelemetrySummary.objects.filter(job=job).update(gpu_seconds=8 * 3600, gpu_util_mean=50.0)
+    html = session_for(user).get("/dashboard/").content.decode()
+    assert "(1): 4.0 of 8.0 GPU-hours used (50.0% mean GPU utilisation)." in html
+
+
 def test_empty_dashboard(user: Any) -> None:
     page = session_for(user).get("/dashboard/")
     assert page.status_code == 200
