@@ -9,6 +9,7 @@ urlpatterns = [
     path("", views.job_list, name="job-list"),
     # The job list is the home page; /jobs/ (as /jobs/12/ suggests) goes there, with its filters.
     path("jobs/", RedirectView.as_view(pattern_name="frontend:job-list", query_string=True)),
+    path("jobs/cancel/", views.job_list_cancel, name="job-list-cancel"),
     path("jobs/new/", submit_views.job_new, name="job-new"),
     path("jobs/new/estimate/", submit_views.job_new_estimate, name="job-new-estimate"),
     path("jobs/<int:pk>/", views.job_detail, name="job-detail"),

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.core.cache import cache
-from django.core.paginator import Paginator
+from django.core.paginator import InvalidPage, Paginator
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -20,15 +24,17 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.requests import AuthenticatedHttpRequest
 from api.jobs.filters import JobFilter
-from frontend.live import is_live_poll, live_parts_response, page_query, render_parts, updated_at
+from frontend.live import LIVE_PARAM, is_live_poll, live_parts_response, page_query, render_parts, updated_at
 from frontend.sorting import JOB_LIST_DEFAULT, QUEUE_DEFAULT, Sorting, job_columns, queue_columns
+from jobs.amounts import plural
+from jobs.arrays import index_ranges
 from jobs.attempts import job_attempts
 from jobs.cluster import ClusterUnavailable
 from jobs.errors import HoldNotYours, JobFinished, JobNotHoldable, JobNotStarted
 from jobs.logs import job_attempt_ranks, job_logs
 from jobs.models import Job
 from jobs.selectors import job_assigned_nodes, job_nodes_shown, job_racks_shown, job_run_seconds, job_visible_to, jobs_visible_to
-from jobs.services import job_cancel, job_hold, job_release
+from jobs.services import job_cancel, job_cancel_many, job_hold, job_release
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.selectors import job_filter_teams
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
@@ -41,59 +47,123 @@ from telemetry.staticfiles import PLOTLY_JS
 JOB_LIST_PARTS = {"job-rows": "frontend/job_rows.html"}
 # The job list's filters by the labels its form gives them (the others are the API's, written in the address).
 FILTER_LABELS = {"name": "Name", "state": "State", "owner": "Owner", "team": "Team", "submitted_after": "Since"}
-# The team names a refused ?team= lists at most, so an admin's message stays a sentence.
+# The team (or owner) names a refused ?team= (?owner=) lists at most, so an admin's message stays a sentence.
 TEAMS_NAMED = 20
+# Jobs per page of the job list.
+JOB_LIST_PAGE_SIZE = 25
 
 
 @login_required
 def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Jobs as squeue and sacct show them, filtered by name, state, team, owner (admins) and submit date and sorted by any
     column (?sort=, frontend.sorting); the rows keep up in place while jobs on the page are queued or running
-    (?parts=1 answers just the rows, for live_parts.js)."""
-    params = page_query(request)
-    if not getattr(request.user, "is_staff", False):
-        params.pop("owner", None)
-    since = params.get("submitted_after", "")
-    filtering = params.copy()
-    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", since):
-        filtering["submitted_after"] = f"{since}T00:00:00+00:00"  # the date field's day, from midnight UTC
-    sort = Sorting(job_columns(), request.GET.get("sort", ""), default=JOB_LIST_DEFAULT)
-    # jobs_visible_to prefetches the allocations with their nodes: the running jobs' node lists.
-    found = JobFilter(filtering, queryset=jobs_visible_to(request.user))
-    # A filter it cannot read (?state=RUNING) is said, with no jobs: django-filter drops it, and every job read as its answer.
-    errors = {FILTER_LABELS.get(name, name): messages for name, messages in found.errors.items()}
-    teams = job_filter_teams(request.user)
-    team = params.get("team", "")
-    if team and team not in teams:
-        # The API answers any name (no jobs); the page says a team it does not know, as it does a state.
-        errors[FILTER_LABELS["team"]] = [_unknown_team(team, teams, staff=getattr(request.user, "is_staff", False))]
-    jobs = sort.apply(found.qs.select_related("owner") if not errors else Job.objects.none())
-    page = Paginator(jobs, 25).get_page(request.GET.get("page"))
-    rows = [(job, _run_time(job), job_assigned_nodes(job) if job.state in ACTIVE_STATES else []) for job in page.object_list]
-    live = any(job.state in ACTIVE_STATES or job.state == JobState.PENDING for job in page.object_list)
-    context = {"page": page, "rows": rows, "now": timezone.now(), "live": live, "sort": sort}
+    (?parts=1 answers just the rows, for live_parts.js). The jobs not ended on the page have a box each for
+    "Cancel selected" (job_list_cancel). A page past the end (?page=99) is a 404 that names the last page."""
+    listed = _job_list_jobs(request.user, page_query(request))
+    paginator = Paginator(listed.jobs, JOB_LIST_PAGE_SIZE)
+    asked = request.GET.get("page", "")
+    try:
+        page = paginator.page(asked or 1)
+        page_missing = ""
+    except InvalidPage:
+        # A page past the end (an old or edited link) is said with the last page, not answered with the last page as if asked.
+        page = paginator.page(1)
+        page_missing = asked
+    shown = [] if page_missing else list(page.object_list)
+    rows = [
+        (job, _run_time(job), job_assigned_nodes(job) if job.state in ACTIVE_STATES else [], _may_cancel(job, request.user))
+        for job in shown
+    ]
+    live = any(job.state in ACTIVE_STATES or job.state == JobState.PENDING for job in shown)
+    context = {"page": page, "rows": rows, "now": timezone.now(), "live": live, "sort": listed.sort}
     if is_live_poll(request):
         return live_parts_response(request, JOB_LIST_PARTS, context, live=live)
     filters = {key: request.GET.get(key, "") for key in ("name", "state", "owner", "team", "submitted_after")}
     context.update(
         filters=filters,
-        errors=errors,
-        teams=teams,
+        errors=listed.errors,
+        teams=listed.teams,
+        page_missing=page_missing,
+        cancellable=any(may_cancel for *_, may_cancel in rows),
+        # What "Cancel selected" comes back to: this list, as filtered, sorted and paged.
+        list_query=page_query(request).urlencode(),
         # No job stays PREEMPTED (jobs.selectors.waiting_after_preemption): the page says what it lists instead.
         preempted_asked=JobState.PREEMPTED in (state.upper() for state in request.GET.getlist("state")),
         states=JobState.values,
         live_refresh_ms=settings.MUSTER_LIVE_REFRESH_SECONDS * 1000,
         live_refresh_seconds=settings.MUSTER_LIVE_REFRESH_SECONDS,
     )
-    return render(request, "frontend/job_list.html", context, status=400 if errors else 200)
+    status = 400 if listed.errors else 404 if page_missing else 200
+    return render(request, "frontend/job_list.html", context, status=status)
+
+
+@dataclass(frozen=True)
+class _Listed:
+    """What the job list's query string asks for: the jobs (none while a filter is refused), the refusals by the
+    form's labels, the teams it may be filtered by, and its order."""
+
+    jobs: QuerySet[Job]
+    errors: dict[str, list[str]]
+    teams: list[str]
+    sort: Sorting
+
+
+def _job_list_jobs(user: User, query: QueryDict) -> _Listed:
+    """The jobs of the job list as `query` (its filters and ?sort=) asks; what job_list shows and where "Cancel
+    selected" sends its reader back to."""
+    params = query.copy()
+    staff = getattr(user, "is_staff", False)
+    owner = params.get("owner", "")
+    if not staff:
+        params.pop("owner", None)
+    since = params.get("submitted_after", "")
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", since):
+        params["submitted_after"] = f"{since}T00:00:00+00:00"  # the date field's day, from midnight UTC
+    sort = Sorting(job_columns(), query.get("sort", ""), default=JOB_LIST_DEFAULT)
+    # jobs_visible_to prefetches the allocations with their nodes: the running jobs' node lists.
+    found = JobFilter(params, queryset=jobs_visible_to(user))
+    # A filter it cannot read (?state=RUNING) is said, with no jobs: django-filter drops it, and every job read as its answer.
+    errors = {FILTER_LABELS.get(name, name): messages for name, messages in found.errors.items()}
+    teams = job_filter_teams(user)
+    team = params.get("team", "")
+    if team and team not in teams:
+        # The API answers any name (no jobs); the page says a team it does not know, as it does a state.
+        errors[FILTER_LABELS["team"]] = [_unknown_team(team, teams, staff=staff)]
+    if owner and (refused := _unknown_owner(owner, user)):
+        errors[FILTER_LABELS["owner"]] = [refused]
+    jobs = sort.apply(found.qs.select_related("owner") if not errors else Job.objects.none())
+    return _Listed(jobs=jobs, errors=errors, teams=teams, sort=sort)
+
+
+def _may_cancel(job: Job, user: User) -> bool:
+    """A row's box for "Cancel selected": a job not ended that the viewer may cancel (the single cancel's rule)."""
+    return not job.is_finished and job_visible_to(job, user)
 
 
 def _unknown_team(team: str, teams: list[str], *, staff: bool) -> str:
     """A ?team= the viewer has no team of, said with the teams they may filter by."""
-    named = ", ".join(teams[:TEAMS_NAMED]) + (f" and {len(teams) - TEAMS_NAMED} more" if len(teams) > TEAMS_NAMED else "")
+    named = _named(teams)
     if staff:
         return f"Unknown team {team}; the teams are {named}." if teams else f"Unknown team {team}; there are no teams."
     return f"No team {team} of yours; your teams are {named}." if teams else f"No team {team} of yours; you are in no team."
+
+
+def _unknown_owner(owner: str, viewer: User) -> str:
+    """Why a ?owner= lists nothing, or "" if it names a user. An admin is told the owners there are (as a team it does
+    not know); anyone else sees only their own jobs, and is told so without a word of anyone else's."""
+    if not getattr(viewer, "is_staff", False):
+        me = viewer.get_username()
+        return "" if owner == me else f"You can list only your own jobs ({me}); {owner} is not you."
+    if get_user_model().objects.filter(username=owner).exists():
+        return ""  # a user with no jobs (here): "No jobs match" says it
+    owners = list(jobs_visible_to(viewer).order_by("owner__username").values_list("owner__username", flat=True).distinct())
+    if not owners:
+        return f"Unknown owner {owner}; no one has jobs yet."
+    return f"Unknown owner {owner}; the owners of jobs are {_named(owners)}."
+
+
+def _named(names: list[str]) -> str:
+    return ", ".join(names[:TEAMS_NAMED]) + (f" and {len(names) - TEAMS_NAMED} more" if len(names) > TEAMS_NAMED else "")
 
 
 LOG_TAIL_LINES = 200
@@ -256,6 +326,90 @@ def _job_action(
 @require_POST
 def job_cancel_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     return _job_action(request, pk, job_cancel, (JobFinished,), "Job {pk} cancelled.")
+
+
+@login_required
+@require_POST
+def job_list_cancel(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The job list's "Cancel selected": `scancel 12 13 17` in one POST (`jobs.services.job_cancel_many`, each job as its
+    page's Cancel does it: the same rule of who may, the same audit), back to the list as it was filtered with what was
+    cancelled and what was not, and why. The page's script has asked first (`confirmed`); without script the POST
+    first answers a page that asks, listing the jobs."""
+    query = _list_query(request.POST.get("next", ""))
+    asked, unreadable = _asked_ids(request.POST)
+    if not asked and not unreadable:
+        messages.error(request, "No jobs were selected: tick the box of each job to cancel, or the box above them for the whole page.")
+        return redirect(_list_url(query))
+    if request.POST.get("confirmed") != "1":
+        return _cancel_confirm(request, asked, unreadable, query)
+    done = job_cancel_many(job_ids=asked, by=request.user, request=request)
+    if done.cancelled:
+        messages.success(request, f"Cancelled {plural(len(done.cancelled), 'job')}: {index_ranges(job.pk for job in done.cancelled)}.")
+    for refusal in _not_cancelled(done.ended, done.not_found, unreadable):
+        messages.error(request, refusal)
+    return redirect(_list_url(_page_kept(query, request.user)))
+
+
+def _asked_ids(form: QueryDict) -> tuple[list[int], list[str]]:
+    """The ids ticked (`job`), with every job listed on the page (`on_page`) when "all on this page" is ticked (`all`: so
+    that box works without script), and the values that are no job id at all."""
+    values = form.getlist("job") + (form.getlist("on_page") if form.get("all") else [])
+    ids = sorted({int(value) for value in values if value.isdigit()})
+    return ids, sorted({value for value in values if not value.isdigit()})
+
+
+def _cancel_confirm(request: AuthenticatedHttpRequest, asked: list[int], unreadable: list[str], query: QueryDict) -> HttpResponse:
+    """The one question before a cancel of many, for a browser without script: which jobs, and which cannot be."""
+    found = {job.pk: job for job in jobs_visible_to(request.user).filter(pk__in=asked).select_related("owner")}
+    ended = [job for job in found.values() if job.is_finished]
+    if len(ended) == len(found):  # nothing to ask about: say what cannot be cancelled, as a confirmed cancel would
+        for refusal in _not_cancelled(ended, [pk for pk in asked if pk not in found], unreadable):
+            messages.error(request, refusal)
+        return redirect(_list_url(query))
+    context = {
+        "jobs": [job for job in found.values() if not job.is_finished],
+        "refusals": _not_cancelled(ended, [pk for pk in asked if pk not in found], unreadable),
+        "list_query": query.urlencode(),
+        "list_url": _list_url(query),
+    }
+    return render(request, "frontend/job_cancel_confirm.html", context)
+
+
+def _not_cancelled(ended: Sequence[Job], not_found: Sequence[int], unreadable: Sequence[str]) -> list[str]:
+    """Why some of the jobs asked for were not cancelled, in a single cancel's words: ended, or not found (someone
+    else's job reads as one that does not exist)."""
+    said = []
+    if ended:
+        which = ", ".join(f"{job.pk} ({job.state})" for job in ended)
+        said.append(f"Not cancelled, {plural(len(ended), 'job')} had already ended: {which}.")
+    if not_found:
+        said.append(f"Not cancelled, no such job (or none that you may see): {', '.join(map(str, not_found))}.")
+    if unreadable:
+        said.append(f"Not cancelled, not a job id: {', '.join(unreadable)}.")
+    return said
+
+
+def _list_query(text: str) -> QueryDict:
+    """The job list's query string a form sent back (only ever a query string, so the answer stays on the list)."""
+    query = QueryDict(text, mutable=True)
+    query.pop(LIVE_PARAM, None)
+    return query
+
+
+def _list_url(query: QueryDict) -> str:
+    return reverse("frontend:job-list") + (f"?{query.urlencode()}" if query else "")
+
+
+def _page_kept(query: QueryDict, user: User) -> QueryDict:
+    """The list's page after a cancel, its last if the cancel left fewer (a list of PENDING jobs shrinks)."""
+    asked = query.get("page", "")
+    if not asked.isdigit() or int(asked) <= 1:
+        return query
+    last = Paginator(_job_list_jobs(user, query).jobs, JOB_LIST_PAGE_SIZE).num_pages
+    if int(asked) > last:
+        query = query.copy()
+        query["page"] = str(last)
+    return query
 
 
 @login_required

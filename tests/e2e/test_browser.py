@@ -610,3 +610,116 @@ def test_the_job_list_keeps_up_in_place_and_filters_by_name(page: Any, log_in: L
     page.get_by_role("button", name="Filter").click()
     expect(page.locator("table.jobs tbody tr")).to_have_count(1)
     expect(page.locator("table.jobs tbody tr")).to_contain_text("sweep-a")
+
+
+def test_cancel_selected_jobs_from_the_list_with_one_question(
+    page: Any, browser: Any, log_in: LogIn, alice: Any, bob: Any, sim: BrowserSim, settings: Any, live_server: Any
+) -> None:
+    """A quota lowered under a sweep: its queued jobs are cancelled from the list in one go, as `scancel -u`, not one
+    page and one dialog each."""
+    settings.MUSTER_LIVE_REFRESH_SECONDS = 1
+    sweep = [submit_job(alice, name=f"sweep-{i}", nodes=1, gpus_per_node=1) for i in range(5)]
+    done = submit_job(alice, name="finished-one", nodes=1, gpus_per_node=1)
+    Job.objects.filter(pk=done.pk).update(state=JobState.SUCCEEDED, finished_at=timezone.now())
+    theirs = submit_job(bob, name="bobs-run", nodes=1, gpus_per_node=1)
+    log_in(page, alice)
+    page.goto("/jobs/?state=PENDING")
+    expect(page).to_have_url(re.compile(r"/\?state=PENDING$"))
+    rows = page.locator("table.jobs tbody tr")
+    expect(rows).to_have_count(5)
+    expect(page.get_by_test_id("total")).to_have_text("5 jobs")
+    button = page.get_by_test_id("bulk-cancel").get_by_role("button")
+    expect(button).to_have_text("Cancel selected")
+    expect(button).to_be_disabled()
+
+    # Two ticked; their ticks outlive the rows being redrawn in place.
+    page.get_by_label(f"Select job {sweep[0].pk}").check()
+    page.get_by_label(f"Select job {sweep[1].pk}").check()
+    expect(button).to_have_text("Cancel 2 jobs")
+    expect(page.get_by_label("Select all on this page")).not_to_be_checked()
+    drawn = page.evaluate("document.body.dataset.liveUpdated || ''")
+    expect(page.locator("body")).not_to_have_attribute("data-live-updated", drawn)
+    expect(page.get_by_label(f"Select job {sweep[0].pk}")).to_be_checked()
+    expect(button).to_have_text("Cancel 2 jobs")
+
+    # Saying no changes nothing; yes cancels both in one POST and comes back to the same filtered list.
+    page.once("dialog", lambda dialog: dialog.dismiss())
+    button.click()
+    assert Job.objects.filter(state=JobState.CANCELLED).count() == 0
+    asked: list[str] = []
+
+    def accept(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.accept()
+
+    page.once("dialog", accept)
+    button.click()
+    expect(page.get_by_role("status").filter(has_text="Cancelled 2 jobs")).to_have_text(f"Cancelled 2 jobs: {sweep[0].pk}-{sweep[1].pk}.")
+    assert asked and asked[0].startswith("Cancel 2 jobs?")
+    expect(page).to_have_url(re.compile(r"/\?state=PENDING$"))
+    expect(rows).to_have_count(3)
+
+    # The whole page: one box for it, one question with the number.
+    page.get_by_label("Select all on this page").check()
+    for job in sweep[2:]:
+        expect(page.get_by_label(f"Select job {job.pk}")).to_be_checked()
+    expect(button).to_have_text("Cancel 3 jobs")
+    page.get_by_label(f"Select job {sweep[2].pk}").uncheck()
+    expect(page.get_by_label("Select all on this page")).not_to_be_checked()
+    page.get_by_label("Select all on this page").check()
+    page.once("dialog", accept)
+    button.click()
+    expect(page.get_by_role("status").filter(has_text="Cancelled 3 jobs")).to_be_visible()
+    assert asked[1].startswith("Cancel 3 jobs?")
+    expect(page.locator(".empty")).to_contain_text("No PENDING jobs.")
+    assert {j.state for j in Job.objects.filter(pk__in=[j.pk for j in sweep])} == {JobState.CANCELLED}
+    assert Job.objects.get(pk=done.pk).state == JobState.SUCCEEDED and Job.objects.get(pk=theirs.pk).state == JobState.PENDING
+    page.goto("/")
+    expect(page.locator(f'tr[data-job="{done.pk}"] input[type="checkbox"]')).to_have_count(0)  # ended: no box
+
+    # Without script: a plain form, and the question is a page naming the jobs.
+    more = [submit_job(alice, name=f"again-{i}", nodes=1, gpus_per_node=1) for i in range(2)]
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 390, "height": 844}, java_script_enabled=False)
+    try:
+        plain = context.new_page()
+        log_in(plain, alice)
+        plain.goto("/?state=PENDING")
+        plain.get_by_label("Select all on this page").check()
+        plain.get_by_role("button", name="Cancel selected").click()
+        expect(plain.get_by_role("heading", level=1)).to_have_text("Cancel 2 jobs?")
+        expect(plain.locator("table.jobs tbody tr")).to_have_count(2)
+        plain.get_by_role("button", name="Cancel 2 jobs").click()
+        expect(plain.get_by_role("status").filter(has_text="Cancelled 2 jobs")).to_be_visible()
+        expect(plain).to_have_url(re.compile(r"/\?state=PENDING$"))
+        assert {j.state for j in Job.objects.filter(pk__in=[j.pk for j in more])} == {JobState.CANCELLED}
+    finally:
+        context.close()
+
+
+def test_the_job_list_at_390_px_keeps_labels_by_their_fields_and_rows_short(page: Any, log_in: LogIn, alice: Any, sim: BrowserSim) -> None:
+    running = submit_job(alice, name="holds-the-cluster", nodes=16)
+    sim.cycle()
+    waiting = submit_job(alice, name="long-wall-time", nodes=1)
+    # What the cycle writes on a job whose wall time an admin's lowered quota no longer allows (policy/schedule.py).
+    reason = (
+        "Its wall time of 240 min is beyond the 120 min per job alice allows now (lowered since it was submitted): it waits "
+        "until an admin raises the limit. Cancel it and submit it with a shorter wall time to run sooner."
+    )
+    Job.objects.filter(pk=waiting.pk).update(pending_reason_code="JOB_LIMIT", pending_reason=reason)
+    waiting.refresh_from_db()
+    assert Job.objects.get(pk=running.pk).state in (JobState.SCHEDULED, JobState.RUNNING)
+    log_in(page, alice)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/")
+    assert page_width(page) <= 390
+    # "State" on the line of its select, not ending one line with the select starting the next.
+    for label, field in (("State", "#state-filter"), ("Name", "#name-filter"), ("Since (UTC)", "#after-filter")):
+        text, box = page.locator(f'.filters label:text-is("{label}")').bounding_box(), page.locator(field).bounding_box()
+        assert text and box and abs((text["y"] + text["height"] / 2) - (box["y"] + box["height"] / 2)) < 8, label
+    # The waiting job's long reason, and the gang's 16 nodes, take two lines at most, their whole text on hover.
+    expect(page.locator(f'tr[data-job="{waiting.pk}"] td.why')).to_have_attribute("title", reason)
+    expect(page.locator(f'tr[data-job="{running.pk}"] td.why span')).to_have_attribute("title", re.compile(r"(, .*){15}"))
+    for job in (waiting, running):
+        height = page.locator(f'tr[data-job="{job.pk}"]').bounding_box()["height"]
+        assert height <= 80, (job.name, height)
+    shoot(page, "job-list-390px-waiting")

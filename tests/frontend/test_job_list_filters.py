@@ -113,3 +113,69 @@ def test_an_admin_is_told_an_unknown_team_with_every_team(admin_user: Any) -> No
     assert listed(html) == []
     assert "Team: Unknown team ml-infra; the teams are ml, nlp, vision." in html
     assert listed(session_for(admin_user).get("/", {"team": "nlp"}).content.decode()) != []
+
+
+def test_an_admin_is_told_an_unknown_owner_with_the_owners_there_are(admin_user: Any, user: Any, other_user: Any) -> None:
+    JobFactory(owner=user)
+    JobFactory(owner=other_user)
+    response = session_for(admin_user).get("/", {"owner": "nobody"})
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert listed(html) == []
+    assert "Owner: Unknown owner nobody; the owners of jobs are alice, bob." in html
+    assert "No jobs are listed until the filter is fixed." in html and "No jobs match" not in html
+    # A user who has no jobs is no mistake: nothing matches.
+    quiet = session_for(admin_user).get("/", {"owner": "root"})
+    assert quiet.status_code == 200 and "No jobs match" in quiet.content.decode()
+    assert listed(session_for(admin_user).get("/", {"owner": "bob"}).content.decode()) != []
+
+
+def test_a_researcher_asking_for_anothers_jobs_is_told_they_see_only_their_own(user: Any, other_user: Any) -> None:
+    mine = JobFactory(owner=user)
+    JobFactory(owner=other_user, name="bobs-secret-run")
+    client = session_for(user)
+    for asked in ("bob", "nobody"):  # someone's name or no one's: the same words, and no one else's name
+        response = client.get("/", {"owner": asked})
+        assert response.status_code == 400, asked
+        html = response.content.decode()
+        assert listed(html) == []
+        assert f"Owner: You can list only your own jobs (alice); {asked} is not you." in html
+        assert "bobs-secret-run" not in html and ("bob" not in html.replace(asked, "") if asked == "nobody" else True)
+    assert listed(client.get("/", {"owner": "alice"}).content.decode()) == [mine.pk]
+
+
+def test_the_list_says_its_total_and_links_the_first_and_last_pages(user: Any) -> None:
+    for _ in range(61):
+        JobFactory(owner=user, finished=True)
+    client = session_for(user)
+    first = client.get("/").content.decode()
+    nav = re.search(r'<nav class="pages"[^>]*>(.*?)</nav>', first, re.S)
+    assert nav, "the list has no pages"
+    assert '<span data-testid="total">61 jobs</span>' in nav.group(1) and "Page 1 of 3" in nav.group(1)
+    links = dict((label, href) for href, label in re.findall(r'<a href="\?([^"]*)">([^<]*)</a>', nav.group(1)))
+    assert links == {"older →": "page=2", "oldest »": "page=3"}
+    middle = re.search(r'<nav class="pages"[^>]*>(.*?)</nav>', client.get("/", {"page": "2"}).content.decode(), re.S)
+    assert middle and re.findall(r">([^<]+)</a>", middle.group(1)) == ["← newer", "older →"]
+    last = re.search(r'<nav class="pages"[^>]*>(.*?)</nav>', client.get("/", {"page": "3"}).content.decode(), re.S)
+    assert last and re.findall(r">([^<]+)</a>", last.group(1)) == ["« newest", "← newer"]
+    # One page long, it still says how many.
+    assert '<span data-testid="total">61 jobs</span>' in first
+    assert '<span data-testid="total">0 jobs</span>' not in client.get("/", {"name": "none"}).content.decode()
+
+
+def test_a_page_past_the_end_is_a_404_naming_the_last_page(user: Any) -> None:
+    for _ in range(30):
+        JobFactory(owner=user)
+    client = session_for(user)
+    for asked in ("99", "0", "x"):
+        response = client.get("/", {"page": asked, "state": "PENDING"})
+        assert response.status_code == 404, asked
+        html = response.content.decode()
+        assert listed(html) == [], asked  # not the last page as if it had been asked for
+        said = re.search(r'<div class="error-summary" role="alert" data-testid="page-missing">(.*?)</div>', html, re.S)
+        assert said and f"There is no page {asked} of this list: it has 2 pages (30 jobs)." in said.group(1)
+        assert '<a href="?page=2&amp;state=PENDING">the last page, 2</a>' in said.group(1)
+    # The rows it polls for are none either, and stop the poll.
+    body = client.get("/", {"page": "99", "parts": "1"}).json()
+    assert body["live"] is False and "<tr" not in body["parts"]["job-rows"]
+    assert client.get("/", {"page": "2"}).status_code == 200

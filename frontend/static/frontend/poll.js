@@ -34,17 +34,27 @@
     schedule();
   };
 
-  // Draws an answer's parts ({element id: HTML}, frontend/live.py) in place, sets the page's "last updated"
-  // stamps ([data-live-stamp]) to body.updated, and marks the body with the time (the browser tests watch it).
+  // Draws an answer's parts ({element id: HTML}, frontend/live.py) in place, keeping the boxes the reader ticked
+  // in them (the job list's rows, by name and value), sets the page's "last updated" stamps ([data-live-stamp]) to
+  // body.updated, marks the body with the time (the browser tests watch it) and tells the page ("muster:parts").
   window.musterParts = function (body) {
     var parts = body.parts || {};
     Object.keys(parts).forEach(function (id) {
       var element = document.getElementById(id);
-      if (element) { element.innerHTML = parts[id]; }
+      if (!element) { return; }
+      var ticked = {};
+      element.querySelectorAll('input[type="checkbox"]:checked').forEach(function (box) {
+        ticked[box.name + "=" + box.value] = true;
+      });
+      element.innerHTML = parts[id];
+      element.querySelectorAll('input[type="checkbox"]').forEach(function (box) {
+        if (ticked[box.name + "=" + box.value]) { box.checked = true; }
+      });
     });
     if (body.updated) {
       document.querySelectorAll("[data-live-stamp]").forEach(function (stamp) { stamp.textContent = body.updated; });
     }
     document.body.dataset.liveUpdated = String(Date.now());
+    document.dispatchEvent(new CustomEvent("muster:parts"));
   };
 })();
