@@ -142,16 +142,32 @@ def nodes_with_usage() -> QuerySet[WithAnnotations[Node, NodeUsage]]:
     )
 
 
-def node_gpus_free(node: Node) -> int | float:
-    """GPUs neither Muster's jobs nor other pods hold (`node` from `nodes_with_usage`); on a shared node, less the shares
-    its slices hold (1.75 of 2), other pods' slices included (30 quarter-GPU slices held by other pods leave 0.5 of 8).
-    The one figure the nodes API, the cluster page and `muster nodes` give."""
+def node_takes_work(node: Node) -> bool:
+    """Ready, not held by an admin, not settling after being unready: the cycle's snapshot gives new work only to such
+    a node, so only its idle GPUs are free."""
+    return node.state == NodeState.READY and not node.held and node_settles_until(node) is None
+
+
+def node_gpus_idle(node: Node) -> int | float:
+    """GPUs neither Muster's jobs nor other pods hold (`node` from `nodes_with_usage`), whether or not the node takes
+    new work; on a shared node, less the shares its slices hold (1.75 of 2), other pods' slices included (30
+    quarter-GPU slices held by other pods leave 0.5 of 8)."""
     foreign = node.gpus_foreign + node.slices_foreign * node.slice_gpus
     return gpu_amount(max(0.0, node.gpus_total - float(getattr(node, "gpus_held", 0) or 0) - foreign))
 
 
+def node_gpus_free(node: Node) -> int | float:
+    """The idle GPUs new work may take: none on a node that takes no new work (cordoned, tainted, NotReady, held,
+    settling), whose idle GPUs read "8/8" free beside "0 of 64 GPUs free". The one figure the nodes API, the cluster
+    page and `muster nodes` give."""
+    return node_gpus_idle(node) if node_takes_work(node) else 0
+
+
 def node_slices_free(node: Node) -> int:
-    """Slices no job and no other pod holds (`node` from `nodes_with_usage`); 0 on a node whose GPUs are not shared."""
+    """Slices no job and no other pod holds on a node that takes new work (`node` from `nodes_with_usage`); 0 on a
+    node whose GPUs are not shared or that takes no new work."""
+    if not node_takes_work(node):
+        return 0
     return max(0, node.slices_per_gpu * node.gpus_total - (getattr(node, "slices_held", 0) or 0) - node.slices_foreign)
 
 

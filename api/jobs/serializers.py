@@ -20,7 +20,7 @@ from jobs import validators
 from jobs.arrays import ARRAY_MAX_INDEX, ARRAY_SYNTAX, array_indices
 from jobs.logs import job_attempt_ranks, job_log_attempts, ranks_text
 from jobs.models import EstimateKind, Job, JobEvent, JobResize, Node
-from jobs.selectors import job_nodes_shown, job_run_seconds, node_gpus_free, node_settles_until, node_slices_free
+from jobs.selectors import job_nodes_shown, job_run_seconds, node_gpus_free, node_gpus_idle, node_settles_until, node_slices_free
 from jobs.services import job_submit_problems
 from notify.services import EVENTS
 from notify.webhooks import webhook_refusal
@@ -495,6 +495,7 @@ class JobDetailSerializer(JobSerializer):
 
 class NodeSerializer(serializers.ModelSerializer):
     gpus_free = serializers.SerializerMethodField()
+    gpus_idle = serializers.SerializerMethodField()
     slices_free = serializers.SerializerMethodField()
     settling_until = serializers.SerializerMethodField(
         help_text="A node back from NotReady (or back in the cluster after leaving it) takes no new work until then "
@@ -507,6 +508,7 @@ class NodeSerializer(serializers.ModelSerializer):
             "name",
             "gpus_total",
             "gpus_free",
+            "gpus_idle",
             "gpus_foreign",
             "rack",
             "block",
@@ -535,9 +537,16 @@ class NodeSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(OpenApiTypes.NUMBER)
     def get_gpus_free(self, node: Node) -> float:
-        """GPUs neither Muster's jobs nor other pods hold; on a shared node, the shares its slices leave (1.75 of 2), as
-        the cluster page says too (jobs.selectors.node_gpus_free)."""
+        """GPUs new work may take: those neither Muster's jobs nor other pods hold, on a node that takes new work (0 on
+        one cordoned, tainted, NotReady, held or settling); on a shared node, the shares its slices leave (1.75 of 2),
+        as the cluster page says too (jobs.selectors.node_gpus_free)."""
         return node_gpus_free(node)
+
+    @extend_schema_field(OpenApiTypes.NUMBER)
+    def get_gpus_idle(self, node: Node) -> float:
+        """GPUs neither Muster's jobs nor other pods hold, whether or not the node takes new work: `gpus_free` unless
+        it takes none (a cordoned node's idle GPUs are not free)."""
+        return node_gpus_idle(node)
 
     @extend_schema_field(serializers.DateTimeField(allow_null=True))
     def get_settling_until(self, node: Node) -> str | None:
@@ -546,7 +555,8 @@ class NodeSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(OpenApiTypes.INT)
     def get_slices_free(self, node: Node) -> int:
-        """Slices no job and no other pod holds (0 on a node whose GPUs are not shared)."""
+        """Slices no job and no other pod holds, on a node that takes new work (0 on a node whose GPUs are not shared or
+        that takes no new work)."""
         return node_slices_free(node)
 
 

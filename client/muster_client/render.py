@@ -448,13 +448,26 @@ def _node_state(node: JSON) -> str:
     return ", ".join(marks)
 
 
+def _takes_work(node: JSON) -> bool:
+    """Ready, not held by an admin, not settling after being unready: as the server counts a node's GPUs free."""
+    return node["state"] == "READY" and not node.get("held") and not node.get("settling_until")
+
+
+def _node_gpus(node: JSON) -> str:
+    """Free of all, and a node that takes no new work (cordoned, tainted, NotReady, held, settling) its idle GPUs
+    beside: `0/8 (8 idle)`, not "8/8" free beside a last line of none free. A server before `gpus_idle` counted idle
+    GPUs free whatever the node's state."""
+    idle = node.get("gpus_idle", node["gpus_free"])
+    free = node["gpus_free"] if _takes_work(node) else 0
+    return f"{free:g}/{node['gpus_total']}" + (f" ({idle:g} idle)" if idle != free else "")
+
+
 def nodes_text(nodes: Sequence[JSON]) -> str:
     """One row a node; a node that takes no new work (held by an admin, settling after being unready) says so, and its
     GPUs are not counted free."""
-    rows = [(n["name"], n["rack"], _node_state(n), f"{n['gpus_free']:g}/{n['gpus_total']}", n["gpu_model"], _node_extras(n)) for n in nodes]
+    rows = [(n["name"], n["rack"], _node_state(n), _node_gpus(n), n["gpu_model"], _node_extras(n)) for n in nodes]
     closed = [n for n in nodes if n.get("held") or n.get("settling_until")]
-    closed_names = {n["name"] for n in closed}
-    open_nodes = [n for n in nodes if n["state"] == "READY" and n["name"] not in closed_names]
+    open_nodes = [n for n in nodes if _takes_work(n)]
     # As the cluster page sums them: whole-GPU nodes' GPUs (what whole-GPU jobs may take), and apart from them the
     # shares shared nodes' slices leave, which only GPU-slice jobs take (each row: 7.5/8 and its slices free).
     free = sum(math.floor(n["gpus_free"]) for n in open_nodes if not n.get("sharing"))

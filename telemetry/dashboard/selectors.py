@@ -36,7 +36,7 @@ from django.db.models import Count, Min, Q, Sum
 
 from jobs.amounts import gpu_amount
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
-from jobs.selectors import node_gpus_free, node_settles_until, node_slices_free, nodes_with_usage, start_waits
+from jobs.selectors import node_gpus_free, node_gpus_idle, node_settles_until, node_slices_free, nodes_with_usage, start_waits
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.selectors import teams_visible_to
 from scheduler.queue import is_starving, starving_count
@@ -409,6 +409,8 @@ class GridNode:
     sharing: str = ""
     slices_free: int = 0
     slices_total: int = 0
+    # GPUs nothing holds: `gpus_free` on a node that takes new work; on one that takes none, its idle GPUs (not free).
+    gpus_idle: int | float = 0
 
     @property
     def takes_work(self) -> bool:
@@ -476,7 +478,7 @@ def node_grid() -> list[GridNode]:
             GridNode(
                 node.name, node.rack, node.state, node.gpu_model, node.gpus_total, node_gpus_free(node), cells, node.held,
                 node.held_reason, tuple(holders.get(node.name, ())), foreign, node_settles_until(node), node.closed_by,
-                node.sharing, node_slices_free(node), node.slices_per_gpu * node.gpus_total,
+                node.sharing, node_slices_free(node), node.slices_per_gpu * node.gpus_total, node_gpus_idle(node),
             )
         )  # fmt: skip
     return grid

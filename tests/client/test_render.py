@@ -45,6 +45,19 @@ def test_the_nodes_table_says_what_pods_muster_did_not_start_hold() -> None:
     assert rows[2].startswith("gpu-b") and "held by other pods" not in rows[2]
 
 
+def test_a_node_that_takes_no_work_has_no_gpus_free_and_says_its_idle_ones() -> None:
+    """A cordoned node read "8/8" free beside "0 of 16 GPUs free" on the last line."""
+    node = {"name": "gpu-a", "rack": "r1", "state": "READY", "gpus_total": 8, "gpus_free": 8, "gpus_idle": 8, "gpu_model": "H100"}
+    cordoned = {**node, "name": "gpu-b", "state": "CORDONED", "closed_by": "cordoned", "gpus_free": 0, "gpus_idle": 6}
+    old_server = {**node, "name": "gpu-c", "state": "NOT_READY", "gpus_free": 8}  # before gpus_idle: idle counted free
+    del old_server["gpus_idle"]
+    rows = render.nodes_text([node, cordoned, old_server]).splitlines()
+    assert rows[1].split()[:4] == ["gpu-a", "r1", "READY", "8/8"]
+    assert rows[2].split()[:5] == ["gpu-b", "r1", "CORDONED", "0/8", "(6"] and "(6 idle)" in rows[2]
+    assert "NOT_READY  0/8 (8 idle)" in rows[3]
+    assert rows[-1] == "3 nodes, 8 of 24 GPUs free"
+
+
 def test_sizes_read_like_sbatch_and_say_what_a_slice_or_an_elastic_job_holds() -> None:
     whole = job(nodes=2, gpus_per_node=8, gpus=16)
     assert (render.shape(whole), render.gpus(whole)) == ("2x8", "16 GPUs")
