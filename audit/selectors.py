@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
 
-from audit.models import AuditEntry
+from audit.models import TARGET_TYPES, AuditEntry
 
 
 def audit_entries_visible_to(user: User | AnonymousUser) -> QuerySet[AuditEntry]:
@@ -16,3 +16,11 @@ def audit_entries_visible_to(user: User | AnonymousUser) -> QuerySet[AuditEntry]
     if getattr(user, "is_staff", False):
         return entries
     return entries.filter(job__owner=user)
+
+
+def audit_target_types_for(user: User | AnonymousUser) -> tuple[str, ...]:
+    """What the entries `audit_entries_visible_to(user)` shows can be about (the audit page's About choices): any kind for
+    admins; for others only jobs, as the entries they see are about their own jobs (user, team or node never match)."""
+    if getattr(user, "is_staff", False):
+        return TARGET_TYPES
+    return ("job",) if user.is_authenticated else ()

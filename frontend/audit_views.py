@@ -11,8 +11,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from api.audit.filters import AuditFilter
-from audit.models import TARGET_TYPES, AuditEntry
-from audit.selectors import audit_entries_visible_to
+from audit.models import AuditEntry
+from audit.selectors import audit_entries_visible_to, audit_target_types_for
 
 PAGE_SIZE = 50
 
@@ -50,7 +50,8 @@ def audit_view(request: HttpRequest) -> HttpResponse:
         "frontend/audit.html",
         {
             "filters": filters,
-            "target_types": TARGET_TYPES,
+            # Only the kinds its entries can be about: a researcher was offered user, team, node and whatifrun.
+            "target_types": audit_target_types_for(request.user),
             "errors": {} if valid else filters.errors,
             "page": page,
             "rows": [(entry, change_lines(entry)) for entry in page.object_list],

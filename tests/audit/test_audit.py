@@ -3,6 +3,7 @@ the API's filters, and the warnings when a quota or budget is set below what an 
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -287,7 +288,11 @@ def test_the_audit_page_lists_what_the_viewer_may_see(entries: dict[str, AuditEn
     assert f'data-testid="audit-entry-{entries["bob"].pk}"' not in html
     assert f'data-testid="audit-entry-{entries["quota"].pk}"' not in html
     assert 'href="/audit/" aria-current="page">Audit' in html
+    # Entries about their own jobs only: no "About: user / team / node / whatifrun" that could never match.
+    assert 'data-testid="audit-target-type"' not in html and ">whatifrun<" not in html
     admin_html = session_for(admin_user).get("/audit/").content.decode()
+    about = re.search(r'data-testid="audit-target-type">(.*?)</select>', admin_html)
+    assert about and re.findall(r'<option value="(\w*)"', about.group(1)) == ["", "user", "team", "job", "node", "whatifrun"]
     assert all(f'data-testid="audit-entry-{e.pk}"' in admin_html for e in entries.values())
     assert "allow_host_network</strong>:" in admin_html and "False → True" in admin_html
     filtered = session_for(admin_user).get("/audit/", {"action": "team.update"}).content.decode()
