@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import authenticate, user_logged_in
+from django.contrib.sessions.backends.base import VALID_KEY_CHARS, SessionBase
 from django.utils import timezone
+from django.utils.crypto import get_random_string
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
 from rest_framework.permissions import AllowAny
@@ -45,6 +48,27 @@ class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Destro
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class _Unstored(SessionBase):
+    """A session that is never written. django-axes keys its access log by the request's session and makes one when
+    there is none (`session.create()`): a token endpoint would set a sessionid cookie that authenticates nothing and
+    leave a django_session row per exchange. It gets a key of its own, as axes needs, and nothing else."""
+
+    def exists(self, session_key: str) -> bool:
+        return False
+
+    def create(self) -> None:
+        self._session_key = get_random_string(32, VALID_KEY_CHARS)
+
+    def save(self, must_create: bool = False) -> None:
+        pass
+
+    def delete(self, session_key: str | None = None) -> None:
+        pass
+
+    def load(self) -> dict[str, Any]:
+        return {}
+
+
 class PasswordExchangeView(APIView):
     """Exchange a username and password for a new API token (for scripts), named for the day and expiring after
     MUSTER_TOKEN_EXCHANGE_EXPIRY_DAYS. Wrong credentials answer 401; repeated failures lock the account and the
@@ -58,6 +82,8 @@ class PasswordExchangeView(APIView):
     def post(self, request: Request) -> Response:
         serializer = PasswordExchangeSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        if settings.SESSION_COOKIE_NAME not in request.COOKIES:
+            request._request.session = _Unstored()  # sets no cookie and writes no row (a signed-in browser keeps its own)
         # django-axes counts failures through authenticate() and needs Django's own request.
         user = authenticate(
             request._request, username=serializer.validated_data["username"], password=serializer.validated_data["password"]

@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.contrib.sessions.models import Session
 from django.core.cache import cache
 from django.db import connection
 from django.test import Client
@@ -100,6 +101,21 @@ def test_the_password_exchange_makes_an_expiring_named_token(user: Any, settings
     token = ApiToken.objects.get(user=user)
     assert token.name.startswith("password exchange") and abs(token.expires_at - timezone.now() - timedelta(days=7)) < timedelta(minutes=1)
     assert bearer(response.json()["token"]).get(TOKENS).status_code == 200
+
+
+def test_the_password_exchange_sets_no_session(user: Any) -> None:
+    """Each exchange set a sessionid cookie (that authenticated nothing) and wrote a django_session row: django-axes
+    made a session to key its access log by."""
+    client = APIClient()
+    for password in (PASSWORD, "wrong", PASSWORD):
+        response = client.post(EXCHANGE, {"username": "alice", "password": password}, format="json")
+        assert "sessionid" not in response.cookies, password
+    assert not Session.objects.exists()
+    # A signed-in browser calling it keeps its own session.
+    browser = session_for(user)
+    key = browser.cookies["sessionid"].value
+    assert browser.post(EXCHANGE, {"username": "alice", "password": PASSWORD}, content_type="application/json").status_code == 200
+    assert browser.cookies["sessionid"].value == key and Session.objects.filter(session_key=key).exists()
 
 
 def test_the_tokens_page_shows_a_new_secret_once_and_revokes(user: Any) -> None:
