@@ -225,6 +225,10 @@ def test_submit_run_and_cancel_a_two_node_job(page: Any, log_in: LogIn, alice: A
     expect_state(page, "PENDING")
     expect(page.get_by_test_id("pending-reason")).to_contain_text("Waiting for the next scheduling cycle.")
     expect(page.get_by_test_id("assigned-nodes")).to_contain_text("not placed yet")
+    # Clone (a link), Hold and Cancel (buttons) stand on one line, top and bottom.
+    boxes = [page.get_by_test_id("clone").bounding_box(), page.get_by_role("button", name="Hold").bounding_box()]
+    boxes.append(page.get_by_role("button", name="Cancel job").bounding_box())
+    assert all(abs(b["y"] - boxes[0]["y"]) < 1 and abs(b["height"] - boxes[0]["height"]) < 1 for b in boxes), boxes
     expect(page.get_by_test_id("simulated-banner")).to_be_visible()
     expect(page.get_by_test_id("command")).to_have_text("torchrun --nproc-per-node 8 train.py --config 'configs/big run.yaml'")
     expect(page.locator(".facts")).to_contain_text("NCCL_DEBUG=INFO")
