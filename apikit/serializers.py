@@ -11,10 +11,13 @@ from rest_framework.fields import SkipField
 
 
 class StrictSerializer(serializers.Serializer):
-    """Rejects fields it does not know, instead of silently dropping a typo.
-
-    `answer_serializer`, when set, is what the resource's answers are written with: a field sent back as it was read
-    (`is_default`, `usage`, `id`) is said to be read-only rather than unknown."""
+    # Rejects fields it does not know, instead of silently dropping a typo.
+    #
+    # `answer_serializer`, when set, is what the resource's answers are written with: a field sent back as it was read
+    # (`is_default`, `usage`, `id`) is said to be read-only rather than unknown.
+    #
+    # (A comment, not a docstring: drf-spectacular describes every request body by its serializer's docstring, inherited
+    # from here by those that have none, which put this in the public schema as SimulateRequest's description.)
 
     answer_serializer: type[serializers.Serializer] | None = None
     # Fields another resource takes, with where to send them: said instead of a bare "Unknown field."

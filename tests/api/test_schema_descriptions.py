@@ -1,0 +1,41 @@
+"""The OpenAPI schema describes components and operations in words for its readers, never with a base class's
+internal docstring (SimulateRequest read "Rejects fields it does not know ... `answer_serializer`, when set, ...")."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+from typing import Any
+
+from rest_framework.test import APIClient
+
+import apikit.negotiation
+import apikit.pagination
+import apikit.serializers
+import apikit.viewsets
+
+
+def descriptions(node: Any, where: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "description" and isinstance(value, str):
+                yield where, value
+            else:
+                yield from descriptions(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for value in node:
+            yield from descriptions(value, where)
+
+
+def test_no_description_is_a_base_classs_docstring(db: None) -> None:
+    internal = [
+        inspect.cleandoc(cls.__doc__).split("\n")[0]
+        for module in (apikit.serializers, apikit.viewsets, apikit.pagination, apikit.negotiation)
+        for _, cls in inspect.getmembers(module, inspect.isclass)
+        if cls.__module__ == module.__name__ and cls.__doc__
+    ]
+    assert internal  # the scan sees the kit's classes
+    schema = APIClient().get("/api/schema/", {"format": "json"}).json()
+    leaked = [(where, text[:80]) for where, text in descriptions(schema) if any(text.startswith(doc) for doc in internal)]
+    assert "answer_serializer" not in str(schema)
+    assert leaked == []
