@@ -99,6 +99,9 @@ NEEDED_ACCESS: tuple[tuple[str, str, str, str], ...] = (
     ("list", "", "nodes", "cluster"),
     ("watch", "", "nodes", "cluster"),
 )
+# The identity platform/kubernetes/rbac.yaml binds its roles to: Muster's own ServiceAccount in the cluster, in the
+# namespace muster or the one a site renamed it to.
+RBAC_SERVICE_ACCOUNT = re.compile(r"system:serviceaccount:[^:]+:muster")
 # Pods bound to a node and not ended: those kube-scheduler counts against the node's allocatable resources.
 BOUND_PODS_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 MODE_ACCESS: dict[str, tuple[tuple[str, str, str, str], ...]] = {
@@ -260,9 +263,15 @@ class KubernetesCluster:
         # Any signed-in identity may ask what it may do (SelfSubjectAccessReview): one question per call Muster makes.
         needed = [*NEEDED_ACCESS, *MODE_ACCESS.get(self.options.launch_mode, ())]
         missing = [
-            f"{verb} {resource}" for verb, group, resource, scope in needed if not self._may(verb, group, resource, scope, namespace)
+            (f"{verb} {resource}", scope)
+            for verb, group, resource, scope in needed
+            if not self._may(verb, group, resource, scope, namespace)
         ]
-        refused = [f"{', '.join(missing)} in the namespace {namespace!r}"] if missing else []
+        in_namespace = [what for what, scope in missing if scope == "namespace"]
+        # Nodes are the cluster's, not the namespace's.
+        in_cluster = [what for what, scope in missing if scope == "cluster"]
+        refused = [f"{', '.join(in_namespace)} in the namespace {namespace!r}"] if in_namespace else []
+        refused += [f"{', '.join(in_cluster)} (cluster-wide)"] if in_cluster else []
         if self.count_foreign_pods and not self._may("list", "", "pods", "cluster", namespace):
             refused.append(
                 "list pods in every namespace (to count the GPUs pods it did not start hold on its nodes; where the GPU "
@@ -277,7 +286,31 @@ class KubernetesCluster:
             )
             raise ClusterRefuses(
                 f"Muster may not {'; nor '.join(refused)}: {apply} (after `kubectl create namespace {namespace}` if it does not exist)."
+                + self._who_is_bound(namespace)
             )
+
+    def _who_is_bound(self, namespace: str) -> str:
+        """Who Muster runs as, where rbac.yaml's bindings (to the in-cluster ServiceAccount muster/muster) do not name
+        it: how to bind its roles to that identity instead. A new admin running Muster with their own kubeconfig applied
+        rbac.yaml and got the same refusal again."""
+        try:
+            review = self._call("self subject review", client.AuthenticationV1Api(self.api).create_self_subject_review, {})
+            username = review.status.user_info.username or ""
+        except (ApiException, ClusterUnavailable, AttributeError):
+            return ""  # a cluster before Kubernetes 1.28, or one that will not say: the advice above stands
+        if not username or RBAC_SERVICE_ACCOUNT.fullmatch(username):
+            return ""
+        if match := re.fullmatch(r"system:serviceaccount:([^:]+):([^:]+)", username):
+            subject, short = f"--serviceaccount={match.group(1)}:{match.group(2)}", match.group(2)
+        else:
+            subject, short = f"--user={username}", re.sub(r"[^a-z0-9-]", "-", username.lower())[:40].strip("-")
+        return (
+            f" Muster runs as {username}, and rbac.yaml binds its roles to the ServiceAccount muster/muster (Muster "
+            "deployed in the cluster); to bind them to this identity, apply it (its ServiceAccount and bindings need the "
+            "namespace muster: `kubectl create namespace muster` first), then "
+            f"`kubectl create rolebinding muster-gangs-{short} --role=muster-gangs -n {namespace} {subject}` and "
+            f"`kubectl create clusterrolebinding muster-cluster-reader-{short} --clusterrole=muster-cluster-reader {subject}`."
+        )
 
     def _may(self, verb: str, group: str, resource: str, scope: str, namespace: str) -> bool:
         kind, _, subresource = resource.partition("/")

@@ -31,7 +31,7 @@ from kubernetes import client, utils, watch
 from kubernetes.client.exceptions import ApiException
 from rest_framework.test import APIClient
 
-from jobs.cluster.base import ClusterUnavailable, GangSpec, PodPhase
+from jobs.cluster.base import ClusterRefuses, ClusterUnavailable, GangSpec, PodPhase
 from jobs.cluster.crd_manifests import (
     MPIJOB,
     NATIVE_PODGROUP,
@@ -1557,6 +1557,54 @@ def test_a_role_revoked_under_a_running_muster_is_said_and_jobs_wait_without_spe
         binding.metadata = client.V1ObjectMeta(name="muster-gangs", namespace=kube.namespace)
         rbac_api.create_namespaced_role_binding(kube.namespace, binding)
     kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
+
+
+def test_refused_access_names_the_identity_muster_runs_as_and_how_to_bind_the_roles_to_it(
+    kube: KubeHarness, as_muster: KubernetesCluster
+) -> None:
+    """A new admin ran Muster with their own kubeconfig, applied rbac.yaml as told, and was refused again: its bindings
+    name the ServiceAccount muster/muster. The message says who Muster runs as, and the commands it gives work."""
+    kube.core.create_namespaced_service_account(kube.namespace, {"metadata": {"name": "nobody"}})
+    token = kube.core.create_namespaced_service_account_token("nobody", kube.namespace, {"spec": {"expirationSeconds": 3600}})
+    configuration = client.Configuration()
+    configuration.host, configuration.ssl_ca_cert = kube.api.configuration.host, kube.api.configuration.ssl_ca_cert
+    configuration.api_key = {"authorization": f"Bearer {token.status.token}"}
+    nobody = KubernetesCluster(
+        api=client.ApiClient(configuration), options=PodOptions(namespace=kube.namespace), rack_label=as_muster.rack_label
+    )
+    with pytest.raises(ClusterRefuses) as refused:
+        nobody.prepare()
+    told = str(refused.value)
+    assert told.startswith("Muster may not create pods, list pods, watch pods, deletecollection pods, get pods/log, create services")
+    assert "list nodes, watch nodes (cluster-wide)" in told
+    assert f"Muster runs as system:serviceaccount:{kube.namespace}:nobody" in told
+    subject = f"--serviceaccount={kube.namespace}:nobody"
+    assert f"`kubectl create rolebinding muster-gangs-nobody --role=muster-gangs -n {kube.namespace} {subject}`" in told
+    assert f"`kubectl create clusterrolebinding muster-cluster-reader-nobody --clusterrole=muster-cluster-reader {subject}`" in told
+    # Done as said (the cluster role has this run's suffix, as_muster's), Muster may launch.
+    reader = f"muster-cluster-reader-{kube.namespace.rsplit('-', 1)[-1]}"
+    rbac_api = client.RbacAuthorizationV1Api(kube.api)
+    who = [{"kind": "ServiceAccount", "name": "nobody", "namespace": kube.namespace}]
+    role_ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "muster-gangs"}
+    rbac_api.create_namespaced_role_binding(
+        kube.namespace, {"metadata": {"name": "muster-gangs-nobody"}, "roleRef": role_ref, "subjects": who}
+    )
+    cluster_ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": reader}
+    rbac_api.create_cluster_role_binding({"metadata": {"name": f"{reader}-nobody"}, "roleRef": cluster_ref, "subjects": who})
+    try:
+        _wait(lambda: _prepared(nobody))
+    finally:
+        rbac_api.delete_cluster_role_binding(f"{reader}-nobody")
+    # Muster's own ServiceAccount (rbac.yaml's, here in a renamed namespace) is told nothing of the kind.
+    assert as_muster._who_is_bound(kube.namespace) == ""
+
+
+def _prepared(cluster: KubernetesCluster) -> bool:
+    try:
+        cluster.prepare()
+    except ClusterRefuses:
+        return False
+    return True
 
 
 def watch_command(cluster: KubernetesCluster, monkeypatch: pytest.MonkeyPatch, settings: Any) -> tuple[str, str, object]:
