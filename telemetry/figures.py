@@ -82,8 +82,10 @@ _PREFIXES = ("", "k", "M", "G", "T")
 HEATMAP_LABELLED_ROWS = 128
 # Tall enough for its colour bar and time axis however few the rows.
 HEATMAP_MIN_HEIGHT = 220
-# Node names longer than this are shortened in row labels (the full name is in the hover).
-HEATMAP_NAME_CHARS = 18
+# Node names longer than this are shortened in row labels (the full name is in the hover). Long enough for the
+# simulated shared nodes' "sim-time-slicing-000" and a usual "dgx-h100-rack12-node-008" whole (18 cut them mid-word:
+# "sim-time…icing-000"); the margin widens to fit (automargin).
+HEATMAP_NAME_CHARS = 24
 
 
 def x_ms(buckets: Buckets) -> list[int]:

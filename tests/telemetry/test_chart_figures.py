@@ -213,13 +213,22 @@ def test_every_heatmap_row_is_labelled_in_full_or_shortened_with_the_whole_name_
     assert yaxis["automargin"] is True  # the margin fits the labels: never cut to "-008 · GPU 0"
     assert figure["layout"]["height"] >= 16 * 16  # rows tall enough for their 11 px labels
 
-    long = gpu_series("gpu_util", "dgx-h100-rack12-node-008.cluster.example.org", 0, 2) + gpu_series(
+    usual = gpu_series("gpu_util", "dgx-h100-rack12-node-008.cluster.example.org", 0, 2) + gpu_series(
         "gpu_util", "dgx-h100-rack12-node-009.cluster.example.org", 1, 2
     )
+    text = heatmap_figure(usual)["layout"]["yaxis"]["ticktext"]
+    # The shared domain goes; a usual name is left whole.
+    assert text[0] == "dgx-h100-rack12-node-008 · GPU 0" and text[2] == "dgx-h100-rack12-node-009 · GPU 0"
+    long = gpu_series("gpu_util", "dgx-h100-sxm5-rack12-node-008.cluster.example.org", 0, 2) + gpu_series(
+        "gpu_util", "dgx-h100-sxm5-rack12-node-009.cluster.example.org", 1, 2
+    )
     text = heatmap_figure(long)["layout"]["yaxis"]["ticktext"]
-    # The shared domain goes, and the middle of what is left: both ends, which tell nodes apart, stay.
-    assert text[0] == "dgx-h100…-node-008 · GPU 0" and text[2] == "dgx-h100…-node-009 · GPU 0"
-    assert heatmap_figure(long)["data"][0]["y"][0] == "rank 0 · dgx-h100-rack12-node-008.cluster.example.org · GPU 0"
+    # A longer one loses its middle: both ends, which tell nodes apart, stay.
+    assert text[0] == "dgx-h100-sx…k12-node-008 · GPU 0" and text[2] == "dgx-h100-sx…k12-node-009 · GPU 0"
+    assert heatmap_figure(long)["data"][0]["y"][0] == "rank 0 · dgx-h100-sxm5-rack12-node-008.cluster.example.org · GPU 0"
+    # A GPU-slice job's simulated node is named whole: "sim-time…icing-000" was cut mid-word.
+    text = heatmap_figure(gpu_series("gpu_util", "sim-time-slicing-000", 0, 1))["layout"]["yaxis"]["ticktext"]
+    assert text == ["sim-time-slicing-000 · GPU 0"]
 
 
 def test_a_heatmap_too_tall_to_label_every_row_labels_every_node() -> None:
