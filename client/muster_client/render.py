@@ -25,13 +25,20 @@ def parse_time(value: str | None) -> datetime | None:
 
 
 def when(value: str | None, *, now: datetime | None = None) -> str:
-    """A time in the local zone: `14:05` today, `2026-11-26 14:05` another day, `-` for none."""
+    """A time in the local zone to the second: `14:05:09` today, `2026-11-26 14:05:09` another day, `-` for none."""
     moment = parse_time(value)
     if moment is None:
         return "-"
     local = moment.astimezone()
     today = (now or datetime.now(timezone.utc)).astimezone().date()
-    return local.strftime("%H:%M:%S" if local.date() == today else "%Y-%m-%d %H:%M")
+    return local.strftime("%H:%M:%S" if local.date() == today else "%Y-%m-%d %H:%M:%S")
+
+
+def stamp(value: str | None) -> str:
+    """A time in the local zone with its day, whatever the day: `2026-11-26 14:05:09` (sacct's), so a job's history
+    lines up and reads across midnight."""
+    moment = parse_time(value)
+    return "-" if moment is None else moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
 def until(value: str | None, *, now: datetime | None = None) -> str:
@@ -328,7 +335,8 @@ def job_lines(job: JSON) -> list[str]:
     if job.get("events"):
         lines.append("history")
         lines += [
-            f"  {when(e['at'])}  {e['from_state'] or '-':>9} -> {e['to_state']:<9}  {e.get('reason') or ''}".rstrip() for e in job["events"]
+            f"  {stamp(e['at'])}  {e['from_state'] or '-':>9} -> {e['to_state']:<9}  {e.get('reason') or ''}".rstrip()
+            for e in job["events"]
         ]
     if job.get("resizes"):
         # An elastic job's growths and shrinks, beside its state changes: its size changed with no state change.
@@ -336,7 +344,7 @@ def job_lines(job: JSON) -> list[str]:
         # Each in its attempt: after a requeue the earlier attempt's resizes would read as the job's size now.
         for r in job["resizes"]:
             size = f"{r['from_nodes']:>3} -> {r['to_nodes']:<3} nodes"
-            lines.append(f"  {when(r['at'])}  attempt {r.get('attempt', '?')}  {size}  {r.get('reason') or ''}".rstrip())
+            lines.append(f"  {stamp(r['at'])}  attempt {r.get('attempt', '?')}  {size}  {r.get('reason') or ''}".rstrip())
     return lines
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from muster_client import render
@@ -119,6 +119,24 @@ def test_show_lists_an_elastic_jobs_resizes_after_its_history() -> None:
     assert resizes[0].endswith("  attempt 1    8 -> 11  nodes  Grew onto whole nodes left idle: from 8 to 11 nodes.")
     assert "  attempt 2   11 -> 12 " in resizes[1]  # after a requeue, which attempt a resize was in
     assert "resizes" not in render.job_lines({**grown, "resizes": []})
+
+
+def test_show_dates_its_history_to_the_second_whatever_the_day() -> None:
+    """Events of an earlier day read `2026-11-28 23:57` beside today's `00:01:14`: their seconds lost, columns askew."""
+    before, after = datetime(2026, 11, 28, 23, 57, 41, tzinfo=UTC), datetime(2026, 11, 29, 0, 1, 14, tzinfo=UTC)
+    events = [
+        {"at": before.isoformat(), "from_state": "", "to_state": "PENDING", "reason": "Submitted."},
+        {"at": after.isoformat(), "from_state": "PENDING", "to_state": "SCHEDULED", "reason": "Placed."},
+    ]
+    lines = render.job_lines(job(name="a", owner="ann", image="i", command=["x"], nodes=1, gpus_per_node=1, gpus=1,
+                                 priority_class="normal", restarts=0, max_restarts=0, events=events))  # fmt: skip
+    history = lines[lines.index("history") + 1 :]
+    local = f"{before.astimezone():%Y-%m-%d %H:%M:%S}", f"{after.astimezone():%Y-%m-%d %H:%M:%S}"
+    assert history[0].startswith(f"  {local[0]}          - -> PENDING ")
+    assert history[1].startswith(f"  {local[1]}    PENDING -> SCHEDULED ")
+    # Elsewhere a time keeps its seconds on another day too.
+    assert render.when(before.isoformat(), now=before + timedelta(days=1)) == local[0]
+    assert render.when(before.isoformat(), now=before) == local[0][11:]
 
 
 def test_node_lists_read_as_squeues_ranges() -> None:
