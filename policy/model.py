@@ -359,6 +359,8 @@ class Resize:
     added: tuple[str, ...]
     removed: tuple[str, ...]
     reason: str
+    # The job with priority it was shrunk for (None: grown, or shrunk back for its own sake).
+    for_job_id: int | None = None
 
 
 @dataclass(frozen=True)

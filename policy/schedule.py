@@ -1023,9 +1023,11 @@ class _Cycle:
         for victim_id, name in taken:
             by_job[victim_id].append(name)
         for victim_id, names in sorted(by_job.items()):
-            self._resize(self.running[victim_id], removed=names, reason=f"Shrunk for job {job.id}, which has priority")
+            self._resize(self.running[victim_id], removed=names, reason=f"Shrunk for job {job.id}, which has priority", for_job=job.id)
 
-    def _resize(self, r: RunningJob, *, added: Sequence[str] = (), removed: Sequence[str] = (), reason: str) -> None:
+    def _resize(
+        self, r: RunningJob, *, added: Sequence[str] = (), removed: Sequence[str] = (), reason: str, for_job: int | None = None
+    ) -> None:
         """Apply a resize to this cycle's view (capacity, timelines, quota) and record it as a decision."""
         for name in removed:
             gpus = self.on_node[name].pop(r.id)
@@ -1047,7 +1049,7 @@ class _Cycle:
             for key, _ in self._owners(r):
                 self.budget_used[key] += (len(added) - len(removed)) * left_hours
         size = f"from {len(r.node_names)} to {len(after.node_names)} nodes"
-        self.resizes.append(Resize(r.id, after.node_names, after.gpus_held, tuple(added), tuple(removed), f"{reason}: {size}."))
+        self.resizes.append(Resize(r.id, after.node_names, after.gpus_held, tuple(added), tuple(removed), f"{reason}: {size}.", for_job))
 
     def _grow(self) -> None:
         """After the walk, elastic jobs below their most grow onto whole nodes no waiting job could take, that no

@@ -49,6 +49,15 @@ class LimitCheck:
 
 
 @dataclass(frozen=True)
+class OtherJob:
+    """A running job a submit would preempt or shrink, as the queue shows it to everyone (`squeue`)."""
+
+    id: int
+    name: str
+    owner: str
+
+
+@dataclass(frozen=True)
 class StartEstimate:
     kind: str  # START_NOW, "reserved", "planned", "after" or START_UNKNOWN
     at: datetime | None
@@ -56,6 +65,9 @@ class StartEstimate:
     reason: str = ""
     position: int | None = None  # its place in the queue (1: next), when it would wait
     preempts: int = 0  # running jobs it would stop to start now
+    # Which: those it would stop, and the elastic jobs it would shrink (from, to nodes), each with its name and owner.
+    stopped: tuple[OtherJob, ...] = ()
+    shrunk: tuple[tuple[OtherJob, int, int], ...] = ()
     # The nodes it would start on now (the policy's placement: an elastic job's most that fit), and an elastic job's range.
     nodes: int | None = None
     min_nodes: int | None = None
@@ -120,9 +132,23 @@ def _start(job: PendingJob, now: datetime) -> StartEstimate:
     decisions = schedule(build_snapshot(now, extra=(job,)), policy_config())
     placed = next((p for p in decisions.placements if p.job_id == job.id), None)
     if placed is not None:
-        stops = sum(1 for p in decisions.preemptions if p.for_job_id == job.id)
+        stops = [p.job_id for p in decisions.preemptions if p.for_job_id == job.id]
+        shrinks = {r.job_id: (len(r.node_names) + len(r.removed), len(r.node_names)) for r in decisions.resizes if r.for_job_id == job.id}
+        named = {
+            pk: OtherJob(pk, name, owner)
+            for pk, name, owner in Job.objects.filter(pk__in=[*stops, *shrinks]).values_list("pk", "name", "owner__username")
+        }
         low, high = (job.min_nodes, job.nodes) if job.elastic else (None, None)
-        return StartEstimate(START_NOW, now, preempts=stops, nodes=len(placed.node_names), min_nodes=low, max_nodes=high)
+        return StartEstimate(
+            START_NOW,
+            now,
+            preempts=len(stops),
+            stopped=tuple(named[pk] for pk in sorted(stops) if pk in named),
+            shrunk=tuple((named[pk], *sizes) for pk, sizes in sorted(shrinks.items()) if pk in named),
+            nodes=len(placed.node_names),
+            min_nodes=low,
+            max_nodes=high,
+        )
     wait = next(w for w in decisions.waiting if w.job_id == job.id)
     at = datetime.fromtimestamp(wait.estimated_start, UTC) if wait.estimated_start is not None else None
     kind = KIND_OF.get(wait.estimate, START_UNKNOWN) if at is not None else START_UNKNOWN

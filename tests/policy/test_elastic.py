@@ -105,6 +105,7 @@ def test_a_job_with_priority_shrinks_elastic_jobs_first_and_preempts_only_for_th
     assert [p.job_id for p in decisions.preemptions] == [2]
     (resize,) = decisions.resizes
     assert resize.job_id == 1 and resize.removed == tuple(names(3, 2)) and resize.node_names == tuple(names(0, 1))
+    assert resize.for_job_id == 9  # what a submit's estimate names
     assert set(placed(decisions)[9].node_names) == set(names(2, 3, 4, 5))
 
 

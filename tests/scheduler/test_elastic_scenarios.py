@@ -15,6 +15,7 @@ from jobs.states import JobState
 from quotas.models import UsageCharge
 from scheduler.cycle import run_cycle
 from tests.conftest import SimHarness, job_payload, session_for
+from tests.frontend.forms import submit_form
 from tests.scheduler.test_cycle import AlteredPodCluster, CordonedCluster
 
 
@@ -96,6 +97,23 @@ def test_an_elastic_job_shrinks_for_a_production_gang_instead_of_being_preempted
     job.refresh_from_db()
     assert job.nodes == 16 and job.state == JobState.RUNNING
     assert JobResize.objects.filter(job=job).count() == 2
+
+
+def test_the_submit_preview_names_the_jobs_a_production_job_would_preempt_and_shrink(
+    sim: SimHarness, submit: Any, settings: Any, user: Any, admin_user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It said only "preempting 1 job"; an admin about to throw away another team's GPU-hours sees which, and that an
+    elastic job is shrunk too."""
+    settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = 60
+    plain = submit(name="plain-4", nodes=4, wall_time_seconds=7200, simulate={"duration_seconds": 3600})["id"]
+    elastic = submit(name="wide", nodes=None, min_nodes=4, max_nodes=12, wall_time_seconds=7200, simulate={"duration_seconds": 3600})["id"]
+    sim.cycle()
+    sim.advance(2)
+    sim.advance(120)  # both running, past the minimum run time
+    monkeypatch.setattr("scheduler.estimate.timezone.now", sim.clock)  # the form's estimate is of the simulated now
+    html = session_for(admin_user).post("/jobs/new/estimate/", submit_form(nodes="10", priority_class="production")).json()["html"]
+    who = user.get_username()
+    assert f"preempting job {plain} (plain-4, {who}) and shrinking job {elastic} (wide, {who}) from 12 to 4 nodes." in html
 
 
 def grown_to_eight(sim: SimHarness, submit: Any) -> Job:
