@@ -25,7 +25,9 @@ class FormatParameterNegotiation(DefaultContentNegotiation):
         try:
             return super().select_renderer(request, renderers, format_suffix)
         except Http404 as exc:
-            asked = format_suffix or request.query_params.get(str(self.settings.URL_FORMAT_OVERRIDE), "")
+            if format_suffix:
+                raise  # /api/v1/jobs/1.5/: a path with a suffix no renderer has is no resource, a 404 as any unknown path
+            asked = request.query_params.get(str(self.settings.URL_FORMAT_OVERRIDE), "")
             formats = list(dict.fromkeys(_SAID.get(renderer.format, renderer.format) for renderer in renderers))
             named = " or ".join(formats) if len(formats) < 3 else f"{', '.join(formats[:-1])} or {formats[-1]}"
             raise ValidationError({"format": [f"Unknown format {asked!r}: this endpoint answers {named}."]}) from exc
