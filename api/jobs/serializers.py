@@ -7,6 +7,7 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import MaxLengthValidator, URLValidator
 from drf_spectacular.types import OpenApiTypes
@@ -22,7 +23,7 @@ from jobs.logs import job_attempt_ranks, job_log_attempts, ranks_text
 from jobs.models import EstimateKind, Job, JobEvent, JobResize, Node
 from jobs.selectors import job_nodes_shown, job_run_seconds, node_gpus_free, node_gpus_idle, node_settles_until, node_slices_free
 from jobs.services import job_submit_problems
-from notify.services import EVENTS
+from notify.services import EVENTS, asks_json
 from notify.webhooks import webhook_refusal
 from policy.model import Priority
 from scheduler.queue import QueueCounts, QueueEntry, stored_priority
@@ -466,10 +467,26 @@ class JobDetailSerializer(JobSerializer):
     telemetry_summary = serializers.SerializerMethodField(
         help_text="GPU and network summary of the job's stored runs; null until a run ends."
     )
+    notify = serializers.SerializerMethodField(
+        help_text="The submit's `notify`, as it was sent (a re-submit with it asks the same); null: none was sent, so its "
+        "owner's default applies when it is told (`GET /api/v1/notifications/`). A job, its webhook with it, is shown "
+        "only to its owner and admins."
+    )
 
     class Meta(JobSerializer.Meta):
-        fields = [*JobSerializer.Meta.fields, "held", "env", "simulate", "volumes", "events", "resizes", "attempts", "telemetry_summary"]
+        fields = [
+            *JobSerializer.Meta.fields,
+            *("held", "env", "simulate", "volumes", "notify", "events", "resizes", "attempts", "telemetry_summary"),
+        ]
         read_only_fields = fields
+
+    @extend_schema_field(NotifySerializer(allow_null=True))
+    def get_notify(self, job: Job) -> dict[str, Any] | None:
+        try:
+            asks = job.notify  # notify.JobNotify's reverse one-to-one (select_related by the views)
+        except ObjectDoesNotExist:
+            return None
+        return asks_json(asks)
 
     @extend_schema_field(HeldSerializer(allow_null=True))
     def get_held(self, job: Job) -> dict[str, Any] | None:

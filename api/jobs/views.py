@@ -72,7 +72,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
     def get_queryset(self) -> QuerySet[Job]:
         queryset = super().get_queryset()
         if self.action == "retrieve":
-            queryset = queryset.prefetch_related("events")
+            queryset = queryset.prefetch_related("events").select_related("notify")
         return queryset
 
     def get_serializer_class(self) -> type:
@@ -101,7 +101,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
             job = submitted.created[0]
             prefetch_related_objects([job], "events")
         else:
-            job = self.get_queryset().prefetch_related("events").get(pk=submitted.job_ids[0])
+            job = self.get_queryset().prefetch_related("events").select_related("notify").get(pk=submitted.job_ids[0])
         response = Response(JobDetailSerializer(job, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED)
         response["Location"] = request.build_absolute_uri(reverse("job-detail", args=[job.pk]))
         return _mark_replayed(response, submitted)
@@ -207,7 +207,7 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
 
     def _detail(self, job: Job) -> Response:
         """The job as its detail reads it, after an action changed it (cancel, hold, release)."""
-        job = self.get_queryset().prefetch_related("events").select_related("held_by").get(pk=job.pk)
+        job = self.get_queryset().prefetch_related("events").select_related("held_by", "notify").get(pk=job.pk)
         return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data)
 
     @extend_schema(
