@@ -71,7 +71,8 @@ class CycleReport:
     ended: dict[int, str] = field(default_factory=dict)
     requeued: list[int] = field(default_factory=list)
     preempted: list[int] = field(default_factory=list)
-    # Placed jobs whose launch the cluster refused (requeued): counted for /metrics.
+    # Failed launches (requeued with a backoff, or failed after too many): the cluster refused it, a container could not
+    # start (ImagePullBackOff), a gang not up in time; counted for /metrics.
     launch_failed: list[int] = field(default_factory=list)
     orphans_removed: list[tuple[int, int]] = field(default_factory=list)
     # Elastic jobs resized: (job id, ranks added, ranks removed).
@@ -529,7 +530,11 @@ def _launch_failed(
     transient: bool = False,
     avoid_nodes: Sequence[str] = (),
 ) -> None:
-    """Requeued with a backoff, or FAILED after too many launches in a row (jobs.lifecycle.job_launch_failed)."""
+    """Requeued with a backoff, or FAILED after too many launches in a row (jobs.lifecycle.job_launch_failed).
+
+    Every failed launch passes here and is counted (muster_launch_failures_total): not only the launches the API server
+    refused, but the common failures an admin alerts on, an image that does not pull or a gang not up in time."""
+    report.launch_failed.append(job.pk)
     job = job_launch_failed(job, now=now, why=why, transient=transient, avoid_nodes=avoid_nodes)
     if job.state == JobState.PENDING:
         _requeued(backend, job, report)
@@ -767,7 +772,6 @@ def _launch(backend: ClusterBackend, decisions: Decisions, now: datetime, report
                     report.cluster_error = str(exc)
             else:
                 logger.exception("launch of job %s attempt %s failed", job.pk, job.attempt)
-            report.launch_failed.append(job.pk)
             try:
                 transient = isinstance(exc, ClusterUnavailable) or (isinstance(exc, LaunchRefused) and exc.transient)
                 why = f"The cluster {'failed' if isinstance(exc, ClusterUnavailable) else 'refused'} the launch: {exc}"

@@ -271,7 +271,10 @@ class MusterCollector(Collector):
         )
         yield CounterMetricFamily("muster_launches", "Gangs launched on the cluster.", value=plain["launches"])
         yield CounterMetricFamily(
-            "muster_launch_failures", "Launches the cluster refused (the job was requeued).", value=plain["launch_failures"]
+            "muster_launch_failures",
+            "Failed launches, each requeued with a backoff or failed after too many: refused by the cluster, a container "
+            "that could not start (ImagePullBackOff), a gang not up within MUSTER_LAUNCH_TIMEOUT_SECONDS.",
+            value=plain["launch_failures"],
         )
         yield CounterMetricFamily("muster_preemptions", "Jobs preempted to make room for others.", value=plain["preemptions"])
 

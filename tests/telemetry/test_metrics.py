@@ -14,12 +14,13 @@ import yaml
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
+from jobs.cluster.base import PodPhase
 from jobs.models import ClusterHealth, CycleCounter, Job, Node, NodeState
 from jobs.states import JobState
 from scheduler.counters import CYCLE_SECONDS_BUCKETS, cycle_counters_record
 from scheduler.cycle import run_cycle
 from telemetry.exporter import metrics_text
-from tests.scheduler.test_cycle import RefusingCluster
+from tests.scheduler.test_cycle import AlteredPodCluster, RefusingCluster
 
 ALERTS = Path(__file__).resolve().parents[2] / "platform" / "prometheus"
 
@@ -155,6 +156,22 @@ def test_cycle_counters_count_failures_outages_and_skips(submit: Any, sim: Any) 
     assert value(m, "muster_cluster_reachable") == 0
     health = ClusterHealth.objects.get(pk=1)
     assert value(m, "muster_cluster_down_since_timestamp_seconds") == pytest.approx(health.down_since.timestamp())
+
+
+def test_every_failed_launch_is_counted_not_only_those_the_cluster_refused(submit: Any, sim: Any, settings: Any) -> None:
+    """An image that does not pull and a gang not up in time, the common failures, were not counted."""
+    settings.MUSTER_LAUNCH_TIMEOUT_SECONDS = 60
+    pulling = submit(nodes=1, simulate={"duration_seconds": 600})["id"]
+    sim.cycle()
+    stuck = AlteredPodCluster(sim.cluster, pulling, 0, phase=PodPhase.PENDING, reason="ImagePullBackOff", message="Back-off")
+    run_cycle(backend=stuck, now=sim.clock())
+    assert value(parse(metrics_text()), "muster_launch_failures_total") == 1
+    sim.cluster.start_seconds = 3600.0  # pods stay Pending
+    slow = submit(nodes=1)["id"]
+    sim.advance(16)  # the first job's backoff; both are placed
+    sim.advance(61)
+    assert Job.objects.get(pk=slow).launch_failures == 1 and Job.objects.get(pk=pulling).launch_failures == 2
+    assert value(parse(metrics_text()), "muster_launch_failures_total") == 3
 
 
 def test_duration_buckets_are_cumulative(db: None) -> None:
