@@ -120,8 +120,25 @@ def _cancel_target(text: str) -> tuple[int, tuple[int, ...] | None]:
     return job_id, tuple(sorted(indices))
 
 
-# `muster queue -t`: the states a job waits or runs in, by Muster's names and squeue's short ones.
-QUEUE_STATES = {"PENDING": "PENDING", "PD": "PENDING", "SCHEDULED": "SCHEDULED", "CF": "SCHEDULED", "RUNNING": "RUNNING", "R": "RUNNING"}
+# Slurm's names of a state Muster names otherwise: squeue's and sacct's short ones (`-t PD,R`, `-s CD,F,CA,TO`) and
+# sacct's long ones. The API takes Muster's names only, so the client maps them.
+SLURM_STATES = {
+    "PD": "PENDING",
+    "CF": "SCHEDULED",
+    "CONFIGURING": "SCHEDULED",
+    "R": "RUNNING",
+    "CD": "SUCCEEDED",
+    "COMPLETED": "SUCCEEDED",
+    "F": "FAILED",
+    "CA": "CANCELLED",
+    "TO": "TIMED_OUT",
+    "TIMEOUT": "TIMED_OUT",
+    "PR": "PREEMPTED",
+}
+# `muster queue -t`: the states a job waits or runs in, by Muster's names and Slurm's.
+QUEUE_STATES = {"PENDING": "PENDING", "SCHEDULED": "SCHEDULED", "RUNNING": "RUNNING"} | {
+    slurm: state for slurm, state in SLURM_STATES.items() if state in ("PENDING", "SCHEDULED", "RUNNING")
+}
 
 
 def _queue_states(text: str) -> list[str]:
@@ -135,6 +152,12 @@ def _queue_states(text: str) -> list[str]:
             )
         states.append(QUEUE_STATES[word])
     return states
+
+
+def _job_states(text: str) -> list[str]:
+    """--state as sacct's -s takes it: SUCCEEDED,FAILED or CD,F, any case. A word that is neither Muster's nor Slurm's
+    is sent as it is, and the server refuses it naming the states there are."""
+    return [SLURM_STATES.get(word, word) for word in (w.strip().upper() for w in text.split(",") if w.strip())]
 
 
 def _common(json_output: bool) -> argparse.ArgumentParser:
@@ -283,14 +306,16 @@ def build_parser() -> argparse.ArgumentParser:
         commands.jobs,
         "Your jobs, newest first, like sacct",
         "An admin sees everyone's.",
-        "  muster jobs\n  muster jobs --state RUNNING,PENDING\n  muster jobs --since 1d --name sweep\n  muster jobs --array 42 --limit 0",
+        "  muster jobs\n  muster jobs --state RUNNING,PENDING\n  muster jobs -s CD,F,CA,TO          # as sacct -s: ended jobs\n"
+        "  muster jobs --since 1d --name sweep\n  muster jobs --array 42 --limit 0",
     )
     p.add_argument(
         "-s",
         "--state",
         action="append",
-        help="PENDING, SCHEDULED, RUNNING, SUCCEEDED, FAILED, CANCELLED, TIMED_OUT, or PREEMPTED: the PENDING jobs "
-        "waiting again after a preemption; comma-separated or repeated",
+        type=_job_states,
+        help="PENDING (PD), SCHEDULED (CF), RUNNING (R), SUCCEEDED (CD), FAILED (F), CANCELLED (CA), TIMED_OUT (TO), or "
+        "PREEMPTED (PR): the PENDING jobs waiting again after a preemption; comma-separated or repeated, in any case",
     )
     p.add_argument("--name", help="names containing this text")
     p.add_argument("-S", "--since", help="submitted since: 2h or 3d ago, or a date/time (2026-11-01, 2026-11-01T09:00)")

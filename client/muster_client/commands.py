@@ -243,7 +243,7 @@ def parse_since(text: str, *, now: datetime | None = None) -> str:
 
 
 def jobs(args: argparse.Namespace) -> int:
-    states = [s.strip().upper() for value in args.state or [] for s in value.split(",") if s.strip()]
+    states = [state for value in args.state or [] for state in value]  # Muster's names (cli._job_states)
     filters = {
         "state": states or None,
         "name": args.name,

@@ -184,6 +184,21 @@ def test_the_queue_of_one_user_is_cut_to_the_limit_after_it_is_filtered(
     assert out.splitlines()[-1] == "1 shown; in the whole queue 3 pending"
 
 
+def test_jobs_takes_slurms_state_names_as_queue_does(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`muster jobs -s CD,F,CA,TO` (sacct's) was refused though `muster queue -t PD,R,CF` (squeue's) was taken."""
+    session = FakeSession(*(response(200, {"count": 0, "next": None, "results": []}) for _ in range(3)))
+    monkeypatch.setattr(commands, "client_for", lambda args: Client("http://muster.test:8000", "secret", session=session))  # type: ignore[arg-type]
+    assert run(capsys, "jobs", "-s", "CD,f,ca", "--state", "TO,pr")[0] == 0
+    assert run(capsys, "jobs", "-s", "PD,CF,R,completed,timeout")[0] == 0
+    assert run(capsys, "jobs", "-s", "cancelled,DONE")[0] == 0  # a word neither names: the server refuses it, naming the states
+    states = [sent["params"]["state"] for sent in session.sent]
+    assert states == [
+        ["SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT", "PREEMPTED"],
+        ["PENDING", "SCHEDULED", "RUNNING", "SUCCEEDED", "TIMED_OUT"],
+        ["CANCELLED", "DONE"],
+    ]
+
+
 def test_nodes_and_why_say_when_jobs_cannot_start_on_the_cluster(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
