@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -85,6 +86,17 @@ def test_nothing_known_shows_no_estimate(user: Any) -> None:
     html = page_of(user, JobFactory(owner=user, **planned(pending_reason_code="BUDGET", pending_reason="No budget left.")))
     assert "Queued, position 3." in html and "No budget left." in html
     assert 'data-testid="estimated-start"' not in html
+
+
+def test_a_job_only_an_admin_or_a_release_can_start_shows_no_place_in_the_queue(user: Any) -> None:
+    """ "Queued, position 1" read as next, of a job a lowered wall-time limit keeps from ever starting."""
+    limit = "Its wall time of 2 h is beyond the 1 h per job your quota (user alice) allows now; it waits until an admin raises the limit."
+    job = JobFactory(owner=user, **planned(pending_reason_code="JOB_LIMIT", pending_reason=limit, queue_position=1))
+    html = re.sub(r"<[^>]+>", "", page_of(user, job))
+    assert "Queued, not started until an admin raises the limit." in html and "position 1" not in html
+    held = JobFactory(owner=user, **planned(pending_reason_code="HELD", pending_reason="Held by its owner.", queue_position=1))
+    text = re.sub(r"<[^>]+>", "", page_of(user, held))
+    assert "Queued, held." in text and "position 1" not in text
 
 
 def test_the_job_page_reads_one_job_whatever_the_queue(user: Any) -> None:
