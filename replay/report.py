@@ -273,8 +273,13 @@ def _share_axis(layout: dict[str, Any]) -> dict[str, Any]:
 
 
 def empty_figure(title: str, message: str) -> dict[str, Any]:
-    """A chart with nothing to draw: its title and why, without empty axes (telemetry.figure_style's, Django-side)."""
-    layout = _layout(title, date_axis=False, height=130)
+    """A chart with nothing to draw: its title and why, without empty axes."""
+    return blank_figure(_layout(title, date_axis=False, height=130), message)
+
+
+def blank_figure(layout: dict[str, Any], message: str) -> dict[str, Any]:
+    """`layout` as a chart with no data: no axes (a date axis with no data reads "Jan 2000"), just why, in the chart's own
+    box. The what-if charts' and the telemetry pages' (telemetry.figure_style) alike."""
     layout["xaxis"] = {"visible": False}
     layout["yaxis"] = {"visible": False}
     layout["annotations"] = [

@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from replay.report import blank_figure
+
 COLORS = ("#3056d3", "#e8590c", "#2f9e44", "#ae3ec9", "#1098ad", "#f08c00", "#c2255c", "#5c940d")
 GRID = "#eaecf0"
-MUTED = "#667085"
 # Legend rows: the width a horizontal legend is assumed to wrap at (a 1440 px page's chart is ~1,150 px wide),
 # and the height of a row.
 LEGEND_WIDTH = 1000
@@ -65,21 +66,4 @@ def base_layout(title: str, *, height: int = 300, date_axis: bool = True, legend
 
 def empty_figure(title: str, message: str) -> dict[str, Any]:
     """A chart with no data: its title and why there is nothing to draw, without empty axes."""
-    layout = base_layout(title, height=130, date_axis=False)
-    layout["xaxis"] = {"visible": False}
-    layout["yaxis"] = {"visible": False}
-    layout["annotations"] = [
-        {
-            "text": message,
-            "showarrow": False,
-            "xref": "paper",
-            "yref": "paper",
-            "x": 0,
-            "xanchor": "left",
-            "y": 0.6,
-            "font": {"size": 13, "color": MUTED},
-        }
-    ]
-    layout["hovermode"] = False
-    layout["meta"] = {"empty": True}
-    return {"data": [], "layout": layout}
+    return blank_figure(base_layout(title, height=130, date_axis=False), message)
