@@ -44,10 +44,12 @@ def slice_fits(job: PendingJob, node: NodeView) -> bool:
 
 
 def describe_ask(job: PendingJob) -> str:
-    """The job's asks in words: "a 0.25-GPU slice with 10 GB of GPU memory, isolated (MIG)"."""
-    text = f"a {job.gpu_fraction:g}-GPU slice" if job.gpu_fraction else "a GPU slice"
+    """The job's asks in words: "a slice of at least 0.25 GPU with at least 10 GB of GPU memory, isolated (MIG)". At
+    least: the smallest slice that meets them is taken (a 0.1 ask takes a MIG 1g.10gb, 1/7 of a GPU), so "a 0.3-GPU
+    slice" read as if only a slice of exactly 0.3 would do."""
+    text = f"a slice of at least {job.gpu_fraction:g} GPU" if job.gpu_fraction else "a GPU slice"
     if job.gpu_memory_gb:
-        text += f" with {job.gpu_memory_gb:g} GB of GPU memory"
+        text += f" with at least {job.gpu_memory_gb:g} GB of GPU memory"
     if job.gpu_isolation:
         text += ", isolated (MIG)"
     return text

@@ -270,7 +270,7 @@ def test_a_researchers_day_login_submit_queue_why_logs_wait_cancel_usage(stack: 
     ]
     refused = stack.muster("submit", "--gpu-fraction", "0.25", "--gpu-isolation", "-t", "1h", "--image", IMAGE, "--", "python", "eval.py")
     assert refused.returncode != 0
-    assert "No node offers a 0.25-GPU slice, isolated (MIG). Shared here: time-slicing slices of 0.25 GPU" in refused.stderr
+    assert "No node offers a slice of at least 0.25 GPU, isolated (MIG). Shared here: time-slicing slices of 0.25 GPU" in refused.stderr
     assert stack.muster("cancel", str(sliced["id"])).returncode == 0
     # sbatch's -N MIN-MAX: an elastic job, its nodes its most.
     elastic = stack.muster("submit", "-N", "1-2", "-G", "8", "-t", "1h", "--image", IMAGE, "--json", "--", "torchrun", "train.py")

@@ -65,7 +65,7 @@ def test_isolation_goes_only_to_mig_and_says_so_when_no_mig_slice_meets_the_ask(
     assert placed(decisions)[1].node_names == ("mig-1g",)
     wait = waiting(decisions)[2]
     assert wait.reason_code == NO_ROOM
-    assert "a 0.25-GPU slice, isolated (MIG)" in wait.reason and "no node that shares its GPUs offers one" in wait.reason
+    assert "a slice of at least 0.25 GPU, isolated (MIG)" in wait.reason and "no node that shares its GPUs offers one" in wait.reason
     # No node is closed: it says no node offers such slices, not that they are gone, drained or held.
     assert wait.reason.endswith("No node offers such slices: a smaller ask may fit.")
     # A closed node that would offer one is named with why.

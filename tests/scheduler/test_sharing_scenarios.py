@@ -111,8 +111,8 @@ def test_a_quota_counts_slices_exactly(shared_sim: SimHarness, api: APIClient, u
         ({"gpus_per_node": 2, "gpu_fraction": 0.5}, "gpus_per_node", "gpus_per_node must be 1"),
         ({"gpu_fraction": 1.0}, "gpu_fraction", "less than or equal to 0.99"),
         ({"gpu_fraction": 0}, "gpu_fraction", "greater than or equal to 0.01"),
-        ({"gpu_fraction": 0.5, "gpu_isolation": True}, "gpu_fraction", "No node offers a 0.5-GPU slice, isolated (MIG). Shared here:"),
-        ({"gpu_memory_gb": 80}, "gpu_memory_gb", "No node offers a GPU slice with 80 GB of GPU memory."),
+        ({"gpu_fraction": 0.5, "gpu_isolation": True}, "gpu_fraction", "No node offers a slice of at least 0.5 GPU, isolated (MIG)."),
+        ({"gpu_memory_gb": 80}, "gpu_memory_gb", "No node offers a GPU slice with at least 80 GB of GPU memory."),
     ],
 )
 def test_bad_slice_asks_are_refused_with_the_reason_and_nothing_is_written(
