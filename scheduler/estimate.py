@@ -58,6 +58,17 @@ class OtherJob:
 
 
 @dataclass(frozen=True)
+class Shrink:
+    """An elastic job a submit would shrink, from and to how many nodes."""
+
+    id: int
+    name: str
+    owner: str
+    from_nodes: int
+    to_nodes: int
+
+
+@dataclass(frozen=True)
 class StartEstimate:
     kind: str  # START_NOW, "reserved", "planned", "after" or START_UNKNOWN
     at: datetime | None
@@ -67,7 +78,7 @@ class StartEstimate:
     preempts: int = 0  # running jobs it would stop to start now
     # Which: those it would stop, and the elastic jobs it would shrink (from, to nodes), each with its name and owner.
     stopped: tuple[OtherJob, ...] = ()
-    shrunk: tuple[tuple[OtherJob, int, int], ...] = ()
+    shrunk: tuple[Shrink, ...] = ()
     # The nodes it would start on now (the policy's placement: an elastic job's most that fit), and an elastic job's range.
     nodes: int | None = None
     min_nodes: int | None = None
@@ -144,7 +155,7 @@ def _start(job: PendingJob, now: datetime) -> StartEstimate:
             now,
             preempts=len(stops),
             stopped=tuple(named[pk] for pk in sorted(stops) if pk in named),
-            shrunk=tuple((named[pk], *sizes) for pk, sizes in sorted(shrinks.items()) if pk in named),
+            shrunk=tuple(Shrink(pk, named[pk].name, named[pk].owner, *sizes) for pk, sizes in sorted(shrinks.items()) if pk in named),
             nodes=len(placed.node_names),
             min_nodes=low,
             max_nodes=high,

@@ -732,6 +732,17 @@ class LimitCheckSerializer(serializers.Serializer):
     text = serializers.CharField()
 
 
+class OtherJobSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    owner = serializers.CharField()
+
+
+class ShrinkSerializer(OtherJobSerializer):
+    from_nodes = serializers.IntegerField()
+    to_nodes = serializers.IntegerField()
+
+
 class StartEstimateSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(
         choices=["now", "reserved", "planned", "after", "unknown"],
@@ -743,6 +754,8 @@ class StartEstimateSerializer(serializers.Serializer):
     reason = serializers.CharField()
     position = serializers.IntegerField(allow_null=True, help_text="Its place in the queue (1 is next) if it would wait.")
     preempts = serializers.IntegerField(help_text="Running jobs it would preempt to start now.")
+    stopped = OtherJobSerializer(many=True, help_text="Which: the running jobs it would preempt to start now (as the queue shows them).")
+    shrunk = ShrinkSerializer(many=True, help_text="The running elastic jobs it would shrink to start now, from and to how many nodes.")
     nodes = serializers.IntegerField(
         allow_null=True,
         help_text="The nodes it would start on now (an elastic job: the most that fit, between min_nodes and max_nodes); "

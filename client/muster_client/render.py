@@ -510,14 +510,33 @@ def _start_nodes(start: JSON) -> str:
     return f" on {start['nodes']} of {start['min_nodes']}-{start['max_nodes']} nodes"
 
 
+def _stops(start: JSON) -> str:
+    """ ", preempting job 2 (gang-4, bob) and shrinking job 3 (wide, bob) from 6 to 2 nodes"; a server that names none: the count."""
+    named = [f"job {j['id']} ({j['name']}, {j['owner']})" for j in start.get("stopped") or ()]
+    shrunk = [
+        f"job {j['id']} ({j['name']}, {j['owner']}) from {j['from_nodes']} to {j['to_nodes']} nodes" for j in start.get("shrunk") or ()
+    ]
+    parts = []
+    if named:
+        parts.append(f"preempting {_and(named)}")
+    elif start.get("preempts"):
+        parts.append(f"preempting {start['preempts']} job{'s' if start['preempts'] != 1 else ''}")
+    if shrunk:
+        parts.append(f"shrinking {_and(shrunk)}")
+    return f", {' and '.join(parts)}" if parts else ""
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def estimate_text(estimate: JSON, *, now: datetime | None = None) -> str:
     """`muster submit --test-only`: would it be accepted, the limits, and when it would start (sbatch --test-only's line)."""
     start = estimate["start"]
     if not estimate["accepted"]:
         lines = ["It would be refused:"] + [f"  {field}: {m}" for field, messages in estimate["problems"].items() for m in messages]
     elif start["kind"] == "now":
-        stops = f", preempting {start['preempts']} job{'s' if start['preempts'] != 1 else ''}" if start["preempts"] else ""
-        lines = [f"It would start now{_start_nodes(start)} (the next scheduling cycle places it{stops})."]
+        lines = [f"It would start now{_start_nodes(start)} (the next scheduling cycle places it{_stops(start)})."]
     elif start["at"]:
         prefix = {"reserved": "by ", "planned": "about ", "after": "not before "}.get(start["kind"], "")
         place = f", number {start['position']} in the queue" if start.get("position") else ""

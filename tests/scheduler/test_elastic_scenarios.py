@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from muster_client import render
 from rest_framework.test import APIClient
 
 from jobs.cluster import PodPhase
@@ -14,7 +15,7 @@ from jobs.selectors import job_assigned_nodes
 from jobs.states import JobState
 from quotas.models import UsageCharge
 from scheduler.cycle import run_cycle
-from tests.conftest import SimHarness, job_payload, session_for
+from tests.conftest import SimHarness, client_for, job_payload, session_for
 from tests.frontend.forms import submit_form
 from tests.scheduler.test_cycle import AlteredPodCluster, CordonedCluster
 
@@ -114,6 +115,13 @@ def test_the_submit_preview_names_the_jobs_a_production_job_would_preempt_and_sh
     html = session_for(admin_user).post("/jobs/new/estimate/", submit_form(nodes="10", priority_class="production")).json()["html"]
     who = user.get_username()
     assert f"preempting job {plain} (plain-4, {who}) and shrinking job {elastic} (wide, {who}) from 12 to 4 nodes." in html
+    # The API (and so `muster submit --test-only`) names them alike.
+    body = client_for(admin_user).post("/api/v1/jobs/estimate/", job_payload(nodes=10, priority_class="production"), format="json")
+    start = body.json()["start"]
+    assert (start["preempts"], start["stopped"]) == (1, [{"id": plain, "name": "plain-4", "owner": who}])
+    assert start["shrunk"] == [{"id": elastic, "name": "wide", "owner": who, "from_nodes": 12, "to_nodes": 4}]
+    told = render.estimate_text(body.json())
+    assert f"preempting job {plain} (plain-4, {who}) and shrinking job {elastic} (wide, {who}) from 12 to 4 nodes)." in told
 
 
 def grown_to_eight(sim: SimHarness, submit: Any) -> Job:
