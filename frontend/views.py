@@ -6,6 +6,7 @@ import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from django.conf import settings
 from django.contrib import messages
@@ -325,7 +326,9 @@ def _job_action(
 @login_required
 @require_POST
 def job_cancel_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
-    return _job_action(request, pk, job_cancel, (JobFinished,), "Job {pk} cancelled.")
+    # An admin cancelling someone's job may say why: its owner reads it in the job's reason.
+    comment = request.POST.get("reason", "").strip()[:300]
+    return _job_action(request, pk, partial(job_cancel, comment=comment), (JobFinished,), "Job {pk} cancelled.")
 
 
 @login_required

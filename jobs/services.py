@@ -486,12 +486,16 @@ def job_transition(job: Job, to_state: str, *, reason: str, now: datetime | None
     return job
 
 
-def job_cancel(*, job: Job, by: User | None, reason: str = "", backend: ClusterBackend | None = None, request: Any = None) -> Job:
+def job_cancel(
+    *, job: Job, by: User | None, reason: str = "", comment: str = "", backend: ClusterBackend | None = None, request: Any = None
+) -> Job:
     """Cancel a job in any state that has not ended. Its pods are deleted after the commit.
 
     Cancelling someone else's job (an admin) goes on the audit trail, from `request`'s address. `by` None is Muster
-    itself; `reason` replaces "Cancelled by <user>." as the job's reason (what its owner reads).
+    itself; `reason` replaces "Cancelled by <user>." as the job's reason (what its owner reads); `comment` is the
+    canceller's word on why, added to it ("Cancelled by root: the node is going into maintenance.").
     """
+    reason = reason or cancelled_by(by, comment)
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job.pk)
         if job.state in TERMINAL_STATES:
@@ -501,11 +505,18 @@ def job_cancel(*, job: Job, by: User | None, reason: str = "", backend: ClusterB
     return job
 
 
+def cancelled_by(by: User | None, comment: str = "") -> str:
+    """A cancelled job's reason: who, and their comment if they gave one."""
+    who = by.get_username() if by else "Muster"
+    text = comment.strip()
+    return f"Cancelled by {who}: {text}{'' if text.endswith(('.', '!', '?')) else '.'}" if text else f"Cancelled by {who}."
+
+
 def _cancel_locked(job: Job, *, by: User | None, reason: str, backend: ClusterBackend | None, request: Any) -> Job:
     """The cancel of a job its caller has locked and found not ended: one rule for a job and an array's elements."""
     had_pods = job.state in ACTIVE_STATES
     was = job.state
-    job = job_transition(job, JobState.CANCELLED, reason=reason or f"Cancelled by {by.get_username() if by else 'Muster'}.")
+    job = job_transition(job, JobState.CANCELLED, reason=reason or cancelled_by(by))
     if by is not None and by.pk != job.owner_id:
         audit_record(actor=by, action="job.cancel", target=job, changes={"state": [was, job.state]}, request=request, job=job)
     if had_pods:
@@ -601,6 +612,7 @@ def job_cancel_array(
     array_id: int,
     by: User,
     indices: Iterable[int] | None = None,
+    comment: str = "",
     backend: ClusterBackend | None = None,
     request: Any = None,
 ) -> ArrayCancel:
@@ -627,7 +639,9 @@ def job_cancel_array(
         if len(ended) == len(asked):
             raise ArrayEnded(_nothing_left(array_id, ended, whole=wanted is None), array_id=array_id, name=name, ended=list(ended))
         cancelled = [
-            _cancel_locked(job, by=by, reason="", backend=backend, request=request) for job in asked if job.state not in TERMINAL_STATES
+            _cancel_locked(job, by=by, reason=cancelled_by(by, comment), backend=backend, request=request)
+            for job in asked
+            if job.state not in TERMINAL_STATES
         ]
         queue_changed()
     return ArrayCancel(array_id=array_id, name=name, cancelled=cancelled, ended=ended)

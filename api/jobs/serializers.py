@@ -681,8 +681,22 @@ class JobArraySerializer(serializers.Serializer):
     jobs = JobSerializer(many=True)
 
 
+CANCEL_REASON_HELP = (
+    "Why, in a few words: added to the job's reason, which its owner reads (\"Cancelled by root: the node goes into "
+    'maintenance."). Optional.'
+)
+
+
+class JobCancelSerializer(StrictSerializer):
+    """The body of a cancel: nothing, or why."""
+
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=300, help_text=CANCEL_REASON_HELP)
+
+
 class JobArrayCancelSerializer(StrictSerializer):
     """`scancel 4` / `scancel 4_[1-3]`: an array, and the indices of the elements to cancel (all of them if left out)."""
+
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=300, help_text=CANCEL_REASON_HELP)
 
     array_id = serializers.IntegerField(min_value=1, help_text="The array's id (its first element's), as the submit answered.")
     indices = serializers.ListField(

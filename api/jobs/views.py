@@ -34,6 +34,7 @@ from api.jobs.serializers import (
     JobArrayEndedSerializer,
     JobArraySerializer,
     JobArraySubmitSerializer,
+    JobCancelSerializer,
     JobCheckSerializer,
     JobDetailSerializer,
     JobSerializer,
@@ -165,11 +166,22 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         estimate = job_estimate(owner=api_user(request), spec=spec, indices=indices)
         return Response(EstimateSerializer(estimate).data)
 
-    @extend_schema(request=None, responses={200: JobDetailSerializer, 400: NO_BODY, 409: None})
+    @extend_schema(
+        request=JobCancelSerializer,
+        responses={
+            200: JobDetailSerializer,
+            400: OpenApiResponse(description="A field it does not take, or a reason over 300 characters: nothing was done"),
+            409: None,
+        },
+        description='`scancel`: a pending job leaves the queue, a running one is stopped. No body, or `{"reason": ...}`: why, '
+        "added to the job's reason for its owner to read.",
+    )
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
-        refuse_a_body(request.data)
-        return self._detail(job_cancel(job=self.get_object(), by=api_user(request), request=request))
+        body = JobCancelSerializer(data=request.data if request.data is not None else {})
+        body.is_valid(raise_exception=True)
+        comment = body.validated_data.get("reason", "")
+        return self._detail(job_cancel(job=self.get_object(), by=api_user(request), comment=comment, request=request))
 
     @extend_schema(
         request=None,
@@ -232,7 +244,8 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
             raise ValidationError(serializer.every_problem())
         array_id, indices = serializer.validated_data["array_id"], serializer.validated_data.get("indices")
         try:
-            done = job_cancel_array(array_id=array_id, indices=indices, by=api_user(request), request=request)
+            comment = serializer.validated_data.get("reason", "")
+            done = job_cancel_array(array_id=array_id, indices=indices, comment=comment, by=api_user(request), request=request)
         except ArrayIndicesMissing as exc:
             # Each missing index named at its place in `indices`, as DRF names a list's bad items (`indices.2`).
             assert indices is not None  # only indices asked for can be missing

@@ -383,6 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  muster cancel 4_7          # its element of index 7\n  muster cancel '4_[1-3,8]'",
     )
     p.add_argument("job_ids", type=_cancel_target, nargs="+", metavar="ID")
+    p.add_argument("--reason", default="", metavar="TEXT", help="why, in a few words: added to each job's reason, which its owner reads")
 
     p = command(
         "hold",

@@ -123,9 +123,9 @@ class Client:
         body = {**spec, "array": array} if array is not None else dict(spec)
         return self._object("POST", "jobs/estimate/", json=body)
 
-    def cancel(self, job_id: int) -> Job:
-        """Cancel a job; ApiError 409 if it has already ended."""
-        return self._object("POST", f"jobs/{int(job_id)}/cancel/")
+    def cancel(self, job_id: int, reason: str = "") -> Job:
+        """Cancel a job, saying why if `reason` (its owner reads it); ApiError 409 if it has already ended."""
+        return self._object("POST", f"jobs/{int(job_id)}/cancel/", json={"reason": reason} if reason else None)
 
     def hold(self, job_id: int) -> Job:
         """`scontrol hold`: keep a pending job queued but never started until released; ApiError 409 if it is not
@@ -137,7 +137,7 @@ class Client:
         holds it and you are not one."""
         return self._object("POST", f"jobs/{int(job_id)}/release/")
 
-    def cancel_array(self, array_id: int, indices: Iterable[int] | None = None) -> JSON:
+    def cancel_array(self, array_id: int, indices: Iterable[int] | None = None, reason: str = "") -> JSON:
         """`scancel 42` (every element of array 42 not ended yet) or `scancel 42_[1-3]` (the elements of those `indices`):
         one request (`POST /api/v1/jobs/cancel-array/`), which cancels all of them or none; ended ones are left.
 
@@ -147,7 +147,7 @@ class Client:
         such array you may see. A cancel the server throttles (429) is sent again after the wait it asks (sent twice, it
         cancels once: the second finds the elements ended).
         """
-        body: JSON = {"array_id": int(array_id)}
+        body: JSON = {"array_id": int(array_id), **({"reason": reason} if reason else {})}
         asked = None if indices is None else list(dict.fromkeys(int(index) for index in indices))
         if asked is not None:
             body["indices"] = asked

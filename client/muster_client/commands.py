@@ -372,14 +372,14 @@ def cancel(args: argparse.Namespace) -> int:
             if indices is None and not _is_array(client, job_id):
                 if job_id in cancelled:
                     continue
-                job = client.cancel(job_id)
+                job = client.cancel(job_id, reason=args.reason)
                 cancelled.add(job["id"])
                 if args.json:
                     print_json(job)
                 else:
                     out(f"Cancelled job {job['id']} ({job['name']})")
                 continue
-            result = client.cancel_array(job_id, indices)
+            result = client.cancel_array(job_id, indices, reason=args.reason)
         except ApiError as exc:
             if exc.status >= 500:
                 raise

@@ -189,3 +189,11 @@ def test_a_thousand_element_array_is_one_write(api: APIClient, user: Any, sim: S
     assert len(response.json()["cancelled"]) == 1000
     assert Job.objects.filter(array_id=elements[0]["array_id"], state=JobState.CANCELLED).count() == 1000
     assert cancel_array(api, elements[0]["array_id"]).status_code == 409  # the second write: not throttled yet
+
+
+def test_an_arrays_cancel_may_say_why(api: APIClient, sim: SimHarness) -> None:
+    body = api.post("/api/v1/jobs/array/", job_payload(nodes=1, gpus_per_node=1, array="0-2"), format="json").json()
+    answer = api.post("/api/v1/jobs/cancel-array/", {"array_id": body["array_id"], "reason": "wrong learning rate"}, format="json")
+    assert answer.status_code == 200, answer.content
+    reasons = set(JobEvent.objects.filter(job__array_id=body["array_id"], to_state=JobState.CANCELLED).values_list("reason", flat=True))
+    assert len(reasons) == 1 and reasons.pop().endswith(": wrong learning rate.")

@@ -124,7 +124,7 @@ def test_cancel_cancels_each_job_once_however_often_it_is_named(
     """`muster cancel 10 10` cancelled job 10, then said it had already ended and exited 5."""
     config.save_token("http://muster.test:8000", "secret")
     asked: list[int] = []
-    monkeypatch.setattr(Client, "cancel", lambda self, job_id: asked.append(job_id) or {"id": job_id, "name": "train"})
+    monkeypatch.setattr(Client, "cancel", lambda self, job_id, reason="": asked.append(job_id) or {"id": job_id, "name": "train"})
     monkeypatch.setattr(Client, "jobs", lambda self, **filters: iter([]))  # neither is an array's id
     code, out, _ = run(capsys, "cancel", "10", "11", "10")
     assert code == 0 and asked == [10, 11] and out.splitlines() == ["Cancelled job 10 (train)", "Cancelled job 11 (train)"]

@@ -14,7 +14,7 @@ from jobs.lifecycle import job_preempt
 from jobs.models import Job
 from jobs.selectors import start_waits
 from jobs.states import JobState
-from tests.conftest import SimHarness
+from tests.conftest import SimHarness, session_for
 from tests.jobs.factories import JobFactory
 
 
@@ -169,11 +169,11 @@ def test_a_job_held_after_the_snapshot_is_not_placed(api: APIClient, submit: Any
 
 
 def test_an_action_refuses_a_body_it_would_not_read(api: APIClient, submit: Any) -> None:
-    """A cancel sent `{"reason": ...}` cancelled the job and dropped the reason; a hold took a body of 300 KB."""
+    """A cancel sent a field it did not take cancelled the job and dropped it; a hold took a body of 300 KB."""
     job_id = submit(nodes=1, gpus_per_node=8)["id"]
     for action in ("cancel", "hold", "release"):
         url = f"/api/v1/jobs/{job_id}/{action}/"
-        assert api.post(url, {"reason": "wrong data"}, format="json").json() == {"reason": ["Unknown field."]}
+        assert api.post(url, {"force": True}, format="json").json() == {"force": ["Unknown field."]}
         assert api.post(url, "[1, 2]", content_type="application/json").status_code == 400
         assert api.post(url, "notjson", content_type="application/json").status_code == 400
         assert api.post(url, "x", content_type="text/plain").status_code == 415
@@ -185,3 +185,22 @@ def test_an_action_refuses_a_body_it_would_not_read(api: APIClient, submit: Any)
     assert hold(api, job_id).status_code == 200
     assert api.post(f"/api/v1/jobs/{job_id}/release/", {}, format="json").status_code == 200
     assert api.post(f"/api/v1/jobs/{job_id}/cancel/", "", content_type="application/json").status_code == 200
+
+
+def test_an_admin_cancelling_someones_job_may_say_why_and_its_owner_reads_it(
+    api: APIClient, admin_api: APIClient, admin_user: Any, user: Any, submit: Any
+) -> None:
+    """The owner read only "Cancelled by root."."""
+    job_id = submit(nodes=1, gpus_per_node=8)["id"]
+    answer = admin_api.post(f"/api/v1/jobs/{job_id}/cancel/", {"reason": "the node goes into maintenance"}, format="json")
+    assert answer.status_code == 200, answer.content
+    seen = api.get(f"/api/v1/jobs/{job_id}/").json()
+    assert seen["events"][-1]["reason"] == f"Cancelled by {admin_user.username}: the node goes into maintenance."
+    # The page's Cancel offers the field to whoever cancels someone else's job, not to its owner.
+    other = submit(nodes=1)["id"]
+    assert 'data-testid="cancel-reason"' in session_for(admin_user).get(f"/jobs/{other}/").content.decode()
+    assert 'data-testid="cancel-reason"' not in session_for(user).get(f"/jobs/{other}/").content.decode()
+    session_for(admin_user).post(f"/jobs/{other}/cancel/", {"reason": "  quota review  "})
+    assert Job.objects.get(pk=other).events.last().reason == f"Cancelled by {admin_user.username}: quota review."
+    too_long = admin_api.post(f"/api/v1/jobs/{submit(nodes=1)['id']}/cancel/", {"reason": "x" * 301}, format="json")
+    assert too_long.status_code == 400 and "reason" in too_long.json()
