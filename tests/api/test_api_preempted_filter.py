@@ -97,7 +97,7 @@ def test_muster_jobs_lists_them_and_says_what_its_preempted_state_lists(
     assert [line.split()[0] for line in out.splitlines()[1:]] == [str(jobs["preempted"].pk)]
     with pytest.raises(SystemExit):
         cli.main(["jobs", "--help"])
-    assert "PREEMPTED: the PENDING jobs waiting again after a preemption" in " ".join(capsys.readouterr().out.split())
+    assert "PREEMPTED (PR): the PENDING jobs waiting again after a preemption" in " ".join(capsys.readouterr().out.split())
 
 
 def test_muster_jobs_with_a_state_there_is_not_says_the_states_there_are(
