@@ -529,6 +529,15 @@ class KubernetesCluster:
                 said = _api_message(exc)
                 # The site's limits or a namespace being deleted, not the job: tried again, never failing it.
                 passing = exc.status == 403 and ("exceeded quota" in said or "being terminated" in said)
+                if exc.status == 403 and (missing := _MISSING_PRIORITY_CLASS.search(said)):
+                    # The site's setting names a PriorityClass the cluster lacks: its fault, not the job's, which waits
+                    # (no launch counted towards failing) until the class is made or the setting changed.
+                    passing = True
+                    said = (
+                        f"{said.rstrip('.')}. MUSTER_K8S_PRIORITY_CLASSES gives this job's class the PriorityClass "
+                        f"{missing.group(1)}, which the cluster does not have: an admin creates it (`kubectl create "
+                        f"priorityclass {missing.group(1)} --value=...`) or changes the setting; the job waits meanwhile."
+                    )
                 if passing and (beyond := _beyond_quota(said)):
                     # No pod ending makes room for it: only the quota going up does, so its launches count to failing.
                     passing, said = False, f"{said.rstrip('.')}. It asks {beyond}: no launch fits until the quota is raised."
@@ -912,6 +921,8 @@ def _not_started(status: client.V1PodStatus) -> tuple[str, str] | None:
     return None
 
 
+# The Priority admission plugin, of a pod naming a PriorityClass that does not exist.
+_MISSING_PRIORITY_CLASS = re.compile(r"no PriorityClass with name (\S+) was found")
 # kube-scheduler's VolumeBinding plugin, of a pod's claim that is not there: `persistentvolumeclaim "data" not found`.
 _MISSING_CLAIM = re.compile(r'persistentvolumeclaim "([^"]+)" not found')
 

@@ -580,6 +580,17 @@ def test_a_launch_a_resourcequota_refuses_says_the_api_servers_words_and_does_no
     assert ClusterHealth.objects.get(pk=1).error == ""  # one namespace quota, not the site's cluster down
 
 
+def test_a_priority_class_the_cluster_lacks_keeps_the_job_waiting_without_failing_it(api: APIClient, kube: KubeHarness) -> None:
+    """MUSTER_K8S_PRIORITY_CLASSES named a class nobody created: each launch was refused, and five failed the job."""
+    absent = f"{kube.namespace}-absent"
+    kube.cluster.options = dataclasses.replace(kube.cluster.options, priority_class_names={"normal": absent})
+    job = submit(api, nodes=1, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).launch_failures == 1, timeout=20)
+    reason = JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason
+    assert f"gives this job's class the PriorityClass {absent}, which the cluster does not have" in reason, reason
+    assert reason.endswith("Failed launch 1 in a row; tried again in 15 s."), reason  # not "of at most 5": it never fails the job
+
+
 def test_a_launch_beyond_what_a_resourcequota_allows_at_all_counts_towards_failing(api: APIClient, kube: KubeHarness) -> None:
     """A quota whose hard limit is below what one pod asks never admits it: it was launched again and again, forever."""
     quota = {"metadata": {"name": "gpu-cap"}, "spec": {"hard": {"requests.nvidia.com/gpu": "4"}}}
