@@ -189,6 +189,12 @@ def nodes_overfilled(names: Iterable[str]) -> list[str]:
 STATE_CHANGES = ~Q(from_state=F("to_state"))
 
 
+def waiting_jobs() -> QuerySet[Job]:
+    """The jobs waiting to be started: pending and not held (a held job waits for its release, by its owner's or an
+    admin's choice: not a wait the dashboard's starvation, /metrics' oldest wait or an alert should count)."""
+    return Job.objects.filter(state=JobState.PENDING, hold="")
+
+
 def waiting_after_preemption() -> Q:
     """The jobs back in the queue after a preemption, as a filter on jobs: what `?state=PREEMPTED` means.
 
@@ -209,7 +215,8 @@ def start_waits(*, after: datetime | None = None, until: datetime | None = None)
     starved queue.
     """
     # Events are numbered in the order they happened: the latest entry into the queue before this start.
-    queued = JobEvent.objects.filter(STATE_CHANGES, job=OuterRef("job"), to_state=JobState.PENDING, id__lt=OuterRef("id")).order_by("-id")
+    # A release counts as an entry: the time a job was held is its owner's choice, not a wait for the scheduler.
+    queued = JobEvent.objects.filter(job=OuterRef("job"), to_state=JobState.PENDING, id__lt=OuterRef("id")).order_by("-id")
     starts = JobEvent.objects.filter(to_state=JobState.RUNNING)
     if after is not None:
         starts = starts.filter(at__gt=after)

@@ -31,8 +31,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from jobs.models import Allocation, ClusterHealth, CycleCounter, Job, Node, NodeState
-from jobs.selectors import start_waits
+from jobs.selectors import start_waits, waiting_jobs
 from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState
+from policy.model import HELD
 from scheduler.counters import BUCKET_COUNTER, CYCLE_SECONDS_BUCKETS
 from scheduler.queue import starving_count
 
@@ -109,7 +110,8 @@ class MusterCollector(Collector):
             by_state[row["state"]] += row["n"]
             if row["state"] == JobState.PENDING:
                 by_reason[row["pending_reason_code"] or NEW_REASON] += row["n"]
-                oldest = row["oldest"] if oldest is None else min(oldest, row["oldest"])
+                if row["pending_reason_code"] != HELD:  # waiting for its release, not for the scheduler
+                    oldest = row["oldest"] if oldest is None else min(oldest, row["oldest"])
             elif row["state"] in ACTIVE_STATES:
                 counts = by_quota["over" if row["over_quota"] else "within"]
                 counts[0] += row["n"]
@@ -152,7 +154,7 @@ class MusterCollector(Collector):
             "muster_jobs_starving",
             "Pending jobs that have waited past their starvation threshold (MUSTER_STARVATION_SECONDS; a single-node job"
             " at least MUSTER_STARVATION_WALL_FACTOR x its wall time): they are owed a reservation.",
-            value=starving_count(Job.objects.filter(state=JobState.PENDING), now),
+            value=starving_count(waiting_jobs(), now),
         )
         yield GaugeMetricFamily(
             "muster_starvation_threshold_seconds",

@@ -36,7 +36,7 @@ from django.db.models import Count, Min, Q, Sum
 
 from jobs.amounts import gpu_amount
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
-from jobs.selectors import node_gpus_free, node_gpus_idle, node_settles_until, node_slices_free, nodes_with_usage, start_waits
+from jobs.selectors import node_gpus_free, node_gpus_idle, node_settles_until, node_slices_free, nodes_with_usage, start_waits, waiting_jobs
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.selectors import teams_visible_to
 from scheduler.queue import is_starving, starving_count
@@ -272,7 +272,7 @@ def latency(window: Window, now: datetime, span: Span | None = None) -> dict[str
 def starvation(now: datetime) -> dict[str, Any]:
     """The longest current waits, and how many pending jobs are past their starvation threshold."""
     threshold = settings.MUSTER_STARVATION_SECONDS
-    pending = Job.objects.filter(state=JobState.PENDING)
+    pending = waiting_jobs()
     past = starving_count(pending, now)
     longest = list(pending.select_related("owner", "team").order_by("submitted_at", "id")[:STARVATION_ROWS])
     rows = [
