@@ -14,5 +14,6 @@ def hold_reason(*, job_id: int, hold: str, held_by: str | None, held_at: datetim
         return ""
     at = f" at {when(held_at.timestamp())}" if held_at is not None else ""
     if hold == JobHold.ADMIN:
-        return f"Held by an admin{f' ({held_by})' if held_by else ''}{at}: only an admin can release it (`muster release {job_id}`)."
+        # No command: its owner, who reads it most, would be refused it.
+        return f"Held by an admin{f' ({held_by})' if held_by else ''}{at}: only an admin can release it."
     return f"Held by its owner{f' ({held_by})' if held_by else ''}{at}: `muster release {job_id}` lets it start."
