@@ -897,7 +897,18 @@ class _Cycle:
         given = {name for _, name in offers}
         search = allowed if not given else (lambda name: name not in given and (allowed is None or allowed(name)))
         rest = replace(start, nodes=start.nodes - len(given))
-        victims = self._smallest_victim_set(rest, search)
+        victims = None
+        if offers:
+            # The rest from jobs not being shrunk first: else the search, counting only the nodes it takes, stopped a
+            # shrinking job whole for its last nodes (cheap on their own) beside the plain job that made up the rest.
+            shrinking = {victim_id for victim_id, _ in offers}
+
+            def elsewhere(name: str) -> bool:
+                return (search is None or search(name)) and not shrinking.intersection(self.on_node.get(name, {}))
+
+            victims = self._smallest_victim_set(rest, elsewhere)
+        if victims is None:
+            victims = self._smallest_victim_set(rest, search)
         if victims is None:
             # Within a cycle capacity only shrinks, and victims and allowed nodes with it: the same key fails again.
             self.failed_searches.add(key)

@@ -109,6 +109,19 @@ def test_a_job_with_priority_shrinks_elastic_jobs_first_and_preempts_only_for_th
     assert set(placed(decisions)[9].node_names) == set(names(2, 3, 4, 5))
 
 
+def test_the_rest_is_found_among_jobs_not_being_shrunk_before_an_elastic_one_is_stopped_whole() -> None:
+    """An elastic 2..4 job giving up its two spare nodes was stopped whole too, beside the plain job whose four nodes made
+    up the rest: its two remaining nodes cost less work lost than two of the plain job's. Stopping the plain job alone,
+    with the shrink, is enough; the elastic job runs on, on its fewest nodes."""
+    flexible = elastic_running(1, names(0, 1, 2, 3), 2, 4, rank=2, ran=HOUR, left=5 * HOUR)
+    plain = running(2, dict.fromkeys(names(4, 5, 6, 7), 8), rank=2, ran=HOUR, left=5 * HOUR)
+    decisions = schedule(snap([pend(9, nodes=6, rank=0)], [flexible, plain], nodes=NODES))
+    assert [p.job_id for p in decisions.preemptions] == [2]
+    (resize,) = decisions.resizes
+    assert (resize.job_id, resize.node_names, resize.for_job_id) == (1, tuple(names(0, 1)), 9)
+    assert set(placed(decisions)[9].node_names) == set(names(2, 3, 4, 5, 6, 7))
+
+
 def test_an_elastic_job_stopped_whole_for_the_rest_is_not_also_shrunk() -> None:
     # Its two spare nodes and two more are needed, and only it can give them: it is preempted, with no resize beside.
     flexible = elastic_running(1, names(*range(8)), 6, 8, rank=2, ran=HOUR, left=5 * HOUR)
