@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -540,6 +541,13 @@ MUSTER_K8S_POD_ANNOTATIONS = env_mapping("MUSTER_K8S_POD_ANNOTATIONS")
 # pods get its class's priorityClassName, so a cluster shared with other workloads does not let kube-scheduler preempt
 # a production gang for any pod of a priority above 0. A class left out runs at the cluster's default priority.
 MUSTER_K8S_PRIORITY_CLASSES = env_mapping("MUSTER_K8S_PRIORITY_CLASSES")
+_k8s_classes = [p.split("=", 1)[0].strip() for p in os.environ.get("MUSTER_K8S_PRIORITY_CLASSES", "").split(",") if p.strip()]
+if len(_k8s_classes) != len(set(_k8s_classes)):
+    raise ImproperlyConfigured("MUSTER_K8S_PRIORITY_CLASSES names a class twice: give each class one PriorityClass")
+if bad := [n for n in MUSTER_K8S_PRIORITY_CLASSES.values() if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", n)]:
+    raise ImproperlyConfigured(
+        f"MUSTER_K8S_PRIORITY_CLASSES: {', '.join(bad)} is not a PriorityClass name (lower case letters, digits, '-' and '.')"
+    )
 if unknown := sorted(set(MUSTER_K8S_PRIORITY_CLASSES) - set(MUSTER_PRIORITY_CLASSES)):
     raise ImproperlyConfigured(
         f"MUSTER_K8S_PRIORITY_CLASSES: {', '.join(unknown)} is not a class of MUSTER_PRIORITY_CLASSES "

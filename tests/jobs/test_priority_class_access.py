@@ -81,3 +81,22 @@ def test_the_submit_form_offers_only_the_classes_its_user_may_use(
     settings.MUSTER_PRIORITY_CLASS_ACCESS = {"production": frozenset({"infra"})}
     TeamFactory(name="infra").members.add(user)
     assert offered(user) == CLASSES and offered(other_user) == ["normal", "preemptible"]
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("production=gpu-prod,urgent=x", "urgent is not a class of MUSTER_PRIORITY_CLASSES"),
+        ("production=Bad_Name", "Bad_Name is not a PriorityClass name"),
+        ("production=a,production=b", "names a class twice"),
+    ],
+)
+def test_a_bad_kubernetes_priority_class_mapping_stops_the_start(value: str, said: str) -> None:
+    """Read once, at the start: a name the API server would refuse failed every launch of the class instead."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MUSTER_K8S_PRIORITY_CLASSES": value}
+    started = subprocess.run([sys.executable, "-c", "import config.settings"], env=env, capture_output=True, text=True, timeout=60)
+    assert started.returncode != 0 and said in started.stderr, started.stderr[-500:]
