@@ -73,7 +73,7 @@ from policy.model import (
     team_key,
     user_key,
 )
-from policy.runtime import RECENT_JOBS, expected_runtime
+from policy.runtime import RECENT_JOBS, expected_runtime, runtime_kind
 from policy.schedule import schedule
 from replay.trace import Assumptions, TraceJob
 from replay.usage import DecayedUsage
@@ -227,8 +227,8 @@ class _Sim:
         self.wakes: list[tuple[float, int]] = []  # (time, job id: a starving job; 0: a victim becoming eligible)
         self.attempt = dict.fromkeys(self.records, 0)
         self.last_prediction: dict[int, float] = {}
-        # Each user's latest run times, newest first: what a running job's expected end is predicted from (policy/runtime.py).
-        self.runtimes: dict[str, list[float]] = {}
+        # Each user's latest run times by kind of job, newest first: what a job's run time is predicted from (policy/runtime.py).
+        self.runtimes: dict[tuple[str, str], list[float]] = {}
         self.just_submitted: set[int] = set()
         self.usage = DecayedUsage(config.half_life_seconds, self.jobs[0].submit if self.jobs else 0.0)
         self.decisions: list[tuple[int, float]] = []
@@ -320,10 +320,15 @@ class _Sim:
             team=team,
             preemptible=job.preemptible or self.a.tenant_quotas,
             wall_seconds=job.wall_seconds,
-            expected_seconds=expected_runtime(self.runtimes.get(user, ()), job.wall_seconds),
+            expected_seconds=expected_runtime(self.runtimes.get((user, self._kind(job)), ()), job.wall_seconds),
             preempted_at=self.preempted_at.get(job.id),
             min_nodes=job.min_nodes,
         )
+
+    @staticmethod
+    def _kind(job: TraceJob) -> str:
+        """Which of its owner's run times its prediction reads (the platform's rule; a trace has no GPU slices)."""
+        return runtime_kind(nodes=job.nodes, elastic=bool(job.min_nodes))
 
     @staticmethod
     def _shape(job: PendingJob | TraceJob) -> tuple[int, int]:
@@ -370,8 +375,8 @@ class _Sim:
 
     def _finish(self, job_id: int, now: float) -> None:
         run = self._release(job_id, now)
-        user = run.running.user
-        self.runtimes[user] = [now - run.start, *self.runtimes.get(user, ())][:RECENT_JOBS]
+        key = (run.running.user, self._kind(self.by_id[job_id]))
+        self.runtimes[key] = [now - run.start, *self.runtimes.get(key, ())][:RECENT_JOBS]
         self.records[job_id].end = now
         self.remaining[job_id] = 0.0
         self.done += 1
@@ -437,7 +442,9 @@ class _Sim:
             class_rank=job.class_rank,
             started_at=now,
             ends_at=now + job.wall_seconds,
-            expected_end=now + predicted if (predicted := expected_runtime(self.runtimes.get(job.user, ()), job.wall_seconds)) else None,
+            expected_end=now + predicted
+            if (predicted := expected_runtime(self.runtimes.get((job.user, self._kind(self.by_id[job_id])), ()), job.wall_seconds))
+            else None,
             user=job.user,
             team=job.team,
             preemptible=job.preemptible,

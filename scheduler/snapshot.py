@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from django.conf import settings
-from django.db.models import Count, F, Max, QuerySet, Window
+from django.db.models import Case, Count, F, Max, Q, QuerySet, Value, When, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
@@ -16,7 +16,7 @@ from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.selectors import node_settles_until, nodes_with_usage
 from jobs.states import ACTIVE_STATES, JobState
 from policy.model import NodeView, PendingJob, PolicyConfig, Reservation, RunningJob, Snapshot, when
-from policy.runtime import RECENT_JOBS, expected_runtime
+from policy.runtime import ONE_NODE, RECENT_JOBS, SEVERAL_NODES, SLICE, expected_runtime, runtime_kind
 from quotas.selectors import accounts_snapshot
 
 
@@ -114,7 +114,8 @@ def preemption_history() -> dict[int, tuple[int, datetime]]:
     return {job_id: (n, last) for job_id, n, last in rows}
 
 
-Runtimes = dict[str, list[float]]
+# (owner, policy.runtime.runtime_kind) -> their latest run times, newest first.
+Runtimes = dict[tuple[str, str], list[float]]
 
 
 def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None, runtimes: Runtimes | None = None) -> tuple[PendingJob, ...]:
@@ -168,7 +169,7 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None, runtime
                 gpu_isolation=isolation,
                 min_nodes=low,
                 max_nodes=high,
-                expected_seconds=expected_runtime(runtimes.get(user, ()), wall),
+                expected_seconds=expected_runtime(runtimes.get((user, _kind(nodes, fraction, memory, isolation, low)), ()), wall),
                 held=hold_reason(job_id=pk, hold=hold, held_by=held_by, held_at=held_at),
             )
         )
@@ -230,11 +231,17 @@ def running_jobs(history: dict[int, tuple[int, datetime]] | None = None, runtime
         "rdma_per_node",
         "checkpointed_at",
         "launch_not_before",
+        "nodes",
+        "gpu_fraction",
+        "gpu_memory_gb",
+        "gpu_isolation",
     )
     if runtimes is None:
         runtimes = recent_runtimes({row[5] for row in rows})
     result = []
-    for pk, pc, scheduled, started, wall, user, team, preemptible, over_quota, low, high, gpus, rdma, checkpointed, hold in rows:
+    for row in rows:
+        pk, pc, scheduled, started, wall, user, team, preemptible, over_quota, low, high, gpus, rdma, checkpointed, hold = row[:15]
+        predicted = expected_runtime(runtimes.get((user, _kind(*row[15:], low)), ()), wall)
         ranks = sorted(held.get(pk, []))
         # An active job has been placed, so scheduled_at (and so each of these) is set.
         start = cast(datetime, started or scheduled).timestamp()
@@ -248,7 +255,7 @@ def running_jobs(history: dict[int, tuple[int, datetime]] | None = None, runtime
                 class_rank=class_rank(pc),
                 started_at=start,
                 ends_at=placed + wall,
-                expected_end=start + predicted if (predicted := expected_runtime(runtimes.get(user, ()), wall)) is not None else None,
+                expected_end=start + predicted if predicted is not None else None,
                 user=user,
                 team=team,
                 preemptible=preemptible,
@@ -269,11 +276,23 @@ def running_jobs(history: dict[int, tuple[int, datetime]] | None = None, runtime
 RECENT_RUNTIME_DAYS = 30
 
 
+def _kind(nodes: int, fraction: float | None, memory: float | None, isolation: bool, min_nodes: int | None) -> str:
+    return runtime_kind(nodes=nodes, shares_gpu=bool(fraction or memory or isolation), elastic=min_nodes is not None)
+
+
+# runtime_kind in SQL, to keep each owner's latest run times of each kind in one read.
+_KIND = Case(
+    When(Q(gpu_fraction__isnull=False) | Q(gpu_memory_gb__isnull=False) | Q(gpu_isolation=True), then=Value(SLICE)),
+    When(Q(nodes__gt=1) | Q(min_nodes__isnull=False), then=Value(SEVERAL_NODES)),
+    default=Value(ONE_NODE),
+)
+
+
 def recent_runtimes(users: set[str] | QuerySet[Job, str]) -> Runtimes:
     """Each user's latest run times in seconds, newest first (policy/runtime.py averages them): jobs that ran and ended
     within RECENT_RUNTIME_DAYS (older ones say little of what the user runs now, and the bound keeps the read small).
     `users` may be a query of names: it is then a subquery of this one read (no users: no read at all)."""
-    latest = Window(RowNumber(), partition_by=[F("owner_id")], order_by=F("finished_at").desc())
+    latest = Window(RowNumber(), partition_by=[F("owner_id"), _KIND], order_by=F("finished_at").desc())
     rows = (
         Job.objects.filter(
             owner__username__in=users,
@@ -281,15 +300,15 @@ def recent_runtimes(users: set[str] | QuerySet[Job, str]) -> Runtimes:
             started_at__isnull=False,
             finished_at__gte=timezone.now() - timedelta(days=RECENT_RUNTIME_DAYS),
         )
-        .annotate(latest=latest)
+        .annotate(latest=latest, kind=_KIND)
         .filter(latest__lte=RECENT_JOBS)
-        .order_by("owner_id", "latest")
-        .values_list("owner__username", "started_at", "finished_at")
+        .order_by("owner_id", "kind", "latest")
+        .values_list("owner__username", "kind", "started_at", "finished_at")
     )
     runtimes: Runtimes = defaultdict(list)
-    for user, started, finished in rows:
+    for user, kind, started, finished in rows:
         if started and finished:  # never None here (filtered); the row's type cannot say so
-            runtimes[user].append((finished - started).total_seconds())
+            runtimes[(user, kind)].append((finished - started).total_seconds())
     return runtimes
 
 

@@ -62,3 +62,29 @@ def test_the_cycles_snapshot_reads_run_times_once_for_waiting_and_running_owners
     (run,) = snapshot.running
     assert (run.id, run.expected_end) == (running.id, pytest.approx(run.started_at + 30 * 60))
     assert {j.id: j.expected_seconds for j in snapshot.pending} == {waiting.id: 90 * 60.0}
+
+
+def test_a_prediction_reads_only_the_owners_jobs_of_its_kind() -> None:
+    """Two finished 30-second notebook slices made each of the owner's queued 2-hour gangs expected to take 30 seconds,
+    so the queue page put ten of them two minutes apart."""
+    from django.utils import timezone
+
+    from scheduler.snapshot import build_snapshot
+
+    ann = UserFactory(username="ann")
+    for hours_before in (5, 4):
+        end = hours_ago(hours_before)
+        JobFactory(owner=ann, finished=True, state=JobState.SUCCEEDED, nodes=2, started_at=end - timedelta(minutes=100), finished_at=end)
+    for hours_before in (2, 1):
+        end = hours_ago(hours_before)
+        JobFactory(
+            owner=ann, finished=True, state=JobState.SUCCEEDED, nodes=1, gpus_per_node=1, gpu_fraction=0.25,
+            started_at=end - timedelta(seconds=30), finished_at=end,
+        )  # fmt: skip
+    gang = JobFactory(owner=ann, nodes=4, wall_time_seconds=2 * 3600)
+    notebook = JobFactory(owner=ann, nodes=1, gpus_per_node=1, gpu_fraction=0.25, wall_time_seconds=3600)
+    single = JobFactory(owner=ann, nodes=1, wall_time_seconds=3600)
+    predicted = {j.id: j.expected_seconds for j in build_snapshot(timezone.now()).pending}
+    assert predicted[gang.pk] == pytest.approx(100 * 60.0)
+    assert predicted[notebook.pk] == pytest.approx(30.0)
+    assert predicted[single.pk] is None  # no single-node job of hers has run: its wall time, not a notebook's 30 s
