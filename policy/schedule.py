@@ -897,18 +897,19 @@ class _Cycle:
         given = {name for _, name in offers}
         search = allowed if not given else (lambda name: name not in given and (allowed is None or allowed(name)))
         rest = replace(start, nodes=start.nodes - len(given))
-        victims = None
-        if offers:
-            # The rest from jobs not being shrunk first: else the search, counting only the nodes it takes, stopped a
-            # shrinking job whole for its last nodes (cheap on their own) beside the plain job that made up the rest.
+        victims = self._smallest_victim_set(rest, search)
+        if offers and victims is not None and {victim_id for victim_id, _ in offers} & set(victims):
+            # The search counts only the nodes it takes, so a shrinking job's last nodes looked cheap, and it was stopped
+            # whole beside the plain job that made up the rest. The rest from jobs not being shrunk, with the shrink,
+            # is taken instead wherever that loses less work (a shrink loses only a re-rendezvous).
             shrinking = {victim_id for victim_id, _ in offers}
 
             def elsewhere(name: str) -> bool:
                 return (search is None or search(name)) and not shrinking.intersection(self.on_node.get(name, {}))
 
-            victims = self._smallest_victim_set(rest, elsewhere)
-        if victims is None:
-            victims = self._smallest_victim_set(rest, search)
+            others = self._smallest_victim_set(rest, elsewhere)
+            if others is not None and self._lost_by(others) < self._lost_by(victims):
+                victims = others
         if victims is None:
             # Within a cycle capacity only shrinks, and victims and allowed nodes with it: the same key fails again.
             self.failed_searches.add(key)
@@ -936,6 +937,11 @@ class _Cycle:
             self.ignore_newness = False
         if victims:
             self.preempt_at[job.id] = max(self.running[v].started_at for v in victims) + self.config.preemption_min_runtime_seconds
+
+    def _lost_by(self, victims: Iterable[int]) -> tuple[float, int]:
+        """The work stopping these jobs throws away, then how many they are: which of two victim sets to prefer."""
+        chosen = list(victims)
+        return (sum(self._lost_if_stopped(self.running[v]) for v in chosen), len(chosen))
 
     def _smallest_victim_set(self, job: PendingJob, allowed: Allowed) -> list[int] | None:
         cap = self.capacity
