@@ -309,7 +309,9 @@ class _Cycle:
         at = self.preempt_at.get(wait.job_id)
         if at is None or wait.estimate == ESTIMATE_RESERVED or (wait.estimated_start is not None and wait.estimated_start <= at):
             return wait
-        return wait.estimated(at, ESTIMATE_PLANNED)
+        # Said too: its reason named only the nodes it lacks, while its estimate had moved to a preemption.
+        sooner = f" It may preempt the jobs in its way from {when(at)}, when they have run the minimum run time."
+        return wait.estimated(at, ESTIMATE_PLANNED)._replace(reason=wait.reason + sooner)
 
     # --- promises kept from the previous cycle -----------------------------------------------------
 

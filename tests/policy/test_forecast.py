@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from policy.model import BUDGET, ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, QUOTA_GPUS, Account, user_key
+from policy.model import BUDGET, ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, QUOTA_GPUS, Account, user_key, when
 from policy.schedule import schedule
 from tests.policy.test_fair_share_policy import HOUR, NOW, config, pend, running, snap, waiting
 
@@ -150,6 +150,7 @@ def test_a_job_that_may_preempt_once_the_minimum_run_time_passes_is_expected_the
     assert decisions.preemptions == ()
     wait = waiting(decisions)[1]
     assert (wait.estimated_start, wait.estimate) == (NOW + 6 * 60.0, ESTIMATE_PLANNED)
+    assert wait.reason.endswith(f"It may preempt the jobs in its way from {when(NOW + 6 * 60.0)}, when they have run the minimum run time.")
     # Of its own class, the job in its way may not be preempted: it is expected at that job's end.
     same = schedule(snap([pend(1, nodes=2, rank=2)], [young]), config(preemption_min_runtime_seconds=600.0))
     assert waiting(same)[1].estimated_start == NOW + HOUR

@@ -279,7 +279,9 @@ def test_production_job_preempts_a_preemptible_class_job_which_then_resumes(
     # Younger than the minimum run time: not preempted yet, the production job waits.
     report = sim.cycle()
     assert report.preempted == [] and get(api, sweep["id"])["state"] == "RUNNING"
-    assert get(other_api, prod)["pending_reason"] == {"code": "NO_ROOM", "message": "Needs 4 whole nodes with 8 GPUs; 0 are free."}
+    reason = get(other_api, prod)["pending_reason"]
+    assert reason["code"] == "NO_ROOM" and reason["message"].startswith("Needs 4 whole nodes with 8 GPUs; 0 are free. It may preempt")
+    assert reason["message"].endswith("when they have run the minimum run time.")  # its estimate: then, not the sweep's end
 
     report = sim.advance(250)
     assert report.preempted == [sweep["id"]] and report.placed == [prod]
