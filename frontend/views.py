@@ -35,7 +35,7 @@ from jobs.errors import HoldNotYours, JobFinished, JobNotHoldable, JobNotStarted
 from jobs.logs import job_attempt_ranks, job_logs
 from jobs.models import Job
 from jobs.selectors import job_assigned_nodes, job_nodes_shown, job_racks_shown, job_run_seconds, job_visible_to, jobs_visible_to
-from jobs.services import job_cancel, job_cancel_many, job_hold, job_release
+from jobs.services import CANCEL_COMMENT_MAX, job_cancel, job_cancel_many, job_hold, job_release
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.selectors import job_filter_teams
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
@@ -327,7 +327,7 @@ def _job_action(
 @require_POST
 def job_cancel_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     # An admin cancelling someone's job may say why: its owner reads it in the job's reason.
-    comment = request.POST.get("reason", "").strip()[:300]
+    comment = request.POST.get("reason", "").strip()[:CANCEL_COMMENT_MAX]
     return _job_action(request, pk, partial(job_cancel, comment=comment), (JobFinished,), "Job {pk} cancelled.")
 
 

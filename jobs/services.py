@@ -505,6 +505,10 @@ def job_cancel(
     return job
 
 
+# The longest comment a canceller may give (the API refuses more; the page's field takes no more).
+CANCEL_COMMENT_MAX = 300
+
+
 def cancelled_by(by: User | None, comment: str = "") -> str:
     """A cancelled job's reason: who, and their comment if they gave one."""
     who = by.get_username() if by else "Muster"

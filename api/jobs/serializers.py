@@ -22,7 +22,7 @@ from jobs.arrays import ARRAY_MAX_INDEX, ARRAY_SYNTAX, array_indices
 from jobs.logs import job_attempt_ranks, job_log_attempts, ranks_text
 from jobs.models import EstimateKind, Job, JobEvent, JobResize, Node
 from jobs.selectors import job_nodes_shown, job_run_seconds, node_gpus_free, node_gpus_idle, node_settles_until, node_slices_free
-from jobs.services import job_submit_problems
+from jobs.services import CANCEL_COMMENT_MAX, job_submit_problems
 from notify.services import EVENTS, asks_json
 from notify.webhooks import webhook_refusal
 from policy.model import Priority
@@ -690,13 +690,11 @@ CANCEL_REASON_HELP = (
 class JobCancelSerializer(StrictSerializer):
     """The body of a cancel: nothing, or why."""
 
-    reason = serializers.CharField(required=False, allow_blank=True, max_length=300, help_text=CANCEL_REASON_HELP)
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=CANCEL_COMMENT_MAX, help_text=CANCEL_REASON_HELP)
 
 
-class JobArrayCancelSerializer(StrictSerializer):
+class JobArrayCancelSerializer(JobCancelSerializer):
     """`scancel 4` / `scancel 4_[1-3]`: an array, and the indices of the elements to cancel (all of them if left out)."""
-
-    reason = serializers.CharField(required=False, allow_blank=True, max_length=300, help_text=CANCEL_REASON_HELP)
 
     array_id = serializers.IntegerField(min_value=1, help_text="The array's id (its first element's), as the submit answered.")
     indices = serializers.ListField(
