@@ -138,6 +138,8 @@ MIDDLEWARE = [
     "config.middleware.DatabaseUnavailableMiddleware",
     # Before any view parses it, so a deeply nested body or a NUL in the query is a 400 everywhere, login or not.
     "config.middleware.MalformedInputMiddleware",
+    # A query parameter an API operation does not document is a 400 naming it, on every endpoint alike.
+    "apikit.query_parameters.UnknownQueryParametersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -10,7 +10,6 @@ from functools import partial
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.cache import cache
@@ -48,8 +47,6 @@ from telemetry.staticfiles import PLOTLY_JS
 JOB_LIST_PARTS = {"job-rows": "frontend/job_rows.html"}
 # The job list's filters by the labels its form gives them (the others are the API's, written in the address).
 FILTER_LABELS = {"name": "Name", "state": "State", "owner": "Owner", "team": "Team", "submitted_after": "Since"}
-# The team (or owner) names a refused ?team= (?owner=) lists at most, so an admin's message stays a sentence.
-TEAMS_NAMED = 20
 # Jobs per page of the job list.
 JOB_LIST_PAGE_SIZE = 25
 
@@ -113,58 +110,22 @@ def _job_list_jobs(user: User, query: QueryDict) -> _Listed:
     """The jobs of the job list as `query` (its filters and ?sort=) asks; what job_list shows and where "Cancel
     selected" sends its reader back to."""
     params = query.copy()
-    staff = getattr(user, "is_staff", False)
-    owner = params.get("owner", "")
-    if not staff:
-        params.pop("owner", None)
     since = params.get("submitted_after", "")
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", since):
         params["submitted_after"] = f"{since}T00:00:00+00:00"  # the date field's day, from midnight UTC
     sort = Sorting(job_columns(), query.get("sort", ""), default=JOB_LIST_DEFAULT)
     # jobs_visible_to prefetches the allocations with their nodes: the running jobs' node lists.
-    found = JobFilter(params, queryset=jobs_visible_to(user))
-    # A filter it cannot read (?state=RUNING) is said, with no jobs: django-filter drops it, and every job read as its answer.
+    found = JobFilter(params, queryset=jobs_visible_to(user), viewer=user)
+    # A filter it cannot read (?state=RUNING, an unknown team) is said, with no jobs: django-filter drops it, and every
+    # job read as its answer.
     errors = {FILTER_LABELS.get(name, name): messages for name, messages in found.errors.items()}
-    teams = job_filter_teams(user)
-    team = params.get("team", "")
-    if team and team not in teams:
-        # The API answers any name (no jobs); the page says a team it does not know, as it does a state.
-        errors[FILTER_LABELS["team"]] = [_unknown_team(team, teams, staff=staff)]
-    if owner and (refused := _unknown_owner(owner, user)):
-        errors[FILTER_LABELS["owner"]] = [refused]
     jobs = sort.apply(found.qs.select_related("owner") if not errors else Job.objects.none())
-    return _Listed(jobs=jobs, errors=errors, teams=teams, sort=sort)
+    return _Listed(jobs=jobs, errors=errors, teams=job_filter_teams(user), sort=sort)
 
 
 def _may_cancel(job: Job, user: User) -> bool:
     """A row's box for "Cancel selected": a job not ended that the viewer may cancel (the single cancel's rule)."""
     return not job.is_finished and job_visible_to(job, user)
-
-
-def _unknown_team(team: str, teams: list[str], *, staff: bool) -> str:
-    """A ?team= the viewer has no team of, said with the teams they may filter by."""
-    named = _named(teams)
-    if staff:
-        return f"Unknown team {team}; the teams are {named}." if teams else f"Unknown team {team}; there are no teams."
-    return f"No team {team} of yours; your teams are {named}." if teams else f"No team {team} of yours; you are in no team."
-
-
-def _unknown_owner(owner: str, viewer: User) -> str:
-    """Why a ?owner= lists nothing, or "" if it names a user. An admin is told the owners there are (as a team it does
-    not know); anyone else sees only their own jobs, and is told so without a word of anyone else's."""
-    if not getattr(viewer, "is_staff", False):
-        me = viewer.get_username()
-        return "" if owner == me else f"You can list only your own jobs ({me}); {owner} is not you."
-    if get_user_model().objects.filter(username=owner).exists():
-        return ""  # a user with no jobs (here): "No jobs match" says it
-    owners = list(jobs_visible_to(viewer).order_by("owner__username").values_list("owner__username", flat=True).distinct())
-    if not owners:
-        return f"Unknown owner {owner}; no one has jobs yet."
-    return f"Unknown owner {owner}; the owners of jobs are {_named(owners)}."
-
-
-def _named(names: list[str]) -> str:
-    return ", ".join(names[:TEAMS_NAMED]) + (f" and {len(names) - TEAMS_NAMED} more" if len(names) > TEAMS_NAMED else "")
 
 
 LOG_TAIL_LINES = 200

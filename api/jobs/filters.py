@@ -1,14 +1,20 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any, cast
 
 import django_filters
 from django import forms
+from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 
 from jobs.models import Job
-from jobs.selectors import waiting_after_preemption
+from jobs.selectors import jobs_visible_to, waiting_after_preemption
 from jobs.states import JobState
+from quotas.selectors import job_filter_teams
+
+# The team (or owner) names a refused ?team= (?owner=) lists at most, so an admin's message stays a sentence.
+NAMES_LISTED = 20
 
 
 class _UtcDateTimeField(django_filters.fields.IsoDateTimeField):
@@ -80,14 +86,69 @@ class StrictBooleanFilter(django_filters.BooleanFilter):
     field_class = _BooleanField
 
 
+def named(names: list[str]) -> str:
+    """Names for a message, the first NAMES_LISTED of them and how many more."""
+    more = len(names) - NAMES_LISTED
+    return ", ".join(names[:NAMES_LISTED]) + (f" and {more} more" if more > 0 else "")
+
+
+def unknown_team(team: str, viewer: Any) -> str:
+    """Why ?team= lists nothing, or "" if the viewer's job list may be filtered by it (`job_filter_teams`)."""
+    teams = job_filter_teams(viewer)
+    if team in teams:
+        return ""
+    if getattr(viewer, "is_staff", False):
+        return f"Unknown team {team}; the teams are {named(teams)}." if teams else f"Unknown team {team}; there are no teams."
+    return f"No team {team} of yours; your teams are {named(teams)}." if teams else f"No team {team} of yours; you are in no team."
+
+
+def unknown_owner(owner: str, viewer: Any) -> str:
+    """Why ?owner= lists nothing, or "" if it names a user. An admin is told the owners there are; anyone else sees
+    only their own jobs, and is told so without a word of anyone else's."""
+    if not getattr(viewer, "is_staff", False):
+        me = viewer.get_username()
+        return "" if owner == me else f"You can list only your own jobs ({me}); {owner} is not you."
+    if get_user_model().objects.filter(username=owner).exists():
+        return ""  # a user with no jobs (here): an empty list says it
+    owners = list(jobs_visible_to(viewer).order_by("owner__username").values_list("owner__username", flat=True).distinct())
+    if not owners:
+        return f"Unknown owner {owner}; no one has jobs yet."
+    return f"Unknown owner {owner}; the owners of jobs are {named(owners)}."
+
+
+class JobFilterForm(forms.Form):
+    """Refuses an owner or team the viewer's jobs cannot have, saying which they can: the API listed nothing for
+    ?owner=nosuch, which a script reads as "no jobs", and the page said so in its own words."""
+
+    viewer: Any = None
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if self.viewer is None or not self.viewer.is_authenticated:
+            return data
+        for name, why in (("owner", unknown_owner), ("team", unknown_team)):
+            if value := data.get(name):
+                if refused := why(value, self.viewer):
+                    # As a parameter, not the message: django-filter %-formats messages, and a name may hold a %.
+                    self.add_error(name, forms.ValidationError("%(refused)s", code="invalid", params={"refused": refused}))
+        return data
+
+
 class JobFilter(django_filters.FilterSet):
     state = StateFilter(
         choices=JobState.choices,
         help_text="Repeat to match several states; in any case. PREEMPTED: the jobs waiting again after a preemption "
         "(their state is PENDING: a preempted job goes back to the queue at once).",
     )
-    owner = django_filters.CharFilter(field_name="owner__username", help_text="Owner's username (admins see every owner).")
-    team = django_filters.CharFilter(field_name="team__name")
+    owner = django_filters.CharFilter(
+        field_name="owner__username",
+        help_text="Owner's username: any for admins, only your own for others. One that owns none of the jobs you may see is refused.",
+    )
+    team = django_filters.CharFilter(
+        field_name="team__name",
+        help_text="The team the jobs ran for: any for admins; for others one of their teams, or one they ran jobs for before they "
+        "left it. Any other is refused, naming the teams there are.",
+    )
     name = django_filters.CharFilter(lookup_expr="icontains")
     array = django_filters.NumberFilter(field_name="array_id", help_text="The elements of one array, by its array_id.")
     held = StrictBooleanFilter(
@@ -100,6 +161,18 @@ class JobFilter(django_filters.FilterSet):
     class Meta:
         model = Job
         fields = ["state", "owner", "team", "name", "array", "held", "submitted_after", "submitted_before"]
+        form = JobFilterForm
+
+    def __init__(self, *args: Any, viewer: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The API's filter backend gives the request; the job list page gives its viewer.
+        self.viewer = viewer if viewer is not None else getattr(self.request, "user", None)
+
+    @property
+    def form(self) -> JobFilterForm:
+        form = cast(JobFilterForm, super().form)
+        form.viewer = self.viewer
+        return form
 
     def filter_held(self, qs: QuerySet[Job], name: str, value: bool) -> QuerySet[Job]:
         # Not asked (empty) never comes here: django-filter calls a method only with a value.

@@ -553,7 +553,8 @@ def test_logs_of_a_rank(api: APIClient, other_api: APIClient, submit: Any, sim: 
     bad = api.get(url, {"rank": 2})
     assert bad.status_code == 400 and "0 to 1" in bad.json()["rank"][0]
     assert api.get(url, {"tail": 0}).status_code == 400
-    assert api.get(url, {"lines": 3}).json() == {"lines": ["Unknown field."]}
+    takes = "Unknown query parameter; GET /api/v1/jobs/{id}/logs/ takes attempt, follow, rank, tail."
+    assert api.get(url, {"lines": 3}).json() == {"lines": [takes]}
     assert other_api.get(url).status_code == 404
 
 

@@ -39,7 +39,7 @@ def test_a_shared_nodes_free_gpus_and_slices_read_alike_on_the_page_the_api_and_
     # Pods Muster did not start hold two 1g.10gb slices of the MIG node.
     Node.objects.filter(name="sim-mig-000").update(slices_foreign=2)
 
-    api_nodes = {n["name"]: n for n in api.get("/api/v1/nodes/?page_size=100").json()["results"]}
+    api_nodes = {n["name"]: n for n in api.get("/api/v1/nodes/?limit=100").json()["results"]}
     ts, mig = api_nodes["sim-time-slicing-000"], api_nodes["sim-mig-000"]
     assert (ts["gpus_free"], ts["slices_free"]) == (6.75, 27)
     assert (mig["gpus_free"], mig["slices_free"]) == (7.714, 54)

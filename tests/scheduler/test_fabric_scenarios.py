@@ -12,7 +12,7 @@ RDMA_NODES = {f"sim-node-{i:03d}" for i in range(8)}
 
 
 def test_nodes_report_their_rdma_devices(sim: Any, api: Any) -> None:
-    nodes = {n["name"]: n for n in api.get("/api/v1/nodes/?page_size=100").json()["results"]}
+    nodes = {n["name"]: n for n in api.get("/api/v1/nodes/?limit=100").json()["results"]}
     assert {name for name, n in nodes.items() if n["rdma_devices"] == 8} == RDMA_NODES
     assert Node.objects.filter(rdma_devices=0).count() == 8
 

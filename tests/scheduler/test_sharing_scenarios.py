@@ -29,7 +29,7 @@ def slice_job(api: APIClient, **overrides: Any) -> Any:
 
 
 def test_nodes_report_their_sharing_and_free_slices(shared_sim: SimHarness, api: APIClient) -> None:
-    nodes = {n["name"]: n for n in api.get("/api/v1/nodes/?page_size=100").json()["results"]}
+    nodes = {n["name"]: n for n in api.get("/api/v1/nodes/?limit=100").json()["results"]}
     ts, mps, mig = nodes["sim-time-slicing-000"], nodes["sim-mps-000"], nodes["sim-mig-000"]
     assert (ts["sharing"], ts["slices_per_gpu"], ts["slice_gpus"], ts["slice_memory_gb"], ts["slices_free"]) == (
         "time-slicing",
@@ -58,7 +58,7 @@ def test_quarter_gpu_jobs_pack_onto_one_gpu_run_to_the_end_and_are_charged_a_qua
     assert sorted(a.gpu_slot for a in allocations.values()) == [0, 0, 0, 0, 1]
     pod = SimulatedPod.objects.get(job_id=ids[0])
     assert (pod.env["MUSTER_GPU_SHARING"], pod.env["MUSTER_GPU_SHARE"]) == ("time-slicing", "0.25")
-    api_nodes = {n["name"]: n for n in api.get("/api/v1/nodes/?page_size=100").json()["results"]}
+    api_nodes = {n["name"]: n for n in api.get("/api/v1/nodes/?limit=100").json()["results"]}
     assert api_nodes["sim-time-slicing-000"]["slices_free"] == 27
     assert api_nodes["sim-time-slicing-000"]["gpus_free"] == 6.75
 
