@@ -109,6 +109,10 @@ class NodeView:
     # Why a node that is not schedulable takes no new work, as a waiting job's reason names it ("cordoned", "held by an
     # admin", "settling until 14:05 UTC"); empty where the snapshot does not know (the replay).
     closed_why: str = ""
+    # When a node closed only for a while (settling after NotReady) takes work again: no job is placed or promised
+    # on it before, but the queue's estimates count it from then (policy/forecast.py). None: open, or closed until
+    # someone acts.
+    opens_at: float | None = None
 
 
 @dataclass(frozen=True)

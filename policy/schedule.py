@@ -108,6 +108,11 @@ def _minutes(seconds: float) -> str:
 CLOSED_NAMED = 3  # closed nodes a waiting job's reason names; it counts the rest
 
 
+def _opens_later(node: NodeView, now: float) -> bool:
+    """A whole-GPU node closed now that opens at a known time."""
+    return not node.schedulable and not node.sharing and node.opens_at is not None and node.opens_at > now
+
+
 def _closed_text(closed: Sequence[NodeView]) -> str:
     """The nodes that take no new work, named with why: else a node an admin holds, or one settling after being
     unready, reads as a full one on the node list, and a job waiting for room is not told which node to ask about."""
@@ -155,6 +160,7 @@ class _Cycle:
         self.now = snapshot.now
         self.capacity = Capacity(snapshot.nodes)
         self.fitting: dict[tuple[int, int, bool], list[str]] = {}
+        self.plan_fitting: dict[tuple[int, int, bool], list[str]] = {}  # _plan_fitting_nodes' own, with the opening nodes
         # Whether some whole-GPU nodes have RDMA devices and some do not (a preference in placement, _fit_on).
         self.rdma_mixed = len({bool(rdma) for rdma in self.capacity.rdma.values()}) > 1
         self.rdma_wanted = self.rdma_mixed and any(p.rdma_per_node for p in snapshot.pending)
@@ -189,6 +195,17 @@ class _Cycle:
         self.commitments: dict[int, tuple[float, float]] = {}
         self.held_quota: defaultdict[str, float] = defaultdict(float)
         self.held_budget: defaultdict[str, float] = defaultdict(float)
+        # Whole-GPU nodes closed until a known time (settling after NotReady): no placement or promise goes to them in
+        # this cycle, but the queue's estimates count them from when they open (a job said to start "in 14 min" started
+        # when a node it was not counted on finished settling, 2 minutes on).
+        self.opening = {n.name: n for n in sorted(snapshot.nodes, key=lambda n: n.name) if _opens_later(n, self.now)}
+        self.plan_total = dict(sorted({**self.capacity.total, **{n.name: n.gpus_total for n in self.opening.values()}}.items()))
+        self.plan_rdma = {**self.capacity.rdma, **{n.name: n.rdma for n in self.opening.values()}}
+        self.on_opening: dict[str, list[tuple[int, int]]] = defaultdict(list)  # node -> [(job id, GPUs held there)]
+        for r in self.running.values() if self.opening else ():
+            for name, gpus in zip(r.node_names, r.gpus_held, strict=True):
+                if name in self.opening:
+                    self.on_opening[name].append((r.id, int(gpus)))
         self.node_sizes = whole_gpu_node_sizes(snapshot.nodes)
         self.foreign_gpus = sum(n.gpus_foreign for n in snapshot.nodes if n.schedulable and not n.sharing)
         # Whole-GPU nodes that take no new work now (held by an admin, cordoned, not ready or settling): in no free count.
@@ -289,13 +306,13 @@ class _Cycle:
         waiting = forecast(
             self.waiting,
             planned,
-            self._likely_timelines(),
+            self._likely_timelines(opening=True),
             self.now,
             self.config.plan_jobs,
             self._need_on,
             self._not_before,
             self._plan_limits,
-            self._fitting_nodes,
+            self._plan_fitting_nodes,
             self.slices,
         )
         if self.preempt_at:
@@ -332,9 +349,22 @@ class _Cycle:
             found = self.fitting[key] = [n for n in self.capacity.total if self._node_fits(job, n)]
         return found
 
+    def _plan_fitting_nodes(self, job: PendingJob) -> list[str]:
+        """`_fitting_nodes` for the queue's estimates: also the nodes that open later in the cycle's view (`opening`)."""
+        if not self.opening:
+            return self._fitting_nodes(job)
+        key = (job.gpus_per_node, job.rdma_per_node, job.shares_gpu)
+        found = self.plan_fitting.get(key)
+        if found is None:
+            fits = not job.shares_gpu
+            found = self.plan_fitting[key] = [
+                n for n, total in self.plan_total.items() if fits and total >= job.gpus_per_node and self.plan_rdma[n] >= job.rdma_per_node
+            ]
+        return found
+
     def _need_on(self, job: PendingJob, name: str) -> int:
         """What the job holds on a node: a gang (or an elastic job) the whole node, a single-node job its GPUs."""
-        return self.capacity.total[name] if job.whole_nodes else job.gpus_per_node
+        return self.plan_total[name] if job.whole_nodes else job.gpus_per_node
 
     def _consider(self, job: PendingJob) -> None:
         if job.held:
@@ -1207,15 +1237,25 @@ class _Cycle:
             self.fits_unreserved[key] = self._fit(job, None) is not None
         return self.fits_unreserved[key]
 
-    def _likely_timelines(self, names: Iterable[str] | None = None, *, leave_out: int | None = None) -> Timelines:
+    def _likely_timelines(self, names: Iterable[str] | None = None, *, leave_out: int | None = None, opening: bool = False) -> Timelines:
         """The nodes' timelines as they are expected to go: each running job gone at its expected end and each
         reservation (but `leave_out`'s) gone its expected run time after its promised start, instead of at their wall
-        times. Only `names`' holds are copied (None: every node's)."""
+        times. Only `names`' holds are copied (None: every node's). `opening`: also the nodes that open later (for the
+        estimates only), with nothing free on them before."""
 
         def likely_releases(name: str) -> list[tuple[float, int]]:
-            return [(self.running[j].likely_end(self.now), gpus) for j, gpus in self.on_node.get(name, {}).items()]
+            node = self.opening.get(name)
+            if node is None:
+                return [(self.running[j].likely_end(self.now), gpus) for j, gpus in self.on_node.get(name, {}).items()]
+            assert node.opens_at is not None
+            ends = [(max(self.running[j].likely_end(self.now), node.opens_at), gpus) for j, gpus in self.on_opening.get(name, ())]
+            return [(node.opens_at, min(max(node.gpus_free, 0), node.gpus_total)), *ends]
 
-        likely = Timelines(self.capacity.total, self.capacity.free.__getitem__, likely_releases, self.now)
+        def free(name: str) -> int:
+            return self.capacity.free.get(name, 0)
+
+        total = self.plan_total if opening and self.opening else self.capacity.total
+        likely = Timelines(total, free, likely_releases, self.now)
         for name in self.timelines.holds if names is None else names:
             for h in self.timelines.holds.get(name, ()):
                 if h.job_id != leave_out:

@@ -76,6 +76,7 @@ def node_views(now: datetime) -> tuple[NodeView, ...]:
             slices_used=slices_used(slices.get(n.name, Counter()), n.gpus_total, n.slices_per_gpu, n.slices_foreign),
             gpus_foreign=n.gpus_foreign,
             closed_why=_closed_why(n, settles),
+            opens_at=settles.timestamp() if settles is not None and not n.held and n.state == NodeState.READY else None,
         )
         for n, settles in nodes
     )

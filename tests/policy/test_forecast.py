@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from policy.model import BUDGET, ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, QUOTA_GPUS, Account, user_key, when
 from policy.schedule import schedule
@@ -154,3 +155,32 @@ def test_a_job_that_may_preempt_once_the_minimum_run_time_passes_is_expected_the
     # Of its own class, the job in its way may not be preempted: it is expected at that job's end.
     same = schedule(snap([pend(1, nodes=2, rank=2)], [young]), config(preemption_min_runtime_seconds=600.0))
     assert waiting(same)[1].estimated_start == NOW + HOUR
+
+
+def _settling(snapshot: Any, name: str, opens_at: float) -> Any:
+    """`snapshot` with node `name` closed until `opens_at`, as a node back from NotReady settles."""
+    nodes = tuple(
+        replace(n, schedulable=False, closed_why="settling until then", opens_at=opens_at) if n.name == name else n for n in snapshot.nodes
+    )
+    return replace(snapshot, nodes=nodes)
+
+
+def test_a_settling_node_is_counted_from_when_it_opens_and_given_no_work_before() -> None:
+    # n00 busy for an hour; n01 idle but settling for two minutes. A one-node job starts on n01 when it opens, not in an
+    # hour (the estimate ignored it: "in 1 h" for a job that started two minutes on); a two-node gang when both are free.
+    jobs = [running(10, {"n00": 8}, left=HOUR)]
+    snapshot = _settling(snap([pend(1, age=300), pend(2, nodes=2, age=200)], jobs, nodes=2), "n01", NOW + 120)
+    decisions = schedule(snapshot, config(starvation_seconds=10 * HOUR))
+    assert decisions.placements == () and decisions.reservations == ()
+    w = waiting(decisions)
+    assert (w[1].estimate, w[1].estimated_start) == (ESTIMATE_PLANNED, NOW + 120)
+    assert (w[2].estimate, w[2].estimated_start) == (ESTIMATE_PLANNED, NOW + 120 + HOUR)
+    assert "settling until then" in w[1].reason
+
+
+def test_a_job_still_running_on_a_settling_node_frees_it_when_both_have_passed() -> None:
+    # A job that outlived the NotReady ends in a minute, the node opens in five: nothing starts there before five.
+    jobs = [running(10, {"n00": 8}, left=HOUR), running(11, {"n01": 8}, left=60)]
+    snapshot = _settling(snap([pend(1, age=300)], jobs, nodes=2), "n01", NOW + 300)
+    w = waiting(schedule(snapshot, config(starvation_seconds=10 * HOUR)))
+    assert (w[1].estimate, w[1].estimated_start) == (ESTIMATE_PLANNED, NOW + 300)
