@@ -154,6 +154,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "preemption_bounds": (settings.MUSTER_MAX_PREEMPTIONS, settings.MUSTER_MAX_FAIR_SHARE_PREEMPTIONS),
             "live": job.state in ACTIVE_STATES or job.state == JobState.PENDING,
             "live_refresh_seconds": settings.MUSTER_LIVE_REFRESH_SECONDS,
+            "cancel_comment_max": CANCEL_COMMENT_MAX,
             "updated": updated_at(),
             "live_page": {
                 "url": reverse("frontend:job-live", args=[job.pk]),

@@ -519,10 +519,12 @@ def cancelled_by(by: User | None, comment: str = "") -> str:
 def _cancel_locked(job: Job, *, by: User | None, reason: str, backend: ClusterBackend | None, request: Any) -> Job:
     """The cancel of a job its caller has locked and found not ended: one rule for a job and an array's elements."""
     had_pods = job.state in ACTIVE_STATES
-    was = job.state
+    was, was_reason = job.state, job.state_reason
     job = job_transition(job, JobState.CANCELLED, reason=reason or cancelled_by(by))
     if by is not None and by.pk != job.owner_id:
-        audit_record(actor=by, action="job.cancel", target=job, changes={"state": [was, job.state]}, request=request, job=job)
+        # With the reason its owner now reads (an admin's "why"), so the audit trail says why as well as who.
+        changes = {"state": [was, job.state], "reason": [was_reason, job.state_reason]}
+        audit_record(actor=by, action="job.cancel", target=job, changes=changes, request=request, job=job)
     if had_pods:
         job_id, attempt, ranks = job.pk, job.attempt, job.nodes
         transaction.on_commit(lambda: _teardown_quietly(backend or get_backend(), job_id, attempt, ranks))

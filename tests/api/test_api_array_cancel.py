@@ -160,8 +160,8 @@ def test_an_admin_cancels_anyones_array_on_the_audit_trail(other_api: APIClient,
     assert [job["owner"] for job in response.json()["cancelled"]] == ["bob", "bob"]
     entries = AuditEntry.objects.filter(action="job.cancel").order_by("job_id")
     assert [(e.actor.username, e.job_id, e.changes) for e in entries] == [
-        ("root", theirs[0]["id"], {"state": ["PENDING", "CANCELLED"]}),
-        ("root", theirs[2]["id"], {"state": ["PENDING", "CANCELLED"]}),
+        ("root", theirs[0]["id"], {"state": ["PENDING", "CANCELLED"], "reason": ["", "Cancelled by root."]}),
+        ("root", theirs[2]["id"], {"state": ["PENDING", "CANCELLED"], "reason": ["", "Cancelled by root."]}),
     ]
     assert Job.objects.get(pk=theirs[0]["id"]).state_reason == "Cancelled by root."
 

@@ -166,11 +166,14 @@ def test_a_team_created_in_django_admin_is_recorded(admin_page: Client, user: An
 
 
 def test_an_admin_cancelling_someone_elses_job_is_recorded(admin_api: APIClient, api: APIClient, user: Any) -> None:
-    job = JobFactory(owner=user, running=True)
-    assert admin_api.post(f"/api/v1/jobs/{job.pk}/cancel/").status_code == 200
+    job = JobFactory(owner=user, running=True, state_reason="Running on node-01.")
+    answer = admin_api.post(f"/api/v1/jobs/{job.pk}/cancel/", {"reason": "node-01 goes into maintenance"}, format="json")
+    assert answer.status_code == 200
     entry = only_entry(action="job.cancel")
     assert (entry.job_id, entry.target_type, entry.target_id, entry.actor_username) == (job.pk, "job", str(job.pk), "root")
-    assert entry.changes == {"state": ["RUNNING", "CANCELLED"]} and entry.remote_addr == ADMIN_ADDR
+    # Why as well as who: the reason its owner reads.
+    reason = ["Running on node-01.", "Cancelled by root: node-01 goes into maintenance."]
+    assert entry.changes == {"state": ["RUNNING", "CANCELLED"], "reason": reason} and entry.remote_addr == ADMIN_ADDR
     # The owner cancelling their own job is no admin action.
     own = JobFactory(owner=user)
     assert api.post(f"/api/v1/jobs/{own.pk}/cancel/").status_code == 200
@@ -181,7 +184,8 @@ def test_an_admin_cancelling_on_the_job_page_is_recorded(admin_page: Client, use
     job = JobFactory(owner=user)
     assert admin_page.post(f"/jobs/{job.pk}/cancel/").status_code == 302
     entry = only_entry(action="job.cancel")
-    assert entry.job_id == job.pk and entry.changes == {"state": ["PENDING", "CANCELLED"]} and entry.remote_addr == ADMIN_ADDR
+    assert entry.job_id == job.pk and entry.changes["state"] == ["PENDING", "CANCELLED"] and entry.remote_addr == ADMIN_ADDR
+    assert entry.changes["reason"][1] == "Cancelled by root."
 
 
 def test_django_admin_edits_and_deletes_of_jobs_are_recorded(admin_page: Client, user: Any) -> None:

@@ -727,3 +727,24 @@ def test_the_job_list_at_390_px_keeps_labels_by_their_fields_and_rows_short(page
         height = page.locator(f'tr[data-job="{job.pk}"]').bounding_box()["height"]
         assert height <= 80, (job.name, height)
     shoot(page, "job-list-390px-waiting")
+
+
+def test_an_admin_cancelling_someone_elses_job_confirms_the_reason_its_owner_will_read(
+    page: Any, log_in: LogIn, alice: Any, sim: BrowserSim
+) -> None:
+    job = submit_job(alice, name="stuck-run", nodes=1)
+    root = UserFactory(username="root", is_staff=True, is_superuser=True)
+    log_in(page, root)
+    page.goto(f"/jobs/{job.pk}/")
+    page.get_by_test_id("cancel-reason").fill("node-07 goes into maintenance")
+    asked: list[str] = []
+
+    def accept(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.accept()
+
+    page.once("dialog", accept)
+    page.get_by_role("button", name="Cancel job").click()
+    expect(page.get_by_text(f"Job {job.pk} cancelled.")).to_be_visible()
+    assert asked == [f"Cancel job {job.pk} (stuck-run)?\nIts owner reads: node-07 goes into maintenance"]
+    assert Job.objects.get(pk=job.pk).state_reason == "Cancelled by root: node-07 goes into maintenance."

@@ -94,8 +94,8 @@ def test_an_admin_cancels_anyones_and_each_is_audited_as_a_single_cancel(admin_u
     assert shown_messages(response.content.decode()) == [f"Cancelled 3 jobs: {alices.pk}-{own.pk}."]
     entries = AuditEntry.objects.filter(action="job.cancel").order_by("job_id")
     assert [(e.job_id, e.actor_username, e.changes, e.remote_addr) for e in entries] == [
-        (alices.pk, "root", {"state": ["PENDING", "CANCELLED"]}, "10.0.0.9"),
-        (bobs.pk, "root", {"state": ["RUNNING", "CANCELLED"]}, "10.0.0.9"),
+        (alices.pk, "root", {"state": ["PENDING", "CANCELLED"], "reason": ["", "Cancelled by root."]}, "10.0.0.9"),
+        (bobs.pk, "root", {"state": ["RUNNING", "CANCELLED"], "reason": ["", "Cancelled by root."]}, "10.0.0.9"),
     ]  # the admin's own job is no admin action, as on its page
     assert Job.objects.get(pk=bobs.pk).state_reason == "Cancelled by root."
 

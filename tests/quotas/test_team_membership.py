@@ -72,7 +72,7 @@ def test_removing_a_member_in_django_admin_cancels_their_queued_jobs_for_the_tea
         "A job is charged to a team its owner is in: submit it again to run it."
     )
     entry = AuditEntry.objects.get(action="job.cancel", job_id=first)
-    assert (entry.actor_username, entry.changes) == ("root", {"state": ["PENDING", "CANCELLED"]})
+    assert (entry.actor_username, entry.changes) == ("root", {"state": ["PENDING", "CANCELLED"], "reason": ["", job["state_reason"]]})
 
 
 def test_the_members_field_warns_before_a_member_is_removed(admin_user: Any, vision: Any) -> None:
