@@ -272,7 +272,8 @@ def quota_save(
     """Set some or all limits of one account. Limits not given keep their current (or default) value.
 
     Recorded on the audit trail as `quota.update` by `actor` (from `request`'s address),
-    with each changed limit before and after; nothing is recorded when nothing changed.
+    with each changed limit before and after; nothing is recorded when nothing changed. No values at all (an empty
+    PATCH) change nothing: an account on the site default keeps it, rather than getting a copy of today's default.
     """
     if (user is None) == (team is None):
         raise TypeError("quota_save takes exactly one of user= or team=")
@@ -284,6 +285,8 @@ def quota_save(
     with transaction.atomic():
         quota = Quota.objects.select_for_update().filter(**{kind: account}).first()
         before = limits_of(kind, _name(kind, account), quota)
+        if not values:
+            return QuotaChange(limits=before, changes={})
         if quota is None:
             quota = Quota(**{kind: account}, **default_values(kind))
         for name, value in values.items():

@@ -12,6 +12,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from audit.models import AuditEntry
 from jobs.models import Allocation, Job, JobEvent, Node
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.models import Quota
@@ -160,6 +161,20 @@ def test_patch_changes_one_limit_and_keeps_the_defaults(admin_api: APIClient, us
     assert (body["max_gpus"], body["max_wall_time_seconds"], body["is_default"]) == (4, 3600, False)
     response = admin_api.patch(f"{USERS}alice/", {"max_gpus": None}, format="json")
     assert response.json()["max_gpus"] is None  # null is unlimited
+
+
+def test_an_empty_patch_changes_nothing_and_the_user_keeps_the_site_default(
+    admin_api: APIClient, user: Any, vision: Any, settings: Any
+) -> None:
+    """`PATCH {}` gave the user a quota of their own (a copy of today's default, is_default true -> false), audited."""
+    read = admin_api.get(f"{USERS}alice/").json()
+    response = admin_api.patch(f"{USERS}alice/", {}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json() == {**read, "warnings": []}
+    assert admin_api.patch(f"{TEAMS}vision/", {}, format="json").json()["is_default"] is True
+    assert not Quota.objects.exists() and not AuditEntry.objects.exists()
+    settings.MUSTER_DEFAULT_MAX_GPUS = 3  # the default still applies to her
+    assert admin_api.get(f"{USERS}alice/").json()["max_gpus"] == 3
 
 
 def test_team_quota_round_trip_and_reset(admin_api: APIClient, vision: Any) -> None:
