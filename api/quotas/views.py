@@ -39,6 +39,8 @@ class ReadOwnWriteAdmin(BasePermission):
     def has_permission(self, request: Request, view: Any) -> bool:
         if not request.user or not request.user.is_authenticated:
             return False
+        if getattr(view, "action", None) is None:
+            return True  # a method the endpoint does not have (POST to the list): DRF's 405, for admins and others alike
         if request.method in SAFE_METHODS and getattr(view, "action", None) != "list":
             return True
         return bool(request.user.is_staff)

@@ -107,6 +107,20 @@ def test_non_admins_cannot_change_quotas(api: APIClient, other_user: Any, vision
     assert not Quota.objects.exists()
 
 
+@pytest.mark.parametrize(
+    "method,url",
+    [("post", USERS), ("post", f"{USERS}alice/"), ("delete", TEAMS), ("put", USERS), ("post", f"{TEAMS}vision/")],
+)
+def test_a_method_the_endpoint_lacks_is_405_for_everyone(api: APIClient, admin_api: APIClient, vision: Any, method: str, url: str) -> None:
+    """A non-admin's POST to the list was a 403 "You do not have permission", as if an admin could."""
+    for client in (api, admin_api):
+        response = getattr(client, method)(url, FULL, format="json")
+        assert response.status_code == 405, response.content
+        assert response.json() == {"detail": f'Method "{method.upper()}" not allowed.'}
+    assert api.options(url).status_code == 200
+    assert not Quota.objects.exists()
+
+
 def test_lists_are_for_admins(
     api: APIClient, admin_api: APIClient, other_user: Any, vision: Any, django_assert_max_num_queries: Any
 ) -> None:
