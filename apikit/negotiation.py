@@ -18,10 +18,16 @@ _SAID = {"api": "api (the browsable HTML API)"}
 class FormatParameterNegotiation(DefaultContentNegotiation):
     """DRF answers a `?format=` no renderer of the view has with a bare 404 ("Not found."), as if the endpoint did not
     exist: `GET /api/v1/jobs/?format=csv` read as a missing URL. Here it is a 400 naming the parameter and the formats
-    the endpoint has (the usage report: json and csv)."""
+    the endpoint has (the usage report: json and csv). A format it has is answered whatever the Accept header says."""
 
     def select_renderer(self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None) -> Any:
         renderers = list(renderers)
+        asked = format_suffix or request.query_params.get(str(self.settings.URL_FORMAT_OVERRIDE))
+        chosen = [renderer for renderer in renderers if renderer.format == asked] if asked else []
+        if chosen:
+            # The format named in the URL wins over the Accept header: many clients send `Accept: application/json`
+            # on every call, and `?format=csv` then answered 406.
+            return chosen[0], chosen[0].media_type
         try:
             return super().select_renderer(request, renderers, format_suffix)
         except Http404 as exc:

@@ -50,6 +50,7 @@ from api.jobs.serializers import (
 )
 from api.telemetry.authentication import IsAuthenticatedOrJobToken, JobTokenIfPresented
 from apikit.pagination import NodePagination, QueuePagination
+from apikit.renderers import JsonErrorsMixin, PlainTextRenderer
 from apikit.serializers import refuse_a_body
 from apikit.viewsets import VisibleViewSet
 from jobs.checkpoints import CheckpointInvalid, job_checkpoint_report
@@ -66,7 +67,7 @@ from telemetry.tokens import JobTokenAuth
 NO_BODY = OpenApiResponse(description="A body was sent (it takes none, or `{}`): nothing was done")
 
 
-class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, VisibleViewSet):
+class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, VisibleViewSet):
     filterset_class = JobFilter
     visible_to = staticmethod(jobs_visible_to)
 
@@ -314,11 +315,14 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
         parameters=[LogsQuerySerializer],
         responses={(200, "application/json"): LogsSerializer, (200, "text/plain"): OpenApiTypes.STR, 409: None, 503: None},
     )
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], renderer_classes=[*api_settings.DEFAULT_RENDERER_CLASSES, PlainTextRenderer])
     def logs(self, request: Request, pk: str | None = None) -> Response | StreamingHttpResponse:
-        """A rank's output of one attempt: live from the cluster while it runs, as kept when it ended; `follow` streams it."""
+        """A rank's output of one attempt: live from the cluster while it runs, as kept when it ended; `follow` streams it.
+        As JSON with what it is (attempt, source, truncated), or the output alone for `Accept: text/plain`; `follow`
+        streams text/plain whatever is accepted."""
         job = self.get_object()
-        query = LogsQuerySerializer(data=request.query_params.dict(), context={"job": job})
+        params = {k: v for k, v in request.query_params.items() if k != api_settings.URL_FORMAT_OVERRIDE}  # negotiation's
+        query = LogsQuerySerializer(data=params, context={"job": job})
         query.is_valid(raise_exception=True)
         rank, tail, attempt = query.validated_data["rank"], query.validated_data["tail"], query.validated_data.get("attempt")
         if query.validated_data["follow"]:
@@ -331,6 +335,8 @@ class JobViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retrieve
             response["Cache-Control"] = "no-store"
             return response
         logs = job_logs(job, rank=rank, tail=tail, attempt=attempt)
+        if request.accepted_renderer.format == PlainTextRenderer.format:
+            return Response(logs.text)
         return Response(
             {
                 "job": job.pk,

@@ -27,6 +27,7 @@ from api.quotas.serializers import (
     ReportSerializer,
     UsageSummarySerializer,
 )
+from apikit.renderers import JsonErrorsMixin
 from apikit.viewsets import VisibleViewSet
 from quotas.periods import day_range, local_today, period_bounds
 from quotas.selectors import account_usages, teams_visible_to, usage_report, usage_summary, users_visible_to
@@ -126,7 +127,7 @@ class UsageView(APIView):
 
 
 @extend_schema(tags=["usage"])
-class UsageReportView(APIView):
+class UsageReportView(JsonErrorsMixin, APIView):
     """Jobs, GPU-hours and node-hours per user or team over a date range, as JSON or CSV (like Slurm's sreport).
 
     Admins see every account; others their own user row, or their teams.
@@ -157,13 +158,6 @@ class UsageReportView(APIView):
         if request.accepted_renderer.format == "csv":
             response["Content-Disposition"] = f'attachment; filename="muster-usage-by-{group_by}-{first}-to-{last}.csv"'
         return response
-
-    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
-        # Errors are JSON, even when a CSV was asked for.
-        if response.status_code >= 400 and getattr(getattr(request, "accepted_renderer", None), "format", None) == "csv":
-            request.accepted_renderer = JSONRenderer()
-            request.accepted_media_type = JSONRenderer.media_type
-        return super().finalize_response(request, response, *args, **kwargs)
 
 
 def _backwards(first: date, last: date, *, sent: dict[str, Any]) -> dict[str, list[str]]:

@@ -553,9 +553,27 @@ def test_logs_of_a_rank(api: APIClient, other_api: APIClient, submit: Any, sim: 
     bad = api.get(url, {"rank": 2})
     assert bad.status_code == 400 and "0 to 1" in bad.json()["rank"][0]
     assert api.get(url, {"tail": 0}).status_code == 400
-    takes = "Unknown query parameter; GET /api/v1/jobs/{id}/logs/ takes attempt, follow, rank, tail."
+    takes = "Unknown query parameter; GET /api/v1/jobs/{id}/logs/ takes attempt, follow, format, rank, tail."
     assert api.get(url, {"lines": 3}).json() == {"lines": [takes]}
     assert other_api.get(url).status_code == 404
+
+
+def test_logs_as_text_for_a_client_that_accepts_text(api: APIClient, submit: Any, sim: Any) -> None:
+    """`Accept: text/plain` (curl's -H, a streaming client) was a 406, though text is what `follow` sends."""
+    job = submit(nodes=2)
+    url = job_url(job["id"]) + "logs/"
+    refused = api.get(url, HTTP_ACCEPT="text/plain")
+    assert refused.status_code == 409 and refused["Content-Type"] == "application/json"  # an error is JSON
+    assert "has not started" in refused.json()["detail"]
+    sim.cycle()
+    text = api.get(url, {"rank": 1}, HTTP_ACCEPT="text/plain")
+    assert text.status_code == 200 and text["Content-Type"] == "text/plain; charset=utf-8"
+    assert text.content.decode() == api.get(url, {"rank": 1}).json()["logs"]
+    assert api.get(url, {"rank": 1, "format": "text"}, HTTP_ACCEPT="application/json").content == text.content
+    followed = api.get(url, {"follow": "true"}, HTTP_ACCEPT="text/plain")
+    assert followed.status_code == 200 and followed["Content-Type"] == "text/plain; charset=utf-8"
+    bad = api.get(url, {"rank": 5}, HTTP_ACCEPT="text/plain")
+    assert bad.status_code == 400 and "0 to 1" in bad.json()["rank"][0]
 
 
 def test_the_logs_of_a_job_cancelled_before_it_ran_say_it_never_started(api: APIClient, submit: Any, sim: Any) -> None:
