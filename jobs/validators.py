@@ -47,7 +47,10 @@ ENV_MAX_BYTES = 64 * 1024
 COMMAND_MAX_ARGS = 4096
 COMMAND_MAX_BYTES = 64 * 1024
 
-JOB_NAME = re.compile(r"[^\x00-\x1f\x7f]+")  # fullmatch
+def printable_name(text: str) -> bool:
+    """A name a page or a terminal shows as it reads: no control characters, nor the invisible format characters
+    (a zero-width space, a bidi override reversing what follows) that made a job's name blank or misleading."""
+    return bool(text) and text.isprintable()
 
 
 def image_reference_error(image: str) -> str | None:

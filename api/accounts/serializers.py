@@ -10,7 +10,7 @@ from rest_framework import serializers
 
 from accounts.models import ApiToken
 from apikit.serializers import StrictSerializer
-from jobs.validators import JOB_NAME
+from jobs.validators import printable_name
 
 MAX_EXPIRY_DAYS = 366
 
@@ -27,8 +27,8 @@ class TokenCreateSerializer(StrictSerializer):
     )
 
     def validate_name(self, value: str) -> str:
-        if not JOB_NAME.fullmatch(value):
-            raise serializers.ValidationError("A name is printable text, without control characters.")
+        if not printable_name(value):
+            raise serializers.ValidationError("A name is printable text, without control or invisible characters.")
         user = self.context["user"]
         if ApiToken.objects.filter(user=user, name=value, revoked_at__isnull=True).exists():
             raise serializers.ValidationError(f"You already have an active token named {value!r}; choose another name or revoke it.")

@@ -191,8 +191,8 @@ class JobSubmitSerializer(StrictSerializer):
 
     def validate_name(self, value: str) -> str:
         value = value.strip()
-        if not value or not validators.JOB_NAME.fullmatch(value):
-            raise serializers.ValidationError("A name is 1-100 printable characters.")
+        if not validators.printable_name(value):
+            raise serializers.ValidationError("A name is 1-100 printable characters (no control or invisible ones).")
         return value
 
     def validate_image(self, value: str) -> str:

@@ -83,6 +83,10 @@ def assert_rejected(response: Any, field: str, *words: str) -> Any:
         ({"name": "   "}, "name", []),
         ({"name": "x" * 101}, "name", ["100"]),
         ({"name": "bad\nname"}, "name", ["printable"]),
+        # Invisible: a zero-width space reads as a blank name, a bidi override reverses what follows it on every page.
+        ({"name": "\u200b"}, "name", ["printable", "invisible"]),
+        ({"name": "\u202eevil"}, "name", ["printable"]),
+        ({"name": "a\u2066b\u2069"}, "name", ["printable"]),
         ({"env": {"1ABC": "x"}}, "env", ["1ABC", "not a valid variable name"]),
         ({"env": {"A-B": "x"}}, "env", ["A-B", "not a valid variable name"]),
         ({"env": {"": "x"}}, "env", ["not a valid variable name"]),
