@@ -10,6 +10,8 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
+from accounts.authentication import KEYWORDS
+from accounts.services import PREFIX as USER_TOKEN_PREFIX
 from telemetry.tokens import ENV_TOKEN, TOKEN_PREFIX, InvalidToken, JobTokenAuth, telemetry_token_verify
 
 
@@ -18,6 +20,16 @@ class JobTokenAuthentication(BaseAuthentication):
 
     def authenticate(self, request: Request) -> tuple[AnonymousUser, JobTokenAuth] | None:
         header = get_authorization_header(request).split()
+        if len(header) == 2 and header[0].lower() in KEYWORDS and header[1].startswith(USER_TOKEN_PREFIX.encode()):
+            # A user's API token (well formed, or it would not start so): not "malformed", just not what this takes.
+            raise AuthenticationFailed(
+                f"A user's API token is not accepted here: push with the job's own token, {ENV_TOKEN} in every pod's "
+                f"environment ('Authorization: Bearer ${ENV_TOKEN}')."
+            )
+        return self.job_token(header)
+
+    def job_token(self, header: list[bytes]) -> tuple[AnonymousUser, JobTokenAuth] | None:
+        """The job's token in a split Authorization header; None when the header is not a bearer one."""
         if not header or header[0].lower() != b"bearer":
             return None
         if len(header) != 2:
@@ -45,7 +57,7 @@ class JobTokenIfPresented(JobTokenAuthentication):
         header = get_authorization_header(request).split()
         if len(header) == 2 and header[0].lower() == b"bearer" and not header[1].startswith(f"{TOKEN_PREFIX}.".encode()):
             return None
-        return super().authenticate(request)
+        return self.job_token(header)
 
 
 class IsAuthenticatedOrJobToken(BasePermission):

@@ -149,6 +149,36 @@ def test_a_users_own_login_cannot_push(running, user) -> None:
     assert not NcclSample.objects.exists()
 
 
+@pytest.mark.parametrize("scheme", ["Bearer", "Token"])
+def test_a_users_api_token_is_told_to_send_the_jobs_token_not_that_it_is_malformed(running, user, scheme) -> None:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"{scheme} {token_create(user=user, name='laptop').secret}")
+    response = push(client, running, inspector_record())
+    assert response.status_code == 401
+    assert response.json() == {
+        "detail": "A user's API token is not accepted here: push with the job's own token, MUSTER_TELEMETRY_TOKEN in "
+        "every pod's environment ('Authorization: Bearer $MUSTER_TELEMETRY_TOKEN')."
+    }
+    assert not NcclSample.objects.exists()
+
+
+@pytest.mark.parametrize("method", ["get", "put", "patch", "delete"])
+def test_a_method_other_than_post_is_405_and_options_200_whoever_asks(running, user, method) -> None:
+    """Every method answered 401 "Malformed telemetry token." to a user's API token, OPTIONS included."""
+    with_user_token, with_job_token = APIClient(), APIClient()
+    with_user_token.credentials(HTTP_AUTHORIZATION=f"Bearer {token_create(user=user, name='laptop').secret}")
+    with_job_token.credentials(HTTP_AUTHORIZATION=f"Bearer {telemetry_token_for_job(running.pk)}")
+    url = f"/api/v1/jobs/{running.pk}/telemetry/"
+    for client in (with_user_token, with_job_token, APIClient()):
+        response = getattr(client, method)(url)
+        assert response.status_code == 405, response.content
+        assert response.json() == {"detail": f'Method "{method.upper()}" not allowed.'}
+        assert response["Allow"] == "POST, OPTIONS"
+        options = client.options(url)
+        assert options.status_code == 200 and options.json()["name"]
+    assert not NcclSample.objects.exists()
+
+
 def test_a_jobs_token_cannot_write_another_jobs_telemetry(running, submit, sim) -> None:
     other = Job.objects.get(pk=submit(nodes=1, gpus_per_node=8, simulate={"duration_seconds": 600})["id"])
     sim.cycle()
