@@ -1,5 +1,5 @@
 """Request rates: brute force at the login form and the token endpoint (django-axes, by account and by address),
-and per-user rates on writes and raw token requests (DRF throttles over Django's cache)."""
+and per-user rates on writes, a submit's dry runs and raw token requests (DRF throttles over Django's cache)."""
 
 from __future__ import annotations
 
@@ -37,8 +37,23 @@ def lockout_response(request: HttpRequest, original_response: HttpResponse | Non
     return response
 
 
-class WriteRateThrottle(SimpleRateThrottle):
-    """Writes (POST, PUT, PATCH, DELETE) per signed-in user, at MUSTER_THROTTLE_WRITES; reads are not counted."""
+# The API actions that are POSTs but write nothing: a submit's dry runs (`POST /api/v1/jobs/validate/` and
+# `/estimate/`). A client that estimates as its user types must not use up the user's submits, so they are not
+# writes; they have a rate of their own, MUSTER_THROTTLE_DRY_RUNS (an estimate plans the whole queue).
+DRY_RUN_ACTIONS = frozenset({"validate", "estimate"})
+
+
+def is_dry_run(view: Any) -> bool:
+    return getattr(view, "action", None) in DRY_RUN_ACTIONS
+
+
+class _PerUserThrottle(SimpleRateThrottle):
+    def get_cache_key(self, request: Request, view: Any) -> str | None:
+        return self.cache_format % {"scope": self.scope, "ident": request.user.pk}
+
+
+class WriteRateThrottle(_PerUserThrottle):
+    """Writes (POST, PUT, PATCH, DELETE) per signed-in user, at MUSTER_THROTTLE_WRITES; reads and dry runs are not counted."""
 
     scope = "writes"
 
@@ -46,12 +61,23 @@ class WriteRateThrottle(SimpleRateThrottle):
         return settings.MUSTER_THROTTLE_WRITES or None
 
     def allow_request(self, request: Request, view: Any) -> bool:
-        if request.method in SAFE_METHODS or not request.user or not request.user.is_authenticated:
+        if request.method in SAFE_METHODS or not request.user or not request.user.is_authenticated or is_dry_run(view):
             return True
         return super().allow_request(request, view)
 
-    def get_cache_key(self, request: Request, view: Any) -> str | None:
-        return self.cache_format % {"scope": self.scope, "ident": request.user.pk}
+
+class DryRunRateThrottle(_PerUserThrottle):
+    """A submit's dry runs (validate, estimate) per signed-in user, at MUSTER_THROTTLE_DRY_RUNS; nothing else is counted."""
+
+    scope = "dry-runs"
+
+    def get_rate(self) -> str | None:
+        return settings.MUSTER_THROTTLE_DRY_RUNS or None
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        if not is_dry_run(view) or not request.user or not request.user.is_authenticated:
+            return True
+        return super().allow_request(request, view)
 
 
 class TokenRequestRateThrottle(SimpleRateThrottle):

@@ -212,6 +212,8 @@ AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if M
 # right or wrong; DRF's "N/second|minute|hour|day" form, empty for no limit. Counted in the cache.
 MUSTER_THROTTLE_WRITES = os.environ.get("MUSTER_THROTTLE_WRITES", "120/minute")
 MUSTER_THROTTLE_TOKEN_REQUESTS = os.environ.get("MUSTER_THROTTLE_TOKEN_REQUESTS", "60/minute")
+# A submit's dry runs (validate, estimate) per signed-in user: not writes, but an estimate plans the whole queue.
+MUSTER_THROTTLE_DRY_RUNS = os.environ.get("MUSTER_THROTTLE_DRY_RUNS", "300/minute")
 # Checkpoint reports per job (`POST /api/v1/jobs/{id}/checkpoint/`): room for every rank of a large gang to report one.
 MUSTER_THROTTLE_CHECKPOINTS = os.environ.get("MUSTER_THROTTLE_CHECKPOINTS", "120/minute")
 # A token made by the password exchange (POST /api/v1/auth/token/) expires after this many days; 0: never.
@@ -271,7 +273,7 @@ REST_FRAMEWORK = {
     # An unknown ?format= is a 400 naming it (DRF's own answer is a 404, as if the endpoint did not exist).
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apikit.negotiation.FormatParameterNegotiation",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
-    "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.WriteRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.WriteRateThrottle", "accounts.throttling.DryRunRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Muster API",

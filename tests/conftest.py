@@ -74,6 +74,7 @@ def _no_rate_throttles(settings: Any) -> None:
     # tests/accounts/test_accounts.py sets real rates where it tests them. Brute-force lockouts stay on everywhere.
     settings.MUSTER_THROTTLE_WRITES = ""
     settings.MUSTER_THROTTLE_TOKEN_REQUESTS = ""
+    settings.MUSTER_THROTTLE_DRY_RUNS = ""
     settings.MUSTER_THROTTLE_CHECKPOINTS = ""
 
 

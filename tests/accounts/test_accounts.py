@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 
 from accounts.models import ApiToken
 from accounts.services import token_create
-from accounts.throttling import TokenRequestRateThrottle, WriteRateThrottle
+from accounts.throttling import DryRunRateThrottle, TokenRequestRateThrottle, WriteRateThrottle
 from tests.accounts.factories import UserFactory
 from tests.conftest import PASSWORD, client_for, job_payload, session_for
 
@@ -228,6 +228,23 @@ def test_writes_per_user_are_throttled_with_retry_after_and_reads_are_not(user: 
     throttled = api.post("/api/v1/jobs/", job_payload(), format="json")
     assert throttled.status_code == 429 and 0 < int(throttled["Retry-After"]) <= 60
     assert api.get("/api/v1/jobs/").status_code == 200
+
+
+def test_a_submits_dry_runs_are_not_writes_and_have_their_own_rate(user: Any, sim: Any, settings: Any) -> None:
+    """validate and estimate counted as writes: a client estimating as its user typed used up the user's submits."""
+    settings.MUSTER_THROTTLE_WRITES, settings.MUSTER_THROTTLE_DRY_RUNS = "2/minute", "4/minute"
+    for throttle in (WriteRateThrottle, DryRunRateThrottle):
+        cache.delete(throttle.cache_format % {"scope": throttle.scope, "ident": user.pk})
+    api = client_for(user)
+    body = job_payload(nodes=1, gpus_per_node=1)
+    dry_runs = [api.post(f"/api/v1/jobs/{which}/", body, format="json").status_code for which in ("validate", "estimate") * 2]
+    assert dry_runs == [200, 200, 200, 200]
+    throttled = api.post("/api/v1/jobs/estimate/", body, format="json")
+    assert throttled.status_code == 429 and 0 < int(throttled["Retry-After"]) <= 60
+    # The user's writes are all still theirs.
+    assert [api.post("/api/v1/jobs/", body, format="json").status_code for _ in range(3)] == [201, 201, 429]
+    settings.MUSTER_THROTTLE_DRY_RUNS = ""
+    assert api.post("/api/v1/jobs/validate/", body, format="json").status_code == 200  # and the writes' 429 is not theirs
 
 
 def test_password_exchanges_per_address_are_throttled(user: Any, settings: Any) -> None:

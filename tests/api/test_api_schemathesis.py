@@ -39,6 +39,7 @@ def server(require_postgres: None, tmp_path: Path, settings, django_user_model):
         # from it (and their counts, kept in Redis, would outlive this test). tests/accounts/test_accounts.py tests them.
         "MUSTER_THROTTLE_WRITES": "",
         "MUSTER_THROTTLE_TOKEN_REQUESTS": "",
+        "MUSTER_THROTTLE_DRY_RUNS": "",
     }
     env.pop("MUSTER_REQUIRE_SERVICES", None)
     web, api = start_gunicorn(env, tmp_path / "web.log")
