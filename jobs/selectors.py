@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from jobs.amounts import gpu_amount
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
-from jobs.states import JobState
+from jobs.states import ACTIVE_STATES, JobState
 from policy.model import NodeView
 
 if TYPE_CHECKING:
@@ -97,6 +97,16 @@ def job_nodes_shown(job: Job) -> list[str]:
     it is PENDING, nor once it ended without holding any (cancelled back in the queue). A job back in the queue
     (requeued, preempted) holds nothing; its last attempt's nodes are in its attempts, not its own."""
     return job_assigned_nodes(job) if _holds_nodes_shown(job) else []
+
+
+def job_gpus_held(job: Job) -> float | None:
+    """The GPUs the job's current attempt holds now, as usage and quotas count them: its whole GPUs, or its slice's share
+    of a GPU (a MIG 1g slice holds 1/7 of a GPU for an ask of 0.1). None while it holds none. From the allocations
+    `jobs_visible_to` prefetches: no query of its own (nor any for a job not placed: a queue page of them)."""
+    if job.state not in ACTIVE_STATES:
+        return None
+    held = [a.gpus for a in job.allocations.all() if a.released_at is None and a.attempt == job.attempt]
+    return gpu_amount(sum(held)) if held else None
 
 
 def job_racks_shown(job: Job) -> list[tuple[str, int]]:

@@ -47,6 +47,7 @@ ENV_MAX_BYTES = 64 * 1024
 COMMAND_MAX_ARGS = 4096
 COMMAND_MAX_BYTES = 64 * 1024
 
+
 def printable_name(text: str) -> bool:
     """A name a page or a terminal shows as it reads: no control characters, nor the invisible format characters
     (a zero-width space, a bidi override reversing what follows) that made a job's name blank or misleading."""

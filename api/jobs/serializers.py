@@ -21,7 +21,15 @@ from jobs import validators
 from jobs.arrays import ARRAY_MAX_INDEX, ARRAY_SYNTAX, array_indices
 from jobs.logs import job_attempt_ranks, job_log_attempts, ranks_text
 from jobs.models import EstimateKind, Job, JobEvent, JobResize, Node
-from jobs.selectors import job_nodes_shown, job_run_seconds, node_gpus_free, node_gpus_idle, node_settles_until, node_slices_free
+from jobs.selectors import (
+    job_gpus_held,
+    job_nodes_shown,
+    job_run_seconds,
+    node_gpus_free,
+    node_gpus_idle,
+    node_settles_until,
+    node_slices_free,
+)
 from jobs.services import CANCEL_COMMENT_MAX, job_submit_problems
 from notify.services import EVENTS, asks_json
 from notify.webhooks import webhook_refusal
@@ -394,7 +402,13 @@ class JobSerializer(serializers.ModelSerializer):
 
     owner = serializers.CharField(source="owner.username", read_only=True)
     team = serializers.CharField(source="team.name", read_only=True, allow_null=True, default=None)
-    gpus = serializers.IntegerField(read_only=True)
+    gpus = serializers.IntegerField(
+        read_only=True, help_text="The GPUs asked: nodes x GPUs per node (a GPU-slice job: 1, the GPU its slice is of)."
+    )
+    gpus_held = serializers.SerializerMethodField(
+        help_text="What its current attempt holds now, as usage and quotas count it: its whole GPUs, or its slice's share "
+        "of a GPU (a MIG 1g slice holds 1/7, 0.143, for an ask of at least 0.1). Null while it holds none."
+    )
     pending_reason = serializers.SerializerMethodField()
     assigned_nodes = serializers.SerializerMethodField()
     run_seconds = serializers.SerializerMethodField(
@@ -413,7 +427,7 @@ class JobSerializer(serializers.ModelSerializer):
         fields = [
             "id", "name", "owner", "team", "state", "state_reason", "pending_reason", "queue_position", "priority",
             "image", "command",
-            "nodes", "gpus_per_node", "gpus", "wall_time_seconds", "priority_class", "max_restarts",
+            "nodes", "gpus_per_node", "gpus", "gpus_held", "wall_time_seconds", "priority_class", "max_restarts",
             "min_nodes", "max_nodes", "attempt", "restarts", "exit_code", "assigned_nodes", "preemptible", "rdma_per_node",
             "gpu_fraction", "gpu_memory_gb", "gpu_isolation", "over_quota", "estimated_start", "estimate_kind",
             "reserved_nodes", "promised_start", "array_id", "array_index",
@@ -434,6 +448,10 @@ class JobSerializer(serializers.ModelSerializer):
 
     def get_assigned_nodes(self, job: Job) -> list[str]:
         return job_nodes_shown(job)
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_gpus_held(self, job: Job) -> float | None:
+        return job_gpus_held(job)
 
     @extend_schema_field(PrioritySerializer(allow_null=True))
     def get_priority(self, job: Job) -> dict[str, Any] | None:

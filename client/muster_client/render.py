@@ -70,11 +70,15 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 def shape(job: JSON) -> str:
     """Nodes x GPUs per node as sbatch's -N and --gpus-per-node: `2x8`, an elastic range `2-4x8` (running on 3 of it:
-    `3(2-4)x8`), a GPU slice `1x0.25`."""
+    `3(2-4)x8`), a GPU slice `1x0.25` (holding a MIG slice of 1/7 of a GPU for it: `1x0.143(0.1)`, what it holds
+    first as for an elastic job, which is what usage and quotas count)."""
     if shares_gpu(job):
         if job.get("gpu_fraction"):
-            return f"1x{job['gpu_fraction']:g}"
-        return f"1x{job['gpu_memory_gb']:g}GB" if job.get("gpu_memory_gb") else "1xMIG"
+            asked = f"{job['gpu_fraction']:g}"
+        else:
+            asked = f"{job['gpu_memory_gb']:g}GB" if job.get("gpu_memory_gb") else "MIG"
+        held = job.get("gpus_held")
+        return f"1x{held:g}({asked})" if held and f"{held:g}" != asked else f"1x{asked}"
     nodes = f"{job['min_nodes']}-{job['max_nodes']}" if job.get("min_nodes") and job.get("max_nodes") else job["nodes"]
     if job.get("min_nodes") and job.get("state") in ("SCHEDULED", "RUNNING"):
         nodes = f"{job['nodes']}({nodes})"  # an elastic job on its nodes now: `3(2-4)x8`
@@ -89,7 +93,8 @@ def gpus(job: JSON) -> str:
             f"{job['gpu_memory_gb']:g} GB of GPU memory" if job.get("gpu_memory_gb") else "",
             "isolated (MIG)" if job.get("gpu_isolation") else "",
         ]
-        return "a GPU slice: " + ", ".join(a for a in asks if a)
+        held = f"; holds {job['gpus_held']:g} of a GPU now" if job.get("gpus_held") else ""
+        return "a GPU slice: " + ", ".join(a for a in asks if a) + held
     if job.get("min_nodes") and job.get("max_nodes"):
         if job["state"] in ("SCHEDULED", "RUNNING"):
             return f"{job['gpus']} GPUs on {job['nodes']} nodes now"

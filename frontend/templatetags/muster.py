@@ -18,6 +18,7 @@ from frontend.live import page_query
 from frontend.sorting import Sorting
 from jobs import amounts
 from jobs.models import Job
+from jobs.selectors import job_gpus_held
 
 register = template.Library()
 
@@ -139,7 +140,9 @@ def job_size_short(job: Job) -> str:
     """What the job asks, for a table cell: nodes x GPUs, an elastic range of nodes x GPUs (with the nodes it holds now
     while it is placed or runs: "3 (2\u20134) nodes", as the CLI's `3(2-4)x8`), or its share of a GPU."""
     if job.shares_gpu:
-        return f"{job.gpu_fraction:g} GPU" if job.gpu_fraction else "a slice of a GPU"
+        asked = f"{job.gpu_fraction:g} GPU" if job.gpu_fraction else "a slice of a GPU"
+        held = job_gpus_held(job)
+        return f"{held:g} GPU (asked {asked})" if held and job.gpu_fraction != held else asked
     gpus = f"{job.gpus_per_node} GPU{pluralize(job.gpus_per_node)}"
     if job.elastic:
         span = f"{job.min_nodes}\u2013{job.max_nodes}"
@@ -155,7 +158,8 @@ def job_size(job: Job) -> str:
     if job.shares_gpu:
         asks = [f"at least {job.gpu_fraction:g} of a GPU" if job.gpu_fraction else ""]
         asks += [f"{job.gpu_memory_gb:g} GB of GPU memory" if job.gpu_memory_gb else "", "isolated (MIG)" if job.gpu_isolation else ""]
-        return "A GPU slice: " + ", ".join(a for a in asks if a)
+        share = job_gpus_held(job)
+        return "A GPU slice: " + ", ".join(a for a in asks if a) + (f"; holds {share:g} of a GPU now" if share else "")
     gpus = f"{job.gpus_per_node} GPU{pluralize(job.gpus_per_node)}"
     if job.elastic:
         held = f", {job.nodes} now" if job.state in ("SCHEDULED", "RUNNING") else ""

@@ -65,3 +65,21 @@ def test_a_shared_nodes_free_gpus_and_slices_read_alike_on_the_page_the_api_and_
     assert text.splitlines()[-1] == sentence.rstrip(".")
     ts_row = next(line for line in text.splitlines() if line.startswith("sim-time-slicing-000"))
     assert "6.75/8" in ts_row and "27 of 32 slices free" in ts_row
+
+
+def test_a_slice_job_says_the_share_it_holds_where_its_owners_usage_counts_it(shared_sim: SimHarness, api: APIClient, user: Any) -> None:
+    """A MIG node's smallest slice is 1/7 of a GPU: a job asking at least 0.1 holds 0.143, which usage counts, while the
+    job said `gpus: 1` and `muster jobs` read `1x0.1`."""
+    mig = api.post("/api/v1/jobs/", job_payload(nodes=1, gpus_per_node=1, gpu_fraction=0.1, gpu_isolation=True), format="json").json()
+    whole = api.post("/api/v1/jobs/", job_payload(nodes=2, gpus_per_node=8), format="json").json()
+    assert api.get(f"/api/v1/jobs/{mig['id']}/").json()["gpus_held"] is None  # queued: holds nothing
+    shared_sim.cycle()
+    listed = {j["id"]: j for j in api.get("/api/v1/jobs/").json()["results"]}
+    assert (listed[mig["id"]]["gpus"], listed[mig["id"]]["gpus_held"]) == (1, 0.143)
+    assert (listed[whole["id"]]["gpus"], listed[whole["id"]]["gpus_held"]) == (16, 16)
+    assert api.get("/api/v1/usage/").json()["user"]["usage"]["gpus_in_use"] == 16.143
+    assert render.shape(listed[mig["id"]]) == "1x0.143(0.1)" and render.shape(listed[whole["id"]]) == "2x8"
+    assert render.gpus(listed[mig["id"]]).endswith("; holds 0.143 of a GPU now")
+    page = session_for(user).get(f"/jobs/{mig['id']}/").content.decode()
+    assert "A GPU slice: at least 0.1 of a GPU, isolated (MIG); holds 0.143 of a GPU now" in page
+    assert "0.143 GPU (asked 0.1 GPU)" in session_for(user).get("/").content.decode()
