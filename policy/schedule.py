@@ -324,11 +324,16 @@ class _Cycle:
         """A waiting job's estimate, no later than when it may preempt the jobs in its way (not a promise: a job of
         more priority may take them first)."""
         at = self.preempt_at.get(wait.job_id)
-        if at is None or wait.estimate == ESTIMATE_RESERVED or (wait.estimated_start is not None and wait.estimated_start <= at):
+        if at is None or wait.estimate == ESTIMATE_RESERVED:
             return wait
-        # Said too: its reason named only the nodes it lacks, while its estimate had moved to a preemption.
-        sooner = f" It may preempt the jobs in its way from {when(at)}, when they have run the minimum run time."
-        return wait.estimated(at, ESTIMATE_PLANNED)._replace(reason=wait.reason + sooner)
+        # Said too: its reason named only the nodes it lacks, while its estimate had moved to a preemption. Said also
+        # when the plan expects the jobs in its way to end about then: the estimate still rests on it if they do not.
+        sooner = wait._replace(
+            reason=f"{wait.reason} It may preempt the jobs in its way from {when(at)}, when they have run the minimum run time."
+        )
+        if wait.estimated_start is not None and wait.estimated_start <= at:
+            return sooner
+        return sooner.estimated(at, ESTIMATE_PLANNED)
 
     # --- promises kept from the previous cycle -----------------------------------------------------
 

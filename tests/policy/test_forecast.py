@@ -157,6 +157,15 @@ def test_a_job_that_may_preempt_once_the_minimum_run_time_passes_is_expected_the
     assert waiting(same)[1].estimated_start == NOW + HOUR
 
 
+def test_a_job_that_may_preempt_says_so_also_when_the_job_in_its_way_is_expected_to_end_sooner() -> None:
+    """The plan expected the job in its way to end at about the time it could be preempted (its owner's recent runs):
+    the estimate stayed, and the reason lost the sentence that explains it if that job runs on."""
+    young = replace(running(10, {"n00": 8, "n01": 8}, rank=2, ran=4 * 60.0, left=HOUR), expected_end=NOW + 5 * 60.0)
+    wait = waiting(schedule(snap([pend(1, nodes=2, rank=0)], [young]), config(preemption_min_runtime_seconds=600.0)))[1]
+    assert (wait.estimated_start, wait.estimate) == (NOW + 5 * 60.0, ESTIMATE_PLANNED)
+    assert wait.reason.endswith(f"It may preempt the jobs in its way from {when(NOW + 6 * 60.0)}, when they have run the minimum run time.")
+
+
 def _settling(snapshot: Any, name: str, opens_at: float) -> Any:
     """`snapshot` with node `name` closed until `opens_at`, as a node back from NotReady settles."""
     nodes = tuple(
