@@ -46,7 +46,7 @@ from telemetry.staticfiles import PLOTLY_JS
 # The parts of the job list that keep up in place (frontend.live).
 JOB_LIST_PARTS = {"job-rows": "frontend/job_rows.html"}
 # The job list's filters by the labels its form gives them (the others are the API's, written in the address).
-FILTER_LABELS = {"name": "Name", "state": "State", "owner": "Owner", "team": "Team", "submitted_after": "Since"}
+FILTER_LABELS = {"name": "Name", "state": "State", "owner": "Owner", "team": "Team", "submitted_after": "Since", "array": "Array"}
 # Jobs per page of the job list.
 JOB_LIST_PAGE_SIZE = 25
 
@@ -76,7 +76,7 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     context = {"page": page, "rows": rows, "now": timezone.now(), "live": live, "sort": listed.sort}
     if is_live_poll(request):
         return live_parts_response(request, JOB_LIST_PARTS, context, live=live)
-    filters = {key: request.GET.get(key, "") for key in ("name", "state", "owner", "team", "submitted_after")}
+    filters = {key: request.GET.get(key, "") for key in ("name", "state", "owner", "team", "submitted_after", "array")}
     context.update(
         filters=filters,
         errors=listed.errors,

@@ -136,6 +136,12 @@ def sort_header(context: Mapping[str, Any], sort: Sorting, key: str, label: str,
 
 
 @register.filter
+def array_label(job: Job) -> str:
+    """An array element as Slurm and `muster` name it, `20_5` (array 20, index 5); "" for a job of no array."""
+    return f"{job.array_id}_{job.array_index}" if job.array_id is not None else ""
+
+
+@register.filter
 def job_size_short(job: Job) -> str:
     """What the job asks, for a table cell: nodes x GPUs, an elastic range of nodes x GPUs (with the nodes it holds now
     while it is placed or runs: "3 (2\u20134) nodes", as the CLI's `3(2-4)x8`), or its share of a GPU."""

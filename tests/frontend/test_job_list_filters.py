@@ -179,3 +179,22 @@ def test_a_page_past_the_end_is_a_404_naming_the_last_page(user: Any) -> None:
     body = client.get("/", {"page": "99", "parts": "1"}).json()
     assert body["live"] is False and "<tr" not in body["parts"]["job-rows"]
     assert client.get("/", {"page": "2"}).status_code == 200
+
+
+def test_an_arrays_elements_are_told_apart_and_listed_together(user: Any, api: Any, sim: Any) -> None:
+    """Thirty identical "sweep" rows: which point of the sweep failed could not be found without the API."""
+    from tests.conftest import job_payload
+
+    made = api.post("/api/v1/jobs/array/", {**job_payload(name="sweep", nodes=1, gpus_per_node=1), "array": "0-2"}, format="json")
+    array_id, jobs = made.json()["array_id"], made.json()["jobs"]
+    other = JobFactory(owner=user, name="sweep")
+    client = session_for(user)
+    html = client.get("/").content.decode()
+    assert f'title="Element 2 of array {array_id}: list the array\'s elements" data-testid="array-label">{array_id}_2</a>' in html
+    only = client.get("/", {"array": array_id}).content.decode()
+    assert listed(only) == sorted((j["id"] for j in jobs), reverse=True)
+    assert f"The elements of array {array_id}." in only and f'name="array" value="{array_id}"' in only  # kept by the form
+    page = client.get(f"/jobs/{jobs[1]['id']}/").content.decode()
+    assert f"element 1 of array {array_id} (<code>{array_id}_1</code>)" in page
+    assert f'<a href="/?array={array_id}">its elements</a>' in page
+    assert "array" not in client.get(f"/jobs/{other.pk}/").content.decode().split('<dl class="facts">', 1)[1].split("</dl>", 1)[0]
