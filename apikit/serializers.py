@@ -75,6 +75,6 @@ class NoBody(StrictSerializer):
 
 
 def refuse_a_body(data: Any) -> None:
-    """Read the request's body (a malformed one is a 400, an oversized one a 413, another media type a 415, as on every
-    write) and refuse any field it has."""
-    NoBody(data=data if data is not None else {}).is_valid(raise_exception=True)
+    """Read the request's body (a malformed one is a 400, and so is JSON that is no object, `null` included:
+    apikit/parsers.py; an oversized one a 413, another media type a 415, as on every write) and refuse any field it has."""
+    NoBody(data=data).is_valid(raise_exception=True)

@@ -268,7 +268,8 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # JSON only: a list-valued `command` has no unambiguous form encoding.
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # A JSON object at that: `null` or a list is a 400 saying so (apikit/parsers.py).
+    "DEFAULT_PARSER_CLASSES": ["apikit.parsers.JSONObjectParser"],
     "EXCEPTION_HANDLER": "apikit.errors.exception_handler",
     # An unknown ?format= is a 400 naming it (DRF's own answer is a 404, as if the endpoint did not exist).
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apikit.negotiation.FormatParameterNegotiation",

@@ -127,3 +127,35 @@ def test_the_submit_form_refuses_gpu_runtime_variables_and_creates_nothing(user,
     assert response.status_code == 200
     assert "NVIDIA_VISIBLE_DEVICES cannot be set by a job: these variables steer the GPU runtime" in response.content.decode()
     assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"), [("null", "null"), ("[1, 2]", "a list"), ('"x"', "a string"), ("4", "a number"), ("true", "true")]
+)
+def test_json_that_is_no_object_is_a_400_saying_the_body_must_be_one_on_every_endpoint(
+    api, admin_api, user, submit, body: str, kind: str
+) -> None:
+    """`null` released a held job (200) while validate, tokens and notifications said "No data provided", naming nothing."""
+    job_id = submit(nodes=1, gpus_per_node=1)["id"]
+    assert api.post(f"/api/v1/jobs/{job_id}/hold/").status_code == 200
+    said = {
+        "detail": 'The body must be a JSON object ({"field": value, ...}), not '
+        f"{kind}; an action that takes nothing takes no body, or {{}}."
+    }
+    writes = [
+        (api, "post", f"/api/v1/jobs/{job_id}/release/"),
+        (api, "post", f"/api/v1/jobs/{job_id}/cancel/"),
+        (api, "post", "/api/v1/jobs/"),
+        (api, "post", "/api/v1/jobs/validate/"),
+        (api, "post", "/api/v1/jobs/estimate/"),
+        (api, "post", "/api/v1/tokens/"),
+        (api, "put", "/api/v1/notifications/"),
+        (admin_api, "patch", "/api/v1/quotas/users/alice/"),
+    ]
+    for client, method, url in writes:
+        response = client.generic(method.upper(), url, body, content_type="application/json")
+        assert (response.status_code, response.json()) == (400, said), (method, url)
+    assert Job.objects.get(pk=job_id).hold  # still held: nothing was done
+    assert Job.objects.count() == 1
+    # No body at all is still none, what release takes.
+    assert api.post(f"/api/v1/jobs/{job_id}/release/", "", content_type="application/json").status_code == 200
