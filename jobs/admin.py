@@ -252,19 +252,68 @@ def _locked(queryset: QuerySet[Job]) -> QuerySet[Job]:
 # The node's columns Muster owns, and so what an admin may change here (the cluster's sync writes the rest).
 NODE_ADMIN_FIELDS = ("held", "held_reason", "failures_in_row")
 
+# Shown beside HELD on the cluster page and in the reasons of jobs waiting for the node: a line, not a report.
+HELD_REASON_MAX_CHARS = 200
+
 
 def _node_values(node: Node) -> dict[str, Any]:
     return {name: getattr(node, name) for name in NODE_ADMIN_FIELDS}
 
 
+class NodeAdminForm(forms.ModelForm):
+    """A hold takes a reason, as Slurm's `scontrol update state=drain` takes `reason=`: users waiting for the node read it
+    on the cluster page and in their jobs' reasons."""
+
+    held_reason = forms.CharField(
+        label="Held reason",
+        required=False,
+        max_length=HELD_REASON_MAX_CHARS,
+        strip=True,
+        widget=forms.TextInput(attrs={"size": 80}),
+        help_text='Required to hold the node: why, and for how long if known ("GPU 3 replaced, back Friday"). Shown beside '
+        "HELD on the cluster page and in the reasons of jobs waiting for it. Cleared when the hold is.",
+    )
+
+    class Meta:
+        model = Node
+        fields = ["held", "held_reason"]
+
+    def clean(self) -> dict[str, Any] | None:
+        cleaned = super().clean()
+        if not self.cleaned_data.get("held") or self.cleaned_data.get("held_reason"):
+            return cleaned
+        if "held_reason" in self.fields:
+            self.add_error("held_reason", "Say why the node is held: users waiting for it read this.")
+        elif not self.instance.held:  # the node list's column: a new hold needs its reason, on the node's own page
+            self.add_error("held", f"A hold takes a reason: hold {self.instance.name} from its own page, which asks for one.")
+        return cleaned
+
+
+class NodeChangeListForm(NodeAdminForm):
+    """The node list's editable column: release at once (or keep), but hold from the node's page, which asks why."""
+
+    held_reason = None  # type: ignore[assignment]  # not on the list: a new hold is refused there (NodeAdminForm.clean)
+
+    class Meta:
+        model = Node
+        fields = ["held"]
+
+
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
-    list_display = ["name", "gpus_total", "rack", "gpu_model", "state", "held", "failures_in_row", "updated_at"]
+    form = NodeAdminForm
+    list_display = ["name", "gpus_total", "rack", "gpu_model", "state", "held", "held_reason", "failures_in_row", "updated_at"]
     list_filter = ["state", "held", "rack"]
     list_editable = ["held"]
     # The cluster owns what a node is (the backend's sync writes it back every cycle, so an edit here would be undone
-    # within seconds, and a renamed node would be a new one while its jobs stay on the old). Muster's own word is `held`.
-    readonly_fields = [f.name for f in Node._meta.get_fields() if f.concrete and not f.auto_created and f.name != "held"]
+    # within seconds, and a renamed node would be a new one while its jobs stay on the old). Muster's own words are
+    # `held` and its reason.
+    readonly_fields = [
+        f.name for f in Node._meta.get_fields() if f.concrete and not f.auto_created and f.name not in ("held", "held_reason")
+    ]
+
+    def get_changelist_form(self, request: HttpRequest, **kwargs: Any) -> Any:
+        return super().get_changelist_form(request, form=NodeChangeListForm, **kwargs)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # nodes come from the cluster
@@ -278,10 +327,10 @@ class NodeAdmin(admin.ModelAdmin):
         current = Node.objects.select_for_update().get(pk=obj.pk)
         if not obj.held:  # cleared by an admin: the node starts a fresh count
             obj.failures_in_row, obj.held_reason = 0, ""
-        elif not current.held:
-            obj.held_reason = f"Held by {request.user.get_username()} in Django admin."
         else:
-            obj.failures_in_row, obj.held_reason = current.failures_in_row, current.held_reason
+            obj.failures_in_row = current.failures_in_row
+            if "held_reason" not in form.changed_data:  # the node list's column, or a reason left as it was
+                obj.held_reason = current.held_reason
         obj.save(update_fields=[*NODE_ADMIN_FIELDS, "updated_at"])
         changes = audit_changes(_node_values(current), _node_values(obj))
         if changes:

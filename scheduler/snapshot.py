@@ -85,7 +85,7 @@ def node_views(now: datetime) -> tuple[NodeView, ...]:
 def _closed_why(node: Node, settles: datetime | None) -> str:
     """Why a node takes no new work, as a waiting job's reason names it beside the node (empty if it takes work)."""
     if node.held:
-        return "held by an admin"
+        return f"held: {node.held_reason}" if node.held_reason else "held by an admin"
     if node.state == NodeState.CORDONED:
         return node.closed_by or "cordoned"
     if node.state == NodeState.NOT_READY:

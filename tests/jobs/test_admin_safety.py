@@ -199,34 +199,69 @@ def test_charges_carry_the_job_number(user: Any) -> None:
 # --- nodes ---------------------------------------------------------------------------------------------
 
 
-def test_a_nodes_fields_are_the_clusters_and_only_held_is_edited_here(admin: Client) -> None:
+def test_a_nodes_fields_are_the_clusters_and_only_its_hold_is_edited_here(admin: Client) -> None:
     node = NodeFactory(name="gpu-07")
     page = admin.get(f"/admin/jobs/node/{node.pk}/change/").content.decode()
     # The sync writes them back every cycle: an edit would be undone within seconds, after saying it was saved.
     assert 'name="name"' not in page and 'name="state"' not in page and 'name="gpus_total"' not in page
-    response = admin.post(f"/admin/jobs/node/{node.pk}/change/", {"held": "on", "state": "CORDONED", "name": "gpu-07x", "gpus_total": 2})
+    assert 'name="held_reason"' in page
+    response = admin.post(
+        f"/admin/jobs/node/{node.pk}/change/",
+        {"held": "on", "held_reason": "  GPU 3 replaced, back Friday ", "state": "CORDONED", "name": "gpu-07x", "gpus_total": 2},
+    )
     assert response.status_code == 302, response.content.decode()
     node.refresh_from_db()
     assert (node.name, node.state, node.gpus_total, node.held) == ("gpu-07", "READY", 8, True)
-    assert node.held_reason == "Held by root in Django admin."
+    assert node.held_reason == "GPU 3 replaced, back Friday"
     assert admin.get("/admin/jobs/node/add/").status_code == 403
     assert admin.get(f"/admin/jobs/node/{node.pk}/delete/").status_code == 403
+
+
+def test_holding_a_node_takes_a_reason_which_users_waiting_for_it_read(admin: Client, client: Client, user: Any) -> None:
+    """It took none: the cluster page showed a bare HELD and waiting jobs read "(held by an admin)"."""
+    from django.utils import timezone
+
+    from scheduler.snapshot import node_views
+
+    node = NodeFactory(name="gpu-09")
+    refused = admin.post(f"/admin/jobs/node/{node.pk}/change/", {"held": "on", "held_reason": "  "})
+    assert refused.status_code == 200
+    assert "Say why the node is held: users waiting for it read this." in refused.content.decode()
+    node.refresh_from_db()
+    assert not node.held
+    # The node list's column releases, but does not hold without a reason.
+    listed = {"form-TOTAL_FORMS": 1, "form-INITIAL_FORMS": 1, "form-0-id": node.pk, "form-0-held": "on", "_save": "Save"}
+    refused = admin.post("/admin/jobs/node/", listed)
+    assert "A hold takes a reason: hold gpu-09 from its own page, which asks for one." in refused.content.decode()
+    node.refresh_from_db()
+    assert not node.held
+
+    assert admin.post(f"/admin/jobs/node/{node.pk}/change/", {"held": "on", "held_reason": "PSU swap, back 14:00"}).status_code == 302
+    client.force_login(user)
+    cluster = client.get("/cluster/").content.decode()
+    assert '<span class="node-held-reason" data-testid="node-held-reason">PSU swap, back 14:00</span>' in cluster
+    assert {view.name: view.closed_why for view in node_views(timezone.now())}["gpu-09"] == "held: PSU swap, back 14:00"
+    # Ticked again on the list (kept held), its reason stays; edited on its page, it changes.
+    listed["form-0-held"] = "on"
+    assert admin.post("/admin/jobs/node/", listed).status_code == 302
+    node.refresh_from_db()
+    assert (node.held, node.held_reason) == (True, "PSU swap, back 14:00")
 
 
 def test_holding_and_releasing_a_node_in_admin_is_on_the_audit_trail(admin: Client) -> None:
     from audit.models import AuditEntry
 
     node = NodeFactory(name="gpu-08")
-    # From the change form, then from the node list's editable column (the way an admin ticks several at once).
-    assert admin.post(f"/admin/jobs/node/{node.pk}/change/", {"held": "on"}).status_code == 302
+    # From the change form, then from the node list's editable column (the way an admin releases several at once).
+    assert admin.post(f"/admin/jobs/node/{node.pk}/change/", {"held": "on", "held_reason": "fan noise"}).status_code == 302
     listed = {"form-TOTAL_FORMS": 1, "form-INITIAL_FORMS": 1, "form-0-id": node.pk, "_save": "Save"}
     assert admin.post("/admin/jobs/node/", listed).status_code == 302  # "held" left out: unticked
     node.refresh_from_db()
     assert not node.held
     entries = list(AuditEntry.objects.order_by("id").values_list("action", "target_type", "target_repr", "actor_username", "changes"))
     assert entries == [
-        ("node.hold", "node", "gpu-08", "root", {"held": [False, True], "held_reason": ["", "Held by root in Django admin."]}),
-        ("node.release", "node", "gpu-08", "root", {"held": [True, False], "held_reason": ["Held by root in Django admin.", ""]}),
+        ("node.hold", "node", "gpu-08", "root", {"held": [False, True], "held_reason": ["", "fan noise"]}),
+        ("node.release", "node", "gpu-08", "root", {"held": [True, False], "held_reason": ["fan noise", ""]}),
     ]
     # The audit page shows them to admins.
     assert "node.release" in admin.get("/audit/").content.decode()
