@@ -10,7 +10,7 @@ from django.contrib.auth import authenticate, user_logged_in
 from django.contrib.sessions.backends.base import VALID_KEY_CHARS, SessionBase
 from django.utils import timezone
 from django.utils.crypto import get_random_string
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -23,6 +23,7 @@ from accounts.selectors import tokens_visible_to
 from accounts.services import token_create, token_revoke
 from accounts.throttling import TokenRequestRateThrottle, lockout_response
 from api.accounts.serializers import NewTokenSerializer, PasswordExchangeSerializer, TokenCreateSerializer, TokenSerializer
+from apikit.serializers import refuse_a_body
 from apikit.viewsets import VisibleViewSet
 
 
@@ -42,8 +43,12 @@ class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Destro
         new = token_create(user=api_user(request), name=serializer.validated_data["name"], expires_at=serializer.validated_expiry())
         return Response(NewTokenSerializer({**TokenSerializer(new.token).data, "token": new.secret}).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses={204: None}, description="Revoke the token: it stops working at once and stays listed as revoked.")
+    @extend_schema(
+        responses={204: None, 400: OpenApiResponse(description="A body was sent (it takes none, or `{}`): nothing was revoked")},
+        description="Revoke the token: it stops working at once and stays listed as revoked.",
+    )
     def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:
+        refuse_a_body(request.data)  # as cancel, hold and release do: a field sent is said to be unread, not ignored
         token_revoke(token=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
 

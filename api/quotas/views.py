@@ -28,6 +28,7 @@ from api.quotas.serializers import (
     UsageSummarySerializer,
 )
 from apikit.renderers import JsonErrorsMixin
+from apikit.serializers import refuse_a_body
 from apikit.viewsets import VisibleViewSet
 from quotas.periods import day_range, local_today, period_bounds
 from quotas.selectors import account_usages, teams_visible_to, usage_report, usage_summary, users_visible_to
@@ -80,8 +81,12 @@ class _AccountQuotaViewSet(VisibleViewSet):
     def partial_update(self, request: Request, **kwargs: str) -> Response:
         return self._save(request, partial=True)
 
-    @extend_schema(responses={204: None}, description="Drop the account's own quota: a user gets the site default, a team none.")
+    @extend_schema(
+        responses={204: None, 400: OpenApiResponse(description="A body was sent (it takes none, or `{}`): nothing was changed")},
+        description="Drop the account's own quota: a user gets the site default, a team none.",
+    )
     def destroy(self, request: Request, **kwargs: str) -> Response:
+        refuse_a_body(request.data)  # as cancel, hold and release do: a limit sent is said to be unread, not ignored
         quota_reset(**self._account_kwargs(self.get_object()), actor=api_user(request), request=request)
         return Response(status=status.HTTP_204_NO_CONTENT)
 

@@ -70,6 +70,18 @@ def test_nobody_sees_or_revokes_another_persons_tokens(user: Any, other_user: An
     assert APIClient().get(TOKENS).status_code == 401
 
 
+def test_revoking_a_token_refuses_a_body_as_cancel_does(user: Any) -> None:
+    """`DELETE /tokens/{id}/` with `{"x": 1}` revoked it (204), while cancel, hold and release refuse such a body."""
+    mine = token_create(user=user, name="laptop")
+    api = client_for(user)
+    refused = api.delete(f"{TOKENS}{mine.token.pk}/", {"x": 1}, format="json")
+    assert (refused.status_code, refused.json()) == (400, {"x": ["Unknown field."]})
+    assert api.delete(f"{TOKENS}{mine.token.pk}/", "null", content_type="application/json").status_code == 400
+    assert bearer(mine.secret).get("/api/v1/jobs/").status_code == 200  # not revoked
+    assert api.delete(f"{TOKENS}{mine.token.pk}/", {}, format="json").status_code == 204
+    assert bearer(mine.secret).get("/api/v1/jobs/").status_code == 401
+
+
 @pytest.mark.parametrize(
     "body,field",
     [

@@ -191,6 +191,15 @@ def test_an_empty_patch_changes_nothing_and_the_user_keeps_the_site_default(
     assert admin_api.get(f"{USERS}alice/").json()["max_gpus"] == 3
 
 
+def test_resetting_a_quota_refuses_a_body_as_cancel_does(admin_api: APIClient, user: Any) -> None:
+    admin_api.put(f"{USERS}alice/", FULL, format="json")
+    refused = admin_api.delete(f"{USERS}alice/", {"max_gpus": 4}, format="json")
+    assert (refused.status_code, refused.json()) == (400, {"max_gpus": ["Unknown field."]})
+    assert Quota.objects.filter(user=user).exists()
+    assert admin_api.delete(f"{USERS}alice/").status_code == 204
+    assert not Quota.objects.exists()
+
+
 def test_team_quota_round_trip_and_reset(admin_api: APIClient, vision: Any) -> None:
     assert admin_api.put(f"{TEAMS}vision/", FULL, format="json").status_code == 200
     assert Quota.objects.get(team=vision).node_hours_per_period == 500.0
