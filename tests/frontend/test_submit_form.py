@@ -138,6 +138,12 @@ def test_a_member_of_several_teams_must_choose_one_on_the_form_and_is_told_so_in
 
 
 def test_a_member_of_one_team_gets_it_chosen(user: Any, sim: Any) -> None:
+    """It offered "(none)" too, and then charged the job to the team without a word."""
     TeamFactory(name="vision").members.add(user)
-    page = session_for(user).get("/jobs/new/").content.decode()
+    client = session_for(user)
+    page = client.get("/jobs/new/").content.decode()
     assert '<option value="vision" selected>vision</option>' in page
+    assert "(none)" not in page and "vision, your only team (a member of one team submits for it)" in page
+    # A form posted without it (an old page, a clone of a job of no team) is still the team's job, as the API has it.
+    assert client.post("/jobs/new/", submit_form(team="")).status_code == 302
+    assert Job.objects.get().team.name == "vision"
