@@ -33,7 +33,15 @@ from jobs.cluster import ClusterUnavailable
 from jobs.errors import HoldNotYours, JobFinished, JobNotHoldable, JobNotStarted
 from jobs.logs import job_attempt_ranks, job_logs
 from jobs.models import Job
-from jobs.selectors import job_assigned_nodes, job_nodes_shown, job_racks_shown, job_run_seconds, job_visible_to, jobs_visible_to
+from jobs.selectors import (
+    job_assigned_nodes,
+    job_nodes_shown,
+    job_racks_shown,
+    job_run_seconds,
+    job_visible_to,
+    jobs_visible_to,
+    with_queued_at,
+)
 from jobs.services import CANCEL_COMMENT_MAX, job_cancel, job_cancel_many, job_hold, job_release
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.selectors import job_filter_teams
@@ -119,7 +127,7 @@ def _job_list_jobs(user: User, query: QueryDict) -> _Listed:
     # A filter it cannot read (?state=RUNING, an unknown team) is said, with no jobs: django-filter drops it, and every
     # job read as its answer.
     errors = {FILTER_LABELS.get(name, name): messages for name, messages in found.errors.items()}
-    jobs = sort.apply(found.qs.select_related("owner") if not errors else Job.objects.none())
+    jobs = sort.apply(with_queued_at(found.qs.select_related("owner")) if not errors else Job.objects.none())
     return _Listed(jobs=jobs, errors=errors, teams=job_filter_teams(user), sort=sort)
 
 

@@ -205,6 +205,14 @@ def waiting_jobs() -> QuerySet[Job]:
     return Job.objects.filter(state=JobState.PENDING, hold="")
 
 
+def with_queued_at(jobs: QuerySet[Job]) -> QuerySet[Job]:
+    """`jobs` with `queued_at`: when each last entered the queue (its submit, a requeue after a preemption or a failed
+    attempt, a release) or was held there; what a pending job's wait counts from, as `start_waits` counts it. A job
+    preempted after 10 minutes read "waiting 10 minutes" the moment it was back in the queue."""
+    entered = JobEvent.objects.filter(job=OuterRef("pk"), to_state=JobState.PENDING).order_by("-id").values("at")[:1]
+    return jobs.annotate(queued_at=Subquery(entered))
+
+
 def waiting_after_preemption() -> Q:
     """The jobs back in the queue after a preemption, as a filter on jobs: what `?state=PREEMPTED` means.
 

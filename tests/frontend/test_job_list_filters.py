@@ -198,3 +198,30 @@ def test_an_arrays_elements_are_told_apart_and_listed_together(user: Any, api: A
     assert f"element 1 of array {array_id} (<code>{array_id}_1</code>)" in page
     assert f'<a href="/?array={array_id}">its elements</a>' in page
     assert "array" not in client.get(f"/jobs/{other.pk}/").content.decode().split('<dl class="facts">', 1)[1].split("</dl>", 1)[0]
+
+
+def test_a_requeued_jobs_wait_counts_from_its_requeue_and_a_held_one_says_held(user: Any) -> None:
+    """A job preempted after 10 minutes of running read "waiting 10 minutes" the moment it was back in the queue."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from jobs.models import JobEvent
+
+    now = timezone.now()
+    requeued = JobFactory(owner=user, submitted_at=now - timedelta(minutes=12))
+    JobEvent.objects.create(job=requeued, at=now - timedelta(minutes=12), from_state="", to_state="PENDING", reason="Submitted.")
+    JobEvent.objects.create(job=requeued, at=now - timedelta(minutes=11), from_state="PENDING", to_state="RUNNING", reason="Started.")
+    JobEvent.objects.create(job=requeued, at=now - timedelta(minutes=1), from_state="RUNNING", to_state="PREEMPTED", reason="Preempted.")
+    JobEvent.objects.create(job=requeued, at=now - timedelta(minutes=1), from_state="PREEMPTED", to_state="PENDING", reason="Requeued.")
+    held = JobFactory(owner=user, submitted_at=now - timedelta(hours=2), hold="owner")
+    JobEvent.objects.create(job=held, at=now - timedelta(hours=2), from_state="", to_state="PENDING", reason="Submitted.")
+    JobEvent.objects.create(job=held, at=now - timedelta(minutes=30), from_state="PENDING", to_state="PENDING", reason="Held by alice.")
+    html = session_for(user).get("/").content.decode()
+
+    def time_cell(job: Any) -> str:
+        row = html.split(f'<tr data-job="{job.pk}">', 1)[1].split("</tr>", 1)[0]
+        return re.sub(r"<[^>]+>", "", row.split('data-testid="job-time">', 1)[1].split("</td>", 1)[0]).replace("\xa0", " ")
+
+    assert time_cell(requeued) == "waiting 1 minute"
+    assert time_cell(held) == "held 30 minutes"
