@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
+from frontend.account_views import LogoutView
 from frontend.errors import favicon
 from telemetry.exporter_view import metrics_view
 
@@ -16,6 +17,8 @@ urlpatterns = [
     # The split view serves Swagger UI's start-up script as a file: the Content-Security-Policy forbids inline script.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+    # Before Django's own: a GET asks (frontend.account_views), a POST logs out as Django's does.
+    path("accounts/logout/", LogoutView.as_view(), name="logout"),
     path("accounts/", include("django.contrib.auth.urls")),
     # Where Prometheus looks by default: no trailing slash.
     path("metrics", metrics_view, name="metrics"),
