@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
-from frontend.account_views import LogoutView
+from frontend.account_views import LogoutView, PasswordChangeDoneView, PasswordChangeView
 from frontend.errors import favicon
 from telemetry.exporter_view import metrics_view
 
@@ -17,8 +17,10 @@ urlpatterns = [
     # The split view serves Swagger UI's start-up script as a file: the Content-Security-Policy forbids inline script.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
-    # Before Django's own: a GET asks (frontend.account_views), a POST logs out as Django's does.
+    # Before Django's own, in the site's look (frontend.account_views): a GET of logout asks, a POST logs out.
     path("accounts/logout/", LogoutView.as_view(), name="logout"),
+    path("accounts/password_change/", PasswordChangeView.as_view(), name="password_change"),
+    path("accounts/password_change/done/", PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("accounts/", include("django.contrib.auth.urls")),
     # Where Prometheus looks by default: no trailing slash.
     path("metrics", metrics_view, name="metrics"),

@@ -35,3 +35,23 @@ def test_the_logout_post_still_needs_its_csrf_token(user: Any) -> None:
 def test_the_logout_page_signed_out_offers_the_login(db: None) -> None:
     html = Client().get("/accounts/logout/").content.decode()
     assert 'You are not signed in. <a href="/accounts/login/">Log in</a>' in html
+
+
+def test_a_user_changes_their_password_from_the_header_in_the_sites_look(user: Any) -> None:
+    """/accounts/password_change/ was Django admin's page, linked from nowhere."""
+    from tests.accounts.factories import PASSWORD
+
+    client = session_for(user)
+    home = client.get("/").content.decode()
+    assert '<a href="/accounts/password_change/" data-testid="password-change-link">Change password</a>' in home
+    page = client.get("/accounts/password_change/").content.decode()
+    assert "<h1>Change your password</h1>" in page and 'href="/cluster/"' in page  # the site's header, not admin's
+    assert "Django administration" not in page
+    wrong = client.post("/accounts/password_change/", {"old_password": "nope", "new_password1": "x", "new_password2": "y"})
+    assert wrong.status_code == 200 and "Your old password was entered incorrectly." in wrong.content.decode()
+    new = "a-new-long-passphrase-7"
+    done = client.post("/accounts/password_change/", {"old_password": PASSWORD, "new_password1": new, "new_password2": new}, follow=True)
+    assert "Your password was changed." in done.content.decode()
+    assert client.get("/").status_code == 200  # this browser stays signed in
+    user.refresh_from_db()
+    assert user.check_password(new)
