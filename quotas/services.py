@@ -78,11 +78,13 @@ def quota_check_job(
     node_hours = nodes * wall_time_seconds / 3600
     least = least_node_hours(nodes, gpus_per_node, wall_time_seconds, gpu_fraction)
     accounts = [effective_limits(user=owner)] + ([effective_limits(team=team)] if team is not None else [])
+    # The field to change: a one-node job's GPUs (or its slice); a gang holds its nodes whole, so only fewer nodes help.
+    gpus_field = "nodes" if nodes > 1 else "gpu_fraction" if gpu_fraction is not None else "gpus_per_node"
     for limits in accounts:
         whose = _whose(limits)
         if not preemptible and limits.max_gpus is not None and gpus > limits.max_gpus:
             held = "" if gpus == nodes * gpus_per_node else f" (a job of several nodes holds them whole: {nodes} x {gpus // nodes})"
-            errors.setdefault("nodes", []).append(
+            errors.setdefault(gpus_field, []).append(
                 f"The job needs {plural(gpus, 'GPU')}{held}; {whose} allows at most {limits.max_gpus} at once. "
                 "A preemptible job may borrow idle GPUs beyond it."
             )

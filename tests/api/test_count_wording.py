@@ -30,4 +30,4 @@ def test_a_quota_refusal_of_one_gpu_says_one_gpu(api: APIClient, user: Any, sim:
     Quota.objects.create(user=user, max_gpus=0)
     response = api.post("/api/v1/jobs/", job_payload(nodes=1, gpus_per_node=1), format="json")
     assert response.status_code == 400, response.content
-    assert response.json()["nodes"][0].startswith("The job needs 1 GPU; your quota (user alice) allows at most 0 at once.")
+    assert response.json()["gpus_per_node"][0].startswith("The job needs 1 GPU; your quota (user alice) allows at most 0 at once.")

@@ -268,6 +268,20 @@ def test_a_gang_counts_the_whole_nodes_it_will_hold_against_the_quota(api: APICl
     assert api.post("/api/v1/jobs/", job_payload(nodes=1, gpus_per_node=8), format="json").status_code == 201
 
 
+def test_a_gpu_quota_refusal_names_the_field_to_change(api: APIClient, user: Any, nothing_written: None) -> None:
+    """A 1-node x 8-GPU job over max_gpus 4 was refused on `nodes`, which it cannot have fewer of."""
+    Quota.objects.create(user=user, max_gpus=4)
+    one_node = api.post("/api/v1/jobs/validate/", job_payload(nodes=1, gpus_per_node=8), format="json").json()
+    assert one_node == {
+        "gpus_per_node": [
+            "The job needs 8 GPUs; your quota (user alice) allows at most 4 at once. A preemptible job may borrow idle GPUs beyond it."
+        ]
+    }
+    # A gang holds its nodes whole: fewer GPUs per node would not help, fewer nodes would.
+    gang = api.post("/api/v1/jobs/validate/", job_payload(nodes=2, gpus_per_node=2), format="json").json()
+    assert list(gang) == ["nodes"] and "holds them whole: 2 x 8" in gang["nodes"][0]
+
+
 def test_a_preemptible_job_may_exceed_the_gpu_quota(api: APIClient, user: Any, sim: Any) -> None:
     Quota.objects.create(user=user, max_gpus=8)
     response = api.post("/api/v1/jobs/", job_payload(nodes=2, gpus_per_node=8, preemptible=True), format="json")
@@ -278,7 +292,7 @@ def test_a_preemptible_job_may_exceed_the_gpu_quota(api: APIClient, user: Any, s
 
 def test_the_site_default_applies_to_users_without_a_quota(api: APIClient, settings: Any, nothing_written: None) -> None:
     settings.MUSTER_DEFAULT_MAX_GPUS = 4
-    rejected(api.post("/api/v1/jobs/", job_payload(nodes=1, gpus_per_node=8), format="json"), "nodes", "8 GPUs", "at most 4")
+    rejected(api.post("/api/v1/jobs/", job_payload(nodes=1, gpus_per_node=8), format="json"), "gpus_per_node", "8 GPUs", "at most 4")
 
 
 def test_wall_time_over_the_quota_is_rejected(api: APIClient, user: Any, nothing_written: None) -> None:
