@@ -748,3 +748,28 @@ def test_an_admin_cancelling_someone_elses_job_confirms_the_reason_its_owner_wil
     expect(page.get_by_text(f"Job {job.pk} cancelled.")).to_be_visible()
     assert asked == [f"Cancel job {job.pk} (stuck-run)?\nIts owner reads: node-07 goes into maintenance"]
     assert Job.objects.get(pk=job.pk).state_reason == "Cancelled by root: node-07 goes into maintenance."
+
+
+def test_removing_a_teams_quota_asks_first(page: Any, log_in: LogIn, sim: BrowserSim) -> None:
+    """It acted at once, while cancelling a job asked."""
+    from quotas.models import Quota, Team
+
+    team = Team.objects.create(name="vision")
+    Quota.objects.create(team=team, max_gpus=64)
+    log_in(page, UserFactory(username="root", is_staff=True, is_superuser=True))
+    page.goto("/quotas/teams/vision/")
+    asked: list[str] = []
+
+    def dismiss(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.dismiss()
+
+    page.once("dialog", dismiss)
+    page.get_by_role("button", name="Remove the team's quota").click()
+    assert asked == ["Remove the quota of team vision? The team has no limits from then on."]
+    expect(page.get_by_role("button", name="Remove the team's quota")).to_be_visible()
+    assert Quota.objects.filter(team=team).exists()
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Remove the team's quota").click()
+    expect(page.get_by_text("The quota of team vision is back to no limits.")).to_be_visible()
+    assert not Quota.objects.filter(team=team).exists()

@@ -155,6 +155,9 @@ def test_admin_edits_a_quota_in_the_browser(admin_user: Any, user: Any) -> None:
     assert Quota.objects.get(user=user).max_wall_time_seconds == 5430
     assert client.post("/quotas/users/alice/", {**unchanged, "max_wall_time_minutes": "90"}).status_code == 302
     assert Quota.objects.get(user=user).max_wall_time_seconds == 5400
+    # The reset asks first (the site's data-confirm, muster.js); without script the POST acts, as before.
+    page = client.get("/quotas/users/alice/").content.decode()
+    assert 'data-confirm="Reset the quota of user alice to the site default? Their own limits above are dropped."' in page
     response = client.post("/quotas/users/alice/reset/", follow=True)
     assert "back to the site default" in response.content.decode()
     assert not Quota.objects.exists()
