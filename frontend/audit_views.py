@@ -16,6 +16,10 @@ from audit.selectors import audit_entries_visible_to, audit_target_types_for
 
 PAGE_SIZE = 50
 
+# The filters as the page labels them (audit.html), for its error messages: "From: Enter a valid date.", not the
+# query's name ("since: ...").
+FILTER_LABELS = {"action": "Action", "actor": "Who", "target_type": "About", "job": "Job", "since": "From", "until": "To"}
+
 
 @dataclass(frozen=True)
 class ChangeLine:
@@ -52,7 +56,7 @@ def audit_view(request: HttpRequest) -> HttpResponse:
             "filters": filters,
             # Only the kinds its entries can be about: a researcher was offered user, team, node and whatifrun.
             "target_types": audit_target_types_for(request.user),
-            "errors": {} if valid else filters.errors,
+            "errors": [] if valid else [(FILTER_LABELS.get(name, name), messages) for name, messages in filters.errors.items()],
             "page": page,
             "rows": [(entry, change_lines(entry)) for entry in page.object_list],
         },
