@@ -4,7 +4,8 @@ Every operation documents the errors it can answer with, each with its body: 400
 query, is invalid), 401 (no or bad credentials), 403 (not allowed), 404 (no such object, or a page
 past the end), 413 (body too large), 429 (throttled, with Retry-After) and 503 (the database or
 the cluster is away, with Retry-After). Request bodies of strict serializers say
-`additionalProperties: false`, as the API refuses unknown fields.
+`additionalProperties: false`, as the API refuses unknown fields. A string that is blank or of a format is
+`anyOf` the two, not `oneOf` (which "" would match twice).
 """
 
 from __future__ import annotations
@@ -64,8 +65,27 @@ def _error_response(component: str, description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{component}"}}}}
 
 
+# drf-spectacular describes a format-checked string that may be blank (a URLField or EmailField with allow_blank) as
+# `oneOf: [{format: uri}, {maxLength: 0}]`. A validator that does not check `format` finds "" matching both branches,
+# which `oneOf` forbids, and refuses every answer with an empty webhook; `anyOf` says what is meant.
+_BLANK = {"type": "string", "maxLength": 0}
+
+
+def _blank_or_formatted_as_any_of(node: Any) -> None:
+    if isinstance(node, dict):
+        branches = node.get("oneOf")
+        if isinstance(branches, list) and _BLANK in branches:
+            node["anyOf"] = node.pop("oneOf")
+        for value in node.values():
+            _blank_or_formatted_as_any_of(value)
+    elif isinstance(node, list):
+        for value in node:
+            _blank_or_formatted_as_any_of(value)
+
+
 def document_errors(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    _blank_or_formatted_as_any_of(schemas)
     schemas.update(_COMPONENTS)
     strict = _strict_components()
     for name, schema in schemas.items():

@@ -6,6 +6,7 @@ from datetime import date
 from typing import Any
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apikit.serializers import StrictSerializer
@@ -22,6 +23,13 @@ class GpuAmountField(serializers.FloatField):
 NOT_A_DAY = "Not a day: write it as YYYY-MM-DD (2026-11-01), a date that exists."
 MAX_GPUS = 10_000_000
 MAX_NODE_HOURS = 1e9
+MAX_FAIR_SHARE_WEIGHT = 1_000_000
+
+
+# Greater than 0 (DRF's min_value is inclusive, so the schema says it here) and at most MAX_FAIR_SHARE_WEIGHT.
+@extend_schema_field({"type": "number", "format": "double", "minimum": 0, "exclusiveMinimum": True, "maximum": MAX_FAIR_SHARE_WEIGHT})
+class FairShareWeightField(serializers.FloatField):
+    pass
 
 
 class QuotaInputSerializer(StrictSerializer):
@@ -44,7 +52,9 @@ class QuotaInputSerializer(StrictSerializer):
     node_hours_per_period = serializers.FloatField(
         min_value=0, max_value=MAX_NODE_HOURS, allow_null=True, help_text=f"Node-hour budget per budget period; at most {MAX_NODE_HOURS:g}."
     )
-    fair_share_weight = serializers.FloatField(help_text="Shares in the fair-share priority; greater than 0.")
+    fair_share_weight = FairShareWeightField(
+        help_text=f"Shares in the fair-share priority; greater than 0 and at most {MAX_FAIR_SHARE_WEIGHT}."
+    )
 
     def validate_max_wall_time_seconds(self, value: int | None) -> int | None:
         longest = settings.MUSTER_MAX_WALL_TIME_SECONDS
@@ -58,8 +68,8 @@ class QuotaInputSerializer(StrictSerializer):
     def validate_fair_share_weight(self, value: float) -> float:
         if not value > 0:
             raise serializers.ValidationError("The fair-share weight must be greater than 0.")
-        if value > 1_000_000:
-            raise serializers.ValidationError("The fair-share weight must be at most 1000000.")
+        if value > MAX_FAIR_SHARE_WEIGHT:
+            raise serializers.ValidationError(f"The fair-share weight must be at most {MAX_FAIR_SHARE_WEIGHT}.")
         return value
 
 

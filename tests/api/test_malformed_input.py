@@ -6,8 +6,11 @@ import json
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import jsonschema
 import pytest
 
 from apikit.json_limits import MAX_JSON_DEPTH, json_depth_error
@@ -84,6 +87,28 @@ def test_the_schema_documents_errors_and_strict_bodies(api) -> None:
     assert cancel["409"]["content"]["application/json"]["schema"]["$ref"] == "#/components/schemas/ErrorDetail"
     for path in ("/api/v1/jobs/", "/api/v1/jobs/array/"):  # the same Idempotency-Key with another body
         assert schema["paths"][path]["post"]["responses"]["409"]["content"]["application/json"]["schema"]["$ref"].endswith("ErrorDetail")
+
+
+def test_a_blank_or_formatted_string_is_any_of_the_two_so_an_empty_webhook_validates_once(api) -> None:
+    """`NotifyRequest.webhook` was `oneOf` [uri, maxLength 0]: "" matched both for a validator that does not check
+    `format`, which then refused every notifications answer with an empty webhook."""
+    schemas = api.get("/api/schema/", HTTP_ACCEPT="application/json").json()["components"]["schemas"]
+    assert not any({"type": "string", "maxLength": 0} in node.get("oneOf", []) for node in _objects(schemas))
+    for name in ("Notify", "NotifyRequest"):
+        webhook = schemas[name]["properties"]["webhook"]
+        assert len(webhook["anyOf"]) == 2
+        for value in ("", "https://hooks.example.org/muster"):
+            jsonschema.validate(value, webhook)  # no format checker: both branches match "", as many validators see it
+
+
+def _objects(node: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _objects(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _objects(value)
 
 
 def test_with_the_database_away_the_api_answers_json_503_and_pages_a_plain_503(tmp_path: Path) -> None:
