@@ -8,7 +8,7 @@ from typing import Any
 from django.http import Http404
 from rest_framework.exceptions import ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
-from rest_framework.renderers import BaseRenderer
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 
 # DRF's name of the browsable API's HTML is not self-explanatory.
@@ -36,4 +36,7 @@ class FormatParameterNegotiation(DefaultContentNegotiation):
             asked = request.query_params.get(str(self.settings.URL_FORMAT_OVERRIDE), "")
             formats = list(dict.fromkeys(_SAID.get(renderer.format, renderer.format) for renderer in renderers))
             named = " or ".join(formats) if len(formats) < 3 else f"{', '.join(formats[:-1])} or {formats[-1]}"
+            # Said in JSON, whatever the endpoint's first renderer is: DRF would write this error in it, and the
+            # schema's (YAML) answered `format:\n- string: 'Unknown format ...'\n  code: invalid`.
+            request.accepted_renderer, request.accepted_media_type = JSONRenderer(), JSONRenderer.media_type
             raise ValidationError({"format": [f"Unknown format {asked!r}: this endpoint answers {named}."]}) from exc
