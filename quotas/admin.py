@@ -4,11 +4,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.db.models import Count, Q
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 
 from audit.services import audit_changes, audit_record
 from jobs.amounts import plural
@@ -176,6 +178,19 @@ class AuditedUserAdmin(UserAdmin):
         if changes or not change:
             action = "user.update" if change else "user.create"
             audit_record(actor=request.user, action=action, target=obj, changes=changes, request=request)
+
+    def user_change_password(self, request: HttpRequest, id: str, form_url: str = "") -> HttpResponse:  # noqa: A002 (Django's name)
+        """The user's *Set password* page, which saves without save_model: that a password was set (or password sign-in
+        disabled) goes on the trail too, in the same transaction, never what it was set to."""
+        users = get_user_model().objects.filter(pk=unquote(id))
+        with transaction.atomic():
+            before = users.values_list("password", flat=True).first()
+            response = super().user_change_password(request, id, form_url)
+            user = users.first()
+            if user is not None and user.password != before:
+                after = "(changed)" if user.has_usable_password() else "(unusable: password sign-in disabled)"
+                audit_record(actor=request.user, action="user.update", target=user, changes={"password": ["(set)", after]}, request=request)
+        return response
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
         _record_user_delete(request, obj)

@@ -455,6 +455,19 @@ def test_accounts_made_changed_and_deleted_in_django_admin_are_on_the_audit_trai
     assert only_entry(action="user.delete").changes["username"] == ["carol", None]
 
 
+def test_a_password_an_admin_sets_in_django_admin_is_on_the_audit_trail_never_its_value(admin_page: Client, user: Any) -> None:
+    """The user's Set password page saves without save_model: docs/admin.md said "(changed)" was recorded, and nothing was."""
+    new = "Xk9#vLm2!qRtzz"
+    response = admin_page.post(f"/admin/auth/user/{user.pk}/password/", {"password1": new, "password2": new, "usable_password": "true"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    entry = only_entry(action="user.update")
+    assert (entry.target_repr, entry.actor_username, entry.changes) == ("alice", "root", {"password": ["(set)", "(changed)"]})
+    assert new not in str(AuditEntry.objects.values_list("changes", flat=True)[0])
+    # A form that fails (the two differ) changes nothing and records nothing.
+    admin_page.post(f"/admin/auth/user/{user.pk}/password/", {"password1": new, "password2": "other", "usable_password": "true"})
+    assert AuditEntry.objects.count() == 1
+
+
 def test_every_kind_of_target_recorded_can_be_filtered_on_and_no_other_can_be_recorded(admin_api: APIClient, admin_user: Any) -> None:
     node = NodeFactory(name="gpu-08")
     hold = audit_record(actor=admin_user, action="node.hold", target=node, changes={"held": [False, True]})
