@@ -17,7 +17,8 @@ from django.utils.timesince import timesince
 from frontend.live import page_query
 from frontend.sorting import Sorting
 from jobs import amounts
-from jobs.models import Job
+from jobs.holds import release_hint
+from jobs.models import Job, JobHold
 from jobs.selectors import job_gpus_held
 
 register = template.Library()
@@ -50,6 +51,17 @@ def code_quoted(text: object) -> str:
     answered by the API with its backticks, which read as noise on a page)."""
     parts = _QUOTED_CODE.split(str(text or ""))
     return format_html_join("", "{}", ((format_html("<code>{}</code>", part) if i % 2 else part,) for i, part in enumerate(parts)))
+
+
+@register.filter
+def reason_on_job_page(job: Job) -> str:
+    """A waiting job's reason as its page says it: an owner's hold is ended by the page's Release button, not by the
+    command the stored reason gives the API and the CLI (`muster release 8`), which read oddly beside the button."""
+    reason = job.pending_reason or ""
+    hint = release_hint(job.pk)
+    if job.hold == JobHold.USER and reason.endswith(hint):
+        return reason[: -len(hint)] + "the Release button lets it start."
+    return reason
 
 
 @register.filter

@@ -18,9 +18,13 @@ def test_hold_and_release_from_the_job_page(user: Any, submit: Any, sim: SimHarn
     held = page.post(f"/jobs/{job_id}/hold/", follow=True).content.decode()
     assert f"Job {job_id} held: it stays in the queue but is not started until released." in held
     assert "Held by its owner (alice) at " in held and 'data-testid="release"' in held and 'data-testid="hold"' not in held
-    # The reason as the API stores and answers it, its command shown as code on the page, not between backticks.
+    # The reason as the API stores and answers it names the command; the job page, beside its Release button, says the
+    # button (it read "`muster release 8` lets it start." there), also when it updates in place.
     assert Job.objects.get(pk=job_id).pending_reason.endswith(f": `muster release {job_id}` lets it start.")
-    assert f": <code>muster release {job_id}</code> lets it start." in held and "`" not in held
+    assert ": the Release button lets it start." in held and "muster release" not in held and "`" not in held
+    live = page.get(f"/jobs/{job_id}/live/").content.decode()
+    assert ": the Release button lets it start." in live and "muster release" not in live
+    # The queue, which has no button, keeps the command, as code rather than between backticks.
     cluster = page.get("/cluster/").content.decode()
     assert f"<code>muster release {job_id}</code>" in cluster and "`muster" not in cluster
     assert sim.cycle().placed == []
