@@ -18,9 +18,10 @@ from django.db.models import FloatField, Q, QuerySet, Sum
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from jobs.amounts import gpu_amount
+from jobs.amounts import gpu_amount, plural
 from jobs.models import Allocation
 from jobs.selectors import jobs_visible_to
+from jobs.states import ACTIVE_STATES
 from policy.model import Account, BudgetLeft, team_key, user_key
 from quotas.limits import LIMIT_FIELDS, Limits, effective_limits, limits_of
 from quotas.models import Quota, Team, TeamVolume, UsageCharge
@@ -32,6 +33,7 @@ __all__ = [
     "ReportRow",
     "UsageSummary",
     "account_usages",
+    "accounts_above_quota",
     "accounts_snapshot",
     "effective_limits",
     "period_bounds",
@@ -62,6 +64,17 @@ class AccountUsage:
     node_hours_committed: float = 0.0
     # Of `gpus_in_use`, what jobs hold within the quota: a preemptible job borrowing beyond it counts against no quota.
     gpus_within_quota: float = 0.0
+
+    @property
+    def above_quota(self) -> bool:
+        """It holds more GPUs within its quota than the quota allows: the quota was lowered under its running jobs
+        (they are not stopped; nothing new of it starts until it is under). Borrowing beyond it is not this."""
+        return self.limits.max_gpus is not None and self.gpus_within_quota > self.limits.max_gpus
+
+    @property
+    def above_quota_text(self) -> str:
+        """How far above its quota it is: "team research holds 126 GPUs of its quota of 8"."""
+        return f"{self.limits.kind} {self.limits.name} holds {plural(self.gpus_within_quota, 'GPU')} of its quota of {self.limits.max_gpus}"
 
     @property
     def budget(self) -> BudgetLeft | None:
@@ -213,6 +226,15 @@ def account_usages(*, users: Sequence[Any] = (), teams: Sequence[Team] = (), now
         )
 
     return [usage("user", u.pk, u.get_username()) for u in users] + [usage("team", t.pk, t.name) for t in teams]
+
+
+def accounts_above_quota(*, now: datetime | None = None) -> list[AccountUsage]:
+    """The users and teams whose running jobs hold more GPUs than their quota allows now (`AccountUsage.above_quota`),
+    users first, each by name: what an admin who lowered a quota to get GPUs back looks for."""
+    active = Allocation.objects.filter(released_at__isnull=True, job__state__in=ACTIVE_STATES)
+    users = get_user_model().objects.filter(pk__in=active.values("job__owner_id")).order_by("username")
+    teams = Team.objects.filter(pk__in=active.values("job__team_id")).order_by("name")
+    return [usage for usage in account_usages(users=list(users), teams=list(teams), now=now) if usage.above_quota]
 
 
 def usage_summary(user: User, *, now: datetime | None = None) -> UsageSummary:

@@ -18,6 +18,7 @@ from jobs.amounts import gpu_amount
 from jobs.models import Allocation, Job, PlannedQueue
 from jobs.states import ACTIVE_STATES, JobState
 from policy.model import Priority
+from quotas.selectors import AccountUsage, accounts_above_quota
 from scheduler.snapshot import policy_config
 
 # What the reason counts call a job no cycle has given a reason yet.
@@ -45,6 +46,13 @@ class QueueCounts:
     running_within_quota: int = 0
     running_over_quota: int = 0
     gpus_over_quota: float = 0
+    # The accounts holding more than a quota lowered under their running jobs (AccountUsage.above_quota).
+    above_quota: tuple[AccountUsage, ...] = ()
+
+    @property
+    def above_quota_text(self) -> str:
+        """One clause per account ("team research holds 126 GPUs of its quota of 8"); "" for none."""
+        return "; ".join(a.above_quota_text for a in self.above_quota)
 
 
 def stored_priority(job: Job) -> Priority | None:
@@ -111,6 +119,7 @@ def queue_counts() -> QueueCounts:
         running_within_quota=running["total"] - running["over"],
         running_over_quota=running["over"],
         gpus_over_quota=gpu_amount(gpus_over),
+        above_quota=tuple(accounts_above_quota()),
     )
 
 

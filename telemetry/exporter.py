@@ -19,7 +19,7 @@ say nothing about the other processes.
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 
@@ -34,6 +34,7 @@ from jobs.models import Allocation, ClusterHealth, CycleCounter, Job, Node, Node
 from jobs.selectors import start_waits, waiting_jobs
 from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState
 from policy.model import HELD
+from quotas.selectors import accounts_above_quota
 from scheduler.counters import BUCKET_COUNTER, CYCLE_SECONDS_BUCKETS
 from scheduler.queue import starving_count
 
@@ -145,6 +146,15 @@ class MusterCollector(Collector):
             running_gpus.add_metric([standing], gpus)
         yield running
         yield running_gpus
+        above = GaugeMetricFamily(
+            "muster_accounts_above_quota",
+            "Users and teams holding more GPUs than their quota allows, lowered under their running jobs (not stopped).",
+            labels=["kind"],
+        )
+        counted = Counter(a.limits.kind for a in accounts_above_quota(now=now))
+        for kind in ("user", "team"):
+            above.add_metric([kind], counted[kind])
+        yield above
         yield GaugeMetricFamily(
             "muster_pending_oldest_wait_seconds",
             "How long the longest-waiting pending job has waited since it was submitted (0 when none is pending).",

@@ -637,6 +637,10 @@ def queue_summary(counts: QueueCounts) -> dict[str, Any]:
         "running_within_quota": counts.running_within_quota,
         "running_over_quota": counts.running_over_quota,
         "gpus_over_quota": counts.gpus_over_quota,
+        "accounts_above_quota": [
+            {"kind": a.limits.kind, "name": a.limits.name, "gpus": a.gpus_within_quota, "max_gpus": a.limits.max_gpus}
+            for a in counts.above_quota
+        ],
     }
 
 

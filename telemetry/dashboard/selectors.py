@@ -38,7 +38,7 @@ from jobs.amounts import gpu_amount
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.selectors import node_gpus_free, node_gpus_idle, node_settles_until, node_slices_free, nodes_with_usage, start_waits, waiting_jobs
 from jobs.states import ACTIVE_STATES, JobState
-from quotas.selectors import teams_visible_to
+from quotas.selectors import AccountUsage, accounts_above_quota, teams_visible_to
 from scheduler.queue import is_starving, starving_count
 from telemetry.models import JobTelemetrySummary
 
@@ -307,7 +307,18 @@ def quota_standing(viewer: User | AnonymousUser) -> dict[str, Any]:
     for code in Job.objects.filter(state=JobState.PENDING).values_list("pending_reason_code", flat=True):
         reasons[code or "NEW"] += 1
     teams = sorted(set(within) | set(over), key=lambda t: (-(within[t] + over[t]), t))
+    # Accounts above a quota lowered under their running jobs: "within quota" above counts their jobs as they were
+    # placed. An admin sees every account, anyone else their own and their teams' (as team names are shown).
+    me = viewer.get_username() if viewer.is_authenticated else None
+
+    def shown(a: AccountUsage) -> bool:
+        if getattr(viewer, "is_staff", False):
+            return True
+        return a.limits.name == me if a.limits.kind == "user" else team_name(a.limits.name) == a.limits.name
+
+    above = [a.above_quota_text for a in accounts_above_quota() if shown(a)]
     return {
+        "above": above,
         "jobs": jobs,
         "gpus": gpus,
         "teams": teams,

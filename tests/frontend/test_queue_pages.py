@@ -174,3 +174,30 @@ def test_the_free_gpus_summed_are_those_new_work_may_take(user: Any) -> None:
     # As `muster nodes` counts them: a cordoned or held node's idle GPUs take no new work.
     for url in ("/cluster/", "/dashboard/"):
         assert "3 nodes, 8 of 24 GPUs free." in session_for(user).get(url).content.decode(), url
+
+
+def test_an_account_above_a_lowered_quota_is_said_on_every_page_that_counts_quota_standing(
+    user: Any, admin_user: Any, admin_api: Any
+) -> None:
+    """An admin lowered team research to 8 GPUs while it held 16: the dashboard, the cluster page and /metrics went on
+    counting its jobs "within quota" (as they were placed), and only the Usage page showed the account over."""
+    from telemetry.exporter import metrics_text
+    from tests.quotas.factories import QuotaFactory, TeamFactory
+
+    research = TeamFactory(name="research")
+    research.members.add(user)
+    JobFactory(owner=user, team=research, running=True, nodes=2)
+    JobFactory(owner=user, running=True, gpus_per_node=1)  # the user's other job, in no team: within its quota
+    QuotaFactory(team=research, max_gpus=8)
+    said = "team research holds 16 GPUs of its quota of 8"
+
+    cluster = session_for(admin_user).get("/cluster/").content.decode()
+    assert f"Above a quota lowered under their running jobs (not stopped; nothing new of theirs starts until under it): {said}." in cluster
+    assert said in session_for(admin_user).get("/dashboard/").content.decode()
+    assert said in session_for(user).get("/dashboard/").content.decode()  # the viewer's own team
+    assert re.search(r'muster_accounts_above_quota\{kind="team"\} 1\.0', metrics_text().decode())
+    assert re.search(r'muster_accounts_above_quota\{kind="user"\} 0\.0', metrics_text().decode())
+    summary = admin_api.get("/api/v1/queue/").json()["summary"]
+    assert summary["accounts_above_quota"] == [{"kind": "team", "name": "research", "gpus": 16, "max_gpus": 8}]
+    usage = session_for(user).get("/usage/").content.decode()
+    assert "above the quota, lowered under its running jobs" in usage
