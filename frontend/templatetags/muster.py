@@ -19,7 +19,7 @@ from frontend.sorting import Sorting
 from jobs import amounts
 from jobs.holds import release_hint
 from jobs.models import Job, JobHold
-from jobs.selectors import job_gpus_held
+from jobs.selectors import job_gpus_held, job_nodes_shown
 
 register = template.Library()
 
@@ -147,6 +147,11 @@ def sort_header(context: Mapping[str, Any], sort: Sorting, key: str, label: str,
     )
 
 
+def _ran_to_its_end(job: Job) -> bool:
+    """An ended job that held nodes when it ended (not one cancelled in the queue): its node count is what it held."""
+    return job.is_finished and bool(job_nodes_shown(job))
+
+
 @register.filter
 def array_label(job: Job) -> str:
     """An array element as Slurm and `muster` name it, `20_5` (array 20, index 5); "" for a job of no array."""
@@ -164,7 +169,7 @@ def job_size_short(job: Job) -> str:
     gpus = f"{job.gpus_per_node} GPU{pluralize(job.gpus_per_node)}"
     if job.elastic:
         span = f"{job.min_nodes}\u2013{job.max_nodes}"
-        if job.state in ("SCHEDULED", "RUNNING"):
+        if job.state in ("SCHEDULED", "RUNNING") or _ran_to_its_end(job):
             return f"{job.nodes} ({span}) nodes \u00d7 {gpus}"
         return f"{span} nodes \u00d7 {gpus}"
     return f"{job.nodes} node{pluralize(job.nodes)} \u00d7 {gpus}"
@@ -180,6 +185,8 @@ def job_size(job: Job) -> str:
         return "A GPU slice: " + ", ".join(a for a in asks if a) + (f"; holds {share:g} of a GPU now" if share else "")
     gpus = f"{job.gpus_per_node} GPU{pluralize(job.gpus_per_node)}"
     if job.elastic:
-        held = f", {job.nodes} now" if job.state in ("SCHEDULED", "RUNNING") else ""
+        held = (
+            f", {job.nodes} now" if job.state in ("SCHEDULED", "RUNNING") else f", {job.nodes} at its end" if _ran_to_its_end(job) else ""
+        )
         return f"{job.min_nodes} to {job.max_nodes} nodes (elastic{held}) \u00d7 {gpus}"
     return f"{job_size_short(job)} = {job.gpus} GPU{pluralize(job.gpus)}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.utils import timezone
 
@@ -28,3 +29,15 @@ def test_a_queued_job_has_waited_a_span_not_a_moment_ago() -> None:
 def test_a_priority_factor_too_small_for_three_decimals_keeps_three_figures() -> None:
     """An age of 0.0002 read 0.000 beside the 0.1 it adds (weight 500)."""
     assert [muster.factor(v) for v in (0.0002, 0.0, 0.51234, 1.0)] == ["0.0002", "0.000", "0.512", "1.000"]
+
+
+def test_an_ended_elastic_job_says_the_nodes_it_held_at_its_end(user: Any) -> None:
+    """It read its ask, "2-6 nodes x 8 GPUs", after running on 6."""
+    from frontend.templatetags.muster import job_size, job_size_short
+    from tests.jobs.factories import JobFactory
+
+    ended = JobFactory(owner=user, finished=True, nodes=6, min_nodes=2, max_nodes=6)
+    assert job_size(ended) == "2 to 6 nodes (elastic, 6 at its end) \u00d7 8 GPUs"
+    assert job_size_short(ended) == "6 (2\u20136) nodes \u00d7 8 GPUs"
+    never = JobFactory(owner=user, state="CANCELLED", nodes=2, min_nodes=2, max_nodes=6)
+    assert job_size(never) == "2 to 6 nodes (elastic) \u00d7 8 GPUs"
