@@ -452,8 +452,10 @@ def _node_extras(node: JSON) -> str:
 
 
 def _node_state(node: JSON) -> str:
-    """Its state, and whether it takes new work: HELD by an admin, or SETTLING after being unready (until when)."""
-    marks = [node["state"]] + (["HELD"] if node.get("held") else [])
+    """Its state, and whether it takes new work: HELD by an admin (and why, as sinfo -R says a drain's reason), or
+    SETTLING after being unready (until when)."""
+    held = f"HELD ({node['held_reason']})" if node.get("held_reason") else "HELD"
+    marks = [node["state"]] + ([held] if node.get("held") else [])
     if (node.get("closed_by") or "cordoned") != "cordoned":
         marks.append(node["closed_by"])  # a taint: `kubectl uncordon` does not open it
     if settles := node.get("settling_until"):

@@ -204,12 +204,13 @@ def test_nodes_and_why_say_when_jobs_cannot_start_on_the_cluster(
 ) -> None:
     config.save_token("http://muster.test:8000", "secret")
     node = {"name": "gpu-a", "rack": "r1", "state": "READY", "gpus_total": 8, "gpus_free": 8, "gpu_model": "H100"}
-    monkeypatch.setattr(Client, "nodes", lambda self: [node, {**node, "name": "gpu-b", "held": True}])
+    held = {**node, "name": "gpu-b", "held": True, "held_reason": "PSU swap, back 14:00"}
+    monkeypatch.setattr(Client, "nodes", lambda self: [node, held])
     down = {"usable": False, "problem": "Muster may not create pods in namespace muster-jobs.", "since": "2026-11-28T07:00:00Z"}
     monkeypatch.setattr(Client, "cluster", lambda self: down)
     code, out, err = run(capsys, "nodes")
     # A held node takes no new work: said on its row, and its GPUs are not counted free.
-    assert code == 0 and "gpu-b  r1    READY, HELD" in out
+    assert code == 0 and "gpu-b  r1    READY, HELD (PSU swap, back 14:00)" in out  # why, as sinfo -R says a drain's
     assert out.splitlines()[-1] == "2 nodes, 8 of 16 GPUs free (1 node held: no new work)"
     back = datetime.now(UTC) + timedelta(minutes=5)
     settling = {**node, "name": "gpu-c", "settling_until": back.isoformat()}
