@@ -773,3 +773,34 @@ def test_removing_a_teams_quota_asks_first(page: Any, log_in: LogIn, sim: Browse
     page.get_by_role("button", name="Remove the team's quota").click()
     expect(page.get_by_text("The quota of team vision is back to no limits.")).to_be_visible()
     assert not Quota.objects.filter(team=team).exists()
+
+
+def test_an_admins_cancel_selected_says_how_many_are_other_users_jobs(page: Any, log_in: LogIn, alice: Any, sim: BrowserSim) -> None:
+    theirs = [submit_job(alice, name=f"sweep-{i}", nodes=1, gpus_per_node=1) for i in range(2)]
+    root = UserFactory(username="root", is_staff=True, is_superuser=True)
+    own = submit_job(root, name="root-run", nodes=1, gpus_per_node=1)
+    log_in(page, root)
+    page.goto("/")
+    asked: list[str] = []
+
+    def dismiss(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", dismiss)
+    button = page.get_by_test_id("bulk-cancel").get_by_role("button")
+    page.get_by_label(f"Select job {own.pk}").check()
+    button.click()
+    page.get_by_label(f"Select job {theirs[0].pk}").check()
+    page.get_by_label(f"Select job {theirs[1].pk}").check()
+    button.click()
+    page.get_by_label(f"Select job {own.pk}").uncheck()
+    page.get_by_label(f"Select job {theirs[1].pk}").uncheck()
+    button.click()
+    tail = " Their queued or running work stops; this cannot be undone."
+    assert asked == [
+        "Cancel 1 job?" + tail,
+        "Cancel 3 jobs? 2 of them are other users' jobs." + tail,
+        "Cancel 1 job? It is another user's job." + tail,
+    ]
+    assert Job.objects.filter(state=JobState.CANCELLED).count() == 0

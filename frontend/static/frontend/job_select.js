@@ -30,9 +30,18 @@
       all.disabled = list.length === 0;
     }
     var jobs = ticked === 1 ? "1 job" : ticked + " jobs";
+    // An admin's selection may hold other users' jobs: the question says how many, as their owners will be told.
+    var me = form.getAttribute("data-me");
+    var theirs = list.filter(function (box) { return box.checked && box.getAttribute("data-owner") !== me; }).length;
+    var others = "";
+    if (theirs) {
+      if (ticked === 1) { others = " It is another user's job."; }
+      else if (theirs === ticked) { others = " All are other users' jobs."; }
+      else { others = " " + theirs + (theirs === 1 ? " of them is another user's job." : " of them are other users' jobs."); }
+    }
     button.disabled = ticked === 0;
     button.textContent = ticked ? "Cancel " + jobs : "Cancel selected";
-    form.setAttribute("data-confirm", "Cancel " + jobs + "? Their queued or running work stops; this cannot be undone.");
+    form.setAttribute("data-confirm", "Cancel " + jobs + "?" + others + " Their queued or running work stops; this cannot be undone.");
   }
 
   document.addEventListener("change", function (event) {
