@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
+from jobs.amounts import duration
 from jobs.errors import IllegalTransition
 from jobs.hooks import job_hooks
 from jobs.models import Allocation, Job, JobResize, Node
@@ -151,7 +152,7 @@ def job_succeed(job: Job, *, now: datetime) -> Job:
 
 
 def job_time_out(job: Job, *, now: datetime) -> Job:
-    return job_transition(job, JobState.TIMED_OUT, reason=f"Stopped: wall time of {job.wall_time_seconds} s reached.", now=now)
+    return job_transition(job, JobState.TIMED_OUT, reason=f"Stopped: wall time of {duration(job.wall_time_seconds)} reached.", now=now)
 
 
 def job_wall_time_passed(job: Job, *, now: datetime) -> bool:

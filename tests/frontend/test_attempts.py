@@ -140,7 +140,7 @@ def test_the_attempt_a_job_is_in_is_running_and_its_run_time_counts(submit: Any,
     assert (running.outcome, running.ended_at, running.reason, running.tone) == (outcomes.RUNNING, None, "", "live")
     sim.advance(60)
     (timed_out,) = attempts_of(job_id)
-    assert timed_out.outcome == outcomes.TIMED_OUT and timed_out.reason.startswith("Stopped: wall time of 60 s reached")
+    assert timed_out.outcome == outcomes.TIMED_OUT and timed_out.reason.startswith("Stopped: wall time of 1 min reached")
 
 
 def test_the_attempts_cost_no_query_of_their_own(submit: Any, sim: Any) -> None:
