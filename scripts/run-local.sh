@@ -12,6 +12,34 @@ export MUSTER_DATA_DIR=${MUSTER_DATA_DIR:-$PWD/var}
 export MUSTER_BASE_URL=${MUSTER_BASE_URL:-http://$HOST:$PORT}
 mkdir -p "$MUSTER_DATA_DIR"
 
+# Before anything starts, the port must be free: another program listening on it would answer the readiness check
+# below for gunicorn (which then fails "Connection in use"), and the banner would send the user to that program.
+# Bound as gunicorn binds it (SO_REUSEADDR: a port a stopped Muster left in TIME_WAIT is free).
+"$BIN/python" - "$HOST" "$PORT" <<'PY' || exit 1
+import errno, socket, sys
+
+host, port = sys.argv[1], sys.argv[2]
+
+
+def bind(number: int) -> OSError | None:
+    try:
+        family = socket.getaddrinfo(host, number, type=socket.SOCK_STREAM)[0][0]
+        socket.create_server((host, number), family=family).close()
+    except OSError as exc:
+        return exc
+    return None
+
+
+if not port.isdigit() or not 0 < int(port) < 65536:
+    sys.exit(f"make run: PORT={port} is not a port number; Muster did not start.")
+if (error := bind(int(port))) is not None:
+    other = next((n for n in range(int(port) + 1, min(int(port) + 50, 65536)) if bind(n) is None), None)
+    choose = f"PORT={other} make run" if other else "PORT=... make run"
+    if error.errno == errno.EADDRINUSE:
+        sys.exit(f"make run: port {port} on {host} is in use by another program; Muster did not start. Choose another port: {choose}")
+    sys.exit(f"make run: cannot listen on {host}:{port} ({error.strerror or error}); Muster did not start. Try another port: {choose}")
+PY
+
 "$BIN/python" manage.py migrate --noinput -v 0
 "$BIN/python" manage.py muster_bootstrap
 # Fingerprinted, gzipped static files under $MUSTER_DATA_DIR/static: a page's scripts are cached for a year.
