@@ -160,6 +160,33 @@ def _job_states(text: str) -> list[str]:
     return [SLURM_STATES.get(word, word) for word in (w.strip().upper() for w in text.split(",") if w.strip())]
 
 
+def _gres(text: str) -> int:
+    """--gres as sbatch takes GPUs: `gpu:N` (N GPUs on each node, as -G N), `gpu` alone one. Muster places by GPU
+    count, not model, so `gpu:h100:8` is refused, naming the form it takes, rather than run on whatever GPUs are free."""
+    parts = text.strip().split(":")
+    if parts[0].lower() != "gpu" or "," in text or len(parts) > 3:
+        raise argparse.ArgumentTypeError(f"'{text}': Muster's --gres takes GPUs only, gpu:N (N GPUs on each node, as -G N)")
+    if len(parts) == 1:
+        return 1
+    if len(parts) == 2 and parts[1].isdigit():
+        if int(parts[1]) < 1:
+            raise argparse.ArgumentTypeError(f"'{text}' asks for no GPU: gpu:N with N at least 1 (a share of one GPU: --gpu-fraction)")
+        return int(parts[1])
+    count = parts[2] if len(parts) == 3 and parts[2].isdigit() else "N"
+    raise argparse.ArgumentTypeError(
+        f"'{text}' names a GPU model ({parts[1]}), and Muster cannot be asked for one: it places a job on any node with "
+        f"its GPUs free. Ask for the count only: --gres=gpu:{count} (or -G {count}); `muster nodes` lists each node's model"
+    )
+
+
+def _job_ids(text: str) -> list[int]:
+    """-j as squeue takes it: one job id or several, comma-separated."""
+    ids = [word.strip() for word in text.split(",") if word.strip()]
+    if not ids or not all(word.isdigit() for word in ids):
+        raise argparse.ArgumentTypeError(f"'{text}' is not a job id or a comma-separated list of them (-j 42 or -j 42,43)")
+    return [int(word) for word in ids]
+
+
 def _common(json_output: bool) -> argparse.ArgumentParser:
     """Options every subcommand takes, also after its name (`muster queue --url ...`)."""
     common = argparse.ArgumentParser(add_help=False)
@@ -194,7 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
             parents=[_common(json_output)],
         )
-        p.set_defaults(handler=handler)
+        # The command's own parser, to say its usage when an argument it does not take is given (main).
+        p.set_defaults(handler=handler, subparser=p)
         return p
 
     p = command(
@@ -244,6 +272,10 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("-G", "--gpus-per-node", type=int, help="GPUs on each node")
     p.add_argument(
+        "--gres", type=_gres, metavar="gpu:N",
+        help="as sbatch --gres=gpu:N: N GPUs on each node (-G N); a GPU model (gpu:h100:8) cannot be asked for",
+    )  # fmt: skip
+    p.add_argument(
         "--rdma-per-node", type=int, metavar="N", help="RDMA devices on each node (multi-node jobs; nodes without them are skipped)"
     )
     p.add_argument(
@@ -261,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--webhook", metavar="URL", help="with --mail-type: also POST each to this URL as JSON")
     p.add_argument("-t", "--time", type=_wall_time, metavar="WALL_TIME", help=f"wall time: {WALL_TIME_FORMS}")
     p.add_argument("--image", help="container image, e.g. nvcr.io/nvidia/pytorch:24.05-py3")
-    p.add_argument("-J", "--name", help="job name (default: the YAML file's name, else the command's)")
+    p.add_argument("-J", "--name", "--job-name", dest="name", help="job name (default: the YAML file's name, else the command's)")
     p.add_argument("--priority-class", help="production, normal or preemptible (production: admins and the teams given it)")
     p.add_argument("--max-restarts", type=_non_negative, help="restart a failed attempt up to this many times")
     p.add_argument("--team", help="charge a team you belong to")
@@ -286,9 +318,13 @@ def build_parser() -> argparse.ArgumentParser:
         "their nodes, the time since they were placed and the time left of their wall time. Every user's pending "
         "jobs are listed; running ones only to their owners and admins, as the job list.",
         "  muster queue\n  muster queue -t PENDING          # like squeue --start: the pending jobs only\n"
-        "  muster queue -t R --user alice\n  muster queue --json | jq '.running[0]'",
+        "  muster queue -t R --user alice\n  muster queue -j 42,43\n  muster queue --json | jq '.running[0]'",
     )
     p.add_argument("-u", "--user", help="only this user's jobs")
+    p.add_argument(
+        "-j", "--jobs", action="append", type=_job_ids, metavar="ID[,ID]",
+        help="only these jobs, as squeue -j: comma-separated or repeated",
+    )  # fmt: skip
     p.add_argument(
         "-t",
         "--states",
@@ -447,10 +483,13 @@ def fail(message: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     own, command = _split_command(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(own)
+    args, unknown = parser.parse_known_args(own)
+    if unknown:
+        # Said with the command's usage (argparse's top-level error gave `usage: muster [-h] [--url URL] ...`).
+        args.subparser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if command:
         if args.handler is not commands.submit:
-            parser.error("only `muster submit` takes a command after --")
+            args.subparser.error("only `muster submit` takes a command after --")
         args.command = command
     try:
         return int(args.handler(args))

@@ -90,7 +90,7 @@ def _spec(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
         "nodes": args.nodes[0] if args.nodes and args.nodes[1] is None else None,
         "min_nodes": args.nodes[0] if args.nodes and args.nodes[1] is not None else None,
         "max_nodes": args.nodes[1] if args.nodes else None,
-        "gpus_per_node": args.gpus_per_node,
+        "gpus_per_node": args.gpus_per_node if args.gpus_per_node is not None else args.gres,
         "rdma_per_node": args.rdma_per_node,
         "gpu_fraction": args.gpu_fraction,
         "gpu_memory_gb": args.gpu_memory_gb,
@@ -103,6 +103,8 @@ def _spec(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
         "env": parse_env(args.env or []),
         "notify": {"on": args.mail_type, "email": True, "webhook": args.webhook or ""} if args.mail_type is not None else None,
     }
+    if args.gres is not None and args.gpus_per_node is not None and args.gres != args.gpus_per_node:
+        raise SpecError(f"-G {args.gpus_per_node} and --gres=gpu:{args.gres} ask for different GPUs per node: give one of them")
     if args.webhook and args.mail_type is None:
         raise SpecError("--webhook needs --mail-type (BEGIN, END, FAIL, REQUEUE or ALL): what to tell it")
     if args.nodes and args.nodes[1] is None:
@@ -199,30 +201,37 @@ QUEUE_STATES = ("PENDING", "SCHEDULED", "RUNNING")
 
 def queue(args: argparse.Namespace) -> int:
     """squeue: the pending jobs (the queue API: everyone's, in the cycle's order), then the jobs on their nodes (the
-    jobs API: those the user may see), each cut to what -t, --user and --limit ask."""
+    jobs API: those the user may see), each cut to what -t, --user, -j and --limit ask."""
     asked = {state for group in args.states or [] for state in group} or set(QUEUE_STATES)
     if args.start:
         asked = {"PENDING"}
     states = [state for state in QUEUE_STATES if state in asked]
+    wanted = {job_id for group in args.jobs or [] for job_id in group} or None
+
+    def kept(job: dict[str, Any]) -> bool:
+        return (not args.user or job["owner"] == args.user) and (wanted is None or job["id"] in wanted)
+
+    filtered = bool(args.user or wanted)
     client = client_for(args)
     limit = args.limit or None
     if "PENDING" in states:
-        # The limit counts the entries shown: with --user, that user's (the queue API does not filter by owner).
-        data = client.queue(max_entries=None if args.user else limit)
-        if args.user:
-            data["results"] = [entry for entry in data["results"] if entry["owner"] == args.user][:limit]
+        # The limit counts the entries shown: with --user or -j, theirs (the queue API filters neither).
+        data = client.queue(max_entries=None if filtered else limit)
+        if filtered:
+            data["results"] = [entry for entry in data["results"] if kept(entry)][:limit]
     else:
         data = {**client.queue(max_entries=1), "results": []}  # its summary counts the whole queue
     active = [state for state in states if state != "PENDING"]
     left = None if limit is None else limit - len(data["results"])
     running: list[dict[str, Any]] = []
     if active and (left is None or left > 0):
-        found = client.jobs(state=active, owner=args.user, limit=min(left, 500) if left else None)
+        found = client.jobs(state=active, owner=args.user, limit=min(left, 500) if left and not wanted else None)
+        found = (job for job in found if kept(job))
         running = sorted(itertools.islice(found, left) if left else found, key=lambda job: job["id"])
     if args.json:
         print_json({**data, "running": running} if active else data)
     else:
-        out(render.queue_table(data, running, states=states, filtered=bool(args.user), limited=limit is not None))
+        out(render.queue_table(data, running, states=states, filtered=filtered, limited=limit is not None))
     return OK
 
 

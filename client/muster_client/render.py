@@ -158,7 +158,8 @@ def queue_table(
 ) -> str:
     """`squeue`: the queue API's pending entries, then `running` (jobs SCHEDULED or RUNNING); `states` those asked for.
 
-    `filtered`: the rows are one user's, and the summary (the whole queue's) says so; `limited`: cut to --limit."""
+    `filtered`: the rows are one user's (--user) or some jobs' (-j), and the summary (the whole queue's) says so; `limited`: cut
+    to --limit."""
     rows = [
         (
             e["id"],
