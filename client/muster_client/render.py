@@ -16,6 +16,12 @@ JSON = dict[str, Any]
 ESTIMATE_PREFIX = {"reserved": "by ", "planned": "~", "after": "after "}
 
 
+def plural(count: float, noun: str, many: str = "") -> str:
+    """`1 slice`, `3 slices`, `0 slices`: the count with its noun, singular only for exactly one (`many` for an irregular
+    plural), as the server's `policy.model.plural` says it (the client may not import it)."""
+    return f"{count:g} {noun if count == 1 else many or noun + 's'}"
+
+
 def parse_time(value: str | None) -> datetime | None:
     if not value:
         return None
@@ -439,7 +445,7 @@ def _node_extras(node: JSON) -> str:
     Muster did not start hold there."""
     extras = []
     if node.get("gpus_foreign") or node.get("slices_foreign"):
-        held = f"{node['gpus_foreign']} GPUs" if node.get("gpus_foreign") else f"{node['slices_foreign']} slices"
+        held = plural(node["gpus_foreign"], "GPU") if node.get("gpus_foreign") else plural(node["slices_foreign"], "slice")
         extras.append(f"{held} held by other pods")
     if node.get("sharing"):
         slices = node["slices_per_gpu"] * node["gpus_total"]
@@ -494,8 +500,7 @@ def nodes_text(nodes: Sequence[JSON]) -> str:
         shared_free = round(sum(n["gpus_free"] for n in open_nodes if n.get("sharing")), 3)
         shared_total = sum(n["gpus_total"] for n in shared)
         sliced = (
-            f" for whole-GPU jobs; on {len(shared)} shared node{'s' if len(shared) != 1 else ''} (GPU slices only), "
-            f"{shared_free:g} of {shared_total} GPUs free"
+            f" for whole-GPU jobs; on {plural(len(shared), 'shared node')} (GPU slices only), {shared_free:g} of {shared_total} GPUs free"
         )
     table_text = table(["NODE", "RACK", "STATE", "GPUS FREE", "MODEL", "SHARING, FABRIC"], rows)
     held = sum(1 for n in closed if n.get("held"))
@@ -505,7 +510,7 @@ def nodes_text(nodes: Sequence[JSON]) -> str:
         first = counts[0][0] if held else counts[1][0]
         why[0] = why[0].replace(" ", f" node{'s' if first != 1 else ''} ", 1)
     but = f" ({', '.join(why)}: no new work)" if why else ""
-    return f"{table_text}\n{len(nodes)} node{'s' if len(nodes) != 1 else ''}, {free:g} of {total} GPUs free{sliced}{but}"
+    return f"{table_text}\n{plural(len(nodes), 'node')}, {free:g} of {total} GPUs free{sliced}{but}"
 
 
 LIMIT_MARK = {"ok": "ok", "waits": "waits", "refused": "NO"}

@@ -45,6 +45,16 @@ def test_the_nodes_table_says_what_pods_muster_did_not_start_hold() -> None:
     assert rows[2].startswith("gpu-b") and "held by other pods" not in rows[2]
 
 
+def test_the_nodes_table_counts_one_slice_or_gpu_held_in_the_singular() -> None:
+    """A shared node printed "1 slices held by other pods"."""
+    node = {"name": "gpu-a", "rack": "r1", "state": "READY", "gpus_total": 8, "gpus_free": 2, "gpu_model": "H100"}
+    text = render.nodes_text([{**node, "gpus_foreign": 0, "slices_foreign": 1}, {**node, "name": "gpu-b", "gpus_foreign": 1}])
+    rows = text.splitlines()
+    assert rows[1].endswith("1 slice held by other pods") and rows[2].endswith("1 GPU held by other pods")
+    assert rows[-1] == "2 nodes, 4 of 16 GPUs free"
+    assert render.nodes_text([node]).splitlines()[-1] == "1 node, 2 of 8 GPUs free"
+
+
 def test_a_node_that_takes_no_work_has_no_gpus_free_and_says_its_idle_ones() -> None:
     """A cordoned node read "8/8" free beside "0 of 16 GPUs free" on the last line."""
     node = {"name": "gpu-a", "rack": "r1", "state": "READY", "gpus_total": 8, "gpus_free": 8, "gpus_idle": 8, "gpu_model": "H100"}
