@@ -199,7 +199,14 @@ def queue_table(
         for j in running
     ]
     headers = ["ID", "NAME", "USER", "STATE", "NODESxGPUS", "POS", "PRIORITY", "TIME", "TIME_LEFT", "START", "NODELIST(REASON)"]
-    text = table(headers, rows)
+    listed = [*queue["results"], *running]
+    if any(j.get("array_id") is not None for j in listed):
+        # An array's elements as squeue names them, `5_0` (array 5, index 0), beside the id `muster show` takes; the
+        # column only when the queue shows an element. (The queue API's pending entries do not say it yet: `-` for those.)
+        headers.insert(1, "ARRAY")
+        text = table(headers, [(row[0], array_element(job), *row[1:]) for row, job in zip(rows, listed, strict=True)])
+    else:
+        text = table(headers, rows)
     summary = queue.get("summary") or {}
     by_reason = ", ".join(f"{code} {n}" for code, n in sorted((summary.get("pending_by_reason") or {}).items()))
     pending = f"{summary.get('pending', queue.get('count', len(queue['results'])))} pending" + (f" ({by_reason})" if by_reason else "")
@@ -219,6 +226,11 @@ def queue_table(
             shown += f" (of {on_nodes} on the cluster: others' jobs are listed to their owners and admins only)"
         parts.append(shown)
     return f"{text}\n{'; '.join(parts)}"
+
+
+def array_element(job: JSON) -> str | None:
+    """`5_0` for element 0 of array 5 (squeue's and scancel's name of it); None for a job of no array."""
+    return None if job.get("array_id") is None else f"{job['array_id']}_{job['array_index']}"
 
 
 def index_ranges(indices: Iterable[int]) -> str:

@@ -3,6 +3,7 @@ then the user's jobs on their nodes, and how many the cluster runs in all."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -44,3 +45,18 @@ def test_the_queue_shows_pending_then_running_jobs_with_their_nodes_and_time_lef
     assert list(rows(capsys.readouterr().out)) == [str(mine.pk)]
     assert cli.main(["queue", "--start"]) == 0
     assert list(rows(capsys.readouterr().out)) == [str(waits.pk)]
+
+
+def test_the_queue_names_running_array_elements_as_squeue_does(
+    signed_in: Any, tx_sim: SimHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["submit", "-G", "1", "-t", "1h", "--image", "busybox:1.36", "--array", "0-1", "--json", "--", "python", "x.py"]
+    assert cli.main(argv) == 0
+    array_id = json.loads(capsys.readouterr().out)["array_id"]
+    tx_sim.cycle()
+    tx_sim.advance(2)
+
+    assert cli.main(["queue", "-t", "R"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split()[:2] == ["ID", "ARRAY"]
+    assert sorted(row[1] for row in rows(out).values()) == [f"{array_id}_0", f"{array_id}_1"]

@@ -158,3 +158,18 @@ def test_a_running_jobs_time_left_counts_from_its_placement() -> None:
     placed = {"wall_time_seconds": 3600, "scheduled_at": "2026-11-25T11:40:00Z", "started_at": "2026-11-25T11:45:00Z"}
     assert render.time_left(placed, now=NOW) == "40m"
     assert render.time_left({**placed, "scheduled_at": "2026-11-25T10:00:00Z"}, now=NOW) == "0s"  # spent: about to stop
+
+
+def test_the_queue_names_an_arrays_elements_as_squeue_does() -> None:
+    """Array elements read as plain ids 5…10, though `muster cancel 5_5` and squeue name them `5_5`."""
+    pending = {"id": 7, "name": "sweep", "owner": "ann", "nodes": 1, "gpus_per_node": 8, "position": 1, "priority": None}
+    queue = {"count": 2, "summary": {"pending": 2}, "results": [{**pending, "array_id": 5, "array_index": 2}, {**pending, "id": 9}]}
+    placed = (NOW - timedelta(minutes=5)).isoformat()
+    running = [
+        {**pending, "id": 5, "state": "RUNNING", "array_id": 5, "array_index": 0, "wall_time_seconds": 3600, "scheduled_at": placed},
+    ]
+    lines = render.queue_table(queue, running, now=NOW).splitlines()
+    assert lines[0].split()[:3] == ["ID", "ARRAY", "NAME"]
+    assert [line.split()[:3] for line in lines[1:-1]] == [["7", "5_2", "sweep"], ["9", "-", "sweep"], ["5", "5_0", "sweep"]]
+    # No element in the queue: no column.
+    assert render.queue_table({**queue, "results": [{**pending, "id": 9}]}, now=NOW).splitlines()[0].split()[:2] == ["ID", "NAME"]
