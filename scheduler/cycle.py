@@ -157,10 +157,19 @@ def _observe_active(
         followed.add((job.pk, job.attempt))
         pods = gangs.get((job.pk, job.attempt), [])
         try:
-            _follow(backend, job, pods, present, now, report)
+            # One job's changes together: a call the cluster refuses half-way (a 403 of a role without a verb) leaves
+            # none of them, and the next cycle finds the job as it was.
+            with transaction.atomic():
+                _follow(backend, job, pods, present, now, report)
         except IllegalTransition as exc:
             # Someone (a cancel) moved the job while we looked; their move stands.
             logger.info("job %s moved during the cycle: %s", job.pk, exc)
+        except ClusterUnavailable:
+            raise  # the whole cluster: the cycle stops here and says so
+        except Exception:
+            # One job's trouble is not everyone's: an elastic job whose shrink the cluster refused stopped every cycle,
+            # and no job started anywhere until it was cancelled. Its job is followed again next cycle.
+            logger.exception("following job %s failed; the other jobs are followed and the queue goes on", job.pk)
     return followed
 
 

@@ -482,17 +482,21 @@ class KubernetesCluster:
         return replace(self.options, launch_mode=mode, scheduler_name="" if scheduler == "default-scheduler" else scheduler)
 
     def teardown_ranks(self, job_id: int, attempt: int, ranks: list[int], grace_seconds: int | None = None) -> None:
-        """An elastic job shrunk: its last ranks' pods go (SIGTERM, then the grace period); the others keep running."""
+        """An elastic job shrunk: its last ranks' pods go (SIGTERM, then the grace period); the others keep running.
+
+        One delete of the collection its labels select, the verb the gang's teardown uses: the least-privilege Role
+        (platform/kubernetes/rbac.yaml) grants `deletecollection` on pods, not `delete`, and a single delete was refused
+        with 403 there (a pod already gone is no error: nothing matches)."""
+        if not ranks:
+            return
         grace = self.options.termination_grace_seconds if grace_seconds is None else grace_seconds
-        for rank in ranks:
-            try:
-                self._call(
-                    "delete pod", self.core.delete_namespaced_pod, pod_name(job_id, attempt, rank), self.options.namespace,
-                    grace_period_seconds=grace,
-                )  # fmt: skip
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
+        self._call(
+            "delete pods",
+            self.core.delete_collection_namespaced_pod,
+            self.options.namespace,
+            label_selector=f"{gang_selector(job_id, attempt)},{LABEL_RANK} in ({','.join(str(rank) for rank in sorted(ranks))})",
+            grace_period_seconds=grace,
+        )
 
     def _create_pods(self, spec: GangSpec, ranks: list[int], uid: str, options: PodOptions | None = None) -> None:
         bodies = [pod_manifest(spec, rank, options or self.options, owner_uid=uid) for rank in ranks]

@@ -43,6 +43,7 @@ from jobs.cluster.crd_manifests import (
 )
 from jobs.cluster.kubernetes import KubernetesCluster
 from jobs.cluster.manifests import (
+    LABEL_RANK,
     PodOptions,
     env_secret_manifest,
     gang_name,
@@ -1665,6 +1666,21 @@ def test_the_shipped_rbac_is_enough_for_a_job_from_launch_to_teardown_and_no_mor
     kube.cycle_until(lambda: state(cancelled["id"]) == JobState.RUNNING)
     assert api.post(f"/api/v1/jobs/{cancelled['id']}/cancel/").status_code == 200
     kube.cycle_until(lambda: not kube.pods(gang_selector(cancelled["id"])) and not kube.services(gang_selector(cancelled["id"])))
+    # An elastic job's shrink deletes some ranks' pods: with deletecollection, the verb the Role grants (a single
+    # delete was refused with 403, and the refusal stopped every cycle).
+    wide = submit(api, nodes=3, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(wide["id"]) == JobState.RUNNING)
+    as_muster.teardown_ranks(wide["id"], 1, [1, 2])
+
+    def live_ranks() -> list[str]:
+        pods = kube.pods(gang_selector(wide["id"]))
+        return sorted(p.metadata.labels[LABEL_RANK] for p in pods if p.metadata.deletion_timestamp is None)
+
+    deadline = time.monotonic() + 30  # no cycle meanwhile: it would requeue the fixed gang that lost two pods
+    while live_ranks() != ["0"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert live_ranks() == ["0"]
+    assert api.post(f"/api/v1/jobs/{wide['id']}/cancel/").status_code == 200
     # The watch lists and watches pods and nodes, and the pods Muster did not start.
     fired = threading.Event()
     recounted = threading.Event()

@@ -787,3 +787,29 @@ def test_a_job_submitted_while_the_cycle_observed_the_cluster_is_not_placed_befo
     history = list(JobEvent.objects.filter(job=job).order_by("at", "id").values_list("to_state", flat=True))
     assert history[:2] == ["PENDING", "SCHEDULED"]
     assert all(a.allocated_at >= job.submitted_at for a in Allocation.objects.filter(job=job))
+
+
+def test_one_job_the_cluster_refuses_to_follow_does_not_stop_the_queue(
+    submit: Any, sim: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An elastic job whose shrink the cluster refused (a 403) raised out of every cycle: no job started anywhere, for
+    everyone, until it was cancelled. Now that job is logged and followed again next cycle; the others go on."""
+    import scheduler.cycle
+
+    stuck = submit(nodes=1, gpus_per_node=8, simulate={"duration_seconds": 3600})
+    sim.cycle()
+    assert Job.objects.get(pk=stuck["id"]).state in (JobState.SCHEDULED, JobState.RUNNING)
+    follow = scheduler.cycle._follow
+
+    def refused(backend: Any, job: Job, *args: Any) -> None:
+        if job.pk == stuck["id"]:
+            Job.objects.filter(pk=job.pk).update(state_reason="half-way")  # a change the refusal must not leave
+            raise RuntimeError("Forbidden: pods is forbidden: cannot delete resource")
+        follow(backend, job, *args)
+
+    monkeypatch.setattr(scheduler.cycle, "_follow", refused)
+    waiting = submit(nodes=1, gpus_per_node=1, simulate={"duration_seconds": 60})
+    report = sim.cycle()
+    assert report.ran and Job.objects.get(pk=waiting["id"]).state in (JobState.SCHEDULED, JobState.RUNNING)
+    assert Job.objects.get(pk=stuck["id"]).state_reason != "half-way"
+    assert f"following job {stuck['id']} failed" in caplog.text
