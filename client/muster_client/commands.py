@@ -290,14 +290,30 @@ WHY_FIELDS = ("id", "name", "state", "state_reason", "pending_reason", "queue_po
 
 def why(args: argparse.Namespace) -> int:
     client = client_for(args)
-    job = client.job(args.job_id)
+    try:
+        job = client.job(args.job_id)
+        theirs = None
+    except ApiError as exc:
+        # Another user's pending job: the queue lists everyone's, with its place, reason, priority and estimate, but
+        # its page only to its owner and admins. Said from the queue, which shows no more than `muster queue` does.
+        if exc.status != 404 or (entry := _queue_entry(client, args.job_id)) is None:
+            raise
+        job = {**entry, "state": "PENDING", "state_reason": "", "queue_position": entry["position"]}
+        theirs = entry["owner"]
     if args.json:
         print_json({key: job.get(key) for key in WHY_FIELDS})
     else:
         out("\n".join(render.why_lines(job)))
+        if theirs is not None:
+            out(f"Job {job['id']} is {theirs}'s: this is what the queue shows of it; only its owner and admins see the rest.")
         if job["state"] not in TERMINAL_STATES:
             _warn_if_unusable(client)
     return OK
+
+
+def _queue_entry(client: Client, job_id: int) -> dict[str, Any] | None:
+    """The queue API's entry of a pending job (any user's), or None when the queue does not list it."""
+    return next((entry for entry in client.queue()["results"] if entry["id"] == job_id), None)
 
 
 def logs(args: argparse.Namespace) -> int:
