@@ -367,6 +367,7 @@ def test_queue_lists_pending_jobs_in_scheduling_order(api: APIClient, other_api:
         "running_within_quota": 1,
         "running_over_quota": 0,
         "gpus_over_quota": 0,
+        "accounts_above_quota": [],
     }
 
     # Positions count over the whole queue, not within a page.
