@@ -458,17 +458,29 @@ class KubernetesCluster:
         way its others were (MUSTER_K8S_LAUNCH_MODE may have changed since it launched)."""
         name = gang_name(spec.job_id, spec.attempt)
         service = self._call("read service", self.core.read_namespaced_service, name, self.options.namespace)
-        self._create_pods(spec, ranks, service.metadata.uid, self._options_of_gang(spec))
-
-    def _options_of_gang(self, spec: GangSpec) -> PodOptions:
-        """The pod options the gang's running pods were made with, as far as a new rank must match them: a rank that
-        names a gang group its others are not in (or none, where they are in one) is never bound beside them."""
         response = self._call(
             "read pods", self.core.list_namespaced_pod, self.options.namespace,
-            label_selector=gang_selector(spec.job_id, spec.attempt), limit=1, _preload_content=False,
+            label_selector=gang_selector(spec.job_id, spec.attempt), _preload_content=False,
         )  # fmt: skip
         # Read as plain JSON: the client's models predate spec.schedulingGroup.
         pods = json.loads(response.data).get("items") or []
+        # A rank's pod of the same name still there (terminating on a node deleted under it, until the pod GC takes it):
+        # its create would be an AlreadyExists, read as our own retried launch, and the old pod, gone next cycle, was
+        # shrunk away again, every cycle, for a minute. The growth waits for it instead.
+        ranks_there = {(pod.get("metadata") or {}).get("labels", {}).get(LABEL_RANK, "") for pod in pods}
+        lingering = sorted(rank for rank in ranks if str(rank) in ranks_there)
+        if lingering:
+            raise LaunchRefused(
+                f"the pod of rank {lingering[0]} from before is still there (terminating, or on a node gone and not yet "
+                "collected); the job grows once it is gone",
+                transient=True,
+            )
+        self._create_pods(spec, ranks, service.metadata.uid, self._options_of_gang(pods))
+
+    def _options_of_gang(self, pods: list[dict[str, Any]]) -> PodOptions:
+        """The pod options the gang's running pods (`pods`, as plain JSON) were made with, as far as a new rank must
+        match them: a rank that names a gang group its others are not in (or none, where they are in one) is never bound
+        beside them."""
         if not pods:
             return self.options
         pod_spec, labels = pods[0].get("spec") or {}, (pods[0].get("metadata") or {}).get("labels") or {}

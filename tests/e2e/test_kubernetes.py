@@ -31,7 +31,7 @@ from kubernetes import client, utils, watch
 from kubernetes.client.exceptions import ApiException
 from rest_framework.test import APIClient
 
-from jobs.cluster.base import ClusterRefuses, ClusterUnavailable, GangSpec, PodPhase
+from jobs.cluster.base import ClusterRefuses, ClusterUnavailable, GangSpec, LaunchRefused, PodPhase
 from jobs.cluster.crd_manifests import (
     MPIJOB,
     NATIVE_PODGROUP,
@@ -1048,6 +1048,28 @@ def test_an_elastic_gang_grows_the_way_it_was_launched_after_the_launch_mode_cha
     _wait(lambda: all(p["spec"].get("nodeName") for p in raw_pods().values()) and len(raw_pods()) == 3)
     assert raw_pods()["2"]["spec"]["nodeName"] == nodes[2]
     workload.teardown_gang(990401, 1)
+
+
+def test_a_growth_onto_a_rank_whose_old_pod_is_still_there_waits_for_it(kube: KubeHarness) -> None:
+    """A node deleted under an elastic job: its rank's pod stayed Terminating until the pod GC took it, and a growth onto
+    another node made a pod of the same name. The create's AlreadyExists read as Muster's own retried launch, the old
+    pod went, and the job was shrunk and grown again every cycle for a minute."""
+    cluster = kube.cluster
+    nodes = tuple(sorted(n.name for n in cluster.list_nodes() if not n.sharing)[:3])
+    spec = _mode_spec(990501, nodes, min_nodes=2, max_nodes=3, simulate={"duration_seconds": 600})
+    cluster.launch_gang(spec)
+    # KWOK takes a deleted pod's finalizers away at once: a rank's pod simply still there stands in for one terminating.
+    with pytest.raises(LaunchRefused) as refused:
+        cluster.launch_ranks(spec, [2])
+    assert refused.value.transient
+    assert str(refused.value) == (
+        "the pod of rank 2 from before is still there (terminating, or on a node gone and not yet collected); the job grows once it is gone"
+    )
+    cluster.teardown_ranks(990501, 1, [2])
+    _wait(lambda: len(kube.pods(gang_selector(990501))) == 2)
+    cluster.launch_ranks(spec, [2])  # gone: the growth goes ahead
+    assert sorted(p.metadata.labels[LABEL_RANK] for p in kube.pods(gang_selector(990501))) == ["0", "1", "2"]
+    cluster.teardown_gang(990501, 1)
 
 
 @pytest.mark.parametrize("kube_mode", [{"launch_mode": "mpijob"}], indirect=True)
