@@ -663,23 +663,30 @@ class JobsCancel:
     not_found: list[int]
 
 
-def job_cancel_many(*, job_ids: Iterable[int], by: User, backend: ClusterBackend | None = None, request: Any = None) -> JobsCancel:
+def job_cancel_many(
+    *, job_ids: Iterable[int], by: User, comment: str = "", backend: ClusterBackend | None = None, request: Any = None
+) -> JobsCancel:
     """`scancel 12 13 17`: cancel each of the jobs asked for that `by` may see (`jobs_visible_to`: their owner, or an
     admin) and that has not ended, in one transaction.
 
     They are locked in id order, so two such cancels wait for each other rather than deadlock; each is cancelled as
     `job_cancel` does it (audited when it is someone else's, its pods deleted after the commit), and the scheduler is
     told once. Unlike an array's cancel it is not all or nothing: an ended job or an id `by` may not see is left out
-    and said in the answer (an id of someone else's job reads as one that does not exist).
+    and said in the answer (an id of someone else's job reads as one that does not exist). `comment` is why, as a
+    single cancel's (its owner reads it).
+
+    One transaction matters: cancelled one by one, the nodes the first cancels freed went to the next job of the list
+    in the cycle between, which was placed and cancelled the same second.
     """
     wanted = set(job_ids)
+    reason = cancelled_by(by, comment) if comment.strip() else ""
     with transaction.atomic():
         found = list(
             jobs_visible_to(by).select_related(None).prefetch_related(None).filter(pk__in=wanted).order_by("pk").select_for_update()
         )
         ended = [job for job in found if job.state in TERMINAL_STATES]
         cancelled = [
-            _cancel_locked(job, by=by, reason="", backend=backend, request=request) for job in found if job.state not in TERMINAL_STATES
+            _cancel_locked(job, by=by, reason=reason, backend=backend, request=request) for job in found if job.state not in TERMINAL_STATES
         ]
         if cancelled:
             queue_changed()

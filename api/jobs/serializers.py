@@ -715,6 +715,33 @@ class JobCancelSerializer(StrictSerializer):
     reason = serializers.CharField(required=False, allow_blank=True, max_length=CANCEL_COMMENT_MAX, help_text=CANCEL_REASON_HELP)
 
 
+# The most jobs one cancel of several names (scancel's list of ids); an array's elements go by cancel-array.
+CANCEL_MANY_MAX = 1000
+
+
+class JobsCancelSerializer(JobCancelSerializer):
+    """`scancel 12 13 17`: the jobs to cancel, by id, in one transaction."""
+
+    ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1),
+        allow_empty=False,
+        max_length=CANCEL_MANY_MAX,
+        help_text=f"The jobs' ids, at most {CANCEL_MANY_MAX}. One that has ended, or that is no job you may see, is left out and "
+        "said in the answer; the others are cancelled.",
+        error_messages={"empty": "Give at least one job id.", "max_length": f"At most {CANCEL_MANY_MAX} jobs in one cancel."},
+    )
+
+
+class JobsCancelledSerializer(serializers.Serializer):
+    """What a cancel of several jobs did."""
+
+    cancelled = JobSerializer(many=True, help_text="The jobs cancelled, by id: each is CANCELLED now.")
+    ended = JobSerializer(many=True, help_text="The jobs asked for that had already ended, by id: left as they were.")
+    not_found = serializers.ListField(
+        child=serializers.IntegerField(), help_text="The ids asked for that are no job you may see (as a single cancel's 404)."
+    )
+
+
 class JobArrayCancelSerializer(JobCancelSerializer):
     """`scancel 4` / `scancel 4_[1-3]`: an array, and the indices of the elements to cancel (all of them if left out)."""
 

@@ -37,6 +37,8 @@ from api.jobs.serializers import (
     JobCancelSerializer,
     JobCheckSerializer,
     JobDetailSerializer,
+    JobsCancelledSerializer,
+    JobsCancelSerializer,
     JobSerializer,
     JobSubmitSerializer,
     LogsQuerySerializer,
@@ -58,7 +60,16 @@ from jobs.errors import ArrayEnded, ArrayIndicesMissing, JobNotStarted
 from jobs.logs import job_logs, job_logs_follow, never_started
 from jobs.models import ClusterHealth, Job, Node
 from jobs.selectors import jobs_visible_to, nodes_with_usage
-from jobs.services import job_cancel, job_cancel_array, job_hold, job_release, job_submit, job_submit_array, job_submit_check
+from jobs.services import (
+    job_cancel,
+    job_cancel_array,
+    job_cancel_many,
+    job_hold,
+    job_release,
+    job_submit,
+    job_submit_array,
+    job_submit_check,
+)
 from notify.services import asks_json, job_notify_save, preference_of, preference_save
 from scheduler.estimate import job_estimate
 from scheduler.queue import queue_counts, queue_entries, queue_jobs
@@ -238,6 +249,28 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
         "4_[1-3]`), in one transaction: all of them or none. Elements asked for that had already ended are listed in "
         "`ended`, not refused; only when nothing is left to cancel is it a 409. Counted as one write by the throttle.",
     )
+    @extend_schema(
+        request=JobsCancelSerializer,
+        responses={200: JobsCancelledSerializer, 400: OpenApiResponse(description="A field is wrong; nothing was cancelled")},
+        description="`scancel 12 13 17`: cancel the jobs of `ids` in one transaction, so the nodes the first ones free "
+        "never go to the next one of the list in between (cancelled one by one, a cycle could place it). Not all or "
+        "nothing: a job that had ended, or an id that is no job you may see, is left out and listed (`ended`, "
+        "`not_found`). Counted as one write by the throttle.",
+    )
+    @action(detail=False, methods=["post"], url_path="cancel-many", url_name="cancel-many")
+    def cancel_many(self, request: Request) -> Response:
+        serializer = JobsCancelSerializer(data=request.data)
+        if not serializer.is_valid():
+            raise ValidationError(serializer.every_problem())
+        done = job_cancel_many(
+            job_ids=serializer.validated_data["ids"],
+            comment=serializer.validated_data.get("reason", ""),
+            by=api_user(request),
+            request=request,
+        )
+        data = {"cancelled": self._fresh(done.cancelled), "ended": self._fresh(done.ended), "not_found": done.not_found}
+        return Response(JobsCancelledSerializer(data).data)
+
     @action(detail=False, methods=["post"], url_path="cancel-array", url_name="cancel-array")
     def cancel_array(self, request: Request) -> Response:
         serializer = JobArrayCancelSerializer(data=request.data)
