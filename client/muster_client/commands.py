@@ -392,9 +392,17 @@ def cancel(args: argparse.Namespace) -> int:
     status = OK
     cancelled: set[int] = set()  # by this command: named again (`muster cancel 4 4_2`), not said to have ended
     # Each target once, in the order given (`muster cancel 10 10` cancelled 10, then said it had already ended).
-    for job_id, indices in dict.fromkeys(args.job_ids):
+    targets = list(dict.fromkeys(args.job_ids))
+    plain = [job_id for job_id, indices in targets if indices is None and not _is_array(client, job_id)]
+    if len(plain) > 1:
+        # Several jobs in one request: one by one, the nodes the first freed went to the next of the list in the cycle
+        # between, which was placed and then cancelled.
+        status = _cancel_many(client, plain, args)
+        cancelled.update(plain)
+        targets = [(job_id, indices) for job_id, indices in targets if not (indices is None and job_id in plain)]
+    for job_id, indices in targets:
         try:
-            if indices is None and not _is_array(client, job_id):
+            if indices is None and job_id in plain:
                 if job_id in cancelled:
                     continue
                 job = client.cancel(job_id, reason=args.reason)
@@ -482,6 +490,24 @@ def _array_targets(client: Client, array_id: int, indices: tuple[int, ...] | Non
     if not targets:
         raise SpecError(f"Array {array_id}: no element asked for is {'pending and not held' if held else 'held'}; nothing was done.")
     return targets
+
+
+def _cancel_many(client: Client, job_ids: list[int], args: argparse.Namespace) -> int:
+    """The plain jobs of a `muster cancel`, in one request: each cancelled said as a single cancel says it, each left out
+    (ended, or no job you may see) an error, as a single cancel's refusal reads."""
+    result = client.cancel_many(job_ids, reason=args.reason)
+    if args.json:
+        print_json(result)
+    else:
+        for job in result["cancelled"]:
+            out(f"Cancelled job {job['id']} ({job['name']})")
+    for job in result["ended"]:
+        print(
+            f"muster: error: Job {job['id']} has already ended ({job['state']}); there is nothing to cancel.", file=sys.stderr, flush=True
+        )
+    for job_id in result["not_found"]:
+        print(f"muster: error: No job {job_id} (or none that you may see).", file=sys.stderr, flush=True)
+    return REFUSED if result["ended"] or result["not_found"] else OK
 
 
 def _is_array(client: Client, job_id: int) -> bool:

@@ -154,3 +154,24 @@ def test_an_array_is_one_request_and_a_throttled_one_is_sent_again_after_the_wai
     assert slept == [7.0]
     sent = [(s["method"], s["url"].rsplit("/api/v1/", 1)[1], s.get("json")) for s in session.sent[1:]]
     assert sent == [("POST", "jobs/cancel-array/", {"array_id": 4})] * 2
+
+
+def test_several_plain_jobs_are_cancelled_in_one_request_and_the_others_said(
+    signed_in: Any, tx_sim: SimHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`muster cancel 28 29 30`: 30 was placed on the nodes cancelling 28 and 29 freed, then cancelled the same second."""
+    ids = []
+    for name in ("a", "b", "c"):
+        code, out, err = run(capsys, "submit", "-N", "8", "-G", "8", "-t", "1h", "--image", IMAGE, "-J", name, "--", "python", "t.py")
+        assert code == 0, err
+        ids.append(int(re.search(r"\d+", out).group()))  # type: ignore[union-attr]
+    tx_sim.cycle()
+    assert states([Job(pk=i) for i in ids]) == [JobState.SCHEDULED, JobState.SCHEDULED, JobState.PENDING]
+    code, out, err = run(capsys, "cancel", *map(str, ids), "999999", "--reason", "wrong data")
+    assert code == 5
+    assert out.splitlines() == [f"Cancelled job {ids[0]} (a)", f"Cancelled job {ids[1]} (b)", f"Cancelled job {ids[2]} (c)"]
+    assert said(err) == ["muster: error: No job 999999 (or none that you may see)."]
+    tx_sim.cycle()
+    assert set(states([Job(pk=i) for i in ids])) == {JobState.CANCELLED}
+    assert not Job.objects.get(pk=ids[2]).events.filter(to_state=JobState.SCHEDULED).exists()
+    assert Job.objects.get(pk=ids[2]).state_reason == "Cancelled by dana: wrong data."

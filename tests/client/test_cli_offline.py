@@ -121,13 +121,22 @@ def test_a_submit_without_gpus_per_node_names_the_flag(capsys: pytest.CaptureFix
 def test_cancel_cancels_each_job_once_however_often_it_is_named(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`muster cancel 10 10` cancelled job 10, then said it had already ended and exited 5."""
+    """`muster cancel 10 10` cancelled job 10, then said it had already ended and exited 5. Several jobs go in one
+    request, so none is started on the nodes the others free in between."""
     config.save_token("http://muster.test:8000", "secret")
-    asked: list[int] = []
-    monkeypatch.setattr(Client, "cancel", lambda self, job_id, reason="": asked.append(job_id) or {"id": job_id, "name": "train"})
+    asked: list[list[int]] = []
+
+    def cancel_many(self: Client, job_ids: list[int], reason: str = "") -> dict[str, Any]:
+        asked.append(list(job_ids))
+        return {"cancelled": [{"id": i, "name": "train"} for i in job_ids], "ended": [], "not_found": []}
+
+    monkeypatch.setattr(Client, "cancel_many", cancel_many)
+    monkeypatch.setattr(Client, "cancel", lambda self, job_id, reason="": asked.append([job_id]) or {"id": job_id, "name": "train"})
     monkeypatch.setattr(Client, "jobs", lambda self, **filters: iter([]))  # neither is an array's id
     code, out, _ = run(capsys, "cancel", "10", "11", "10")
-    assert code == 0 and asked == [10, 11] and out.splitlines() == ["Cancelled job 10 (train)", "Cancelled job 11 (train)"]
+    assert code == 0 and asked == [[10, 11]] and out.splitlines() == ["Cancelled job 10 (train)", "Cancelled job 11 (train)"]
+    code, out, _ = run(capsys, "cancel", "12", "12")
+    assert code == 0 and asked[-1] == [12] and out.splitlines() == ["Cancelled job 12 (train)"]  # one job: its own cancel
 
 
 def test_login_without_a_terminal_says_how_a_script_logs_in(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
