@@ -23,7 +23,7 @@ from jobs.errors import ArrayEnded, ArrayIndicesMissing, ArrayNotFound, HoldNotY
 from jobs.holds import hold_reason
 from jobs.hooks import job_hooks, queue_changed
 from jobs.logs import gang_teardown
-from jobs.models import Allocation, ClusterHealth, Job, JobEvent, JobHold, Node, NodeState, job_plan_cleared
+from jobs.models import Allocation, ClusterHealth, Job, JobEvent, JobHold, Node, NodeState, PlannedQueue, job_plan_cleared
 from jobs.selectors import jobs_visible_to, shared_pools
 from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState, can_transition
 from policy.model import HELD, PendingJob
@@ -552,19 +552,40 @@ def job_hold(*, job: Job, by: User, request: Any = None) -> Job:
         kind = JobHold.ADMIN if by.is_staff and by.pk != job.owner_id else JobHold.USER
         if job.hold in (kind, JobHold.ADMIN):
             return job
-        was = job.hold
+        was, counted_as = job.hold, job.pending_reason_code
         job.hold, job.held_by, job.held_at = kind, by, timezone.now()
         job.pending_reason_code = HELD
         job.pending_reason = hold_reason(job_id=job.pk, hold=kind, held_by=by.get_username(), held_at=job.held_at)
         for name in _HELD_PLAN:
             setattr(job, name, job_plan_cleared()[name])
         job.save(update_fields=["hold", "held_by", "held_at", "pending_reason_code", "pending_reason", *_HELD_PLAN, "updated_at"])
+        _recount_planned(job, counted_as, HELD)
         admin_only = "; only an admin can release it" if kind == JobHold.ADMIN else ""
         _note(job, f"Held by {by.get_username()}{admin_only}.", job.held_at)
         if by.pk != job.owner_id:
             audit_record(actor=by, action="job.hold", target=job, changes={"hold": [was, kind]}, request=request, job=job)
         queue_changed()
     return job
+
+
+def _recount_planned(job: Job, was: str, now: str) -> None:
+    """A planned job (one the last cycle counted in the queue's summary, PlannedQueue) whose reason a hold or a release
+    changed is counted under its new one at once: the summary said NO_ROOM beside a row that said HELD until the next
+    cycle. In the caller's transaction; the next cycle counts again anyway."""
+    if job.queue_position is None or was == now:
+        return
+    planned = PlannedQueue.objects.select_for_update().filter(pk=1).first()
+    if planned is None:
+        return
+    counts = dict(planned.pending_by_reason)
+    was = was or "NEW"
+    if counts.get(was, 0) > 0:
+        counts[was] -= 1
+        if not counts[was]:
+            del counts[was]
+        counts[now] = counts.get(now, 0) + 1
+        planned.pending_by_reason = dict(sorted(counts.items()))
+        planned.save(update_fields=["pending_by_reason"])
 
 
 def job_release(*, job: Job, by: User, request: Any = None) -> Job:
@@ -580,11 +601,12 @@ def job_release(*, job: Job, by: User, request: Any = None) -> Job:
         if job.hold == JobHold.ADMIN and not by.is_staff:
             admin = f" ({job.held_by.get_username()})" if job.held_by is not None else ""
             raise HoldNotYours(f"Job {job.pk} is held by an admin{admin}; only an admin can release it.")
-        was = job.hold
+        was, counted_as = job.hold, job.pending_reason_code
         job.hold, job.held_by, job.held_at = JobHold.NONE, None, None
         job.pending_reason_code = "NEW"
         job.pending_reason = f"Released by {by.get_username()}; waiting for the next scheduling cycle."
         job.save(update_fields=["hold", "held_by", "held_at", "pending_reason_code", "pending_reason", "updated_at"])
+        _recount_planned(job, counted_as, "NEW")
         _note(job, f"Released by {by.get_username()}.", timezone.now())
         if by.pk != job.owner_id:
             audit_record(actor=by, action="job.release", target=job, changes={"hold": [was, ""]}, request=request, job=job)

@@ -222,3 +222,22 @@ def test_a_held_job_is_no_wait_for_the_dashboard_or_metrics(api: APIClient, subm
     assert held not in [row["job"].pk for row in rows] and starvation(later)["past_threshold"] == 0
     families = {f.name: f for f in MusterCollector(now=later).collect()}
     assert families["muster_pending_oldest_wait_seconds"].samples[0].value == 0.0
+
+
+def test_the_queues_summary_counts_a_hold_and_a_release_at_once(api: APIClient, user: Any, sim: SimHarness) -> None:
+    """Right after `muster hold` the row read HELD while the summary still counted the job NO_ROOM, until the next cycle."""
+    from jobs.models import PlannedQueue
+
+    waiting = [JobFactory(owner=user, queue_position=i, pending_reason_code="NO_ROOM") for i in (1, 2)]
+    PlannedQueue.objects.update_or_create(pk=1, defaults={"pending_by_reason": {"NO_ROOM": 2}, "planned_at": timezone.now()})
+
+    def summary() -> dict[str, int]:
+        return dict(api.get("/api/v1/queue/").json()["summary"]["pending_by_reason"])
+
+    assert summary() == {"NO_ROOM": 2}
+    assert api.post(f"/api/v1/jobs/{waiting[0].pk}/hold/").status_code == 200
+    assert summary() == {"HELD": 1, "NO_ROOM": 1}
+    assert api.post(f"/api/v1/jobs/{waiting[0].pk}/hold/").status_code == 200  # held already: counted once
+    assert summary() == {"HELD": 1, "NO_ROOM": 1}
+    assert api.post(f"/api/v1/jobs/{waiting[0].pk}/release/").status_code == 200
+    assert summary() == {"NEW": 1, "NO_ROOM": 1}
