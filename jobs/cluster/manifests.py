@@ -31,6 +31,9 @@ LABEL_ATTEMPT = "muster.io/attempt"
 LABEL_RANK = "muster.io/rank"
 LABEL_USER = "muster.io/user"
 LABEL_TEAM = "muster.io/team"
+# An array element's array and index, so `kubectl get pods -l muster.io/array-id=20` finds a sweep's pods.
+LABEL_ARRAY_ID = "muster.io/array-id"
+LABEL_ARRAY_INDEX = "muster.io/array-index"
 LABEL_MANAGED = "app.kubernetes.io/managed-by"
 MANAGED_BY = "muster"
 # Read only by the test cluster's KWOK stages: how long a fake pod "runs" and how it exits.
@@ -112,6 +115,8 @@ def gang_labels(spec: GangSpec) -> dict[str, str]:
     }
     if spec.team:
         labels[LABEL_TEAM] = label_value(spec.team)
+    if spec.array_id is not None:
+        labels[LABEL_ARRAY_ID], labels[LABEL_ARRAY_INDEX] = str(spec.array_id), str(spec.array_index or 0)
     return labels
 
 

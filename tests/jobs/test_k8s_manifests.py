@@ -568,3 +568,7 @@ def test_an_array_elements_pods_find_its_index_on_kubernetes() -> None:
     assert (names["MUSTER_ARRAY_ID"], names["MUSTER_ARRAY_INDEX"], names["LR"]) == ("40", "2", "0.1")
     assert mpi_env(element)["MUSTER_ARRAY_INDEX"] == "2"
     assert "MUSTER_ARRAY_INDEX" not in rendezvous_env(spec(), 0, PodOptions(namespace="ml"))
+    # And labelled, so `kubectl get pods -l muster.io/array-id=40` finds a sweep's pods.
+    labels = pod["metadata"]["labels"]
+    assert (labels["muster.io/array-id"], labels["muster.io/array-index"]) == ("40", "2")
+    assert "muster.io/array-id" not in pod_manifest(spec(), 0, PodOptions(namespace="ml"))["metadata"]["labels"]
