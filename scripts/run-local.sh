@@ -57,7 +57,10 @@ stop() {
 trap 'stop; exit 130' INT TERM
 trap stop EXIT
 
-"$BIN/gunicorn" config.wsgi --bind "$HOST:$PORT" --workers 2 --threads 8 --access-logfile - --log-level warning &
+# It touches the ready file once it holds the port (config/gunicorn_ready.py): the banner below waits for that.
+export MUSTER_GUNICORN_READY_FILE="$MUSTER_DATA_DIR/gunicorn.ready"
+rm -f "$MUSTER_GUNICORN_READY_FILE"
+"$BIN/gunicorn" config.wsgi -c config/gunicorn_ready.py --bind "$HOST:$PORT" --workers 2 --threads 8 --access-logfile - --log-level warning &
 started $! "the web server (gunicorn)"
 "$BIN/celery" -A config --quiet worker --loglevel WARNING --concurrency 1 --hostname "muster@%h" --without-gossip --without-mingle --without-heartbeat &
 started $! "the Celery worker"
@@ -72,10 +75,16 @@ if [[ ${MUSTER_CLUSTER:-simulated} == kubernetes ]]; then
   started $! "the cluster watcher (muster_watch)"
 fi
 
-# The banner only once the web server answers: a command typed straight after it must reach it.
+# The banner only once our own web server holds the port (another program that took it since the check above would
+# answer the request below) and answers: a command typed straight after it must reach it.
 for _ in $(seq 120); do
-  "$BIN/python" -c "import sys, urllib.request as u; u.urlopen(sys.argv[1], timeout=2)" "http://$HOST:$PORT/accounts/login/" 2>/dev/null && break
-  kill -0 "${pids[0]}" 2>/dev/null || { echo "the web server did not start" >&2; exit 1; }
+  [[ -e $MUSTER_GUNICORN_READY_FILE ]] &&
+    "$BIN/python" -c "import sys, urllib.request as u; u.urlopen(sys.argv[1], timeout=2)" "http://$HOST:$PORT/accounts/login/" 2>/dev/null && break
+  if ! kill -0 "${pids[0]}" 2>/dev/null; then
+    [[ -e $MUSTER_GUNICORN_READY_FILE ]] || echo "make run: the web server could not listen on $HOST:$PORT (another program took it since Muster checked it was free?); choose another port: PORT=... make run" >&2
+    echo "the web server did not start" >&2
+    exit 1
+  fi
   sleep 0.5
 done
 cat <<MSG

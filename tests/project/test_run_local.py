@@ -6,6 +6,8 @@ the script: nothing of the stack is started, and reaching `manage.py` shows the 
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -15,12 +17,19 @@ ROOT = Path(__file__).resolve().parents[2]
 STOPPED = 97
 
 
-def _run(tmp_path: Path, port: int | str) -> subprocess.CompletedProcess[str]:
+def _run(tmp_path: Path, port: int | str, *, manage: str = "") -> subprocess.CompletedProcess[str]:
+    """run-local.sh with a stand-in venv: `manage.py` runs `manage` (by default: stops the script), `gunicorn` is the real
+    one, `celery` sleeps."""
     bin_dir = tmp_path / "venv" / "bin"
     bin_dir.mkdir(parents=True)
-    python = bin_dir / "python"
-    python.write_text(f'#!/bin/sh\nif [ "$1" = manage.py ]; then echo "started: $*"; exit {STOPPED}; fi\nexec {sys.executable} "$@"\n')
-    python.chmod(0o755)
+    stop = f'echo "started: $*"; exit {STOPPED}'
+    for name, text in (
+        ("python", f'if [ "$1" = manage.py ]; then {manage or stop}; fi\nexec {sys.executable} "$@"'),
+        ("gunicorn", f'exec {Path(sys.executable).parent / "gunicorn"} "$@"'),
+        ("celery", "exec sleep 30"),
+    ):
+        (bin_dir / name).write_text(f"#!/bin/sh\n{text}\n")
+        (bin_dir / name).chmod(0o755)
     env = {
         "PATH": "/usr/bin:/bin",
         "VENV": str(tmp_path / "venv"),
@@ -58,3 +67,27 @@ def test_a_port_that_is_not_a_number_is_refused(tmp_path: Path) -> None:
     result = _run(tmp_path, "80x")
     assert result.returncode == 1
     assert "make run: PORT=80x is not a port number; Muster did not start." in result.stderr
+
+
+def test_the_banner_waits_for_its_own_web_server_not_another_that_took_the_port_meanwhile(tmp_path: Path) -> None:
+    """Another program takes the port after the check (here: during migrate). It answers the readiness request, but
+    gunicorn cannot listen: no banner sending the user to that program, and the port is named."""
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    pid_file, site = tmp_path / "other.pid", tmp_path / "other-site"
+    (site / "accounts" / "login").mkdir(parents=True)
+    (site / "accounts" / "login" / "index.html").write_text("another program's login page")  # answers 200, as a Muster would
+    wait = tmp_path / "wait.py"  # until the other program listens
+    wait.write_text(f"import socket, time\nwhile socket.socket().connect_ex(('127.0.0.1', {port})):\n    time.sleep(0.1)\n")
+    other = (
+        f'if [ "$2" = migrate ]; then {sys.executable} -m http.server {port} --bind 127.0.0.1 --directory {site} >/dev/null 2>&1 & '
+        f"echo $! > {pid_file}; timeout 10 {sys.executable} {wait}; fi; exit 0"
+    )
+    try:
+        result = _run(tmp_path, port, manage=other)
+    finally:
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGTERM)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Muster is running" not in result.stdout
+    assert f"make run: the web server could not listen on 127.0.0.1:{port}" in result.stderr
