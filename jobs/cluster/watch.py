@@ -17,6 +17,7 @@ connection waits and reconnects, while beat's periodic cycle keeps everything mo
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -99,12 +100,18 @@ class ResourceWatch:
 
     def run(self, stop: threading.Event, retry_seconds: float = 2.0) -> None:
         version = ""
+        # A refusal said once, not with its headers and body every 2 s (28 times in the first minute before an admin
+        # applied the RBAC), and tried again less and less often, up to once a minute, until it works.
+        refused, delay = "", retry_seconds
         while not stop.is_set():
             try:
                 if not version:
                     listed = self.list_fn(**self.kwargs, **self.list_kwargs)
                     version = listed.metadata.resource_version
                     self.relists += 1
+                    if refused:
+                        logger.warning("%s watch works again", self.name)
+                        refused, delay = "", retry_seconds
                     self.on_event("RELISTED", listed)
                 stream = watch.Watch().stream(
                     self.list_fn, resource_version=version, timeout_seconds=self.resync_seconds, allow_watch_bookmarks=True, **self.kwargs
@@ -120,12 +127,31 @@ class ResourceWatch:
                     logger.info("%s watch: resource version %s is gone; relisting", self.name, version)
                     version = ""
                     continue
-                logger.warning("%s watch failed: %s; retrying in %.0f s", self.name, exc, retry_seconds)
-                stop.wait(retry_seconds)
+                said = refusal_text(exc)
+                if said != refused:
+                    logger.warning("%s watch refused: %s; trying again, at most once a minute", self.name, said)
+                    refused = said
+                stop.wait(delay)
+                delay = min(delay * 2, MAX_RETRY_SECONDS)
             except Exception as exc:  # connection lost, API server down: beat's cycles go on meanwhile
                 logger.warning("%s watch lost its connection: %s; retrying in %.0f s", self.name, exc, retry_seconds)
                 version = ""
                 stop.wait(retry_seconds)
+
+
+# The longest wait between tries of a refused watch.
+MAX_RETRY_SECONDS = 60.0
+
+
+def refusal_text(exc: ApiException) -> str:
+    """The API server's refusal in a line: its status, and its message (`pods is forbidden: User ... cannot watch ...`),
+    not the response's headers and body."""
+    message = ""
+    try:
+        message = str(json.loads(exc.body or "{}").get("message") or "")
+    except (ValueError, AttributeError):
+        pass
+    return f"{exc.status} {exc.reason}" + (f": {message}" if message else "")
 
 
 def watches_for(

@@ -69,3 +69,21 @@ def test_an_expired_version_relists_quietly_and_another_error_is_logged_with_its
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1 and "pods is forbidden" in warnings[0]
     assert any("relisting" in r.getMessage() and r.levelno == logging.INFO for r in caplog.records)
+
+
+def test_a_refusal_is_said_once_in_a_line_and_tried_again_less_often(monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
+    """Before an admin applied the RBAC, each watch logged the 403 with its headers and body every 2 s."""
+    caplog.set_level(logging.INFO, logger="jobs.cluster.watch")
+    body = '{"kind":"Status","message":"pods is forbidden: User \\"x\\" cannot watch resource \\"pods\\"","code":403}'
+    refused = [ApiException(status=403, reason="Forbidden") for _ in range(4)]
+    for exc in refused:
+        exc.body = body
+    waits: list[float] = []
+    monkeypatch.setattr(threading.Event, "wait", lambda self, timeout=None: waits.append(timeout) or False)
+    seen, _ = run_streams(monkeypatch, [*refused, [pod_event("ADDED", "41")]])
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == [
+        'pods watch refused: 403 Forbidden: pods is forbidden: User "x" cannot watch resource "pods"; trying again, at most once a minute'
+    ]
+    assert waits == [0.01, 0.02, 0.04, 0.08]
+    assert seen[-1] == "ADDED"
