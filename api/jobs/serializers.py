@@ -611,6 +611,9 @@ class QueueEntrySerializer(serializers.Serializer):
     gpu_fraction = serializers.FloatField(source="job.gpu_fraction", allow_null=True)
     gpu_memory_gb = serializers.FloatField(source="job.gpu_memory_gb", allow_null=True)
     gpu_isolation = serializers.BooleanField(source="job.gpu_isolation")
+    # An array element's array and index, as the job gives them: `muster queue` shows it as Slurm's `5_2`.
+    array_id = serializers.IntegerField(source="job.array_id", allow_null=True)
+    array_index = serializers.IntegerField(source="job.array_index", allow_null=True)
     priority_class = serializers.CharField(source="job.priority_class")
     preemptible = serializers.BooleanField(source="job.preemptible")
     submitted_at = serializers.DateTimeField(source="job.submitted_at")

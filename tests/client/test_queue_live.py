@@ -53,6 +53,9 @@ def test_the_queue_names_running_array_elements_as_squeue_does(
     argv = ["submit", "-G", "1", "-t", "1h", "--image", "busybox:1.36", "--array", "0-1", "--json", "--", "python", "x.py"]
     assert cli.main(argv) == 0
     array_id = json.loads(capsys.readouterr().out)["array_id"]
+    # Pending, from the queue API's entries, as running, from the jobs'.
+    assert cli.main(["queue", "-t", "PD"]) == 0
+    assert sorted(row[1] for row in rows(capsys.readouterr().out).values()) == [f"{array_id}_0", f"{array_id}_1"]
     tx_sim.cycle()
     tx_sim.advance(2)
 
