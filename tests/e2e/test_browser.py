@@ -146,6 +146,18 @@ def shoot(page: Any, name: str) -> None:
         page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
 
 
+def answer_dialogs(page: Any, *, accept: bool, every: bool = False) -> list[str]:
+    """Answer the page's next confirm() (`every`: each one) with yes or no; returns the questions asked, as they come."""
+    asked: list[str] = []
+
+    def answer(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.accept() if accept else dialog.dismiss()
+
+    (page.on if every else page.once)("dialog", answer)
+    return asked
+
+
 def submit_job(owner: Any, **overrides: Any) -> Job:
     """A job as a fresh submit leaves it (PENDING, its first event written), built without the form."""
     fields: dict[str, Any] = {
@@ -263,13 +275,7 @@ def test_submit_run_and_cancel_a_two_node_job(page: Any, log_in: LogIn, alice: A
     expect_state(page, "RUNNING")
     assert Job.objects.get(pk=job.pk).state == JobState.RUNNING
 
-    messages: list[str] = []
-
-    def accept(dialog: Any) -> None:
-        messages.append(dialog.message)
-        dialog.accept()
-
-    page.once("dialog", accept)
+    messages = answer_dialogs(page, accept=True)
     page.get_by_role("button", name="Cancel job").click()
     expect(page.get_by_text(f"Job {job.pk} cancelled.")).to_be_visible()
     expect_state(page, "CANCELLED")
@@ -650,13 +656,7 @@ def test_cancel_selected_jobs_from_the_list_with_one_question(
     page.once("dialog", lambda dialog: dialog.dismiss())
     button.click()
     assert Job.objects.filter(state=JobState.CANCELLED).count() == 0
-    asked: list[str] = []
-
-    def accept(dialog: Any) -> None:
-        asked.append(dialog.message)
-        dialog.accept()
-
-    page.once("dialog", accept)
+    asked = answer_dialogs(page, accept=True)
     button.click()
     expect(page.get_by_role("status").filter(has_text="Cancelled 2 jobs")).to_have_text(f"Cancelled 2 jobs: {sweep[0].pk}-{sweep[1].pk}.")
     assert asked and asked[0].startswith("Cancel 2 jobs?")
@@ -671,10 +671,10 @@ def test_cancel_selected_jobs_from_the_list_with_one_question(
     page.get_by_label(f"Select job {sweep[2].pk}").uncheck()
     expect(page.get_by_label("Select all on this page")).not_to_be_checked()
     page.get_by_label("Select all on this page").check()
-    page.once("dialog", accept)
+    asked = answer_dialogs(page, accept=True)
     button.click()
     expect(page.get_by_role("status").filter(has_text="Cancelled 3 jobs")).to_be_visible()
-    assert asked[1].startswith("Cancel 3 jobs?")
+    assert asked[0].startswith("Cancel 3 jobs?")
     expect(page.locator(".empty")).to_contain_text("No PENDING jobs.")
     assert {j.state for j in Job.objects.filter(pk__in=[j.pk for j in sweep])} == {JobState.CANCELLED}
     assert Job.objects.get(pk=done.pk).state == JobState.SUCCEEDED and Job.objects.get(pk=theirs.pk).state == JobState.PENDING
@@ -737,13 +737,7 @@ def test_an_admin_cancelling_someone_elses_job_confirms_the_reason_its_owner_wil
     log_in(page, root)
     page.goto(f"/jobs/{job.pk}/")
     page.get_by_test_id("cancel-reason").fill("node-07 goes into maintenance")
-    asked: list[str] = []
-
-    def accept(dialog: Any) -> None:
-        asked.append(dialog.message)
-        dialog.accept()
-
-    page.once("dialog", accept)
+    asked = answer_dialogs(page, accept=True)
     page.get_by_role("button", name="Cancel job").click()
     expect(page.get_by_text(f"Job {job.pk} cancelled.")).to_be_visible()
     assert asked == [f"Cancel job {job.pk} (stuck-run)?\nIts owner reads: node-07 goes into maintenance"]
@@ -758,13 +752,7 @@ def test_removing_a_teams_quota_asks_first(page: Any, log_in: LogIn, sim: Browse
     Quota.objects.create(team=team, max_gpus=64)
     log_in(page, UserFactory(username="root", is_staff=True, is_superuser=True))
     page.goto("/quotas/teams/vision/")
-    asked: list[str] = []
-
-    def dismiss(dialog: Any) -> None:
-        asked.append(dialog.message)
-        dialog.dismiss()
-
-    page.once("dialog", dismiss)
+    asked = answer_dialogs(page, accept=False)
     page.get_by_role("button", name="Remove the team's quota").click()
     assert asked == ["Remove the quota of team vision? The team has no limits from then on."]
     expect(page.get_by_role("button", name="Remove the team's quota")).to_be_visible()
@@ -781,13 +769,7 @@ def test_an_admins_cancel_selected_says_how_many_are_other_users_jobs(page: Any,
     own = submit_job(root, name="root-run", nodes=1, gpus_per_node=1)
     log_in(page, root)
     page.goto("/")
-    asked: list[str] = []
-
-    def dismiss(dialog: Any) -> None:
-        asked.append(dialog.message)
-        dialog.dismiss()
-
-    page.on("dialog", dismiss)
+    asked = answer_dialogs(page, accept=False, every=True)
     button = page.get_by_test_id("bulk-cancel").get_by_role("button")
     page.get_by_label(f"Select job {own.pk}").check()
     button.click()
