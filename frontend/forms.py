@@ -216,9 +216,8 @@ class JobForm(forms.Form):
             # A member of one team submits for it, named or not (the API's rule): a "(none)" here was charged to it all
             # the same, so there is nothing else to offer.
             cast(forms.ChoiceField, self.fields["team"]).choices = [(t, t) for t in team_names]
-            self.fields["team"].help_text = (
-                f"The team whose quota this job counts against: {team_names[0]}, your only team (a member of one team submits for it)."
-            )
+            only = f"{team_names[0]}, your only team (a member of one team submits for it)"
+            self.fields["team"].help_text = f"The team whose quota this job counts against: {only}."
             self.fields["team"].initial = team_names[0]
         elif team_names:
             # A member of several teams must say which one pays (a job without one is refused): no "(none)" to pick,
