@@ -163,6 +163,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "live": job.state in ACTIVE_STATES or job.state == JobState.PENDING,
             "live_refresh_seconds": settings.MUSTER_LIVE_REFRESH_SECONDS,
             "cancel_comment_max": CANCEL_COMMENT_MAX,
+            "launch_max_failures": settings.MUSTER_LAUNCH_MAX_FAILURES,
             "updated": updated_at(),
             "live_page": {
                 "url": reverse("frontend:job-live", args=[job.pk]),

@@ -221,3 +221,17 @@ def test_the_job_list_shows_a_running_elastic_jobs_nodes_now_with_its_range(user
 
     assert size(running["id"]) == "3 (2\u20134) nodes \u00d7 8 GPUs"
     assert size(waiting["id"]) == "2\u20134 nodes \u00d7 8 GPUs"
+
+
+def test_a_job_whose_launches_did_not_come_up_says_so_beside_its_attempt(user: Any, settings: Any) -> None:
+    """An image that could not be pulled read "attempt 2 (restarts 0 of 0)", as if it had run and been restarted."""
+    from tests.jobs.factories import JobFactory
+
+    settings.MUSTER_LAUNCH_MAX_FAILURES = 5
+    job = JobFactory(owner=user, attempt=2, launch_failures=2)
+    page = session_for(user).get(f"/jobs/{job.pk}/").content.decode()
+    said = "2 (restarts 0 of 0 allowed); 2 launches in a row did not come up (its code never ran: no restart is spent, and it fails "
+    said += "after 5)"
+    assert said in re.sub(r"<[^>]+>", "", page)
+    fresh = JobFactory(owner=user, attempt=1)
+    assert 'data-testid="launch-failures"' not in session_for(user).get(f"/jobs/{fresh.pk}/").content.decode()
