@@ -37,16 +37,6 @@ def lockout_response(request: HttpRequest, original_response: HttpResponse | Non
     return response
 
 
-# The API actions that are POSTs but write nothing: a submit's dry runs (`POST /api/v1/jobs/validate/` and
-# `/estimate/`). A client that estimates as its user types must not use up the user's submits, so they are not
-# writes; they have a rate of their own, MUSTER_THROTTLE_DRY_RUNS (an estimate plans the whole queue).
-DRY_RUN_ACTIONS = frozenset({"validate", "estimate"})
-
-
-def is_dry_run(view: Any) -> bool:
-    return getattr(view, "action", None) in DRY_RUN_ACTIONS
-
-
 class _PerUserThrottle(SimpleRateThrottle):
     def get_cache_key(self, request: Request, view: Any) -> str | None:
         return self.cache_format % {"scope": self.scope, "ident": request.user.pk}
@@ -61,13 +51,16 @@ class WriteRateThrottle(_PerUserThrottle):
         return settings.MUSTER_THROTTLE_WRITES or None
 
     def allow_request(self, request: Request, view: Any) -> bool:
-        if request.method in SAFE_METHODS or not request.user or not request.user.is_authenticated or is_dry_run(view):
+        if request.method in SAFE_METHODS or not request.user or not request.user.is_authenticated:
             return True
         return super().allow_request(request, view)
 
 
 class DryRunRateThrottle(_PerUserThrottle):
-    """A submit's dry runs (validate, estimate) per signed-in user, at MUSTER_THROTTLE_DRY_RUNS; nothing else is counted."""
+    """A submit's dry runs per signed-in user, at MUSTER_THROTTLE_DRY_RUNS: the throttle of the actions that are POSTs but
+    write nothing (`POST /api/v1/jobs/validate/` and `/estimate/`, which name it instead of the write throttle). A client
+    that estimates as its user types must not use up the user's submits; an estimate plans the whole queue, so they
+    have a rate of their own."""
 
     scope = "dry-runs"
 
@@ -75,7 +68,7 @@ class DryRunRateThrottle(_PerUserThrottle):
         return settings.MUSTER_THROTTLE_DRY_RUNS or None
 
     def allow_request(self, request: Request, view: Any) -> bool:
-        if not is_dry_run(view) or not request.user or not request.user.is_authenticated:
+        if not request.user or not request.user.is_authenticated:
             return True
         return super().allow_request(request, view)
 

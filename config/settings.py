@@ -274,7 +274,7 @@ REST_FRAMEWORK = {
     # An unknown ?format= is a 400 naming it (DRF's own answer is a 404, as if the endpoint did not exist).
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apikit.negotiation.FormatParameterNegotiation",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
-    "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.WriteRateThrottle", "accounts.throttling.DryRunRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.WriteRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Muster API",

@@ -22,7 +22,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from accounts.requests import api_user
-from accounts.throttling import CheckpointRateThrottle
+from accounts.throttling import CheckpointRateThrottle, DryRunRateThrottle
 from api.idempotency import IDEMPOTENCY_PARAMETER, REPLAYED_HEADER, Submitted, idempotency_key, submit_once
 from api.jobs.filters import JobFilter
 from api.jobs.serializers import (
@@ -150,7 +150,7 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
         "cluster's size, the owner's limits, a malformed `Idempotency-Key`), else the 400 the submit would get. "
         "Writes nothing, and uses no key.",
     )
-    @action(detail=False, methods=["post"])
+    @action(detail=False, methods=["post"], throttle_classes=[DryRunRateThrottle])
     def validate(self, request: Request) -> Response:
         serializer = JobCheckSerializer(data=request.data, context=self.get_serializer_context())
         _valid_or_every_problem(serializer, api_user(request))
@@ -169,7 +169,7 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
         "plan of the current queue with this job added. With `array`, as `sbatch --test-only --array`: the array is "
         "checked as its submit checks it, and `start` is its first element's (`array_index`). Writes nothing.",
     )
-    @action(detail=False, methods=["post"])
+    @action(detail=False, methods=["post"], throttle_classes=[DryRunRateThrottle])
     def estimate(self, request: Request) -> Response:
         serializer = JobCheckSerializer(data=request.data, context=self.get_serializer_context())
         _valid_or_every_problem(serializer, api_user(request))
