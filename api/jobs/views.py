@@ -190,7 +190,7 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
     )
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
-        body = JobCancelSerializer(data=request.data if request.data is not None else {})
+        body = JobCancelSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         comment = body.validated_data.get("reason", "")
         return self._detail(job_cancel(job=self.get_object(), by=api_user(request), comment=comment, request=request))
