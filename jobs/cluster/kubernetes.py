@@ -471,8 +471,8 @@ class KubernetesCluster:
         lingering = sorted(rank for rank in ranks if str(rank) in ranks_there)
         if lingering:
             raise LaunchRefused(
-                f"the pod of rank {lingering[0]} from before is still there (terminating, or on a node gone and not yet "
-                "collected); the job grows once it is gone",
+                f"the pod of rank {lingering[0]} from before is still there, terminating or on a node gone and not yet "
+                "collected; the job grows once it is gone",
                 transient=True,
             )
         self._create_pods(spec, ranks, service.metadata.uid, self._options_of_gang(pods))

@@ -1063,7 +1063,7 @@ def test_a_growth_onto_a_rank_whose_old_pod_is_still_there_waits_for_it(kube: Ku
         cluster.launch_ranks(spec, [2])
     assert refused.value.transient
     assert str(refused.value) == (
-        "the pod of rank 2 from before is still there (terminating, or on a node gone and not yet collected); the job grows once it is gone"
+        "the pod of rank 2 from before is still there, terminating or on a node gone and not yet collected; the job grows once it is gone"
     )
     cluster.teardown_ranks(990501, 1, [2])
     _wait(lambda: len(kube.pods(gang_selector(990501))) == 2)
