@@ -92,6 +92,14 @@ def test_the_estimate_beside_submit_follows_the_fields_without_a_reload(page: An
     expect(page.get_by_test_id("estimate-reason")).to_be_visible()
     page.set_viewport_size({"width": WIDTH, "height": 900})
     shoot(page, "submit-form-estimate")
+    # At 1440 px it stands beside the fields and stays in view while they are filled in, from Nodes at the top to the
+    # simulated exit code at the foot (at the foot of one column, changing Nodes meant scrolling down to see it).
+    estimate, nodes = page.get_by_test_id("estimate"), page.get_by_label("Nodes", exact=True)
+    assert estimate.bounding_box()["x"] > nodes.bounding_box()["x"] + nodes.bounding_box()["width"]
+    for field in (nodes, page.get_by_label("Simulated exit code")):
+        field.scroll_into_view_if_needed()
+        box = estimate.bounding_box()
+        assert 0 <= box["y"] and box["y"] + 40 <= 900, box  # its heading on screen
 
     # Too large for the cluster: the panel says so before Submit is pressed.
     page.get_by_label("Nodes", exact=True).fill("17")
