@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins
 
 from api.audit.filters import AuditFilter
@@ -12,6 +13,8 @@ from audit.selectors import audit_entries_visible_to
 
 
 @extend_schema(tags=["audit"])
+# `job` as it is read: a whole number (1.5 is a 400), which django-filter's NumberFilter documented as any number.
+@extend_schema_view(list=extend_schema(parameters=[OpenApiParameter("job", OpenApiTypes.INT, description="Entries about this job.")]))
 class AuditEntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, VisibleViewSet):
     """Who changed what, when and from where. Admins see every entry; others the entries about their own jobs."""
 

@@ -83,3 +83,10 @@ def test_a_team_the_list_cannot_have_is_refused_naming_the_teams(api: APIClient,
     assert admin_api.get("/api/v1/jobs/", {"team": "nosuch"}).json() == {"team": ["Unknown team nosuch; the teams are speech, vision."]}
     # A name with a % in it is said as sent (django-filter %-formats its messages: this was a 500).
     assert admin_api.get("/api/v1/jobs/", {"team": "a%sb%w"}).json() == {"team": ["Unknown team a%sb%w; the teams are speech, vision."]}
+
+
+def test_the_audit_lists_job_is_documented_as_the_whole_number_it_reads(admin_api: APIClient) -> None:
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    (job,) = [p for p in schema["paths"]["/api/v1/audit/"]["get"]["parameters"] if p["name"] == "job"]
+    assert job["schema"] == {"type": "integer"}  # it said number, and job=1.5 is a 400
+    assert admin_api.get("/api/v1/audit/", {"job": "1.5"}).status_code == 400
