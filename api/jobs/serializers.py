@@ -233,6 +233,10 @@ class JobSubmitSerializer(StrictSerializer):
         field = cast(serializers.ChoiceField, self.fields["priority_class"])
         field.choices = classes
         field.error_messages["invalid_choice"] = f"Unknown priority class {{input!r}}; choose one of {', '.join(classes)}."
+        # The site's most restarts and longest wall time, for the schema to give as bounds (validate_* refuse more in
+        # words; the schema said any number).
+        cast(serializers.IntegerField, self.fields["max_restarts"]).max_value = settings.MUSTER_MAX_RESTARTS
+        cast(serializers.IntegerField, self.fields["wall_time_seconds"]).max_value = settings.MUSTER_MAX_WALL_TIME_SECONDS
 
     def validate_max_restarts(self, value: int) -> int:
         if value > settings.MUSTER_MAX_RESTARTS:

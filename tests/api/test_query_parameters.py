@@ -90,3 +90,11 @@ def test_the_audit_lists_job_is_documented_as_the_whole_number_it_reads(admin_ap
     (job,) = [p for p in schema["paths"]["/api/v1/audit/"]["get"]["parameters"] if p["name"] == "job"]
     assert job["schema"] == {"type": "integer"}  # it said number, and job=1.5 is a 400
     assert admin_api.get("/api/v1/audit/", {"job": "1.5"}).status_code == 400
+
+
+def test_the_submits_site_bounds_are_in_the_schema() -> None:
+    from django.conf import settings
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)["components"]["schemas"]["JobSubmitRequest"]["properties"]
+    assert schema["max_restarts"]["maximum"] == settings.MUSTER_MAX_RESTARTS
+    assert schema["wall_time_seconds"]["maximum"] == settings.MUSTER_MAX_WALL_TIME_SECONDS
