@@ -451,8 +451,20 @@ def _stalled_growth(job: Job, pods: list[PodStatus], now: datetime) -> tuple[int
     return late.rank, f"Rank {late.rank} it grew by was not running {timeout} s after it was started{told}; {shrunk(late.rank)}", False
 
 
+# How soon a growth the cluster refused for a passing cause (LaunchRefused.transient) is tried again.
+TRANSIENT_GROWTH_RETRY_SECONDS = 60
+
+
 def _shrink_back(
-    backend: ClusterBackend, job: Job, first: int, why: str, now: datetime, started: Sequence[int] = (), *, hold: bool = True
+    backend: ClusterBackend,
+    job: Job,
+    first: int,
+    why: str,
+    now: datetime,
+    started: Sequence[int] = (),
+    *,
+    hold: bool = True,
+    hold_seconds: float | None = None,
 ) -> None:
     """Undo a growth that did not come up: ranks `first` on go (the output of those that did start is kept: ranks stay
     0..n-1, so a later rank that came up goes with them), and the job goes on with the nodes it had. Its nodes are
@@ -468,7 +480,7 @@ def _shrink_back(
         gang_logs_capture(backend, job.pk, job.attempt, kept)
     backend.teardown_ranks(job.pk, job.attempt, ranks)
     node_ids = dict(Node.objects.filter(name__in=names[first:]).values_list("name", "id"))
-    until = now + timedelta(seconds=settings.MUSTER_LAUNCH_BACKOFF_MAX_SECONDS) if hold else None
+    until = now + timedelta(seconds=settings.MUSTER_LAUNCH_BACKOFF_MAX_SECONDS if hold_seconds is None else hold_seconds) if hold else None
     if until is not None:
         why = f"{why} It grows again from {until:%Y-%m-%d %H:%M:%S} UTC."
     job_resize(
@@ -657,7 +669,10 @@ def _apply_resizes(backend: ClusterBackend, report: CycleReport) -> None:
             logger.warning("growing job %s onto %s failed: %s", job.pk, names[min(added) :], exc)
             first = min(added)
             why = f"The cluster refused the pods it grew by ({exc}); shrunk back from {job.nodes} to {plural(first, 'node')}."
-            _shrink_back(backend, job, first, why, timezone.now())
+            # A refusal that passes (a rank's old pod still terminating, gone within a minute or so) is tried again
+            # soon: an elastic job ran short of an idle node for the whole launch backoff, 10 minutes.
+            transient = isinstance(exc, LaunchRefused) and exc.transient
+            _shrink_back(backend, job, first, why, timezone.now(), hold_seconds=TRANSIENT_GROWTH_RETRY_SECONDS if transient else None)
 
 
 def _preempted(job: Job, *, preemption: Preemption, now: datetime) -> tuple[int, int, int]:

@@ -85,3 +85,35 @@ def test_a_rank_whose_output_was_kept_as_it_went_did_run(refused: tuple[Job, lis
     job, _, _ = refused
     job.logs.create(attempt=1, rank=3, name="", tries=0)
     assert allocations_never_up(Job.objects.prefetch_related("allocations__node").get(pk=job.pk)) == set()
+
+
+class PassingRefusalCluster(RefusedGrowthCluster):
+    """A refusal that passes: a rank's old pod still terminating on a node deleted under the job."""
+
+    def launch_ranks(self, spec: Any, ranks: Any) -> None:
+        from jobs.cluster.base import LaunchRefused
+
+        raise LaunchRefused("the pod of rank 3 from before is still there", transient=True)
+
+
+def test_a_growth_refused_for_a_passing_cause_is_tried_again_within_a_minute(sim: SimHarness, submit: Any, settings: Any) -> None:
+    """It waited the launch backoff's longest, 10 minutes, with an idle node the job could have run on."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.MUSTER_LAUNCH_BACKOFF_MAX_SECONDS = 600
+    submit(nodes=13, simulate={"duration_seconds": 20})
+    sim.cycle()
+    elastic = submit(nodes=None, min_nodes=2, max_nodes=4, wall_time_seconds=7200, simulate={"duration_seconds": 3600})["id"]
+    sim.cycle()
+    sim.advance(2)
+    sim.clock.advance(25)
+    now = sim.clock()
+    run_cycle(backend=PassingRefusalCluster(sim.cluster), now=now)
+    back = JobResize.objects.filter(job_id=elastic).order_by("id").last()
+    assert back is not None and back.to_nodes == 3
+    again = Job.objects.get(pk=elastic).launch_not_before
+    # From when the cluster refused it: the wall clock, as the shrink back is stamped (not the test's cycle clock).
+    left = again - timezone.now() if again is not None else None
+    assert left is not None and timedelta(seconds=50) <= left <= timedelta(seconds=60), left
