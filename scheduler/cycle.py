@@ -654,25 +654,34 @@ def _resized(job: Job, *, resize: Resize, node_ids: dict[str, int], now: datetim
 
 def _apply_resizes(backend: ClusterBackend, report: CycleReport) -> None:
     """The pods of what the cycle resized: shrunk ranks go (their output kept), grown ones start. A growth the cluster
-    refuses is undone at once (the job keeps running on the nodes it had)."""
+    refuses is undone at once (the job keeps running on the nodes it had). One job's trouble here (a teardown the
+    cluster refuses) is logged and leaves the others' resizes and the launches after them to go on."""
     for job_id, added, removed in report.resized:
-        job = Job.objects.select_related("owner", "team").get(pk=job_id)
-        if removed:
-            gang_logs_capture(backend, job.pk, job.attempt, removed)
-            backend.teardown_ranks(job.pk, job.attempt, removed, grace_seconds=settings.MUSTER_PREEMPTION_GRACE_SECONDS)
-        if not added:
-            continue
-        names = job_assigned_nodes(job)
         try:
-            backend.launch_ranks(_gang_spec(job, tuple(names)), added)
-        except Exception as exc:  # refused, or the cluster went away: either way the grown ranks are not running
-            logger.warning("growing job %s onto %s failed: %s", job.pk, names[min(added) :], exc)
-            first = min(added)
-            why = f"The cluster refused the pods it grew by ({exc}); shrunk back from {job.nodes} to {plural(first, 'node')}."
-            # A refusal that passes (a rank's old pod still terminating, gone within a minute or so) is tried again
-            # soon: an elastic job ran short of an idle node for the whole launch backoff, 10 minutes.
-            transient = isinstance(exc, LaunchRefused) and exc.transient
-            _shrink_back(backend, job, first, why, timezone.now(), hold_seconds=TRANSIENT_GROWTH_RETRY_SECONDS if transient else None)
+            _apply_resize(backend, job_id, added, removed)
+        except Exception:
+            logger.exception("resizing job %s on the cluster failed; the next cycles follow its pods", job_id)
+
+
+def _apply_resize(backend: ClusterBackend, job_id: int, added: list[int], removed: list[int]) -> None:
+    """One resize's pods: the shrunk ranks go, the grown ones start, or the growth is shrunk back."""
+    job = Job.objects.select_related("owner", "team").get(pk=job_id)
+    if removed:
+        gang_logs_capture(backend, job.pk, job.attempt, removed)
+        backend.teardown_ranks(job.pk, job.attempt, removed, grace_seconds=settings.MUSTER_PREEMPTION_GRACE_SECONDS)
+    if not added:
+        return
+    names = job_assigned_nodes(job)
+    try:
+        backend.launch_ranks(_gang_spec(job, tuple(names)), added)
+    except Exception as exc:  # refused, or the cluster went away: either way the grown ranks are not running
+        logger.warning("growing job %s onto %s failed: %s", job.pk, names[min(added) :], exc)
+        first = min(added)
+        why = f"The cluster refused the pods it grew by ({exc}); shrunk back from {job.nodes} to {plural(first, 'node')}."
+        # A refusal that passes (a rank's old pod still terminating, gone within a minute or so) is tried again
+        # soon: an elastic job ran short of an idle node for the whole launch backoff, 10 minutes.
+        transient = isinstance(exc, LaunchRefused) and exc.transient
+        _shrink_back(backend, job, first, why, timezone.now(), hold_seconds=TRANSIENT_GROWTH_RETRY_SECONDS if transient else None)
 
 
 def _preempted(job: Job, *, preemption: Preemption, now: datetime) -> tuple[int, int, int]:

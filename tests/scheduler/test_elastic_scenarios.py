@@ -344,3 +344,26 @@ def test_an_elastic_job_that_loses_a_rank_above_its_minimum_runs_on_shrunk_not_r
     sim.cycle()
     job.refresh_from_db()
     assert job.attempt == 2 and job.restarts == 0
+
+
+@pytest.mark.usefixtures("classes_open")
+def test_a_shrink_the_cluster_refuses_does_not_stop_the_launches_after_it(
+    sim: SimHarness, submit: Any, settings: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A teardown of shrunk ranks that raised (a role without the verb) stopped the cycle after its decisions were
+    committed: the production gang the shrink was for was never launched."""
+    settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = 60
+    elastic = submit(nodes=None, min_nodes=4, max_nodes=16, wall_time_seconds=7200, simulate={"duration_seconds": 900})["id"]
+    sim.cycle()
+    sim.advance(2)
+    sim.advance(120)
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("pods is forbidden: cannot delete resource")
+
+    monkeypatch.setattr(sim.cluster, "teardown_ranks", refused)
+    urgent = submit(nodes=6, priority_class="production", simulate={"duration_seconds": 30})["id"]
+    report = sim.cycle()
+    assert report.ran and Job.objects.get(pk=elastic).nodes == 10
+    assert Job.objects.get(pk=urgent).state in (JobState.SCHEDULED, JobState.RUNNING)
+    assert f"resizing job {elastic} on the cluster failed" in caplog.text
