@@ -18,6 +18,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 # Every endpoint answers ?format= (apikit.negotiation refuses a format it lacks); the schema names it only where
 # there is a choice, so it is taken everywhere but listed only there.
 ALWAYS = frozenset({"format"})
+# Where config/urls.py mounts the documented API: a page's query (/?state=...) never builds the schema.
+API_PREFIX = "/api/v1/"
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ def operation_of(path: str, method: str) -> _Operation | None:
 
 def unknown_parameters(request: HttpRequest) -> dict[str, list[str]]:
     """Each query parameter of `request` its operation does not take, with why; empty when all are known."""
-    if not request.GET or request.method == "OPTIONS":
+    if not request.GET or request.method == "OPTIONS" or not request.path_info.startswith(API_PREFIX):
         return {}
     operation = operation_of(request.path_info, request.method or "GET")
     if operation is None:
