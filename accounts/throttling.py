@@ -38,6 +38,13 @@ def lockout_response(request: HttpRequest, original_response: HttpResponse | Non
 
 
 class _PerUserThrottle(SimpleRateThrottle):
+    """Counted per signed-in user; a request without one is not counted (its 401 comes from authentication)."""
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        if not request.user or not request.user.is_authenticated:
+            return True
+        return super().allow_request(request, view)
+
     def get_cache_key(self, request: Request, view: Any) -> str | None:
         return self.cache_format % {"scope": self.scope, "ident": request.user.pk}
 
@@ -51,9 +58,7 @@ class WriteRateThrottle(_PerUserThrottle):
         return settings.MUSTER_THROTTLE_WRITES or None
 
     def allow_request(self, request: Request, view: Any) -> bool:
-        if request.method in SAFE_METHODS or not request.user or not request.user.is_authenticated:
-            return True
-        return super().allow_request(request, view)
+        return request.method in SAFE_METHODS or super().allow_request(request, view)
 
 
 class DryRunRateThrottle(_PerUserThrottle):
@@ -66,11 +71,6 @@ class DryRunRateThrottle(_PerUserThrottle):
 
     def get_rate(self) -> str | None:
         return settings.MUSTER_THROTTLE_DRY_RUNS or None
-
-    def allow_request(self, request: Request, view: Any) -> bool:
-        if not request.user or not request.user.is_authenticated:
-            return True
-        return super().allow_request(request, view)
 
 
 class TokenRequestRateThrottle(SimpleRateThrottle):
