@@ -20,6 +20,10 @@ class StrictSerializer(serializers.Serializer):
     # from here by those that have none, which put this in the public schema as SimulateRequest's description.)
 
     answer_serializer: type[serializers.Serializer] | None = None
+    # A body is JSON, whose values carry their type: `"name": 123` or `"gpus": "8"` is a client's mistake, refused
+    # rather than coerced as DRF does for form input. A serializer of query parameters, which are all strings, sets
+    # this off.
+    json_types: bool = True
     # Fields another resource takes, with where to send them: said instead of a bare "Unknown field."
     elsewhere: Mapping[str, str] = {}
 
@@ -34,7 +38,26 @@ class StrictSerializer(serializers.Serializer):
                     return read_only if name in answered else self.elsewhere.get(name, "Unknown field.")
 
                 raise serializers.ValidationError({name: [why(name)] for name in unknown})
+            mistyped = self._mistyped(data)
+            if mistyped:
+                try:
+                    super().to_internal_value(data)
+                except serializers.ValidationError as exc:
+                    if isinstance(exc.detail, Mapping):
+                        raise serializers.ValidationError(_merged(exc.detail, mistyped)) from exc
+                raise serializers.ValidationError(mistyped)
         return super().to_internal_value(data)
+
+    def _mistyped(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        if not self.json_types:
+            return {}
+        errors: dict[str, Any] = {}
+        for field in self._writable_fields:
+            if field.field_name in data:
+                error = json_type_error(field, data[field.field_name])
+                if error:
+                    errors[str(field.field_name)] = error
+        return errors
 
     def valid_fields(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """After `is_valid()` failed: the values of the fields that are valid on their own, validated as DRF does, so
@@ -57,6 +80,10 @@ class StrictSerializer(serializers.Serializer):
             except SkipField:
                 continue
             self.set_value(valid, field.source_attrs, value)
+        mistyped = self._mistyped(self.initial_data) if isinstance(self.initial_data, Mapping) else {}
+        for name in mistyped:
+            valid.pop(name, None)
+        errors = _merged(errors, mistyped)
         return valid, errors
 
     def every_problem(self) -> dict[str, Any]:
@@ -67,6 +94,67 @@ class StrictSerializer(serializers.Serializer):
             for key, detail in self.valid_fields()[1].items():
                 errors.setdefault(key, detail)
         return errors
+
+
+# The JSON type each kind of field takes, in the words of an error. Checked in this order: a subclass first.
+_JSON_TYPES: tuple[tuple[type[serializers.Field], tuple[type, ...], str], ...] = (
+    (serializers.BooleanField, (bool,), "true or false"),
+    (serializers.CharField, (str,), "a string"),
+    (serializers.IntegerField, (int,), "an integer"),
+    (serializers.FloatField, (int, float), "a number"),
+    (serializers.ListField, (list,), "a list"),
+    (serializers.DictField, (dict,), "an object"),
+)
+
+
+def _merged(errors: Mapping[Any, Any], more: Mapping[Any, Any]) -> dict[Any, Any]:
+    # A list's items are keyed by index on both sides: its item 2's type beside its item 1's range.
+    merged = dict(errors)
+    for key, detail in more.items():
+        mine = merged.get(key)
+        both_keyed = isinstance(mine, Mapping) and isinstance(detail, Mapping)
+        merged[key] = _merged(mine, detail) if both_keyed else detail  # type: ignore[arg-type]
+    return merged
+
+
+def _json_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the string {value!r}" if len(value) <= 40 else "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def json_type_error(field: serializers.Field, value: Any) -> Any:
+    """What is wrong with the JSON type of `value` for `field` (and, for a list or an object, of its items), or None.
+    `null` is left to the field: it says whether it may be null."""
+    if value is None:
+        return None
+    for kind, types, words in _JSON_TYPES:
+        if isinstance(field, kind):
+            # JSON's true and false are Python ints too.
+            if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+                return [f"Must be {words}, not {_json_name(value)}."]
+            break
+    else:
+        return None
+    child = getattr(field, "child", None)
+    if child is None or isinstance(child, serializers.BaseSerializer):
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    errors = {key: error for key, item in items if (error := json_type_error(child, item))}
+    return errors or None
+
+
+class StrictQuerySerializer(StrictSerializer):
+    # Reads a query string: every value is a string, which the fields convert.
+    json_types = False
 
 
 class NoBody(StrictSerializer):

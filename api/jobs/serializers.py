@@ -16,7 +16,7 @@ from rest_framework import serializers
 from rest_framework.settings import api_settings
 
 from api.telemetry.summary import TelemetrySummarySerializer
-from apikit.serializers import StrictSerializer
+from apikit.serializers import StrictQuerySerializer, StrictSerializer
 from jobs import validators
 from jobs.arrays import ARRAY_MAX_INDEX, ARRAY_SYNTAX, array_indices
 from jobs.logs import job_attempt_ranks, job_log_attempts, ranks_text
@@ -651,7 +651,7 @@ def queue_summary(counts: QueueCounts) -> dict[str, Any]:
     }
 
 
-class LogsQuerySerializer(StrictSerializer):
+class LogsQuerySerializer(StrictQuerySerializer):
     rank = serializers.IntegerField(min_value=0, default=0, help_text="Which rank's output (0 is the master).")
     attempt = serializers.IntegerField(
         min_value=1, required=False, help_text="Which attempt (1 is the first); the latest by default. Ended attempts' output is kept."

@@ -9,7 +9,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apikit.serializers import StrictSerializer
+from apikit.serializers import StrictQuerySerializer, StrictSerializer
 from jobs.amounts import gpu_amount
 
 
@@ -114,7 +114,7 @@ class UsageSummarySerializer(serializers.Serializer):
     teams = QuotaSerializer(source="team_accounts", many=True, help_text="Each of the user's teams, by name.")
 
 
-class ReportQuerySerializer(StrictSerializer):
+class ReportQuerySerializer(StrictQuerySerializer):
     """The report's query string. Both dates are included: start=2026-11-01&end=2026-11-30 is all of November."""
 
     # DRF says "Date has wrong format" of 2026-13-01 too, whose format is right.

@@ -12,7 +12,7 @@ from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apikit.serializers import StrictSerializer
+from apikit.serializers import StrictQuerySerializer
 from telemetry.catalogue import METRICS, Level, metric_lookup
 from telemetry.sources import Series
 
@@ -54,7 +54,7 @@ class InstantField(serializers.Field):
         return value.isoformat()
 
 
-class MetricsQuerySerializer(StrictSerializer):
+class MetricsQuerySerializer(StrictQuerySerializer):
     metric = serializers.CharField(help_text=f"A metric key ({', '.join(METRICS)}) or its source name (e.g. DCGM_FI_DEV_GPU_UTIL).")
     start = InstantField(
         required=False,

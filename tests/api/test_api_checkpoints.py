@@ -116,7 +116,7 @@ def test_only_the_running_attempt_reports(running: Job, submit) -> None:
     ("body", "field", "says"),
     [
         ({"step": -1}, "step", "greater than or equal to 0"),
-        ({"step": "many"}, "step", "valid integer"),
+        ({"step": "many"}, "step", "Must be an integer, not the string 'many'"),
         ({"at": "yesterday"}, "at", "Datetime has wrong format"),
         ({"at": "2999-01-01T00:00:00Z"}, "at", "is in the future"),
         ({"at": "2000-01-01T00:00:00Z"}, "at", "is before attempt 1 was placed"),

@@ -225,6 +225,10 @@ def test_team_quota_round_trip_and_reset(admin_api: APIClient, vision: Any) -> N
         ({"max_node_hours_per_job": 1e308}, "max_node_hours_per_job"),
         ({"node_hours_per_period": 1e300}, "node_hours_per_period"),
         ({"max_gpus": 10**12}, "max_gpus"),
+        # A number sent as a string is a client's mistake, not a limit.
+        ({"max_gpus": "8"}, "max_gpus"),
+        ({"fair_share_weight": "2"}, "fair_share_weight"),
+        ({"node_hours_per_period": True}, "node_hours_per_period"),
     ],
 )
 def test_bad_quota_values_are_rejected_naming_the_field(admin_api: APIClient, user: Any, change: dict[str, Any], field: str) -> None:
