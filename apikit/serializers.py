@@ -53,10 +53,11 @@ class StrictSerializer(serializers.Serializer):
             return {}
         errors: dict[str, Any] = {}
         for field in self._writable_fields:
-            if field.field_name in data:
-                error = json_type_error(field, data[field.field_name])
+            name = str(field.field_name)
+            if name in data:
+                error = json_type_error(field, data[name])
                 if error:
-                    errors[str(field.field_name)] = error
+                    errors[name] = error
         return errors
 
     def valid_fields(self) -> tuple[dict[str, Any], dict[str, Any]]:
