@@ -25,7 +25,6 @@ from django.views.decorators.http import require_GET, require_POST
 from accounts.requests import AuthenticatedHttpRequest
 from api.jobs.filters import JobFilter
 from frontend.live import LIVE_PARAM, is_live_poll, live_parts_response, page_query, render_parts, updated_at
-from frontend.sorting import JOB_LIST_DEFAULT, QUEUE_DEFAULT, Sorting, job_columns, queue_columns
 from jobs.amounts import plural
 from jobs.arrays import index_ranges
 from jobs.attempts import job_attempts
@@ -43,6 +42,7 @@ from jobs.selectors import (
     with_queued_at,
 )
 from jobs.services import CANCEL_COMMENT_MAX, job_cancel, job_cancel_many, job_hold, job_release
+from jobs.sorting import JOB_LIST_DEFAULT, QUEUE_DEFAULT, Sorting, job_columns, queue_columns
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.selectors import job_filter_teams
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
@@ -62,7 +62,7 @@ JOB_LIST_PAGE_SIZE = 25
 @login_required
 def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Jobs as squeue and sacct show them, filtered by name, state, team, owner (admins) and submit date and sorted by any
-    column (?sort=, frontend.sorting); the rows keep up in place while jobs on the page are queued or running
+    column (?sort=, jobs.sorting); the rows keep up in place while jobs on the page are queued or running
     (?parts=1 answers just the rows, for live_parts.js). The jobs not ended on the page have a box each for
     "Cancel selected" (job_list_cancel). A page past the end (?page=99) is a 404 that names the last page."""
     listed = _job_list_jobs(request.user, page_query(request))

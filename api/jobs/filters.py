@@ -10,6 +10,7 @@ from django.db.models import Q, QuerySet
 
 from jobs.models import Job
 from jobs.selectors import jobs_visible_to, waiting_after_preemption
+from jobs.sorting import JOB_LIST_DEFAULT, Sorting, job_columns
 from jobs.states import JobState
 from quotas.selectors import job_filter_teams
 
@@ -116,6 +117,11 @@ def unknown_owner(owner: str, viewer: Any) -> str:
     return f"Unknown owner {owner}; the owners of jobs are {named(owners)}."
 
 
+def _job_orderings() -> list[tuple[str, str]]:
+    columns = job_columns()
+    return [(value, value) for column in columns for value in (column.key, f"-{column.key}")]
+
+
 class JobFilterForm(forms.Form):
     """Refuses an owner or team the viewer's jobs cannot have, saying which they can: the API listed nothing for
     ?owner=nosuch, which a script reads as "no jobs", and the page said so in its own words."""
@@ -157,10 +163,23 @@ class JobFilter(django_filters.FilterSet):
     )
     submitted_after = UtcDateTimeFilter(field_name="submitted_at", lookup_expr="gte", help_text="Submitted at or after (ISO 8601).")
     submitted_before = UtcDateTimeFilter(field_name="submitted_at", lookup_expr="lt", help_text="Submitted before (ISO 8601).")
+    ordering = django_filters.ChoiceFilter(
+        choices=_job_orderings,
+        method="filter_ordering",
+        help_text="As the job list page's columns sort: id, name, owner, state (a job's life in order), size (the GPUs "
+        "asked), time (run time), priority (the class, then the queue's priority) or submitted; a leading - reverses it. "
+        "Jobs with no value (no run time yet) come last either way; ties go by id in the same direction. The default is "
+        "-submitted: newest first.",
+        error_messages={
+            "invalid_choice": "Cannot sort by %(value)s; sort by "
+            + ", ".join(column.key for column in job_columns())
+            + ", each reversed with a leading -."
+        },
+    )
 
     class Meta:
         model = Job
-        fields = ["state", "owner", "team", "name", "array", "held", "submitted_after", "submitted_before"]
+        fields = ["state", "owner", "team", "name", "array", "held", "submitted_after", "submitted_before", "ordering"]
         form = JobFilterForm
 
     def __init__(self, *args: Any, viewer: Any = None, **kwargs: Any) -> None:
@@ -178,3 +197,6 @@ class JobFilter(django_filters.FilterSet):
         # Not asked (empty) never comes here: django-filter calls a method only with a value.
         held = Q(state=JobState.PENDING) & ~Q(hold="")
         return qs.filter(held) if value else qs.exclude(held)
+
+    def filter_ordering(self, qs: QuerySet[Job], name: str, value: str) -> QuerySet[Job]:
+        return Sorting(job_columns(), value, default=JOB_LIST_DEFAULT).apply(qs)

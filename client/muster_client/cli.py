@@ -343,7 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Your jobs, newest first, like sacct",
         "An admin sees everyone's.",
         "  muster jobs\n  muster jobs --state RUNNING,PENDING\n  muster jobs -s CD,F,CA,TO          # as sacct -s: ended jobs\n"
-        "  muster jobs --since 1d --name sweep\n  muster jobs --array 42 --limit 0",
+        "  muster jobs --since 1d --name sweep\n  muster jobs --array 42 --limit 0\n"
+        "  muster jobs --sort=-size          # the largest first, as the job list's Size column sorts",
     )
     p.add_argument(
         "-s",
@@ -358,6 +359,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-E", "--until", help="submitted before: the same forms as --since")
     p.add_argument("--array", type=int, metavar="ARRAY_ID", help="the elements of one array")
     p.add_argument("-u", "--user", help="an owner's username (admins)")
+    p.add_argument(
+        "--sort",
+        metavar="KEY",
+        help="id, name, owner, state, size (GPUs), time (run time), priority or submitted; -KEY reverses it "
+        "(default -submitted: newest first)",
+    )
     p.add_argument("-n", "--limit", type=_non_negative, default=50, help="at most N jobs (default 50; 0: all)")
 
     p = command(

@@ -260,6 +260,7 @@ def jobs(args: argparse.Namespace) -> int:
         "owner": args.user,
         "submitted_after": parse_since(args.since) if args.since else None,
         "submitted_before": parse_since(args.until) if args.until else None,
+        "ordering": args.sort,
         "limit": min(args.limit, 500) if args.limit else None,  # the page size: no more rows fetched than shown
     }
     found = client_for(args).jobs(**filters)
@@ -272,7 +273,8 @@ def jobs(args: argparse.Namespace) -> int:
     else:
         out(render.jobs_table(rows))
     if more:
-        warn(f"showing the newest {args.limit}; there are more (--limit N for more, --limit 0 for all).")
+        which = f"the first {args.limit} by {args.sort}" if args.sort else f"the newest {args.limit}"
+        warn(f"showing {which}; there are more (--limit N for more, --limit 0 for all).")
     return OK
 
 

@@ -15,11 +15,11 @@ from django.utils.html import format_html, format_html_join
 from django.utils.timesince import timesince
 
 from frontend.live import page_query
-from frontend.sorting import Sorting
 from jobs import amounts
 from jobs.holds import release_hint
 from jobs.models import Job, JobHold
 from jobs.selectors import job_gpus_held, job_nodes_shown
+from jobs.sorting import Sorting
 
 register = template.Library()
 

@@ -164,6 +164,33 @@ def test_list_filters_by_state(api: APIClient, submit: Any, sim: Any) -> None:
     ]
 
 
+def test_list_sorts_as_the_job_list_pages_columns_do(api: APIClient, submit: Any, sim: Any) -> None:
+    small = submit(name="b-small", nodes=1)
+    sim.cycle()
+    sim.advance(2)  # RUNNING: it has a run time
+    big = submit(name="A-big", nodes=2)
+    mid = submit(name="c-mid", nodes=2, gpus_per_node=4)
+
+    def order(ordering: str) -> list[int]:
+        response = api.get(JOBS, {"ordering": ordering})
+        assert response.status_code == 200, response.content
+        return [job["id"] for job in response.json()["results"]]
+
+    assert order("name") == [big["id"], small["id"], mid["id"]]  # in any case, as the page sorts it
+    assert order("-size") == [big["id"], mid["id"], small["id"]]
+    # The jobs with no run time come after the one that has one, in either direction; ties go by id, the same way.
+    assert order("time") == [small["id"], big["id"], mid["id"]]
+    assert order("-time") == [small["id"], mid["id"], big["id"]]
+    assert order("id") == [small["id"], big["id"], mid["id"]]
+    assert order("") == order("-submitted") == [mid["id"], big["id"], small["id"]]
+
+    refused = api.get(JOBS, {"ordering": "wall_time"})
+    assert refused.status_code == 400
+    assert refused.json()["ordering"] == [
+        "Cannot sort by wall_time; sort by id, name, owner, state, size, time, priority, submitted, each reversed with a leading -."
+    ]
+
+
 def test_users_see_only_their_own_jobs_and_admins_see_all(api: APIClient, other_api: APIClient, admin_api: APIClient, submit: Any) -> None:
     mine = submit()
     theirs = submit(client=other_api)

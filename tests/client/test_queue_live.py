@@ -63,3 +63,21 @@ def test_the_queue_names_running_array_elements_as_squeue_does(
     out = capsys.readouterr().out
     assert out.splitlines()[0].split()[:2] == ["ID", "ARRAY"]
     assert sorted(row[1] for row in rows(out).values()) == [f"{array_id}_0", f"{array_id}_1"]
+
+
+def test_jobs_sort_as_the_job_lists_columns_and_a_bad_key_is_said(
+    signed_in: Any, tx_sim: SimHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small = JobFactory(owner=signed_in, name="small", nodes=1, gpus_per_node=1, queued=True, history=True)
+    big = JobFactory(owner=signed_in, name="big", nodes=4, gpus_per_node=8, queued=True, history=True)
+    mid = JobFactory(owner=signed_in, name="mid", nodes=1, gpus_per_node=8, queued=True, history=True)
+
+    assert cli.main(["jobs", "--sort=-size", "--json"]) == 0
+    assert [job["id"] for job in json.loads(capsys.readouterr().out)] == [big.pk, mid.pk, small.pk]
+    assert cli.main(["jobs", "--sort", "size", "--limit", "1"]) == 0
+    captured = capsys.readouterr()
+    assert list(rows(captured.out + "\n")) == [str(small.pk)]
+    assert "showing the first 1 by size; there are more" in captured.err
+
+    assert cli.main(["jobs", "--sort", "wall_time"]) != 0
+    assert "Cannot sort by wall_time; sort by id, name, owner, state, size, time, priority, submitted" in capsys.readouterr().err

@@ -12,8 +12,8 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from frontend.sorting import Sorting, job_columns, queue_columns
 from jobs.models import Job
+from jobs.sorting import Sorting, job_columns, queue_columns
 from jobs.states import JobState
 from tests.conftest import session_for
 from tests.jobs.factories import JobFactory
