@@ -227,9 +227,10 @@ class _Cycle:
         self.blocking: dict[tuple[int, int | None, int, int, int], Reservation] = {}  # by job shape and capacity version
         # Whether a running job may be stopped, by what decides it on the asking side (class, owner's usage): the
         # preemption searches of a cycle ask it again of the same jobs, and within a cycle the answer stays.
-        self.victim_memo: dict[tuple[int, float | None, bool], dict[int, bool]] = {}
-        # While a search asks who could be stopped once the minimum run time has passed (_preempt_later).
-        self.ignore_newness = False
+        self.victim_memo: dict[tuple[int, float | None, float | None], dict[int, bool]] = {}
+        # While a search asks who could be stopped at a later instant, once more of them have run the minimum run time
+        # (_preempt_later): that instant.
+        self.newness_at: float | None = None
         # Waiting jobs that may preempt the jobs in their way once these have run the minimum run time: job id -> when.
         self.preempt_at: dict[int, float] = {}
         self.placements: list[Placement] = []
@@ -834,9 +835,10 @@ class _Cycle:
 
     def _protected(self, victim: RunningJob, bound: int) -> str | None:
         """Why a running job may not be stopped now for a claim allowing `bound` preemptions (None: it may)."""
-        if not self.ignore_newness and (
-            victim.id in self.started or self.now - victim.started_at < self.config.preemption_min_runtime_seconds
-        ):
+        if self.newness_at is None:
+            if victim.id in self.started or self.now - victim.started_at < self.config.preemption_min_runtime_seconds:
+                return PROTECTED_NEW
+        elif self.newness_at - victim.started_at < self.config.preemption_min_runtime_seconds:
             return PROTECTED_NEW
         if victim.preemptions >= bound:
             return PROTECTED_SPENT
@@ -962,18 +964,35 @@ class _Cycle:
         """When the job could preempt the jobs in its way, if only the minimum run time protects them: its estimate.
 
         The forecast plans a waiting job around the running ones as if they ran to their ends; a job that may preempt
-        them starts once they have run the minimum run time (a production job read "in 54 min" and started in 6).
-        Asked once per failed search (its key is new), so it costs at most what the searches cost, and takes none of
-        their count: no decision changes."""
-        if self.config.preemption_min_runtime_seconds <= 0:
+        them starts once they have run the minimum run time (a production job read "in 54 min" and started in 6). The
+        earliest instant at which some set of them may be stopped, not when the set the search would pick once all may
+        be has run it: a job read "from 05:25", the newest jobs' instant, and stopped older ones at 05:21. Which jobs
+        may be stopped only grows with the instant, so it is found by bisection over the instants the new jobs come of
+        age: a few searches per failed search (its key is new), taking none of their count: no decision changes."""
+        min_runtime = self.config.preemption_min_runtime_seconds
+        if min_runtime <= 0:
             return
-        self.ignore_newness = True
-        try:
-            victims = self._smallest_victim_set(shape, allowed)
-        finally:
-            self.ignore_newness = False
-        if victims:
-            self.preempt_at[job.id] = max(self.running[v].started_at for v in victims) + self.config.preemption_min_runtime_seconds
+        instants = sorted({r.started_at + min_runtime for r in self.running.values() if r.started_at + min_runtime > self.now})
+        if not instants:
+            return
+
+        def found_at(index: int) -> bool:
+            self.newness_at = instants[index]
+            try:
+                return bool(self._smallest_victim_set(shape, allowed))
+            finally:
+                self.newness_at = None
+
+        low, high = 0, len(instants) - 1
+        if not found_at(high):
+            return
+        while low < high:
+            middle = (low + high) // 2
+            if found_at(middle):
+                high = middle
+            else:
+                low = middle + 1
+        self.preempt_at[job.id] = instants[low]
 
     def _lost_by(self, victims: Iterable[int]) -> tuple[float, int]:
         """The work stopping these jobs throws away, then how many they are: which of two victim sets to prefer."""
@@ -983,7 +1002,7 @@ class _Cycle:
     def _smallest_victim_set(self, job: PendingJob, allowed: Allowed) -> list[int] | None:
         cap = self.capacity
         usage = self._usage_of(job) if self.usage is not None else None
-        memo = self.victim_memo.setdefault((job.class_rank, usage, self.ignore_newness), {})
+        memo = self.victim_memo.setdefault((job.class_rank, usage, self.newness_at), {})
 
         def may_stop(victim_id: int) -> bool:
             found = memo.get(victim_id)

@@ -166,6 +166,25 @@ def test_a_job_that_may_preempt_says_so_also_when_the_job_in_its_way_is_expected
     assert wait.reason.endswith(f"It may preempt the jobs in its way from {when(NOW + 6 * 60.0)}, when they have run the minimum run time.")
 
 
+def test_a_job_that_may_preempt_is_expected_when_any_jobs_in_its_way_may_be_stopped_not_the_cheapest() -> None:
+    """Two normal jobs that come of age in a minute, and a preemptible one that has run a minute: stopping the young one
+    loses least, but a production job starts as soon as the old ones may be stopped. It read "from 05:25" (the young
+    job's instant) and preempted the old ones at 05:21."""
+    jobs = [
+        running(10, {"n00": 8}, rank=1, ran=9 * 60.0, left=HOUR),
+        running(11, {"n01": 8}, rank=1, ran=9 * 60.0, left=HOUR),
+        running(12, {"n02": 8}, rank=2, ran=60.0, left=HOUR),
+    ]
+    settings = config(preemption_min_runtime_seconds=600.0)
+    wait = waiting(schedule(snap([pend(1, nodes=2, rank=0)], jobs, nodes=3), settings))[1]
+    assert (wait.estimated_start, wait.estimate) == (NOW + 60.0, ESTIMATE_PLANNED)
+    assert wait.reason.endswith(f"It may preempt the jobs in its way from {when(NOW + 60.0)}, when they have run the minimum run time.")
+    # A minute on, it does: the old ones, the young one still protected.
+    later = [replace(r, started_at=r.started_at - 60.0, ends_at=r.ends_at - 60.0) for r in jobs]
+    decisions = schedule(snap([pend(1, nodes=2, rank=0, age=120.0)], later, nodes=3), settings)
+    assert sorted(p.job_id for p in decisions.preemptions) == [10, 11]
+
+
 def _settling(snapshot: Any, name: str, opens_at: float) -> Any:
     """`snapshot` with node `name` closed until `opens_at`, as a node back from NotReady settles."""
     nodes = tuple(
