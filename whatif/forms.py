@@ -16,6 +16,7 @@ from replay.overrides import OverrideError, parse_assignments, setting_names
 from replay.simulator import POLICIES
 from replay.trace import Assumptions
 from whatif.models import WhatIfRun
+from whatif.runs import runtime_cap_check
 
 # An upload (or its gzip content) larger than this is refused: the trace is kept in the database with the run.
 MAX_TRACE_BYTES = 32 * 1024 * 1024
@@ -78,12 +79,11 @@ class WhatIfForm(forms.Form):
         help_text="A job asks for its runtime rounded up to this.",
     )
     runtime_cap_seconds = forms.FloatField(
-        min_value=0,
         max_value=MAX_RUNTIME_CAP_SECONDS,
         required=False,
         initial=round(DEFAULTS.runtime_cap_seconds) if DEFAULTS.runtime_cap_seconds is not None else None,
         label="Runtime cap (s)",
-        help_text="Longer runs are cut (a year at most); blank = none.",
+        help_text="Longer runs are cut (above 0, a year at most); blank = no cap.",
     )
     resume = forms.ChoiceField(
         choices=[("restart", "restart from zero"), ("checkpoint", "resume from the last checkpoint")],
@@ -131,6 +131,12 @@ class WhatIfForm(forms.Form):
             )
         return seconds
 
+    def clean_runtime_cap_seconds(self) -> float | None:
+        try:
+            return runtime_cap_check(self.cleaned_data.get("runtime_cap_seconds"), no_cap="Leave it blank for no cap.")
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
     def clean_trace_file(self) -> Any:
         upload = self.cleaned_data.get("trace_file")
         if upload is not None:
@@ -163,11 +169,10 @@ class WhatIfForm(forms.Form):
         )
 
     def assumptions(self) -> Assumptions:
-        cap = self.cleaned_data.get("runtime_cap_seconds")
         return Assumptions(
             gpus_per_node=self.cleaned_data["gpus_per_node"],
             wall_round_seconds=self.cleaned_data["wall_round_seconds"],
-            runtime_cap_seconds=cap or None,
+            runtime_cap_seconds=self.cleaned_data.get("runtime_cap_seconds"),
             resume=self.cleaned_data["resume"],
             tenant_quotas=self.cleaned_data.get("tenant_quotas", False),
             all_preemptible=self.cleaned_data.get("all_preemptible", False),

@@ -19,6 +19,16 @@ from replay.trace import Assumptions, TraceJob
 
 # progress(policy, fraction of that policy done, fraction of the whole run done)
 Progress = Callable[[str, float, float], None]
+# A cap of 0 s (or less) would cut every run to nothing, not mean "no cap": the form and the command refuse it alike.
+RUNTIME_CAP_NOT_POSITIVE = "A runtime cap must be above 0 s: 0 would cut every run to nothing."
+
+
+def runtime_cap_check(seconds: float | None, *, no_cap: str) -> float | None:
+    """`seconds` if it is a cap (above 0), None for no cap; for 0 or less, ValueError saying so and how to ask for no
+    cap (`no_cap`, as the form or the command says it)."""
+    if seconds is not None and not seconds > 0:
+        raise ValueError(f"{RUNTIME_CAP_NOT_POSITIVE} {no_cap}")
+    return seconds
 
 
 def parse_policies(value: str | Iterable[str]) -> tuple[str, ...]:

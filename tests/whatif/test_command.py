@@ -74,3 +74,17 @@ def test_other_mistakes_are_clear(tmp_path: Path) -> None:
     with pytest.raises(CommandError, match="no such file"):
         call_command("muster_replay", "--trace", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "out"), "--nodes", "2")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("cap", ["0", "-5"])
+def test_a_runtime_cap_of_0_is_refused_not_taken_for_no_cap(tmp_path: Path, cap: str) -> None:
+    with pytest.raises(CommandError, match=r"A runtime cap must be above 0 s: 0 would cut every run to nothing\. Give `none` for no cap\."):
+        replay(tmp_path, TINY, "--nodes", "2", "--runtime-cap", cap)
+    assert not (tmp_path / "out").exists()
+
+
+def test_runtime_cap_none_is_no_cap(tmp_path: Path) -> None:
+    replay(tmp_path, TINY, "--nodes", "2", "--policies", "fifo", "--runtime-cap", "none")
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["settings"]["assumption.runtime_cap_seconds"] is None
+    assert not any("are cut" in sentence for sentence in summary["assumptions"])

@@ -108,6 +108,9 @@ def test_bad_settings_are_refused_before_anything_runs(admin, changes: dict[str,
         ({"wall_round_seconds": "nan"}, "wall_round_seconds", "Enter a number."),
         ({"runtime_cap_seconds": "1e308"}, "runtime_cap_seconds", "less than or equal to 31622400"),
         ({"runtime_cap_seconds": "inf"}, "runtime_cap_seconds", "Enter a number."),
+        # 0 was taken for no cap, silently: blank is that.
+        ({"runtime_cap_seconds": "0"}, "runtime_cap_seconds", "A runtime cap must be above 0 s: 0 would cut every run to nothing. Leave"),
+        ({"runtime_cap_seconds": "-1"}, "runtime_cap_seconds", "A runtime cap must be above 0 s"),
         ({"nodes": "1e9"}, "nodes", "Enter a whole number."),
         ({"nodes": "100001"}, "nodes", "less than or equal to 100000"),
         ({"nodes": "", "load": "inf"}, "load", "Enter a number."),
@@ -130,6 +133,12 @@ def test_the_wall_time_rounding_may_be_the_sites_longest_wall_time(admin, settin
     assert 'max="7200"' in admin.get(LIST).content.decode()
     run, _ = start(admin, wall_round_seconds="7200")
     assert run.parameters["assumptions"]["wall_round_seconds"] == 7200
+
+
+def test_a_blank_runtime_cap_is_no_cap(admin) -> None:
+    run, _ = start(admin, runtime_cap_seconds="")
+    assert run.parameters["assumptions"]["runtime_cap_seconds"] is None
+    assert "blank = no cap" in admin.get(LIST).content.decode()
 
 
 def test_every_bad_setting_line_is_shown_at_once(admin) -> None:

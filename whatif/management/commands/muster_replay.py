@@ -7,6 +7,7 @@ the --set changes to the site's policy settings, the cluster size. Then each pol
 
 from __future__ import annotations
 
+from argparse import ArgumentTypeError
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,21 @@ from replay.trace import Assumptions, TraceError, open_trace, read_trace
 from scheduler.snapshot import policy_config
 from whatif.management.commands.muster_history_export import parse_moment
 from whatif.progress import ProgressBar
-from whatif.runs import cluster_for, parse_policies, replay_policies, settings_used
+from whatif.runs import cluster_for, parse_policies, replay_policies, runtime_cap_check, settings_used
+
+
+def _runtime_cap(value: str) -> float | None:
+    """--runtime-cap: seconds above 0, or `none` for no cap (0 is refused, as the what-if page refuses it)."""
+    if value.strip().lower() == "none":
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ArgumentTypeError(f"{value!r} is not a number of seconds (or `none` for no cap)") from None
+    try:
+        return runtime_cap_check(seconds, no_cap="Give `none` for no cap.")
+    except ValueError as exc:
+        raise ArgumentTypeError(str(exc)) from None
 
 
 class Command(BaseCommand):
@@ -41,7 +56,9 @@ class Command(BaseCommand):
         parser.add_argument("--start", help="only jobs submitted from this date or ISO date-time")
         parser.add_argument("--end", help="only jobs submitted before this date or ISO date-time")
         parser.add_argument("--wall-round", type=float, default=defaults.wall_round_seconds, help="wall = runtime rounded up to S s")
-        parser.add_argument("--runtime-cap", type=float, default=defaults.runtime_cap_seconds, help="cut runtimes above S s (0: none)")
+        parser.add_argument(
+            "--runtime-cap", type=_runtime_cap, default=defaults.runtime_cap_seconds, help="cut runtimes above S s (above 0; none: no cap)"
+        )
         parser.add_argument("--resume", choices=("restart", "checkpoint"), default=defaults.resume, help="what a preempted job does")
         parser.add_argument(
             "--tenant-quotas", action="store_true", help="each tenant an equal-share GPU quota; every job may borrow beyond it"
@@ -55,7 +72,7 @@ class Command(BaseCommand):
             assumptions = Assumptions(
                 gpus_per_node=options["gpus_per_node"],
                 wall_round_seconds=options["wall_round"],
-                runtime_cap_seconds=options["runtime_cap"] or None,
+                runtime_cap_seconds=options["runtime_cap"],
                 resume=options["resume"],
                 tenant_quotas=options["tenant_quotas"],
                 all_preemptible=options["all_preemptible"],
