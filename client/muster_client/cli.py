@@ -179,12 +179,16 @@ def _gres(text: str) -> int:
     )
 
 
-def _job_ids(text: str) -> list[int]:
-    """-j as squeue takes it: one job id or several, comma-separated."""
-    ids = [word.strip() for word in text.split(",") if word.strip()]
-    if not ids or not all(word.isdigit() for word in ids):
-        raise argparse.ArgumentTypeError(f"'{text}' is not a job id or a comma-separated list of them (-j 42 or -j 42,43)")
-    return [int(word) for word in ids]
+def _job_ids(text: str) -> list[tuple[int, int | None]]:
+    """-j as squeue takes it: one job or several, comma-separated, each `42` (the job, or every element of array 42)
+    or `42_7` (element 7 of array 42). Returns (id, index or None) pairs."""
+    words = [word.strip() for word in text.split(",") if word.strip()]
+    matches = [re.fullmatch(r"(\d+)(?:_(\d+))?", word) for word in words]
+    if not words or not all(matches):
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not a job or a comma-separated list of them (-j 42, -j 42,43, or -j 42_7: element 7 of array 42)"
+        )
+    return [(int(m.group(1)), int(m.group(2)) if m.group(2) is not None else None) for m in matches if m]
 
 
 def _common(json_output: bool) -> argparse.ArgumentParser:
@@ -323,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-u", "--user", help="only this user's jobs")
     p.add_argument(
         "-j", "--jobs", action="append", type=_job_ids, metavar="ID[,ID]",
-        help="only these jobs, as squeue -j: comma-separated or repeated",
+        help="only these jobs, as squeue -j: comma-separated or repeated; an array's id lists its elements, 42_7 one of them",
     )  # fmt: skip
     p.add_argument(
         "-t",

@@ -206,10 +206,18 @@ def queue(args: argparse.Namespace) -> int:
     if args.start:
         asked = {"PENDING"}
     states = [state for state in QUEUE_STATES if state in asked]
-    wanted = {job_id for group in args.jobs or [] for job_id in group} or None
+    wanted = {asked for group in args.jobs or [] for asked in group} or None
+
+    def named(job: dict[str, Any]) -> bool:
+        # As squeue -j: 42 is job 42 or every element of array 42; 42_7 is the element of index 7.
+        array = job.get("array_id")
+        return any(
+            (job["id"] == job_id or array == job_id) if index is None else (array == job_id and job.get("array_index") == index)
+            for job_id, index in wanted or ()
+        )
 
     def kept(job: dict[str, Any]) -> bool:
-        return (not args.user or job["owner"] == args.user) and (wanted is None or job["id"] in wanted)
+        return (not args.user or job["owner"] == args.user) and (wanted is None or named(job))
 
     filtered = bool(args.user or wanted)
     client = client_for(args)

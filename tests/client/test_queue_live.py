@@ -63,6 +63,15 @@ def test_the_queue_names_running_array_elements_as_squeue_does(
     out = capsys.readouterr().out
     assert out.splitlines()[0].split()[:2] == ["ID", "ARRAY"]
     assert sorted(row[1] for row in rows(out).values()) == [f"{array_id}_0", f"{array_id}_1"]
+    # -j as squeue's: the array's id names every element, 20_1 one of them; pending and running alike.
+    submitted = cli.main(["submit", "-G", "8", "-N", "16", "-t", "1h", "--image", "busybox:1.36", "--array", "0-2", "--json", "--", "x"])
+    assert submitted == 0
+    waiting = json.loads(capsys.readouterr().out)["array_id"]
+    tx_sim.cycle()
+    assert cli.main(["queue", "-j", str(array_id)]) == 0
+    assert sorted(row[1] for row in rows(capsys.readouterr().out).values()) == [f"{array_id}_0", f"{array_id}_1"]
+    assert cli.main(["queue", "-j", f"{array_id}_1,{waiting}_2"]) == 0
+    assert sorted(row[1] for row in rows(capsys.readouterr().out).values()) == [f"{array_id}_1", f"{waiting}_2"]
 
 
 def test_jobs_sort_as_the_job_lists_columns_and_a_bad_key_is_said(

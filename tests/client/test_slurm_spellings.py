@@ -79,4 +79,4 @@ def test_queue_j_shows_only_the_jobs_named_as_squeue_j(capsys: pytest.CaptureFix
     answer = json.loads(out)
     assert [e["id"] for e in answer["results"]] == [10] and [j["id"] for j in answer["running"]] == [8]
     code, _, err = run(capsys, "queue", "-j", "9,x")
-    assert code == 2 and "'9,x' is not a job id or a comma-separated list of them (-j 42 or -j 42,43)" in err
+    assert code == 2 and "'9,x' is not a job or a comma-separated list of them (-j 42, -j 42,43, or -j 42_7: element 7 of array 42)" in err
