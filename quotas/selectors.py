@@ -66,6 +66,21 @@ class AccountUsage:
     gpus_within_quota: float = 0.0
 
     @property
+    def gpus_borrowed(self) -> float:
+        """Of `gpus_in_use`, what preemptible jobs borrow beyond the quota (placed `over_quota`): first to be preempted
+        when the quota's own jobs need the GPUs, and counted against no quota."""
+        return gpu_amount(max(0.0, self.gpus_in_use - self.gpus_within_quota))
+
+    @property
+    def gpus_in_use_text(self) -> str:
+        """GPUs held as every page states them, the two parts labelled so they add up to `gpus_in_use`: "32 within quota +
+        8 borrowed (preemptible)". A quota page that said "40 in use" of a quota of 40 looked full while the jobs' reasons
+        said 32 of 40 were in use; both were right, counting different things."""
+        if not self.gpus_borrowed:
+            return f"{self.gpus_in_use:g}"
+        return f"{self.gpus_within_quota:g} within quota + {self.gpus_borrowed:g} borrowed (preemptible)"
+
+    @property
     def above_quota(self) -> bool:
         """It holds more GPUs within its quota than the quota allows: the quota was lowered under its running jobs
         (they are not stopped; nothing new of it starts until it is under). Borrowing beyond it is not this."""

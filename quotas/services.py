@@ -12,11 +12,11 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F, Max, Sum
+from django.db.models import F, Max
 from django.utils import timezone
 
 from audit.services import audit_changes, audit_record
-from jobs.amounts import duration, gpu_amount, plural
+from jobs.amounts import duration, plural
 from jobs.models import Allocation, Job, Node, NodeState
 from jobs.states import ACTIVE_STATES, JobState
 from policy.budget import node_hours_text
@@ -348,10 +348,7 @@ def quota_warnings(*, account: Any, before: Limits, after: Limits, now: datetime
     usage = account_usages(**{f"{after.kind}s": [account]}, now=now)[0]
     limit = after.max_gpus
     if limit is not None and limit != before.max_gpus and usage.gpus_in_use > limit:
-        owned = {"job__owner": account} if after.kind == "user" else {"job__team": account}
-        borrowed = gpu_amount(
-            Allocation.objects.filter(released_at__isnull=True, job__over_quota=True, **owned).aggregate(n=Sum("gpus"))["n"]
-        )
+        borrowed = usage.gpus_borrowed
         lent = f" ({borrowed} of them borrowed by preemptible jobs, which stay first in line to be preempted)" if borrowed else ""
         warnings.append(
             f"{whose} holds {plural(usage.gpus_in_use, 'GPU')} now, above the new limit of {limit}{lent}: running jobs are not stopped; "

@@ -74,7 +74,18 @@ class QuotaInputSerializer(StrictSerializer):
 
 
 class UsageSerializer(serializers.Serializer):
-    gpus_in_use = GpuAmountField(help_text="GPUs held now by the account's running and scheduled jobs (a GPU slice counts its share).")
+    gpus_in_use = GpuAmountField(
+        help_text="GPUs held now by the account's running and scheduled jobs (a GPU slice counts its share): "
+        "gpus_within_quota + gpus_borrowed."
+    )
+    gpus_within_quota = GpuAmountField(
+        help_text="Of gpus_in_use, what jobs hold within the GPU quota (max_gpus): what the quota counts, and what the "
+        "jobs' reasons and the cluster page say is in use of it."
+    )
+    gpus_borrowed = GpuAmountField(
+        help_text="Of gpus_in_use, what preemptible jobs borrow beyond the quota: counted against no quota, and preempted "
+        "first when the quota's own jobs need the GPUs."
+    )
     node_hours_used = serializers.FloatField(help_text="Node-hours charged in the current budget period.")
     node_hours_left = serializers.FloatField(
         allow_null=True, help_text="Budget left this period (the budget less the node-hours charged); null without a budget."
