@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.db.models import prefetch_related_objects
 from django.utils import timezone
@@ -75,6 +75,15 @@ class Attempt:
     def ran(self) -> bool:
         """Whether its pods ever ran: only then has it telemetry."""
         return self.running_at is not None
+
+    @property
+    def end_line(self) -> str:
+        """How it ended, in one line, as Slurm ends a job's output ("CANCELLED AT ... DUE TO TIME LIMIT"); empty while it
+        holds its GPUs."""
+        if self.ended_at is None:
+            return ""
+        at = self.ended_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return f"{self.outcome} at {at}" + (f": {self.reason}" if self.reason else "")
 
     @property
     def tone(self) -> str:

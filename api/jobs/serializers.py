@@ -702,6 +702,10 @@ class LogsSerializer(serializers.Serializer):
     )
     truncated = serializers.BooleanField(help_text="Only the last MUSTER_LOG_CAPTURE_BYTES of this output were kept.")
     note = serializers.CharField(help_text="Why there is nothing, when it is known (e.g. the pod was gone before it was kept).")
+    ended = serializers.CharField(
+        help_text="How the attempt ended, as its history says, e.g. `timed out at 2026-11-29 05:12:07 UTC: Stopped: wall time of "
+        "1 min reached.`, as Slurm's last line of a job's output; empty while it runs. The output itself is the job's own."
+    )
 
 
 class JobArraySerializer(serializers.Serializer):

@@ -55,6 +55,7 @@ from apikit.pagination import NodePagination, QueuePagination
 from apikit.renderers import JsonErrorsMixin, PlainTextRenderer
 from apikit.serializers import refuse_a_body
 from apikit.viewsets import VisibleViewSet
+from jobs.attempts import job_attempts
 from jobs.checkpoints import CheckpointInvalid, job_checkpoint_report
 from jobs.errors import ArrayEnded, ArrayIndicesMissing, JobNotStarted
 from jobs.logs import job_logs, job_logs_follow, never_started
@@ -379,6 +380,7 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
                 "source": logs.source,
                 "truncated": logs.truncated,
                 "note": logs.note,
+                "ended": next((a.end_line for a in job_attempts(job) if a.number == logs.attempt), ""),
             }
         )
 

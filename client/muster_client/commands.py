@@ -341,7 +341,15 @@ def logs(args: argparse.Namespace) -> int:
             f"no output for job {args.job_id} attempt {answer['attempt']} rank {args.rank}"
             + (f": {answer['note']}" if answer.get("note") else "")
         )
+    _say_end(args.job_id, answer)
     return OK
+
+
+def _say_end(job_id: int, answer: dict[str, Any]) -> None:
+    # On stderr, as Slurm's "*** JOB 42 CANCELLED AT ... DUE TO TIME LIMIT ***" ends its output: a log that stops
+    # mid-epoch says why, and the output on stdout stays the job's own.
+    if answer.get("ended"):
+        warn(f"job {job_id} attempt {answer['attempt']} {answer['ended']}")
 
 
 def _follow(client: Client, args: argparse.Namespace) -> int:
@@ -358,6 +366,7 @@ def _follow(client: Client, args: argparse.Namespace) -> int:
     for chunk in client.follow_logs(args.job_id, rank=args.rank, attempt=args.attempt):
         sys.stdout.write(chunk)
         sys.stdout.flush()
+    _say_end(args.job_id, client.logs(args.job_id, rank=args.rank, attempt=args.attempt, tail=1))
     return OK
 
 

@@ -604,6 +604,23 @@ def test_logs_as_text_for_a_client_that_accepts_text(api: APIClient, submit: Any
     assert bad.status_code == 400 and "0 to 1" in bad.json()["rank"][0]
 
 
+def test_the_logs_of_an_ended_attempt_say_how_it_ended_as_slurms_last_line_does(api: APIClient, submit: Any, sim: Any) -> None:
+    """A timed-out job's output stopped mid-epoch with nothing to say why."""
+    job = submit(nodes=1, wall_time_seconds=60, simulate={"duration_seconds": 600})
+    url = job_url(job["id"]) + "logs/"
+    sim.cycle()
+    sim.advance(2)
+    assert api.get(url).json()["ended"] == ""  # it runs
+    sim.advance(70)
+    sim.cycle()
+    detail = api.get(job_url(job["id"])).json()
+    assert detail["state"] == "TIMED_OUT"
+    ended = api.get(url).json()["ended"]
+    assert ended.startswith("timed out at 20") and ended.endswith(" UTC: Stopped: wall time of 1 min reached."), ended
+    # The text alone stays the job's own output.
+    assert "timed out" not in api.get(url, HTTP_ACCEPT="text/plain").content.decode()
+
+
 def test_the_logs_of_a_job_cancelled_before_it_ran_say_it_never_started(api: APIClient, submit: Any, sim: Any) -> None:
     """It read "has not started yet", as if it still might."""
     job = submit(nodes=2)
