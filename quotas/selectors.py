@@ -104,6 +104,21 @@ class AccountUsage:
         return None if self.budget is None else self.budget.left
 
     @property
+    def node_hours_used_text(self) -> str:
+        """Node-hours used this period to the places the budget left is said in, so that the two add up as written:
+        "0.23 used of 0.5: 0.27 node-hours left", where the page said "0.2 used of 0.5: 0.27 node-hours left". Without a
+        budget, to the places the same rule gives what was used."""
+        used, budget = self.node_hours_used, self.budget
+        if budget is None:
+            return f"{used:.{BudgetLeft(left=used, committed=0.0).decimals}f}"
+        decimals, total = budget.decimals, self.limits.node_hours_per_period
+        if total is not None and used <= total:
+            # The complement of the left as written (BudgetLeft rounds it to these places): each part is still within
+            # half a unit of the truth, and the sum is the budget, where two roundings could miss it by a unit.
+            used = total - round(budget.left, decimals)
+        return f"{max(used, 0.0):.{decimals}f}"
+
+    @property
     def budget_fraction_used(self) -> float | None:
         """Share of the period's budget used, 0..1 (for bars); None without a budget."""
         budget = self.limits.node_hours_per_period

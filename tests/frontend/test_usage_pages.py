@@ -16,7 +16,7 @@ from quotas.models import Quota, TeamVolume
 from tests.conftest import session_for
 from tests.frontend.forms import submit_form
 from tests.jobs.factories import JobFactory
-from tests.quotas.factories import TeamFactory
+from tests.quotas.factories import TeamFactory, UsageChargeFactory
 
 
 @pytest.fixture
@@ -236,3 +236,30 @@ def test_usage_page_grouped_by_team_alone_is_this_periods_report_by_team(user: A
     html = session_for(admin_user).get("/usage/", {"group_by": "team"}).content.decode()
     assert 'data-testid="report"' in html and "<th>Team</th>" in html and "<td>vision</td><td>1</td>" in html
     assert re.search(r'<option value="team" selected', html)
+
+
+@pytest.mark.parametrize(
+    ("budget", "used_hours", "used_text", "left_text"),
+    [
+        (0.5, 0.23, "0.23", "0.27"),  # it read "0.2 used of 0.5: 0.27 node-hours left"
+        (10, 8.45, "8.4", "1.6"),  # two roundings of 8.45 and 1.55 would not add up to 10
+        (200, 12.345, "12.3", "187.7"),
+        (4, 5.0, "5.0", "0.0"),  # used beyond the budget (lowered under it): said as it is
+    ],
+)
+def test_used_and_left_are_said_to_one_precision_and_add_up(
+    admin_user: Any, user: Any, budget: float, used_hours: float, used_text: str, left_text: str
+) -> None:
+    Quota.objects.create(user=user, node_hours_per_period=budget)
+    UsageChargeFactory(job__owner=user, user=user, node_seconds=used_hours * 3600)
+    usage = session_for(user).get("/usage/").content.decode()
+    said = re.search(r'node-hours-used">([\d.]+)</span> used of ([\d.]+): <strong data-testid="budget-left">([\d.]+) node', usage)
+    assert said is not None and (said[1], said[3]) == (used_text, left_text)
+    if used_hours <= budget:
+        assert float(said[1]) + float(said[3]) == pytest.approx(budget)
+    # The quota list and the quota's page say the same figures.
+    quotas = session_for(admin_user).get("/quotas/").content.decode()
+    row = quotas[quotas.index('data-testid="quota-user-alice"') :]
+    assert f'data-testid="node-hours-used">{used_text}</span> <small data-testid="budget-left">{left_text} node-hours left' in row
+    edit = session_for(admin_user).get("/quotas/users/alice/").content.decode()
+    assert f'data-testid="node-hours-used">{used_text}</span> node-hours used' in edit
