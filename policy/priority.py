@@ -3,8 +3,10 @@
 Every factor is in [0, 1]; the weights (settings) say how much each counts.
 
 - fair share: 2^(-U/S) for the owner, times the same for the owner's team, where
-  U is the account's dominant share of recent usage (the larger of its share of
-  the cluster's decayed GPU-seconds and of its node-seconds) and S its normalised
+  U is the account's dominant share of the cluster's recent capacity (the larger of
+  its decayed GPU-seconds over the GPU-seconds the cluster gives in a decay window,
+  and the same of node-seconds; of capacity, not of everyone's usage as Slurm's
+  normalized usage: using GPUs no one else wanted costs little) and S its normalised
   shares (its weight over the weights of the accounts with work in the queue or
   on the cluster). An account that used exactly its share gets 0.5; an idle one 1.
 - age: time in the queue over `age_max_seconds`, capped at 1. Requeued jobs keep
@@ -80,7 +82,7 @@ def prioritize(snapshot: Snapshot, config: PolicyConfig) -> dict[int, Priority]:
 
 
 def usage_ratios(snapshot: Snapshot, config: PolicyConfig) -> Callable[[str, str], float]:
-    """U/S per account: its dominant share of the cluster's recent usage over its share of it (1: exactly its share).
+    """U/S per account: its dominant share of the cluster's recent capacity over its share of it (1: exactly its share).
 
     The fair-share factor is 2^(-U/S); preemption for fair share compares the ratios themselves.
     """
