@@ -97,6 +97,9 @@ class UnknownQueryParametersMiddleware:
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
+        # Made with the WSGI handler, as a gunicorn worker boots: the schema is read now, not by the first API request
+        # with a query (it took 1.2 s); a schema that cannot be generated stops the worker here, said at once.
+        _paths_known()
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if errors := unknown_parameters(request):
