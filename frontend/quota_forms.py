@@ -7,10 +7,11 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from api.quotas.serializers import MAX_GPUS, MAX_NODE_HOURS, ReportQuerySerializer
+from api.quotas.serializers import FAIR_SHARE_WEIGHT_BOUNDS, MAX_GPUS, MAX_NODE_HOURS, ReportQuerySerializer
 from frontend.forms import says
 from frontend.templatetags.muster import duration
 from quotas.limits import Limits
+from quotas.models import MAX_FAIR_SHARE_WEIGHT, MIN_FAIR_SHARE_WEIGHT
 
 UNLIMITED = {"placeholder": "unlimited"}
 
@@ -53,10 +54,12 @@ class QuotaForm(forms.Form):
         help_text="Charged as jobs run; resets each period. Blank = unlimited.",
     )
     fair_share_weight = forms.FloatField(
-        error_messages=says("Give a fair-share weight greater than 0."),
+        min_value=MIN_FAIR_SHARE_WEIGHT,
+        max_value=MAX_FAIR_SHARE_WEIGHT,
+        error_messages=says(f"Give a fair-share weight {FAIR_SHARE_WEIGHT_BOUNDS}."),
         label="Fair-share weight",
         widget=forms.NumberInput(attrs={"step": "any"}),
-        help_text="Shares against other accounts; above 0.",
+        help_text=f"Shares against other accounts (2 weighs twice 1), {FAIR_SHARE_WEIGHT_BOUNDS}.",
     )
 
     # Where the API's error keys land on this form.

@@ -15,6 +15,11 @@ team_name_validator = RegexValidator(
 k8s_name_validator = RegexValidator(
     r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", "A Kubernetes object name: lowercase letters, digits, '-' and '.', at most 253."
 )
+# A quota's fair-share weight: the model refuses less (and the database 0 or less); the API and the quota page say both
+# bounds. Beyond these a weight means nothing but a typo: 1e-300 would starve the account, 1e300 the rest of the cluster.
+MIN_FAIR_SHARE_WEIGHT = 0.001
+MAX_FAIR_SHARE_WEIGHT = 1_000_000
+
 pull_secrets_validator = RegexValidator(r"^\s*([a-z0-9]([-a-z0-9.]*[a-z0-9])?\s*(,\s*|$))*$", "Names of Secrets, separated by commas.")
 
 
@@ -84,7 +89,7 @@ class Quota(models.Model):
     max_wall_time_seconds = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
     max_node_hours_per_job = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0)])
     node_hours_per_period = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0)])
-    fair_share_weight = models.FloatField(default=1.0, validators=[MinValueValidator(0.001)])
+    fair_share_weight = models.FloatField(default=1.0, validators=[MinValueValidator(MIN_FAIR_SHARE_WEIGHT)])
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -6,11 +6,11 @@ from datetime import date
 from typing import Any
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apikit.serializers import StrictQuerySerializer, StrictSerializer
 from jobs.amounts import gpu_amount
+from quotas.models import MAX_FAIR_SHARE_WEIGHT, MIN_FAIR_SHARE_WEIGHT
 
 
 class GpuAmountField(serializers.FloatField):
@@ -23,13 +23,10 @@ class GpuAmountField(serializers.FloatField):
 NOT_A_DAY = "Not a day: write it as YYYY-MM-DD (2026-11-01), a date that exists."
 MAX_GPUS = 10_000_000
 MAX_NODE_HOURS = 1e9
-MAX_FAIR_SHARE_WEIGHT = 1_000_000
-
-
-# Greater than 0 (DRF's min_value is inclusive, so the schema says it here) and at most MAX_FAIR_SHARE_WEIGHT.
-@extend_schema_field({"type": "number", "format": "double", "minimum": 0, "exclusiveMinimum": True, "maximum": MAX_FAIR_SHARE_WEIGHT})
-class FairShareWeightField(serializers.FloatField):
-    pass
+# Both bounds in one phrase, for the API's help and errors and the quota page's (it said "greater than 0", while the
+# model refused under 0.001 in Django's generic words).
+FAIR_SHARE_WEIGHT_BOUNDS = f"from {MIN_FAIR_SHARE_WEIGHT:g} to {MAX_FAIR_SHARE_WEIGHT:,}"
+FAIR_SHARE_WEIGHT_REFUSED = f"The fair-share weight must be {FAIR_SHARE_WEIGHT_BOUNDS}."
 
 
 class QuotaInputSerializer(StrictSerializer):
@@ -52,8 +49,11 @@ class QuotaInputSerializer(StrictSerializer):
     node_hours_per_period = serializers.FloatField(
         min_value=0, max_value=MAX_NODE_HOURS, allow_null=True, help_text=f"Node-hour budget per budget period; at most {MAX_NODE_HOURS:g}."
     )
-    fair_share_weight = FairShareWeightField(
-        help_text=f"Shares in the fair-share priority; greater than 0 and at most {MAX_FAIR_SHARE_WEIGHT}."
+    fair_share_weight = serializers.FloatField(
+        min_value=MIN_FAIR_SHARE_WEIGHT,
+        max_value=MAX_FAIR_SHARE_WEIGHT,
+        error_messages={"min_value": FAIR_SHARE_WEIGHT_REFUSED, "max_value": FAIR_SHARE_WEIGHT_REFUSED},
+        help_text=f"Shares in the fair-share priority; {FAIR_SHARE_WEIGHT_BOUNDS}.",
     )
 
     def validate_max_wall_time_seconds(self, value: int | None) -> int | None:
@@ -63,13 +63,6 @@ class QuotaInputSerializer(StrictSerializer):
                 f"At most the site's longest wall time, {longest} s ({longest / 86400:g} days: MUSTER_MAX_WALL_TIME_SECONDS); "
                 "leave it empty for no limit of its own."
             )
-        return value
-
-    def validate_fair_share_weight(self, value: float) -> float:
-        if not value > 0:
-            raise serializers.ValidationError("The fair-share weight must be greater than 0.")
-        if value > MAX_FAIR_SHARE_WEIGHT:
-            raise serializers.ValidationError(f"The fair-share weight must be at most {MAX_FAIR_SHARE_WEIGHT}.")
         return value
 
 

@@ -171,7 +171,7 @@ def test_quota_form_shows_errors_beside_fields(admin_user: Any, user: Any) -> No
     html = response.content.decode()
     assert "The quota was not saved." in html
     assert html.count('class="field has-error"') == 4
-    assert "greater than 0" in html
+    assert "Give a fair-share weight from 0.001 to 1,000,000." in html
     # What each field needs, in the form's words, not "Ensure this value is greater than or equal to 0."
     assert "Give 0 GPUs or more (at most 10,000,000); leave it empty for no limit." in html
     assert "A wall time limit is at least 1 minute; leave it empty for no limit of its own." in html
@@ -263,3 +263,16 @@ def test_used_and_left_are_said_to_one_precision_and_add_up(
     assert f'data-testid="node-hours-used">{used_text}</span> <small data-testid="budget-left">{left_text} node-hours left' in row
     edit = session_for(admin_user).get("/quotas/users/alice/").content.decode()
     assert f'data-testid="node-hours-used">{used_text}</span> node-hours used' in edit
+
+
+def test_the_quota_form_states_the_fair_share_weights_bounds(admin_user: Any, user: Any) -> None:
+    """It said "above 0" and answered 1e-300 with Django's "Ensure this value is greater than or equal to 0.001."."""
+    client = session_for(admin_user)
+    page = client.get("/quotas/users/alice/").content.decode()
+    assert "Shares against other accounts (2 weighs twice 1), from 0.001 to 1,000,000." in page
+    for weight in ("1e-300", "0", "1000001"):
+        html = client.post("/quotas/users/alice/", {"fair_share_weight": weight}).content.decode()
+        assert "The quota was not saved." in html and html.count('class="field has-error"') == 1
+        assert "Give a fair-share weight from 0.001 to 1,000,000." in html and "Ensure this value" not in html
+    assert not Quota.objects.exists()
+    assert client.post("/quotas/users/alice/", {"fair_share_weight": "0.001"}).status_code == 302

@@ -518,16 +518,19 @@ def test_schema_describes_quotas_and_usage(db: None) -> None:
 
 
 def test_the_schema_gives_the_fair_share_weights_bounds(admin_api: APIClient, user: Any) -> None:
-    """Greater than 0 and at most 1,000,000 were checked but the schema had no bounds."""
+    """Both bounds, as the model enforces them, in the schema, the help and every refusal: the help said "greater than 0"
+    and 1e-300 was refused in Django's words, "Ensure this value is greater than or equal to 0.001."."""
     schemas = APIClient().get("/api/schema/", {"format": "json"}).json()["components"]["schemas"]
     for name in ("QuotaInputRequest", "PatchedQuotaInputRequest"):
         weight = schemas[name]["properties"]["fair_share_weight"]
-        assert (weight["minimum"], weight["exclusiveMinimum"], weight["maximum"]) == (0, True, 1_000_000)
-        assert weight["description"] == "Shares in the fair-share priority; greater than 0 and at most 1000000."
-    for weight, said in ((0, "greater than 0"), (1_000_001, "at most 1000000")):
+        assert (weight["minimum"], weight["maximum"]) == (0.001, 1_000_000) and "exclusiveMinimum" not in weight
+        assert weight["description"] == "Shares in the fair-share priority; from 0.001 to 1,000,000."
+    for weight in (0, 1e-300, 0.0009, 1_000_001):
         refused = admin_api.patch(f"{USERS}alice/", {"fair_share_weight": weight}, format="json")
-        assert refused.status_code == 400 and said in refused.json()["fair_share_weight"][0]
-    assert admin_api.patch(f"{USERS}alice/", {"fair_share_weight": 1_000_000}, format="json").status_code == 200
+        assert refused.status_code == 400
+        assert refused.json() == {"fair_share_weight": ["The fair-share weight must be from 0.001 to 1,000,000."]}
+    for weight in (0.001, 1_000_000):
+        assert admin_api.patch(f"{USERS}alice/", {"fair_share_weight": weight}, format="json").status_code == 200
 
 
 def test_a_quota_sent_back_as_it_was_read_says_which_fields_are_read_only(admin_api: APIClient, user: Any) -> None:
