@@ -164,6 +164,21 @@ def test_a_jobs_charts_read_in_sensible_units_from_the_runs_start_with_every_gpu
     assert outside == [] and errors == []
 
 
+def test_on_a_phone_the_charts_have_no_tool_bar_over_their_titles(
+    page: Any, log_in: LogIn, alice: Any, sim: BrowserSim, live_server: Any
+) -> None:
+    job = running(sim, alice, ran_for=timedelta(minutes=20), name="train-llm", nodes=1, simulate={"duration_seconds": 7200})
+    log_in(page, alice)
+    page.goto(f"/jobs/{job.pk}/")
+    figures = charts_drawn(page)
+    assert page.locator(f"#{figures[0]} .modebar").count() == 1  # at 1440 px, on hover
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/jobs/{job.pk}/")
+    figures = charts_drawn(page)
+    page.locator(f"#{figures[0]} .main-svg").first.hover()
+    assert page.locator(".js-plotly-plot .modebar").count() == 0
+
+
 def test_a_chart_with_nothing_to_draw_says_why(page: Any, log_in: LogIn, alice: Any, sim: BrowserSim, live_server: Any) -> None:
     single = running(sim, alice, ran_for=timedelta(minutes=10), name="one-gpu", nodes=1, gpus_per_node=1)
     just_started = running(

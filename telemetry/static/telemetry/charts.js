@@ -15,7 +15,10 @@
       // The element as tall as the figure: a responsive chart takes its size from its element when the window is
       // resized, and an element as tall as its CSS minimum would squash it to that.
       if (layout.height) { element.style.height = layout.height + "px"; }
-      Plotly.react(element, entry.figure.data, layout, { displaylogo: false, responsive: true });
+      // On a phone the tool bar (zoom, pan, download) lay over the chart's title at the first tap, and a finger
+      // zooms with a pinch: the bar is for a wide screen.
+      var wide = element.clientWidth >= 600;
+      Plotly.react(element, entry.figure.data, layout, { displaylogo: false, responsive: true, displayModeBar: wide ? "hover" : false });
     });
   }
 
