@@ -108,8 +108,9 @@ def factor(value: float) -> str:
 
 @register.filter
 def factor_summary(factors: Mapping[str, tuple[float, float]]) -> str:
-    """One line for a tooltip: 'Fair share 512.3, Age 20.1, ...'."""
-    return ", ".join(f"{label} {weighted:.1f}" for label, _, weighted in factor_rows(factors))
+    """'Fair share 512.3, Age 20.1, ...', each factor kept on one line: a narrow column breaks between them."""
+    rows = ((label, f"{weighted:.1f}") for label, _, weighted in factor_rows(factors))
+    return format_html_join(", ", '<span class="factor">{} {}</span>', rows)
 
 
 @register.simple_tag(takes_context=True)

@@ -143,7 +143,7 @@ def test_the_cluster_page_updates_in_place_and_sorts_its_queue(user: Any, other_
     assert "data-live" in html and "frontend/live_parts.js" in html and 'data-testid="live-updated"' in html
     assert ids(html) == [first.pk, second.pk, new.pk]  # the queue's own order
     assert 'aria-sort="ascending"' in header(html, "#")
-    assert 'data-testid="priority-factors">Age 5.0<' in html  # the factors stay on the page, not in a tooltip
+    assert 'data-testid="priority-factors"><span class="factor">Age 5.0</span><' in html  # the factors stay on the page, not in a tooltip
 
     body = page.get("/cluster/", {"parts": "1"}).json()
     assert set(body["parts"]) == {"cluster-nodes", "queue"} and body["live"] is True

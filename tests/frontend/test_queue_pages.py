@@ -142,7 +142,8 @@ def test_the_cluster_page_names_the_jobs_holding_each_node_and_shows_priority_fa
     assert f'<a href="/jobs/{mine.pk}/">job {mine.pk}</a>' in page
     assert f"job {theirs.pk}" in page and f'href="/jobs/{theirs.pk}/"' not in page  # named, but not a link: not yours
     factors = page.split('data-testid="priority-factors">', 1)[1].split("</small>", 1)[0]
-    assert factors == "Fair share 900.0, Age 250.0"  # on the page, not only on hover
+    assert re.sub("<[^>]+>", "", factors) == "Fair share 900.0, Age 250.0"  # on the page, not only on hover
+    assert '<span class="factor">Fair share 900.0</span>' in factors  # broken between factors, never inside one
     assert "preemptible, preemptible" not in page and "preemptible, may borrow" not in page
 
 
