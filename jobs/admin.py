@@ -15,17 +15,20 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.actions import delete_selected as django_delete_selected
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Model, QuerySet
 from django.forms.models import construct_instance
 from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 
 from accounts.requests import AuthenticatedHttpRequest
 from audit.services import audit_changes, audit_record
 from jobs.errors import JobFinished
 from jobs.models import Allocation, Job, JobEvent, Node
+from jobs.node_holds import NodesHeld, jobs_running_on, node_hold_write, nodes_hold, nodes_release
 from jobs.services import job_cancel
 from jobs.states import ACTIVE_STATES, JobState
 
@@ -249,15 +252,13 @@ def _locked(queryset: QuerySet[Job]) -> QuerySet[Job]:
     return Job.objects.filter(pk__in=pks)
 
 
-# The node's columns Muster owns, and so what an admin may change here (the cluster's sync writes the rest).
-NODE_ADMIN_FIELDS = ("held", "held_reason", "failures_in_row")
-
 # Shown beside HELD on the cluster page and in the reasons of jobs waiting for the node: a line, not a report.
 HELD_REASON_MAX_CHARS = 200
 
-
-def _node_values(node: Node) -> dict[str, Any]:
-    return {name: getattr(node, name) for name in NODE_ADMIN_FIELDS}
+HELD_REASON_HELP = (
+    'Why, and for how long if known ("GPU 3 replaced, back Friday"). Shown beside HELD on the cluster page and in the '
+    "reasons of jobs waiting for it. Cleared when the hold is."
+)
 
 
 class NodeAdminForm(forms.ModelForm):
@@ -270,8 +271,7 @@ class NodeAdminForm(forms.ModelForm):
         max_length=HELD_REASON_MAX_CHARS,
         strip=True,
         widget=forms.TextInput(attrs={"size": 80}),
-        help_text='Required to hold the node: why, and for how long if known ("GPU 3 replaced, back Friday"). Shown beside '
-        "HELD on the cluster page and in the reasons of jobs waiting for it. Cleared when the hold is.",
+        help_text=f"Required to hold the node. {HELD_REASON_HELP}",
     )
 
     class Meta:
@@ -287,6 +287,30 @@ class NodeAdminForm(forms.ModelForm):
         elif not self.instance.held:  # the node list's column: a new hold needs its reason, on the node's own page
             self.add_error("held", f"A hold takes a reason: hold {self.instance.name} from its own page, which asks for one.")
         return cleaned
+
+
+class NodesHoldForm(forms.Form):
+    """The reason of a hold of several nodes at once (the list's "Hold selected nodes"): required, as on a node's page."""
+
+    held_reason = forms.CharField(
+        label="Held reason",
+        max_length=HELD_REASON_MAX_CHARS,
+        strip=True,
+        widget=forms.TextInput(attrs={"size": 80, "autofocus": True}),
+        error_messages={"required": "Say why the nodes are held: users waiting for them read this."},
+        help_text=HELD_REASON_HELP,
+    )
+
+
+def _say_jobs_run_on(model_admin: admin.ModelAdmin[Node], request: HttpRequest, result: NodesHeld) -> None:
+    """A hold stops nothing that runs, as Slurm's drain: say which jobs run on to their end on the nodes just held."""
+    if result.running:
+        model_admin.message_user(
+            request,
+            f"Jobs keep running there until they end (a hold places nothing new, and stops nothing): {result.running_text()}. "
+            f"To free {'the node' if len(result.running) == 1 else 'the nodes'} sooner, cancel those jobs.",
+            messages.WARNING,
+        )
 
 
 class NodeChangeListForm(NodeAdminForm):
@@ -305,6 +329,7 @@ class NodeAdmin(admin.ModelAdmin):
     list_display = ["name", "gpus_total", "rack", "gpu_model", "state", "held", "held_reason", "failures_in_row", "updated_at"]
     list_filter = ["state", "held", "rack"]
     list_editable = ["held"]
+    actions = ["hold_selected", "release_selected"]
     # The cluster owns what a node is (the backend's sync writes it back every cycle, so an edit here would be undone
     # within seconds, and a renamed node would be a new one while its jobs stay on the old). Muster's own words are
     # `held` and its reason.
@@ -323,18 +348,45 @@ class NodeAdmin(admin.ModelAdmin):
 
     def save_model(self, request: Any, obj: Node, form: Any, change: bool) -> None:
         # Django admin saves in one transaction, so the entry commits with the change. The row is locked and only
-        # Muster's own columns written: a plain save() would write back the state the form read over the sync's.
+        # Muster's own columns written (node_hold_write).
         current = Node.objects.select_for_update().get(pk=obj.pk)
-        if not obj.held:  # cleared by an admin: the node starts a fresh count
-            obj.failures_in_row, obj.held_reason = 0, ""
-        else:
-            obj.failures_in_row = current.failures_in_row
-            if "held_reason" not in form.changed_data:  # the node list's column, or a reason left as it was
-                obj.held_reason = current.held_reason
-        obj.save(update_fields=[*NODE_ADMIN_FIELDS, "updated_at"])
-        changes = audit_changes(_node_values(current), _node_values(obj))
-        if changes:
-            action = "node.hold" if obj.held and not current.held else "node.release" if current.held and not obj.held else "node.update"
-            audit_record(actor=request.user, action=action, target=obj, changes=changes, request=request)
+        if obj.held and "held_reason" not in form.changed_data:  # the node list's column, or a reason left as it was
+            obj.held_reason = current.held_reason
+        if node_hold_write(current=current, node=obj, by=request.user, request=request) == "node.hold":
+            _say_jobs_run_on(self, request, NodesHeld(held=[obj.name], running=jobs_running_on([obj.name])))
+
+    @admin.action(permissions=["change"], description="Hold selected nodes (asks why)")
+    def hold_selected(self, request: HttpRequest, queryset: QuerySet[Node]) -> HttpResponse | None:
+        """Many nodes at once, with one reason, as `scontrol update nodename=gpu-[07-08] state=drain reason=...`: a page
+        asks for the reason (required, as on a node's own page), then holds them and says which jobs run on there."""
+        form = NodesHoldForm(request.POST if "apply" in request.POST else None)
+        if form.is_bound and form.is_valid():
+            result = nodes_hold(nodes=queryset, reason=form.cleaned_data["held_reason"], by=request.user, request=request)
+            self.message_user(request, result.summary(), messages.SUCCESS)
+            _say_jobs_run_on(self, request, result)
+            return None
+        nodes = list(queryset.order_by("name"))
+        running = jobs_running_on([n.name for n in nodes])
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Hold nodes",
+            "subtitle": None,
+            "opts": self.model._meta,
+            "nodes": [(node, running.get(node.name, [])) for node in nodes],
+            "form": form,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "media": self.media,
+        }
+        return TemplateResponse(request, "admin/jobs/node/hold_selected.html", context)
+
+    @admin.action(permissions=["change"], description="Release selected nodes")
+    def release_selected(self, request: HttpRequest, queryset: QuerySet[Node]) -> None:
+        released, not_held = nodes_release(nodes=queryset, by=request.user, request=request)
+        if released:
+            self.message_user(
+                request, f"Released {', '.join(released)}: new work may be placed there again (failure count reset).", messages.SUCCESS
+            )
+        if not_held:
+            self.message_user(request, f"Not held, left as they were: {', '.join(not_held)}.", messages.WARNING)
 
     search_fields = ["name"]
