@@ -24,6 +24,7 @@ from django.forms.models import construct_instance
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
+from accounts.admin_access import MusterAdminAccess
 from accounts.requests import AuthenticatedHttpRequest
 from audit.services import audit_changes, audit_record
 from jobs.errors import JobFinished
@@ -62,7 +63,7 @@ def _holds_gpus(job: Job | None) -> bool:
     return job is not None and job.state in ACTIVE_STATES
 
 
-class JobEventInline(admin.TabularInline):
+class JobEventInline(MusterAdminAccess, admin.TabularInline):
     model = JobEvent
     extra = 0
     can_delete = False
@@ -72,7 +73,7 @@ class JobEventInline(admin.TabularInline):
         return False
 
 
-class AllocationInline(admin.TabularInline):
+class AllocationInline(MusterAdminAccess, admin.TabularInline):
     model = Allocation
     extra = 0
     can_delete = False
@@ -98,7 +99,7 @@ class JobAdminForm(forms.ModelForm):
 
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
+class JobAdmin(MusterAdminAccess, admin.ModelAdmin):
     form = JobAdminForm
     list_display = ["id", "name", "owner", "team", "state", "nodes", "gpus_per_node", "priority_class", "submitted_at"]
     list_filter = ["state", "priority_class", "team"]
@@ -324,7 +325,7 @@ class NodeChangeListForm(NodeAdminForm):
 
 
 @admin.register(Node)
-class NodeAdmin(admin.ModelAdmin):
+class NodeAdmin(MusterAdminAccess, admin.ModelAdmin):
     form = NodeAdminForm
     list_display = ["name", "gpus_total", "rack", "gpu_model", "state", "held", "held_reason", "failures_in_row", "updated_at"]
     list_filter = ["state", "held", "rack"]

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 
+from accounts.admin_access import MusterAdminAccess
 from audit.services import audit_changes, audit_record
 from jobs.amounts import plural
 from jobs.models import Job
@@ -29,7 +30,7 @@ def _fields(team: Team) -> dict[str, Any]:
     return {name: getattr(team, name) for name in AUDITED_FIELDS}
 
 
-class TeamVolumeInline(admin.TabularInline):
+class TeamVolumeInline(MusterAdminAccess, admin.TabularInline):
     """The PersistentVolumeClaims (in the jobs' namespace) the team's jobs may mount."""
 
     model = TeamVolume
@@ -75,7 +76,7 @@ def team_delete_refusals(teams: Sequence[Team]) -> list[str]:
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(MusterAdminAccess, admin.ModelAdmin):
     list_display = [
         "name", "description", "member_count", "allow_host_network", "allow_run_as_root", "allow_writable_root_filesystem", "created_at",
     ]  # fmt: skip
