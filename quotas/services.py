@@ -96,14 +96,14 @@ def quota_check_job(
         if limits.max_node_hours_per_job is not None and node_hours > limits.max_node_hours_per_job:
             errors.setdefault("nodes", []).append(
                 f"The job may hold {nodes} whole node{'s' if nodes != 1 else ''} for {_hours(wall_time_seconds)}: "
-                f"{node_hours:.3g} node-hours; {whose} allows at most {limits.max_node_hours_per_job:.3g} node-hours per job "
+                f"{_node_hours(node_hours, '.3g')}; {whose} allows at most {_node_hours(limits.max_node_hours_per_job, '.3g')} per job "
                 "(counted by whole nodes, whatever share of a node the job takes)."
             )
         budget = limits.node_hours_per_period
         if budget is not None and least > budget:
             # Else it was accepted and waited for good: "[waits] ... It renews 2026-12-01", and then it did not fit either.
             errors.setdefault("wall_time_seconds", []).append(
-                f"The job would use at least {least:.3g} node-hours of its budget; {whose} gives {budget:.3g} node-hours "
+                f"The job would use at least {_node_hours(least, '.3g')} of its budget; {whose} gives {_node_hours(budget, '.3g')} "
                 f"a {settings.MUSTER_BUDGET_PERIOD} in all, so it could never start. Submit it shorter or on fewer nodes, "
                 "or ask an admin to raise the budget."
             )
@@ -111,10 +111,21 @@ def quota_check_job(
         raise ValidationError(errors)
 
 
+def _jobs_listed(pks: Sequence[int]) -> str:
+    """'job 5', 'jobs 5, 6, 9' (the first ten, then 'and more'): a bare '(5)' read as a count, not a job."""
+    return f"job{'' if len(pks) == 1 else 's'} " + ", ".join(str(pk) for pk in pks[:10]) + (" and more" if len(pks) > 10 else "")
+
+
+def _node_hours(hours: float, spec: str = "g") -> str:
+    """'4 node-hours', '1 node-hour' (it read 'at least 1 node-hours')."""
+    text = format(hours, spec)
+    return f"{text} node-hour{'' if text == '1' else 's'}"
+
+
 def _stuck_warning(pks: Sequence[int], whose: str, need: str, why: str, limit: str) -> str:
     """A lowered limit's warning of the queued jobs it leaves with no way to start until it is raised."""
     one = len(pks) == 1
-    listed = ", ".join(str(pk) for pk in pks[:10]) + (" and more" if len(pks) > 10 else "")
+    listed = _jobs_listed(pks)
     return (
         f"{len(pks)} queued job{'' if one else 's'} of {whose} need{'s' if one else ''} {need} ({listed}): "
         f"{why}{'it waits' if one else 'they wait'} until {limit} is raised, or until cancelled."
@@ -376,7 +387,7 @@ def quota_warnings(*, account: Any, before: Limits, after: Limits, now: datetime
         ]
         if beyond:
             room = f"no renewal gives {'it' if len(beyond) == 1 else 'them'} room; "
-            warnings.append(_stuck_warning(beyond, whose, f"more than the whole budget of {budget:g} node-hours", room, "the budget"))
+            warnings.append(_stuck_warning(beyond, whose, f"more than the whole budget of {_node_hours(budget)}", room, "the budget"))
     if budget is not None and budget != before.node_hours_per_period and usage.node_hours_used > budget:
         renews = timezone.localtime(usage.period_end).strftime("%Y-%m-%d %H:%M %Z")
         warnings.append(
@@ -420,7 +431,7 @@ def _queued_beyond(account: Any, before: Limits, after: Limits) -> list[str]:
     for what, limit, found in (("wall time", duration(wall), over_wall), ("node-hours per job", f"{hours:g}" if hours else "", over_hours)):
         if found:
             one = len(found) == 1
-            listed = ", ".join(str(pk) for pk in found[:10]) + (" and more" if len(found) > 10 else "")
+            listed = _jobs_listed(found)
             warnings.append(
                 f"{len(found)} queued job{'' if one else 's'} of {after.whose} ask{'s' if one else ''} more than the new {what} "
                 f"limit of {limit} ({listed}): accepted under the old limit, {'it waits' if one else 'they wait'} until the "

@@ -332,7 +332,7 @@ def test_a_gpu_quota_below_what_is_held_warns_in_the_api(admin_api: APIClient, u
     assert body["warnings"] == [
         "User alice holds 32 GPUs now, above the new limit of 16: running jobs are not stopped; new jobs of user alice wait "
         "until the GPUs it holds within its quota leave room for them under 16 (preemptible jobs may still borrow idle GPUs).",
-        f"1 queued job of user alice needs more than 16 GPUs on its own ({queued.pk}): it waits until the limit is raised, "
+        f"1 queued job of user alice needs more than 16 GPUs on its own (job {queued.pk}): it waits until the limit is raised, "
         "or until cancelled.",
     ]
     # Raising it back is no warning.
@@ -346,7 +346,7 @@ def test_a_budget_lowered_under_a_queued_jobs_whole_need_warns_that_no_renewal_h
     Job.objects.filter(pk=within.pk).update(nodes=2, wall_time_seconds=3600)  # 2 node-hours: within it
     body = admin_api.patch("/api/v1/quotas/users/alice/", {"node_hours_per_period": 4}, format="json").json()
     assert body["warnings"] == [
-        f"1 queued job of user alice needs more than the whole budget of 4 node-hours ({queued.pk}): no renewal gives it "
+        f"1 queued job of user alice needs more than the whole budget of 4 node-hours (job {queued.pk}): no renewal gives it "
         "room; it waits until the budget is raised, or until cancelled."
     ]
 
@@ -367,11 +367,12 @@ def test_lowered_per_job_limits_name_the_queued_jobs_beyond_them_and_a_budget_be
     JobFactory(owner=user, wall_time_seconds=600)
     body = admin_api.patch("/api/v1/quotas/users/alice/", {"max_wall_time_seconds": 3600}, format="json").json()
     assert body["warnings"] == [
-        f"1 queued job of user alice asks more than the new wall time limit of 1 h ({long.pk}): accepted under the old "
+        f"1 queued job of user alice asks more than the new wall time limit of 1 h (job {long.pk}): accepted under the old "
         "limit, it waits until the limit is raised again; its owners are told so on its page."
     ]
     body = admin_api.patch("/api/v1/quotas/users/alice/", {"max_node_hours_per_job": 0.5}, format="json").json()
-    assert body["warnings"][0].startswith(f"1 queued job of user alice asks more than the new node-hours per job limit of 0.5 ({long.pk})")
+    said = f"1 queued job of user alice asks more than the new node-hours per job limit of 0.5 (job {long.pk})"
+    assert body["warnings"][0].startswith(said)
     # A running 1-node job with a day of wall time left commits about 24 node-hours: a budget of 10 may be overspent.
     JobFactory(owner=user, running=True, held=["n1"])
     (warning,) = admin_api.patch("/api/v1/quotas/users/alice/", {"node_hours_per_period": 10}, format="json").json()["warnings"]

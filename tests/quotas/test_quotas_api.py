@@ -547,3 +547,21 @@ def test_a_quota_sent_back_as_it_was_read_says_which_fields_are_read_only(admin_
 def test_a_report_day_that_does_not_exist_is_said_so_not_a_wrong_format(api: APIClient) -> None:
     body = api.get(REPORT, {"start": "2026-13-01", "end": "2026-11-20"}).json()
     assert body == {"start": ["Not a day: write it as YYYY-MM-DD (2026-11-01), a date that exists."]}
+
+
+def test_one_node_hour_is_said_in_the_singular(api: APIClient, vision: Any, sim: Any) -> None:
+    """It read "at least 1 node-hours of its budget" and "at most 1 node-hours per job"."""
+    Quota.objects.create(team=vision, node_hours_per_period=1, max_node_hours_per_job=1)
+    response = api.post("/api/v1/jobs/", job_payload(team="vision", nodes=2, wall_time_seconds=3600), format="json")
+    rejected(response, "wall_time_seconds", "at least 2 node-hours of its budget", "team vision gives 1 node-hour a month in all")
+    rejected(response, "nodes", ": 2 node-hours;", "at most 1 node-hour per job")
+
+
+def test_a_lowered_limits_warning_names_jobs_as_jobs(admin_api: APIClient, user: Any) -> None:
+    """It listed them as a bare "(5)", which read as a count."""
+    first, second = JobFactory(owner=user), JobFactory(owner=user)
+    Job.objects.filter(pk__in=[first.pk, second.pk]).update(nodes=2)
+    (one,) = admin_api.patch(f"{USERS}alice/", {"max_gpus": 8}, format="json").json()["warnings"]
+    assert f"need more than 8 GPUs on their own (jobs {first.pk}, {second.pk}):" in one
+    (budget,) = admin_api.patch(f"{USERS}alice/", {"node_hours_per_period": 1}, format="json").json()["warnings"]
+    assert f"more than the whole budget of 1 node-hour (jobs {first.pk}, {second.pk}):" in budget
