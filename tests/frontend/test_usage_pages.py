@@ -276,3 +276,9 @@ def test_the_quota_form_states_the_fair_share_weights_bounds(admin_user: Any, us
         assert "Give a fair-share weight from 0.001 to 1,000,000." in html and "Ensure this value" not in html
     assert not Quota.objects.exists()
     assert client.post("/quotas/users/alice/", {"fair_share_weight": "0.001"}).status_code == 302
+
+
+def test_the_quota_lists_default_badges_do_not_wrap(admin_user: Any, user: Any, vision: Any) -> None:
+    """The Teams table's "none set" broke onto two lines at 1440 px."""
+    html = session_for(admin_user).get("/quotas/").content.decode()
+    assert '<span class="tag nowrap">default</span>' in html and '<span class="tag nowrap">none set</span>' in html
