@@ -46,12 +46,28 @@ PY
 "$BIN/python" manage.py collectstatic --noinput -v 0
 
 pids=()
-declare -A names=()
-started() { pids+=("$1"); names[$1]=$2; }
+declare -A names=() stop_signals=()
+# started PID NAME [SIGNAL]: SIGNAL (default TERM) is what stops it.
+started() { pids+=("$1"); names[$1]=$2; stop_signals[$1]=${3:-TERM}; }
+# How long the processes have to stop before they are killed (SIGKILL), naming each.
+STOP_SECONDS=${MUSTER_STOP_SECONDS:-20}
 stop() {
   trap - INT TERM EXIT
   echo; echo "stopping Muster..."
-  kill "${pids[@]}" 2>/dev/null || true
+  local pid
+  local -a left=()
+  for pid in "${pids[@]}"; do kill "-${stop_signals[$pid]}" "$pid" 2>/dev/null || true; done
+  for _ in $(seq $((STOP_SECONDS * 5))); do
+    left=()
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && left+=("$pid"); done
+    ((${#left[@]})) || break
+    sleep 0.2
+  done
+  for pid in "${left[@]}"; do
+    echo "${names[$pid]} did not stop within ${STOP_SECONDS} s; killing it" >&2
+    pkill -KILL -P "$pid" 2>/dev/null || true # its own children first (a Celery worker's pool), or they outlive it
+    kill -KILL "$pid" 2>/dev/null || true
+  done
   wait "${pids[@]}" 2>/dev/null || true
 }
 trap 'stop; exit 130' INT TERM
@@ -65,8 +81,11 @@ started $! "the web server (gunicorn)"
 "$BIN/celery" -A config --quiet worker --loglevel WARNING --concurrency 1 --hostname "muster@%h" --without-gossip --without-mingle --without-heartbeat &
 started $! "the Celery worker"
 # What-if replays (/whatif/) on their own queue and worker, so a long replay never holds up the scheduling cycle.
+# Stopped with SIGQUIT, Celery's cold shutdown: SIGTERM, like the terminal's Ctrl-C, is a warm one, which waits for a
+# running replay to end (up to its 6-hour limit). The replay is cut off, and its run marked failed as stopped with its
+# worker (whatif/tasks.py), not left "running".
 "$BIN/celery" -A config --quiet worker -Q "${CELERY_TASK_DEFAULT_QUEUE:-muster}-whatif" --loglevel WARNING --concurrency 1 --hostname "whatif@%h" --without-gossip --without-mingle --without-heartbeat &
-started $! "the what-if worker"
+started $! "the what-if worker" QUIT
 "$BIN/celery" -A config --quiet beat --loglevel WARNING --schedule "$MUSTER_DATA_DIR/celerybeat-schedule" &
 started $! "Celery beat"
 if [[ ${MUSTER_CLUSTER:-simulated} == kubernetes ]]; then

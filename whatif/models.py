@@ -33,6 +33,9 @@ class WhatIfRun(models.Model):
     # replay.report.report_figures: the charts as Plotly figure JSON.
     figures = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
+    # The Celery worker replaying it (its hostname): when that worker stops, or starts again after it died, a run it
+    # left "running" is marked as stopped (whatif.tasks) instead of reading "running" forever.
+    worker = models.CharField(max_length=255, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -111,24 +111,27 @@ def whatif_start(request: RunRequest, *, actor: User | AnonymousUser | None, htt
     return run
 
 
-def whatif_execute(run_id: int) -> None:
+def whatif_execute(run_id: int, *, worker: str = "") -> None:
     """Replay run `run_id`, saving progress as it goes, then the summary and charts; a failure saves the error.
 
     Idempotent: only a queued run is started (a second delivery of the task finds it running or ended and returns).
+    `worker` (the Celery worker's hostname) is kept on the run: whatif_worker_stopped finds it by that.
+    Only a run still running is written to at its end: one marked stopped meanwhile stays so.
     """
     started = WhatIfRun.objects.filter(pk=run_id, status=WhatIfRun.Status.QUEUED).update(
-        status=WhatIfRun.Status.RUNNING, started_at=timezone.now(), progress=0.0
+        status=WhatIfRun.Status.RUNNING, started_at=timezone.now(), progress=0.0, worker=worker[:255]
     )
     if not started:
         return
     run = WhatIfRun.objects.get(pk=run_id)
+    running = WhatIfRun.objects.filter(pk=run_id, status=WhatIfRun.Status.RUNNING)
     last = [0.0]
 
     def progress(policy: str, fraction: float, overall: float) -> None:
         now = time.monotonic()
         if now - last[0] >= PROGRESS_INTERVAL_SECONDS:
             last[0] = now
-            WhatIfRun.objects.filter(pk=run_id, status=WhatIfRun.Status.RUNNING).update(progress=min(0.99, overall))
+            running.update(progress=min(0.99, overall))
 
     try:
         parameters = run.parameters
@@ -145,13 +148,30 @@ def whatif_execute(run_id: int) -> None:
         figures = report_figures(results)
     except Exception as exc:  # anything: the run says what went wrong instead of staying "running"
         logger.exception("what-if run %s failed", run_id)
-        WhatIfRun.objects.filter(pk=run_id).update(
-            status=WhatIfRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:5000], finished_at=timezone.now()
-        )
+        running.update(status=WhatIfRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:5000], finished_at=timezone.now())
         return
-    WhatIfRun.objects.filter(pk=run_id).update(
-        status=WhatIfRun.Status.DONE, progress=1.0, summary=document, figures=figures, finished_at=timezone.now()
-    )
+    running.update(status=WhatIfRun.Status.DONE, progress=1.0, summary=document, figures=figures, finished_at=timezone.now())
+
+
+def whatif_worker_stopped(*, worker: str) -> int:
+    """Runs `worker` left running, marked failed as stopped with it; returns how many.
+
+    Called when that worker shuts down (a cold shutdown, as make run's Ctrl-C gives it, kills a replay midway) and
+    when it starts (it may have died without shutting down): either way no replay of it is still going, and a run
+    that read "running" would never end. The replay is not resumed: its task was taken off the queue when it began.
+    """
+    if not worker:
+        return 0
+    stopped = 0
+    for run in WhatIfRun.objects.filter(status=WhatIfRun.Status.RUNNING, worker=worker).only("pk", "progress"):
+        stopped += WhatIfRun.objects.filter(pk=run.pk, status=WhatIfRun.Status.RUNNING).update(
+            status=WhatIfRun.Status.FAILED,
+            error=f"Stopped when its worker ({worker}) stopped, {round(100 * run.progress)}% through: start it again as a new run.",
+            finished_at=timezone.now(),
+        )
+    if stopped:
+        logger.warning("%s what-if run(s) of worker %s marked as stopped with it", stopped, worker)
+    return stopped
 
 
 def _when(value: str | None) -> datetime | None:
