@@ -14,6 +14,7 @@ class WhatIfRun(models.Model):
         RUNNING = "running"
         DONE = "done"
         FAILED = "failed"
+        CANCELLED = "cancelled"
 
     class Source(models.TextChoices):
         HISTORY = "history", "this site's finished jobs"
@@ -36,6 +37,7 @@ class WhatIfRun(models.Model):
     # The Celery worker replaying it (its hostname): when that worker stops, or starts again after it died, a run it
     # left "running" is marked as stopped (whatif.tasks) instead of reading "running" forever.
     worker = models.CharField(max_length=255, blank=True)
+    cancelled_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -49,6 +51,11 @@ class WhatIfRun(models.Model):
         return f"what-if run {self.pk} ({self.trace_name})"
 
     @property
+    def ended(self) -> bool:
+        """Done, failed or cancelled: it may be deleted, not cancelled."""
+        return self.status in ENDED
+
+    @property
     def policies(self) -> list[str]:
         value: Any = self.parameters.get("policies", [])
         return list(value)
@@ -56,3 +63,6 @@ class WhatIfRun(models.Model):
     @property
     def policy_summaries(self) -> list[dict[str, Any]]:
         return list((self.summary or {}).get("policies", []))
+
+
+ENDED = (WhatIfRun.Status.DONE, WhatIfRun.Status.FAILED, WhatIfRun.Status.CANCELLED)

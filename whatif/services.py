@@ -1,4 +1,5 @@
-"""Starting a what-if run (validated, audited, queued after commit) and executing it (in the worker)."""
+"""Starting a what-if run (validated, audited, queued after commit), executing it (in the worker), cancelling and
+deleting it (audited)."""
 
 from __future__ import annotations
 
@@ -21,12 +22,24 @@ from replay.report import report_figures, summary_document
 from replay.trace import Assumptions, TraceJob, read_trace
 from scheduler.snapshot import policy_config
 from whatif.history import history_write
-from whatif.models import WhatIfRun
+from whatif.models import ENDED, WhatIfRun
 from whatif.runs import cluster_for, replay_policies, settings_used
 
 logger = logging.getLogger(__name__)
 # How often a running replay writes its progress to the database at most.
 PROGRESS_INTERVAL_SECONDS = 1.0
+
+
+class RunEnded(ValueError):
+    """The run has ended: there is nothing to cancel."""
+
+
+class RunNotEnded(ValueError):
+    """The run is queued or running: cancel it before deleting it."""
+
+
+class _Stopped(Exception):
+    """Raised inside the replay when its run is no longer running (cancelled, or marked stopped): the replay ends."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +129,8 @@ def whatif_execute(run_id: int, *, worker: str = "") -> None:
 
     Idempotent: only a queued run is started (a second delivery of the task finds it running or ended and returns).
     `worker` (the Celery worker's hostname) is kept on the run: whatif_worker_stopped finds it by that.
-    Only a run still running is written to at its end: one marked stopped meanwhile stays so.
+    Only a run still running is written to: one cancelled or marked stopped meanwhile stays so, and its replay ends at
+    the next progress step (every 1% of the trace's jobs, checked at most once a second).
     """
     started = WhatIfRun.objects.filter(pk=run_id, status=WhatIfRun.Status.QUEUED).update(
         status=WhatIfRun.Status.RUNNING, started_at=timezone.now(), progress=0.0, worker=worker[:255]
@@ -131,7 +145,8 @@ def whatif_execute(run_id: int, *, worker: str = "") -> None:
         now = time.monotonic()
         if now - last[0] >= PROGRESS_INTERVAL_SECONDS:
             last[0] = now
-            running.update(progress=min(0.99, overall))
+            if not running.update(progress=min(0.99, overall)):
+                raise _Stopped
 
     try:
         parameters = run.parameters
@@ -146,6 +161,9 @@ def whatif_execute(run_id: int, *, worker: str = "") -> None:
         used = settings_used(cluster, config, assumptions, load=parameters.get("load"))
         document = summary_document(summaries, assumptions=assumptions.describe(), settings_used=used, trace_name=run.trace_name)
         figures = report_figures(results)
+    except _Stopped:
+        logger.info("what-if run %s was cancelled or stopped: its replay ends", run_id)
+        return
     except Exception as exc:  # anything: the run says what went wrong instead of staying "running"
         logger.exception("what-if run %s failed", run_id)
         running.update(status=WhatIfRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:5000], finished_at=timezone.now())
@@ -172,6 +190,41 @@ def whatif_worker_stopped(*, worker: str) -> int:
     if stopped:
         logger.warning("%s what-if run(s) of worker %s marked as stopped with it", stopped, worker)
     return stopped
+
+
+def whatif_cancel(*, run_id: int, actor: User | AnonymousUser, http_request: Any = None) -> WhatIfRun:
+    """Cancel a queued or running run, saying who did; audited (`whatif.cancel`). RunEnded if it has ended.
+
+    A queued run is never started (whatif_execute starts queued runs only); a running one's replay ends at its next
+    progress step, when it finds its run no longer running. The worker is then free for the next run.
+    """
+    with transaction.atomic():
+        run = WhatIfRun.objects.select_for_update().only("pk", "status", "progress", "trace_name").get(pk=run_id)
+        if run.ended:
+            raise RunEnded(f"What-if run {run.pk} has already ended ({run.get_status_display().lower()}): there is nothing to cancel.")
+        before = run.status
+        run.status, run.finished_at = WhatIfRun.Status.CANCELLED, timezone.now()
+        run.cancelled_by = actor if actor.is_authenticated else None
+        run.save(update_fields=["status", "finished_at", "cancelled_by"])
+        changes = {"status": [before, run.status], "progress": [round(run.progress, 3), None]}
+        audit_record(actor=actor, action="whatif.cancel", target=run, changes=changes, request=http_request)
+    return run
+
+
+def whatif_delete(*, run_id: int, actor: User | AnonymousUser, http_request: Any = None) -> None:
+    """Delete an ended run (done, failed or cancelled) with its trace and report; audited (`whatif.delete`, with what
+    it was). RunNotEnded if it is queued or running: cancel it first."""
+    with transaction.atomic():
+        run = WhatIfRun.objects.select_for_update().only("pk", "status", "trace_name", "trace_jobs", "created_by").get(pk=run_id)
+        if run.status not in ENDED:
+            raise RunNotEnded(f"What-if run {run.pk} is {run.get_status_display().lower()}: cancel it before deleting it.")
+        was = {"trace": run.trace_name, "jobs": run.trace_jobs, "status": run.status, "started_by": _username(run.created_by)}
+        audit_record(actor=actor, action="whatif.delete", target=run, changes={k: [v, None] for k, v in was.items()}, request=http_request)
+        run.delete()
+
+
+def _username(user: User | None) -> str | None:
+    return user.get_username() if user is not None else None
 
 
 def _when(value: str | None) -> datetime | None:

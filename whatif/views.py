@@ -1,4 +1,5 @@
-"""The what-if pages (admins only): runs side by side, the form that starts one, a run's progress and report."""
+"""The what-if pages (admins only): runs side by side, the form that starts one, a run's progress and report, and
+cancelling or deleting a run (POST)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.templatetags.static import static
 from django.urls import reverse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
 from jobs.models import Node, NodeState
 from replay.report import render_html, summary_table
@@ -21,7 +22,7 @@ from replay.trace import TraceError
 from telemetry.staticfiles import PLOTLY_JS
 from whatif.forms import WhatIfForm
 from whatif.models import WhatIfRun
-from whatif.services import RunRequest, history_trace, whatif_start
+from whatif.services import RunEnded, RunNotEnded, RunRequest, history_trace, whatif_cancel, whatif_delete, whatif_start
 
 PAGE_SIZE = 25
 # How often a run's page asks for its progress while it is queued or running.
@@ -91,7 +92,7 @@ def _start(request: HttpRequest, form: WhatIfForm) -> WhatIfRun | None:
 @require_GET
 def whatif_detail(request: HttpRequest, pk: int) -> HttpResponse:
     _staff_only(request)
-    run = get_object_or_404(WhatIfRun.objects.defer("trace").select_related("created_by"), pk=pk)
+    run = get_object_or_404(WhatIfRun.objects.defer("trace").select_related("created_by", "cancelled_by"), pk=pk)
     summaries = run.policy_summaries
     context: dict[str, Any] = {
         "run": run,
@@ -159,3 +160,32 @@ def whatif_compare(request: HttpRequest) -> HttpResponse:
             columns.append(f"run {run.pk}: {summary.get('policy', '?')}")
             summaries.append(summary)
     return render(request, "whatif/compare.html", {"runs": runs, "columns": columns, "table": summary_table(summaries)})
+
+
+# Any admin may cancel or delete any run, as any admin may start one and sees them all (docs/admin.md).
+@login_required
+@require_POST
+def whatif_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+    _staff_only(request)
+    get_object_or_404(WhatIfRun.objects.only("pk"), pk=pk)
+    try:
+        whatif_cancel(run_id=pk, actor=request.user, http_request=request)
+    except RunEnded as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"What-if run {pk} is cancelled.")
+    return redirect("whatif:detail", pk=pk)
+
+
+@login_required
+@require_POST
+def whatif_delete_view(request: HttpRequest, pk: int) -> HttpResponse:
+    _staff_only(request)
+    get_object_or_404(WhatIfRun.objects.only("pk"), pk=pk)
+    try:
+        whatif_delete(run_id=pk, actor=request.user, http_request=request)
+    except RunNotEnded as exc:
+        messages.error(request, str(exc))
+        return redirect("whatif:detail", pk=pk)
+    messages.success(request, f"What-if run {pk} is deleted.")
+    return redirect("whatif:list")
