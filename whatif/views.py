@@ -20,6 +20,7 @@ from jobs.models import Node, NodeState
 from replay.report import render_html, summary_table
 from replay.trace import TraceError
 from telemetry.staticfiles import PLOTLY_JS
+from whatif.compare import assumption_rows
 from whatif.forms import WhatIfForm
 from whatif.models import WhatIfRun
 from whatif.services import RunEnded, RunNotEnded, RunRequest, history_trace, whatif_cancel, whatif_delete, whatif_start
@@ -159,7 +160,8 @@ def whatif_compare(request: HttpRequest) -> HttpResponse:
         for summary in run.policy_summaries:
             columns.append(f"run {run.pk}: {summary.get('policy', '?')}")
             summaries.append(summary)
-    return render(request, "whatif/compare.html", {"runs": runs, "columns": columns, "table": summary_table(summaries)})
+    context = {"runs": runs, "columns": columns, "table": summary_table(summaries), "assumptions": assumption_rows(runs)}
+    return render(request, "whatif/compare.html", context)
 
 
 # Any admin may cancel or delete any run, as any admin may start one and sees them all (docs/admin.md).
