@@ -101,6 +101,8 @@ def whatif_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "table": summary_table(summaries) if summaries else [],
         "columns": [s.get("policy", "?") for s in summaries],
         "figures": run.figures or [],
+        # whatif.runs.replay_policies: no submit window, so no offered load (the table's dash)
+        "no_load": bool(summaries) and all(s.get("load") is None for s in summaries),
         "plotly_js": static(PLOTLY_JS),
         "live": {"url": reverse("whatif:progress", args=[run.pk]), "status": run.status, "refresh_ms": REFRESH_MS},
     }

@@ -231,3 +231,27 @@ def test_a_site_with_no_finished_job_is_told_there_is_no_history_to_replay(admin
         response = admin.post(LIST, form(None, source="history"))
     assert response.status_code == 200 and not WhatIfRun.objects.exists() and not publish.called
     assert "No job has run to an end on this site in that range, so there is no history to replay" in response.content.decode()
+
+
+def test_one_job_has_no_offered_load_not_a_load_of_0_beside_its_utilisation(admin, user) -> None:
+    """/whatif/1/ of a one-job history read "offered load 0.00" next to "GPU utilisation 1.6%": the load is the trace's
+    work over its submit window, and one submit has none."""
+    NodeFactory(name="n1"), NodeFactory(name="n2")
+    JobFactory(owner=user, finished=True, nodes=1, gpus_per_node=2, wall_time_seconds=3600, held=[])
+    run, _ = start(admin, source="history", trace=None, nodes="16")
+    whatif_execute(run.pk)
+    page = admin.get(reverse("whatif:detail", args=[run.pk])).content.decode()
+    load = re.search(r"<th>offered load</th>(.*?)</tr>", page, re.S)
+    utilisation = re.search(r"<th>GPU utilisation</th>(.*?)</tr>", page, re.S)
+    assert load and utilisation
+    assert re.findall(r"<td[^>]*>(.*?)</td>", load.group(1)) == ["\u2013", "\u2013"]
+    assert all(cell != "0.0%" for cell in re.findall(r"<td[^>]*>(.*?)</td>", utilisation.group(1)))
+    assert 'data-testid="whatif-no-load"' in page and "every job was submitted at the same moment" in page
+    assert WhatIfRun.objects.get().summary["policies"][0]["load"] is None
+
+
+def test_a_trace_with_a_submit_window_keeps_its_offered_load(admin) -> None:
+    run, _ = start(admin)
+    whatif_execute(run.pk)
+    assert all(p["load"] > 0 for p in WhatIfRun.objects.get().summary["policies"])
+    assert 'data-testid="whatif-no-load"' not in admin.get(reverse("whatif:detail", args=[run.pk])).content.decode()
