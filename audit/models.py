@@ -14,6 +14,30 @@ from django.utils import timezone
 # What an entry can be about: its target's model name. `audit_record` refuses any other, so this one list is what the
 # filters (API and page) offer and the docs name; a new kind of target joins it here.
 TARGET_TYPES = ("user", "team", "job", "node", "whatifrun")
+# Every action an entry can record, each `<target type>.<verb>` (docs/admin.md's table says who records it): the one
+# list the filters offer, so a misspelt ?action= is refused rather than answered with no entries.
+ACTIONS = (
+    "job.cancel",
+    "job.hold",
+    "job.release",
+    "job.admin_edit",
+    "job.admin_delete",
+    "node.hold",
+    "node.release",
+    "node.update",
+    "quota.update",
+    "quota.reset",
+    "team.create",
+    "team.update",
+    "team.delete",
+    "team.members",
+    "user.create",
+    "user.update",
+    "user.delete",
+    "whatif.run",
+    "whatif.cancel",
+    "whatif.delete",
+)
 
 
 class AuditEntry(models.Model):

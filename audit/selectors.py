@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
 
-from audit.models import TARGET_TYPES, AuditEntry
+from audit.models import ACTIONS, TARGET_TYPES, AuditEntry
 
 
 def audit_entries_visible_to(user: User | AnonymousUser) -> QuerySet[AuditEntry]:
@@ -16,6 +16,14 @@ def audit_entries_visible_to(user: User | AnonymousUser) -> QuerySet[AuditEntry]
     if getattr(user, "is_staff", False):
         return entries
     return entries.filter(job__owner=user)
+
+
+def audit_actions_for(user: User | AnonymousUser) -> tuple[str, ...]:
+    """The actions of the entries `audit_entries_visible_to(user)` shows (the audit page's Action choices): any for
+    admins; for others those about jobs, as audit_target_types_for."""
+    if getattr(user, "is_staff", False):
+        return ACTIONS
+    return tuple(action for action in ACTIONS if action.startswith("job.")) if user.is_authenticated else ()
 
 
 def audit_target_types_for(user: User | AnonymousUser) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Model
 from django.http import HttpRequest
 
-from audit.models import TARGET_TYPES, AuditEntry
+from audit.models import ACTIONS, TARGET_TYPES, AuditEntry
 
 
 def client_address(request: HttpRequest | Any | None) -> str | None:
@@ -54,6 +54,9 @@ def audit_record(
     `request` gives the address it came from; `job` links the entry to a job, so the
     job's owner sees it. `target_repr` overrides how the target is named (default: str()).
     """
+    if action not in ACTIONS:
+        # Unlisted, the filters would refuse it: add it to audit.models.ACTIONS (and docs/admin.md's table).
+        raise ValueError(f"{action} is not an audit action: audit.models.ACTIONS lists them.")
     target_type = target._meta.model_name or ""
     if target_type not in TARGET_TYPES:
         # Unlisted, no filter would find it: add it to audit.models.TARGET_TYPES (and docs/admin.md).

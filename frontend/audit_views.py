@@ -12,7 +12,7 @@ from django.shortcuts import render
 
 from api.audit.filters import AuditFilter
 from audit.models import AuditEntry
-from audit.selectors import audit_entries_visible_to, audit_target_types_for
+from audit.selectors import audit_actions_for, audit_entries_visible_to, audit_target_types_for
 
 PAGE_SIZE = 50
 
@@ -56,6 +56,7 @@ def audit_view(request: HttpRequest) -> HttpResponse:
             "filters": filters,
             # Only the kinds its entries can be about: a researcher was offered user, team, node and whatifrun.
             "target_types": audit_target_types_for(request.user),
+            "actions": audit_actions_for(request.user),
             "errors": [] if valid else [(FILTER_LABELS.get(name, name), messages) for name, messages in filters.errors.items()],
             "page": page,
             "rows": [(entry, change_lines(entry)) for entry in page.object_list],

@@ -10,7 +10,7 @@ from django import forms
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from audit.models import TARGET_TYPES, AuditEntry
+from audit.models import ACTIONS, TARGET_TYPES, AuditEntry
 
 
 def _day_start(day: date) -> datetime:
@@ -43,7 +43,11 @@ class JobNumberFilter(django_filters.NumberFilter):
 
 
 class AuditFilter(django_filters.FilterSet):
-    action = django_filters.CharFilter(help_text="Exact action, e.g. quota.update.")
+    action = django_filters.ChoiceFilter(
+        choices=[(name, name) for name in ACTIONS],
+        help_text="What was done: " + ", ".join(ACTIONS) + ".",
+        error_messages={"invalid_choice": "Unknown action %(value)s; the actions are " + ", ".join(ACTIONS) + "."},
+    )
     actor = django_filters.CharFilter(field_name="actor_username", help_text="Username of who did it.")
     target_type = django_filters.ChoiceFilter(
         choices=[(name, name) for name in TARGET_TYPES], help_text="What the entries are about: " + ", ".join(TARGET_TYPES) + "."

@@ -482,4 +482,23 @@ def test_every_kind_of_target_recorded_can_be_filtered_on_and_no_other_can_be_re
     assert f'data-testid="audit-entry-{started.pk}"' not in html and '<option value="node" selected>' in html
     assert "nodes held and released" in html and "what-if runs" in html
     with pytest.raises(ValueError, match="not one of user, team, job, node, whatifrun"):
-        audit_record(actor=admin_user, action="quota.touch", target=Quota(user=admin_user), changes={})
+        audit_record(actor=admin_user, action="quota.update", target=Quota(user=admin_user), changes={})
+    with pytest.raises(ValueError, match=r"quota\.touch is not an audit action"):
+        audit_record(actor=admin_user, action="quota.touch", target=node, changes={})
+
+
+def test_a_filter_by_an_action_there_is_not_is_refused_naming_those_there_are(admin_api: APIClient, admin_user: Any, user: Any) -> None:
+    """?action=nosuch listed no entries, which read as "nothing was done"; the page's Action was free text."""
+    node = NodeFactory(name="gpu-09")
+    hold = audit_record(actor=admin_user, action="node.hold", target=node, changes={"held": [False, True]})
+    assert ids(admin_api.get(AUDIT, {"action": "node.hold"})) == {hold.pk}
+    refused = admin_api.get(AUDIT, {"action": "node.held"})
+    assert refused.status_code == 400
+    assert refused.json()["action"][0].startswith("Unknown action node.held; the actions are job.cancel, job.hold,")
+    html = session_for(admin_user).get("/audit/", {"action": "node.held"}).content.decode()
+    assert 'data-testid="form-errors"' in html and "Unknown action node.held" in html
+    # The page offers the actions as a list: all of them to an admin, those about jobs to anyone else.
+    page = session_for(admin_user).get("/audit/", {"action": "node.hold"}).content.decode()
+    assert '<option value="node.hold" selected>' in page and '<option value="whatif.delete">' in page
+    theirs = session_for(user).get("/audit/").content.decode()
+    assert '<option value="job.cancel">' in theirs and "node.hold" not in theirs
