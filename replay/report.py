@@ -97,6 +97,9 @@ def fmt_number(value: Any, digits: int = 2) -> str:
         return DASH
     if isinstance(value, int):
         return f"{value:,}"
+    if 0 < abs(value) < 0.5 * 10**-digits:
+        # Not "0.00" beside a utilisation of 1.6%: a small figure keeps two significant digits.
+        return f"{value:.2g}"
     return f"{value:,.{digits}f}"
 
 
