@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from jobs.cluster.simulated import SimulatedCluster
 from jobs.services import nodes_sync
 from scheduler.cycle import CycleReport, run_cycle
 from tests.accounts.factories import PASSWORD, UserFactory
+from tests.processes import Processes
 
 # CI sets this: a test that needs PostgreSQL or Redis fails instead of skipping.
 REQUIRE_SERVICES = os.environ.get("MUSTER_REQUIRE_SERVICES") == "1"
@@ -39,6 +41,17 @@ def require_postgres() -> None:
 @pytest.fixture
 def require_redis() -> None:
     need_service(bool(os.environ.get("REDIS_URL")), "Redis")
+
+
+@pytest.fixture
+def processes(require_postgres: None, require_redis: None, tmp_path: Path) -> Iterator[Processes]:
+    """Real Celery processes (tests.processes) on PostgreSQL and Redis, stopped after the test."""
+    from config.celery import app as celery_app
+
+    celery_app.control.purge()  # stale messages of other tests: harmless, but not this test's
+    procs = Processes(tmp_path)
+    yield procs
+    procs.stop()
 
 
 @pytest.fixture(autouse=True)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -18,14 +15,6 @@ from tests.whatif.traces import TINY
 from whatif.models import WhatIfRun
 
 pytestmark = [pytest.mark.worker, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def processes(require_postgres: None, require_redis: None, tmp_path: Path) -> Iterator[Processes]:
-    celery_app.control.purge()
-    procs = Processes(tmp_path)
-    yield procs
-    procs.stop()
 
 
 def test_a_run_from_the_page_reaches_done_through_the_worker(processes: Processes, admin_user) -> None:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from config.celery import app as celery_app
@@ -13,14 +10,6 @@ from jobs.states import JobState
 from tests.processes import Processes, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def processes(require_postgres: None, require_redis: None, tmp_path: Path) -> Iterator[Processes]:
-    celery_app.control.purge()  # stale cycle messages from other tests: harmless, but not ours
-    procs = Processes(tmp_path)
-    yield procs
-    procs.stop()
 
 
 def test_worker_over_redis_schedules_and_finishes_a_submitted_job(processes: Processes, tx_submit) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import gzip
 import signal
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -78,14 +76,6 @@ def test_a_run_marked_stopped_while_it_replays_stays_so() -> None:
         whatif_execute(run.pk, worker="whatif@a")
     run.refresh_from_db()
     assert run.status == "failed" and run.error.startswith(STOPPED) and run.summary is None
-
-
-@pytest.fixture
-def processes(require_postgres: None, require_redis: None, tmp_path: Path) -> Iterator[Processes]:
-    celery_app.control.purge()
-    procs = Processes(tmp_path)
-    yield procs
-    procs.stop()
 
 
 WORKER = ("worker", "-Q", settings.WHATIF_QUEUE, "--hostname", "whatif@a", "--concurrency", "1")
