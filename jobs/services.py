@@ -543,13 +543,18 @@ def job_hold(*, job: Job, by: User, request: Any = None) -> Job:
 
     Its owner's hold (JobHeldUser) its owner or an admin may release; an admin's hold on someone else's job
     (JobHeldAdmin, audited) only an admin. An admin holding a job its owner holds makes it an admin's hold; holding
-    a job held already so changes nothing. Raises JobNotHoldable if the job is not PENDING.
+    a job held already so changes nothing. Raises JobNotHoldable if the job is not PENDING, or if an admin holds it
+    and `by` is not one: the owner's hold would not be theirs to release (it read "Held job 13", then the release was
+    refused).
     """
     with transaction.atomic():
-        job = Job.objects.select_for_update().get(pk=job.pk)
+        job = Job.objects.select_for_update(of=("self",)).select_related("held_by").get(pk=job.pk)
         if job.state != JobState.PENDING:
             raise JobNotHoldable(_not_pending(job, "held"))
         kind = JobHold.ADMIN if by.is_staff and by.pk != job.owner_id else JobHold.USER
+        if job.hold == JobHold.ADMIN and not by.is_staff:
+            admin = f" ({job.held_by.get_username()})" if job.held_by is not None else ""
+            raise JobNotHoldable(f"Job {job.pk} is already held by an admin{admin}; only an admin can release it.")
         if job.hold in (kind, JobHold.ADMIN):
             return job
         was, counted_as = job.hold, job.pending_reason_code

@@ -201,7 +201,10 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
         responses={
             200: JobDetailSerializer,
             400: NO_BODY,
-            409: OpenApiResponse(description="The job is not PENDING (placed, running or ended): only a pending job can be held"),
+            409: OpenApiResponse(
+                description="The job is not PENDING (placed, running or ended): only a pending job can be held; or an admin "
+                "holds it and you are not one: it is not yours to hold or release"
+            ),
         },
         description="`scontrol hold`: keep a pending job in the queue but never start it until released. It keeps its "
         "place (its age); its reason reads HELD, with no estimated start and no reservation, and it blocks nobody. Its "

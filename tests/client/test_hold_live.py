@@ -77,3 +77,15 @@ def test_an_array_is_held_and_released_element_by_element(signed_in: Any, tx_sim
     tx_sim.cycle()
     started = Job.objects.filter(array_id=array_id).exclude(state=JobState.PENDING)
     assert [job.array_index for job in started] == [1]
+
+
+def test_holding_a_job_an_admin_holds_says_so_and_holds_nothing(
+    signed_in: Any, tx_sim: SimHarness, admin_user: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It said "Held job 13 ...", exit 0; then `muster release 13` said only an admin can release it."""
+    job_id = submit(capsys)
+    job_hold(job=Job.objects.get(pk=job_id), by=admin_user)
+    code, out, err = run(capsys, "hold", job_id)
+    assert (code, out) == (5, "")
+    assert err == f"muster: error: Job {job_id} is already held by an admin (root); only an admin can release it.\n"
+    assert Job.objects.get(pk=job_id).hold == "admin"

@@ -110,8 +110,11 @@ def test_an_admins_hold_cannot_be_released_by_the_owner(
     refused = release(api, job_id)
     assert refused.status_code == 403
     assert refused.json()["detail"] == f"Job {job_id} is held by an admin (root); only an admin can release it."
-    # Holding it again as its owner changes nothing: still the admin's hold.
-    assert hold(api, job_id).json()["held"]["kind"] == "admin"
+    # Holding it again as its owner is refused, saying whose hold it is: it is not the owner's to release.
+    again = hold(api, job_id)
+    assert again.status_code == 409
+    assert again.json()["detail"] == f"Job {job_id} is already held by an admin (root); only an admin can release it."
+    assert Job.objects.get(pk=job_id).hold == "admin"
     entry = AuditEntry.objects.get(action="job.hold")
     assert (entry.actor, entry.job_id, entry.changes) == (admin_user, job_id, {"hold": ["", "admin"]})
     assert release(admin_api, job_id).status_code == 200
