@@ -14,6 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from muster_client.client import server_url
+from muster_client.errors import AuthError
+
+
+class DamagedConfig(AuthError):
+    """The config file is there but cannot be read as `muster login` writes it: no token can be taken from it."""
 
 
 def config_path() -> Path:
@@ -27,14 +32,52 @@ class Settings:
     token: str | None
 
 
-def load(path: Path | None = None) -> dict[str, Any]:
-    """The stored file, or an empty config if there is none (or it is not valid JSON: login writes it afresh)."""
+def load(path: Path | None = None, *, strict: bool = False) -> dict[str, Any]:
+    """The stored file, or an empty config if there is none. A damaged one (not JSON, or not as login writes it) reads as
+    empty, which login writes afresh, unless `strict`: then DamagedConfig names the file and the fix (a command read
+    `{"url": 5}` with a traceback, and `{not json` as "no server", naming no file)."""
     path = path or config_path()
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        text = path.read_text()
+    except FileNotFoundError:
         return {}
-    return data if isinstance(data, dict) else {}
+    except OSError as exc:
+        if strict:
+            raise _damaged(path, f"cannot be read: {exc.strerror or exc}") from None
+        return {}
+    data: Any = None
+    problem: str | None = "it is not JSON"
+    try:
+        data = json.loads(text)
+    except ValueError:
+        pass
+    else:
+        problem = _problem(data)
+    if problem is None:
+        return dict(data)
+    if strict:
+        raise _damaged(path, problem)
+    return {}
+
+
+def _problem(data: Any) -> str | None:
+    """What makes `data` not a config as `save_token` writes it, or None."""
+    if not isinstance(data, dict):
+        return "it is not a JSON object"
+    if "url" in data and not isinstance(data["url"], str):
+        return "its url is not text"
+    servers = data.get("servers", {})
+    if not isinstance(servers, dict) or not all(
+        isinstance(entry, dict) and isinstance(entry.get("token", ""), str) for entry in servers.values()
+    ):
+        return "its servers are not a mapping of each server to its token"
+    return None
+
+
+def _damaged(path: Path, problem: str) -> DamagedConfig:
+    return DamagedConfig(
+        f"the config file {path} is damaged ({problem}): run `muster login URL` to write it afresh (or set MUSTER_URL and MUSTER_TOKEN)"
+    )
 
 
 def save_token(url: str, token: str, *, username: str = "", expires_at: str | None = None, path: Path | None = None) -> Path:
@@ -75,9 +118,11 @@ def resolve(url: str | None = None, token: str | None = None, *, path: Path | No
 
     A stored token is used only for the server it was stored for.
     """
-    data = load(path)
-    url = url or os.environ.get("MUSTER_URL") or data.get("url")
+    url = url or os.environ.get("MUSTER_URL")
     token = token or os.environ.get("MUSTER_TOKEN")
+    # The file only when it is needed: flags or MUSTER_URL and MUSTER_TOKEN work whatever became of it.
+    data = load(path, strict=True) if not (url and token) else {}
+    url = url or data.get("url")
     if url and not token:
         entry = _servers(data).get(server_url(url))
         token = entry.get("token") if isinstance(entry, dict) else None

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from muster_client import config
 
+from tests.client.test_cli_offline import run
+
 
 @pytest.fixture(autouse=True)
 def _own_config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -55,10 +57,34 @@ def test_environment_overrides_the_file_and_flags_override_both(monkeypatch: pyt
     assert config.resolve("http://flag:8000", "from-flag") == config.Settings("http://flag:8000", "from-flag")
 
 
-def test_a_broken_file_reads_as_empty_and_login_replaces_it() -> None:
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [("{not json", "it is not JSON"), ('{"url": 5}', "its url is not text"), ('{"servers": []}', "its servers are not")],
+)
+def test_a_damaged_file_is_named_with_its_fix_and_login_replaces_it(text: str, problem: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`{"url": 5}` gave a traceback, and `{not json` "no server: run muster login", naming no file."""
     path = config.config_path()
     path.parent.mkdir(parents=True)
-    path.write_text("{not json")
-    assert config.resolve() == config.Settings(None, None)
+    path.write_text(text)
+    with pytest.raises(config.DamagedConfig) as refused:
+        config.resolve()
+    assert str(refused.value).startswith(f"the config file {path} is damaged ({problem}")
+    assert str(refused.value).endswith(": run `muster login URL` to write it afresh (or set MUSTER_URL and MUSTER_TOKEN)")
+    # The environment alone needs no file.
+    monkeypatch.setenv("MUSTER_URL", "http://ci:8000")
+    monkeypatch.setenv("MUSTER_TOKEN", "from-env")
+    assert config.resolve() == config.Settings("http://ci:8000", "from-env")
+    monkeypatch.delenv("MUSTER_URL")
+    monkeypatch.delenv("MUSTER_TOKEN")
     config.save_token("http://a:8000", "secret-a")
     assert config.resolve().token == "secret-a"
+
+
+def test_a_damaged_config_file_is_named_never_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    path = config.config_path()
+    path.parent.mkdir(parents=True)
+    for text in ('{"url": 5}', "{not json"):
+        path.write_text(text)
+        code, out, err = run(capsys, "jobs")
+        assert (code, out) == (4, "")
+        assert err.startswith(f"muster: error: the config file {path} is damaged (") and "run `muster login URL`" in err
