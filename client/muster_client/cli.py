@@ -12,6 +12,7 @@ import re
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 
 from muster_client import commands
@@ -79,13 +80,69 @@ def _mail_type(text: str) -> list[str]:
 
 
 def _non_negative(text: str) -> int:
+    return _count(text)
+
+
+# Job ids are plain decimal digits. int() alone reads "1_2" as 12 (Python's digit separators), "+12" and " 12" as 12,
+# and other scripts' digits as numbers: `muster checkpoint 1_2` reported a checkpoint for job 12.
+_DIGITS = re.compile(r"[0-9]+")
+JOB_FORMS = "write 42, or 42_7 for element 7 of array 42"
+
+
+def _job_id(text: str) -> int:
+    """A job's own id, plain digits only (`muster checkpoint`, `muster jobs --array`)."""
+    if _DIGITS.fullmatch(text) is None:
+        hint = f" (an array's element by its job id: `muster jobs --array {text.split('_')[0]}` lists them)" if "_" in text else ""
+        raise argparse.ArgumentTypeError(f"'{text}' is not a job id: write its digits only, e.g. 42{hint}")
+    return int(text)
+
+
+def _job_ref(text: str) -> tuple[int, int | None]:
+    """A job as squeue and scontrol name it: `42`, or `42_7` (element 7 of array 42, which the command looks up).
+    Returns (id, index or None)."""
+    match = re.fullmatch(r"([0-9]+)(?:_([0-9]+))?", text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a job: {JOB_FORMS}")
+    return int(match.group(1)), int(match.group(2)) if match.group(2) is not None else None
+
+
+def _count(text: str, *, least: int = 0) -> int:
+    if _DIGITS.fullmatch(text) is None:
+        what = "negative" if re.fullmatch(r"-[0-9]+", text) else "not a whole number"
+        raise argparse.ArgumentTypeError(f"'{text}' is {what}")
+    if int(text) < least:
+        raise argparse.ArgumentTypeError(f"'{text}': give at least {least}")
+    return int(text)
+
+
+def _positive(text: str) -> int:
+    return _count(text, least=1)
+
+
+def _array_spec(text: str) -> str:
+    """--array as sbatch writes it: 0-99, 1,3,5-7, 0-98:2. An empty one submitted a plain job; Slurm's `%N` (at most N
+    elements running at once) Muster does not have: said here, before anything is sent."""
+    spec = text.strip()
+    if not spec:
+        raise argparse.ArgumentTypeError("an array needs its indices: 0-99, 1,3,5-7 or 0-98:2")
+    if "%" in spec:
+        raise argparse.ArgumentTypeError(
+            f"'{text}': Muster has no %N limit of elements running at once (your quota limits them); write {spec.split('%')[0]}"
+        )
+    if not all(re.fullmatch(r"[0-9]+(?:-[0-9]+(?::[0-9]+)?)?", part.strip()) for part in spec.split(",")):
+        raise argparse.ArgumentTypeError(f"'{text}' is not an array's indices: write 0-99, 1,3,5-7 or 0-98:2")
+    return spec
+
+
+def _at(text: str) -> str:
+    """--at: a time in ISO 8601 with its zone (2026-11-26T17:30:00Z), checked before it is sent."""
     try:
-        value = int(text)
+        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"'{text}' is negative")
-    return value
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a time with its zone: write it as 2026-11-26T17:30:00Z (or +01:00)")
+    return text
 
 
 CANCEL_FORMS = "write 42, 42_7 (element 7 of array 42) or 42_[1-3,8]"
@@ -96,7 +153,7 @@ MAX_CANCEL_INDICES = 100_000
 def _cancel_target(text: str) -> tuple[int, tuple[int, ...] | None]:
     """scancel's forms: `42` (a job, or every element of array 42), `42_7` and `42_[1-3,8]` (elements by index, with
     sbatch --array's syntax inside the brackets: `0-98:2` too). Returns (id, indices or None)."""
-    match = re.fullmatch(r"(\d+)(?:_(\d+|\[([^\]]*)\]))?", text.strip())
+    match = re.fullmatch(r"([0-9]+)(?:_([0-9]+|\[([^\]]*)\]))?", text)
     if match is None:
         raise argparse.ArgumentTypeError(f"'{text}' is not a job: {CANCEL_FORMS}")
     job_id = int(match.group(1))
@@ -106,7 +163,7 @@ def _cancel_target(text: str) -> tuple[int, tuple[int, ...] | None]:
         return job_id, (int(match.group(2)),)
     indices: set[int] = set()
     for part in match.group(3).split(","):
-        span = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part.strip())
+        span = re.fullmatch(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?", part.strip())
         if span is None:
             raise argparse.ArgumentTypeError(f"'{part}' in '{text}' is not an index or a range: {CANCEL_FORMS}")
         first = int(span.group(1))
@@ -183,7 +240,7 @@ def _job_ids(text: str) -> list[tuple[int, int | None]]:
     """-j as squeue takes it: one job or several, comma-separated, each `42` (the job, or every element of array 42)
     or `42_7` (element 7 of array 42). Returns (id, index or None) pairs."""
     words = [word.strip() for word in text.split(",") if word.strip()]
-    matches = [re.fullmatch(r"(\d+)(?:_(\d+))?", word) for word in words]
+    matches = [re.fullmatch(r"([0-9]+)(?:_([0-9]+))?", word) for word in words]
     if not words or not all(matches):
         raise argparse.ArgumentTypeError(
             f"'{text}' is not a job or a comma-separated list of them (-j 42, -j 42,43, or -j 42_7: element 7 of array 42)"
@@ -193,7 +250,7 @@ def _job_ids(text: str) -> list[tuple[int, int | None]]:
 
 def _common(json_output: bool) -> argparse.ArgumentParser:
     """Options every subcommand takes, also after its name (`muster queue --url ...`)."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     # SUPPRESS: a subcommand's unset option must not overwrite the same option given before the subcommand.
     common.add_argument("--url", default=argparse.SUPPRESS, help="the server (default: MUSTER_URL, else the last `muster login`)")
     common.add_argument("--token", default=argparse.SUPPRESS, help="an API token (default: MUSTER_TOKEN, else the stored one)")
@@ -209,6 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[_common(False)],
+        # No abbreviations anywhere: `--gpus=8` was taken as --gpus-per-node, `--pre` as --preemptible, `--ti` as --time.
+        allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"muster {_version()}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
@@ -224,6 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
             epilog=f"examples:\n{example}",
             formatter_class=argparse.RawDescriptionHelpFormatter,
             parents=[_common(json_output)],
+            allow_abbrev=False,
         )
         # The command's own parser, to say its usage when an argument it does not take is given (main).
         p.set_defaults(handler=handler, subparser=p)
@@ -274,14 +334,19 @@ def build_parser() -> argparse.ArgumentParser:
         "-N", "--nodes", type=_node_count, metavar="N|MIN-MAX",
         help="nodes (ranks), all started at once (default 1); MIN-MAX (e.g. 2-8) for an elastic job, as sbatch -N takes it",
     )  # fmt: skip
-    p.add_argument("-G", "--gpus-per-node", type=int, help="GPUs on each node")
+    p.add_argument("-G", "--gpus-per-node", type=_non_negative, help="GPUs on each node")
+    p.add_argument(
+        "--gpus", metavar="N",
+        help="sbatch's GPUs for the whole job: refused, naming the -N and -G that ask for them (Muster asks GPUs per node)",
+    )  # fmt: skip
     p.add_argument(
         "--gres", type=_gres, metavar="gpu:N",
         help="as sbatch --gres=gpu:N: N GPUs on each node (-G N); a GPU model (gpu:h100:8) cannot be asked for",
     )  # fmt: skip
     p.add_argument(
-        "--rdma-per-node", type=int, metavar="N", help="RDMA devices on each node (multi-node jobs; nodes without them are skipped)"
-    )
+        "--rdma-per-node", type=_non_negative, metavar="N",
+        help="RDMA devices on each node (multi-node jobs; nodes without them are skipped)",
+    )  # fmt: skip
     p.add_argument(
         "--gpu-fraction", type=float, metavar="SHARE", help="a share of one GPU (0.01-0.99) on a node whose GPUs are shared, e.g. 0.25"
     )
@@ -303,13 +368,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--team", help="charge a team you belong to")
     p.add_argument("--preemptible", action="store_true", help="may borrow idle GPUs beyond your quota; preempted first")
     p.add_argument("-e", "--env", action="append", metavar="KEY=VALUE", help="an environment variable (repeat for more)")
-    p.add_argument("-a", "--array", metavar="INDICES", help="one job per index, Slurm's syntax: 0-99, 1,3,5-7, 0-98:2")
+    p.add_argument("-a", "--array", type=_array_spec, metavar="INDICES", help="one job per index, Slurm's syntax: 0-99, 1,3,5-7, 0-98:2")
     p.add_argument("--dry-run", action="store_true", help="print what would be submitted and whether it fits your limits; queue nothing")
     p.add_argument(
         "--test-only", action="store_true",
         help="like sbatch --test-only: whether it would be accepted, your limits, and when the queue would start it; queue nothing",
     )  # fmt: skip
     p.add_argument("--idempotency-key", metavar="KEY", help="a key of your own (e.g. a CI run id): resending it never makes a second job")
+    # Words after job.yaml that are not after `--`: refused (they replaced the file's command), see commands._spec.
     p.add_argument("command", nargs="*", default=[], metavar="-- COMMAND", help="the command and its arguments, after --")
 
     p = command(
@@ -361,7 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="names containing this text")
     p.add_argument("-S", "--since", help="submitted since: 2h or 3d ago, or a date/time (2026-11-01, 2026-11-01T09:00)")
     p.add_argument("-E", "--until", help="submitted before: the same forms as --since")
-    p.add_argument("--array", type=int, metavar="ARRAY_ID", help="the elements of one array")
+    p.add_argument("--array", type=_job_id, metavar="ARRAY_ID", help="the elements of one array")
     p.add_argument("-u", "--user", help="an owner's username (admins)")
     p.add_argument(
         "--sort",
@@ -378,7 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
         "State, placement, restarts, the attempts whose logs are kept, and its whole history.",
         "  muster show 42",
     )
-    p.add_argument("job_id", type=int, metavar="ID")
+    p.add_argument("job_id", type=_job_ref, metavar="ID", help=f"the job: {JOB_FORMS}")
 
     p = command(
         "why",
@@ -388,7 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
         "scheduling cycle computed them.",
         "  muster why 42",
     )
-    p.add_argument("job_id", type=int, metavar="ID")
+    p.add_argument("job_id", type=_job_ref, metavar="ID", help=f"the job: {JOB_FORMS}")
 
     p = command(
         "logs",
@@ -399,10 +465,12 @@ def build_parser() -> argparse.ArgumentParser:
         "  muster logs 42 --rank 3 --attempt 1\n"
         "  muster logs -f 42               # follow as it is written (waits for the job to start)",
     )
-    p.add_argument("job_id", type=int, metavar="ID")
+    p.add_argument("job_id", type=_job_ref, metavar="ID", help=f"the job: {JOB_FORMS}")
     p.add_argument("-r", "--rank", type=_non_negative, default=0, help="which rank (default 0, the master)")
-    p.add_argument("-A", "--attempt", type=int, help="which attempt, 1 the first (default: the latest)")
-    p.add_argument("--tail", type=int, help="only the last N lines (default 500 without -f)")
+    p.add_argument("-A", "--attempt", type=_positive, help="which attempt, 1 the first (default: the latest)")
+    p.add_argument(
+        "--tail", type=_positive, metavar="N", help="only the last N lines (default 500; with -f: from the last N, as tail -n N -f)"
+    )
     p.add_argument("-f", "--follow", action="store_true", help="stream the output until the attempt ends")
     p.add_argument("--poll", type=float, default=2.0, help=argparse.SUPPRESS)
 
@@ -414,7 +482,7 @@ def build_parser() -> argparse.ArgumentParser:
         "FAILED, was CANCELLED or TIMED_OUT.",
         '  muster wait 42 && muster logs 42\n  id=$(muster submit job.yaml --json | jq .id) && muster wait "$id"',
     )
-    p.add_argument("job_id", type=int, metavar="ID")
+    p.add_argument("job_id", type=_job_ref, metavar="ID", help=f"the job: {JOB_FORMS}")
     p.add_argument("--poll", type=float, default=2.0, metavar="SECONDS", help="seconds between looks (default 2)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
 
@@ -462,9 +530,9 @@ def build_parser() -> argparse.ArgumentParser:
         "  muster checkpoint --step 4000                # in the job, after saving its state\n"
         "  muster checkpoint 42 --at 2026-11-26T17:30:00Z",
     )
-    p.add_argument("job_id", type=int, nargs="?", metavar="ID", help="the job (default: MUSTER_JOB_ID, inside a job)")
+    p.add_argument("job_id", type=_job_id, nargs="?", metavar="ID", help="the job's own id (default: MUSTER_JOB_ID, inside a job)")
     p.add_argument("--step", type=_non_negative, metavar="N", help="the training step the checkpoint holds")
-    p.add_argument("--at", metavar="TIME", help="when it was written, ISO 8601 with a zone (default: now)")
+    p.add_argument("--at", type=_at, metavar="TIME", help="when it was written, ISO 8601 with a zone (default: now)")
 
     command("usage", commands.usage, "Your limits and use this budget period, and your teams'", "", "  muster usage")
     command("nodes", commands.nodes, "The cluster's nodes and free GPUs, like sinfo -N", "", "  muster nodes")
@@ -497,7 +565,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(own)
     if unknown:
         # Said with the command's usage (argparse's top-level error gave `usage: muster [-h] [--url URL] ...`).
-        args.subparser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        hint = ""
+        if "--json" in unknown and hasattr(args, "json"):
+            # `muster --json jobs`: only --url and --token go before the command's name.
+            hint = f" (--json goes after the command: muster {args.subparser.prog.split()[-1]} --json)"
+        args.subparser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+    if args.handler is commands.submit and args.command:
+        # `muster submit short.yaml other.yaml` queued the command `other.yaml` in place of the file's.
+        if args.spec_file.endswith((".yaml", ".yml", ".json")) or args.spec_file == "-":
+            words = " ".join(args.command)
+            args.subparser.error(f"'{words}' after {args.spec_file}: a command goes after -- (muster submit {args.spec_file} -- {words})")
+        words = " ".join([args.spec_file, *args.command])  # `muster submit -G 8 python train.py`: a command without --
+        args.subparser.error(f"'{words}': a command goes after -- (muster submit -G 8 -t 1h --image IMAGE -- {words})")
     if command:
         if args.handler is not commands.submit:
             args.subparser.error("only `muster submit` takes a command after --")

@@ -233,17 +233,22 @@ class Client:
         params = {"rank": rank, "attempt": attempt, "tail": tail}
         return self._object("GET", f"jobs/{int(job_id)}/logs/", params={k: v for k, v in params.items() if v is not None})
 
-    def follow_logs(self, job_id: int, *, rank: int = 0, attempt: int | None = None) -> Iterator[str]:
-        """The output of one attempt as it is written, in chunks, until that attempt ends.
+    def follow_logs(self, job_id: int, *, rank: int = 0, attempt: int | None = None, tail: int | None = None) -> Iterator[str]:
+        """The output of one attempt as it is written, in chunks, until that attempt ends; with `tail`, from its last
+        `tail` lines (`tail -n N -f`), else from its start.
 
         The server closes a follow after a while (MUSTER_LOG_FOLLOW_SECONDS); while the attempt still runs this
         reconnects and skips what it already yielded, so the caller sees one unbroken stream.
         """
         attempt = attempt or self.job(job_id)["attempt"] or None
-        sent = 0
+        sent, lines, whole_line = 0, 0, True
         while True:
             skip, before = sent, sent
             params = {"rank": rank, "follow": "true", **({"attempt": attempt} if attempt else {})}
+            if tail is not None:
+                # Again from where this follow began: the lines yielded so far are the last ones now (unless more
+                # were written in the moment between two connections), which the skip below passes over.
+                params["tail"] = lines + (0 if whole_line else 1) if sent else tail
             response = self._send("GET", f"jobs/{int(job_id)}/logs/", params=params, stream=True)
             try:
                 with response:
@@ -255,6 +260,8 @@ class Client:
                             chunk, skip = chunk[skip:], max(0, skip - len(chunk))
                         if chunk:
                             sent += len(chunk)
+                            lines += chunk.count("\n")
+                            whole_line = chunk.endswith("\n")
                             yield chunk
             except requests.RequestException:
                 pass  # a dropped or silent stream: the job's state below says whether to reconnect

@@ -10,17 +10,19 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import yaml
 
 from muster_client import config, render
-from muster_client.client import TERMINAL_STATES, Client
+from muster_client.client import TERMINAL_STATES, Client, Job
 from muster_client.errors import ApiError, AuthError
 from muster_client.spec import SpecError, build_spec, load_spec_file, name_for, parse_env, parse_wall_time
 
 OK, JOB_FAILED, REFUSED = 0, 1, 5
+JSON = dict[str, Any]
 
 
 def out(text: str) -> None:
@@ -52,6 +54,8 @@ def login(args: argparse.Namespace) -> int:
     url = args.server or getattr(args, "url", None) or os.environ.get("MUSTER_URL") or config.load().get("url")
     if not url:
         raise SpecError("give the server's URL: muster login http://muster.example:8000")
+    if getattr(args, "token", None):
+        return _login_with_token(url, args.token)
     try:
         username = args.username or input(f"Username [{_local_user()}]: ").strip() or _local_user()
         password = os.environ.get("MUSTER_PASSWORD") or getpass.getpass(f"Password for {username}: ")
@@ -61,6 +65,16 @@ def login(args: argparse.Namespace) -> int:
     path = config.save_token(client.url, str(client.token), username=username, expires_at=client.token_expires_at)
     expiry = f"; it expires {render.when(client.token_expires_at)}" if client.token_expires_at else ""
     out(f"Logged in to {client.url} as {username}. Token saved in {path}{expiry}.")
+    return OK
+
+
+def _login_with_token(url: str, token: str) -> int:
+    """`muster login --token T URL` (a token made on the Tokens page): kept for the server once it accepts it, no password
+    asked. It was ignored: the password was asked and a new token made."""
+    client = Client(url, token)
+    user = client.usage()["user"]["name"]  # AuthError if the server refuses it: nothing is saved
+    path = config.save_token(client.url, token, username=str(user))
+    out(f"Logged in to {client.url} as {user} with the token given. Token saved in {path}.")
     return OK
 
 
@@ -74,11 +88,27 @@ def _local_user() -> str:
 # --- submit ---------------------------------------------------------------------------------------
 
 
+def _gpus_hint(args: argparse.Namespace) -> SpecError:
+    """sbatch's --gpus=N (GPUs for the whole job) said in Muster's words: GPUs per node, -G, with -N nodes. Not translated:
+    with a job file's nodes, an elastic range or a count that does not divide, what was meant is a guess."""
+    nodes = args.nodes[0] if args.nodes and args.nodes[1] is None else None
+    total = args.gpus.strip()
+    if nodes and total.isdigit() and int(total) % nodes == 0:
+        example = f"--gpus={total} on {nodes} node{'s' if nodes != 1 else ''} is -N {nodes} -G {int(total) // nodes}"
+    else:
+        example = "--gpus=16 on 2 nodes is -N 2 -G 8"
+    return SpecError(
+        f"--gpus={total} is sbatch's GPUs for the whole job; Muster asks GPUs per node: -G/--gpus-per-node N with -N nodes ({example})"
+    )
+
+
 def _spec(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
+    if args.gpus is not None:
+        raise _gpus_hint(args)
     try:
         base = load_spec_file(args.spec_file) if args.spec_file else {}
     except SpecError as exc:
-        if not args.spec_file.endswith((".yaml", ".yml")) and "#SBATCH" not in str(exc):
+        if not args.spec_file.endswith((".yaml", ".yml")) and args.spec_file != "-" and "#SBATCH" not in str(exc):
             # `muster submit train.py`: a Slurm user's habit, where sbatch takes a script.
             raise SpecError(f"{exc} (a command goes after --: muster submit -G 8 -t 1h --image IMAGE -- python train.py)") from exc
         raise
@@ -130,7 +160,10 @@ def _spec(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
     ]
     if missing:
         raise SpecError(f"missing {' and '.join(missing)}")
-    array = args.array or spec.pop("array", None)
+    array = spec.pop("array", None)
+    array = args.array or array  # --array is checked as it is parsed (cli._array_spec); the file's here
+    if array is not None and not str(array).strip():
+        raise SpecError("array: an array needs its indices (0-99, 1,3,5-7 or 0-98:2); for one job leave array: out")
     return spec, str(array) if array is not None else None
 
 
@@ -147,7 +180,8 @@ def submit(args: argparse.Namespace) -> int:
             print_json(created)
         else:
             ids, array_id = [job["id"] for job in created["jobs"]], created["array_id"]
-            out(f"Submitted array {array_id}: {created['count']} jobs, {ids[0]} to {ids[-1]} (muster jobs --array {array_id})")
+            span = f"{ids[0]} to {ids[-1]}" if len(ids) > 1 else str(ids[0])
+            out(f"Submitted array {array_id}: {render.plural(created['count'], 'job')}, {span} (muster jobs --array {array_id})")
         return OK
     job = client.submit(spec, idempotency_key=args.idempotency_key)
     if args.json:
@@ -201,9 +235,12 @@ QUEUE_STATES = ("PENDING", "SCHEDULED", "RUNNING")
 
 def queue(args: argparse.Namespace) -> int:
     """squeue: the pending jobs (the queue API: everyone's, in the cycle's order), then the jobs on their nodes (the
-    jobs API: those the user may see), each cut to what -t, --user, -j and --limit ask."""
+    jobs API: those the user may see, oldest first), each cut to what -t, --user, -j and --limit ask."""
     asked = {state for group in args.states or [] for state in group} or set(QUEUE_STATES)
     if args.start:
+        if args.states and asked != {"PENDING"}:
+            # `--start -t R` showed the pending jobs and said nothing of -t.
+            raise SpecError(f"--start is -t PENDING (squeue's --start): it cannot go with -t {','.join(sorted(asked))}")
         asked = {"PENDING"}
     states = [state for state in QUEUE_STATES if state in asked]
     wanted = {asked for group in args.jobs or [] for asked in group} or None
@@ -232,14 +269,18 @@ def queue(args: argparse.Namespace) -> int:
     active = [state for state in states if state != "PENDING"]
     left = None if limit is None else limit - len(data["results"])
     running: list[dict[str, Any]] = []
+    visible = None
     if active and (left is None or left > 0):
-        found = client.jobs(state=active, owner=args.user, limit=min(left, 500) if left and not wanted else None)
-        found = (job for job in found if kept(job))
-        running = sorted(itertools.islice(found, left) if left else found, key=lambda job: job["id"])
+        # Every one the user may see, oldest first (squeue's order; the jobs API's is newest first), then cut: --limit
+        # kept the newest. Not by owner on the server: it lists only your own jobs to you, so `-u erin` was
+        # refused though the queue shows erin's pending jobs; her running ones you may not see, which the summary says.
+        seen = sorted(client.jobs(state=active), key=lambda job: job["id"])
+        visible = len(seen)
+        running = [job for job in seen if kept(job)][:left]
     if args.json:
         print_json({**data, "running": running} if active else data)
     else:
-        out(render.queue_table(data, running, states=states, filtered=filtered, limited=limit is not None))
+        out(render.queue_table(data, running, states=states, filtered=filtered, limited=limit is not None, visible=visible))
     return OK
 
 
@@ -286,8 +327,29 @@ def jobs(args: argparse.Namespace) -> int:
     return OK
 
 
+def _element(client: Client, array_id: int, index: int) -> Job | None:
+    """Element `index` of array `array_id` among the jobs the user may see, or None."""
+    return next((job for job in client.jobs(array=array_id) if job.get("array_index") == index), None)
+
+
+def _no_element(array_id: int, index: int) -> ApiError:
+    return ApiError(404, f"No job {array_id}_{index}: array {array_id} has no element {index} (or none that you may see).")
+
+
+def resolve(client: Client, ref: tuple[int, int | None]) -> int:
+    """The job id of `42` or `42_7` (element 7 of array 42, as squeue names it and scancel takes it)."""
+    job_id, index = ref
+    if index is None:
+        return job_id
+    element = _element(client, job_id, index)
+    if element is None:
+        raise _no_element(job_id, index)
+    return int(element["id"])
+
+
 def show(args: argparse.Namespace) -> int:
-    job = client_for(args).job(args.job_id)
+    client = client_for(args)
+    job = client.job(resolve(client, args.job_id))
     if args.json:
         print_json(job)
     else:
@@ -301,7 +363,7 @@ WHY_FIELDS = ("id", "name", "state", "state_reason", "pending_reason", "queue_po
 def why(args: argparse.Namespace) -> int:
     client = client_for(args)
     try:
-        job = client.job(args.job_id)
+        job = client.job(resolve(client, args.job_id))
         theirs = None
     except ApiError as exc:
         # Another user's pending job: the queue lists everyone's, with its place, reason, priority and estimate, but
@@ -321,13 +383,23 @@ def why(args: argparse.Namespace) -> int:
     return OK
 
 
-def _queue_entry(client: Client, job_id: int) -> dict[str, Any] | None:
-    """The queue API's entry of a pending job (any user's), or None when the queue does not list it."""
-    return next((entry for entry in client.queue()["results"] if entry["id"] == job_id), None)
+def _queue_entry(client: Client, ref: tuple[int, int | None]) -> dict[str, Any] | None:
+    """The queue API's entry of a pending job (any user's: `42`, or `42_7` an array's element), or None when the queue
+    does not list it."""
+    job_id, index = ref
+
+    def named(entry: dict[str, Any]) -> bool:
+        return entry["id"] == job_id if index is None else (entry.get("array_id"), entry.get("array_index")) == (job_id, index)
+
+    return next((entry for entry in client.queue()["results"] if named(entry)), None)
 
 
 def logs(args: argparse.Namespace) -> int:
+    if args.follow and args.json:
+        # A follow is the job's text as it is written: there is no one JSON answer to print.
+        raise SpecError("-f streams the output as text and takes no --json (without -f, --json prints what was written so far)")
     client = client_for(args)
+    args.job_id = resolve(client, args.job_id)
     if args.follow:
         return _follow(client, args)
     answer = client.logs(args.job_id, rank=args.rank, attempt=args.attempt, tail=args.tail)
@@ -363,7 +435,8 @@ def _follow(client: Client, args: argparse.Namespace) -> int:
     if job["attempt"] == 0:
         warn(f"job {job['id']} ended {job['state']} without starting: it has no output")
         return OK
-    for chunk in client.follow_logs(args.job_id, rank=args.rank, attempt=args.attempt):
+    # --tail N: from the last N lines written so far, as `tail -n N -f`; without it, from the start.
+    for chunk in client.follow_logs(args.job_id, rank=args.rank, attempt=args.attempt, tail=args.tail):
         sys.stdout.write(chunk)
         sys.stdout.flush()
     _say_end(args.job_id, client.logs(args.job_id, rank=args.rank, attempt=args.attempt, tail=1))
@@ -372,6 +445,7 @@ def _follow(client: Client, args: argparse.Namespace) -> int:
 
 def wait(args: argparse.Namespace) -> int:
     client = client_for(args)
+    args.job_id = resolve(client, args.job_id)
     live = sys.stderr.isatty()
     last: tuple[Any, ...] | None = None
 
@@ -400,55 +474,57 @@ def wait(args: argparse.Namespace) -> int:
     else:
         exit_code = f" (exit code {final['exit_code']})" if final.get("exit_code") is not None else ""
         reason = f": {final['state_reason']}" if final.get("state_reason") and final["state"] != "SUCCEEDED" else ""
-        out(f"Job {final['id']} {final['state']}{exit_code} after {render.elapsed(final)}{reason}")
+        ran = render.elapsed(final)
+        # "CANCELLED after -" read as a broken line for a job cancelled before it was placed.
+        out(f"Job {final['id']} {final['state']}{exit_code} {'without starting' if ran == '-' else f'after {ran}'}{reason}")
     return OK if final["state"] == "SUCCEEDED" else JOB_FAILED
 
 
 def cancel(args: argparse.Namespace) -> int:
-    """scancel: jobs by id; an array's id cancels every element of it, `ID_INDEX` / `ID_[INDICES]` some, in one request
-    each (a target is (id, indices or None), from cli._cancel_target)."""
+    """scancel: jobs by id; an array's id cancels every element of it not ended, `ID_INDEX` / `ID_[INDICES]` some, in one
+    request each (a target is (id, indices or None), from cli._cancel_target); the plain jobs all in one request.
+
+    --json prints one answer whatever was named and however it went (CANCEL_JSON): a script reads one shape."""
     client = client_for(args)
     status = OK
-    cancelled: set[int] = set()  # by this command: named again (`muster cancel 4 4_2`), not said to have ended
+    done: JSON = {"cancelled": [], "ended": [], "not_found": [], "arrays": [], "errors": []}
+
+    def refuse(message: str) -> None:
+        nonlocal status
+        print(f"muster: error: {message}", file=sys.stderr, flush=True)
+        done["errors"].append(message)
+        status = REFUSED
+
     # Each target once, in the order given (`muster cancel 10 10` cancelled 10, then said it had already ended).
     targets = list(dict.fromkeys(args.job_ids))
     plain = [job_id for job_id, indices in targets if indices is None and not _is_array(client, job_id)]
-    if len(plain) > 1:
-        # Several jobs in one request: one by one, the nodes the first freed went to the next of the list in the cycle
-        # between, which was placed and then cancelled.
-        status = _cancel_many(client, plain, args)
-        cancelled.update(plain)
-        targets = [(job_id, indices) for job_id, indices in targets if not (indices is None and job_id in plain)]
     for job_id, indices in targets:
+        if indices is None and job_id in plain:
+            if job_id == plain[0]:
+                # All in one request: one by one, the nodes the first freed went to the next of the list in the cycle
+                # between, which was placed and then cancelled.
+                _cancel_many(client, plain, args, done, refuse)
+            continue
         try:
-            if indices is None and job_id in plain:
-                if job_id in cancelled:
-                    continue
-                job = client.cancel(job_id, reason=args.reason)
-                cancelled.add(job["id"])
-                if args.json:
-                    print_json(job)
-                else:
-                    out(f"Cancelled job {job['id']} ({job['name']})")
-                continue
             result = client.cancel_array(job_id, indices, reason=args.reason)
         except ApiError as exc:
             if exc.status >= 500:
                 raise
             # Several IDs at once: each refusal says which job, once (the server's words mostly name it already).
             which = "" if re.search(rf"\b([Jj]ob|[Aa]rray) {job_id}\b", exc.message) else f"job {job_id}: "
-            print(f"muster: error: {which}{exc.message}", file=sys.stderr, flush=True)
-            status = REFUSED
+            refuse(f"{which}{exc.message}")
             continue
+        cancelled = {job["id"] for job in done["cancelled"]}  # by this command: named again (`4 4_2`), not "ended"
         result["ended"] = [job for job in result["ended"] if job["id"] not in cancelled]
-        cancelled.update(job["id"] for job in result["cancelled"])
-        if args.json:
-            print_json(result)
-        elif result["cancelled"]:
+        done["arrays"].append(result)
+        done["cancelled"] += result["cancelled"]
+        done["ended"] += result["ended"]
+        if result["cancelled"] and not args.json:
             out(render.array_cancelled(result, whole=indices is None))
         for problem in render.array_not_cancelled(result, whole=indices is None, asked=len(indices or ())):
-            print(f"muster: error: {problem}", file=sys.stderr, flush=True)
-            status = REFUSED
+            refuse(problem)
+    if args.json:
+        print_json(done)
     return status
 
 
@@ -511,22 +587,20 @@ def _array_targets(client: Client, array_id: int, indices: tuple[int, ...] | Non
     return targets
 
 
-def _cancel_many(client: Client, job_ids: list[int], args: argparse.Namespace) -> int:
-    """The plain jobs of a `muster cancel`, in one request: each cancelled said as a single cancel says it, each left out
-    (ended, or no job you may see) an error, as a single cancel's refusal reads."""
+def _cancel_many(client: Client, job_ids: list[int], args: argparse.Namespace, done: JSON, refuse: Callable[[str], None]) -> None:
+    """The plain jobs of a `muster cancel`, in one request: each cancelled said as `Cancelled job 12 (train)`, each left
+    out (ended, or no job you may see) an error; all of it added to `done`, the command's --json answer."""
     result = client.cancel_many(job_ids, reason=args.reason)
-    if args.json:
-        print_json(result)
-    else:
+    done["cancelled"] += result["cancelled"]
+    done["ended"] += result["ended"]
+    done["not_found"] += result["not_found"]
+    if not args.json:
         for job in result["cancelled"]:
             out(f"Cancelled job {job['id']} ({job['name']})")
     for job in result["ended"]:
-        print(
-            f"muster: error: Job {job['id']} has already ended ({job['state']}); there is nothing to cancel.", file=sys.stderr, flush=True
-        )
+        refuse(f"Job {job['id']} has already ended ({job['state']}); there is nothing to cancel.")
     for job_id in result["not_found"]:
-        print(f"muster: error: No job {job_id} (or none that you may see).", file=sys.stderr, flush=True)
-    return REFUSED if result["ended"] or result["not_found"] else OK
+        refuse(f"No job {job_id} (or none that you may see).")
 
 
 def _is_array(client: Client, job_id: int) -> bool:

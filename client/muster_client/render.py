@@ -77,7 +77,8 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 def shape(job: JSON) -> str:
     """Nodes x GPUs per node as sbatch's -N and --gpus-per-node: `2x8`, an elastic range `2-4x8` (running on 3 of it:
     `3(2-4)x8`), a GPU slice `1x0.25` (holding a MIG slice of 1/7 of a GPU for it: `1x0.143(0.1)`, what it holds
-    first as for an elastic job, which is what usage and quotas count)."""
+    first as for an elastic job, which is what usage and quotas count). A multi-node job asking part of each node holds
+    its nodes whole: `2x8(4)`, 8 held on each for an ask of 4."""
     if shares_gpu(job):
         if job.get("gpu_fraction"):
             asked = f"{job['gpu_fraction']:g}"
@@ -88,7 +89,19 @@ def shape(job: JSON) -> str:
     nodes = f"{job['min_nodes']}-{job['max_nodes']}" if job.get("min_nodes") and job.get("max_nodes") else job["nodes"]
     if job.get("min_nodes") and job.get("state") in ("SCHEDULED", "RUNNING"):
         nodes = f"{job['nodes']}({nodes})"  # an elastic job on its nodes now: `3(2-4)x8`
+    per_node = _held_per_node(job)
+    if per_node is not None:
+        return f"{nodes}x{per_node:g}({job['gpus_per_node']})"
     return f"{nodes}x{job['gpus_per_node']}"
+
+
+def _held_per_node(job: JSON) -> float | None:
+    """The GPUs a whole-GPU job holds on each node when that is not its ask (a gang holds its nodes whole, and usage
+    counts what it holds), else None."""
+    held, nodes = job.get("gpus_held"), job.get("nodes") or 0
+    if not held or not nodes or held == nodes * job["gpus_per_node"] or held % nodes:
+        return None
+    return float(held / nodes)
 
 
 def gpus(job: JSON) -> str:
@@ -101,6 +114,11 @@ def gpus(job: JSON) -> str:
         ]
         held = f"; holds {job['gpus_held']:g} of a GPU now" if job.get("gpus_held") else ""
         return "a GPU slice: " + ", ".join(a for a in asks if a) + held
+    whole = job.get("gpus_held")
+    if whole and whole != job["nodes"] * job["gpus_per_node"]:
+        # `2x4 (8 GPUs)` read as what it is charged for, while it held (and usage counted) 16: its nodes whole.
+        asked = job["nodes"] * job["gpus_per_node"]
+        return f"holds {plural(whole, 'GPU')}, its {plural(job['nodes'], 'node')} whole, as usage counts them; asked {asked}"
     if job.get("min_nodes") and job.get("max_nodes"):
         if job["state"] in ("SCHEDULED", "RUNNING"):
             return f"{job['gpus']} GPUs on {job['nodes']} nodes now"
@@ -160,12 +178,14 @@ def queue_table(
     states: Sequence[str] = ("PENDING", "SCHEDULED", "RUNNING"),
     filtered: bool = False,
     limited: bool = False,
+    visible: int | None = None,
     now: datetime | None = None,
 ) -> str:
     """`squeue`: the queue API's pending entries, then `running` (jobs SCHEDULED or RUNNING); `states` those asked for.
 
-    `filtered`: the rows are one user's (--user) or some jobs' (-j), and the summary (the whole queue's) says so; `limited`: cut
-    to --limit."""
+    `filtered`: the rows are one user's (--user) or some jobs' (-j); `limited`: cut to --limit. Either way the last line
+    says how many are shown and what the whole queue has, as it would without them; `visible`: how many jobs on their
+    nodes the user may see (fewer than the cluster has: said)."""
     rows = [
         (
             e["id"],
@@ -215,14 +235,16 @@ def queue_table(
     if "running_within_quota" in summary:
         on_nodes = summary["running_within_quota"] + summary.get("running_over_quota", 0)
     active = [state for state in ("RUNNING", "SCHEDULED") if state in states]
-    if filtered:  # else "1 pending" under an empty table read as that user's
+    hidden = " (others' jobs on their nodes are listed to their owners and admins only)"
+    if filtered or limited:  # else "1 pending" under an empty table read as that user's, and -n 3's "1 running" as all
         whole = [pending] if "PENDING" in states else []
-        whole += [f"{on_nodes} running or starting"] if active and on_nodes is not None else []
+        if active and on_nodes is not None:
+            whole.append(f"{on_nodes} running or starting" + (hidden if visible is not None and visible < on_nodes else ""))
         return f"{text}\n{len(rows)} shown" + (f"; in the whole queue {', '.join(whole)}" if whole else "")
     parts = [pending] if "PENDING" in states else []
     if active:
         shown = ", ".join(f"{sum(1 for j in running if j['state'] == state)} {ACTIVE_WORDS[state]}" for state in active)
-        if len(active) == 2 and not limited and on_nodes is not None and len(running) < on_nodes:
+        if len(active) == 2 and on_nodes is not None and len(running) < on_nodes:
             shown += f" (of {on_nodes} on the cluster: others' jobs are listed to their owners and admins only)"
         parts.append(shown)
     return f"{text}\n{'; '.join(parts)}"
@@ -309,11 +331,11 @@ def jobs_table(jobs: Iterable[JSON]) -> str:
             when(j["submitted_at"]),
             elapsed(j),
             j.get("exit_code"),
-            j.get("array_index"),
+            array_element(j),  # `21_3`, as the queue, squeue and scancel name an element
         )
         for j in jobs
     ]
-    return table(["ID", "NAME", "USER", "STATE", "NODESxGPUS", "SUBMITTED", "ELAPSED", "EXIT", "INDEX"], rows)
+    return table(["ID", "NAME", "USER", "STATE", "NODESxGPUS", "SUBMITTED", "ELAPSED", "EXIT", "ARRAY"], rows)
 
 
 def job_lines(job: JSON) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -102,27 +103,29 @@ def parse_node_count(text: str) -> tuple[int, int | None]:
 
 
 def load_spec_file(path: str) -> dict[str, Any]:
-    """A job spec in YAML whose keys are the API's fields (`name`, `image`, `command`, `nodes`, ...)."""
+    """A job spec in YAML whose keys are the API's fields (`name`, `image`, `command`, `nodes`, ...); `-` reads stdin, as
+    sbatch reads its script there (`generate-spec | muster submit -`)."""
+    label = "stdin" if path == "-" else path
     try:
-        text = Path(path).read_text()
+        text = sys.stdin.read() if path == "-" else Path(path).read_text()
     except OSError as exc:
-        raise SpecError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise SpecError(f"cannot read {label}: {exc.strerror or exc}") from exc
     try:
         data = yaml.load(text, Loader=_SpecLoader)  # a SafeLoader
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" (line {where.line + 1})" if where is not None else ""
-        raise SpecError(f"{path} is not valid YAML{line}: {getattr(exc, 'problem', None) or exc}") from exc
+        raise SpecError(f"{label} is not valid YAML{line}: {getattr(exc, 'problem', None) or exc}") from exc
     if data is None:
         return {}
     if not isinstance(data, dict):
         if any(line.lstrip().startswith("#SBATCH") for line in text.splitlines()):
             # `muster --help` says "like sbatch job.sh": a Slurm user tries their script first.
             raise SpecError(
-                f"{path} is a batch script: muster takes no #SBATCH directives. Give them as flags (-N 2 -G 8 -t 4h "
+                f"{label} is a batch script: muster takes no #SBATCH directives. Give them as flags (-N 2 -G 8 -t 4h "
                 "--image IMAGE -- COMMAND) or in a YAML file of the job's fields (muster submit --help shows one)."
             )
-        raise SpecError(f"{path} must be a mapping of the job's fields (name: ..., image: ..., nodes: ...).")
+        raise SpecError(f"{label} must be a mapping of the job's fields (name: ..., image: ..., nodes: ...).")
     return {str(key): value for key, value in data.items()}
 
 
@@ -193,10 +196,12 @@ def _env_value(key: str, value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def name_for(spec_file: str | None, command: list[str] | None) -> str | None:
+def name_for(spec_file: str | None, command: list[str] | str | None) -> str | None:
     """Slurm names a job after its script: the YAML file's stem, else the command's program."""
-    if spec_file:
+    if spec_file and spec_file != "-":  # stdin has no name: the command's program names the job
         return Path(spec_file).stem[:100]
+    if isinstance(command, str):  # a job file's command as one string: its program is its first word
+        command = command.split()
     if command:
         return Path(command[0]).name[:100] or None
     return None
