@@ -452,12 +452,22 @@ def _limit(value: Any, unit: str = "") -> str:
     return "unlimited" if value is None else f"{value:g}{unit}" if isinstance(value, float) else f"{value}{unit}"
 
 
+def _gpus_now(account: JSON) -> str:
+    """`32/40+8`: the GPUs held within the quota against it, and those borrowed beyond it by preemptible jobs, as the
+    quota pages say them; "40/40" read as full while 8 of the 40 were borrowed."""
+    usage = account["usage"]
+    if "gpus_within_quota" not in usage:  # a server before the split
+        return f"{usage['gpus_in_use']}/{_limit(account['max_gpus'])}"
+    borrowed = usage.get("gpus_borrowed") or 0
+    return f"{usage['gpus_within_quota']}/{_limit(account['max_gpus'])}" + (f"+{borrowed}" if borrowed else "")
+
+
 def usage_text(summary: JSON) -> str:
     accounts = [summary["user"], *summary.get("teams", [])]
     rows = [
         (
             f"{a['account']} {a['name']}",
-            f"{a['usage']['gpus_in_use']}/{_limit(a['max_gpus'])}",
+            _gpus_now(a),
             f"{a['usage']['node_hours_used']:.2f}",
             _limit(a["node_hours_per_period"]),
             "-" if a["usage"]["node_hours_left"] is None else f"{a['usage']['node_hours_left']:.2f}",
@@ -470,7 +480,8 @@ def usage_text(summary: JSON) -> str:
         for a in accounts
     ]
     head = f"Budget period {when(summary['period_start'])} to {when(summary['period_end'])}"
-    headers = ["ACCOUNT", "GPUS NOW/MAX", "NODE-H USED", "NODE-H BUDGET", "LEFT", "COMMITTED", "GPU-H USED", "MAX WALL", "MAX NODE-H/JOB"]
+    headers = ["ACCOUNT", "GPUS NOW/MAX(+BORROWED)", "NODE-H USED", "NODE-H BUDGET", "LEFT", "COMMITTED", "GPU-H USED"]
+    headers += ["MAX WALL", "MAX NODE-H/JOB"]
     return f"{head}\n{table(headers, rows)}"
 
 

@@ -173,3 +173,25 @@ def test_the_queue_names_an_arrays_elements_as_squeue_does() -> None:
     assert [line.split()[:3] for line in lines[1:-1]] == [["7", "5_2", "sweep"], ["9", "-", "sweep"], ["5", "5_0", "sweep"]]
     # No element in the queue: no column.
     assert render.queue_table({**queue, "results": [{**pending, "id": 9}]}, now=NOW).splitlines()[0].split()[:2] == ["ID", "NAME"]
+
+
+def test_usage_says_the_gpus_borrowed_beyond_the_quota_apart_from_those_within_it() -> None:
+    """A quota read "40/40", full, while 8 of the 40 GPUs were borrowed by preemptible jobs."""
+    from muster_client.render import usage_text
+
+    def account(kind: str, name: str, max_gpus: int | None, usage: dict[str, object]) -> dict[str, object]:
+        used = {"node_hours_used": 0.0, "node_hours_left": None, "gpu_hours_used": 0.0, **usage}
+        limits = {"max_wall_time_seconds": None, "max_node_hours_per_job": None, "node_hours_per_period": None}
+        return {"account": kind, "name": name, "max_gpus": max_gpus, "usage": used, **limits}
+
+    summary = {
+        "period_start": "2026-11-01T00:00:00Z",
+        "period_end": "2026-12-01T00:00:00Z",
+        "user": account("user", "ann", 40, {"gpus_in_use": 40, "gpus_within_quota": 32, "gpus_borrowed": 8}),
+        "teams": [
+            account("team", "vision", None, {"gpus_in_use": 8, "gpus_within_quota": 8, "gpus_borrowed": 0}),
+            account("team", "old", 4, {"gpus_in_use": 2}),  # a server before the split
+        ],
+    }
+    rows = {line.split()[1]: line.split()[2] for line in usage_text(summary).splitlines()[2:]}
+    assert rows == {"ann": "32/40+8", "vision": "8/unlimited", "old": "2/4"}
