@@ -607,5 +607,7 @@ def estimate_text(estimate: JSON, *, now: datetime | None = None) -> str:
         # sbatch --test-only --array answers for the array's first task; the others queue behind it.
         count = estimate.get("count", 1)
         lines.append(f"  That is the array's first element (index {estimate['array_index']}) of {count}; the others queue behind it.")
-    lines += [f"  [{LIMIT_MARK.get(check['status'], check['status'])}] {check['text']}" for check in estimate["limits"]]
+    # A refused limit is one of the problems said above, in the submit's words: listed once, not again as [NO].
+    shown = [check for check in estimate["limits"] if estimate["accepted"] or check["status"] != "refused"]
+    lines += [f"  [{LIMIT_MARK.get(check['status'], check['status'])}] {check['text']}" for check in shown]
     return "\n".join([*lines, "Nothing was submitted."])

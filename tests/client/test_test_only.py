@@ -50,7 +50,9 @@ def test_test_only_names_every_refusal_and_exits_5(signed_in: Any, capsys: Any) 
     assert out.startswith("It would be refused:")
     assert "nodes: The job needs 16 GPUs; your quota (user dana) allows at most 8 at once." in out
     assert "wall_time_seconds: The wall time is 7200 s (2 h)" in out
-    assert "[NO] GPUs: 16 at once" in out
+    # Each said once: a refused limit is one of the problems, not listed again as [NO]; the limits it meets still are.
+    assert "[NO]" not in out and "GPUs: 16 at once" not in out
+    assert out.count("16 GPUs") == 1 and "[ok] Fits this cluster." in out
     assert not Job.objects.exists()
 
 
