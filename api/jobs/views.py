@@ -417,15 +417,21 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
             raise NotFound(f"No node {self.kwargs[self.lookup_field]}.") from None
 
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
-        health = ClusterHealth.objects.filter(pk=1).first()
-        down = health is not None and not health.reachable
-        cast(NodePagination, self.paginator).summary = {
-            "usable": not down,
-            "problem": health.error if health and down else "",
-            "since": health.down_since if health and down else None,
-            "last_cycle_at": health.last_cycle_at if health else None,
-        }
+        cast(NodePagination, self.paginator).summary = cluster_summary()
         return super().list(request, *args, **kwargs)
+
+
+def cluster_summary() -> dict[str, Any]:
+    """Whether jobs can start on the cluster now and, when not, why and since when: the nodes' `cluster`, and the queue's
+    `summary.cluster` (its estimates are the last cycle's, stale while no cycle can place anything)."""
+    health = ClusterHealth.objects.filter(pk=1).first()
+    down = health is not None and not health.reachable
+    return {
+        "usable": not down,
+        "problem": health.error if health and down else "",
+        "since": health.down_since if health and down else None,
+        "last_cycle_at": health.last_cycle_at if health else None,
+    }
 
 
 class QueueView(ListAPIView):
@@ -444,7 +450,7 @@ class QueueView(ListAPIView):
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         paginator = cast(QueuePagination, self.paginator)
         counts = queue_counts()
-        paginator.summary, paginator.total = queue_summary(counts), counts.pending
+        paginator.summary, paginator.total = {**queue_summary(counts), "cluster": cluster_summary()}, counts.pending
         page = paginator.paginate_queryset(self.get_queryset(), request, view=self) or []
         return paginator.get_paginated_response(self.get_serializer(queue_entries(page), many=True).data)
 

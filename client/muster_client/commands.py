@@ -281,6 +281,9 @@ def queue(args: argparse.Namespace) -> int:
         print_json({**data, "running": running} if active else data)
     else:
         out(render.queue_table(data, running, states=states, filtered=filtered, limited=limit is not None, visible=visible))
+        # Its estimates are the last cycle's: while no cycle can place anything they go stale, and the queue says why.
+        if "cluster" in data.get("summary", {}):
+            _warn_if_unusable(client, data["summary"]["cluster"])
     return OK
 
 
@@ -654,9 +657,9 @@ def nodes(args: argparse.Namespace) -> int:
     return OK
 
 
-def _warn_if_unusable(client: Client) -> None:
+def _warn_if_unusable(client: Client, cluster: dict[str, Any] | None = None) -> None:
     """What every page's banner says when jobs cannot start on the cluster (unreachable, no namespace, no rights)."""
-    cluster = client.cluster()
+    cluster = client.cluster() if cluster is None else cluster
     if not cluster.get("usable", True):
         since = f" (since {render.when(cluster['since'])})" if cluster.get("since") else ""
         warn(f"jobs cannot start on the cluster now{since}: {cluster.get('problem') or 'it cannot be reached'}")

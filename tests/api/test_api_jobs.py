@@ -388,6 +388,7 @@ def test_queue_lists_pending_jobs_in_scheduling_order(api: APIClient, other_api:
     assert entries[0]["priority"]["factors"]["class"]["value"] == 1.0
     assert entries[-1]["priority"]["factors"]["class"]["value"] == 0.0
     # The whole queue is counted, with what holds GPUs within and beyond quotas.
+    cluster = body["summary"].pop("cluster")
     assert body["summary"] == {
         "pending": 4,
         "pending_by_reason": {"NO_ROOM": 4},
@@ -396,6 +397,8 @@ def test_queue_lists_pending_jobs_in_scheduling_order(api: APIClient, other_api:
         "gpus_over_quota": 0,
         "accounts_above_quota": [],
     }
+    # Whether jobs can start now, as the nodes' list says it: the estimates are the last cycle's.
+    assert cluster == {**api.get(NODES).json()["cluster"], "last_cycle_at": cluster["last_cycle_at"]} and cluster["usable"] is True
 
     # Positions count over the whole queue, not within a page.
     page = api.get(QUEUE, {"limit": 2, "offset": 2}).json()

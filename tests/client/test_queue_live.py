@@ -90,3 +90,25 @@ def test_jobs_sort_as_the_job_lists_columns_and_a_bad_key_is_said(
 
     assert cli.main(["jobs", "--sort", "wall_time"]) != 0
     assert "Cannot sort by wall_time; sort by id, name, owner, state, size, time, priority, submitted" in capsys.readouterr().err
+
+
+def test_the_queue_says_when_jobs_cannot_start_on_the_cluster_as_its_estimates_are_then_stale(
+    signed_in: Any, tx_sim: SimHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """While the jobs' namespace was gone, `muster queue` showed starts already past with nothing to say why."""
+    from django.utils import timezone
+
+    from jobs.models import ClusterHealth
+
+    JobFactory(owner=signed_in, name="waits", nodes=1, gpus_per_node=8, queued=True, history=True)
+    assert cli.main(["queue"]) == 0
+    assert "cannot start" not in capsys.readouterr().err
+    ClusterHealth.objects.update_or_create(
+        pk=1, defaults={"reachable": False, "error": "the jobs' namespace muster-jobs is being deleted", "down_since": timezone.now()}
+    )
+    assert cli.main(["queue"]) == 0
+    err = capsys.readouterr().err
+    assert "muster: jobs cannot start on the cluster now (since " in err
+    assert err.rstrip().endswith("the jobs' namespace muster-jobs is being deleted")
+    assert cli.main(["queue", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["cluster"]["usable"] is False
