@@ -380,18 +380,25 @@ class _Unbindable:
 def _unbindable(job: Job, pods: list[PodStatus]) -> _Unbindable | None:
     """What keeps kube-scheduler from binding the job's unbound pods to their planned nodes, or None when nothing
     Muster knows of does."""
-    unbound = next((p for p in pods if p.phase == PodPhase.PENDING and p.reason == UNSCHEDULABLE), None)
-    if unbound is None:
+    unbound = [p for p in pods if p.phase == PodPhase.PENDING and p.reason == UNSCHEDULABLE]
+    if not unbound:
         return None
     # The nodes its unbound pods are to go to: those of the placement none of its pods is bound to yet.
-    nodes = set(job_assigned_nodes(job)) - {p.node_name for p in pods if p.node_name}
-    said = f" (rank {unbound.rank}: {unbound.message.rstrip('.')})" if unbound.message else ""
+    planned = job_assigned_nodes(job)
+    nodes = set(planned) - {p.node_name for p in pods if p.node_name}
+
+    def said(culprits: set[str]) -> str:
+        # What kube-scheduler said of the rank planned on a node at fault, not of rank 0, which may only wait for it
+        # (a gang's "pod group is unschedulable, waiting for minCount pods" while a node of it was deleted).
+        pod = next((p for p in unbound if p.rank < len(planned) and planned[p.rank] in culprits), unbound[0])
+        return f" (rank {pod.rank}: {pod.message.rstrip('.')})" if pod.message else ""
+
     closed = Node.objects.filter(name__in=nodes, state__in=list(_CLOSED)).order_by("name").values_list("name", "state", "closed_by")
     if closed:
         how = "; ".join(f"{name} {f'is {by}' if by else _CLOSED[NodeState(state)]}" for name, state, by in closed)
-        return _Unbindable([name for name, _, _ in closed], how, said)
+        return _Unbindable([name for name, _, _ in closed], how, said({name for name, _, _ in closed}))
     overfilled = nodes_overfilled(nodes)
-    return _Unbindable(list(overfilled), "", said) if overfilled else None
+    return _Unbindable(list(overfilled), "", said(set(overfilled))) if overfilled else None
 
 
 def _shrunk_for_loss(backend: ClusterBackend, job: Job, ranks: set[int], what: str, pods: list[PodStatus], now: datetime) -> bool:
