@@ -240,6 +240,19 @@ def job_launch_failed(job: Job, *, now: datetime, why: str, transient: bool = Fa
     )
 
 
+def job_not_launched(job: Job, *, now: datetime, why: str) -> Job:
+    """A placed job whose launch the cluster refused for a cause of its own, not the job's (the jobs' namespace gone or
+    being deleted, Muster's role cut): back to the queue with nothing spent, no failed launch counted and no backoff,
+    so it is placed again in the first cycle after the cluster takes jobs. Before, each such refusal counted as a failed
+    launch: a namespace held Terminating for minutes backed jobs off for up to 10 minutes after it was back."""
+    why = why.rstrip()
+    if not why.endswith((".", "!", "?")):
+        why += "."
+    return job_requeue(
+        job, now=now, why=f"Not launched: {why} It waits, spending no launch, and is placed again once the cluster takes jobs."
+    )
+
+
 def job_preempt(job: Job, *, reason: str, for_job_id: int, now: datetime) -> Job:
     """RUNNING/SCHEDULED -> PREEMPTED -> PENDING at once, keeping its submit time and so its age."""
     job = job_transition(job, JobState.PREEMPTED, reason=fit_reason(reason), now=now)

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from jobs.amounts import plural
+from jobs.amounts import duration, plural
 from jobs.cluster import ClusterBackend, ClusterRefuses, ClusterUnavailable, GangSpec, PodPhase, PodStatus, get_backend
 from jobs.cluster.base import (
     DEADLINE_EXCEEDED,
@@ -37,6 +37,7 @@ from jobs.lifecycle import (
     job_launch_note,
     job_launch_overdue,
     job_mark_running,
+    job_not_launched,
     job_place,
     job_preempt,
     job_requeue,
@@ -117,14 +118,16 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
             followed = _observe_active(backend, gangs, present, now, report)
             # After the gangs were followed: a gang that ended before this cycle is charged up to its end, not to now.
             _charge_active(now)
-            _reconcile(backend, gangs, set(gangs) - followed, report)
+            if not report.cluster_error:
+                _reconcile(backend, gangs, set(gangs) - followed, report)
         except ClusterUnavailable as exc:
             # Jobs stay queued and nothing is lost; the next cycle tries again.
             report.cluster_error = str(exc)
-            logger.warning("cluster unavailable, skipping this cycle: %s", exc)
-            _record_health(health, now, str(exc))
+        if report.cluster_error or backend is None:  # (None: making the backend itself failed)
+            # Unreachable, or refusing new objects (a launch being completed met it): nothing is placed on it.
+            _say_unavailable(health, now, report.cluster_error)
+            _record_health(health, now, report.cluster_error)
             return report
-        _record_health(health, now, "")
         decisions, stopped, now = _admit(now, report, stamp_after_snapshot=not clock_given)
         # Preempted gangs get the grace period to checkpoint on SIGTERM.
         for job_id, attempt, ranks in stopped:
@@ -132,10 +135,34 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
         _apply_resizes(backend, report)
         _launch(backend, decisions, now, report)
         if report.cluster_error:
-            # A launch found the cluster unusable (a role revoked, the namespace deleted): every page says so at once.
-            _record_health(health, now, report.cluster_error)
+            # A launch found the cluster refusing (a role revoked, the namespace deleted): every page says so at once.
+            _say_unavailable(health, now, report.cluster_error)
+        elif not health.reachable:
+            logger.warning("cluster available again after %s: jobs are placed and launched", _since(health, now))
+        _record_health(health, now, report.cluster_error)
         report.seconds = time.monotonic() - started
         return report
+
+
+# While the cluster is unavailable, it is said once, then at most once a minute, and once when it is back: one line every
+# 2-s cycle was ~1,800 an hour.
+UNAVAILABLE_LOG_SECONDS = 60
+
+
+def _say_unavailable(health: ClusterHealth, now: datetime, error: str) -> None:
+    """Log the cluster unavailable when it becomes so, then when each minute of it begins, from the health row as this
+    cycle read it (shared by every worker, so several workers do not each say it)."""
+    if health.reachable:
+        logger.warning("cluster unavailable, jobs wait (said again at most once a minute while it lasts): %s", error)
+        return
+    since = health.down_since or now
+    every = timedelta(seconds=UNAVAILABLE_LOG_SECONDS)
+    if (now - since) // every != ((health.last_cycle_at or since) - since) // every:
+        logger.warning("cluster still unavailable after %s, jobs wait: %s", _since(health, now), error)
+
+
+def _since(health: ClusterHealth, now: datetime) -> str:
+    return duration(max(0, int((now - (health.down_since or now)).total_seconds())))
 
 
 def _lost_to_gangs(node: Node, now: datetime) -> bool:
@@ -790,26 +817,58 @@ def _complete_launch(backend: ClusterBackend, job: Job, now: datetime, report: C
     )
     try:
         backend.launch_gang(_gang_spec(job, nodes))
+    except ClusterRefuses as exc:
+        # The cluster's cause (the namespace being deleted, a role cut): the job waits, spending nothing, and this
+        # cycle places nothing (`_run_cycle`).
+        logger.warning("completing the launch of job %s attempt %s waits: %s", job.pk, job.attempt, exc)
+        report.cluster_error = str(exc)
+        _not_launched(backend, job, now, report, str(exc))
     except ClusterUnavailable:
         raise
     except Exception as exc:
-        logger.exception("completing the launch of job %s attempt %s failed", job.pk, job.attempt)
+        # One line, as on the launch's own path (a refusal's words say why); a traceback only for the unexpected.
+        if isinstance(exc, VolumeWithdrawn | LaunchRefused):
+            logger.warning("completing the launch of job %s attempt %s failed: %s", job.pk, job.attempt, exc)
+        else:
+            logger.exception("completing the launch of job %s attempt %s failed", job.pk, job.attempt)
         transient = isinstance(exc, LaunchRefused) and exc.transient
         _launch_failed(backend, job, now, report, f"The cluster refused the launch: {exc}", transient=transient)
 
 
+def _not_launched(backend: ClusterBackend, job: Job, now: datetime, report: CycleReport, why: str) -> None:
+    """Back to the queue spending nothing (jobs.lifecycle.job_not_launched); what the launch made is deleted now, or by
+    reconciliation once the cluster lets Muster (a role cut refuses the delete too)."""
+    job = job_not_launched(job, now=now, why=why)
+    try:
+        _requeued(backend, job, report)
+    except Exception as exc:
+        logger.warning("could not tear down job %s attempt %s now (%s); reconciliation will", job.pk, job.attempt, exc)
+
+
 def _launch(backend: ClusterBackend, decisions: Decisions, now: datetime, report: CycleReport) -> None:
+    refused = ""
     for placement in decisions.placements:
         job = Job.objects.select_related("owner", "team").get(pk=placement.job_id)
         if job.state != JobState.SCHEDULED:
             continue  # cancelled between admission and launch
         try:
+            if refused:
+                # An earlier launch of this cycle found the cluster refusing: the rest would be refused the same way.
+                raise ClusterRefuses(refused)
             backend.launch_gang(_gang_spec(job, placement.node_names))
+        except ClusterRefuses as exc:
+            # The cluster's cause, not the job's (the namespace gone or being deleted, a role cut): no failed launch,
+            # no backoff; it is placed again in the first cycle the cluster takes jobs, and every page says why.
+            logger.warning("launch of job %s attempt %s waits: %s", job.pk, job.attempt, exc)
+            refused = report.cluster_error = str(exc)
+            try:
+                _not_launched(backend, job, now, report, refused)
+            except IllegalTransition:
+                pass
+            continue
         except Exception as exc:
             if isinstance(exc, ClusterUnavailable | VolumeWithdrawn | LaunchRefused):  # expected, its message says why: no traceback
                 logger.warning("launch of job %s attempt %s failed: %s", job.pk, job.attempt, exc)
-                if isinstance(exc, ClusterRefuses):  # not a passing error: an operator must act
-                    report.cluster_error = str(exc)
             else:
                 logger.exception("launch of job %s attempt %s failed", job.pk, job.attempt)
             try:

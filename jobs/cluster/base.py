@@ -33,8 +33,9 @@ class ClusterUnavailable(Exception):
 
 
 class ClusterRefuses(ClusterUnavailable):
-    """The cluster answers but will not let Muster start jobs (the jobs' namespace missing, its role not granted or
-    revoked) until an operator acts: every page says so until then, not only the cycle that met it."""
+    """The cluster answers but will not let Muster start jobs (the jobs' namespace missing or being deleted, its role
+    not granted or revoked) until that passes or an operator acts: every page says so until then, not only the cycle
+    that met it, and a launch that meets it spends nothing (no failed launch, no backoff)."""
 
 
 class LaunchRefused(Exception):

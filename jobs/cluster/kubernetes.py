@@ -114,10 +114,23 @@ GROUP_OF_MODE: dict[str, tuple[CustomResource, Callable[..., dict[str, Any]]]] =
     LAUNCH_WORKLOAD: (NATIVE_PODGROUP, native_podgroup_manifest),
     LAUNCH_PODGROUP: (PODGROUP, podgroup_manifest),
 }
-# Namespaces this process has found or made, and when: `prepare` asks the API server every few minutes, not every cycle,
-# so a namespace deleted or a role revoked under a running Muster is seen (and said) within them even with no launch.
+# Namespaces this process has found or made, and when: `prepare` checks them in full (namespace, every verb) every few
+# minutes; between those, one dry-run create per cycle (`_refusal`) sees a namespace deleted, being deleted or a role
+# cut before the cycle places anything, so jobs wait instead of spending launches the cluster would refuse.
 _NAMESPACES_SEEN: dict[str, float] = {}
 _NAMESPACE_RECHECK_SECONDS = 300.0
+# What the per-cycle check creates with dryRun=All (nothing is stored): a headless Service, which the shipped Role lets
+# Muster create, so the API server's RBAC and its NamespaceLifecycle admission both answer as they would a launch.
+_CHECK_SERVICE = {"metadata": {"name": "muster-namespace-check"}, "spec": {"clusterIP": "None"}}
+# Why the cluster refuses new objects in the jobs' namespace for causes of its own, as `_cluster_refusal` reads them.
+NAMESPACE_GONE = "gone"
+NAMESPACE_TERMINATING = "terminating"
+ACCESS_DENIED = "forbidden"
+# The API server's words: NamespaceLifecycle's for a namespace that is not there or is being deleted, RBAC's for a verb
+# its roles do not grant (`pods "x" is forbidden: User "..." cannot create resource "pods" in API group "" ...`).
+_NAMESPACE_NOT_FOUND = re.compile(r'namespaces "[^"]+" not found')
+_NAMESPACE_BEING_DELETED = "because it is being terminated"
+_RBAC_REFUSAL = re.compile(r'cannot \S+ resource "')
 # (API server, jobs' namespace) -> (when read, the watch's version of them then, per node what other pods hold there):
 # every pod in the cluster is read once per `foreign_pods_seconds`, not every cycle (benchmarks/bench_node_inventory.py:
 # ~0.45 s per 2,000 pods here), or sooner when the watch has seen one come or go (`note_foreign_pods_version`).
@@ -129,6 +142,28 @@ def namespace_missing(namespace: str) -> str:
         f"The namespace {namespace!r} for jobs does not exist and Muster may not create it: run "
         f"`kubectl create namespace {namespace}` (or set MUSTER_K8S_NAMESPACE to an existing namespace)."
     )
+
+
+def namespace_terminating(namespace: str) -> str:
+    return (
+        f"The namespace {namespace!r} for jobs is being deleted (Terminating until its objects and finalizers are gone): "
+        "jobs wait, and none is launched or spends a launch, until it is gone and made again (by Muster where it may "
+        f"create namespaces; else `kubectl create namespace {namespace}`, then apply platform/kubernetes/rbac.yaml there)."
+    )
+
+
+def _cluster_refusal(exc: ApiException) -> str:
+    """Whether the API server refused a create for a cause of the cluster's, not the object's: the jobs' namespace gone
+    (NAMESPACE_GONE) or being deleted (NAMESPACE_TERMINATING), or a verb Muster's roles do not grant (ACCESS_DENIED);
+    "" for anything else (a ResourceQuota, an admission webhook, an invalid manifest)."""
+    said = _api_message(exc)
+    if exc.status == 404 and _NAMESPACE_NOT_FOUND.search(said):
+        return NAMESPACE_GONE
+    if exc.status == 403 and _NAMESPACE_BEING_DELETED in said:
+        return NAMESPACE_TERMINATING
+    if exc.status == 403 and _RBAC_REFUSAL.search(said):
+        return ACCESS_DENIED
+    return ""
 
 
 T = TypeVar("T")
@@ -243,12 +278,17 @@ class KubernetesCluster:
 
     def prepare(self) -> None:
         """Create the jobs' namespace if it is missing and Muster may, and check Muster may create pods there; else
-        say exactly what to do (ClusterUnavailable: jobs wait, the pages show the message)."""
+        say exactly what to do (ClusterRefuses: jobs wait, spending no launch, and the pages show the message).
+
+        Every cycle: a namespace deleted under a running Muster is made again by the next cycle, not by the next
+        launch (which the cluster refused, spending it), and one being deleted keeps jobs waiting until it is gone."""
         namespace = self.options.namespace
         if time.monotonic() - _NAMESPACES_SEEN.get(namespace, -math.inf) < _NAMESPACE_RECHECK_SECONDS:
-            return
+            if not self._refusal(namespace):
+                return
+            _NAMESPACES_SEEN.pop(namespace, None)  # checked in full below: made again, or what is missing said
         try:
-            self._call("read namespace", self.core.read_namespace, namespace)
+            found = self._call("read namespace", self.core.read_namespace, namespace)
         except ApiException as exc:
             # 403: a role in the namespace cannot read Namespace objects (the shipped RBAC); the review below says
             # whether it may start pods there, which it cannot where the namespace is missing.
@@ -256,8 +296,24 @@ class KubernetesCluster:
                 self._create_namespace(namespace)
             elif exc.status != 403:
                 raise
+        else:
+            if found.status is not None and found.status.phase == "Terminating":
+                raise ClusterRefuses(namespace_terminating(namespace))
         self._check_may_launch(namespace)
+        # Also where Muster may not read namespaces: one being deleted refuses new objects, whatever the roles say.
+        if self._refusal(namespace) == NAMESPACE_TERMINATING:
+            raise ClusterRefuses(namespace_terminating(namespace))
         _NAMESPACES_SEEN[namespace] = time.monotonic()
+
+    def _refusal(self, namespace: str) -> str:
+        """Whether the jobs' namespace takes new objects now, by a dry-run create (one request, nothing stored): "" when
+        it does, else `_cluster_refusal`'s answer. Anything else the API server says (a webhook that takes no dry runs)
+        is left to the launches."""
+        try:
+            self._call("check namespace", self.core.create_namespaced_service, namespace, _CHECK_SERVICE, dry_run="All")
+        except ApiException as exc:
+            return "" if exc.status == 409 else _cluster_refusal(exc)
+        return ""
 
     def _check_may_launch(self, namespace: str) -> None:
         # Any signed-in identity may ask what it may do (SelfSubjectAccessReview): one question per call Muster makes.
@@ -427,6 +483,14 @@ class KubernetesCluster:
 
         `pods`/`podgroup`: the Service, then the Secret of its `secret_env`, (podgroup) the PodGroup, then every pod,
         all owned by the Service. `mpijob`: the MPIJob, then the Secret it owns; the MPI operator makes the pods."""
+        try:
+            self._launch_gang(spec)
+        except NamespaceMadeAgain:
+            # The namespace was deleted under the launch and Muster made it again: the gang starts over there, once (a
+            # second time is a ClusterRefuses like any other: the job waits for the next cycle, spending nothing).
+            self._launch_gang(spec)
+
+    def _launch_gang(self, spec: GangSpec) -> None:
         name = gang_name(spec.job_id, spec.attempt)
         if self.options.launch_mode == LAUNCH_MPIJOB:
             mpijob = self._create_custom(MPIJOB, mpijob_manifest(spec, self.options)) or self._call(
@@ -527,24 +591,12 @@ class KubernetesCluster:
         except ApiException as exc:
             if exc.status == 409:  # AlreadyExists: a retried launch found its own object
                 return None
-            if exc.status == 404 and "namespaces" in str(exc.body or ""):
-                # The namespace went: made again where Muster may (else jobs wait, and the pages say what to do), and
-                # the launch is tried again, spending no failed launch.
-                _NAMESPACES_SEEN.pop(self.options.namespace, None)
-                self.prepare()
-                raise ClusterUnavailable(
-                    f"The jobs' namespace {self.options.namespace} was gone; Muster created it again, and the launch is tried again."
-                ) from exc
-            if exc.status == 403:
-                # Muster's role went (with a deleted namespace, its Role and RoleBinding go too) or was cut: asked again,
-                # the check says what is missing and what to apply, and jobs wait rather than spend failed launches.
-                _NAMESPACES_SEEN.pop(self.options.namespace, None)
-                self.prepare()
+            self._refused_by_cluster(what, exc)
             if exc.status is not None and 400 <= exc.status < 500:
                 # Else the job's reason was the client's whole dump (headers, then the body cut short before its cause).
                 said = _api_message(exc)
-                # The site's limits or a namespace being deleted, not the job: tried again, never failing it.
-                passing = exc.status == 403 and ("exceeded quota" in said or "being terminated" in said)
+                # The site's limits, not the job: tried again, never failing it.
+                passing = exc.status == 403 and "exceeded quota" in said
                 if exc.status == 403 and (missing := _MISSING_PRIORITY_CLASS.search(said)):
                     # The site's setting names a PriorityClass the cluster lacks: its fault, not the job's, which waits
                     # (no launch counted towards failing) until the class is made or the setting changed.
@@ -559,6 +611,28 @@ class KubernetesCluster:
                     passing, said = False, f"{said.rstrip('.')}. It asks {beyond}: no launch fits until the quota is raised."
                 raise LaunchRefused(said, transient=passing) from exc
             raise
+
+    def _refused_by_cluster(self, what: str, exc: ApiException) -> None:
+        """Raise ClusterRefuses where a create was refused for the cluster's cause, not the gang's (`_cluster_refusal`):
+        the job goes back to the queue spending no launch, and every page says why until the cycle's check passes.
+        Between two per-cycle checks only a launch meets these; before, each spent a failed launch and a backoff that
+        doubled up to 10 minutes, and the nodes stayed idle that long after the namespace was back."""
+        refusal = _cluster_refusal(exc)
+        if not refusal:
+            return
+        namespace = self.options.namespace
+        _NAMESPACES_SEEN.pop(namespace, None)  # the next cycle checks in full before it places anything
+        if refusal == NAMESPACE_TERMINATING:
+            raise ClusterRefuses(namespace_terminating(namespace)) from exc
+        # Gone, or Muster's role went (with a deleted namespace, its Role and RoleBinding go too) or was cut: checked
+        # again now, which makes the namespace again where Muster may, or says what is missing and what to apply.
+        self.prepare()
+        if refusal == NAMESPACE_GONE:
+            raise NamespaceMadeAgain(
+                f"The namespace {namespace!r} for jobs was gone; Muster made it again, and its launches start over."
+            ) from exc
+        # The check passes yet the API server refused (a role changed between the two): the refusal's own words.
+        raise ClusterRefuses(f"The cluster refused Muster's create of a {what.removeprefix('create ')}: {_api_message(exc)}") from exc
 
     def _create_custom(self, resource: CustomResource, body: dict[str, Any]) -> dict[str, Any] | None:
         """The created object; None when it existed already."""
@@ -575,6 +649,7 @@ class KubernetesCluster:
         except ApiException as exc:
             if exc.status == 409:  # AlreadyExists: a retried launch found its own object
                 return None
+            self._refused_by_cluster(f"create {resource.kind}", exc)
             if exc.status == 404:
                 raise MissingCustomResource(
                     f"{resource.kind} {resource.api_version} is not served here (MUSTER_K8S_LAUNCH_MODE="
@@ -789,6 +864,10 @@ class _StreamWatch:
 
     def stop(self) -> None:
         self._done.set()
+
+
+class NamespaceMadeAgain(ClusterRefuses):
+    """A launch found the jobs' namespace gone and Muster made it again: `launch_gang` starts the gang over there."""
 
 
 class MissingCustomResource(RuntimeError):

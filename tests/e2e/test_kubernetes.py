@@ -58,7 +58,7 @@ from jobs.models import Allocation, ClusterHealth, Job, JobEvent, JobResize, Nod
 from jobs.selectors import job_assigned_nodes
 from jobs.states import JobState
 from quotas.models import Team
-from scheduler.cycle import foreign_pods_changed, run_cycle
+from scheduler.cycle import CycleReport, foreign_pods_changed, run_cycle
 from scheduler.management.commands import muster_watch
 from scheduler.tasks import scheduling_cycle
 from telemetry.tokens import telemetry_token_for_job
@@ -1511,6 +1511,21 @@ def test_a_first_start_makes_the_jobs_namespace_and_runs_a_job_there(api: APICli
         kube.core.delete_namespace(fresh, grace_period_seconds=0)
 
 
+def cycle_while_waiting(kube: KubeHarness, done: Any, waits_for: str, timeout: float = 90.0) -> list[CycleReport]:
+    """Cycle until `done()`, as `kube.cycle_until` does, but letting cycles say the cluster refuses jobs for
+    `waits_for` (and nothing else) meanwhile; returns every cycle's report."""
+    reports = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        report = run_cycle(backend=kube.cluster)
+        assert report.ran and (not report.cluster_error or waits_for in report.cluster_error), report.cluster_error
+        reports.append(report)
+        if done():
+            return reports
+        time.sleep(0.5)
+    raise AssertionError(f"not done after {timeout} s of cycles")
+
+
 def test_a_jobs_namespace_deleted_under_muster_is_made_again_and_fails_no_job(api: APIClient, kube: KubeHarness) -> None:
     """Its launches read "Failed launch 1 of at most 5" while it was being deleted (5 such failed the job), then
     "Muster may not create it: run kubectl create namespace" though Muster could, and later did."""
@@ -1522,11 +1537,82 @@ def test_a_jobs_namespace_deleted_under_muster_is_made_again_and_fails_no_job(ap
         kube.cycle_until(lambda: not kube.core.list_namespaced_pod(fresh).items)
         kube.core.delete_namespace(fresh, grace_period_seconds=0)
         job = submit(api, nodes=1, simulate={"duration_seconds": 1})
-        kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED, timeout=90)
+        # While it is being deleted (Terminating), the cycles say so and place nothing.
+        cycle_while_waiting(kube, lambda: state(job["id"]) == JobState.SUCCEEDED, waits_for="is being deleted")
         reasons = list(JobEvent.objects.filter(job_id=job["id"]).values_list("reason", flat=True))
         assert not any("of at most" in r or "kubectl create namespace" in r for r in reasons), reasons
     finally:
         kube.core.delete_namespace(fresh, grace_period_seconds=0)
+
+
+def test_a_jobs_namespace_held_terminating_keeps_jobs_waiting_spending_nothing_and_they_start_once_it_is_made_again(
+    api: APIClient, kube: KubeHarness
+) -> None:
+    """An operator's walk: `kubectl delete namespace muster-jobs --wait=false` with jobs running and queued, the
+    namespace held Terminating by a finalizer for minutes. Every requeued job was placed again at once and refused
+    ("... because it is being terminated. Failed launch 1 in a row"), counts rose to 5 and backoffs to 240 s, attempts to
+    10, the namespace was made again only at the next launch (which counted too), and whole nodes stayed idle up to
+    the 600 s backoff after it was back."""
+    fresh = f"{kube.namespace}-held"
+    kube.cluster = _cluster_in(kube, fresh)
+    held = {"metadata": {"name": "held", "finalizers": ["muster.io/test-hold"]}}
+    try:
+        running = submit(api, nodes=2, simulate={"duration_seconds": 600})
+        kube.cycle_until(lambda: state(running["id"]) == JobState.RUNNING)
+        kube.core.create_namespaced_config_map(fresh, held)  # its finalizer holds the namespace Terminating
+        kube.core.delete_namespace(fresh)
+        _wait(lambda: kube.core.read_namespace(fresh).status.phase == "Terminating")
+        _wait(lambda: not kube.core.list_namespaced_pod(fresh).items)  # the namespace controller deleted the gang's pods
+        queued = submit(api, nodes=1, simulate={"duration_seconds": 600})
+        jobs = [running["id"], queued["id"]]
+
+        # In the moment between a cycle's check and its launches: the first launch meets the refusal, the rest wait too.
+        with pytest.MonkeyPatch.context() as unchecked:
+            unchecked.setattr(KubernetesCluster, "_refusal", lambda self, namespace: "")
+            report = run_cycle(backend=kube.cluster)
+        assert "is being deleted" in report.cluster_error and sorted(report.placed) == sorted(jobs), report
+        assert report.launched == [] and report.launch_failed == []
+        attempts = dict(Job.objects.filter(pk__in=jobs).values_list("id", "attempt"))
+        for job in Job.objects.filter(pk__in=jobs):
+            assert (job.state, job.launch_failures, job.launch_not_before, job.restarts) == (JobState.PENDING, 0, None, 0)
+            assert job.pending_reason.startswith(f"Not launched: The namespace '{fresh}' for jobs is being deleted"), job.pending_reason
+
+        # Every cycle's own check sees it before placing anything, and every page says why.
+        for _ in range(5):
+            report = run_cycle(backend=kube.cluster)
+            assert report.cluster_error.startswith(f"The namespace '{fresh}' for jobs is being deleted") and report.placed == []
+            time.sleep(0.5)
+        assert dict(Job.objects.filter(pk__in=jobs).values_list("id", "attempt")) == attempts
+        problem = api.get("/api/v1/nodes/").json()["cluster"]["problem"]
+        assert problem.startswith(f"The namespace '{fresh}' for jobs is being deleted"), problem
+
+        # Once it is gone Muster makes it again itself (not at a launch), and that very cycle launches both.
+        kube.core.patch_namespaced_config_map("held", fresh, {"metadata": {"finalizers": None}})
+        reports = cycle_while_waiting(kube, lambda: kube.core.read_namespace(fresh).status.phase == "Active", "is being deleted", 120)
+        assert not reports[-1].cluster_error and sorted(reports[-1].launched) == sorted(jobs), reports[-1]
+        assert kube.core.read_namespace(fresh).metadata.labels["app.kubernetes.io/managed-by"] == "muster"
+        kube.cycle_until(lambda: all(state(j) == JobState.RUNNING for j in jobs))
+        for job in Job.objects.filter(pk__in=jobs):
+            assert (job.launch_failures, job.restarts, job.attempt) == (0, 0, attempts[job.pk] + 1)
+        told = list(JobEvent.objects.filter(job_id__in=jobs).values_list("reason", flat=True))
+        assert not any("Failed launch" in r or "of at most" in r for r in told), told
+    finally:
+        try:
+            kube.core.patch_namespaced_config_map("held", fresh, {"metadata": {"finalizers": None}})
+        except ApiException:
+            pass
+        if _exists(kube, fresh):
+            delete_namespace_and_pods(kube.core, fresh)
+
+
+def _exists(kube: KubeHarness, namespace: str) -> bool:
+    try:
+        kube.core.read_namespace(namespace)
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
 
 
 def test_without_a_namespace_it_may_use_jobs_wait_and_every_page_says_what_to_do(
@@ -1575,22 +1661,32 @@ def test_a_role_revoked_under_a_running_muster_is_said_and_jobs_wait_without_spe
     rbac_api.delete_namespaced_role_binding("muster-gangs", kube.namespace)
     try:
         job = submit(api, nodes=1, simulate={"duration_seconds": 2})
-        report = run_cycle(backend=as_muster)
+        # Revoked in the moment between a cycle's check and its launch: the launch meets the 403.
+        with pytest.MonkeyPatch.context() as unchecked:
+            unchecked.setattr(KubernetesCluster, "_refusal", lambda self, namespace: "")
+            report = run_cycle(backend=as_muster)
         # Not a raw 403 in the job's history and a failed launch: what is missing, and what to apply.
         assert report.cluster_error and "Muster may not create pods" in report.cluster_error, report.cluster_error
+        assert report.launch_failed == []
         waiting = Job.objects.get(pk=job["id"])
-        # Back to the queue as a launch that may not fail the job (transient), whatever the count.
-        assert (waiting.state, waiting.restarts) == (JobState.PENDING, 0)
+        # Back to the queue spending nothing: no failed launch counted, no backoff.
+        assert (waiting.state, waiting.restarts, waiting.launch_failures, waiting.launch_not_before) == (JobState.PENDING, 0, 0, None)
         told = " ".join(e["reason"] for e in api.get(f"/api/v1/jobs/{job['id']}/").json()["events"])
-        assert "Muster may not create pods" in told and "Forbidden" not in told
+        assert "Not launched: Muster may not create pods" in told and "Forbidden" not in told and "Failed launch" not in told
         assert api.get("/api/v1/nodes/").json()["cluster"]["usable"] is False
-        # The next cycle asks again before anything, so jobs wait and nothing more is spent.
-        assert run_cycle(backend=as_muster).cluster_error.startswith("Muster may not create pods")
-        assert Job.objects.get(pk=job["id"]).launch_failures == waiting.launch_failures
+        # The next cycles' own check sees it before they place anything: no attempt taken, nothing spent.
+        for _ in range(2):
+            report = run_cycle(backend=as_muster)
+            assert report.cluster_error.startswith("Muster may not create pods") and report.placed == []
+        assert (Job.objects.get(pk=job["id"]).attempt, Job.objects.get(pk=job["id"]).launch_failures) == (1, 0)
     finally:
         binding.metadata = client.V1ObjectMeta(name="muster-gangs", namespace=kube.namespace)
         rbac_api.create_namespaced_role_binding(kube.namespace, binding)
+    # The first cycle whose check passes launches it.
+    reports = cycle_while_waiting(kube, lambda: Job.objects.get(pk=job["id"]).attempt == 2, waits_for="Muster may not create pods")
+    assert reports[-1].launched == [job["id"]] and not reports[-1].cluster_error
     kube.cycle_until(lambda: state(job["id"]) == JobState.SUCCEEDED)
+    assert Job.objects.get(pk=job["id"]).launch_failures == 0
 
 
 def test_refused_access_names_the_identity_muster_runs_as_and_how_to_bind_the_roles_to_it(
