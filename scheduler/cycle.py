@@ -139,6 +139,8 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
             _say_unavailable(health, now, report.cluster_error)
         elif not health.reachable:
             logger.warning("cluster available again after %s: jobs are placed and launched", _since(health, now))
+        # Last, stamped as its placements were: a launching gang short of pods after this is not a launch cut short
+        # (`_follow`). A cycle that dies on its way leaves the stamp of the last that got here.
         _record_health(health, now, report.cluster_error)
         report.seconds = time.monotonic() - started
         return report
@@ -250,7 +252,7 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
             return
         _requeued(backend, job_requeue(job, now=now, why=why), report)
         return
-    if len(pods) < job.nodes and job.state == JobState.SCHEDULED:
+    if len(pods) < job.nodes and job.state == JobState.SCHEDULED and not _launched(job):
         _complete_launch(backend, job, now, report)
         return
     if len(pods) < job.nodes:
@@ -264,11 +266,13 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
             return
         # Deleted through the API while their nodes stay (an eviction seen only after the pod was gone, an operator's
         # kubectl delete): no code of the job's did it, and a pod that fails stays until Muster deletes it. So no
-        # restart is spent, as for a disruption the cluster marks.
+        # restart is spent, as for a disruption the cluster marks. A gang still starting goes the same way: all or
+        # nothing, as Kueue and Volcano hold a gang (before, the pod was made again under the same attempt, unsaid).
         gone = ", ".join(str(rank) for rank in sorted(missing))
+        starting = ", before it was running" if job.state == JobState.SCHEDULED else ""
         why = (
             f"{len(missing)} of {job.nodes} pods (rank{'s' if len(missing) > 1 else ''} {gone}) were deleted outside Muster "
-            f"(an eviction or by hand) under attempt {job.attempt}; requeued."
+            f"(an eviction or by hand) under attempt {job.attempt}{starting}; requeued."
         )
         if _shrunk_for_loss(backend, job, missing, why.removesuffix("; requeued."), pods, now):
             return
@@ -802,8 +806,16 @@ class VolumeWithdrawn(Exception):
     """An admin took a volume from the job's team after the job was submitted."""
 
 
+def _launched(job: Job) -> bool:
+    """Whether the cycle that placed the job got through its launches (a cycle records its stamp, ClusterHealth's
+    last_cycle_at, last; this cycle's is not written yet): then a pod its gang lacks was there and went. Else the launch
+    was cut short (a worker killed half-way) and is completed."""
+    last = ClusterHealth.objects.filter(pk=1).values_list("last_cycle_at", flat=True).first()
+    return job.scheduled_at is not None and last is not None and job.scheduled_at <= last
+
+
 def _complete_launch(backend: ClusterBackend, job: Job, now: datetime, report: CycleReport) -> None:
-    """A launch cut short (a worker killed half-way, a dropped connection) left part of a gang: create the rest.
+    """A launch cut short (a worker killed half-way) left part of a gang: create the rest.
 
     Names derive from job and attempt and creating what exists is success, so this never doubles a gang.
     """

@@ -414,6 +414,26 @@ def test_a_pod_the_cluster_marks_for_disruption_requeues_its_gang_without_spendi
     kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"], 1)))
 
 
+def test_a_pod_deleted_while_its_gang_starts_requeues_the_whole_gang_without_spending_a_restart(api: APIClient, kube: KubeHarness) -> None:
+    """It was made again under the same attempt and the history said nothing (Placed, then Running), where the same
+    pod deleted from a running gang requeued it: a gang is all or nothing before it runs too, as Kueue and Volcano
+    hold one."""
+    job = submit(api, nodes=2, max_restarts=0, simulate={"duration_seconds": 600})
+    assert kube.cycle().launched == [job["id"]]  # placed and launched; no cycle has seen its pods run yet
+    assert state(job["id"]) == JobState.SCHEDULED
+    [victim] = [p for p in kube.pods(gang_selector(job["id"], 1)) if p.metadata.labels[LABEL_RANK] == "1"]
+    kube.core.delete_namespaced_pod(victim.metadata.name, kube.namespace, grace_period_seconds=0)
+    _wait(lambda: len(kube.pods(gang_selector(job["id"], 1))) == 1)
+    kube.cycle()
+    moved = Job.objects.get(pk=job["id"])
+    assert (moved.restarts, moved.launch_failures, moved.attempt) == (0, 0, 2)
+    assert JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason == (
+        "1 of 2 pods (rank 1) were deleted outside Muster (an eviction or by hand) under attempt 1, before it was running; requeued."
+    )
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING and not kube.pods(gang_selector(job["id"], 1)))
+    assert len(kube.pods(gang_selector(job["id"], 2))) == 2
+
+
 def test_a_pod_its_nodes_kubelet_refuses_requeues_the_gang_elsewhere_without_spending_a_restart(api: APIClient, kube: KubeHarness) -> None:
     """What a kubelet writes when it cannot admit a pod again after the node restarted (or its device plugin cannot
     allocate a GPU gone bad): the pod Failed with UnexpectedAdmissionError. The node's trouble, not the job's code."""

@@ -1,6 +1,6 @@
-"""The cluster refusing launches for causes of its own (the jobs' namespace gone or being deleted, Muster's role cut),
-and how an unavailable cluster is logged: on the simulated cluster, on a controlled clock. tests/e2e/test_kubernetes.py
-plays the same on the real API server."""
+"""The cluster refusing launches for causes of its own (the jobs' namespace gone or being deleted, Muster's role cut), a
+launch cut short against a pod lost before its gang ran, and how an unavailable cluster is logged: on the simulated
+cluster, on a controlled clock. tests/e2e/test_kubernetes.py plays the same on the real API server."""
 
 from __future__ import annotations
 
@@ -179,6 +179,34 @@ def test_completing_a_launch_into_a_namespace_being_deleted_waits_spending_nothi
     assert pending_reason(job_id).startswith(f"Not launched: {TERMINATING}")
     assert Job.objects.get(pk=waiting).attempt == 0
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_a_pod_deleted_while_its_gang_starts_requeues_the_gang_whole_without_spending_anything(submit: Any, sim: Any) -> None:
+    """It was made again under the same attempt, unsaid (the history read Placed, then Running), where the same pod
+    deleted from a running gang requeued it: a gang is all or nothing, as Kueue and Volcano hold one."""
+    job_id = submit(nodes=2, max_restarts=0)["id"]
+    sim.cycle()  # placed and launched: its pods take a second to start
+    assert Job.objects.get(pk=job_id).state == JobState.SCHEDULED
+    SimulatedPod.objects.filter(job_id=job_id, rank=1).delete()
+    sim.cycle()
+    job = Job.objects.get(pk=job_id)
+    assert (job.restarts, job.launch_failures, job.attempt, job.state) == (0, 0, 2, JobState.SCHEDULED)
+    assert pending_reason(job_id) == (
+        "1 of 2 pods (rank 1) were deleted outside Muster (an eviction or by hand) under attempt 1, before it was running; requeued."
+    )
+    assert not SimulatedPod.objects.filter(job_id=job_id, attempt=1).exists()  # rank 0 went with it
+
+
+def test_a_launch_cut_short_is_completed_under_the_same_attempt(submit: Any, sim: Any) -> None:
+    job_id = submit(nodes=2)["id"]
+    sim.cycle()
+    cut_short(sim, job_id)
+    sim.cycle()
+    assert sorted(SimulatedPod.objects.filter(job_id=job_id).values_list("attempt", "rank")) == [(1, 0), (1, 1)]
+    sim.advance(1.5)
+    job = Job.objects.get(pk=job_id)
+    assert (job.state, job.attempt) == (JobState.RUNNING, 1)
+    assert not JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING, attempt=1).exists()
 
 
 class NodeGoneWhileBinding:
