@@ -10,24 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from muster_client import cli, commands, config
+from muster_client import commands, config
 from muster_client.client import Client
 
 from jobs.models import Job
 from jobs.states import JobState
+from tests.client.cli_run import run
 from tests.client.fakes import FakeSession, response
 from tests.conftest import SimHarness
 
 IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exc:  # argparse's own errors
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def submit_array(capsys: pytest.CaptureFixture[str], indices: str = "0-3") -> tuple[int, list[Job]]:

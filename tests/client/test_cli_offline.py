@@ -11,6 +11,7 @@ import pytest
 from muster_client import cli, commands, config
 from muster_client.client import Client
 
+from tests.client.cli_run import run
 from tests.client.fakes import FakeSession, response
 from tests.live_server import free_port
 
@@ -22,15 +23,6 @@ def _own_config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     for name in ("MUSTER_URL", "MUSTER_TOKEN", "MUSTER_PASSWORD"):
         monkeypatch.delenv(name, raising=False)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exc:  # argparse's own errors and --help
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_every_command_has_help_with_an_example(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from muster_client import config
 
-from tests.client.test_cli_offline import run
+from tests.client.cli_run import run
 
 
 @pytest.fixture(autouse=True)

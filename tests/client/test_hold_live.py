@@ -6,25 +6,14 @@ import re
 from typing import Any
 
 import pytest
-from muster_client import cli
 
 from jobs.models import Job
 from jobs.services import job_hold
 from jobs.states import JobState
+from tests.client.cli_run import run_live as run
 from tests.conftest import SimHarness
 
 IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    # The command's own lines: the server in this process logs its 4xx answers to the same stderr (and, when an earlier
-    # test left its log handler on a closed stream, a "--- Logging error ---" report).
-    return code, captured.out, "".join(line for line in captured.err.splitlines(keepends=True) if line.startswith("muster:"))
 
 
 def submit(capsys: pytest.CaptureFixture[str], *extra: str) -> str:

@@ -11,8 +11,9 @@ import pytest
 from muster_client import commands
 from muster_client.client import Client
 
+from tests.client.cli_run import run
 from tests.client.fakes import FakeSession, response
-from tests.client.test_cli_offline import QUEUE_PAGE, _on_nodes, run
+from tests.client.test_cli_offline import QUEUE_PAGE, _on_nodes
 
 
 @pytest.fixture(autouse=True)

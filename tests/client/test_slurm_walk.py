@@ -12,8 +12,8 @@ import pytest
 from muster_client import commands, config
 from muster_client.client import Client
 
+from tests.client.cli_run import run
 from tests.client.fakes import FakeSession, response
-from tests.client.test_cli_offline import run
 
 
 @pytest.fixture(autouse=True)

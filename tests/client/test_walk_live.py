@@ -9,24 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from muster_client import cli, config
+from muster_client import config
 
 from accounts.services import token_create
 from jobs.models import Job
+from tests.client.cli_run import run_live as run
 from tests.conftest import SimHarness
 from tests.jobs.factories import JobFactory
 
 IMAGE = "busybox:1.36"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    # The command's own lines: the server in this process logs its 4xx answers to the same stderr.
-    return code, captured.out, "".join(line for line in captured.err.splitlines(keepends=True) if line.startswith("muster:"))
 
 
 def submit_array(capsys: pytest.CaptureFixture[str], indices: str, *extra: str) -> tuple[int, str]:
