@@ -125,6 +125,11 @@ def _ctrl_c(script: subprocess.Popen[bytes], log: Path) -> tuple[str, float]:
     os.killpg(script.pid, signal.SIGINT)
     try:
         script.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        # What was still up, and in what state, for a stop that hung (seen once in CI, never here).
+        ps = subprocess.run(["ps", "-o", "pid,ppid,stat,wchan:20,args", "-g", str(script.pid)], capture_output=True, text=True)
+        signals = {path.name: path.read_text().split() for path in log.glob("*.signals")}
+        raise AssertionError(f"the script did not stop:\n{ps.stdout}\nsignals: {signals}\n{(log / 'output').read_text()}") from None
     finally:
         _kill(script)
     return (log / "output").read_text(), time.monotonic() - began
@@ -140,9 +145,12 @@ def test_ctrl_c_stops_a_replaying_what_if_worker_with_a_cold_shutdown(tmp_path: 
     output, took = _ctrl_c(script, log)
     assert "stopping Muster..." in output
     assert took < 10, output
-    # The terminal's SIGINT began a warm shutdown, which would wait for the replay; SIGQUIT made it a cold one.
-    assert _signals(log, "whatif") == ["INT", "QUIT"]
-    assert _signals(log, "worker")[0] == "INT" and _signals(log, "beat")[0] == "INT"
+    # The terminal's SIGINT began a warm shutdown, which would wait for the replay; SIGQUIT made it a cold one. (The
+    # terminal's signal and the script's reach a process in either order on two cores: a QUIT first ends it before the
+    # INT, as a TERM first ends the others.)
+    assert _signals(log, "whatif")[-1] == "QUIT" and set(_signals(log, "whatif")) <= {"INT", "QUIT"}
+    for role in ("worker", "beat"):
+        assert _signals(log, role) and set(_signals(log, role)) <= {"INT", "TERM"}, role
     assert "did not stop" not in output
     assert subprocess.run(["pgrep", "-g", str(script.pid)], capture_output=True).returncode == 1  # nothing left
 
@@ -151,6 +159,6 @@ def test_a_process_that_does_not_stop_is_killed_and_named(tmp_path: Path) -> Non
     script, log = _start(tmp_path, STUCK="1", MUSTER_STOP_SECONDS="1")
     output, took = _ctrl_c(script, log)
     assert took < 10, output
-    assert _signals(log, "whatif") == ["INT", "QUIT"]
+    assert sorted(_signals(log, "whatif")) == ["INT", "QUIT"]
     assert "the what-if worker did not stop within 1 s; killing it" in output
     assert subprocess.run(["pgrep", "-g", str(script.pid)], capture_output=True).returncode == 1
