@@ -115,19 +115,8 @@ cat <<MSG
 
 MSG
 # Exit (and stop the others) as soon as any one of them dies, saying which (under `set -e` a failed `wait` left
-# the user with a traceback and "stopping Muster..." only). Polled, not `wait -n`: bash 5.2's `wait -n` once missed a
-# Ctrl-C that came as a child died of it, and waited on for the others (a test's what-if worker that never stops hung
-# it); a trapped signal during `sleep` runs the trap when the sleep ends.
-status=0 died=""
-while [[ -z $died ]]; do
-  for pid in "${pids[@]}"; do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      died=$pid
-      wait "$pid" || status=$?
-      break
-    fi
-  done
-  [[ -n $died ]] || sleep 0.5
-done
-echo "${names[$died]} exited (status $status); stopping the rest" >&2
+# the user with a traceback and "stopping Muster..." only).
+status=0
+wait -n -p died "${pids[@]}" || status=$?
+echo "${names[${died:-}]:-a Muster process} exited (status $status); stopping the rest" >&2
 exit 1

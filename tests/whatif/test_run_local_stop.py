@@ -62,6 +62,11 @@ while True:
 """
 
 
+def _default_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def _free_port() -> int:
     with socket.create_server(("127.0.0.1", 0)) as probe:
         return int(probe.getsockname()[1])
@@ -97,6 +102,9 @@ def _start(tmp_path: Path, **env: str) -> tuple[subprocess.Popen[bytes], Path]:
         stdout=(log / "output").open("wb"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        # As from a terminal: a shell started with SIGINT ignored (a CI job run in the background of a shell without job
+        # control) cannot trap it, and the script never heard the Ctrl-C.
+        preexec_fn=_default_signals,
     )
     deadline = time.monotonic() + 30
     while "Muster is running" not in (log / "output").read_text():
