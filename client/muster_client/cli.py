@@ -240,12 +240,14 @@ def _job_ids(text: str) -> list[tuple[int, int | None]]:
     """-j as squeue takes it: one job or several, comma-separated, each `42` (the job, or every element of array 42)
     or `42_7` (element 7 of array 42). Returns (id, index or None) pairs."""
     words = [word.strip() for word in text.split(",") if word.strip()]
-    matches = [re.fullmatch(r"([0-9]+)(?:_([0-9]+))?", word) for word in words]
-    if not words or not all(matches):
-        raise argparse.ArgumentTypeError(
-            f"'{text}' is not a job or a comma-separated list of them (-j 42, -j 42,43, or -j 42_7: element 7 of array 42)"
-        )
-    return [(int(m.group(1)), int(m.group(2)) if m.group(2) is not None else None) for m in matches if m]
+    try:
+        if words:
+            return [_job_ref(word) for word in words]
+    except argparse.ArgumentTypeError:
+        pass
+    raise argparse.ArgumentTypeError(
+        f"'{text}' is not a job or a comma-separated list of them (-j 42, -j 42,43, or -j 42_7: element 7 of array 42)"
+    )
 
 
 def _common(json_output: bool) -> argparse.ArgumentParser:
