@@ -500,6 +500,10 @@ for _name in ("MUSTER_MAX_PREEMPTIONS", "MUSTER_MAX_FAIR_SHARE_PREEMPTIONS"):
 MUSTER_REBORROW_HYSTERESIS_SECONDS = env_float("MUSTER_REBORROW_HYSTERESIS_SECONDS", 3600)
 # A job is preempted only while the work it would lose is at most this times what it has left by its wall time.
 MUSTER_PREEMPTION_MAX_LOST_RATIO = env_float("MUSTER_PREEMPTION_MAX_LOST_RATIO", 0.5)
+# How long after it was queued a job that could preempt may wait for victims that lose less work (0: never).
+MUSTER_PREEMPTION_DEFER_SECONDS = env_float("MUSTER_PREEMPTION_DEFER_SECONDS", 600)
+if MUSTER_PREEMPTION_DEFER_SECONDS < 0:
+    raise ImproperlyConfigured("MUSTER_PREEMPTION_DEFER_SECONDS must be 0 or more (seconds; 0 turns the wait off)")
 # Preemption for fair share (docs/scheduling.md): off by default; the gap is in shares of the cluster (U/S).
 MUSTER_FAIR_SHARE_PREEMPTION = env_bool("MUSTER_FAIR_SHARE_PREEMPTION", False)
 MUSTER_FAIR_SHARE_PREEMPTION_GAP = env_float("MUSTER_FAIR_SHARE_PREEMPTION_GAP", 1.0)

@@ -286,6 +286,9 @@ class PolicyConfig:
     # A job is preempted only while what it would lose (GPU-seconds since its last checkpoint, or its start) is at most
     # this times the GPU-seconds it has left by its wall time; further along, it is waited for instead.
     preemption_max_lost_ratio: float = 0.5
+    # A job that could preempt now waits, up to this long after it was queued, for jobs in its way that would lose less
+    # work once they have run the minimum run time, if the work saved is more than its own GPUs' wait costs (0: never).
+    preemption_defer_seconds: float = 600.0
     # A preempted job may not borrow beyond its quota again until this long after its preemption.
     reborrow_hysteresis_seconds: float = 3600.0
     # Preemption for fair share: a job whose owner has used at most its share may stop a preemptible job, of its class

@@ -14,7 +14,8 @@ In priority order (policy/priority.py), each pending job is:
    are over quota (borrowing) or of a lower class, older than the minimum run time
    and whose work since their last checkpoint is at most `preemption_max_lost_ratio`
    times what they have left by their wall time, that loses the least work and makes
-   it fit;
+   it fit (or, shortly after it was queued, it waits for jobs that lose much less work
+   to pass the minimum run time, where the work saved outweighs its wait);
 4. otherwise, once it has waited past its starvation threshold
    (`starvation_seconds`; for a single-node job at least `starvation_wall_factor` x
    its wall time), it gets a reservation (while fewer than `max_reservations` exist, a bound on work):
@@ -233,6 +234,8 @@ class _Cycle:
         self.newness_at: float | None = None
         # Waiting jobs that may preempt the jobs in their way once these have run the minimum run time: job id -> when.
         self.preempt_at: dict[int, float] = {}
+        # Waiting jobs that could preempt now but wait for jobs that lose less work (_defer_for_cheaper): job id -> why.
+        self.deferred: dict[int, str] = {}
         self.placements: list[Placement] = []
         self.started: set[int] = set()  # placed in this cycle: never preempted in it, whatever the minimum run time
         self.waiting: list[Waiting] = []
@@ -416,6 +419,10 @@ class _Cycle:
             chosen = self._preempt_for(job, self._allowed(job, evicting=True))
         if chosen is not None:
             self._place(job, chosen, over_quota=borrowing)
+            return
+        if job.id in self.deferred:
+            # No reservation: one would keep it from preempting (a promised job waits for its nodes), and it is due soon.
+            self._wait(job, NO_ROOM, self._room_text(job) + self.deferred[job.id])
             return
         self._explain(job, reclaiming=not borrowing and self.config.preemption)
 
@@ -908,9 +915,10 @@ class _Cycle:
         """Where the work a preemption throws away begins: its last checkpoint if it reported one since it started."""
         return max(victim.started_at, victim.checkpointed_at or victim.started_at)
 
-    def _lost_if_stopped(self, victim: RunningJob) -> float:
-        """GPU-seconds a preemption throws away: since its last checkpoint if it reports them, else since its start."""
-        return victim.gpus * max(0.0, self.now - self._lost_since(victim))
+    def _lost_if_stopped(self, victim: RunningJob, at: float | None = None) -> float:
+        """GPU-seconds a preemption (now, or `at`) throws away: since its last checkpoint if it reports them, else since
+        its start."""
+        return victim.gpus * max(0.0, (self.now if at is None else at) - self._lost_since(victim))
 
     def _preempt_for(self, job: PendingJob, allowed: Allowed) -> list[str] | None:
         # What the search depends on besides capacity: the class and, with preemption for fair share, the owner's usage
@@ -954,6 +962,8 @@ class _Cycle:
             self.failed_searches.add(key)
             self._preempt_later(job, rest, search)
             return None
+        if self._defer_for_cheaper(job, rest, search, victims):
+            return None
         for victim_id in victims:
             self._evict(self.running[victim_id], job)
         # A job stopped whole gives up all of its nodes, those it could have given by shrinking too.
@@ -993,6 +1003,40 @@ class _Cycle:
             else:
                 low = middle + 1
         self.preempt_at[job.id] = instants[low]
+
+    def _defer_for_cheaper(self, job: PendingJob, shape: PendingJob, allowed: Allowed, victims: list[int]) -> bool:
+        """Whether the job waits a little to preempt jobs that lose less work than `victims`, the cheapest now.
+
+        Jobs too new to stop may be the cheap ones: a production job stopped two jobs of a lower class, throwing away
+        5.3 GPU-hours of work, one second before a preemptible job in its way passed the minimum run time. So the search
+        is asked once more as of `preemption_defer_seconds` ahead (who may be stopped only grows with the instant), and
+        the job waits for that set if the work it saves is more than the GPU-seconds the job's own wait costs. The wait
+        is bounded from when the job was queued, so a job that keeps finding cheaper victims is not put off twice."""
+        horizon = self.config.preemption_defer_seconds
+        min_runtime = self.config.preemption_min_runtime_seconds
+        latest = self.now + horizon
+        if horizon <= 0 or min_runtime <= 0 or self.now - job.submitted_at >= horizon:
+            return False
+        if not any(self.now < r.started_at + min_runtime <= latest for r in self.running.values()):
+            return False
+        self.newness_at = latest
+        try:
+            later = self._smallest_victim_set(shape, allowed)
+        finally:
+            self.newness_at = None
+        if not later:
+            return False
+        at = max(self.now, *(self.running[v].started_at + min_runtime for v in later))
+        lost_now = sum(self._lost_if_stopped(self.running[v]) for v in victims)
+        lost_then = sum(self._lost_if_stopped(self.running[v], at) for v in later)
+        if lost_now - lost_then <= job.gpus * (at - self.now):
+            return False
+        self.preempt_at[job.id] = at
+        self.deferred[job.id] = (
+            f" Stopping the jobs in its way now would throw away {_amount(lost_now / 3600)} GPU-hours of work; it waits "
+            f"to stop jobs that lose {_amount(lost_then / 3600)}."
+        )
+        return True
 
     def _lost_by(self, victims: Iterable[int]) -> tuple[float, int]:
         """The work stopping these jobs throws away, then how many they are: which of two victim sets to prefer."""

@@ -46,6 +46,7 @@ def policy_config() -> PolicyConfig:
         max_fair_share_preemptions=settings.MUSTER_MAX_FAIR_SHARE_PREEMPTIONS,
         reborrow_hysteresis_seconds=settings.MUSTER_REBORROW_HYSTERESIS_SECONDS,
         preemption_max_lost_ratio=settings.MUSTER_PREEMPTION_MAX_LOST_RATIO,
+        preemption_defer_seconds=settings.MUSTER_PREEMPTION_DEFER_SECONDS,
         fair_share_preemption=settings.MUSTER_FAIR_SHARE_PREEMPTION,
         fair_share_preemption_gap=settings.MUSTER_FAIR_SHARE_PREEMPTION_GAP,
         max_jobs=settings.MUSTER_CYCLE_MAX_JOBS,

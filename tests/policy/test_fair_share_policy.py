@@ -270,7 +270,9 @@ def test_job_within_its_quota_preempts_an_over_quota_borrower_and_takes_its_gpus
 def test_production_job_preempts_a_lower_class_job_that_ran_long_enough_but_not_a_young_one() -> None:
     old = running(1, {"n00": 8}, rank=2, ran=2 * HOUR, left=5 * HOUR)
     young = running(3, {"n01": 8}, rank=2, ran=60)
-    decisions = schedule(snap([pend(2, rank=0)], [young, old]), config(preemption_min_runtime_seconds=600))
+    # Without the wait for a cheaper victim (tests/policy/test_preemption_thrash.py), which the young one is in 9 minutes.
+    no_wait = config(preemption_min_runtime_seconds=600, preemption_defer_seconds=0)
+    decisions = schedule(snap([pend(2, rank=0)], [young, old]), no_wait)
     assert [(p.job_id, p.for_job_id) for p in decisions.preemptions] == [(1, 2)]
     assert "lower priority class" in decisions.preemptions[0].reason
     assert decisions.placements[0].node_names == ("n00",)
