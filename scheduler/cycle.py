@@ -20,7 +20,16 @@ from django.db.models import F
 from django.utils import timezone
 
 from jobs.amounts import duration, plural
-from jobs.cluster import ClusterBackend, ClusterRefuses, ClusterUnavailable, GangSpec, PodPhase, PodStatus, get_backend
+from jobs.cluster import (
+    ClusterBackend,
+    ClusterDeletingGangs,
+    ClusterRefuses,
+    ClusterUnavailable,
+    GangSpec,
+    PodPhase,
+    PodStatus,
+    get_backend,
+)
 from jobs.cluster.base import (
     DEADLINE_EXCEEDED,
     LAUNCH_ERRORS,
@@ -108,21 +117,29 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
         report = CycleReport(ran=True)
         # One read of the row for the cycle: the watch's count of other pods' changes now, and the last cycle's health.
         health, _ = ClusterHealth.objects.get_or_create(pk=1)
+        deleting = ""
         try:
             backend = backend or get_backend()
-            backend.prepare()
+            try:
+                backend.prepare()
+            except ClusterRefuses as exc:
+                # Nothing new is placed, but the gangs running are still followed where the cluster lets Muster see them:
+                # a job whose pods it deletes (the jobs' namespace being deleted) stopped running then, not once the
+                # cluster takes jobs again (it stayed RUNNING, charged, for as long as the namespace was Terminating).
+                report.cluster_error = str(exc)
+                deleting = exc.cause if isinstance(exc, ClusterDeletingGangs) else ""
             backend.note_foreign_pods_version(health.foreign_pods_version)
             # Nodes gangs can go on running on: a node NotReady past its grace loses its pods as surely as a deleted one.
             present = {n.name for n in nodes_sync(cluster_nodes=backend.list_nodes(), now=now) if not _lost_to_gangs(n, now)}
             gangs = backend.observe_gangs()
-            followed = _observe_active(backend, gangs, present, now, report)
+            followed = _observe_active(backend, gangs, present, now, report, deleting=deleting)
             # After the gangs were followed: a gang that ended before this cycle is charged up to its end, not to now.
             _charge_active(now)
             if not report.cluster_error:
                 _reconcile(backend, gangs, set(gangs) - followed, report)
         except ClusterUnavailable as exc:
-            # Jobs stay queued and nothing is lost; the next cycle tries again.
-            report.cluster_error = str(exc)
+            # Jobs stay queued and nothing is lost; the next cycle tries again. A refusal met first says more.
+            report.cluster_error = report.cluster_error or str(exc)
         if report.cluster_error or backend is None:  # (None: making the backend itself failed)
             # Unreachable, or refusing new objects (a launch being completed met it): nothing is placed on it.
             _say_unavailable(health, now, report.cluster_error)
@@ -178,9 +195,16 @@ def _lost_to_gangs(node: Node, now: datetime) -> bool:
 
 
 def _observe_active(
-    backend: ClusterBackend, gangs: dict[tuple[int, int], list[PodStatus]], present: set[str], now: datetime, report: CycleReport
+    backend: ClusterBackend,
+    gangs: dict[tuple[int, int], list[PodStatus]],
+    present: set[str],
+    now: datetime,
+    report: CycleReport,
+    *,
+    deleting: str = "",
 ) -> set[tuple[int, int]]:
-    """Move every SCHEDULED/RUNNING job by what its pods do; returns the gangs it looked at."""
+    """Move every SCHEDULED/RUNNING job by what its pods do; returns the gangs it looked at. `deleting`: why the cluster
+    is deleting every gang, when it is (ClusterDeletingGangs.cause)."""
     followed: set[tuple[int, int]] = set()
     for job in Job.objects.filter(state__in=ACTIVE_STATES).select_related("owner", "team").order_by("id"):
         followed.add((job.pk, job.attempt))
@@ -189,7 +213,7 @@ def _observe_active(
             # One job's changes together: a call the cluster refuses half-way (a 403 of a role without a verb) leaves
             # none of them, and the next cycle finds the job as it was.
             with transaction.atomic():
-                _follow(backend, job, pods, present, now, report)
+                _follow(backend, job, pods, present, now, report, deleting=deleting)
         except IllegalTransition as exc:
             # Someone (a cancel) moved the job while we looked; their move stands.
             logger.info("job %s moved during the cycle: %s", job.pk, exc)
@@ -202,8 +226,11 @@ def _observe_active(
     return followed
 
 
-def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: set[str], now: datetime, report: CycleReport) -> None:
-    """Pick what the gang's pods say about the job (jobs.lifecycle) and tear down what ended."""
+def _follow(
+    backend: ClusterBackend, job: Job, pods: list[PodStatus], present: set[str], now: datetime, report: CycleReport, *, deleting: str = ""
+) -> None:
+    """Pick what the gang's pods say about the job (jobs.lifecycle) and tear down what ended. `deleting`: why the
+    cluster is deleting every gang, when it is."""
     # An elastic job's ranks are 0..nodes-1; pods of ranks it shrank away may still be terminating.
     pods = [p for p in pods if p.rank < job.nodes]
     now = _gang_ended_at(job, pods, now)
@@ -250,6 +277,18 @@ def _follow(backend: ClusterBackend, job: Job, pods: list[PodStatus], present: s
         stopped = {p.rank for p in pods if stopped_by_cluster(p)}
         if _shrunk_for_loss(backend, job, stopped, why.removesuffix("; requeued."), pods, now):
             return
+        _requeued(backend, job_requeue(job, now=now, why=why), report)
+        return
+    if len(pods) < job.nodes and deleting:
+        # The cluster is deleting every gang (the jobs' namespace being deleted; its pods are gone or being deleted,
+        # which observe_gangs leaves out): the job stops running now, charged up to now and spending no restart, and
+        # is placed again once the cluster takes jobs. No shrink of an elastic job: its other ranks go the same way.
+        gone = ", ".join(str(rank) for rank in sorted(missing))
+        why = (
+            f"The cluster deleted {len(missing)} of {job.nodes} pods (rank{'s' if len(missing) > 1 else ''} {gone}) under "
+            f"attempt {job.attempt}: {deleting}; requeued without spending a restart, and placed again once the cluster "
+            "takes jobs."
+        )
         _requeued(backend, job_requeue(job, now=now, why=why), report)
         return
     if len(pods) < job.nodes and job.state == JobState.SCHEDULED and not _launched(job):

@@ -7,6 +7,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from jobs.cluster.base import (
     ClusterBackend,
+    ClusterDeletingGangs,
     ClusterNode,
     ClusterRefuses,
     ClusterUnavailable,
@@ -19,6 +20,7 @@ from jobs.cluster.base import (
 
 __all__ = [
     "ClusterBackend",
+    "ClusterDeletingGangs",
     "ClusterNode",
     "ClusterRefuses",
     "ClusterUnavailable",

@@ -38,6 +38,18 @@ class ClusterRefuses(ClusterUnavailable):
     that met it, and a launch that meets it spends nothing (no failed launch, no backoff)."""
 
 
+class ClusterDeletingGangs(ClusterRefuses):
+    """The cluster refuses new gangs and is deleting the ones it has, not for anything a job did (Kubernetes: the jobs'
+    namespace being deleted, whose controller deletes every pod in it). The cycle places nothing, yet still follows the
+    running gangs: a job whose pods are going is requeued at once, spending no restart and charged no further, with
+    `cause` in its reason ("the namespace 'muster-jobs' for jobs is being deleted"), not when the cluster takes jobs
+    again."""
+
+    def __init__(self, message: str, *, cause: str) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
 class LaunchRefused(Exception):
     """The API server refused an object of the gang, in its own words (a ResourceQuota of the jobs' namespace
     exceeded, an admission webhook's no, a manifest it finds invalid). `transient` when the cluster's limits are the

@@ -41,6 +41,7 @@ from jobs.cluster.base import (
     MISSING_VOLUME_CLAIM,
     UNSCHEDULABLE,
     CapturedLog,
+    ClusterDeletingGangs,
     ClusterNode,
     ClusterRefuses,
     ClusterUnavailable,
@@ -144,10 +145,17 @@ def namespace_missing(namespace: str) -> str:
     )
 
 
-def namespace_terminating(namespace: str) -> str:
+def namespace_terminating(namespace: str) -> ClusterDeletingGangs:
+    """The refusal of a jobs' namespace being deleted: its controller deletes every pod in it, so the cycle follows the
+    running gangs (their jobs requeued as their pods go) while it places nothing."""
+    return ClusterDeletingGangs(_namespace_terminating_text(namespace), cause=f"the namespace {namespace!r} for jobs is being deleted")
+
+
+def _namespace_terminating_text(namespace: str) -> str:
     return (
         f"The namespace {namespace!r} for jobs is being deleted (Terminating until its objects and finalizers are gone): "
-        "jobs wait, and none is launched or spends a launch, until it is gone and made again (by Muster where it may "
+        "the running jobs whose pods it deletes are requeued, spending no restart, and jobs wait, none launched or "
+        "spending a launch, until it is gone and made again (by Muster where it may "
         f"create namespaces; else `kubectl create namespace {namespace}`, then apply platform/kubernetes/rbac.yaml there)."
     )
 
@@ -298,11 +306,11 @@ class KubernetesCluster:
                 raise
         else:
             if found.status is not None and found.status.phase == "Terminating":
-                raise ClusterRefuses(namespace_terminating(namespace))
+                raise namespace_terminating(namespace)
         self._check_may_launch(namespace)
         # Also where Muster may not read namespaces: one being deleted refuses new objects, whatever the roles say.
         if self._refusal(namespace) == NAMESPACE_TERMINATING:
-            raise ClusterRefuses(namespace_terminating(namespace))
+            raise namespace_terminating(namespace)
         _NAMESPACES_SEEN[namespace] = time.monotonic()
 
     def _refusal(self, namespace: str) -> str:
@@ -392,8 +400,13 @@ class KubernetesCluster:
     # --- nodes -----------------------------------------------------------------------------------
 
     def list_nodes(self) -> list[ClusterNode]:
-        nodes = self._call("list nodes", self.core.list_node).items
-        foreign = self._foreign_requests() if self.count_foreign_pods else {}
+        try:
+            nodes = self._call("list nodes", self.core.list_node).items
+            foreign = self._foreign_requests() if self.count_foreign_pods else {}
+        except ApiException as exc:
+            if exc.status == 403:  # as in observe_gangs: read while the cluster refuses new gangs for a role cut
+                raise ClusterRefuses(f"Muster may not read the nodes or the pods on them: {_api_message(exc)}") from exc
+            raise
         found = (self._node(n, foreign.get(n.metadata.name, Counter())) for n in nodes)
         return sorted((n for n in found if n.gpus_total > 0), key=lambda n: n.name)
 
@@ -623,7 +636,7 @@ class KubernetesCluster:
         namespace = self.options.namespace
         _NAMESPACES_SEEN.pop(namespace, None)  # the next cycle checks in full before it places anything
         if refusal == NAMESPACE_TERMINATING:
-            raise ClusterRefuses(namespace_terminating(namespace)) from exc
+            raise namespace_terminating(namespace) from exc
         # Gone, or Muster's role went (with a deleted namespace, its Role and RoleBinding go too) or was cut: checked
         # again now, which makes the namespace again where Muster may, or says what is missing and what to apply.
         self.prepare()
@@ -659,7 +672,18 @@ class KubernetesCluster:
             raise
 
     def teardown_gang(self, job_id: int, attempt: int, grace_seconds: int | None = None) -> None:
-        """Delete the gang's pods (with the grace period, so training code can checkpoint on SIGTERM) and what owns them."""
+        """Delete the gang's pods (with the grace period, so training code can checkpoint on SIGTERM) and what owns them.
+
+        A delete Muster's role does not grant (a role cut: the cycle follows gangs while the cluster refuses new ones) is a
+        ClusterRefuses, so the gang is left to reconciliation once the role is back, not a traceback every cycle."""
+        try:
+            self._teardown_gang(job_id, attempt, grace_seconds)
+        except ApiException as exc:
+            if exc.status == 403 and _cluster_refusal(exc) == ACCESS_DENIED:
+                raise ClusterRefuses(f"The cluster refused Muster's delete of a gang: {_api_message(exc)}") from exc
+            raise
+
+    def _teardown_gang(self, job_id: int, attempt: int, grace_seconds: int | None) -> None:
         grace = self.options.termination_grace_seconds if grace_seconds is None else grace_seconds
         namespace = self.options.namespace
         name = gang_name(job_id, attempt)
@@ -707,9 +731,16 @@ class KubernetesCluster:
                 raise
 
     def observe_gangs(self) -> dict[tuple[int, int], list[PodStatus]]:
-        pods = self._call(
-            "list pods", self.core.list_namespaced_pod, self.options.namespace, label_selector=f"{LABEL_MANAGED}={MANAGED_BY}"
-        ).items
+        try:
+            pods = self._call(
+                "list pods", self.core.list_namespaced_pod, self.options.namespace, label_selector=f"{LABEL_MANAGED}={MANAGED_BY}"
+            ).items
+        except ApiException as exc:
+            if exc.status == 403:
+                # A cycle follows gangs also while the cluster refuses new ones (prepare's ClusterRefuses, which says what
+                # to apply): a role cut so far that Muster cannot see its pods either stops the cycle the same way.
+                raise ClusterRefuses(f"Muster may not list the pods of its gangs: {_api_message(exc)}") from exc
+            raise
         gangs: dict[tuple[int, int], list[PodStatus]] = {}
         launchers: dict[tuple[int, int], PodStatus] = {}
         for pod in pods:

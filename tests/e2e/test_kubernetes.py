@@ -57,7 +57,7 @@ from jobs.logs import job_logs_follow
 from jobs.models import Allocation, ClusterHealth, Job, JobEvent, JobResize, Node, NodeState
 from jobs.selectors import job_assigned_nodes
 from jobs.states import JobState
-from quotas.models import Team
+from quotas.models import Team, UsageCharge
 from scheduler.cycle import CycleReport, foreign_pods_changed, run_cycle
 from scheduler.management.commands import muster_watch
 from scheduler.tasks import scheduling_cycle
@@ -1608,7 +1608,9 @@ def test_a_jobs_namespace_held_terminating_keeps_jobs_waiting_spending_nothing_a
 
         # Once it is gone Muster makes it again itself (not at a launch), and that very cycle launches both.
         kube.core.patch_namespaced_config_map("held", fresh, {"metadata": {"finalizers": None}})
-        reports = cycle_while_waiting(kube, lambda: kube.core.read_namespace(fresh).status.phase == "Active", "is being deleted", 120)
+        # (Gone for a moment between a cycle that found it Terminating and the next, which makes it again.)
+        made_again = lambda: _exists(kube, fresh) and kube.core.read_namespace(fresh).status.phase == "Active"  # noqa: E731
+        reports = cycle_while_waiting(kube, made_again, "is being deleted", 120)
         assert not reports[-1].cluster_error and sorted(reports[-1].launched) == sorted(jobs), reports[-1]
         assert kube.core.read_namespace(fresh).metadata.labels["app.kubernetes.io/managed-by"] == "muster"
         kube.cycle_until(lambda: all(state(j) == JobState.RUNNING for j in jobs))
@@ -1623,6 +1625,92 @@ def test_a_jobs_namespace_held_terminating_keeps_jobs_waiting_spending_nothing_a
             pass
         if _exists(kube, fresh):
             delete_namespace_and_pods(kube.core, fresh)
+
+
+def test_a_jobs_namespace_being_deleted_requeues_its_running_jobs_at_once_and_charges_them_no_further(
+    api: APIClient, user: Any, kube: KubeHarness
+) -> None:
+    """`kubectl delete namespace muster-jobs` with a job running, the namespace held Terminating by a finalizer: its
+    controller deleted the gang's pods within seconds, yet the job read RUNNING, and was charged node-hours, until the
+    namespace was gone and made again minutes later, then was requeued as pods "deleted outside Muster"."""
+    fresh = f"{kube.namespace}-going"
+    kube.cluster = _cluster_in(kube, fresh)
+    held = {"metadata": {"name": "held", "finalizers": ["muster.io/test-hold"]}}
+    try:
+        job = submit(api, nodes=2, simulate={"duration_seconds": 600})
+        kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+        kube.core.create_namespaced_config_map(fresh, held)  # its finalizer holds the namespace Terminating
+        kube.core.delete_namespace(fresh)
+        # What the namespace controller does to the pods here: it deletes them (KWOK removes a deleted pod at once; a
+        # kubelet would stop it within its grace period, the pod read as being deleted meanwhile).
+        _wait(lambda: kube.core.read_namespace(fresh).status.phase == "Terminating")
+        reports = cycle_while_waiting(kube, lambda: state(job["id"]) == JobState.PENDING, "is being deleted", 60)
+        assert reports[-1].requeued == [job["id"]] and reports[-1].placed == [], reports[-1]
+        assert kube.core.read_namespace(fresh).status.phase == "Terminating", "requeued while the namespace is still there"
+        requeued = Job.objects.get(pk=job["id"])
+        assert (requeued.restarts, requeued.launch_failures, requeued.launch_not_before) == (0, 0, None)
+        why = (
+            f"The cluster deleted 2 of 2 pods (ranks 0, 1) under attempt 1: the namespace '{fresh}' for jobs is being "
+            "deleted; requeued without spending a restart, and placed again once the cluster takes jobs."
+        )
+        assert requeued.pending_reason == why
+        shown = api.get(f"/api/v1/jobs/{job['id']}/").json()
+        assert shown["state"] == "PENDING" and why in [e["reason"] for e in shown["events"]]
+        assert why in session_for(user).get(f"/jobs/{job['id']}/").content.decode().replace("&#x27;", "'")
+        # Charged up to the cycle that saw its pods gone, and no further while the namespace stays Terminating.
+        released = set(Allocation.objects.filter(job_id=job["id"], attempt=1).values_list("released_at", flat=True))
+        assert len(released) == 1 and None not in released
+        charged = list(UsageCharge.objects.filter(job_id=job["id"]).values_list("node_seconds", flat=True))
+        assert requeued.charged_until == released.pop() and charged and charged[0] > 0
+        run_seconds = shown["run_seconds"]
+        time.sleep(2)
+        for _ in range(2):
+            report = run_cycle(backend=kube.cluster)
+            assert report.cluster_error.startswith(f"The namespace '{fresh}' for jobs is being deleted") and report.placed == []
+        assert list(UsageCharge.objects.filter(job_id=job["id"]).values_list("node_seconds", flat=True)) == charged
+        assert api.get(f"/api/v1/jobs/{job['id']}/").json()["run_seconds"] == run_seconds
+        assert (state(job["id"]), Job.objects.get(pk=job["id"]).attempt) == (JobState.PENDING, 1)
+
+        # Once it is gone and made again, the job starts again: attempt 2, no restart spent.
+        kube.core.patch_namespaced_config_map("held", fresh, {"metadata": {"finalizers": None}})
+        cycle_while_waiting(kube, lambda: state(job["id"]) == JobState.RUNNING, "is being deleted", 120)
+        again = Job.objects.get(pk=job["id"])
+        assert (again.attempt, again.restarts, again.launch_failures) == (2, 0, 0)
+    finally:
+        try:
+            kube.core.patch_namespaced_config_map("held", fresh, {"metadata": {"finalizers": None}})
+        except ApiException:
+            pass
+        if _exists(kube, fresh):
+            delete_namespace_and_pods(kube.core, fresh)
+
+
+def test_with_the_shipped_rbac_a_jobs_namespace_being_deleted_requeues_its_running_jobs_at_once(
+    api: APIClient, kube: KubeHarness, as_muster: KubernetesCluster
+) -> None:
+    """The shipped rbac.yaml reads no namespaces, and the namespace's deletion takes Muster's Role there with it: the
+    cycles read a role cut, yet the pods listed through the cluster-wide role are gone, and the job goes at once."""
+    kube.cluster = as_muster
+    held = {"metadata": {"name": "held", "finalizers": ["muster.io/test-hold"]}}
+    job = submit(api, nodes=1, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    kube.core.create_namespaced_config_map(kube.namespace, held)
+    kube.core.delete_namespace(kube.namespace)
+    try:
+        deadline = time.monotonic() + 60
+        while state(job["id"]) != JobState.PENDING:
+            assert time.monotonic() < deadline, "still running 60 s after its namespace began terminating"
+            report = run_cycle(backend=as_muster)
+            assert report.placed == [] and ("is being deleted" in report.cluster_error or "Muster may not" in report.cluster_error)
+            time.sleep(0.5)
+        requeued = Job.objects.get(pk=job["id"])
+        assert (requeued.restarts, requeued.launch_failures) == (0, 0)
+        assert "deleted outside Muster" in requeued.pending_reason or "is being deleted" in requeued.pending_reason
+        assert kube.core.read_namespace(kube.namespace).status.phase == "Terminating"
+    finally:
+        kube.core.patch_namespaced_config_map("held", kube.namespace, {"metadata": {"finalizers": None}})
+        _wait(lambda: not _exists(kube, kube.namespace))
+        kube.core.create_namespace({"metadata": {"name": kube.namespace}})  # for the fixtures' own teardown
 
 
 def _exists(kube: KubeHarness, namespace: str) -> bool:

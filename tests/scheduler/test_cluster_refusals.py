@@ -11,14 +11,16 @@ from typing import Any
 
 import pytest
 
-from jobs.cluster import ClusterRefuses, ClusterUnavailable, PodPhase
+from jobs.cluster import ClusterDeletingGangs, ClusterRefuses, ClusterUnavailable, PodPhase
 from jobs.cluster.base import UNSCHEDULABLE, LaunchRefused
 from jobs.models import Allocation, ClusterHealth, Job, JobEvent, SimulatedPod
 from jobs.selectors import job_assigned_nodes
 from jobs.states import JobState
+from quotas.models import UsageCharge
 from scheduler.cycle import run_cycle
 
 TERMINATING = "The namespace 'muster-jobs' for jobs is being deleted (Terminating until its objects and finalizers are gone)."
+GOING = "the namespace 'muster-jobs' for jobs is being deleted"
 
 
 class RefusingNamespace:
@@ -32,7 +34,7 @@ class RefusingNamespace:
 
     def prepare(self) -> None:
         if self.check_refuses:
-            raise ClusterRefuses(TERMINATING)
+            raise ClusterDeletingGangs(TERMINATING, cause=GOING)
 
     def launch_gang(self, spec: Any) -> None:
         self.launches += 1
@@ -84,6 +86,36 @@ def test_launches_the_cluster_refuses_for_its_own_cause_spend_nothing_and_start_
     assert sorted(report.launched) == sorted(jobs) and not report.cluster_error
     assert list(Job.objects.filter(pk__in=jobs).values_list("launch_failures", flat=True)) == [0, 0]
     assert ClusterHealth.objects.get(pk=1).reachable
+
+
+def test_a_running_gang_the_cluster_deletes_while_it_refuses_jobs_is_requeued_at_once_and_charged_no_further(submit: Any, sim: Any) -> None:
+    """The jobs' namespace being deleted: its pods went within seconds, but the cycle stopped at the refusal, so the job
+    read RUNNING, charged, until the namespace was back minutes later. A gang still running stays so meanwhile."""
+    going, staying = submit(nodes=2)["id"], submit(nodes=1, gpus_per_node=8)["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    assert set(Job.objects.filter(pk__in=[going, staying]).values_list("state", flat=True)) == {JobState.RUNNING}
+    cluster = RefusingNamespace(sim.cluster)
+    cluster.check_refuses = True
+    queued = submit(nodes=1, gpus_per_node=8)["id"]
+    sim.clock.advance(5)
+    SimulatedPod.objects.filter(job_id=going).delete()  # the namespace controller deleted its pods
+    now = sim.clock()
+    report = run_cycle(backend=cluster, now=now)
+    assert report.cluster_error == TERMINATING and report.requeued == [going] and report.placed == []
+    job = Job.objects.get(pk=going)
+    assert (job.state, job.restarts, job.launch_failures, job.charged_until) == (JobState.PENDING, 0, 0, now)
+    assert pending_reason(going) == (
+        f"The cluster deleted 2 of 2 pods (ranks 0, 1) under attempt 1: {GOING}; requeued without spending a restart, "
+        "and placed again once the cluster takes jobs."
+    )
+    assert Job.objects.get(pk=staying).state == JobState.RUNNING and Job.objects.get(pk=queued).attempt == 0
+    charged = UsageCharge.objects.get(job_id=going).node_seconds
+    for _ in range(3):
+        sim.clock.advance(60)
+        assert run_cycle(backend=cluster, now=sim.clock()).placed == []
+    assert UsageCharge.objects.get(job_id=going).node_seconds == charged
+    assert Job.objects.get(pk=going).attempt == 1
 
 
 class DownCluster:
