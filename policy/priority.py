@@ -12,8 +12,9 @@ Every factor is in [0, 1]; the weights (settings) say how much each counts.
 - age: time in the queue over `age_max_seconds`, capped at 1. Requeued jobs keep
   their submit time.
 - class: 1 for the highest priority class, 0 for the lowest.
-- size: the job's share of the cluster's GPUs, so large gangs are not starved
-  by a stream of small jobs.
+- size: the job's share of the cluster's whole GPUs (`whole_gpus`: not the shared
+  nodes', which take GPU slices only), so large gangs are not starved by a stream of
+  small jobs.
 - short: 1 for a wall time of an hour or less, 0 at `short_max_seconds`, log scale
   between: shortest-job-first within the other factors, which cuts the mean wait most
   (docs/scheduling.md has the replay's figures).
@@ -30,12 +31,21 @@ HOUR = 3600.0
 
 
 def cluster_gpus(snapshot: Snapshot) -> int:
-    """The GPUs Muster shares among its users: those of schedulable nodes, less what pods it did not start hold."""
+    """The GPUs Muster shares among its users: those of schedulable nodes, less what pods it did not start hold. Fair
+    share's capacity: the ledger charges a GPU slice its share of a GPU, so the shared nodes' GPUs are capacity too."""
     return sum(n.gpus_total - n.gpus_foreign for n in snapshot.nodes if n.schedulable) or 1
 
 
+def whole_gpus(snapshot: Snapshot) -> int:
+    """`cluster_gpus` without the shared nodes' (time-sliced, MPS, MIG): the whole GPUs a gang can be given, the size
+    factor's denominator. As Slurm's job size factor is a job's share of the partition it can run in: the shared nodes
+    take GPU slices only (policy/sharing.py), so counting them made a job asking every whole GPU (128 on `make run`'s
+    cluster, as the cluster page says) read 128/144 = 0.89, never 1, and each job's size shrink as slices were added."""
+    return sum(n.gpus_total - n.gpus_foreign for n in snapshot.nodes if n.schedulable and not n.sharing) or 1
+
+
 def prioritize(snapshot: Snapshot, config: PolicyConfig) -> dict[int, Priority]:
-    cluster = cluster_gpus(snapshot)
+    cluster = whole_gpus(snapshot)
     usage = usage_ratios(snapshot, config)
 
     def fair(key: str, kind: str) -> float:

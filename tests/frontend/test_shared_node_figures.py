@@ -83,3 +83,20 @@ def test_a_slice_job_says_the_share_it_holds_where_its_owners_usage_counts_it(sh
     page = session_for(user).get(f"/jobs/{mig['id']}/").content.decode()
     assert "A GPU slice: at least 0.1 of a GPU, isolated (MIG); holds 0.143 of a GPU now" in page
     assert "0.143 GPU (asked 0.1 GPU)" in session_for(user).get("/").content.decode()
+
+
+def test_the_size_factor_counts_the_128_whole_gpus_the_cluster_page_says_not_the_shared_nodes(
+    shared_sim: SimHarness, api: APIClient, user: Any
+) -> None:
+    """A job asking every whole GPU read a size of 0.889 (128 of 144: the shared nodes' 16 GPUs counted), beside a
+    cluster page of 128 GPUs; a gang can never be given a shared node's GPUs. Now it is 1, and 2 nodes 16/128."""
+    assert api.post("/api/v1/jobs/", job_payload(nodes=15, gpus_per_node=8), format="json").status_code == 201
+    shared_sim.cycle()  # one whole node left: the gangs below wait, with a priority
+    every = api.post("/api/v1/jobs/", job_payload(nodes=16, gpus_per_node=8), format="json").json()["id"]
+    two = api.post("/api/v1/jobs/", job_payload(nodes=2, gpus_per_node=8, wall_time_seconds=3600 * 24 * 7), format="json").json()["id"]
+    shared_sim.cycle()
+    assert "18 nodes, 8 of 128 GPUs free for whole-GPU jobs" in session_for(user).get("/cluster/").content.decode()
+    size = {job_id: api.get(f"/api/v1/jobs/{job_id}/").json()["priority"]["factors"]["size"] for job_id in (every, two)}
+    assert size[every]["value"] == 1.0 and size[two]["value"] == 16 / 128
+    page = session_for(user).get(f"/jobs/{every}/").content.decode()
+    assert re.search(r"<tr><td>Size</td><td>1\.000</td><td>100\.0</td></tr>", page)
