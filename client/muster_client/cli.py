@@ -497,9 +497,19 @@ def build_parser() -> argparse.ArgumentParser:
         "element, ID_[INDICES] several (quote it: the shell reads brackets). An array is cancelled in one request: all "
         "of it or, if an index is not the array's, none.",
         "  muster cancel 42 43 44\n  muster cancel 4            # every element of array 4\n"
-        "  muster cancel 4_7          # its element of index 7\n  muster cancel '4_[1-3,8]'",
+        "  muster cancel 4_7          # its element of index 7\n  muster cancel '4_[1-3,8]'\n"
+        "  muster cancel -t PENDING   # all of your pending jobs\n"
+        "  muster cancel -n sweep -t PD 4   # the pending ones named sweep of array 4",
     )
-    p.add_argument("job_ids", type=_cancel_target, nargs="+", metavar="ID")
+    p.add_argument("job_ids", type=_cancel_target, nargs="*", metavar="ID", help="jobs or arrays; with a filter, only these are looked at")
+    p.add_argument("-n", "--name", help="only jobs of exactly this name, as scancel -n")
+    p.add_argument(
+        "-u", "--user", help="only this user's jobs, as scancel -u (anyone's for admins); without it a filter cancels your own only"
+    )
+    p.add_argument(
+        "-t", "--state", dest="states", action="append", type=_queue_states, metavar="STATES",
+        help="only jobs in these states, as scancel -t: PENDING (PD), SCHEDULED (CF), RUNNING (R); comma-separated or repeated",
+    )  # fmt: skip
     p.add_argument("--reason", default="", metavar="TEXT", help="why, in a few words: added to each job's reason, which its owner reads")
 
     p = command(

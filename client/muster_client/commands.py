@@ -246,12 +246,7 @@ def queue(args: argparse.Namespace) -> int:
     wanted = {asked for group in args.jobs or [] for asked in group} or None
 
     def named(job: dict[str, Any]) -> bool:
-        # As squeue -j: 42 is job 42 or every element of array 42; 42_7 is the element of index 7.
-        array = job.get("array_id")
-        return any(
-            (job["id"] == job_id or array == job_id) if index is None else (array == job_id and job.get("array_index") == index)
-            for job_id, index in wanted or ()
-        )
+        return any(_is_named(job, job_id, None if index is None else (index,)) for job_id, index in wanted or ())
 
     def kept(job: dict[str, Any]) -> bool:
         return (not args.user or job["owner"] == args.user) and (wanted is None or named(job))
@@ -483,11 +478,23 @@ def wait(args: argparse.Namespace) -> int:
     return OK if final["state"] == "SUCCEEDED" else JOB_FAILED
 
 
+def _is_named(job: dict[str, Any], job_id: int, indices: tuple[int, ...] | None) -> bool:
+    """As squeue -j and scancel read an id: 42 is job 42 or every element of array 42; 42_7 (indices (7,)) the element of
+    index 7 of array 42."""
+    array = job.get("array_id")
+    if indices is None:
+        return job["id"] == job_id or array == job_id
+    return array == job_id and job.get("array_index") in indices
+
+
 def cancel(args: argparse.Namespace) -> int:
     """scancel: jobs by id; an array's id cancels every element of it not ended, `ID_INDEX` / `ID_[INDICES]` some, in one
-    request each (a target is (id, indices or None), from cli._cancel_target); the plain jobs all in one request.
+    request each (a target is (id, indices or None), from cli._cancel_target); the plain jobs all in one request. With
+    --name, --user or --state, the jobs that match them (among those named, if any are), all in one request.
 
     --json prints one answer whatever was named and however it went (CANCEL_JSON): a script reads one shape."""
+    if not args.job_ids and args.name is None and not args.user and not args.states:
+        raise SpecError("name the jobs to cancel (IDs), or filter them: --name, --user, --state (as scancel)")
     client = client_for(args)
     status = OK
     done: JSON = {"cancelled": [], "ended": [], "not_found": [], "arrays": [], "errors": []}
@@ -498,6 +505,11 @@ def cancel(args: argparse.Namespace) -> int:
         done["errors"].append(message)
         status = REFUSED
 
+    if args.name is not None or args.user or args.states:
+        _cancel_matching(client, args, done, refuse)
+        if args.json:
+            print_json(done)
+        return status
     # Each target once, in the order given (`muster cancel 10 10` cancelled 10, then said it had already ended).
     targets = list(dict.fromkeys(args.job_ids))
     plain = [job_id for job_id, indices in targets if indices is None and not _is_array(client, job_id)]
@@ -604,6 +616,34 @@ def _cancel_many(client: Client, job_ids: list[int], args: argparse.Namespace, d
         refuse(f"Job {job['id']} has already ended ({job['state']}); there is nothing to cancel.")
     for job_id in result["not_found"]:
         refuse(f"No job {job_id} (or none that you may see).")
+
+
+def _cancel_matching(client: Client, args: argparse.Namespace, done: JSON, refuse: Callable[[str], None]) -> None:
+    """scancel -n NAME / -u USER / -t STATE [ID...]: the jobs not ended that match every filter given (and are named, if
+    ids are), cancelled in one request. Without --user only your own: an admin's `muster cancel -n test` must not stop
+    every user's job of that name."""
+    states = [state for group in args.states or [] for state in group] or ["PENDING", "SCHEDULED", "RUNNING"]
+    owner = args.user or str(client.usage()["user"]["name"])
+    # The server's name filter matches a part of the name, in any case: scancel -n matches the whole name.
+    found = client.jobs(state=states, owner=owner, name=args.name or None)
+    targets = list(dict.fromkeys(args.job_ids))
+    chosen = [
+        job["id"]
+        for job in found
+        if (args.name is None or job["name"] == args.name)
+        and (not targets or any(_is_named(job, job_id, indices) for job_id, indices in targets))
+    ]
+    if chosen:
+        _cancel_many(client, sorted(chosen), args, done, refuse)
+        return
+    asked = [f"--name {args.name}" if args.name is not None else "", f"--user {owner}", f"--state {','.join(states)}"]
+    among = f" among jobs {' '.join(map(_target_text, targets))}" if targets else ""
+    print(f"muster: no job matches {' '.join(a for a in asked if a)}{among}; nothing was cancelled.", file=sys.stderr, flush=True)
+
+
+def _target_text(target: tuple[int, tuple[int, ...] | None]) -> str:
+    job_id, indices = target
+    return str(job_id) if indices is None else f"{job_id}_[{','.join(map(str, indices))}]"
 
 
 def _is_array(client: Client, job_id: int) -> bool:

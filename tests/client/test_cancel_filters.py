@@ -1,0 +1,80 @@
+"""`muster cancel` by filter, as scancel -n / -u / -t: the jobs not ended that match, in one request; by default only
+your own; the name matched whole; with ids, only among those."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from jobs.models import Job
+from jobs.states import JobState
+from tests.client.cli_run import run_live
+from tests.conftest import SimHarness, client_for, job_payload
+
+IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
+
+
+def submit(capsys: pytest.CaptureFixture[str], name: str, *more: str) -> int:
+    code, out, err = run_live(capsys, "submit", "-G", "8", "-t", "1h", "--image", IMAGE, "-J", name, *more, "--", "python", "t.py")
+    assert code == 0, err
+    return int(re.search(r"(\d+)", out).group(1))  # type: ignore[union-attr]
+
+
+def state(job_id: int) -> str:
+    return Job.objects.get(pk=job_id).state
+
+
+def test_cancel_by_name_and_state_takes_only_your_matching_jobs(
+    signed_in: Any, tx_sim: SimHarness, django_user_model: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The first two run; those submitted after the cycle stay pending (no cycle runs again here).
+    running = submit(capsys, "sweep")
+    other_running = submit(capsys, "train")
+    tx_sim.cycle()
+    tx_sim.advance(2)
+    pending = submit(capsys, "sweep")
+    longer_name = submit(capsys, "sweep-big")
+    # Someone else's job of the same name, pending: never touched by dana's filter.
+    erin = django_user_model.objects.create_user(username="erin", password="x")
+    response = client_for(erin).post("/api/v1/jobs/", job_payload(name="sweep"), format="json")
+    assert response.status_code == 201, response.content
+    erins = response.json()["id"]
+    assert state(running) == JobState.RUNNING and state(pending) == JobState.PENDING
+
+    code, out, err = run_live(capsys, "cancel", "-n", "sweep", "-t", "PD")
+    assert (code, err) == (0, "")
+    assert out == f"Cancelled job {pending} (sweep)\n"
+    assert [state(j) for j in (running, other_running, pending, longer_name, erins)] == [
+        JobState.RUNNING,
+        JobState.RUNNING,
+        JobState.CANCELLED,
+        JobState.PENDING,
+        JobState.PENDING,
+    ]
+    # Nothing left to match: said, and nothing cancelled; a script is not failed for it, as scancel.
+    code, out, err = run_live(capsys, "cancel", "-n", "sweep", "-t", "PENDING", "--json")
+    assert code == 0
+    assert json.loads(out)["cancelled"] == []
+    assert err == "muster: no job matches --name sweep --user dana --state PENDING; nothing was cancelled.\n"
+    # With ids, only among them.
+    code, out, _ = run_live(capsys, "cancel", "-t", "R", str(other_running), str(longer_name))
+    assert (code, out) == (0, f"Cancelled job {other_running} (train)\n")
+    assert state(longer_name) == JobState.PENDING and state(running) == JobState.RUNNING
+    # Every one of your jobs left, running or not.
+    code, out, _ = run_live(capsys, "cancel", "-u", "dana")
+    assert code == 0
+    assert out.splitlines() == [f"Cancelled job {running} (sweep)", f"Cancelled job {longer_name} (sweep-big)"]
+    assert state(erins) == JobState.PENDING
+    # Someone else's jobs are not yours to filter on.
+    code, _, err = run_live(capsys, "cancel", "-u", "erin")
+    assert code != 0 and "erin" in err
+    assert state(erins) == JobState.PENDING
+
+
+def test_cancel_without_ids_or_a_filter_is_refused(signed_in: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_live(capsys, "cancel")
+    assert code != 0
+    assert "name the jobs to cancel (IDs), or filter them: --name, --user, --state" in err
