@@ -34,6 +34,7 @@ from jobs.logs import job_attempt_ranks, job_logs
 from jobs.models import Job
 from jobs.selectors import (
     job_assigned_nodes,
+    job_never_ran,
     job_nodes_shown,
     job_racks_shown,
     job_run_seconds,
@@ -196,9 +197,12 @@ def _job_parts_context(job: Job, query: QueryDict) -> dict[str, object]:
     }
 
 
-def _run_time(job: Job) -> dict[str, float | None] | None:
+def _run_time(job: Job) -> dict[str, float | bool | None] | None:
     """How long its latest attempt held its nodes (`job_run_seconds`: placement on, what the wall time counts) and, while
-    it holds them, what is left."""
+    it holds them, what is left; for an ended job that never ran, that it never started (its failed launches' moments
+    on its nodes read "0 s", as if it had run)."""
+    if job_never_ran(job):
+        return {"elapsed": None, "left": None, "never_started": True}
     elapsed = job_run_seconds(job)
     if elapsed is None or not (job.is_active or job.is_finished):
         return None

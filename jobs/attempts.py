@@ -46,6 +46,8 @@ REQUEUED_BY = (
     (re.compile(r"^Attempt \d+ failed:"), FAILED),
     (re.compile(r"Failed launch \d+"), LAUNCH_FAILED),
 )
+# A job FAILED after MUSTER_LAUNCH_MAX_FAILURES launches that did not come up (jobs.lifecycle.job_launch_failed).
+NEVER_UP = re.compile(r"^\d+ launch(es)? in a row did not come up")
 # A container's exit as the Kubernetes backend words a failed pod (jobs.cluster.kubernetes).
 EXIT_CODE = re.compile(r"exited with code (-?\d+)")
 # An elastic job's growth undone because its pods did not come up (scheduler.cycle._shrink_back's reasons: a refusal, a
@@ -70,6 +72,12 @@ class Attempt:
         if self.placed_at is None:
             return None
         return max(0.0, ((self.ended_at or timezone.now()) - self.placed_at).total_seconds())
+
+    @property
+    def never_started(self) -> bool:
+        """A launch that did not come up: it held its GPUs a moment (or up to the launch timeout), but its code never
+        ran, so the table says so rather than a run time of "0 s"."""
+        return self.outcome == LAUNCH_FAILED
 
     @property
     def ran(self) -> bool:
@@ -178,6 +186,8 @@ def allocations_never_up(job: Job) -> set[int]:
 
 
 def _outcome(to_state: str, reason: str) -> str:
+    if to_state == JobState.FAILED and NEVER_UP.search(reason):
+        return LAUNCH_FAILED  # the job failed, but this attempt was one more launch that did not come up: it never ran
     if to_state in ENDED_IN:
         return ENDED_IN[to_state]
     return next((outcome for pattern, outcome in REQUEUED_BY if pattern.search(reason)), REQUEUED)

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
-from jobs.amounts import duration
+from jobs.amounts import duration, plural
 from jobs.errors import IllegalTransition
 from jobs.hooks import job_hooks
 from jobs.models import Allocation, Job, JobResize, Node
@@ -193,7 +193,9 @@ def job_retry_or_fail(job: Job, *, now: datetime, why: str, exit_code: int | Non
     """An attempt failed: requeued while the job has restarts left, else FAILED with the exit code.
 
     `failed_on`, the node the failing rank ran on, is avoided by the retry when it fits elsewhere: a rank that
-    died of a bad GPU or a broken link would fail again there.
+    died of a bad GPU or a broken link would fail again there. Its launch came up (a pod ran and exited, perhaps
+    before the cycle saw them all running), so the failed-launch count is cleared, as job_mark_running clears it:
+    a job that ran is not one that never did (selectors.job_never_ran).
     """
     if job.restarts < job.max_restarts:
         return job_requeue(
@@ -202,8 +204,10 @@ def job_retry_or_fail(job: Job, *, now: datetime, why: str, exit_code: int | Non
             why=f"Attempt {job.attempt} failed: {why} Restarting ({job.restarts + 1} of {job.max_restarts}).",
             restarts=job.restarts + 1,
             avoid_nodes=[failed_on] if failed_on else [],
+            launch_failures=0,
         )
-    return job_transition(job, JobState.FAILED, reason=fit_reason(f"Attempt {job.attempt} failed: {why}"), now=now, exit_code=exit_code)
+    reason = fit_reason(f"Attempt {job.attempt} failed: {why}")
+    return job_transition(job, JobState.FAILED, reason=reason, now=now, exit_code=exit_code, launch_failures=0)
 
 
 def job_launch_failed(job: Job, *, now: datetime, why: str, transient: bool = False, avoid_nodes: Sequence[str] = ()) -> Job:
@@ -225,7 +229,7 @@ def job_launch_failed(job: Job, *, now: datetime, why: str, transient: bool = Fa
         return job_transition(
             job,
             JobState.FAILED,
-            reason=fit_reason(f"{failures} launches in a row did not come up; the last: {why}"),
+            reason=fit_reason(f"{plural(failures, 'launch', 'launches')} in a row did not come up; the last: {why}"),
             now=now,
             launch_failures=failures,
         )

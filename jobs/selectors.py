@@ -114,11 +114,20 @@ def job_racks_shown(job: Job) -> list[tuple[str, int]]:
     return job_assigned_racks(job) if _holds_nodes_shown(job) else []
 
 
+def job_never_ran(job: Job) -> bool:
+    """An ended job whose code never ran: it ended while queued, or after launches none of which came up (cancelled
+    back in the queue or while launching again, or FAILED after MUSTER_LAUNCH_MAX_FAILURES). `launch_failures` still
+    counts those launches: a launch that came up (its pods running, or one of them exiting) clears it."""
+    return job.is_finished and (not job.attempt or (job.started_at is None and job.launch_failures > 0))
+
+
 def job_run_seconds(job: Job, *, now: datetime | None = None) -> float | None:
     """How long the job's latest attempt held its nodes: from its placement (what the wall time counts from) until it let
-    them go, so far while it holds them. The ledger charges those same allocations. None before it is first placed and
-    while it waits in the queue again; a job cancelled there ran only until its requeue, not until the cancel."""
-    if not job.attempt or job.state == JobState.PENDING:
+    them go, so far while it holds them. The ledger charges those same allocations. None before it is first placed,
+    while it waits in the queue again, and for an ended job that never ran (`job_never_ran`): the moments its failed
+    launches held GPUs read "Run time 0 s" on its page, as if it had run. A job cancelled back in the queue ran only
+    until its requeue, not until the cancel."""
+    if not job.attempt or job.state == JobState.PENDING or job_never_ran(job):
         return None
     allocations = _latest_allocations(job)
     placed = job.scheduled_at or min((a.allocated_at for a in allocations), default=None) or job.started_at

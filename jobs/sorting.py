@@ -80,10 +80,12 @@ class Sorting:
 PLACED = Coalesce("scheduled_at", "started_at")
 # The GPUs a job asks: a slice its share of one GPU, else nodes x GPUs per node.
 SIZE = Coalesce(F("gpu_fraction"), Cast(F("nodes") * F("gpus_per_node"), FloatField()))
-# How long it has held (or held) its GPUs, as the Time column shows it (frontend.views._run_time); none for a queued job.
+# How long it has held (or held) its GPUs, as the Time column shows it (frontend.views._run_time); none for a queued job,
+# nor for one that ended never having run (selectors.job_never_ran: its launches never came up).
+NEVER_RAN = Q(started_at__isnull=True) & Q(launch_failures__gt=0)
 RUN_TIME = Case(
     When(Q(state__in=ACTIVE_STATES) & Q(attempt__gt=0), then=Now() - PLACED),
-    When(Q(state__in=TERMINAL_STATES) & Q(attempt__gt=0), then=F("finished_at") - PLACED),
+    When(Q(state__in=TERMINAL_STATES) & Q(attempt__gt=0) & ~NEVER_RAN, then=F("finished_at") - PLACED),
     default=None,
     output_field=DurationField(),
 )

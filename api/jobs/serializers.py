@@ -417,8 +417,10 @@ class JobSerializer(serializers.ModelSerializer):
     assigned_nodes = serializers.SerializerMethodField()
     run_seconds = serializers.SerializerMethodField(
         help_text="How long its latest attempt held its nodes: from its placement (as its wall time counts) until it let "
-        "them go, so far while it holds them. Null before it is placed and while it waits in the queue again; a job "
-        "cancelled there counts only until its requeue."
+        "them go, so far while it holds them. Null before it is placed, while it waits in the queue again, and for an "
+        "ended job that never started: one that ended while queued, or whose launches never came up (cancelled after "
+        "them, or failed after too many; its code never ran). A job cancelled back in the queue counts only until its "
+        "requeue."
     )
     queue_position = serializers.IntegerField(read_only=True, allow_null=True, help_text=QUEUE_POSITION_HELP)
     priority = serializers.SerializerMethodField(help_text=PRIORITY_HELP)

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from muster_client.client import TERMINAL_STATES
 from muster_client.spec import format_duration, shares_gpu
 
 JSON = dict[str, Any]
@@ -305,11 +306,18 @@ def array_not_cancelled(result: JSON, *, whole: bool, asked: int = 0) -> list[st
     return problems
 
 
+def never_started(job: JSON) -> bool:
+    """An ended job the server gives no run time: it never ran (ended while queued, or its launches never came up)."""
+    return job.get("state") in TERMINAL_STATES and "run_seconds" in job and job["run_seconds"] is None
+
+
 def elapsed(job: JSON, *, now: datetime | None = None) -> str:
     """How long it has held its GPUs: from its placement, as its wall time counts (and the job page shows), not from
     when its containers came up, which may be minutes later on a cluster that pulls images."""
     if job.get("state") == "PENDING":
         return "-"  # back in the queue (requeued, or a launch that failed), it holds nothing: its last placement is past
+    if never_started(job):
+        return "-"  # not its placement until the cancel: its failed launches held GPUs a moment, its code never ran
     if job.get("run_seconds") is not None:
         # The server's count: a job cancelled back in the queue ran until its requeue, not until the cancel.
         return format_duration(float(job["run_seconds"]))
@@ -366,7 +374,7 @@ def job_lines(job: JSON) -> list[str]:
         ("placed", when(job.get("scheduled_at"))),
         ("started", when(job.get("started_at"))),
         ("finished", when(job.get("finished_at"))),
-        ("elapsed", elapsed(job)),
+        ("elapsed", "never started" if never_started(job) else elapsed(job)),
     ]
     if job.get("checkpointed_at"):
         step = f", step {job['checkpoint_step']}" if job.get("checkpoint_step") is not None else ""

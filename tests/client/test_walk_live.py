@@ -160,3 +160,24 @@ def test_login_with_a_token_keeps_that_token(
     assert config.resolve().token == secret
     code, _, err = run(capsys, "login", "--token", "not-a-token", live_server.url)
     assert code == 4 and config.resolve().token == secret
+
+
+def test_a_job_cancelled_after_its_launches_failed_never_started_in_show_jobs_and_wait(
+    signed_in: Any, tx_sim: SimHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It read `elapsed 0s`, as if it had run for no time (the moment its launch held its node)."""
+    from jobs.lifecycle import job_launch_failed
+
+    code, out, err = run(capsys, "submit", "-G", "8", "-t", "1h", "--image", IMAGE, "--json", "--", "python", "x.py")
+    assert code == 0, err
+    job_id = json.loads(out)["id"]
+    tx_sim.cycle()
+    job_launch_failed(Job.objects.get(pk=job_id), now=tx_sim.clock(), why="The image could not be pulled.")
+    assert run(capsys, "cancel", str(job_id))[0] == 0
+    code, out, _ = run(capsys, "show", str(job_id))
+    assert code == 0 and "elapsed         never started\n" in out
+    code, out, _ = run(capsys, "jobs", "-s", "CA")
+    header, row = out.splitlines()[:2]
+    assert row.split()[0] == str(job_id) and row.split()[header.split().index("ELAPSED")] == "-"
+    code, out, _ = run(capsys, "wait", str(job_id))
+    assert code == 1 and out.startswith(f"Job {job_id} CANCELLED without starting: ")

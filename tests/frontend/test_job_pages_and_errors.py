@@ -235,3 +235,55 @@ def test_a_job_whose_launches_did_not_come_up_says_so_beside_its_attempt(user: A
     assert said in re.sub(r"<[^>]+>", "", page)
     fresh = JobFactory(owner=user, attempt=1)
     assert 'data-testid="launch-failures"' not in session_for(user).get(f"/jobs/{fresh.pk}/").content.decode()
+
+
+def test_a_job_whose_launches_never_came_up_reads_never_started_not_a_run_time_of_0_s(
+    user: Any, sim: Any, submit: Any, api: Any, settings: Any
+) -> None:
+    """Cancelled after its launches failed, a job that never ran read "Run time 0 s" (the moment each launch held its
+    nodes), as if it had run for no time. Its page, the job list and the API say it never started."""
+    from jobs.lifecycle import job_launch_failed
+
+    def fail_launch(job_id: int) -> None:
+        job_launch_failed(Job.objects.get(pk=job_id), now=sim.clock(), why="The image could not be pulled.")
+
+    cancelled = submit(nodes=1, gpus_per_node=8)["id"]
+    sim.cycle()
+    fail_launch(cancelled)
+    sim.advance(20)  # placed again after its backoff, and failed again
+    fail_launch(cancelled)
+    assert api.post(f"/api/v1/jobs/{cancelled}/cancel/").status_code == 200
+    settings.MUSTER_LAUNCH_MAX_FAILURES = 1
+    failed = submit(nodes=1, gpus_per_node=8)["id"]
+    sim.cycle()
+    fail_launch(failed)
+    assert Job.objects.get(pk=failed).state == "FAILED"
+
+    client = session_for(user)
+    for job_id, launches in ((cancelled, "its 2 launches"), (failed, "its launch")):
+        page = client.get(f"/jobs/{job_id}/").content.decode()
+        run_time = re.sub(r"<[^>]+>", "", page.split('data-testid="run-time">', 1)[1].split("</dd>", 1)[0])
+        assert run_time == f"never started: {launches} did not come up, so its code never ran"
+        attempts = re.findall(r'<tr data-attempt="\d+".*?</tr>', page, re.S)
+        assert attempts and all('<span class="muted">never started</span>' in row for row in attempts)
+        assert api.get(f"/api/v1/jobs/{job_id}/").json()["run_seconds"] is None
+    listed = client.get("/").content.decode()
+    for job_id in (cancelled, failed):
+        row = listed.split(f'<tr data-job="{job_id}">', 1)[1].split("</tr>", 1)[0]
+        assert re.sub(r"<[^>]+>", "", row.split('data-testid="job-time">', 1)[1].split("</td>", 1)[0]) == "never started"
+
+
+def test_a_job_that_failed_before_the_cycle_saw_it_running_ran_though_a_launch_had_failed(sim: Any, submit: Any, api: Any) -> None:
+    """Its pod came up and exited 1 between two cycles, after a failed launch: it ran, and its run time is said."""
+    from jobs.lifecycle import job_launch_failed
+
+    job_id = submit(nodes=1, gpus_per_node=8, max_restarts=0, simulate={"duration_seconds": 0.5, "exit_code": 1})["id"]
+    sim.cycle()
+    job_launch_failed(Job.objects.get(pk=job_id), now=sim.clock(), why="The image could not be pulled.")
+    sim.advance(20)  # placed again
+    sim.advance(5)  # up at 1 s, exited at 1.5 s: never seen running
+    job = Job.objects.get(pk=job_id)
+    assert (job.state, job.exit_code, job.started_at, job.launch_failures) == ("FAILED", 1, None, 0)
+    assert api.get(f"/api/v1/jobs/{job_id}/").json()["run_seconds"] == 5.0
+    page = session_for(job.owner).get(f"/jobs/{job_id}/").content.decode()
+    assert "never started" not in page.split('data-testid="run-time">', 1)[1].split("</dd>", 1)[0]
