@@ -23,6 +23,12 @@ def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpR
     return render(request, "403.html", {"why": str(exception or "")}, status=403)
 
 
+def bad_query(request: HttpRequest, errors: dict[str, list[str]], *, back: str, back_label: str) -> HttpResponse:
+    """A page's query asking what it cannot show (?attempt=9 of a job that had 2): a 400 naming each parameter and
+    the values it takes, as the API answers one, and the way on, `back` (the page without them)."""
+    return render(request, "frontend/bad_query.html", {"errors": errors, "back": back, "back_label": back_label}, status=400)
+
+
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     """CSRF_FAILURE_VIEW: the form's own fields again, under a fresh token, to send once more."""
     fields = [(key, value) for key, values in request.POST.lists() if key not in NOT_CARRIED for value in values]

@@ -24,6 +24,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.requests import AuthenticatedHttpRequest
 from api.jobs.filters import JobFilter
+from frontend.errors import bad_query
 from frontend.live import LIVE_PARAM, is_live_poll, live_parts_response, page_query, render_parts, updated_at
 from jobs.amounts import plural
 from jobs.arrays import index_ranges
@@ -49,7 +50,7 @@ from quotas.selectors import job_filter_teams
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
 from telemetry.dashboard.page import dashboard_context, dashboard_live
 from telemetry.dashboard.selectors import cluster_free, node_grid
-from telemetry.page import job_telemetry_context
+from telemetry.page import job_telemetry_context, telemetry_query_errors
 from telemetry.staticfiles import PLOTLY_JS
 
 # The parts of the job list that keep up in place (frontend.live).
@@ -142,7 +143,16 @@ LOG_TAIL_LINES = 200
 
 @login_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """A job's page; `?attempt=` picks the attempt whose logs it shows, `?range=` and `?view=` its charts (telemetry.page).
+    A value it does not have is a 400 naming the parameter and the values there are (`job_query_errors`)."""
     job = get_object_or_404(jobs_visible_to(request.user).prefetch_related("events"), pk=pk)
+    if errors := job_query_errors(job, request.GET):
+        # The parameters refused dropped, the others kept: the page as it can be shown.
+        kept = request.GET.copy()
+        for name in errors:
+            kept.pop(name, None)
+        back = reverse("frontend:job-detail", args=[job.pk]) + (f"?{kept.urlencode()}" if kept else "")
+        return bad_query(request, errors, back=back, back_label=f"Job {job.pk} without {' and '.join(f'?{name}=' for name in errors)}")
     simulated_run = None
     if settings.MUSTER_CLUSTER == "simulated":
         simulate = job.simulate or {}
@@ -221,6 +231,8 @@ def job_live(request: HttpRequest, pk: int) -> JsonResponse:
     and reloads only when `state` (or `attempt`) is no longer the one it shows.
     """
     job = get_object_or_404(jobs_visible_to(request.user).prefetch_related("events"), pk=pk)
+    if errors := job_query_errors(job, request.GET):
+        return JsonResponse(errors, status=400)  # the API's shape; the poller reloads, and the page says it
     parts = render_parts(request, JOB_PARTS, _job_parts_context(job, request.GET))
     body: dict[str, object] = {"state": job.state, "attempt": job.attempt, "updated": updated_at(), "parts": parts}
     if job.state != JobState.RUNNING:
@@ -245,8 +257,25 @@ def job_live(request: HttpRequest, pk: int) -> JsonResponse:
     return JsonResponse({**body, **running, "parts": {**parts, **running["parts"]}})
 
 
+def job_query_errors(job: Job, query: QueryDict) -> dict[str, list[str]]:
+    """What the job page refuses in its query, as the API refuses a bad parameter (400, the parameter named, the values
+    it takes): an `attempt` the job has not had, a chart `range` or `view` the page does not offer. They were read as
+    the latest attempt and the whole run, so a mistyped or hand-edited link showed something else, unsaid. Empty
+    values are left out, as the page's own links leave them."""
+    errors = {}
+    asked = query.get("attempt", "")
+    if asked and not (asked.isdigit() and 1 <= int(asked) <= job.attempt):
+        if job.attempt == 0:
+            why = f"Job {job.pk} {'never started' if job.is_finished else 'has not started yet'}: it has no attempts."
+        else:
+            had = "1" if job.attempt == 1 else f"1 to {job.attempt}"
+            why = f'"{asked}" is not an attempt of job {job.pk}; it has had {plural(job.attempt, "attempt")}: {had}.'
+        errors["attempt"] = [why]
+    return errors | telemetry_query_errors(query)
+
+
 def _shown_attempt(job: Job, query: QueryDict) -> int:
-    """The attempt whose logs the page shows (?attempt=, else the latest)."""
+    """The attempt whose logs the page shows (?attempt=, else the latest; job_query_errors refused any other)."""
     asked = query.get("attempt", "")
     return int(asked) if asked.isdigit() and 1 <= int(asked) <= job.attempt else job.attempt
 

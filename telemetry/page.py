@@ -2,9 +2,11 @@
 
 `frontend.views.job_detail` calls `job_telemetry_context`; the template
 `frontend/job_telemetry.html` draws what it returns with the plotly.js of the installed
-plotly package. Query parameters (all optional, unknown values fall back to the defaults):
-`run` (attempt), `range` (15m, 1h, 6h, 24h, all: the last part of the run), `view` (job,
-node, gpu) and `node` (which node's GPUs the gpu view shows).
+plotly package. Query parameters (all optional): `run` (attempt), `range` (15m, 1h, 6h, 24h,
+all: the last part of the run), `view` (job, node, gpu) and `node` (which node's GPUs the gpu
+view shows). The job page refuses a `range` or `view` it does not offer (`telemetry_query_errors`,
+a 400 naming those it does); `run` and `node` fall back to the latest run and its first node,
+as the page's own links carry them from one run to another that may lack them.
 """
 
 from __future__ import annotations
@@ -31,6 +33,17 @@ from telemetry.staticfiles import PLOTLY_JS
 RANGES = {"15m": 15 * 60, "1h": 3600, "6h": 6 * 3600, "24h": 24 * 3600}
 RANGE_LABELS = {"15m": "last 15 min", "1h": "last hour", "6h": "last 6 h", "24h": "last 24 h", "all": "whole run"}
 VIEWS = {"job": "whole job", "node": "per node", "gpu": "per GPU"}
+
+
+def telemetry_query_errors(params: Mapping[str, str]) -> dict[str, list[str]]:
+    """Each chart option in `params` the page does not offer (`range`, `view`), with the values it does; empty when
+    they are absent (or empty) or offered. Such a value was shown as the default: a mistyped link read as if obeyed."""
+    errors = {}
+    for name, offered, what in (("range", (*RANGES, "all"), "time range"), ("view", tuple(VIEWS), "view")):
+        asked = params.get(name, "")
+        if asked and asked not in offered:
+            errors[name] = [f'"{asked}" is not a {what} the charts offer; choose one of {", ".join(offered)}.']
+    return errors
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import logging
 import re
 from datetime import timedelta
@@ -235,6 +236,55 @@ def test_a_job_whose_launches_did_not_come_up_says_so_beside_its_attempt(user: A
     assert said in re.sub(r"<[^>]+>", "", page)
     fresh = JobFactory(owner=user, attempt=1)
     assert 'data-testid="launch-failures"' not in session_for(user).get(f"/jobs/{fresh.pk}/").content.decode()
+
+
+def refused(client: Client, job_id: int, query: str) -> tuple[list[str], str]:
+    """A job page's 400: what it says, a line per refusal, and its way on (the link and its words)."""
+    response = client.get(f"/jobs/{job_id}/?{query}")
+    assert response.status_code == 400, query
+    page = response.content.decode()
+    said = page.split('data-testid="query-errors">', 1)[1].split("</div>", 1)[0]
+    lines = [html.unescape(re.sub(r"<[^>]+>", "", line)) for line in re.findall(r'<p class="error">(.*?)</p>', said)]
+    back = re.search(r'<a class="button" href="([^"]*)" data-testid="query-back">([^<]*)</a>', page)
+    assert back is not None
+    return lines, html.unescape(f"{back.group(1)} {back.group(2)}")
+
+
+def test_an_attempt_range_or_view_the_job_page_does_not_have_is_a_400_naming_what_it_has(user: Any) -> None:
+    """?attempt=7 of a job that had 2 showed attempt 2's logs, and ?range=2h the whole run, unsaid: a link mistyped or
+    edited by hand read as if obeyed. Now the page says which parameter it cannot show and the values it has."""
+    from tests.jobs.factories import JobFactory
+
+    job = JobFactory(owner=user, attempt=2, launch_failures=2)
+    client = session_for(user)
+    had = f"is not an attempt of job {job.pk}; it has had 2 attempts: 1 to 2."
+    assert refused(client, job.pk, "attempt=7") == ([f'?attempt=: "7" {had}'], f"/jobs/{job.pk}/ Job {job.pk} without ?attempt=")
+    assert refused(client, job.pk, "attempt=latest")[0] == [f'?attempt=: "latest" {had}']
+    assert refused(client, job.pk, "attempt=0")[0] == [f'?attempt=: "0" {had}']
+    # The chart options too; the options it has are kept on the way back.
+    ranges = "choose one of 15m, 1h, 6h, 24h, all."
+    assert refused(client, job.pk, "view=node&range=2h&attempt=1") == (
+        [f'?range=: "2h" is not a time range the charts offer; {ranges}'],
+        f"/jobs/{job.pk}/?view=node&attempt=1 Job {job.pk} without ?range=",
+    )
+    assert refused(client, job.pk, "view=rack&range=1y") == (
+        [
+            f'?range=: "1y" is not a time range the charts offer; {ranges}',
+            '?view=: "rack" is not a view the charts offer; choose one of job, node, gpu.',
+        ],
+        f"/jobs/{job.pk}/ Job {job.pk} without ?range= and ?view=",
+    )
+    # What it has is shown, and an empty value is no value (as the page's own links leave it out).
+    for query in ("attempt=1", "attempt=2&range=1h&view=gpu", "attempt=&range="):
+        assert client.get(f"/jobs/{job.pk}/?{query}").status_code == 200, query
+    # The page's poller asks with the page's query: refused alike, in the API's shape (it reloads, and the page says it).
+    live = client.get(f"/jobs/{job.pk}/live/?attempt=3")
+    assert live.status_code == 400 and live.json() == {"attempt": [f'"3" {had}']}
+    # A job that has not started has no attempt to pick; one that ended so never will.
+    queued = JobFactory(owner=user)
+    assert refused(client, queued.pk, "attempt=1")[0] == [f"?attempt=: Job {queued.pk} has not started yet: it has no attempts."]
+    cancelled = JobFactory(owner=user, state="CANCELLED")
+    assert refused(client, cancelled.pk, "attempt=1")[0] == [f"?attempt=: Job {cancelled.pk} never started: it has no attempts."]
 
 
 def test_a_job_whose_launches_never_came_up_reads_never_started_not_a_run_time_of_0_s(

@@ -90,7 +90,8 @@ def test_per_node_and_per_gpu_lines(finished) -> None:
     assert pcie[0]["line"]["color"] == pcie[8]["line"]["color"] and pcie[0]["line"]["dash"] == "solid" and pcie[8]["line"]["dash"] == "dash"
     # NCCL bandwidth is job-wide: it shows whichever node's GPUs are picked.
     assert len(figure(per_gpu, "nccl")["data"]) == 2  # its band and mean line
-    # Unknown options fall back to the defaults instead of failing the page.
+    # The section itself falls back to the defaults; the page refuses a range or view it does not offer before
+    # (tests/frontend/test_job_pages_and_errors.py), and a run or node another run has falls back as here.
     assert context(finished, view="rack", range="1y", node="nope", run="9")["options"].view == "job"
 
 
