@@ -12,6 +12,8 @@ from django.utils import timezone
 from django.utils.crypto import get_random_string
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -50,6 +52,23 @@ class TokenViewSet(mixins.ListModelMixin, mixins.CreateModelMixin, mixins.Destro
     def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:
         refuse_a_body(request.data)  # as cancel, hold and release do: a field sent is said to be unread, not ignored
         token_revoke(token=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        request=None,
+        responses={
+            204: None,
+            400: OpenApiResponse(description="Not sent with an API token (a browser signs out from its menu), or a body was sent"),
+        },
+        description="Revoke the token this request is sent with, as `muster logout` does: a client need not know the "
+        "token's id. It stops working at once and stays listed as revoked.",
+    )
+    @action(detail=False, methods=["delete"], url_path="current")
+    def current(self, request: Request) -> Response:
+        refuse_a_body(request.data)
+        if not isinstance(request.auth, ApiToken):
+            raise ValidationError({"detail": "This request was not sent with an API token, so there is none to revoke."})
+        token_revoke(token=request.auth)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -305,6 +305,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--username", "-u", help="your username (asked otherwise); the password comes from MUSTER_PASSWORD or is asked")
 
     p = command(
+        "logout",
+        commands.logout,
+        "Revoke and forget the token kept for this server",
+        "The token `muster login` made from your password is revoked on the server (it stops working at once) and removed "
+        "from the config file; the default server becomes the last other one logged in to. A token kept with `login --token` "
+        "is only forgotten (it was made on the Tokens page and may be in use elsewhere).",
+        "  muster logout\n  muster logout http://muster.example:8000",
+        json_output=False,
+    )
+    p.add_argument("server", nargs="?", metavar="URL", help="the server (default: the default server)")
+
+    p = command(
         "submit",
         commands.submit,
         "Queue a job from a YAML file and/or flags, like sbatch",

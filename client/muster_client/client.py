@@ -93,6 +93,10 @@ class Client:
         client.token_expires_at = answer.get("expires_at")
         return client
 
+    def revoke_token(self) -> None:
+        """Revoke the token this client holds (`DELETE /api/v1/tokens/current/`): it stops working at once."""
+        self._call("DELETE", "tokens/current/")
+
     # --- submitting -----------------------------------------------------------------------------
 
     def submit(self, spec: Mapping[str, Any], *, idempotency_key: str | None = None) -> Job:

@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 
 from muster_client import config, render
-from muster_client.client import TERMINAL_STATES, Client, Job
-from muster_client.errors import ApiError, AuthError
+from muster_client.client import TERMINAL_STATES, Client, Job, server_url
+from muster_client.errors import ApiError, AuthError, Unreachable
 from muster_client.spec import SpecError, build_spec, load_spec_file, name_for, parse_env, parse_wall_time
 
 OK, JOB_FAILED, REFUSED = 0, 1, 5
@@ -68,12 +68,40 @@ def login(args: argparse.Namespace) -> int:
     return OK
 
 
+def logout(args: argparse.Namespace) -> int:
+    """Forget the token kept for the server and, if `muster login` made it from a password, revoke it there first, so a
+    copy of the config file is worth nothing. A token given to `login --token` is only forgotten: made on the Tokens
+    page, it may be in use elsewhere."""
+    url = args.server or getattr(args, "url", None) or os.environ.get("MUSTER_URL") or config.load(strict=True).get("url")
+    if not url:
+        raise SpecError("not logged in to any server (give its URL: muster logout http://muster.example:8000)")
+    url = server_url(url)
+    entry = config.servers(config.load(strict=True)).get(url)
+    if not isinstance(entry, dict) or not entry.get("token"):
+        raise SpecError(f"not logged in to {url}: no token is kept for it")
+    revoked = "is"
+    if not entry.get("given"):
+        try:
+            Client(url, str(entry["token"])).revoke_token()
+            revoked = "is revoked and"
+        except AuthError:
+            revoked = "had already been revoked or had expired, and is"
+        except (Unreachable, ApiError) as exc:
+            warn(f"the token could not be revoked ({exc}): revoke it on the Tokens page of {url}")
+    config.forget_token(url)
+    kept = " It was made on the Tokens page and still works: revoke it there if nothing else uses it." if entry.get("given") else ""
+    out(f"Logged out of {url}: its token {revoked} forgotten.{kept}")
+    if os.environ.get("MUSTER_TOKEN"):
+        warn("MUSTER_TOKEN is set in your environment: commands still use it until you unset it")
+    return OK
+
+
 def _login_with_token(url: str, token: str) -> int:
     """`muster login --token T URL` (a token made on the Tokens page): kept for the server once it accepts it, no password
     asked. It was ignored: the password was asked and a new token made."""
     client = Client(url, token)
     user = client.usage()["user"]["name"]  # AuthError if the server refuses it: nothing is saved
-    path = config.save_token(client.url, token, username=str(user))
+    path = config.save_token(client.url, token, username=str(user), given=True)
     out(f"Logged in to {client.url} as {user} with the token given. Token saved in {path}.")
     return OK
 

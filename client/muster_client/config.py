@@ -80,19 +80,41 @@ def _damaged(path: Path, problem: str) -> DamagedConfig:
     )
 
 
-def save_token(url: str, token: str, *, username: str = "", expires_at: str | None = None, path: Path | None = None) -> Path:
-    """Store `token` for `url` and make `url` the default server. Returns the file's path."""
+def save_token(
+    url: str, token: str, *, username: str = "", expires_at: str | None = None, given: bool = False, path: Path | None = None
+) -> Path:
+    """Store `token` for `url` and make `url` the default server. Returns the file's path. `given`: a token the user made
+    on the Tokens page and gave to `login --token` (logout forgets it but does not revoke it: it may be used elsewhere)."""
     path = path or config_path()
     data = load(path)
     url = server_url(url)
-    servers = _servers(data)
-    servers[url] = {"token": token, "username": username, "expires_at": expires_at}
-    data.update({"url": url, "servers": servers})
+    kept = servers(data)
+    kept[url] = {"token": token, "username": username, "expires_at": expires_at, **({"given": True} if given else {})}
+    data.update({"url": url, "servers": kept})
     _write_private(path, json.dumps(data, indent=2) + "\n")
     return path
 
 
-def _servers(data: dict[str, Any]) -> dict[str, Any]:
+def forget_token(url: str, *, path: Path | None = None) -> dict[str, Any] | None:
+    """Remove what is stored for `url` and return it (None: nothing was). The default server becomes the one logged in
+    to most recently of those left, or none."""
+    path = path or config_path()
+    data = load(path, strict=True)
+    kept = servers(data)
+    entry = kept.pop(server_url(url), None)
+    if entry is None:
+        return None
+    if data.get("url") == server_url(url):
+        data.pop("url", None)
+        if kept:
+            data["url"] = list(kept)[-1]
+    data["servers"] = kept
+    _write_private(path, json.dumps(data, indent=2) + "\n")
+    return entry if isinstance(entry, dict) else {}
+
+
+def servers(data: dict[str, Any]) -> dict[str, Any]:
+    """The tokens kept per server (URL -> {token, username, expires_at, given})."""
     servers = data.get("servers")
     return servers if isinstance(servers, dict) else {}
 
@@ -124,6 +146,6 @@ def resolve(url: str | None = None, token: str | None = None, *, path: Path | No
     data = load(path, strict=True) if not (url and token) else {}
     url = url or data.get("url")
     if url and not token:
-        entry = _servers(data).get(server_url(url))
+        entry = servers(data).get(server_url(url))
         token = entry.get("token") if isinstance(entry, dict) else None
     return Settings(url=server_url(url) if url else None, token=token or None)

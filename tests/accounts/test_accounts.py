@@ -62,6 +62,25 @@ def test_revoked_and_expired_tokens_get_401_saying_so(user: Any) -> None:
     assert client_for(user).get(TOKENS).json()["results"][1]["state"] == "revoked"
 
 
+def test_a_token_revokes_itself_at_tokens_current_and_only_itself(user: Any) -> None:
+    """`muster logout`: the client revokes the token it holds without knowing its id."""
+    laptop, ci = token_create(user=user, name="laptop"), token_create(user=user, name="ci")
+    assert bearer(laptop.secret).delete(f"{TOKENS}current/").status_code == 204
+    response = bearer(laptop.secret).get("/api/v1/jobs/")
+    assert response.status_code == 401 and "was revoked on" in response.json()["detail"]
+    assert bearer(ci.secret).get("/api/v1/jobs/").status_code == 200
+    states = {t["name"]: t["state"] for t in client_for(user).get(TOKENS).json()["results"]}
+    assert states == {"laptop": "revoked", "ci": "active"}
+    # A browser's session holds no token: said, and nothing revoked.
+    response = session_for(user).delete(f"{TOKENS}current/")
+    assert response.status_code == 400 and "not sent with an API token" in response.json()["detail"]
+    assert bearer(ci.secret).get("/api/v1/jobs/").status_code == 200
+    # A body is refused as on DELETE /tokens/{id}/, and the token still works.
+    response = bearer(ci.secret).delete(f"{TOKENS}current/", {"x": 1}, format="json")
+    assert response.status_code == 400
+    assert bearer(ci.secret).get("/api/v1/jobs/").status_code == 200
+
+
 def test_nobody_sees_or_revokes_another_persons_tokens(user: Any, other_user: Any, admin_user: Any) -> None:
     mine = token_create(user=user, name="laptop")
     assert client_for(other_user).delete(f"{TOKENS}{mine.token.pk}/").status_code == 404
