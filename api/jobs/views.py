@@ -239,21 +239,6 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
         return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data)
 
     @extend_schema(
-        request=JobArrayCancelSerializer,
-        responses={
-            200: JobArrayCancelledSerializer,
-            400: OpenApiResponse(
-                description="A field is wrong, or `indices` names elements the array does not have (each "
-                "by its position in `indices`); nothing was cancelled"
-            ),
-            404: OpenApiResponse(description="No such array, or none you may see"),
-            409: OpenApiResponse(JobArrayEndedSerializer, description="Every element asked for had already ended: nothing to cancel"),
-        },
-        description="`scancel 4`: cancel every element of array 4 not ended yet, or those of `indices` (`scancel "
-        "4_[1-3]`), in one transaction: all of them or none. Elements asked for that had already ended are listed in "
-        "`ended`, not refused; only when nothing is left to cancel is it a 409. Counted as one write by the throttle.",
-    )
-    @extend_schema(
         request=JobsCancelSerializer,
         responses={200: JobsCancelledSerializer, 400: OpenApiResponse(description="A field is wrong; nothing was cancelled")},
         description="`scancel 12 13 17`: cancel the jobs of `ids` in one transaction, so the nodes the first ones free "
@@ -275,6 +260,21 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
         data = {"cancelled": self._fresh(done.cancelled), "ended": self._fresh(done.ended), "not_found": done.not_found}
         return Response(JobsCancelledSerializer(data).data)
 
+    @extend_schema(
+        request=JobArrayCancelSerializer,
+        responses={
+            200: JobArrayCancelledSerializer,
+            400: OpenApiResponse(
+                description="A field is wrong, or `indices` names elements the array does not have (each "
+                "by its position in `indices`); nothing was cancelled"
+            ),
+            404: OpenApiResponse(description="No such array, or none you may see"),
+            409: OpenApiResponse(JobArrayEndedSerializer, description="Every element asked for had already ended: nothing to cancel"),
+        },
+        description="`scancel 4`: cancel every element of array 4 not ended yet, or those of `indices` (`scancel "
+        "4_[1-3]`), in one transaction: all of them or none. Elements asked for that had already ended are listed in "
+        "`ended`, not refused; only when nothing is left to cancel is it a 409. Counted as one write by the throttle.",
+    )
     @action(detail=False, methods=["post"], url_path="cancel-array", url_name="cancel-array")
     def cancel_array(self, request: Request) -> Response:
         serializer = JobArrayCancelSerializer(data=request.data)

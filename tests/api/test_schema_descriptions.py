@@ -39,3 +39,26 @@ def test_no_description_is_a_base_classs_docstring(db: None) -> None:
     leaked = [(where, text[:80]) for where, text in descriptions(schema) if any(text.startswith(doc) for doc in internal)]
     assert "answer_serializer" not in str(schema)
     assert leaked == []
+
+
+def test_cancel_many_and_cancel_array_each_describe_their_own_request_and_answers(db: None) -> None:
+    # Two schema decorators once stacked on cancel-many: it read cancel-array's body (array_id, indices), its 200 and
+    # 409, and cancel-array read as taking no body and answering a JobDetail.
+    schema = APIClient().get("/api/schema/", {"format": "json"}).json()
+
+    def ref(node: dict[str, Any]) -> str:
+        return str(node["content"]["application/json"]["schema"]["$ref"]).rsplit("/", 1)[-1]
+
+    many = schema["paths"]["/api/v1/jobs/cancel-many/"]["post"]
+    assert ref(many["requestBody"]) == "JobsCancelRequest"
+    assert ref(many["responses"]["200"]) == "JobsCancelled"
+    assert "409" not in many["responses"]  # an ended job is listed in `ended`, never a conflict
+    assert many["description"].startswith("`scancel 12 13 17`")
+    assert set(schema["components"]["schemas"]["JobsCancelRequest"]["properties"]) == {"ids", "reason"}
+
+    array = schema["paths"]["/api/v1/jobs/cancel-array/"]["post"]
+    assert ref(array["requestBody"]) == "JobArrayCancelRequest"
+    assert ref(array["responses"]["200"]) == "JobArrayCancelled"
+    assert ref(array["responses"]["409"]) == "JobArrayEnded"
+    assert array["description"].startswith("`scancel 4`")
+    assert {"array_id", "indices"} <= set(schema["components"]["schemas"]["JobArrayCancelRequest"]["properties"])
