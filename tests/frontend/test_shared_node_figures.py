@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import re
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from muster_client import render
 from rest_framework.test import APIClient
 
@@ -100,3 +102,7 @@ def test_the_size_factor_counts_the_128_whole_gpus_the_cluster_page_says_not_the
     assert size[every]["value"] == 1.0 and size[two]["value"] == 16 / 128
     page = session_for(user).get(f"/jobs/{every}/").content.decode()
     assert re.search(r"<tr><td>Size</td><td>1\.000</td><td>100\.0</td></tr>", page)
+    # `make run` says the same when it starts: it read "18 nodes, 144 GPUs".
+    said = io.StringIO()
+    call_command("muster_bootstrap", "--nodes-only", stdout=said)
+    assert said.getvalue() == "cluster: simulated, 18 nodes, 128 GPUs for whole-GPU jobs; 16 more on 2 shared nodes (GPU slices only)\n"

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
+from jobs.amounts import plural
 from jobs.cluster import ClusterUnavailable, get_backend
 from jobs.services import nodes_sync
 from quotas.models import Team
@@ -62,7 +63,15 @@ class Command(BaseCommand):
             return
         foreign = sum(n.gpus_foreign for n in nodes)
         others = f" ({foreign} held by pods Muster did not start)" if foreign else ""
-        self.stdout.write(f"cluster: {settings.MUSTER_CLUSTER}, {len(nodes)} nodes, {sum(n.gpus_total for n in nodes)} GPUs{others}")
+        # Whole GPUs apart from the shared nodes' (GPU slices only), as the cluster page says them and the size factor
+        # counts them: "18 nodes, 144 GPUs" read against the page's 128.
+        shared = [n for n in nodes if n.sharing]
+        on_shared = f"; {sum(n.gpus_total for n in shared)} more on {plural(len(shared), 'shared node')} (GPU slices only)"
+        whole = sum(n.gpus_total for n in nodes if not n.sharing)
+        self.stdout.write(
+            f"cluster: {settings.MUSTER_CLUSTER}, {plural(len(nodes), 'node')}, {plural(whole, 'GPU')}"
+            f"{' for whole-GPU jobs' + on_shared if shared else ''}{others}"
+        )
         if not nodes and settings.MUSTER_CLUSTER == "kubernetes":
             self.stderr.write(
                 f"cluster: no node has {settings.MUSTER_K8S_GPU_RESOURCE!r} in its allocatable resources: is the GPU device "
