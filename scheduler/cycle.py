@@ -23,6 +23,7 @@ from jobs.amounts import duration, plural
 from jobs.cluster import (
     ClusterBackend,
     ClusterDeletingGangs,
+    ClusterNode,
     ClusterRefuses,
     ClusterUnavailable,
     GangSpec,
@@ -129,8 +130,10 @@ def _run_cycle(*, backend: ClusterBackend | None, now: datetime | None) -> Cycle
                 report.cluster_error = str(exc)
                 deleting = exc.cause if isinstance(exc, ClusterDeletingGangs) else ""
             backend.note_foreign_pods_version(health.foreign_pods_version)
+            cluster_nodes = backend.list_nodes()
             # Nodes gangs can go on running on: a node NotReady past its grace loses its pods as surely as a deleted one.
-            present = {n.name for n in nodes_sync(cluster_nodes=backend.list_nodes(), now=now) if not _lost_to_gangs(n, now)}
+            present = {n.name for n in nodes_sync(cluster_nodes=cluster_nodes, now=now) if not _lost_to_gangs(n, now)}
+            _show_holds(backend, cluster_nodes)
             gangs = backend.observe_gangs()
             followed = _observe_active(backend, gangs, present, now, report, deleting=deleting)
             # After the gangs were followed: a gang that ended before this cycle is charged up to its end, not to now.
@@ -182,6 +185,16 @@ def _say_unavailable(health: ClusterHealth, now: datetime, error: str) -> None:
 
 def _since(health: ClusterHealth, now: datetime) -> str:
     return duration(max(0, int((now - (health.down_since or now)).total_seconds())))
+
+
+def _show_holds(backend: ClusterBackend, cluster_nodes: list[ClusterNode]) -> None:
+    """Show Muster's node holds on the cluster's nodes (Kubernetes: a label and an annotation) where they show otherwise:
+    a hold made, re-worded or released, also while the cluster was unreachable, shows from the first cycle that reads
+    the nodes, and a mark someone changed by hand is put back."""
+    held = dict(Node.objects.filter(held=True).values_list("name", "held_reason"))
+    marks = {n.name: held.get(n.name) for n in cluster_nodes if n.hold_mark != held.get(n.name)}
+    if marks:
+        backend.mark_holds(marks)
 
 
 def _lost_to_gangs(node: Node, now: datetime) -> bool:

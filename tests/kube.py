@@ -17,7 +17,7 @@ from kubernetes.client.exceptions import ApiException
 from jobs.cluster import gang_name
 from jobs.cluster.base import GangSpec
 from jobs.cluster.crd_manifests import MPI_REPLICA_INDEX_LABEL, mpi_launcher_template, mpi_worker_template
-from jobs.cluster.kubernetes import KubernetesCluster
+from jobs.cluster.kubernetes import HELD_LABEL, HELD_REASON_ANNOTATION, KubernetesCluster
 from jobs.cluster.manifests import PodOptions
 from jobs.services import nodes_sync
 from scheduler.cycle import CycleReport, run_cycle
@@ -99,6 +99,14 @@ def kube_harness(api: client.ApiClient, **options: Any) -> Iterator[KubeHarness]
         yield KubeHarness(api=api, cluster=cluster, namespace=namespace)
     finally:
         delete_namespace_and_pods(core, namespace)
+        unmark_held_nodes(core)
+
+
+def unmark_held_nodes(core: client.CoreV1Api) -> None:
+    """Take Muster's hold marks off the test cluster's nodes: a test's holds go with its database, not from the nodes
+    its cycles marked (the next test's first cycle would take them off, but not after the last)."""
+    for node in core.list_node(label_selector=HELD_LABEL).items:
+        core.patch_node(node.metadata.name, {"metadata": {"labels": {HELD_LABEL: None}, "annotations": {HELD_REASON_ANNOTATION: None}}})
 
 
 def delete_namespace_and_pods(core: client.CoreV1Api, namespace: str, timeout: float = 30.0) -> None:

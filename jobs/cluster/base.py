@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -86,6 +86,10 @@ class ClusterNode:
     # whole, slices of a shared one. Not free to Muster.
     gpus_foreign: int = 0
     slices_foreign: int = 0
+    # Muster's own hold of the node as the cluster shows it to its operators (`mark_holds`: on Kubernetes the label
+    # muster.io/held and the reason in an annotation): the reason, None where it shows no hold. The simulated cluster
+    # shows none.
+    hold_mark: str | None = None
 
 
 @dataclass(frozen=True)
@@ -257,6 +261,10 @@ class ClusterBackend(Protocol):
         saying what to do when it cannot, so jobs wait and the pages show why."""
 
     def list_nodes(self) -> list[ClusterNode]: ...
+
+    def mark_holds(self, marks: Mapping[str, str | None]) -> None:
+        """Show Muster's holds of nodes to the cluster's operators where the backend can (node name -> the hold's reason,
+        None: the hold released). Never refuses: a cluster that does not let Muster is said once, in the log."""
 
     def note_foreign_pods_version(self, version: int) -> None:
         """How often the watch has seen pods Muster did not start come or go (ClusterHealth.foreign_pods_version): a

@@ -132,6 +132,16 @@ ACCESS_DENIED = "forbidden"
 _NAMESPACE_NOT_FOUND = re.compile(r'namespaces "[^"]+" not found')
 _NAMESPACE_BEING_DELETED = "because it is being terminated"
 _RBAC_REFUSAL = re.compile(r'cannot \S+ resource "')
+# Muster's hold of a node (jobs/node_holds.py) as the Node shows it, so an operator sees it with kubectl (`kubectl get
+# nodes -L muster.io/held`, the reason in `kubectl describe node`): a label and an annotation, which only Muster writes
+# (a node held in Muster is marked, one not held is unmarked, whoever set them). Not a taint: a hold keeps Muster's
+# own placements off the node, and a taint would keep every other tenant's pods off too (docs/admin.md).
+HELD_LABEL = "muster.io/held"
+HELD_REASON_ANNOTATION = "muster.io/held-reason"
+# API server -> when marking a hold was last refused (Muster's role lacks `patch nodes`: platform/kubernetes/node-holds.yaml
+# grants it): said once in the log, then tried again every few minutes, quietly, until it is allowed.
+_HOLD_MARKS_REFUSED: dict[str, float] = {}
+_HOLD_MARKS_RETRY_SECONDS = 300.0
 # (API server, jobs' namespace) -> (when read, the watch's version of them then, per node what other pods hold there):
 # every pod in the cluster is read once per `foreign_pods_seconds`, not every cycle (benchmarks/bench_node_inventory.py:
 # ~0.45 s per 2,000 pods here), or sooner when the watch has seen one come or go (`note_foreign_pods_version`).
@@ -410,6 +420,38 @@ class KubernetesCluster:
         found = (self._node(n, foreign.get(n.metadata.name, Counter())) for n in nodes)
         return sorted((n for n in found if n.gpus_total > 0), key=lambda n: n.name)
 
+    def mark_holds(self, marks: Mapping[str, str | None]) -> None:
+        """Label and annotate the nodes Muster holds, and take both off the nodes it released (node name -> reason, None:
+        released): one merge patch of the node's metadata each, which touches no other label or annotation.
+
+        Where the cluster refuses (Muster's role without `patch nodes`, or a policy refusing the change) the hold still
+        works in Muster; the log says so once, not every cycle, and marking is tried again every few minutes until it
+        is allowed. A node gone meanwhile is skipped."""
+        host = self.api.configuration.host
+        refused_at = _HOLD_MARKS_REFUSED.get(host)
+        if refused_at is not None and time.monotonic() - refused_at < _HOLD_MARKS_RETRY_SECONDS:
+            return
+        for name, reason in sorted(marks.items()):
+            held = reason is not None
+            body = {"metadata": {"labels": {HELD_LABEL: "true" if held else None}, "annotations": {HELD_REASON_ANNOTATION: reason}}}
+            try:
+                self._call("mark node hold", self.core.patch_node, name, body, _content_type="application/merge-patch+json")
+            except ApiException as exc:
+                if exc.status == 404:
+                    continue
+                _HOLD_MARKS_REFUSED[host] = time.monotonic()
+                if refused_at is None:
+                    logger.warning(
+                        "Muster's node holds are not shown on the Kubernetes nodes (label %s): the cluster refused to %s node "
+                        "%s (%s). Holds work in Muster all the same; to show them to kubectl, apply "
+                        "platform/kubernetes/node-holds.yaml. Said once; tried again every %d s.",
+                        HELD_LABEL, "mark" if held else "unmark", name, _api_message(exc), _HOLD_MARKS_RETRY_SECONDS,
+                    )  # fmt: skip
+                return
+        if refused_at is not None:
+            _HOLD_MARKS_REFUSED.pop(host, None)
+            logger.info("Muster's node holds are shown on the Kubernetes nodes again (label %s)", HELD_LABEL)
+
     def note_foreign_pods_version(self, version: int) -> None:
         """The watch (jobs/cluster/watch.py) counts each pod Muster did not start that is bound to a node or ends; a
         read of them made at another count is not used again, so what such a pod takes or frees counts at once."""
@@ -470,7 +512,10 @@ class KubernetesCluster:
             gpus, closed = capacity, closed or NO_ALLOCATABLE_GPUS
         # Other pods' CPU or memory makes GPUs as unusable to Muster as their GPUs do: one count, said the same way.
         starved = 0 if shared else self._gpus_starved(node, gpus, foreign)
+        # Any value of the label is Muster's mark (only Muster writes it); its reason reads "" if the annotation went.
+        marked = HELD_LABEL in labels
         return ClusterNode(
+            hold_mark=(node.metadata.annotations or {}).get(HELD_REASON_ANNOTATION, "") if marked else None,
             name=node.metadata.name,
             gpus_total=gpus,
             gpus_foreign=0 if shared else min(max(foreign.get(self.options.gpu_resource, 0), starved), gpus),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -84,6 +84,9 @@ class SimulatedCluster:
 
     def note_foreign_pods_version(self, version: int) -> None:
         """No pods but Muster's run on the simulated cluster."""
+
+    def mark_holds(self, marks: Mapping[str, str | None]) -> None:
+        """No one looks at the simulated cluster but through Muster, which shows its holds itself."""
 
     def list_nodes(self) -> list[ClusterNode]:
         per_rack = -(-self.nodes // self.racks)

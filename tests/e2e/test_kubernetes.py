@@ -10,6 +10,7 @@ import base64
 import dataclasses
 import io
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -31,6 +32,7 @@ from kubernetes import client, utils, watch
 from kubernetes.client.exceptions import ApiException
 from rest_framework.test import APIClient
 
+from jobs.cluster import kubernetes as kubernetes_backend
 from jobs.cluster.base import ClusterRefuses, ClusterUnavailable, GangSpec, LaunchRefused, PodPhase
 from jobs.cluster.crd_manifests import (
     MPIJOB,
@@ -55,6 +57,7 @@ from jobs.cluster.manifests import (
 from jobs.cluster.watch import watches_for
 from jobs.logs import job_logs_follow
 from jobs.models import Allocation, ClusterHealth, Job, JobEvent, JobResize, Node, NodeState
+from jobs.node_holds import nodes_hold, nodes_release
 from jobs.selectors import job_assigned_nodes
 from jobs.states import JobState
 from quotas.models import Team, UsageCharge
@@ -1937,3 +1940,142 @@ def test_the_shipped_rbac_is_enough_for_a_job_from_launch_to_teardown_and_no_mor
         with pytest.raises(ApiException) as refused:
             call()
         assert refused.value.status == 403
+
+
+# --- a node Muster holds, shown on the cluster's Node -------------------------------------------------------------------
+
+
+@pytest.fixture
+def node_marks() -> Iterator[None]:
+    """Each test starts with no refusal to mark holds remembered (the process keeps one per API server)."""
+    kubernetes_backend._HOLD_MARKS_REFUSED.clear()
+    yield
+    kubernetes_backend._HOLD_MARKS_REFUSED.clear()
+
+
+@pytest.fixture
+def node_holds_applied(kube: KubeHarness, as_muster: KubernetesCluster, node_marks: None) -> Iterator[None]:
+    """platform/kubernetes/node-holds.yaml applied as shipped, for as_muster's ServiceAccount (its names suffixed as
+    as_muster's are); waits until its admission policy refuses what it should."""
+    suffix = kube.namespace.rsplit("-", 1)[-1]
+    text = (ROOT / "platform" / "kubernetes" / "node-holds.yaml").read_text()
+    text = text.replace("name: muster-node-holds", f"name: muster-node-holds-{suffix}").replace(
+        "policyName: muster-node-holds", f"policyName: muster-node-holds-{suffix}"
+    )
+    text = text.replace("namespace: muster\n", f"namespace: muster-sa-{suffix}\n").replace(
+        "system:serviceaccount:muster:muster", f"system:serviceaccount:muster-sa-{suffix}:muster"
+    )
+    documents = [doc for doc in yaml.safe_load_all(text) if doc]
+    assert [d["kind"] for d in documents] == [
+        "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"
+    ]  # fmt: skip
+    utils.create_from_yaml(kube.api, yaml_objects=documents)
+    name = as_muster.list_nodes()[0].name
+    rack = kube.core.read_node(name).metadata.labels["muster.io/rack"]
+
+    def policy_refuses() -> bool:
+        try:
+            as_muster.core.patch_node(name, {"metadata": {"labels": {"muster.io/rack": "elsewhere"}}})
+        except ApiException as exc:
+            return exc.status == 403 and "only its hold's label" in exc.body
+        kube.core.patch_node(name, {"metadata": {"labels": {"muster.io/rack": rack}}})  # the policy was not in force yet
+        return False
+
+    try:
+        _wait(policy_refuses)
+        yield
+    finally:
+        admission = client.AdmissionregistrationV1Api(kube.api)
+        admission.delete_validating_admission_policy_binding(f"muster-node-holds-{suffix}")
+        admission.delete_validating_admission_policy(f"muster-node-holds-{suffix}")
+        rbac_api = client.RbacAuthorizationV1Api(kube.api)
+        rbac_api.delete_cluster_role_binding(f"muster-node-holds-{suffix}")
+        rbac_api.delete_cluster_role(f"muster-node-holds-{suffix}")
+
+
+def _mark(kube: KubeHarness, name: str) -> tuple[str | None, str | None]:
+    """The node's label muster.io/held and annotation muster.io/held-reason, as kubectl shows them."""
+    metadata = kube.core.read_node(name).metadata
+    return (metadata.labels or {}).get("muster.io/held"), (metadata.annotations or {}).get("muster.io/held-reason")
+
+
+def _unmark(kube: KubeHarness, name: str) -> None:
+    kube.core.patch_node(name, {"metadata": {"labels": {"muster.io/held": None}, "annotations": {"muster.io/held-reason": None}}})
+
+
+def test_a_node_muster_holds_is_marked_on_the_cluster_for_kubectl_and_unmarked_when_released(
+    api: APIClient, admin_user: Any, kube: KubeHarness, as_muster: KubernetesCluster, node_holds_applied: None, other_pods: OtherPods
+) -> None:
+    """An operator looking at the cluster could not tell a node an admin held in Muster from any other."""
+    kube.cluster = as_muster  # with the shipped rbac.yaml and node-holds.yaml
+    name = kube.cluster.list_nodes()[0].name
+    node = Node.objects.get(name=name)
+    _unmark(kube, name)
+    before = kube.core.read_node(name)
+    try:
+        nodes_hold(nodes=[node], reason="GPU 3 replaced, back Friday", by=admin_user)
+        kube.cycle()
+        assert _mark(kube, name) == ("true", "GPU 3 replaced, back Friday")
+        after = kube.core.read_node(name)
+        # Nothing else of the node changed: no taint, not cordoned, every other label and annotation as it was.
+        assert (after.spec.taints, after.spec.unschedulable) == (before.spec.taints, before.spec.unschedulable)
+        assert {k: v for k, v in after.metadata.labels.items() if k != "muster.io/held"} == before.metadata.labels
+        assert {k: v for k, v in after.metadata.annotations.items() if k != "muster.io/held-reason"} == before.metadata.annotations
+        # Other tenants' pods still go there (a taint would have kept them off).
+        other = other_pods.ask({"cpu": "100m"}, node=name)
+        _wait(lambda: kube.core.read_namespaced_pod(other, other_pods.namespace).spec.node_name == name)
+        # Muster's identity may mark holds and nothing else: not cordon, taint or relabel the node.
+        for change in (
+            {"spec": {"unschedulable": True}},
+            {"spec": {"taints": [{"key": "x", "effect": "NoSchedule"}]}},
+            {"metadata": {"labels": {"muster.io/rack": "elsewhere"}}},
+            {"metadata": {"annotations": {"node.alpha.kubernetes.io/ttl": "5"}}},
+        ):
+            with pytest.raises(ApiException) as refused:
+                as_muster.core.patch_node(name, change)
+            assert refused.value.status == 403, change
+        # Re-worded, and a mark changed by hand is put back.
+        nodes_hold(nodes=[node], reason="GPU 3 replaced, back Monday", by=admin_user)
+        kube.cycle()
+        assert _mark(kube, name) == ("true", "GPU 3 replaced, back Monday")
+        kube.core.patch_node(name, {"metadata": {"annotations": {"muster.io/held-reason": None}}})
+        kube.cycle()
+        assert _mark(kube, name) == ("true", "GPU 3 replaced, back Monday")
+        # Released: both go.
+        nodes_release(nodes=[node], by=admin_user)
+        kube.cycle()
+        assert _mark(kube, name) == (None, None)
+        assert kube.core.read_node(name).metadata.labels == before.metadata.labels
+
+        # Held while the API server cannot be reached: marked by the first cycle that reaches it.
+        nodes_hold(nodes=[node], reason="PSU swap", by=admin_user)
+        down = client.Configuration()
+        down.host = "https://127.0.0.1:9"  # nothing listens there
+        assert "unreachable" in run_cycle(backend=KubernetesCluster(api=client.ApiClient(down), request_timeout=2)).cluster_error
+        assert _mark(kube, name) == (None, None)
+        kube.cycle()
+        assert _mark(kube, name) == ("true", "PSU swap")
+        assert api.get("/api/v1/nodes/").status_code == 200
+    finally:
+        _unmark(kube, name)
+
+
+def test_without_patch_on_nodes_a_hold_works_in_muster_and_the_log_says_once_that_nodes_are_not_marked(
+    api: APIClient, admin_user: Any, kube: KubeHarness, as_muster: KubernetesCluster, node_marks: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    kube.cluster = as_muster  # the shipped rbac.yaml alone: read-only on nodes
+    names = [n.name for n in as_muster.list_nodes() if not n.sharing]  # the whole-GPU nodes
+    held = Node.objects.get(name=names[0])
+    caplog.set_level(logging.INFO, logger="jobs.cluster.kubernetes")
+    nodes_hold(nodes=[held], reason="GPU 3 replaced", by=admin_user)
+    job = submit(api, nodes=len(names) - 1, gpus_per_node=8, simulate={"duration_seconds": 600})  # every one but the held one
+    for _ in range(4):
+        kube.cycle()
+    assert _mark(kube, held.name) == (None, None)
+    said = [r for r in caplog.records if r.name == "jobs.cluster.kubernetes" and "not shown on the Kubernetes nodes" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelno == logging.WARNING, [r.getMessage() for r in caplog.records]
+    assert "apply platform/kubernetes/node-holds.yaml" in said[0].getMessage()
+    # The hold itself works: the job runs, elsewhere.
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    assert held.name not in job_assigned_nodes(Job.objects.get(pk=job["id"]))
+    assert Node.objects.get(pk=held.pk).held
