@@ -125,7 +125,11 @@ class JobSubmitSerializer(StrictSerializer):
         max_length=validators.COMMAND_MAX_ARGS,
     )
     nodes = serializers.IntegerField(
-        min_value=1, max_value=100_000, required=False, help_text="Nodes (ranks), all started at once; required unless max_nodes is given."
+        min_value=1,
+        max_value=100_000,
+        required=False,
+        help_text="Nodes (ranks), all started at once; required unless max_nodes is given, or a GPU slice is asked "
+        "(gpu_fraction, gpu_memory_gb or gpu_isolation), whose only node count is 1: left out, 1.",
     )
     min_nodes = serializers.IntegerField(
         min_value=1,
@@ -139,7 +143,13 @@ class JobSubmitSerializer(StrictSerializer):
     max_nodes = serializers.IntegerField(
         min_value=2, max_value=100_000, required=False, allow_null=True, default=None, help_text="An elastic job's most nodes."
     )
-    gpus_per_node = serializers.IntegerField(min_value=1, max_value=1024)
+    gpus_per_node = serializers.IntegerField(
+        min_value=1,
+        max_value=1024,
+        required=False,
+        help_text="Whole GPUs on each node; required unless a GPU slice is asked (gpu_fraction, gpu_memory_gb or "
+        "gpu_isolation), a share of one GPU: left out, 1.",
+    )
     wall_time_seconds = serializers.IntegerField(min_value=1)
     env = serializers.DictField(
         child=serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=validators.ENV_MAX_BYTES),
@@ -272,9 +282,27 @@ class JobSubmitSerializer(StrictSerializer):
             if attrs.get("nodes") not in (None, high):
                 raise serializers.ValidationError({"nodes": [f"An elastic job's nodes is its max_nodes ({high}); leave it out."]})
             attrs["nodes"] = high
-        elif "nodes" not in attrs:
-            raise serializers.ValidationError({"nodes": ["This field is required."]})
+        # A GPU slice is one node and one GPU (docs/gpu-sharing.md): 1 is the only value either may take, so it is
+        # the default, as `muster submit` and the form give it; any other is refused by the slice's own check.
+        absent: dict[str, list[str]] = {}
+        for field in ("nodes", "gpus_per_node"):
+            if field not in attrs:
+                if self._asks_a_slice(attrs):
+                    attrs[field] = 1
+                else:
+                    absent[field] = [str(self.fields[field].error_messages["required"])]
+        if absent:
+            raise serializers.ValidationError(absent)
         return attrs
+
+    def _asks_a_slice(self, attrs: Mapping[str, Any]) -> bool:
+        """Whether the body asks for a GPU slice: in the valid fields, or as sent when that field is itself wrong (a
+        gpu_fraction of 1.5 is refused for itself, without "gpus_per_node: This field is required." beside it)."""
+        sent = self.initial_data if isinstance(getattr(self, "initial_data", None), Mapping) else {}
+        return any(attrs.get(f) or sent.get(f) not in (None, False) for f in SLICE_FIELDS)
+
+
+SLICE_FIELDS = ("gpu_fraction", "gpu_memory_gb", "gpu_isolation")
 
 
 ELASTIC_FIELDS = {"nodes", "min_nodes", "max_nodes"}
@@ -303,7 +331,10 @@ def submit_problems(serializer: JobSubmitSerializer, owner: User) -> tuple[dict[
             detail = exc.detail if isinstance(exc.detail, dict) else {api_settings.NON_FIELD_ERRORS_KEY: exc.detail}
             for key, detailed in detail.items():
                 errors.setdefault(key, detailed)
-            valid = {}
+    # The checks below look at every field not refused (GPUs per node beyond every node is said whatever else is
+    # wrong), but not at an elastic range when the node counts are: wrong, they would hide the rest.
+    refused = set(errors) | ({"min_nodes", "max_nodes"} if ELASTIC_FIELDS & set(errors) else set())
+    valid = {k: v for k, v in valid.items() if k not in refused}
     for key, messages in job_submit_problems(owner=owner, **valid).items():
         errors.setdefault(key, messages)
     return errors, None

@@ -553,9 +553,12 @@ def test_openapi_schema_describes_the_api(db: None) -> None:
         assert path in paths, path
     assert "post" in paths["/api/v1/jobs/"]
     submit_schema = schema["components"]["schemas"]["JobSubmitRequest"]
-    assert {"name", "image", "command", "gpus_per_node", "wall_time_seconds"} <= set(submit_schema["required"])
-    # `nodes` is required unless an elastic job gives max_nodes (then it is max_nodes): the schema says so in words.
-    assert "required unless max_nodes is given" in submit_schema["properties"]["nodes"]["description"]
+    assert {"name", "image", "command", "wall_time_seconds"} <= set(submit_schema["required"])
+    # `nodes` is required unless an elastic job gives max_nodes (then it is max_nodes), and with gpus_per_node unless a
+    # GPU slice is asked (then 1, their only value): the schema says so in words.
+    assert "required unless max_nodes is given, or a GPU slice is asked" in submit_schema["properties"]["nodes"]["description"]
+    assert "required unless a GPU slice is asked" in submit_schema["properties"]["gpus_per_node"]["description"]
+    assert not {"nodes", "gpus_per_node"} & set(submit_schema["required"])
     assert {"min_nodes", "max_nodes", "gpu_fraction", "gpu_memory_gb", "gpu_isolation"} <= set(submit_schema["properties"])
 
 

@@ -11,7 +11,7 @@ from django.conf import settings
 from rest_framework.test import APIClient
 
 from jobs.models import Allocation, Job, JobEvent
-from tests.conftest import job_payload
+from tests.conftest import job_payload, make_sim
 from tests.quotas.factories import TeamFactory
 
 JOBS = "/api/v1/jobs/"
@@ -191,6 +191,68 @@ def test_a_missing_field_does_not_hide_the_refusals_of_the_others(
     assert body["wall_time_seconds"] == ["This field is required."]
     assert body["priority_class"][0].startswith("The production class is kept for admins and jobs of team ops")
     assert body["min_nodes"] == ["A GPU slice is a single-node job; it cannot be elastic."]
+
+
+@pytest.mark.parametrize("url", ["/api/v1/jobs/", "/api/v1/jobs/validate/", "/api/v1/jobs/estimate/"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        # Nodes and the command missing: only they were said ("every mistake at once" dropped every valid field).
+        {"name": "a", "image": "busybox", "gpus_per_node": 9, "wall_time_seconds": 60},
+        {"name": "a", "image": "Bad Image", "command": ["x"], "gpus_per_node": 9, "wall_time_seconds": 60},
+        {"name": "a", "image": "Bad Image", "command": ["x"], "nodes": 0, "gpus_per_node": 9, "wall_time_seconds": 60},
+        {"name": "a", "image": "busybox", "command": ["x"], "min_nodes": 4, "max_nodes": 2, "gpus_per_node": 9, "wall_time_seconds": 60},
+    ],
+    ids=["no-command-no-nodes", "bad-image-no-nodes", "bad-image-nodes-0", "elastic-backwards"],
+)
+def test_gpus_per_node_beyond_every_node_is_said_whatever_else_is_wrong(
+    api: APIClient, sim: Any, nothing_written: None, url: str, body: dict[str, Any]
+) -> None:
+    errors = api.post(url, body, format="json").json()
+    assert errors["gpus_per_node"] == ["No node has 9 GPUs; the largest node has 8."], errors
+    assert set(errors) - {"gpus_per_node"}  # and the other mistakes beside it
+
+
+def test_a_missing_nodes_and_gpus_per_node_are_both_said(api: APIClient, nothing_written: None) -> None:
+    body = job_payload(image="Bad Image")
+    del body["nodes"], body["gpus_per_node"]
+    errors = post(api, body).json()
+    assert errors["nodes"] == errors["gpus_per_node"] == ["This field is required."]
+    assert "image" in errors
+
+
+@pytest.mark.parametrize("ask", [{"gpu_fraction": 0.25}, {"gpu_memory_gb": 10}, {"gpu_fraction": 0.25, "nodes": 1}])
+def test_a_gpu_slice_needs_neither_nodes_nor_gpus_per_node(api: APIClient, settings: Any, ask: dict[str, Any]) -> None:
+    """1 is the only value a slice's nodes and gpus_per_node may take; `muster submit` and the form gave it, the API
+    answered "This field is required." for each."""
+    make_sim(settings, shared="mps:4:1")
+    body = job_payload(name="notebook", **{"nodes": None, "gpus_per_node": None, **ask})
+    assert api.post("/api/v1/jobs/validate/", body, format="json").json() == {"valid": True, "count": 1}
+    created = post(api, body)
+    assert created.status_code == 201, created.content
+    job = created.json()
+    assert (job["nodes"], job["gpus_per_node"], job["gpus"]) == (1, 1, 1)
+
+
+@pytest.mark.parametrize(
+    "ask,field,said",
+    [
+        ({"gpus_per_node": 2}, "gpus_per_node", "A GPU slice is a share of one GPU: gpus_per_node must be 1."),
+        ({"nodes": 2}, "nodes", "A GPU slice is for a single-node job: ask for 1 node, or for whole GPUs."),
+    ],
+)
+def test_a_gpu_slice_of_more_than_one_gpu_or_node_is_still_refused(
+    api: APIClient, settings: Any, ask: dict[str, Any], field: str, said: str
+) -> None:
+    make_sim(settings, shared="mps:4:1")
+    body = job_payload(gpu_fraction=0.25, **{"nodes": None, "gpus_per_node": None, **ask})
+    assert post(api, body).json() == {field: [said]}
+    assert not Job.objects.exists()
+
+
+def test_a_wrong_gpu_fraction_is_said_for_itself_not_as_gpus_per_node_missing(api: APIClient, nothing_written: None) -> None:
+    errors = post(api, job_payload(nodes=None, gpus_per_node=None, gpu_fraction=1.5)).json()
+    assert set(errors) == {"gpu_fraction"}, errors
 
 
 # --- image references ----------------------------------------------------------------------------

@@ -74,6 +74,14 @@ def test_every_bad_line_of_env_and_volumes_and_gpus_beyond_any_node_are_said_in_
     assert not Job.objects.exists()
 
 
+def test_gpus_beyond_any_node_are_said_beside_a_bad_image_and_nodes_0(user: Any, sim: Any) -> None:
+    """Nodes 0, GPUs 9 and a bad image flagged only Nodes and Image: the GPUs came one submit later."""
+    errors = session_for(user).post("/jobs/new/", submit_form(image="Not A Ref", nodes="0", gpus_per_node="9")).context["form"].errors
+    assert set(errors) == {"image", "nodes", "gpus_per_node"}
+    assert errors["gpus_per_node"] == ["No node has 9 GPUs; the largest node has 8."]
+    assert not Job.objects.exists()
+
+
 def test_the_estimate_answers_json_and_writes_nothing(user: Any, sim: Any) -> None:
     client = session_for(user)
     body = client.post("/jobs/new/estimate/", submit_form()).json()
