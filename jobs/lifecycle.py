@@ -17,9 +17,9 @@ from django.db import transaction
 from jobs.amounts import duration, plural
 from jobs.errors import IllegalTransition
 from jobs.hooks import job_hooks
-from jobs.models import Allocation, Job, JobResize, Node
+from jobs.models import Allocation, Job, JobEvent, JobResize, Node
 from jobs.services import job_transition
-from jobs.states import JobState
+from jobs.states import ACTIVE_STATES, JobState
 
 # Reasons are stored in columns of this many characters (Job.pending_reason, Job.state_reason, JobEvent.reason).
 REASON_MAX_CHARS = 500
@@ -255,6 +255,20 @@ def job_not_launched(job: Job, *, now: datetime, why: str) -> Job:
     return job_requeue(
         job, now=now, why=f"Not launched: {why} It waits, spending no launch, and is placed again once the cluster takes jobs."
     )
+
+
+def job_within_quota(job: Job, *, now: datetime) -> bool:
+    """A job placed borrowing beyond its owners' quotas that the quotas now have room for (the policy's within_quota):
+    counted within them from now on, so no longer the first to be taken back. Said in its history, without a change of
+    state. False if it is no longer a running borrower (it ended or was stopped since the snapshot)."""
+    changed = Job.objects.filter(pk=job.pk, state__in=ACTIVE_STATES, over_quota=True).update(over_quota=False, updated_at=now)
+    if changed:
+        job.over_quota = False
+        JobEvent.objects.create(
+            job=job, at=now, from_state=job.state, to_state=job.state, attempt=job.attempt,
+            reason="Within its owner's quota now (the quota's GPUs came free): no longer taken back for others' jobs.",
+        )  # fmt: skip
+    return bool(changed)
 
 
 def job_preempt(job: Job, *, reason: str, for_job_id: int, now: datetime) -> Job:

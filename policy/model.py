@@ -413,3 +413,6 @@ class Decisions:
     priorities: Mapping[int, Priority] = field(default_factory=dict)
     # Elastic jobs grown or shrunk in this cycle (shrinks happen before the placements that needed their nodes).
     resizes: tuple[Resize, ...] = ()
+    # Running jobs placed borrowing beyond their owners' quotas, which the quotas now have room for: within quota from
+    # this cycle on, so no longer taken back for other owners' jobs.
+    within_quota: tuple[int, ...] = ()

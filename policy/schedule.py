@@ -279,6 +279,7 @@ class _Cycle:
         # The jobs that could not start by borrowing need their quota held most: they are committed first.
         for kept in sorted(self.promised.values(), key=lambda r: (self._may_borrow(planned[r.job_id]), r.start, r.job_id)):
             self._commit(planned[kept.job_id])
+        within_quota = self._settle_borrowers() if self.limited and self.any_borrower else ()
         # New reservations go to the jobs that have waited longest (as EASY's head), not by priority: otherwise a
         # heavy tenant's starving job may never get one, and its wait has no bound.
         free_slots = max(0, self.config.max_reservations - len(self.promised))
@@ -322,7 +323,25 @@ class _Cycle:
         if self.preempt_at:
             waiting = tuple(self._sooner_by_preempting(w) for w in waiting)
         reservations = tuple(sorted(self.promised.values(), key=lambda r: (r.start, r.job_id)))
-        return Decisions(tuple(self.placements), waiting, tuple(self.preemptions), reservations, priorities, tuple(self.resizes))
+        return Decisions(
+            tuple(self.placements), waiting, tuple(self.preemptions), reservations, priorities, tuple(self.resizes), within_quota
+        )
+
+    def _settle_borrowers(self) -> tuple[int, ...]:
+        """The borrowers whose owners' quotas have room for them again (the owner's other work ended or was stopped),
+        oldest first, counted within quota from now on.
+
+        A borrower stays one until then: a walk saw its owner's job, preempted by a production job, come back within the
+        quota and stop the owner's other borrower (0.5 GPU-hours lost for nothing: the owner held the same GPUs after),
+        while the owner had held exactly its quota. After the promises, which hold their quota first."""
+        settled = []
+        for r in sorted((r for r in self.running.values() if r.over_quota), key=lambda r: (r.started_at, r.id)):
+            room = self._quota_room(r)
+            if room is None or r.gpus <= room:
+                self.running[r.id] = replace(r, over_quota=False)
+                self._count_quota(r.user, r.team, r.gpus)
+                settled.append(r.id)
+        return tuple(settled)
 
     def _sooner_by_preempting(self, wait: Waiting) -> Waiting:
         """A waiting job's estimate, no later than when it may preempt the jobs in its way (not a promise: a job of
@@ -804,11 +823,18 @@ class _Cycle:
         owner is over its share), the looser bound applies: either claim alone would stop it.
         """
         claims = []
-        if victim.over_quota or victim.class_rank > job.class_rank:
+        # Giving back GPUs lent beyond quotas is between owners: stopping the owner's own borrower for its own job
+        # of no higher class gains it nothing, and loses the borrower's work.
+        if (victim.over_quota and not self._same_owner(job, victim)) or victim.class_rank > job.class_rank:
             claims.append(self.config.max_preemptions)
         if self._over_share(job, victim):
             claims.append(self.config.max_fair_share_preemptions)
         return max(claims, default=None)
+
+    @staticmethod
+    def _same_owner(job: PendingJob, victim: RunningJob) -> bool:
+        """Whether the two count against one quota: the same user's, or the same team's."""
+        return job.user == victim.user or (job.team is not None and job.team == victim.team)
 
     def _may_preempt_any(self, job: PendingJob) -> bool:
         """Whether any running job could be a victim for it, before a search (a search is bounded per cycle)."""
@@ -862,8 +888,8 @@ class _Cycle:
         Without it the reason says only that the cluster is full, while a user sees others run beyond their quota.
         """
         text = self._held_text(
-            (self.capacity.version, None),
-            lambda r: r.over_quota,
+            (self.capacity.version, (job.user, job.team)),
+            lambda r: r.over_quota and not self._same_owner(job, r),
             self.config.max_preemptions,
             "Jobs beyond their owners' quotas hold",
             "taken back",

@@ -585,6 +585,9 @@ class _Sim:
         decisions = self.fn(snapshot, config)
         self.decisions.append((queue, time.process_time() - began))
         self.reservations = decisions.reservations
+        for job_id in decisions.within_quota:
+            run = self.running[job_id]
+            run.running = replace(run.running, over_quota=False)
         for p in decisions.preemptions:
             self._preempt(p.job_id, now)
         for resize in decisions.resizes:

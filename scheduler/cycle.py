@@ -56,6 +56,7 @@ from jobs.lifecycle import (
     job_succeed,
     job_time_out,
     job_wall_time_passed,
+    job_within_quota,
 )
 from jobs.logs import gang_logs_capture, gang_teardown
 from jobs.models import Allocation, ClusterHealth, Job, Node, NodeState
@@ -703,7 +704,9 @@ def _admit(
         now = timezone.now()
     node_ids = dict(Node.objects.values_list("name", "id"))
     ids = [p.job_id for p in decisions.placements] + [p.job_id for p in decisions.preemptions] + [r.job_id for r in decisions.resizes]
-    jobs = Job.objects.in_bulk(ids)
+    jobs = Job.objects.in_bulk([*ids, *decisions.within_quota])
+    for job_id in decisions.within_quota:
+        _unless_moved(job_id, jobs.get(job_id), partial(job_within_quota, now=now))
     stopped: list[tuple[int, int, int]] = []
     for preemption in decisions.preemptions:
         gang = _unless_moved(preemption.job_id, jobs.get(preemption.job_id), partial(_preempted, preemption=preemption, now=now))

@@ -258,8 +258,10 @@ def test_borrower_does_not_preempt_anyone() -> None:
 
 
 def test_job_within_its_quota_preempts_an_over_quota_borrower_and_takes_its_gpus() -> None:
+    # Bob's quota has no room for his job (a borrower whose owner's quota has room counts within it: test_preemption_thrash).
     borrower = running(1, {"n00": 8}, user="bob", over_quota=True)
-    decisions = schedule(snap([pend(2, gpus=8, user="ann")], [borrower], nodes=1, accounts=(Account(user_key("ann"), max_gpus=8),)))
+    quotas = (Account(user_key("ann"), max_gpus=8), Account(user_key("bob"), max_gpus=0))
+    decisions = schedule(snap([pend(2, gpus=8, user="ann")], [borrower], nodes=1, accounts=quotas))
     (preemption,) = decisions.preemptions
     assert (preemption.job_id, preemption.for_job_id) == (1, 2)
     assert "beyond its owner's quota" in preemption.reason

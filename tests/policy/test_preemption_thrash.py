@@ -140,3 +140,34 @@ def test_a_job_does_not_wait_when_its_wait_costs_more_than_the_work_it_saves() -
     assert [p.job_id for p in schedule(snap([pend(2, rank=0)], [normal, just_short]), config(preemption_defer_seconds=0)).preemptions] == [
         1
     ]
+
+
+def test_a_borrower_whose_owner_has_quota_room_again_counts_within_it() -> None:
+    """The CLI walk: a production job stopped ann's borrower; back in the queue within the quota, it stopped ann's other
+    borrower, although ann held exactly her quota (the swap gained her nothing and lost its work)."""
+    quota = (Account(user_key("ann"), max_gpus=16), Account(user_key("bob"), max_gpus=8))
+    within = running(1, {"n00": 8}, user="ann", ran=HOUR, left=10 * HOUR)
+    borrower = running(3, {"n01": 8}, user="ann", ran=HOUR, left=10 * HOUR, over_quota=True)
+    back = replace(pend(2, user="ann", preemptible=True), preempted_at=NOW - 60)
+    decisions = schedule(snap([back], [within, borrower], accounts=quota))
+    assert decisions.within_quota == (3,)
+    assert decisions.preemptions == () and decisions.placements == ()
+    assert waiting(decisions)[2].reason_code == QUOTA_GPUS  # ann holds her 16 now; it may borrow again later
+    # Within quota now, bob's job within his own quota cannot take it back either.
+    decisions = schedule(snap([pend(4, user="bob")], [within, borrower], accounts=quota))
+    assert decisions.within_quota == (3,) and decisions.preemptions == ()
+    # While ann holds her whole quota elsewhere, it is still a borrower, and bob takes it back.
+    third = running(5, {"n02": 8}, user="ann", ran=HOUR, left=10 * HOUR)
+    decisions = schedule(snap([pend(4, user="bob")], [within, third, borrower], nodes=3, accounts=quota))
+    assert decisions.within_quota == () and [p.job_id for p in decisions.preemptions] == [3]
+
+
+def test_an_owner_never_takes_back_its_own_borrowed_gpus() -> None:
+    # ann's quota has 8 GPUs free, too few for her 16-GPU borrower; her 8-GPU job may not stop it to run within quota.
+    quota = (Account(user_key("ann"), max_gpus=8),)
+    borrower = running(3, {"n00": 8, "n01": 8}, user="ann", ran=HOUR, left=10 * HOUR, over_quota=True)
+    decisions = schedule(snap([pend(2, user="ann")], [borrower], accounts=quota))
+    assert decisions.within_quota == () and decisions.preemptions == ()
+    assert "Jobs beyond their owners' quotas hold" not in waiting(decisions)[2].reason
+    # Of a higher class, it may: that claim is the class's, whoever owns the victim.
+    assert [p.job_id for p in schedule(snap([pend(2, user="ann", rank=0)], [borrower], accounts=quota)).preemptions] == [3]

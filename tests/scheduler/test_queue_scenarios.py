@@ -357,6 +357,34 @@ def test_job_within_quota_preempts_a_borrower_over_quota(
     assert (summary["running_within_quota"], summary["running_over_quota"], summary["gpus_over_quota"]) == (2, 0, 0)
 
 
+def test_a_borrower_counts_within_its_owners_quota_once_the_quota_has_room_and_is_no_longer_taken_back(
+    world: Any, api: APIClient, other_api: APIClient, admin_api: APIClient, settings: Any
+) -> None:
+    settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = 0
+    sim = world(2)
+    assert admin_api.patch("/api/v1/quotas/users/alice/", {"max_gpus": 8}, format="json").status_code == 200
+    own = post(api, name="own", nodes=1, simulate={"duration_seconds": 30})["id"]
+    borrower = post(api, name="borrow", nodes=1, preemptible=True, simulate={"duration_seconds": 3000})["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    assert get(api, borrower)["over_quota"] is True
+    # Her own job ends: her quota has room for the borrower, which is within it from the next cycle on.
+    sim.advance(40)
+    assert get(api, own)["state"] == "SUCCEEDED"
+    job = get(api, borrower)
+    assert job["state"] == "RUNNING" and job["over_quota"] is False
+    assert job["events"][-1]["reason"] == (
+        "Within its owner's quota now (the quota's GPUs came free): no longer taken back for others' jobs."
+    )
+    summary = queue(api)["summary"]
+    assert (summary["running_within_quota"], summary["running_over_quota"]) == (1, 0)
+    # Bob, within his quota, finds one node free and the other held within alice's quota: nothing is taken back.
+    claim = post(other_api, name="claim", nodes=2, simulate={"duration_seconds": 60})["id"]
+    report = sim.advance(5)
+    assert report.preempted == [] and get(other_api, claim)["state"] == "PENDING"
+    assert get(api, borrower)["attempt"] == 1
+
+
 def test_with_preemption_for_fair_share_a_newcomer_stops_preemptible_work_of_a_user_far_over_their_share(
     world: Any, api: APIClient, other_api: APIClient, settings: Any
 ) -> None:
