@@ -45,7 +45,8 @@ class SimulateSerializer(StrictSerializer):
         min_value=60,
         max_value=30 * 24 * 3600,
         required=False,
-        help_text="The simulated cluster only: rank 0 reports a checkpoint this often while it runs, as training code would.",
+        help_text="The simulated cluster only: rank 0 reports a checkpoint this often while it runs, as training code would; "
+        "at least 60 seconds.",
     )
 
 
@@ -115,7 +116,14 @@ class NotifySerializer(StrictSerializer):
 
 
 class JobSubmitSerializer(StrictSerializer):
-    elsewhere = {"array": "An array is submitted to POST /api/v1/jobs/array/ (muster submit --array), one job per index."}
+    elsewhere = {
+        "array": "An array is submitted to POST /api/v1/jobs/array/ (muster submit --array), one job per index.",
+        # Written at the top level as docs/cli.md once showed it: said where it goes, not a bare "Unknown field."
+        **{
+            name: f'A field of simulate, not of the job: "simulate": {{"{name}": {example}}} (the simulated cluster only).'
+            for name, example in (("duration_seconds", 600), ("exit_code", 1), ("checkpoint_every_seconds", 600))
+        },
+    }
     name = serializers.CharField(max_length=100)
     image = serializers.CharField(max_length=validators.IMAGE_MAX_LENGTH)
     command = serializers.ListField(

@@ -221,3 +221,17 @@ def test_the_simulated_checkpoint_interval_is_validated(api: APIClient) -> None:
     response = api.post("/api/v1/jobs/", {**job_payload(), "simulate": {"checkpoint_every_seconds": 5}}, format="json")
     assert response.status_code == 400
     assert "greater than or equal to 60" in str(response.json()["simulate"]["checkpoint_every_seconds"])
+
+
+def test_a_simulated_checkpoint_interval_at_the_top_level_is_told_it_belongs_in_simulate(api: APIClient, db: None) -> None:
+    """docs/cli.md showed `checkpoint_every_seconds: 600` as if a job's own field: the API answered "Unknown field."."""
+    response = api.post("/api/v1/jobs/", {**job_payload(), "checkpoint_every_seconds": 600}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "checkpoint_every_seconds": [
+            'A field of simulate, not of the job: "simulate": {"checkpoint_every_seconds": 600} (the simulated cluster only).'
+        ]
+    }
+    schema = api.get("/api/schema/", {"format": "json"}).json()["components"]["schemas"]["SimulateRequest"]
+    assert schema["properties"]["checkpoint_every_seconds"]["minimum"] == 60
+    assert "at least 60 seconds" in schema["properties"]["checkpoint_every_seconds"]["description"]
