@@ -135,6 +135,34 @@ def reason(job: JSON) -> str:
 # `muster queue`'s words for the states of jobs on their nodes.
 ACTIVE_WORDS = {"SCHEDULED": "starting", "RUNNING": "running"}
 
+# A job on its nodes borrowing beyond its quota is marked in the STATE column (`RUNNING+`, as `+8` in `muster usage`
+# is what is borrowed), with this line under the table: the API said `over_quota`, the CLI nothing.
+BORROWING_MARK = "+"
+BORROWING_LEGEND = (
+    f"{BORROWING_MARK} borrowing: holds GPUs beyond its quota (a preemptible job on idle GPUs), so it is preempted first "
+    "when the quota's own jobs need them"
+)
+
+BORROWING_SHOWN = "yes: it holds GPUs beyond its quota, so it is preempted first when the quota's own jobs need them"
+
+
+def borrowing(job: JSON) -> bool:
+    """On its nodes beyond its owner's (or team's) quota: the first to be preempted."""
+    return bool(job.get("over_quota")) and job.get("state") in ACTIVE_WORDS
+
+
+def state_cell(job: JSON) -> str:
+    """Its state, `RUNNING+` while it borrows beyond its quota."""
+    return str(job["state"]) + (BORROWING_MARK if borrowing(job) else "")
+
+
+def above_quota_line(accounts: Sequence[JSON]) -> str:
+    """The queue summary's `accounts_above_quota` in the cluster page's words; "" for none."""
+    if not accounts:
+        return ""
+    held = "; ".join(f"{a['kind']} {a['name']} holds {plural(a['gpus'], 'GPU')} of its quota of {a['max_gpus']}" for a in accounts)
+    return f"Above a quota lowered under their running jobs (not stopped; nothing new of theirs starts until under it): {held}."
+
 
 def hostlist(names: Sequence[str]) -> str:
     """Node names as squeue's NODELIST: numbered names of one prefix as ranges, `sim-node-[000-003,007]`."""
@@ -208,7 +236,7 @@ def queue_table(
             j["id"],
             cut(j["name"], 24),
             j["owner"],
-            j["state"],
+            state_cell(j),
             shape(j),
             "-",
             "-",
@@ -237,18 +265,28 @@ def queue_table(
         on_nodes = summary["running_within_quota"] + summary.get("running_over_quota", 0)
     active = [state for state in ("RUNNING", "SCHEDULED") if state in states]
     hidden = " (others' jobs on their nodes are listed to their owners and admins only)"
+    over = summary.get("running_over_quota") or 0
+    # The cluster's jobs beyond their quotas, whoever's, as the cluster page counts them.
+    held = f"{plural(summary['gpus_over_quota'], 'GPU')}, " if summary.get("gpus_over_quota") else ""
+    lent = f"{over} borrowing beyond quota ({held}preempted first)" if over else ""
     if filtered or limited:  # else "1 pending" under an empty table read as that user's, and -n 3's "1 running" as all
         whole = [pending] if "PENDING" in states else []
         if active and on_nodes is not None:
             whole.append(f"{on_nodes} running or starting" + (hidden if visible is not None and visible < on_nodes else ""))
-        return f"{text}\n{len(rows)} shown" + (f"; in the whole queue {', '.join(whole)}" if whole else "")
-    parts = [pending] if "PENDING" in states else []
-    if active:
-        shown = ", ".join(f"{sum(1 for j in running if j['state'] == state)} {ACTIVE_WORDS[state]}" for state in active)
-        if len(active) == 2 and on_nodes is not None and len(running) < on_nodes:
-            shown += f" (of {on_nodes} on the cluster: others' jobs are listed to their owners and admins only)"
-        parts.append(shown)
-    return f"{text}\n{'; '.join(parts)}"
+            whole += [lent] if lent else []
+        last = f"{len(rows)} shown" + (f"; in the whole queue {', '.join(whole)}" if whole else "")
+    else:
+        parts = [pending] if "PENDING" in states else []
+        if active:
+            shown = ", ".join(f"{sum(1 for j in running if j['state'] == state)} {ACTIVE_WORDS[state]}" for state in active)
+            if len(active) == 2 and on_nodes is not None and len(running) < on_nodes:
+                shown += f" (of {on_nodes} on the cluster: others' jobs are listed to their owners and admins only)"
+            parts.append(shown)
+            parts += [lent] if lent else []
+        last = "; ".join(parts)
+    notes = [BORROWING_LEGEND] if any(borrowing(j) for j in running) else []
+    notes += [line] if (line := above_quota_line(summary.get("accounts_above_quota") or ())) else []
+    return "\n".join([text, last, *notes])
 
 
 def array_element(job: JSON) -> str | None:
@@ -328,13 +366,13 @@ def elapsed(job: JSON, *, now: datetime | None = None) -> str:
     return format_duration(max(0.0, (end - placed).total_seconds()))
 
 
-def jobs_table(jobs: Iterable[JSON]) -> str:
+def jobs_table(jobs: Sequence[JSON]) -> str:
     rows = [
         (
             j["id"],
             cut(j["name"], 28),
             j["owner"],
-            j["state"],
+            state_cell(j),
             shape(j),
             when(j["submitted_at"]),
             elapsed(j),
@@ -343,7 +381,10 @@ def jobs_table(jobs: Iterable[JSON]) -> str:
         )
         for j in jobs
     ]
-    return table(["ID", "NAME", "USER", "STATE", "NODESxGPUS", "SUBMITTED", "ELAPSED", "EXIT", "ARRAY"], rows)
+    text = table(["ID", "NAME", "USER", "STATE", "NODESxGPUS", "SUBMITTED", "ELAPSED", "EXIT", "ARRAY"], rows)
+    if not rows:
+        return f"{text}\n0 jobs"  # a header alone read as a failure to list, as `muster queue` says "0 pending"
+    return "\n".join([text, BORROWING_LEGEND]) if any(borrowing(j) for j in jobs) else text
 
 
 def job_lines(job: JSON) -> list[str]:
@@ -367,6 +408,7 @@ def job_lines(job: JSON) -> list[str]:
         ("nodes x gpus", f"{shape(job)} ({gpus(job)})"),
         ("wall time", format_duration(job["wall_time_seconds"])),
         ("priority class", job["priority_class"] + (" (preemptible)" if job.get("preemptible") else "")),
+        *([("borrowing", BORROWING_SHOWN)] if borrowing(job) else []),
         ("attempt", f"{job['attempt']} (restarts {job['restarts']} of {job['max_restarts']})"),
         ("exit code", job.get("exit_code")),
         ("nodes", ", ".join(job.get("assigned_nodes") or []) or "-"),
@@ -490,7 +532,21 @@ def usage_text(summary: JSON) -> str:
     head = f"Budget period {when(summary['period_start'])} to {when(summary['period_end'])}"
     headers = ["ACCOUNT", "GPUS NOW/MAX(+BORROWED)", "NODE-H USED", "NODE-H BUDGET", "LEFT", "COMMITTED", "GPU-H USED"]
     headers += ["MAX WALL", "MAX NODE-H/JOB"]
-    return f"{head}\n{table(headers, rows)}"
+    # `64/16` read as a mistake: a quota lowered under running jobs, which are not stopped; said as the usage page says it.
+    above = [
+        f"{a['account']} {a['name']} is above its GPU quota: it holds {plural(a['usage']['gpus_within_quota'], 'GPU')} of "
+        f"{a['max_gpus']} (the quota was lowered under its running jobs: they are not stopped, and no new job of it starts "
+        "until it is under)."
+        for a in accounts
+        if _above_quota(a)
+    ]
+    return "\n".join([head, table(headers, rows), *above])
+
+
+def _above_quota(account: JSON) -> bool:
+    """Holding more GPUs within its quota than the quota allows (borrowing beyond it is not this), as the server says."""
+    within = account["usage"].get("gpus_within_quota")
+    return account["max_gpus"] is not None and within is not None and within > account["max_gpus"]
 
 
 def _node_extras(node: JSON) -> str:

@@ -291,7 +291,10 @@ def test_the_queue_lists_pending_jobs_then_the_running_ones_as_squeue_does(
     assert running[7].startswith("30m") and running[8] in ("1h30m", "1h29m") and running[-1] == "gpu-[00-02,04]"
     assert lines[3].split()[:4] == ["8", "starts", "ann", "SCHEDULED"] and lines[3].endswith("gpu-[07,09]")
     # The whole cluster has 5 on their nodes; a researcher sees their own.
-    footer = "1 pending (NO_ROOM 1); 1 running, 1 starting (of 5 on the cluster: others' jobs are listed to their owners and admins only)"
+    footer = (
+        "1 pending (NO_ROOM 1); 1 running, 1 starting (of 5 on the cluster: others' jobs are listed to their owners and admins "
+        "only); 1 borrowing beyond quota (preempted first)"
+    )
     assert lines[-1] == footer
     assert session.sent[1]["params"] == {"state": ["SCHEDULED", "RUNNING"], "limit": 500}
 
@@ -313,7 +316,8 @@ def test_the_queue_narrows_to_states_as_squeue_t_does(capsys: pytest.CaptureFixt
     assert answer["results"] == [] and [job["id"] for job in answer["running"]] == [7]
     session = _queue_session(monkeypatch, response(200, QUEUE_PAGE), response(200, {"count": 1, "next": None, "results": running}))
     code, out, _ = run(capsys, "queue", "-t", "RUNNING")
-    assert [line.split()[0] for line in out.splitlines()[1:-1]] == ["7"] and out.splitlines()[-1] == "1 running"
+    assert [line.split()[0] for line in out.splitlines()[1:-1]] == ["7"]
+    assert out.splitlines()[-1] == "1 running; 1 borrowing beyond quota (preempted first)"
     # An ended state is not in the queue: said, with where to look.
     code, _, err = run(capsys, "queue", "-t", "DONE")
     assert code == 2 and "'DONE' is not a state the queue shows: use PENDING (PD), SCHEDULED (CF) or RUNNING (R)" in err
