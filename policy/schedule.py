@@ -992,8 +992,11 @@ class _Cycle:
             return None
         for victim_id in victims:
             self._evict(self.running[victim_id], job)
-        # A job stopped whole gives up all of its nodes, those it could have given by shrinking too.
-        self._shrink(job, [(victim_id, name) for victim_id, name in offers if victim_id in self.running])
+        # A job stopped whole gives up all of its nodes, those it could have given by shrinking too. The victims may
+        # free more whole nodes than the search counted (a job is stopped whole): the shrinks give only what is still
+        # short, or the node left over was grown back onto in the same cycle, a second re-rendezvous for nothing.
+        still_short = self._shrink_offers(job, allowed, offering=False)[0]
+        self._shrink(job, [(victim_id, name) for victim_id, name in offers if victim_id in self.running][: max(0, still_short)])
         return self._fit(job, allowed)
 
     def _preempt_later(self, job: PendingJob, shape: PendingJob, allowed: Allowed) -> None:
@@ -1137,10 +1140,10 @@ class _Cycle:
         self._shrink(job, offers[:short])
         return self._fit(job, allowed)
 
-    def _shrink_offers(self, job: PendingJob, allowed: Allowed) -> tuple[int, list[tuple[int, str]]]:
-        """How many whole nodes the job is short of now, and the nodes elastic jobs above their minimum could give up
-        for it, as (job id, node) in the order they would: lowest class first, borrowers first, then by job, each
-        job's last rank first (a job gives up a suffix of its ranks)."""
+    def _shrink_offers(self, job: PendingJob, allowed: Allowed, *, offering: bool = True) -> tuple[int, list[tuple[int, str]]]:
+        """How many whole nodes the job is short of now, and (`offering`) the nodes elastic jobs above their minimum
+        could give up for it, as (job id, node) in the order they would: lowest class first, borrowers first, then by
+        job, each job's last rank first (a job gives up a suffix of its ranks)."""
         start = job.start_shape()
 
         def fits(name: str) -> bool:
@@ -1148,7 +1151,7 @@ class _Cycle:
 
         idle = sum(len(names) for names in self.capacity.idle_nodes(job.gpus_per_node, fits).values())
         short = (start.nodes if start.whole_nodes else 1) - idle
-        if short <= 0:
+        if short <= 0 or not offering:
             return short, []  # not short of whole nodes: what blocks it is not for a shrink to solve
         offers: list[tuple[tuple[int, bool, int, int], str]] = []
         for r in self.running.values():

@@ -122,6 +122,18 @@ def test_the_rest_is_found_among_jobs_not_being_shrunk_before_an_elastic_one_is_
     assert set(placed(decisions)[9].node_names) == set(names(2, 3, 4, 5, 6, 7))
 
 
+def test_a_shrink_gives_only_what_the_jobs_stopped_whole_leave_short() -> None:
+    """The CLI walk: a 10-node job took 4 idle nodes, 4 from an elastic job and the 3 of a preempted one, one too many,
+    and the elastic job grew back onto it in the same cycle: 6 -> 2 -> 3 nodes, two re-rendezvous for one."""
+    flexible = elastic_running(1, names(0, 1, 2, 3, 4, 5), 2, 6, rank=2, ran=HOUR, left=5 * HOUR)
+    plain = running(2, dict.fromkeys(names(6, 7, 8), 8), rank=2, ran=HOUR, left=5 * HOUR)
+    decisions = schedule(snap([pend(9, nodes=10, rank=0)], [flexible, plain], nodes=13))
+    assert [p.job_id for p in decisions.preemptions] == [2]
+    (resize,) = decisions.resizes
+    assert (resize.job_id, resize.node_names) == (1, tuple(names(0, 1, 2)))
+    assert len(placed(decisions)[9].node_names) == 10
+
+
 def test_an_elastic_job_stopped_whole_for_the_rest_is_not_also_shrunk() -> None:
     # Its two spare nodes and two more are needed, and only it can give them: it is preempted, with no resize beside.
     flexible = elastic_running(1, names(*range(8)), 6, 8, rank=2, ran=HOUR, left=5 * HOUR)
