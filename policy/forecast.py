@@ -182,12 +182,12 @@ class _Planner:
             gang.work_out(name, self._starts(job, name, after))
         if len(firsts) < count:
             return None
-        found = at_count_th_first_start(gang.options, count, firsts)
+        found = at_count_th_first_start(gang.options, count, firsts, latest_open=True)
         if found is None:
             while bounds:
                 name = heapq.heappop(bounds)[1]
                 gang.work_out(name, self._starts(job, name, after))
-            return earliest_common_start(gang.options, count, firsts)
+            return earliest_common_start(gang.options, count, firsts, latest_open=True)
         return found
 
     def _starts(self, job: PendingJob, name: str, after: float) -> list[tuple[float, float]]:

@@ -214,18 +214,23 @@ def _lower(times: list[float], frees: list[int], start: float, end: float, gpus:
 
 
 def earliest_common_start(
-    options: Mapping[str, list[tuple[float, float]]], count: int, firsts: list[tuple[float, str]] | None = None
+    options: Mapping[str, list[tuple[float, float]]],
+    count: int,
+    firsts: list[tuple[float, str]] | None = None,
+    *,
+    latest_open: bool = False,
 ) -> tuple[float, list[str]] | None:
     """The earliest time at which `count` nodes can all start, and those nodes (by name), or None.
 
     `options`: per node, the intervals of start times it allows (Timelines.starts). `firsts`: each node's first
     start with its name, sorted (`first_starts`), when the caller keeps them up to date from one call to the next.
+    `latest_open`: as at_count_th_first_start takes it.
     """
     if firsts is None:
         firsts = first_starts(options)
     if len(firsts) < count:
         return None
-    found = at_count_th_first_start(options, count, firsts)
+    found = at_count_th_first_start(options, count, firsts, latest_open=latest_open)
     if found is not None:
         return found
     return _sweep(options, count)
@@ -236,16 +241,20 @@ def first_starts(options: Mapping[str, list[tuple[float, float]]]) -> list[tuple
 
 
 def at_count_th_first_start(
-    options: Mapping[str, list[tuple[float, float]]], count: int, firsts: list[tuple[float, str]]
+    options: Mapping[str, list[tuple[float, float]]], count: int, firsts: list[tuple[float, str]], *, latest_open: bool = False
 ) -> tuple[float, list[str]] | None:
     """The answer when it is the count-th earliest of the nodes' first starts, else None.
 
     No instant before that one has `count` nodes open, so when `count` are open at it, it is the earliest; when
     planning the queue it nearly always is, and only the nodes that open by then are read, not every interval.
     The nodes are the sweep's: those already open, then those opening at that instant by name, the first by name.
+    `latest_open`: those opening at that instant first, then the already open that opened last, so the nodes open
+    sooner are left to what can use them before it (the plan of the queue: an 8-node job planned for when a 12-node
+    job ends took the 4 nodes free half an hour sooner, and an elastic job of higher priority than the short jobs
+    planned there was planned 56 minutes late).
     """
     t = firsts[count - 1][0]
-    already: list[str] = []
+    already: list[tuple[float, str]] = []
     opening: list[str] = []
     for first, name in firsts:
         if first > t:
@@ -254,11 +263,17 @@ def at_count_th_first_start(
             if a > t:
                 break
             if b >= t:
-                (opening if a == t else already).append(name)
+                if a == t:
+                    opening.append(name)
+                else:
+                    already.append((a, name))
                 break
     if len(already) >= count or len(already) + len(opening) < count:
         return None
-    return t, sorted(already + sorted(opening)[: count - len(already)])
+    if latest_open:
+        latest = sorted(opening) + [name for _, name in sorted(already, key=lambda found: (-found[0], found[1]))]
+        return t, sorted(latest[:count])
+    return t, sorted([name for _, name in already] + sorted(opening)[: count - len(already)])
 
 
 def _sweep(options: Mapping[str, list[tuple[float, float]]], count: int) -> tuple[float, list[str]] | None:
@@ -281,7 +296,7 @@ def _sweep(options: Mapping[str, list[tuple[float, float]]], count: int) -> tupl
 
 
 def earliest_start(
-    timelines: Timelines, job: PendingJob, names: Sequence[str], after: float, need_on: NeedOn
+    timelines: Timelines, job: PendingJob, names: Sequence[str], after: float, need_on: NeedOn, *, latest_open: bool = False
 ) -> tuple[float, list[str]] | None:
     """The earliest start >= `after` for the job on `names`, and the nodes: a single-node job the node that frees
     soonest (the fullest on a tie, as best fit), a gang the first instant enough nodes are whole and free together."""
@@ -293,4 +308,4 @@ def earliest_start(
                 best = (t, timelines.total[name], name)
         return None if best is None else (best[0], [best[2]])
     options = {name: timelines.starts(name, need_on(job, name), job.wall_seconds, after) for name in names}
-    return earliest_common_start(options, job.nodes)
+    return earliest_common_start(options, job.nodes, latest_open=latest_open)

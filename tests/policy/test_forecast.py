@@ -22,6 +22,19 @@ def test_jobs_are_planned_one_after_another_in_priority_order_around_the_running
     ]
 
 
+def test_a_gang_is_planned_on_the_nodes_that_open_last_leaving_those_open_sooner_to_the_jobs_after_it() -> None:
+    """The browser walk: an 8-node job planned for when a 12-node job ends took the 4 nodes free half an hour sooner,
+    so the job after it, which started there as soon as they were free, was planned 56 minutes late."""
+    jobs = [running(10, {"n00": 8, "n01": 8, "n02": 8}, left=HOUR), running(11, {"n03": 8}, left=HOUR / 2)]
+    gang, after = pend(1, nodes=3, age=300), pend(2, age=200)
+    decisions = schedule(snap([gang, after], jobs, nodes=4), config(starvation_seconds=10 * HOUR))
+    w = waiting(decisions)
+    assert [(w[i].estimate, w[i].estimated_start) for i in (1, 2)] == [
+        (ESTIMATE_PLANNED, NOW + HOUR),
+        (ESTIMATE_PLANNED, NOW + HOUR / 2),
+    ]
+
+
 def test_the_plan_follows_predicted_run_times_where_there_are_any() -> None:
     # The running job may hold n00 for two hours but is expected to end in half an hour; the first waiting job asks
     # an hour and is expected to take twenty minutes (its owner's recent runs).

@@ -45,7 +45,7 @@ def test_each_planned_start_is_the_one_worked_out_over_every_node(
     planner = _Planner(planned, need_on, fitting_nodes)
     for i, (nodes, gpus, wall, after) in enumerate(jobs):
         job = pend(i, nodes=nodes, gpus=8 if nodes > 1 else gpus, wall=wall * STEP)
-        expected = earliest_start(scratch, job, fitting_nodes(job), NOW + after * STEP, need_on)
+        expected = earliest_start(scratch, job, fitting_nodes(job), NOW + after * STEP, need_on, latest_open=True)
         assert planner.earliest(job, NOW + after * STEP) == expected
         if expected is not None:
             start, chosen = expected
