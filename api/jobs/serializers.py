@@ -75,16 +75,47 @@ class WebhookField(serializers.URLField):
         self.validators = [v for v in self.validators if not isinstance(v, URLValidator)] + [only_http]
 
 
+# Slurm's --mail-type names, which `muster submit` takes and the docs cite. The API keeps one spelling, Muster's
+# lowercase events, as its other JSON fields do (a class name or a type is never coerced) and as it stores, echoes and
+# sends them in webhooks; a Slurm name is answered with the event it means, not "not a valid choice".
+SLURM_MAIL_TYPES = {
+    "BEGIN": '"start"',
+    "END": '"end"',
+    "FAIL": '"fail"',
+    "REQUEUE": '"requeue"',
+    "ALL": "all four",
+    "NONE": 'an empty list, "on": []',
+}
+
+
+class NotifyEventField(serializers.ChoiceField):
+    """One of Muster's events; anything else is refused naming the events it takes (and a Slurm name, the one it means)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=list(EVENTS), **kwargs)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, str) and data not in EVENTS:
+            meant = SLURM_MAIL_TYPES.get(data.strip().upper())
+            hint = f"; Slurm's {data.strip().upper()} (muster submit --mail-type) is {meant} here" if meant else ""
+            raise serializers.ValidationError(
+                f'"{data}" is not an event: the API takes "start", "end", "fail" or "requeue", in lowercase{hint}.'
+            )
+        return super().to_internal_value(data)
+
+
 class NotifySerializer(StrictSerializer):
     """When to tell the job's owner, and how (docs/notifications.md); Slurm's --mail-type BEGIN, END, FAIL, REQUEUE."""
 
     on = serializers.ListField(
-        child=serializers.ChoiceField(choices=list(EVENTS)),
+        child=NotifyEventField(),
         allow_empty=True,
         max_length=len(EVENTS),
         help_text=(
             "Any of start (it runs), end (it ended, however), fail (it failed or reached its wall time), requeue (back in the "
-            "queue after running: preempted, its node lost or drained, a pod deleted, a failed attempt restarted)."
+            "queue after running: preempted, its node lost or drained, a pod deleted, a failed attempt restarted); in "
+            "lowercase, Muster's names: Slurm's BEGIN, END, FAIL and REQUEUE (muster submit --mail-type) are refused, naming "
+            "the event meant."
         ),
     )
     email = serializers.BooleanField(required=False, default=True, help_text="By e-mail, to the owner's address.")

@@ -72,10 +72,17 @@ MAIL_TYPES = {
 def _mail_type(text: str) -> list[str]:
     """--mail-type as sbatch takes it: BEGIN, END, FAIL, REQUEUE, ALL or NONE, comma-separated; Muster's events."""
     events: list[str] = []
-    for word in (w.strip().upper() for w in text.split(",")):
+    words = [w.strip().upper() for w in text.split(",")]
+    for word in words:
         if word not in MAIL_TYPES:
             raise argparse.ArgumentTypeError(f"'{word}' is not a mail type: use BEGIN, END, FAIL, REQUEUE, ALL or NONE (comma-separated)")
         events += [e for e in MAIL_TYPES[word] if e not in events]
+    others = [w for w in words if w != "NONE"]
+    if "NONE" in words and others:
+        # `BEGIN,NONE` became `on: [start]`, NONE silently dropped: which was meant, nothing or the start?
+        raise argparse.ArgumentTypeError(
+            f"NONE (be told nothing) cannot go with {','.join(others)}: give NONE alone, or the types without it"
+        )
     return events
 
 

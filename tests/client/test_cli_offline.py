@@ -157,6 +157,11 @@ def test_mail_types_are_sbatchs_words_and_a_webhook_needs_one(capsys: pytest.Cap
     assert code == 2 and "'OFTEN' is not a mail type: use BEGIN, END, FAIL, REQUEUE, ALL or NONE" in err
     code, _, err = run(capsys, "submit", "--webhook", "https://hooks.example/x", "--", "python", "train.py")
     assert code != 0 and "--webhook needs --mail-type" in err
+    # NONE among others became `on: [start]`, NONE dropped unsaid.
+    for types, others in (("BEGIN,NONE", "BEGIN"), ("none,begin,END", "BEGIN,END"), ("ALL,NONE", "ALL")):
+        code, _, err = run(capsys, "submit", "--mail-type", types, "--", "python", "train.py")
+        assert code == 2, types
+        assert f"NONE (be told nothing) cannot go with {others}: give NONE alone, or the types without it" in err
 
 
 def test_a_command_that_cannot_be_split_is_a_usage_error_not_a_traceback(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from rest_framework.test import APIClient
 
 from notify.models import JobNotify
+from tests.conftest import job_payload
 
 ASKS = {"on": ["end"], "email": False, "webhook": "http://127.0.0.1:9/hook"}
 
@@ -40,3 +42,26 @@ def test_the_schema_has_notify_on_the_detail_read_only(db: None) -> None:
     schemas = APIClient().get("/api/schema/", {"format": "json"}).json()["components"]["schemas"]
     notify = schemas["JobDetail"]["properties"]["notify"]
     assert notify["readOnly"] is True and notify["nullable"] is True
+
+
+@pytest.mark.parametrize(
+    "sent,said",
+    [
+        ("END", '"END" is not an event: the API takes "start", "end", "fail" or "requeue", in lowercase; Slurm\'s END '
+         '(muster submit --mail-type) is "end" here.'),
+        ("begin", '"begin" is not an event: the API takes "start", "end", "fail" or "requeue", in lowercase; Slurm\'s BEGIN '
+         '(muster submit --mail-type) is "start" here.'),
+        ("ALL", '"ALL" is not an event: the API takes "start", "end", "fail" or "requeue", in lowercase; Slurm\'s ALL '
+         "(muster submit --mail-type) is all four here."),
+        ("often", '"often" is not an event: the API takes "start", "end", "fail" or "requeue", in lowercase.'),
+    ],
+)  # fmt: skip
+def test_an_event_by_another_name_is_refused_naming_the_events_taken(api: APIClient, sim: Any, sent: str, said: str) -> None:
+    """`notify.on` took `["end"]` but said only '"END" is not a valid choice.' of Slurm's names, which the CLI and docs use."""
+    for url in ("/api/v1/jobs/", "/api/v1/notifications/"):
+        body = {"notify": {"on": [sent]}, **job_payload()} if url == "/api/v1/jobs/" else {"on": [sent]}
+        answer = (api.post if url == "/api/v1/jobs/" else api.put)(url, body, format="json")
+        assert answer.status_code == 400, answer.content
+        errors = answer.json()
+        on = errors["notify"]["on"] if url == "/api/v1/jobs/" else errors["on"]
+        assert on == {"0": [said]}, errors
