@@ -108,7 +108,7 @@ def job_estimate(*, owner: User, spec: dict[str, Any], now: datetime | None = No
     array = {"count": len(indices), "array_index": indices[0]} if indices else {}
     problems = job_submit_problems(owner=owner, **spec)
     job = _as_queued(owner, spec, now)
-    limits = _limit_checks(owner, spec, job, now)
+    limits = _limit_checks(owner, spec, job, now, count=len(indices) if indices else 1)
     if problems or job is None:
         refused = StartEstimate(START_UNKNOWN, None, reason="It would be refused: see why.")
         return SubmitEstimate(False, problems, limits, refused, **array)
@@ -166,8 +166,9 @@ def _start(job: PendingJob, now: datetime) -> StartEstimate:
     return StartEstimate(kind, at, wait.reason_code, fit_reason(wait.reason), wait.position)
 
 
-def _limit_checks(owner: User, spec: dict[str, Any], job: PendingJob | None, now: datetime) -> tuple[LimitCheck, ...]:
-    """Each limit the job meets or not, in words: the cluster's size, then the owner's and the team's limits."""
+def _limit_checks(owner: User, spec: dict[str, Any], job: PendingJob | None, now: datetime, *, count: int = 1) -> tuple[LimitCheck, ...]:
+    """Each limit the job meets or not, in words: the cluster's size, then the owner's and the team's limits. `count`:
+    an array's elements, each asking the same (the budget says how many of them what is left covers)."""
     if spec.get("nodes") is None or spec.get("gpus_per_node") is None:
         return ()
     ask = ResourceAsk.of(spec)
@@ -191,7 +192,7 @@ def _limit_checks(owner: User, spec: dict[str, Any], job: PendingJob | None, now
         # What the submit holds it to: at least this much of a whole period's budget, or it is refused.
         least = least_node_hours(spec["nodes"], spec["gpus_per_node"], spec["wall_time_seconds"], spec.get("gpu_fraction"))
     for usage in usages:
-        checks += _account_checks(usage, ask, wall, bool(spec.get("preemptible")), need, least)
+        checks += _account_checks(usage, ask, wall, bool(spec.get("preemptible")), need, least, count)
     return tuple(checks)
 
 
@@ -202,6 +203,7 @@ def _account_checks(
     preemptible: bool,
     need: tuple[float, str] | None,
     least: float | None,
+    count: int = 1,
 ) -> list[LimitCheck]:
     limits = usage.limits
     whose = f"your quota (user {limits.name})" if limits.kind == "user" else f"team {limits.name}'s quota"
@@ -246,6 +248,16 @@ def _account_checks(
             # More than a whole period gives: the submit refuses it (quota_check_job), so it does not wait, whatever is left.
             text += f" It gives {whole:.3g} node-hours a {settings.MUSTER_BUDGET_PERIOD} in all, so the job could never start."
             status = REFUSED
+        elif count > 1:
+            # An array's elements each commit their need as they start: "this job may use 1.0" read as the whole
+            # array's, [ok], when what was left covered 17 of its 100 elements and the rest would wait for the budget.
+            covered = min(count, int(budget.uncommitted / need[0] + 1e-9)) if need[0] > 0 else count
+            text = text.replace("this job may use", f"each of the array's {count} elements may use", 1)
+            if covered < count:
+                text += f" That covers {covered} of them; the other {count - covered} would wait for the budget (BUDGET)."
+            else:
+                text += f" That covers all {count} of them."
+            status = OK if covered == count else WAITS
         else:
             status = OK if need[0] <= budget.uncommitted else WAITS
         checks.append(LimitCheck("budget", status, text))

@@ -64,3 +64,20 @@ def test_test_only_estimates_an_arrays_first_element(signed_in: Any, tx_sim: Sim
     assert out.startswith("It would start now")
     assert "That is the array's first element (index 2) of 4; the others queue behind it." in out
     assert not Job.objects.exists()
+
+
+def test_test_only_says_how_many_of_an_arrays_elements_the_budget_left_covers(signed_in: Any, tx_sim: SimHarness, capsys: Any) -> None:
+    """`[ok] Budget: this job may use 1.0 node-hours` of a 100-element array, when what was left covered 17 of them."""
+    Quota.objects.create(user=signed_in, node_hours_per_period=17)
+    flags = ["submit", "-N", "1", "-G", "8", "-t", "1h", "--image", IMAGE, "--test-only", "--", "python", "train.py"]
+    code, out = run(capsys, *flags[:-3], "--array", "0-99", *flags[-3:])
+    assert code == 0
+    assert (
+        "  [waits] Budget: each of the array's 100 elements may use 1.0 node-hours (1 node x 1.00 h); your quota (user dana) "
+        "has 17.0 node-hours left this period. That covers 17 of them; the other 83 would wait for the budget (BUDGET)."
+    ) in out.splitlines()
+    code, out = run(capsys, *flags[:-3], "--array", "0-9", *flags[-3:])
+    assert "That covers all 10 of them." in out and "[ok] Budget: each of the array's 10 elements" in out
+    code, out = run(capsys, *flags)  # one job: as before
+    assert "[ok] Budget: this job may use 1.0 node-hours" in out and "covers" not in out
+    assert not Job.objects.exists()
