@@ -50,6 +50,18 @@ def test_a_token_is_stored_only_as_a_hash_and_works_as_bearer_or_token(user: Any
     assert [t["name"] for t in listed] == ["laptop"] and "token" not in listed[0] and listed[0]["last_used_at"]
 
 
+def test_a_token_made_without_expires_in_days_never_expires_and_the_schema_says_so(user: Any, db: None) -> None:
+    """Only the schema's "Omit or null for a token that never expires." said it, while the Tokens page offers 90 days
+    first: kept (scripts made long-lived tokens so), and said loudly where it is read."""
+    made = client_for(user).post(TOKENS, {"name": "ci"}, format="json")
+    assert made.status_code == 201, made.content
+    assert made.json()["expires_at"] is None and ApiToken.objects.get(pk=made.json()["id"]).expires_at is None
+    schema = APIClient().get("/api/schema/", {"format": "json"}).json()["components"]["schemas"]["TokenCreateRequest"]
+    assert "Left out or null, the token NEVER expires" in schema["properties"]["expires_in_days"]["description"]
+    page = session_for(user).get("/account/tokens/").content.decode()
+    assert '<option value="90" selected>' in page
+
+
 def test_revoked_and_expired_tokens_get_401_saying_so(user: Any) -> None:
     revoked = token_create(user=user, name="old laptop")
     assert client_for(user).delete(f"{TOKENS}{revoked.token.pk}/").status_code == 204
