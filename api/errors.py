@@ -6,7 +6,16 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 
 from apikit.errors import ClusterUnreachable, Conflict, domain_error_register
 from jobs.cluster import ClusterUnavailable
-from jobs.errors import ArrayNotFound, HoldNotYours, IllegalTransition, JobFinished, JobNotHoldable, JobNotRunning, JobNotStarted
+from jobs.errors import (
+    ArrayNotFound,
+    HoldNotYours,
+    IllegalTransition,
+    JobFinished,
+    JobNotHoldable,
+    JobNotRequeueable,
+    JobNotRunning,
+    JobNotStarted,
+)
 
 
 def register() -> None:
@@ -16,5 +25,6 @@ def register() -> None:
     domain_error_register(JobNotStarted, lambda exc: Conflict(str(exc)))
     domain_error_register(JobNotRunning, lambda exc: Conflict(str(exc)))
     domain_error_register(JobNotHoldable, lambda exc: Conflict(str(exc)))
+    domain_error_register(JobNotRequeueable, lambda exc: Conflict(str(exc)))
     domain_error_register(HoldNotYours, lambda exc: PermissionDenied(str(exc)))
     domain_error_register(ClusterUnavailable, lambda exc: ClusterUnreachable(f"The cluster cannot be reached: {exc}"))

@@ -20,6 +20,7 @@ ACTIONS = (
     "job.cancel",
     "job.hold",
     "job.release",
+    "job.requeue",
     "job.admin_edit",
     "job.admin_delete",
     "node.hold",

@@ -54,6 +54,10 @@ class ArrayEnded(JobFinished):
         self.ended = ended
 
 
+class JobNotRequeueable(Exception):
+    """A requeue of a job that is not placed or running: a pending job is queued already, an ended one is resubmitted."""
+
+
 class JobNotHoldable(Exception):
     """A hold or release of a job it does not apply to: only a PENDING job is held, only a held one released."""
 

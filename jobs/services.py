@@ -19,7 +19,16 @@ from audit.services import audit_record
 from jobs.amounts import plural
 from jobs.arrays import index_ranges
 from jobs.cluster import ClusterBackend, ClusterNode, get_backend
-from jobs.errors import ArrayEnded, ArrayIndicesMissing, ArrayNotFound, HoldNotYours, IllegalTransition, JobFinished, JobNotHoldable
+from jobs.errors import (
+    ArrayEnded,
+    ArrayIndicesMissing,
+    ArrayNotFound,
+    HoldNotYours,
+    IllegalTransition,
+    JobFinished,
+    JobNotHoldable,
+    JobNotRequeueable,
+)
 from jobs.holds import hold_reason
 from jobs.hooks import job_hooks, queue_changed
 from jobs.logs import gang_teardown
@@ -507,6 +516,33 @@ def job_cancel(
 
 # The longest comment a canceller may give (the API refuses more; the page's field takes no more).
 CANCEL_COMMENT_MAX = 300
+
+
+def job_requeue_by(*, job: Job, by: User, comment: str = "", backend: ClusterBackend | None = None, request: Any = None) -> Job:
+    """`scontrol requeue`: stop a placed or running job's gang and put it back in the queue, keeping its submit time (its
+    place). Its pods are deleted after the commit; what it ran is charged up to now. It spends none of its restarts
+    (they are for failures) and counts as no preemption. Someone else's job (an admin) is audited. Raises
+    JobNotRequeueable if it is not SCHEDULED or RUNNING (a pending job is queued already; an ended one is resubmitted)."""
+    who = by.get_username()
+    text = comment.strip()
+    why = f"Requeued by {who}: {text}{'' if text.endswith(('.', '!', '?')) else '.'}" if text else f"Requeued by {who}."
+    with transaction.atomic():
+        job = Job.objects.select_for_update().get(pk=job.pk)
+        if job.state in TERMINAL_STATES:
+            raise JobNotRequeueable(
+                f"Job {job.pk} has already ended ({job.state}); only a placed or running job can be requeued (resubmit it)."
+            )
+        if job.state not in ACTIVE_STATES:
+            raise JobNotRequeueable(f"Job {job.pk} is {job.state}: only a placed or running job can be requeued; it is queued already.")
+        was, attempt, ranks = job.state, job.attempt, job.nodes
+        job = job_transition(job, JobState.PENDING, reason=why, pending_reason_code="REQUEUED", pending_reason=why, launch_not_before=None)
+        if by.pk != job.owner_id:
+            changes = {"state": [was, job.state], "reason": ["", why]}
+            audit_record(actor=by, action="job.requeue", target=job, changes=changes, request=request, job=job)
+        job_id = job.pk
+        transaction.on_commit(lambda: _teardown_quietly(backend or get_backend(), job_id, attempt, ranks))
+        queue_changed()
+    return job
 
 
 def cancelled_by(by: User | None, comment: str = "") -> str:

@@ -67,6 +67,7 @@ from jobs.services import (
     job_cancel_many,
     job_hold,
     job_release,
+    job_requeue_by,
     job_submit,
     job_submit_array,
     job_submit_check,
@@ -195,6 +196,25 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
         body.is_valid(raise_exception=True)
         comment = body.validated_data.get("reason", "")
         return self._detail(job_cancel(job=self.get_object(), by=api_user(request), comment=comment, request=request))
+
+    @extend_schema(
+        request=JobCancelSerializer,
+        responses={
+            200: JobDetailSerializer,
+            400: OpenApiResponse(description="A field it does not take, or a reason over 300 characters: nothing was done"),
+            409: OpenApiResponse(description="The job is not placed or running (pending: queued already; ended: resubmit it)"),
+        },
+        description="`scontrol requeue`: stop a placed or running job and put it back in the queue, in the place its submit "
+        "time gives it. Its pods are deleted; what it ran is charged; none of its restarts is spent and it counts as no "
+        'preemption. No body, or `{"reason": ...}`: why, added to its reason. Someone else\'s job (an admin) is audited '
+        "(job.requeue).",
+    )
+    @action(detail=True, methods=["post"])
+    def requeue(self, request: Request, pk: str | None = None) -> Response:
+        body = JobCancelSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        comment = body.validated_data.get("reason", "")
+        return self._detail(job_requeue_by(job=self.get_object(), by=api_user(request), comment=comment, request=request))
 
     @extend_schema(
         request=None,

@@ -532,6 +532,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reason", default="", metavar="TEXT", help="why, in a few words: added to each job's reason, which its owner reads")
 
     p = command(
+        "requeue",
+        commands.requeue,
+        "Stop placed or running jobs and queue them again, like scontrol requeue",
+        "Each job's pods are deleted and it waits again in the place its submit time gives it, to start as its next "
+        "attempt. What it ran is charged; none of its restarts is spent (they are for failures). --hold holds it too "
+        "(scontrol requeuehold): it is not started until `muster release`. A pending job is refused (it is queued "
+        "already), as is an ended one (resubmit it).",
+        "  muster requeue 42\n  muster requeue --hold 42 --reason 'node 7 is flaky'\n  muster requeue 4_2",
+    )
+    p.add_argument("job_ids", type=_job_ref, nargs="+", metavar="ID", help=f"the jobs: {JOB_FORMS}")
+    p.add_argument("--hold", action="store_true", help="hold it once requeued, as scontrol requeuehold")
+    p.add_argument("--reason", default="", metavar="TEXT", help="why, in a few words: added to the job's reason")
+
+    p = command(
         "hold",
         commands.hold,
         "Keep pending jobs queued but never started, like scontrol hold",

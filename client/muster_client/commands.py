@@ -571,6 +571,32 @@ def cancel(args: argparse.Namespace) -> int:
     return status
 
 
+def requeue(args: argparse.Namespace) -> int:
+    """scontrol requeue (--hold: requeuehold): each placed or running job named is stopped and waits again in its place."""
+    client = client_for(args)
+    status = OK
+    for ref in dict.fromkeys(args.job_ids):
+        try:
+            job_id = resolve(client, ref)
+            job = client.requeue(job_id, reason=args.reason)
+            if args.hold:
+                job = client.hold(job_id)
+        except (ApiError, SpecError) as exc:
+            if isinstance(exc, ApiError) and exc.status >= 500:
+                raise
+            message = exc.message if isinstance(exc, ApiError) else str(exc)
+            print(f"muster: error: {message}", file=sys.stderr, flush=True)
+            status = REFUSED
+            continue
+        if args.json:
+            print_json(job)
+        elif args.hold:
+            out(f"Requeued job {job['id']} ({job['name']}) and held it: it is not started until `muster release {job['id']}`")
+        else:
+            out(f"Requeued job {job['id']} ({job['name']}): its attempt {job['attempt']} was stopped; it waits in the queue again")
+    return status
+
+
 def hold(args: argparse.Namespace) -> int:
     """scontrol hold: each pending job named stays queued but is not started until released; an array's id holds its
     pending elements, `ID_INDEX` / `ID_[INDICES]` some (one request per element)."""

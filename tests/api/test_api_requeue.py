@@ -1,0 +1,60 @@
+"""`POST /api/v1/jobs/{id}/requeue/` (`muster requeue`, Slurm's `scontrol requeue`): a placed or running job's gang
+is stopped and the job waits again in its place, spending no restart; anything else is refused with 409."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.test import APIClient
+
+from audit.models import AuditEntry
+from jobs.models import Allocation, Job
+
+
+def url(job_id: int, action: str = "requeue/") -> str:
+    return f"/api/v1/jobs/{job_id}/{action}"
+
+
+def test_requeue_stops_a_running_job_and_it_runs_again_as_its_next_attempt(
+    api: APIClient, submit: Any, sim: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    job = submit(max_restarts=1, simulate={"duration_seconds": 600})
+    sim.cycle()
+    sim.advance(2)
+    assert api.get(url(job["id"], "")).json()["state"] == "RUNNING"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api.post(url(job["id"]), {"reason": "bad data shard, fixed"}, format="json")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["state"] == "PENDING" and body["restarts"] == 0
+    assert body["pending_reason"] == {"code": "REQUEUED", "message": "Requeued by alice: bad data shard, fixed."}
+    assert [(e["from_state"], e["to_state"]) for e in body["events"]][-1] == ("RUNNING", "PENDING")
+    # Its GPUs are free at once and its pods are gone; the next cycle starts it again, attempt 2.
+    assert not Allocation.objects.filter(job_id=job["id"], released_at__isnull=True).exists()
+    assert not sim.cluster.observe_gangs()
+    sim.cycle()
+    sim.advance(2)
+    again = Job.objects.get(pk=job["id"])
+    assert (again.state, again.attempt, again.restarts) == ("RUNNING", 2, 0)
+    assert not AuditEntry.objects.filter(action="job.requeue").exists()  # its owner's own: in its history only
+
+
+def test_only_a_placed_or_running_job_is_requeued_and_only_by_its_owner_or_an_admin(
+    api: APIClient, other_api: APIClient, admin_api: APIClient, submit: Any, sim: Any
+) -> None:
+    job = submit()
+    response = api.post(url(job["id"]))
+    assert response.status_code == 409
+    assert response.json()["detail"] == f"Job {job['id']} is PENDING: only a placed or running job can be requeued; it is queued already."
+    sim.cycle()
+    sim.advance(2)
+    assert other_api.post(url(job["id"])).status_code == 404
+    assert api.post(url(job["id"]), {"nodes": 3}, format="json").status_code == 400
+    assert Job.objects.get(pk=job["id"]).state == "RUNNING"
+    response = admin_api.post(url(job["id"]))
+    assert response.status_code == 200 and response.json()["pending_reason"]["message"] == "Requeued by root."
+    (entry,) = AuditEntry.objects.filter(action="job.requeue")
+    assert entry.changes["state"] == ["RUNNING", "PENDING"]
+    assert api.post(url(job["id"], "cancel/")).status_code == 200
+    response = api.post(url(job["id"]))
+    assert response.status_code == 409 and "has already ended (CANCELLED)" in response.json()["detail"]
