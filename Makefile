@@ -47,7 +47,8 @@ clean:
 ## Benchmarks, one JSON line per case: the scheduler (benchmarks/bench_scheduler.py), a 32-node launch and the node inventory among 2,000
 ## other pods on the test cluster (bench_node_inventory.py), the job page's telemetry,
 ## the reads of a queue of 1,000 and 20,000 pending jobs (benchmarks/bench_reads.py), and the API through a live gunicorn on
-## PostgreSQL (benchmarks/bench_api.py: submits with 10,000 pending, arrays, reads at 1,000 and 20,000, a cold page).
+## PostgreSQL (benchmarks/bench_api.py: submits with 10,000 pending, arrays, reads at 1,000 and 20,000, a cold page), and a
+## running job's page and the dashboard in Chromium (benchmarks/bench_page_load.py: DOMContentLoaded and charts drawn).
 bench: $(STAMP)
 	$(PY) -m benchmarks.bench_scheduler
 	$(PY) -m benchmarks.bench_launch
@@ -55,6 +56,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.bench_telemetry
 	$(PY) -m benchmarks.bench_reads
 	$(PY) -m benchmarks.bench_api
+	$(PY) -m benchmarks.bench_page_load
 	$(PY) -m benchmarks.sharing
 
 ## GPU sharing alone: the same mixed stream of quarter-GPU and whole-node jobs with and without shared nodes.

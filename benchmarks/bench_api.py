@@ -132,7 +132,7 @@ class Server:
             try:
                 if requests.get(self.base + "/api/schema/", timeout=2).status_code < 500:
                     return
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # not up yet, or its first schema still being built
                 time.sleep(0.2)
         raise SystemExit(f"gunicorn did not answer: {self.log.read_text()[-2000:]}")
 

@@ -8,6 +8,7 @@ Screenshots of the job's telemetry and of the dashboard go to its screenshots fo
 from __future__ import annotations
 
 import re
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from django.utils import timezone
 from jobs.models import Allocation, Job, JobEvent
 from jobs.states import JobState
 from tests.e2e import test_browser as base
-from tests.e2e.test_browser import SHOTS, WIDTH, BrowserSim, LogIn, expect, plot_js, submit_job, watch_the_network
+from tests.e2e.test_browser import SHOTS, WIDTH, BrowserSim, LogIn, expect, expect_state, plot_js, submit_job, watch_the_network
 
 # test_browser.py's fixtures, shared by name: Chromium, its page at 1440 px, the simulated cluster, alice, signing in.
 browser = base.browser
@@ -104,6 +105,10 @@ def running(sim: BrowserSim, owner: Any, *, ran_for: timedelta, **job: Any) -> J
     )
     Allocation.objects.filter(job=submitted).update(allocated_at=F("allocated_at") - back)
     return Job.objects.get(pk=submitted.pk)
+
+
+# A chart's x range in milliseconds, whether Plotly holds it as numbers or date strings.
+ZOOM_MS = "gd.layout.xaxis.range.map(v => gd._fullLayout.xaxis.r2l(v))"
 
 
 def charts_drawn(page: Any) -> list[str]:
@@ -239,7 +244,9 @@ def test_the_dashboard_starts_at_the_first_data_and_updates_in_place_keeping_a_z
     page.evaluate(f"() => Plotly.relayout('dashboard-queue', {{'xaxis.range': {zoom}}})")
     page.locator("#dashboard-allocation .legend .traces .legendtoggle").nth(1).click(force=True)  # hides the total
     page.wait_for_function("() => document.getElementById('dashboard-allocation')._fullData[1].visible === 'legendonly'")
-    zoomed = plot_js(page, "dashboard-queue", "gd.layout.xaxis.range")
+    # The range as instants: Plotly keeps a range set in milliseconds as it was, or as date strings once a redraw has
+    # passed over it (which one depends on how many polls came between: the same zoom either way).
+    zoomed = plot_js(page, "dashboard-queue", ZOOM_MS)
     stamp = page.get_by_test_id("dashboard-updated").text_content()
     navigations.clear()
 
@@ -249,10 +256,65 @@ def test_the_dashboard_starts_at_the_first_data_and_updates_in_place_keeping_a_z
     expect(page.get_by_test_id("dashboard-updated")).not_to_have_text(stamp)
     assert page.evaluate("() => window.notReloaded") is True and navigations == []
     assert plot_js(page, "dashboard-queue", "gd.dataset.kept") == "yes"  # the same chart, redrawn in place
-    assert plot_js(page, "dashboard-queue", "gd.layout.xaxis.range") == zoomed
+    assert plot_js(page, "dashboard-queue", ZOOM_MS) == zoomed
     assert plot_js(page, "dashboard-allocation", "gd._fullData[1].visible") == "legendonly"
     # A chart that had nothing to show appears in place: the new job waits, so the starvation chart is drawn.
     expect(page.locator("#dashboard-starvation .main-svg").first).to_be_visible(timeout=15_000)
     assert page.evaluate("() => window.notReloaded") is True and navigations == []
     assert Job.objects.get(pk=first_job.pk).state == JobState.RUNNING
+    assert outside == [] and errors == []
+
+
+# --- plotly.js after the page's text --------------------------------------------------------------
+
+
+def held_back(page: Any, pattern: str) -> list[Any]:
+    """Requests for `pattern` held unanswered until the test lets them go (`.continue_()`): a slow network, on cue."""
+    held: list[Any] = []
+    page.route(pattern, lambda route: held.append(route))
+    return held
+
+
+def let_go(page: Any, held: list[Any]) -> None:
+    """Wait for the held request to be asked for (the page's script asks after it is shown), then answer it."""
+    deadline = time.monotonic() + 10
+    while not held and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    assert held, "the page never asked for plotly.js"
+    held.pop().continue_()
+
+
+def drawing(page: Any) -> list[str]:
+    """What each chart's box says while plotly.js has not come (its ::before)."""
+    return page.evaluate(
+        "() => [...document.querySelectorAll('#telemetry .chart, .telemetry .chart')].map(c => getComputedStyle(c, '::before').content)"
+    )
+
+
+def test_a_pages_text_is_shown_before_plotly_js_comes_and_the_charts_are_drawn_after(
+    page: Any, log_in: LogIn, alice: Any, sim: BrowserSim, live_server: Any
+) -> None:
+    """A running job's page took 4-5 s to DOMContentLoaded though the server answered in 0.1 s: plotly.js and every chart
+    came first. With plotly.js held back by the network, the page is there and readable; the charts follow it."""
+    job = running(sim, alice, ran_for=timedelta(minutes=5), name="watch-me", nodes=2)
+    outside, errors = watch_the_network(page, live_server.url)
+    held = held_back(page, "**/plotly.min.js")
+    log_in(page, alice)
+    page.goto(f"/jobs/{job.pk}/", wait_until="domcontentloaded")  # would wait for plotly.js while it was a page's script
+    expect_state(page, "RUNNING")
+    expect(page.get_by_test_id("command")).to_have_text("torchrun train.py")
+    assert page.evaluate("() => document.readyState") != "loading" and page.evaluate("() => typeof Plotly") == "undefined"
+    expect(page.locator(".js-plotly-plot")).to_have_count(0)
+    assert drawing(page) and set(drawing(page)) == {'"Drawing the chart…"'}
+    let_go(page, held)
+    figures = charts_drawn(page)
+    assert figures[:2] == ["telemetry-heatmap", "telemetry-gpu_util"]
+
+    # The dashboard alike.
+    page.goto("/dashboard/", wait_until="domcontentloaded")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Cluster and scheduler dashboard")
+    expect(page.get_by_test_id("dashboard-summary")).to_be_visible()
+    expect(page.locator(".js-plotly-plot")).to_have_count(0)
+    let_go(page, held)
+    assert {"dashboard-queue", "dashboard-allocation"} <= set(charts_drawn(page))
     assert outside == [] and errors == []
