@@ -63,7 +63,13 @@ def usage_view(request: AuthenticatedHttpRequest) -> HttpResponse:
         query = urlencode({"start": first.isoformat(), "end": last.isoformat(), "group_by": group_by, "format": "csv"})
         context["csv_url"] = f"{reverse('usage-report')}?{query}"
     context["form"] = form
-    return render(request, "frontend/usage.html", context)
+    # A report it cannot read is a 400, as the job list answers a filter it cannot read and the report API a bad range:
+    # the page says why beside each field, with no report.
+    refused = form.is_bound and not form.is_valid()
+    if refused:
+        labels = {name: str(field.label) for name, field in form.fields.items()}
+        context["report_errors"] = [(labels.get(name, ""), message) for name, messages in form.errors.items() for message in messages]
+    return render(request, "frontend/usage.html", context, status=400 if refused else 200)
 
 
 @login_required

@@ -26,12 +26,13 @@ from accounts.requests import AuthenticatedHttpRequest
 from api.jobs.filters import JobFilter
 from frontend.errors import bad_query
 from frontend.live import LIVE_PARAM, is_live_poll, live_parts_response, page_query, render_parts, updated_at
+from frontend.notify_views import job_notifications
 from jobs.amounts import plural
 from jobs.arrays import index_ranges
 from jobs.attempts import job_attempts
 from jobs.cluster import ClusterUnavailable
 from jobs.errors import HoldNotYours, JobFinished, JobNotHoldable, JobNotStarted
-from jobs.logs import job_attempt_ranks, job_logs
+from jobs.logs import job_attempt_ranks, job_logs, ranks_text
 from jobs.models import Job
 from jobs.selectors import (
     job_assigned_nodes,
@@ -44,7 +45,7 @@ from jobs.selectors import (
     with_queued_at,
 )
 from jobs.services import CANCEL_COMMENT_MAX, job_cancel, job_cancel_many, job_hold, job_release
-from jobs.sorting import JOB_LIST_DEFAULT, QUEUE_DEFAULT, Sorting, job_columns, queue_columns
+from jobs.sorting import JOB_LIST_DEFAULT, QUEUE_DEFAULT, Sorting, job_columns, queue_columns, sort_refusal
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.selectors import job_filter_teams
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
@@ -56,7 +57,18 @@ from telemetry.staticfiles import PLOTLY_JS
 # The parts of the job list that keep up in place (frontend.live).
 JOB_LIST_PARTS = {"job-rows": "frontend/job_rows.html"}
 # The job list's filters by the labels its form gives them (the others are the API's, written in the address).
-FILTER_LABELS = {"name": "Name", "state": "State", "owner": "Owner", "team": "Team", "submitted_after": "Since", "array": "Array"}
+FILTER_LABELS = {
+    "name": "Name",
+    "state": "State",
+    "owner": "Owner",
+    "team": "Team",
+    "submitted_after": "Since",
+    "array": "Array",
+    "held": "Held",
+    "ordering": "Sort",
+}
+# The filters the page keeps in its form and says when nothing matches them.
+LIST_FILTERS = ("name", "state", "owner", "team", "submitted_after", "array", "held")
 # Jobs per page of the job list.
 JOB_LIST_PAGE_SIZE = 25
 
@@ -86,9 +98,13 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     context = {"page": page, "rows": rows, "now": timezone.now(), "live": live, "sort": listed.sort}
     if is_live_poll(request):
         return live_parts_response(request, JOB_LIST_PARTS, context, live=live)
-    filters = {key: request.GET.get(key, "") for key in ("name", "state", "owner", "team", "submitted_after", "array")}
+    filters = {key: request.GET.get(key, "") for key in LIST_FILTERS}
     context.update(
         filters=filters,
+        # What an empty list says, naming the filters that matched nothing (not "No jobs yet" under a filter).
+        nothing_listed=_nothing_listed(filters, request.user) if not listed.errors and not page.object_list else None,
+        # "The elements of array 20." only of an array there is (the viewer's): none is said as nothing_listed says it.
+        array_shown=bool(filters["array"]) and bool(page.object_list),
         errors=listed.errors,
         teams=listed.teams,
         page_missing=page_missing,
@@ -118,19 +134,55 @@ class _Listed:
 
 def _job_list_jobs(user: User, query: QueryDict) -> _Listed:
     """The jobs of the job list as `query` (its filters and ?sort=) asks; what job_list shows and where "Cancel
-    selected" sends its reader back to."""
+    selected" sends its reader back to.
+
+    One sort: the page's `?sort=` (its header links') or the API's name for it, `?ordering=` (a link written from an
+    API call), read by the API's filter, so a sort it does not take is refused here in the API's words: `?ordering=`
+    was checked and then not applied, and `?sort=bogus` quietly listed the default order."""
     params = query.copy()
     since = params.get("submitted_after", "")
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", since):
         params["submitted_after"] = f"{since}T00:00:00+00:00"  # the date field's day, from midnight UTC
-    sort = Sorting(job_columns(), query.get("sort", ""), default=JOB_LIST_DEFAULT)
+    asked = [value for value in (params.pop("sort", [""])[-1], params.get("ordering", "")) if value]
     # jobs_visible_to prefetches the allocations with their nodes: the running jobs' node lists.
     found = JobFilter(params, queryset=jobs_visible_to(user), viewer=user)
     # A filter it cannot read (?state=RUNING, an unknown team) is said, with no jobs: django-filter drops it, and every
     # job read as its answer.
     errors = {FILTER_LABELS.get(name, name): messages for name, messages in found.errors.items()}
+    refused = next((sort_refusal(job_columns(), value) for value in asked if sort_refusal(job_columns(), value)), "")
+    if refused:
+        errors["Sort"] = [refused]
+    elif len(set(asked)) > 1:
+        errors["Sort"] = [f"Sort by one order: ?sort={asked[0]} and ?ordering={asked[1]} differ."]
+    sort = Sorting(job_columns(), asked[0] if asked and not errors.get("Sort") else "", default=JOB_LIST_DEFAULT)
     jobs = sort.apply(with_queued_at(found.qs.select_related("owner")) if not errors else Job.objects.none())
     return _Listed(jobs=jobs, errors=errors, teams=job_filter_teams(user), sort=sort)
+
+
+def _nothing_listed(filters: dict[str, str], user: User) -> dict[str, str]:
+    """What an empty job list says, in the words of the filters that matched nothing ("No held jobs.", "No array 999
+    (or none that you may see).") and the way out; "No jobs yet" only when nothing was filtered."""
+    asked = {key: value for key, value in filters.items() if value}
+    if not asked:
+        return {"text": "", "link": ""}
+    if asked.keys() == {"array"} and not jobs_visible_to(user).filter(array_id=asked["array"]).exists():
+        return {"text": f"No array {asked['array']} (or none that you may see).", "link": "Show all"}
+    held_asked = asked.get("held", "").strip().lower()
+    held = "held" if held_asked in ("true", "1", "yes") else "not held" if held_asked in ("false", "0", "no") else ""
+    if asked.keys() == {"state"} or (asked.keys() <= {"state", "held"} and held == "held"):
+        # An adjective or two: "No held jobs.", "No PENDING jobs.", "No held PENDING jobs."
+        words = " ".join(word for word in (held, asked.get("state", "")) if word)
+        return {"text": f"No {words} jobs.", "link": "Show all states" if asked.keys() == {"state"} else "Show all"}
+    said = {
+        "name": f"name containing \u201c{asked.get('name')}\u201d",
+        "state": f"state {asked.get('state')}",
+        "held": held,
+        "owner": f"owner {asked.get('owner')}",
+        "team": f"team {asked.get('team')}",
+        "submitted_after": f"submitted since {asked.get('submitted_after')}",
+        "array": f"array {asked.get('array')}",
+    }
+    return {"text": f"No jobs match: {', '.join(said[key] for key in LIST_FILTERS if key in asked)}.", "link": "Show all"}
 
 
 def _may_cancel(job: Job, user: User) -> bool:
@@ -183,6 +235,8 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 "refresh_ms": settings.MUSTER_LIVE_REFRESH_SECONDS * 1000,
             },
             "telemetry": job_telemetry_context(job, request.GET),
+            "notifications": job_notifications(job),
+            "notify_max_tries": settings.MUSTER_NOTIFY_MAX_TRIES,
         },
     )
 
@@ -259,7 +313,8 @@ def job_live(request: HttpRequest, pk: int) -> JsonResponse:
 
 def job_query_errors(job: Job, query: QueryDict) -> dict[str, list[str]]:
     """What the job page refuses in its query, as the API refuses a bad parameter (400, the parameter named, the values
-    it takes): an `attempt` the job has not had, a chart `range` or `view` the page does not offer. They were read as
+    it takes): an `attempt` the job has not had, a `rank` that attempt did not have, a chart `range` or `view` the page
+    does not offer. They were read as
     the latest attempt and the whole run, so a mistyped or hand-edited link showed something else, unsaid. Empty
     values are left out, as the page's own links leave them."""
     errors = {}
@@ -271,7 +326,26 @@ def job_query_errors(job: Job, query: QueryDict) -> dict[str, list[str]]:
             had = "1" if job.attempt == 1 else f"1 to {job.attempt}"
             why = f'"{asked}" is not an attempt of job {job.pk}; it has had {plural(job.attempt, "attempt")}: {had}.'
         errors["attempt"] = [why]
+    elif rank_refused := _rank_refusal(job, query.get("rank", ""), int(asked) if asked else job.attempt):
+        errors["rank"] = [rank_refused]
     return errors | telemetry_query_errors(query)
+
+
+def _rank_refusal(job: Job, asked: str, attempt: int) -> str:
+    """Why `?rank=` is no rank whose output the page can show, in the API's words (`GET .../logs/?rank=`): a rank the
+    attempt did not have showed rank 0's output as if it were the one asked. "" for one it had, or none asked."""
+    if not asked:
+        return ""
+    if attempt:
+        shown = job_attempt_ranks(job).get(attempt)
+        had = shown.had if shown else []
+        said = f"attempt {attempt} of the job had ranks {ranks_text(had)}."
+    else:
+        had = list(range(job.nodes))
+        said = f"the job has {plural(job.nodes, 'rank')}: {ranks_text(had)}."
+    if asked.isdigit() and int(asked) in had:
+        return ""
+    return f'"{asked}" is not a rank of it; {said}'
 
 
 def _shown_attempt(job: Job, query: QueryDict) -> int:
@@ -351,10 +425,27 @@ def job_list_cancel(request: AuthenticatedHttpRequest) -> HttpResponse:
         return _cancel_confirm(request, asked, unreadable, query)
     done = job_cancel_many(job_ids=asked, by=request.user, request=request)
     if done.cancelled:
-        messages.success(request, f"Cancelled {plural(len(done.cancelled), 'job')}: {index_ranges(job.pk for job in done.cancelled)}.")
+        messages.success(request, f"Cancelled {plural(len(done.cancelled), 'job')}: {jobs_named(done.cancelled)}.")
     for refusal in _not_cancelled(done.ended, done.not_found, unreadable):
         messages.error(request, refusal)
     return redirect(_list_url(_page_kept(query, request.user)))
+
+
+def jobs_named(jobs: Sequence[Job]) -> str:
+    """Jobs as the job list names them: a job of no array by its id, an array's elements as Slurm's `19_7`, several of
+    one array `19_[7,14]`, each with its ids ("12, 19_[7,14] (jobs 20-21)"); the ids alone read as other jobs."""
+    plain = [job.pk for job in jobs if job.array_id is None]
+    arrays: dict[int, list[Job]] = {}
+    for job in jobs:
+        if job.array_id is not None:
+            arrays.setdefault(job.array_id, []).append(job)
+    said = [index_ranges(plain)] if plain else []
+    for array_id, elements in sorted(arrays.items()):
+        indices = sorted(job.array_index for job in elements if job.array_index is not None)
+        name = f"{array_id}_{indices[0]}" if len(indices) == 1 else f"{array_id}_[{index_ranges(indices)}]"
+        ids = index_ranges(job.pk for job in elements)
+        said.append(f"{name} (job {ids})" if len(elements) == 1 else f"{name} (jobs {ids})")
+    return ", ".join(said)
 
 
 def _asked_ids(form: QueryDict) -> tuple[list[int], list[str]]:
@@ -387,7 +478,11 @@ def _not_cancelled(ended: Sequence[Job], not_found: Sequence[int], unreadable: S
     else's job reads as one that does not exist)."""
     said = []
     if ended:
-        which = ", ".join(f"{job.pk} ({job.state})" for job in ended)
+        # An array's element as the list names it, with its id: "19_7 (job 20, CANCELLED)".
+        which = ", ".join(
+            f"{job.array_id}_{job.array_index} (job {job.pk}, {job.state})" if job.array_id is not None else f"{job.pk} ({job.state})"
+            for job in ended
+        )
         said.append(f"Not cancelled, {plural(len(ended), 'job')} had already ended: {which}.")
     if not_found:
         said.append(f"Not cancelled, no such job (or none that you may see): {', '.join(map(str, not_found))}.")
@@ -444,8 +539,15 @@ CLUSTER_PARTS = {"cluster-nodes": "frontend/cluster_nodes.html", "queue": "front
 def cluster_view(request: HttpRequest) -> HttpResponse:
     """Every node's GPUs and the jobs holding them, and the queue as the last cycle planned it (sortable, ?sort=);
     both keep up in place (?parts=1 answers them, for live_parts.js)."""
+    asked = request.GET.get("sort", "")
+    if refused := sort_refusal(queue_columns(), asked):
+        # As the job list and the API refuse a sort they do not take: not the queue's order as if it were the one asked.
+        kept = request.GET.copy()
+        kept.pop("sort")
+        back = reverse("frontend:cluster") + (f"?{kept.urlencode()}" if kept else "")
+        return bad_query(request, {"sort": [refused]}, back=back, back_label="The cluster page in queue order")
     nodes = node_grid()
-    sort = Sorting(queue_columns(), request.GET.get("sort", ""), default=QUEUE_DEFAULT)
+    sort = Sorting(queue_columns(), asked, default=QUEUE_DEFAULT)
     # The queue as the last cycle stored it, a page at a time: a long queue costs one page of rows and a few counts.
     page = Paginator(sort.apply(queue_jobs()), QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
     entries = queue_entries(page)

@@ -1,7 +1,9 @@
 """Server-side sorting of the pages' tables of jobs: `?sort=<column>` ascending, `?sort=-<column>` descending.
 
-Each table has an allow-list of columns, each with the order it sorts by; any other value (a typo, an old link,
-a column the table does not have) is the table's default order, never an error. A header link asks for its
+Each table has an allow-list of columns, each with the order it sorts by; an empty value is the table's default
+order, and any other (a typo, a column the table does not have) is refused with the columns there are
+(`sort_refusal`): the pages answer a 400 naming them, as the job list API does its `?ordering=`, where a page that
+quietly showed its default order read as sorted as asked. A header link asks for its
 column in the direction a reader expects first (newest, largest, highest first for times, sizes and
 priorities), and for the other direction once its column is the one sorted by. Every order ends with the job's
 id, so pages never share or skip a row.
@@ -30,8 +32,21 @@ class Column:
     descending_first: bool = False
 
 
+def sort_choices(columns: Sequence[Column]) -> str:
+    """The sorts a table takes, in a refusal's words (the API's `?ordering=` says them too)."""
+    return f"sort by {', '.join(c.key for c in columns)}, each reversed with a leading -."
+
+
+def sort_refusal(columns: Sequence[Column], asked: str) -> str:
+    """Why `asked` is no sort of this table, naming the ones it takes; "" for one of them, or none asked (empty)."""
+    if not asked or asked.removeprefix("-") in {c.key for c in columns}:
+        return ""
+    return f"Cannot sort by {asked}; {sort_choices(columns)}"
+
+
 class Sorting:
-    """One table's sort as the query string asks it (`asked`), within `columns`; anything else is `default`."""
+    """One table's sort as the query string asks it (`asked`), within `columns`; none asked is `default`, and so is one
+    `sort_refusal` refuses (which the caller says)."""
 
     def __init__(self, columns: Sequence[Column], asked: str, *, default: str) -> None:
         self.columns = {c.key: c for c in columns}

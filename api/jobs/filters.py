@@ -10,7 +10,7 @@ from django.db.models import Q, QuerySet
 
 from jobs.models import Job
 from jobs.selectors import jobs_visible_to, waiting_after_preemption
-from jobs.sorting import JOB_LIST_DEFAULT, Sorting, job_columns
+from jobs.sorting import JOB_LIST_DEFAULT, Sorting, job_columns, sort_choices
 from jobs.states import JobState
 from quotas.selectors import job_filter_teams
 
@@ -170,11 +170,8 @@ class JobFilter(django_filters.FilterSet):
         "asked), time (run time), priority (the class, then the queue's priority) or submitted; a leading - reverses it. "
         "Jobs with no value (no run time yet) come last either way; ties go by id in the same direction. The default is "
         "-submitted: newest first.",
-        error_messages={
-            "invalid_choice": "Cannot sort by %(value)s; sort by "
-            + ", ".join(column.key for column in job_columns())
-            + ", each reversed with a leading -."
-        },
+        # The pages' own words for a sort they do not take (jobs.sorting.sort_refusal).
+        error_messages={"invalid_choice": "Cannot sort by %(value)s; " + sort_choices(job_columns())},
     )
 
     class Meta:

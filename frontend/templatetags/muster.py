@@ -107,6 +107,13 @@ def factor(value: float) -> str:
 
 
 @register.filter
+def priority(value: float | None) -> str:
+    """A job's priority as every page shows it, to one decimal (8002.8), as `muster show` does: the job list rounded it
+    to 8003 while the job page and the queue said 8002.8, so one job read as two priorities."""
+    return "" if value is None else f"{value:.1f}"
+
+
+@register.filter
 def factor_summary(factors: Mapping[str, tuple[float, float]]) -> str:
     """'Fair share 512.3, Age 20.1, ...', each factor kept on one line: a narrow column breaks between them."""
     rows = ((label, f"{weighted:.1f}") for label, _, weighted in factor_rows(factors))

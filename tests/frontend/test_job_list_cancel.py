@@ -169,3 +169,24 @@ def test_the_page_comes_back_to_its_last_page_when_the_cancel_emptied_it(user: A
     last_page = sorted(jobs, key=lambda j: j.submitted_at)[:2]  # the oldest two, on page 2
     response = page.post(CANCEL, {"job": [j.pk for j in last_page], "next": "state=PENDING&page=2", "confirmed": "1"})
     assert response["Location"] == "/?state=PENDING&page=1"
+
+
+def test_an_arrays_elements_are_named_as_the_list_names_them(user: Any, api: Any, sim: Any) -> None:
+    """The message "Cancelled 2 jobs: 20-21." named raw ids where the list reads 19_7 and 19_14: which points went?"""
+    from jobs.arrays import index_ranges
+    from tests.conftest import job_payload
+
+    made = api.post("/api/v1/jobs/array/", {**job_payload(name="sweep", nodes=1, gpus_per_node=1), "array": "0-2,7,14"}, format="json")
+    array_id, elements = made.json()["array_id"], {job["array_index"]: job["id"] for job in made.json()["jobs"]}
+    plain = JobFactory(owner=user, name="plain")
+    page = session_for(user)
+    response = page.post(CANCEL, {"job": [elements[7], elements[14], plain.pk], "next": "", "confirmed": "1"})
+    said = shown_messages(page.get(response["Location"]).content.decode())
+    assert said == [f"Cancelled 3 jobs: {plain.pk}, {array_id}_[7,14] (jobs {index_ranges([elements[7], elements[14]])})."]
+    # One element alone, and one already ended, are named alike.
+    response = page.post(CANCEL, {"job": [elements[0], elements[7]], "next": "", "confirmed": "1"})
+    said = shown_messages(page.get(response["Location"]).content.decode())
+    assert said == [
+        f"Cancelled 1 job: {array_id}_0 (job {elements[0]}).",
+        f"Not cancelled, 1 job had already ended: {array_id}_7 (job {elements[7]}, CANCELLED).",
+    ]

@@ -225,3 +225,52 @@ def test_a_requeued_jobs_wait_counts_from_its_requeue_and_a_held_one_says_held(u
 
     assert time_cell(requeued) == "waiting 1 minute"
     assert time_cell(held) == "held 30 minutes"
+
+
+def nothing_listed(html: str) -> str:
+    """What an empty list says, as read (tags dropped)."""
+    said = re.search(r'<p class="empty" data-testid="nothing-listed">(.*?)</p>', html, re.S)
+    assert said, "the empty list says nothing"
+    return re.sub(r"<[^>]+>", "", said.group(1)).replace("\u201c", '"').replace("\u201d", '"')
+
+
+def test_a_filter_that_matched_nothing_is_named_not_no_jobs_yet(user: Any, other_user: Any) -> None:
+    """/?held=true with no held job read "No jobs yet. Submit your first job" to someone with jobs; /?array=999
+    headed an empty list "The elements of array 999." Each empty list names the filter that matched nothing."""
+    JobFactory(owner=user, name="train")
+    theirs = JobFactory(owner=other_user, array_id=77, array_index=0)
+    client = session_for(user)
+
+    def says(**query: str) -> str:
+        response = client.get("/", query)
+        assert response.status_code == 200, query
+        html = response.content.decode()
+        assert listed(html) == [] and "No jobs yet" not in html and "Submit your first job" not in html, query
+        return nothing_listed(html)
+
+    assert says(held="true") == "No held jobs. Show all."
+    assert says(held="true", state="PENDING") == "No held PENDING jobs. Show all."
+    assert says(held="false", state="RUNNING") == "No jobs match: state RUNNING, not held. Show all."
+    assert says(state="FAILED") == "No FAILED jobs. Show all states."
+    # An array there is not, or another's (which is not said to be there): not "The elements of array 999."
+    for array in ("999", str(theirs.array_id)):
+        html = client.get("/", {"array": array}).content.decode()
+        assert nothing_listed(html) == f"No array {array} (or none that you may see). Show all."
+        assert "The elements of array" not in html and 'data-testid="array-note"' not in html
+    assert says(name="eval", state="RUNNING", held="true") == 'No jobs match: name containing "eval", state RUNNING, held. Show all.'
+    # The form keeps ?held= as it keeps ?array=, so a name typed beside it still lists the held jobs only.
+    assert '<input type="hidden" name="held" value="true">' in client.get("/", {"held": "true"}).content.decode()
+    # With no filter and no job at all, the first job is what is missing.
+    newcomer = session_for(other_user)
+    theirs.delete()
+    assert nothing_listed(newcomer.get("/").content.decode()).startswith("No jobs yet. Submit your first job")
+
+
+def test_a_held_job_is_listed_by_held_true_and_an_arrays_elements_are_headed_by_it(user: Any) -> None:
+    held = JobFactory(owner=user, hold="owner")
+    JobFactory(owner=user)
+    element = JobFactory(owner=user, array_id=5, array_index=3)
+    client = session_for(user)
+    assert listed(client.get("/", {"held": "true"}).content.decode()) == [held.pk]
+    html = client.get("/", {"array": "5"}).content.decode()
+    assert listed(html) == [element.pk] and "The elements of array 5." in html

@@ -337,3 +337,35 @@ def test_a_job_that_failed_before_the_cycle_saw_it_running_ran_though_a_launch_h
     assert api.get(f"/api/v1/jobs/{job_id}/").json()["run_seconds"] == 5.0
     page = session_for(job.owner).get(f"/jobs/{job_id}/").content.decode()
     assert "never started" not in page.split('data-testid="run-time">', 1)[1].split("</dd>", 1)[0]
+
+
+def test_a_rank_the_attempt_did_not_have_is_a_400_as_the_logs_api_answers(user: Any, api: Any) -> None:
+    """/jobs/1/?rank=7 of a 4-rank job showed rank 0's output under a page that never said so; the logs API refuses it
+    ("Attempt 1 of the job had ranks 0 to 3."). The page says it too, the way it says a bad ?attempt=."""
+    from tests.jobs.factories import JobFactory
+
+    job = JobFactory(owner=user, running=True, nodes=4)
+    client = session_for(user)
+    had = "attempt 1 of the job had ranks 0 to 3."
+    assert refused(client, job.pk, "rank=7") == (
+        [f'?rank=: "7" is not a rank of it; {had}'],
+        f"/jobs/{job.pk}/ Job {job.pk} without ?rank=",
+    )
+    assert refused(client, job.pk, "rank=last")[0] == [f'?rank=: "last" is not a rank of it; {had}']
+    # The attempt asked for is kept on the way back; the logs API says the same of the same rank.
+    assert refused(client, job.pk, "attempt=1&rank=4") == (
+        [f'?rank=: "4" is not a rank of it; {had}'],
+        f"/jobs/{job.pk}/?attempt=1 Job {job.pk} without ?rank=",
+    )
+    logs = api.get(f"/api/v1/jobs/{job.pk}/logs/", {"rank": 7})
+    assert logs.status_code == 400 and logs.json()["rank"] == ["Attempt 1 of the job had ranks 0 to 3."]
+    # A rank it had is shown, and the page's poller is refused alike (JSON, as the API answers).
+    page = client.get(f"/jobs/{job.pk}/?rank=3")
+    assert page.status_code == 200 and "<strong>3</strong>" in page.content.decode().split('data-testid="log-ranks"', 1)[1]
+    live = client.get(f"/jobs/{job.pk}/live/?rank=7")
+    assert live.status_code == 400 and live.json() == {"rank": [f'"7" is not a rank of it; {had}']}
+    # Before its first start a job has the ranks it asked for; an attempt refused is said alone (its ranks are unknown).
+    queued = JobFactory(owner=user, nodes=2)
+    assert refused(client, queued.pk, "rank=2")[0] == ['?rank=: "2" is not a rank of it; the job has 2 ranks: 0 to 1.']
+    assert client.get(f"/jobs/{queued.pk}/?rank=1").status_code == 200
+    assert [line.split(":")[0] for line in refused(client, job.pk, "attempt=5&rank=9")[0]] == ["?attempt="]

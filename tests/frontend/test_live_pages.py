@@ -82,12 +82,43 @@ def test_every_job_list_column_sorts_both_ways_on_this_database(admin_user: Any,
         assert html.count("aria-sort=") == 1
 
 
-@pytest.mark.parametrize("asked", ["bogus", "-", "--id", "name;drop", "owner__password", "-priority_factors", ""])
-def test_an_unknown_sort_is_the_default_order_never_an_error(user: Any, jobs: dict[str, Job], asked: str) -> None:
-    response = session_for(user).get("/", {"sort": asked})
-    assert response.status_code == 200
-    assert ids(response.content.decode()) == ids(session_for(user).get("/").content.decode())
+JOB_SORTS = "sort by id, name, owner, state, size, time, priority, submitted, each reversed with a leading -."
+
+
+def sort_refused(html: str) -> list[str]:
+    said = re.search(r'data-testid="(?:filter|query)-errors">(.*?)</div>', html, re.S)
+    assert said, "the page does not say why it is not sorted"
+    return [re.sub(r"<[^>]+>", "", line) for line in re.findall(r'<p class="error">(.*?)</p>', said.group(1))]
+
+
+@pytest.mark.parametrize("asked", ["bogus", "-", "--id", "name;drop", "owner__password", "-priority_factors"])
+def test_a_sort_the_list_does_not_take_is_a_400_in_the_apis_words(user: Any, api: Any, jobs: dict[str, Job], asked: str) -> None:
+    """?sort=bogus listed the default order as if it were the one asked; the API refuses ?ordering=bogus with a 400."""
+    for name in ("sort", "ordering"):
+        response = session_for(user).get("/", {name: asked})
+        assert response.status_code == 400, name
+        html = response.content.decode()
+        assert ids(html) == [] and sort_refused(html) == [f"Sort: Cannot sort by {asked}; {JOB_SORTS}"], name
+    answer = api.get("/api/v1/jobs/", {"ordering": asked})
+    assert answer.status_code == 400 and answer.json()["ordering"] == [f"Cannot sort by {asked}; {JOB_SORTS}"]
     assert Sorting(job_columns(), asked, default="-submitted").value == "-submitted"
+
+
+def test_the_apis_ordering_sorts_the_page_as_its_sort_does(user: Any, jobs: dict[str, Job]) -> None:
+    """?ordering=name was checked and then not applied: the list stayed newest first."""
+    page = session_for(user)
+    by_name = ids(page.get("/", {"sort": "name"}).content.decode())
+    assert by_name == [jobs[name].pk for name in ("Alpha", "bert", "cifar", "delta")]
+    assert ids(page.get("/", {"ordering": "name"}).content.decode()) == by_name
+    assert 'aria-sort="ascending"' in header(page.get("/", {"ordering": "name"}).content.decode(), "Name")
+    assert ids(page.get("/", {"sort": "-name", "ordering": "-name"}).content.decode()) == by_name[::-1]
+    # Two different orders at once are one too many, said rather than one of them picked.
+    both = page.get("/", {"sort": "name", "ordering": "-size"})
+    assert both.status_code == 400 and sort_refused(both.content.decode()) == [
+        "Sort: Sort by one order: ?sort=name and ?ordering=-size differ."
+    ]
+    # No sort asked (the form's empty field) is the default order.
+    assert page.get("/", {"sort": ""}).status_code == 200
 
 
 def test_the_sort_holds_across_pages_filters_and_the_live_rows(user: Any) -> None:
@@ -164,7 +195,16 @@ def test_every_queue_column_sorts_both_ways_on_this_database(user: Any, key: str
         response = session_for(user).get("/cluster/", {"sort": value})
         assert response.status_code == 200
         assert sorted(ids(response.content.decode())) == sorted(j.pk for j in jobs)
-    assert session_for(user).get("/cluster/", {"sort": "nonsense"}).status_code == 200
+
+
+def test_a_sort_the_queue_does_not_take_is_a_400_naming_its_sorts(user: Any) -> None:
+    queued(user, 1)
+    response = session_for(user).get("/cluster/", {"sort": "nonsense", "page": "1"})
+    assert response.status_code == 400
+    html = response.content.decode()
+    sorts = "sort by position, id, owner, size, class, priority, submitted, start, each reversed with a leading -."
+    assert sort_refused(html) == [f"?sort=: Cannot sort by nonsense; {sorts}"]
+    assert '<a class="button" href="/cluster/?page=1" data-testid="query-back">The cluster page in queue order</a>' in html
 
 
 # --- a queued job's page ---------------------------------------------------------------------------

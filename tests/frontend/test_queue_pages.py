@@ -202,3 +202,15 @@ def test_an_account_above_a_lowered_quota_is_said_on_every_page_that_counts_quot
     assert summary["accounts_above_quota"] == [{"kind": "team", "name": "research", "gpus": 16, "max_gpus": 8}]
     usage = session_for(user).get("/usage/").content.decode()
     assert "above the quota, lowered under its running jobs" in usage
+
+
+def test_a_jobs_priority_reads_the_same_on_every_page(user: Any) -> None:
+    """The job list said 8003 where the job page and the queue said 8002.8: one priority read as two."""
+    job = JobFactory(owner=user, **planned(priority=8002.79, queue_position=1))
+    client = session_for(user)
+    row = client.get("/").content.decode().split(f'<tr data-job="{job.pk}">', 1)[1].split("</tr>", 1)[0]
+    assert re.search(r"<td title=\"normal\">8002\.8 <span", row), row
+    assert 'data-testid="priority-total">8002.8<' in page_of(user, job)
+    queue = client.get("/cluster/").content.decode().split(f'<tr data-job="{job.pk}">', 1)[1].split("</tr>", 1)[0]
+    assert "<td>8002.8<small" in queue
+    assert "8003" not in row + queue

@@ -61,18 +61,34 @@ def test_usage_page_report_and_csv_link(user: Any, settings: Any) -> None:
     assert csv.status_code == 200 and csv.content.decode().splitlines() == ["user,jobs,gpu_hours,node_hours", "alice,1,8.0,1.0"]
 
 
+def report_refused(response: Any) -> list[str]:
+    """A usage page refusing its report: a 400, as the job list answers a filter it cannot read, saying why above the
+    form (and beside each field), with no report."""
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert 'data-testid="report"' not in html and 'data-testid="csv-link"' not in html
+    said = re.search(r'<div class="error-summary" role="alert" data-testid="report-errors">(.*?)</div>', html, re.S)
+    assert said and "No report is shown until the range is fixed." in said.group(1)
+    return [re.sub(r"<[^>]+>", "", line) for line in re.findall(r'<p class="error">(.*?)</p>', said.group(1))]
+
+
 def test_usage_page_report_form_errors(user: Any) -> None:
-    html = session_for(user).get("/usage/", {"start": "2026-11-20", "end": "2026-11-01", "group_by": "user"}).content.decode()
-    assert "The end date is before the start date." in html
-    assert 'data-testid="report"' not in html
+    page = session_for(user)
+    reversed_range = page.get("/usage/", {"start": "2026-11-20", "end": "2026-11-01", "group_by": "user"})
+    assert report_refused(reversed_range) == ["To (included): The end date is before the start date."]
+    # /usage/?start=bad answered 200 beside a field error; the API's report answers 400.
+    assert report_refused(page.get("/usage/", {"start": "bad"})) == ["From: Enter a valid date."]
+    assert page.get("/api/v1/usage/report/", {"start": "bad"}).status_code == 400
+    assert report_refused(page.get("/usage/", {"group_by": "rack"})) == [
+        "Group by: Select a valid choice. rack is not one of the available choices."
+    ]
     # The API's range, not a 500 (the day after 9999-12-31 is no date) nor a CSV link the API refuses.
     for start, end in (("2026-11-01", "9999-12-31"), ("1969-12-31", "1970-01-02")):
-        response = session_for(user).get("/usage/", {"start": start, "end": end, "group_by": "user"})
-        assert response.status_code == 200
-        html = response.content.decode()
-        assert "A date between 1970-01-01 and 2999-12-31." in html and 'data-testid="report"' not in html
-    html = session_for(user).get("/usage/", {"start": "2000-01-01", "end": "2026-11-01", "group_by": "user"}).content.decode()
-    assert "A report covers at most 3660 days." in html
+        said = report_refused(page.get("/usage/", {"start": start, "end": end, "group_by": "user"}))
+        assert any("A date between 1970-01-01 and 2999-12-31." in line for line in said)
+    said = report_refused(page.get("/usage/", {"start": "2000-01-01", "end": "2026-11-01", "group_by": "user"}))
+    assert any("A report covers at most 3660 days." in line for line in said)
+    assert page.get("/usage/").status_code == 200 and page.get("/usage/", {"group_by": "team"}).status_code == 200
 
 
 def test_usage_page_of_another_user_is_a_404_for_others_and_theirs_for_an_admin(user: Any, other_user: Any, admin_user: Any) -> None:
