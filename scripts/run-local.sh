@@ -5,6 +5,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 BIN="$VENV/bin"
+# A shell started with SIGINT ignored (`make run &` in a script or a CI job: a shell without job control ignores it in
+# what it starts in the background) cannot trap it, while the web server and Celery below set their own handlers and
+# stop on it. A Ctrl-C to the process group (`kill -INT -- -PGID`, as a terminal sends) then stopped them unheard by
+# this script, which read Celery beat's exit as a crash ("exited (status 0); stopping the rest", make's "Error 1").
+# Started again with SIGINT's default, it hears the same Ctrl-C as its processes (bash cannot undo an ignore itself).
+if [[ $(trap -p INT) == "trap -- '' SIGINT" && -z ${MUSTER_RUN_SIGINT_DEFAULT:-} ]]; then
+  export MUSTER_RUN_SIGINT_DEFAULT=1 # once: should the reset not take, it goes on as before rather than loop
+  exec "$BIN/python" -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp("bash", ["bash", *sys.argv[1:]])' \
+    "$PWD/scripts/run-local.sh" "$@"
+fi
 PORT=${PORT:-8000}
 HOST=${HOST:-127.0.0.1}
 export MUSTER_DATA_DIR=${MUSTER_DATA_DIR:-$PWD/var}
@@ -57,10 +67,15 @@ stop() {
   local pid
   local -a left=()
   for pid in "${pids[@]}"; do kill "-${stop_signals[$pid]}" "$pid" 2>/dev/null || true; done
-  for _ in $(seq $((STOP_SECONDS * 5))); do
+  for i in $(seq $((STOP_SECONDS * 5))); do
     left=()
     for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && left+=("$pid"); done
     ((${#left[@]})) || break
+    # Again every 2 s: a process still starting drops the first (Celery before it sets its handlers, SIGINT and SIGQUIT
+    # ignored as in any background job), and a Ctrl-C right after the banner waited out STOP_SECONDS and a kill.
+    if ((i % 10 == 0)); then
+      for pid in "${left[@]}"; do kill "-${stop_signals[$pid]}" "$pid" 2>/dev/null || true; done
+    fi
     sleep 0.2
   done
   for pid in "${left[@]}"; do
@@ -118,5 +133,9 @@ MSG
 # the user with a traceback and "stopping Muster..." only).
 status=0
 wait -n -p died "${pids[@]}" || status=$?
+# A Ctrl-C reaches the processes and this script at once, and one may exit of it (beat, with status 0) before this
+# script runs its trap: a moment's grace lets the trap stop everything quietly (exit 130) instead of this calling it a
+# death. The grace's sleep is in the process group too, so the Ctrl-C ends it at once.
+sleep 0.5 || true
 echo "${names[${died:-}]:-a Muster process} exited (status $status); stopping the rest" >&2
 exit 1

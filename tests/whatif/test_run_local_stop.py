@@ -13,7 +13,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,6 +57,11 @@ def got(number, frame):
         sys.exit(0)
 
 
+if os.environ.get("BOOTING") == role:
+    # Still starting when the Ctrl-C comes, as Celery loading the project: its handlers are not set yet, SIGINT and
+    # SIGQUIT ignored as in any background job of a script (SIGTERM would end it: a worker asks for SIGQUIT).
+    (log / f"{role}.started").touch()
+    time.sleep(2)
 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
     signal.signal(sig, got)
 (log / f"{role}.started").touch()
@@ -67,12 +75,18 @@ def _default_signals() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
+def _ignored_sigint() -> None:
+    """As `make run &` from a script or a CI job: a shell without job control starts it with SIGINT ignored."""
+    _default_signals()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _free_port() -> int:
     with socket.create_server(("127.0.0.1", 0)) as probe:
         return int(probe.getsockname()[1])
 
 
-def _start(tmp_path: Path, **env: str) -> tuple[subprocess.Popen[bytes], Path]:
+def _start(tmp_path: Path, *, signals: Callable[[], None] = _default_signals, **env: str) -> tuple[subprocess.Popen[bytes], Path]:
     bin_dir, log = tmp_path / "venv" / "bin", tmp_path / "log"
     bin_dir.mkdir(parents=True)
     log.mkdir()
@@ -102,9 +116,9 @@ def _start(tmp_path: Path, **env: str) -> tuple[subprocess.Popen[bytes], Path]:
         stdout=(log / "output").open("wb"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        # As from a terminal: a shell started with SIGINT ignored (a CI job run in the background of a shell without job
-        # control) cannot trap it, and the script never heard the Ctrl-C.
-        preexec_fn=_default_signals,
+        # As from a terminal by default (the test process itself may run with SIGINT ignored, as a CI job in the
+        # background of a shell without job control); `_ignored_sigint` for a script's `make run &`.
+        preexec_fn=signals,
     )
     deadline = time.monotonic() + 30
     while "Muster is running" not in (log / "output").read_text():
@@ -170,3 +184,50 @@ def test_a_process_that_does_not_stop_is_killed_and_named(tmp_path: Path) -> Non
     assert sorted(_signals(log, "whatif")) == ["INT", "QUIT"]
     assert "the what-if worker did not stop within 1 s; killing it" in output
     assert subprocess.run(["pgrep", "-g", str(script.pid)], capture_output=True).returncode == 1
+
+
+@pytest.mark.parametrize("signals", [_default_signals, _ignored_sigint], ids=["from a terminal", "in the background of a script"])
+def test_ctrl_c_is_a_stop_not_a_crash(tmp_path: Path, signals: Callable[[], None]) -> None:
+    """Beat and the worker exit with status 0 of the same SIGINT the script gets, perhaps before it runs its trap: the
+    script still says it is stopping, never that one of them "exited", and exits 130, an interrupt (make printed
+    "Error 1", a crash). Several times over, for the race."""
+    for run in range(3):
+        script, log = _start(tmp_path / str(run), signals=signals)
+        output, took = _ctrl_c(script, log)
+        assert "stopping Muster..." in output
+        assert "exited" not in output and "stopping the rest" not in output, output
+        assert script.returncode == 130, output
+        assert took < 10, output
+        for role in ("worker", "beat"):
+            assert _signals(log, role), role  # they heard the Ctrl-C themselves, and stopped of it
+        assert subprocess.run(["pgrep", "-g", str(script.pid)], capture_output=True).returncode == 1
+
+
+def test_a_process_that_dies_alone_is_named_and_the_rest_stopped(tmp_path: Path) -> None:
+    """Not a Ctrl-C: beat alone is stopped (by someone's kill, or a crash). The script says which and stops the rest."""
+    script, log = _start(tmp_path)
+    beat = subprocess.run(
+        ["pgrep", "-g", str(script.pid), "-f", "celery.py -A config --quiet beat"], capture_output=True, text=True
+    ).stdout.split()
+    assert len(beat) == 1, beat
+    os.kill(int(beat[0]), signal.SIGTERM)
+    try:
+        script.wait(timeout=30)
+    finally:
+        _kill(script)
+    output = (log / "output").read_text()
+    assert "Celery beat exited (status 0); stopping the rest" in output
+    assert "stopping Muster..." in output
+    assert script.returncode == 1
+    assert subprocess.run(["pgrep", "-g", str(script.pid)], capture_output=True).returncode == 1
+
+
+def test_a_process_still_starting_at_the_ctrl_c_is_stopped_once_it_can_be(tmp_path: Path) -> None:
+    """The what-if worker is still loading (its handlers not set) when Ctrl-C comes right after the banner: the script
+    asks it again until it has them, instead of waiting out MUSTER_STOP_SECONDS and killing it."""
+    script, log = _start(tmp_path, BOOTING="whatif", MUSTER_STOP_SECONDS="8")
+    output, took = _ctrl_c(script, log)
+    assert "did not stop" not in output, output
+    assert took < 7, output
+    assert _signals(log, "whatif") and set(_signals(log, "whatif")) == {"QUIT"}  # the INT and the first QUIT went unheard
+    assert script.returncode == 130
