@@ -161,6 +161,17 @@ def job_wall_time_passed(job: Job, *, now: datetime) -> bool:
     return bool(placed and now >= placed + timedelta(seconds=job.wall_time_seconds))
 
 
+def job_wall_time_end(job: Job, *, now: datetime) -> datetime:
+    """When a job whose wall time passed is taken to have stopped: at its limit (placement + wall time), as Slurm ends a
+    job at its TimeLimit, though the cycle that stops it comes up to a cycle interval later (its GPUs are free from
+    then); never before what was charged already. So a `-t 1m` job's elapsed time reads 1m, not the cycle's 1m1s."""
+    placed = job.scheduled_at or job.started_at
+    if placed is None:
+        return now
+    limit = placed + timedelta(seconds=job.wall_time_seconds)
+    return min(now, max(limit, job.charged_until or limit))
+
+
 def job_launch_note(job: Job, *, note: str) -> None:
     """Say on a launching (SCHEDULED) job's page what keeps its gang from coming up, after where it was placed: no
     transition, no event (it may change every cycle). Before, it read "Placed on gpu-node-00." for the whole launch

@@ -348,6 +348,9 @@ class SimulatedPod(models.Model):
     exit_code = models.IntegerField(default=0)
     # Rank 0 reports a checkpoint this often while it runs (0: never), as training code would (jobs.checkpoints).
     checkpoint_every_seconds = models.FloatField(default=0.0)
+    # The run time (of the job's whole simulated duration) its attempt resumed from: the job's last checkpoint from an
+    # earlier attempt, else 0. duration_seconds is what is left after it.
+    resumed_seconds = models.FloatField(default=0.0)
     created_at = models.DateTimeField()
     # What a real pod's spec would carry: the command it runs and the environment it gets (secrets left out).
     command = models.JSONField(default=list)

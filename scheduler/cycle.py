@@ -55,6 +55,7 @@ from jobs.lifecycle import (
     job_retry_or_fail,
     job_succeed,
     job_time_out,
+    job_wall_time_end,
     job_wall_time_passed,
     job_within_quota,
 )
@@ -254,7 +255,7 @@ def _follow(
             # job whose pods could not be bound ended TIMED_OUT, for good, though its page promised another placement.
             _not_up(backend, job, pods, now, report, f"when its wall time ({job.wall_time_seconds} s) ran out")
             return
-        _ended(backend, job_time_out(job, now=now), report)
+        _ended(backend, job_time_out(job, now=job_wall_time_end(job, now=now)), report)
         return
     missing = {*range(job.nodes)} - {p.rank for p in pods}
     # Where the missing ranks ran, by their allocations: Kubernetes deletes a deleted node's pods (the pod GC), so
@@ -347,7 +348,7 @@ def _follow(
         return
     phases = {p.phase for p in pods}
     if phases <= {PodPhase.RUNNING, PodPhase.SUCCEEDED} and job.state == JobState.SCHEDULED:
-        job = job_mark_running(job, now=now)
+        job = job_mark_running(job, now=_gang_running_at(job, pods, now))
     if phases == {PodPhase.SUCCEEDED}:
         nodes_gang_succeeded(p.node_name for p in pods if p.node_name)
         # It failed on the node it avoided and succeeded elsewhere: the node, not the job's code, was at fault.
@@ -417,6 +418,17 @@ def _gang_ended_at(job: Job, pods: list[PodStatus], now: datetime) -> datetime:
     ended = max(cast(datetime, p.finished_at) for p in pods)
     floor = job.charged_until or job.started_at or job.scheduled_at
     return min(now, max(ended, floor) if floor else ended)
+
+
+def _gang_running_at(job: Job, pods: list[PodStatus], now: datetime) -> datetime:
+    """When the gang came up: its last pod's containers' start where the cluster says every pod's (between its placement
+    and now), else now. Its RUNNING then begins when its code began, not when a cycle saw it (up to a cycle later, more on
+    a busy machine, which read as starting time)."""
+    starts = [p.started_at for p in pods]
+    if not pods or any(at is None for at in starts):
+        return now
+    up = max(cast(datetime, at) for at in starts)
+    return min(now, max(up, job.scheduled_at) if job.scheduled_at else up)
 
 
 def _refused_by_node(backend: ClusterBackend, job: Job, pod: PodStatus, now: datetime, report: CycleReport) -> None:

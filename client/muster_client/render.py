@@ -455,7 +455,13 @@ def why_lines(job: JSON) -> list[str]:
     head = f"Job {job['id']} ({job['name']}) is {job['state']}"
     if job["state"] in ("SCHEDULED", "RUNNING"):
         nodes = ", ".join(job.get("assigned_nodes") or []) or "its nodes"
-        return [f"{head} on {nodes} since {when(job.get('started_at') or job.get('scheduled_at'))}: not waiting."]
+        # Since its placement, as `muster queue`'s START and TIME and its wall time count (its GPUs are its from then);
+        # when its pods came up beside it. It read "since" the pods' start, two seconds after the START the queue showed.
+        placed = job.get("scheduled_at") or job.get("started_at")
+        up = "its pods starting"
+        if job["state"] == "RUNNING":
+            up = f"its pods running since {when(job['started_at'])}" if job.get("started_at") else "its pods running"
+        return [f"{head} on {nodes} since {when(placed)} (placed; {up}): not waiting."]
     if job["state"] != "PENDING":
         return [head + (f": {job['state_reason']}" if job.get("state_reason") else ".")]
     pending = job.get("pending_reason") or {}

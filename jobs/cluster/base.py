@@ -192,6 +192,9 @@ class PodStatus:
     # When its last container ended (the kubelet's clock, to the second), once it has: a gang that ended while no cycle
     # looked (Muster stopped, the API server unreachable) ended then, not when a cycle saw it. None: not known.
     finished_at: datetime | None = None
+    # When its containers were all up (running), once they were: a gang the cycle sees running began running then, not
+    # when a cycle saw it. None: not known (the cycle's instant stands).
+    started_at: datetime | None = None
 
 
 DEADLINE_EXCEEDED = "DeadlineExceeded"

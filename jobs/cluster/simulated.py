@@ -4,11 +4,15 @@ It is the embedded default, so `make run` shows the whole platform on a laptop.
 Its pods live in the database (`SimulatedPod`), so web, worker and beat see the
 same cluster. A pod is Pending for a short start-up time, Running for the job's
 simulated duration, then Succeeded or Failed by the job's simulated exit code.
+
+The duration is the job's whole run: an attempt after one that reported a checkpoint resumes from that checkpoint's
+step and runs only what is left, as training code that reads its checkpoint would.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -139,6 +143,8 @@ class SimulatedCluster:
         duration = float(spec.simulate.get("duration_seconds", self.default_duration_seconds))
         exit_code = int(spec.simulate.get("exit_code", 0))
         checkpoint_every = float(spec.simulate.get("checkpoint_every_seconds", 0.0))
+        resumed = self._resumed_seconds(spec, duration)
+        duration = max(0.0, duration - resumed)
         if ranks and ranks[0] > 0:
             # A grown rank joins a job already running: it ends with the rest (its rendezvous), not a full run later.
             first = SimulatedPod.objects.filter(job_id=spec.job_id, attempt=spec.attempt, rank=0).first()
@@ -158,12 +164,22 @@ class SimulatedCluster:
                         # A failing job fails on its last rank, the way one bad rank takes a gang down.
                         exit_code=exit_code if rank == len(spec.node_names) - 1 else 0,
                         checkpoint_every_seconds=checkpoint_every if rank == 0 else 0.0,
+                        resumed_seconds=resumed,
                         created_at=created,
                         command=list(spec.command),
                         env={**spec.env, **spec.muster_env()},
                     )
             except IntegrityError:
                 continue  # already exists: a retried launch
+
+    def _resumed_seconds(self, spec: GangSpec, duration: float) -> float:
+        """The run time an attempt resumes from: its job's last checkpoint, when an earlier attempt reported one (the job
+        keeps it across attempts, jobs.checkpoints), as seconds of the simulated run (its step / STEPS_PER_LINE lines of
+        LOG_STEP_SECONDS); 0 for a first attempt, or one after attempts that reported none. At most the whole run."""
+        step, attempt = Job.objects.filter(pk=spec.job_id).values_list("checkpoint_step", "checkpoint_attempt").first() or (None, None)
+        if step is None or attempt is None or attempt >= spec.attempt:
+            return 0.0
+        return min(duration, step / STEPS_PER_LINE * LOG_STEP_SECONDS)
 
     def teardown_gang(self, job_id: int, attempt: int, grace_seconds: int | None = None) -> None:
         # Simulated pods hold no state to checkpoint: they stop at once, whatever the grace period.
@@ -195,11 +211,15 @@ class SimulatedCluster:
         """Seconds the pod has run by `now` (negative while it starts), at most its duration."""
         return min((now - pod.created_at).total_seconds() - self.start_seconds, pod.duration_seconds)
 
-    def _checkpoints(self, pod: SimulatedPod, now: datetime) -> int:
-        """How many checkpoints the pod has written by `now`: one every checkpoint_every_seconds of run time."""
-        if not pod.checkpoint_every_seconds:
-            return 0
-        return max(0, int(self._ran(pod, now) // pod.checkpoint_every_seconds))
+    def _checkpoints(self, pod: SimulatedPod, now: datetime) -> list[float]:
+        """The checkpoints the pod has written by `now`, as seconds of the job's whole run: one every
+        checkpoint_every_seconds of it, after the one it resumed from."""
+        every = pod.checkpoint_every_seconds
+        if not every:
+            return []
+        first = int(pod.resumed_seconds // every) + 1
+        last = int((pod.resumed_seconds + max(0.0, self._ran(pod, now))) // every)
+        return [k * every for k in range(first, last + 1)]
 
     def _report_checkpoint(self, pod: SimulatedPod, now: datetime, recorded: tuple[int | None, int | None] | None) -> None:
         # What the job's code does after saving (`muster checkpoint`), at the simulated time it saved. Before the cycle
@@ -207,10 +227,10 @@ class SimulatedCluster:
         written = self._checkpoints(pod, now)
         if not written:
             return
-        step = self._step(written * pod.checkpoint_every_seconds)
+        step = self._step(written[-1])
         if recorded == (pod.attempt, step):
             return
-        at = pod.created_at + timedelta(seconds=self.start_seconds + written * pod.checkpoint_every_seconds)
+        at = pod.created_at + timedelta(seconds=self.start_seconds + written[-1] - pod.resumed_seconds)
         try:
             job_checkpoint_report(pod.job_id, at=at, step=step, attempt=pod.attempt, now=now)
         except (JobNotRunning, CheckpointInvalid):
@@ -251,23 +271,26 @@ class SimulatedCluster:
             time.sleep(FOLLOW_POLL_SECONDS)
 
     def _log_lines(self, pod: SimulatedPod, now: datetime) -> list[str]:
-        """What a training script might print: a start line, a step every LOG_STEP_SECONDS while it runs, how it ended."""
+        """What a training script might print: a start line, a step every LOG_STEP_SECONDS while it runs, how it ended.
+        Steps and their times are of the job's whole run (an attempt that resumed goes on from its checkpoint's); the
+        last line says how long this attempt's containers ran, as Muster times its RUNNING."""
         where = f"job {pod.job_id} attempt {pod.attempt} rank {pod.rank} on {pod.node_name}"
-        lines = [f"[simulated cluster] no container runs: {where}\n", f"$ {' '.join(pod.command)}\n"]
+        # Quoted as a shell would need it: `--config 'my run.yaml'` read `--config my run.yaml`, two arguments.
+        lines = [f"[simulated cluster] no container runs: {where}\n", f"$ {shlex.join(pod.command)}\n"]
+        resumed, total = pod.resumed_seconds, pod.resumed_seconds + pod.duration_seconds
+        if resumed:
+            lines.append(f"resumed from the checkpoint at step {self._step(resumed)} ({resumed:g} s of {total:g} s)\n")
         ran = self._ran(pod, now)
-        steps = int(ran // LOG_STEP_SECONDS) if ran > 0 else 0
+        reached = resumed + max(0.0, ran)
         timed: list[tuple[float, str]] = [
-            (k * LOG_STEP_SECONDS, f"step {k * STEPS_PER_LINE} ({k * LOG_STEP_SECONDS:g} s of {pod.duration_seconds:g} s)\n")
-            for k in range(1, steps + 1)
+            (k * LOG_STEP_SECONDS, f"step {k * STEPS_PER_LINE} ({k * LOG_STEP_SECONDS:g} s of {total:g} s)\n")
+            for k in range(int(resumed // LOG_STEP_SECONDS) + 1, int(reached // LOG_STEP_SECONDS) + 1)
         ]
-        every = pod.checkpoint_every_seconds
-        timed += [
-            (k * every, f"checkpoint saved at step {self._step(k * every)}; reported to Muster\n")
-            for k in range(1, self._checkpoints(pod, now) + 1)
-        ]
+        timed += [(at, f"checkpoint saved at step {self._step(at)}; reported to Muster\n") for at in self._checkpoints(pod, now)]
         lines += [line for _, line in sorted(timed, key=lambda t: t[0])]
         status = self._status(pod, now)
         if status.phase in (PodPhase.SUCCEEDED, PodPhase.FAILED):
+            # This attempt's run, from its containers' start, as the job's RUNNING is timed (`_status`).
             lines.append(f"[simulated cluster] exited with code {pod.exit_code} after {pod.duration_seconds:g} s\n")
         return lines
 
@@ -277,11 +300,17 @@ class SimulatedCluster:
         return int(seconds / LOG_STEP_SECONDS * STEPS_PER_LINE)
 
     def _status(self, pod: SimulatedPod, now: datetime) -> PodStatus:
+        # When its container came up and exited, as a kubelet says them: the cycle times the job's RUNNING and its end by
+        # these, not by when it looked (a busy machine's cycle saw a 10 s run as 9 s starting and 3 s running).
         started = pod.created_at + timedelta(seconds=self.start_seconds)
         if now < started:
             return PodStatus(pod.rank, pod.node_name, PodPhase.PENDING)
-        if now < started + timedelta(seconds=pod.duration_seconds):
-            return PodStatus(pod.rank, pod.node_name, PodPhase.RUNNING)
+        ended = started + timedelta(seconds=pod.duration_seconds)
+        if now < ended:
+            return PodStatus(pod.rank, pod.node_name, PodPhase.RUNNING, started_at=started)
         if pod.exit_code == 0:
-            return PodStatus(pod.rank, pod.node_name, PodPhase.SUCCEEDED, 0)
-        return PodStatus(pod.rank, pod.node_name, PodPhase.FAILED, pod.exit_code, f"rank {pod.rank} exited with code {pod.exit_code}.")
+            return PodStatus(pod.rank, pod.node_name, PodPhase.SUCCEEDED, 0, started_at=started, finished_at=ended)
+        return PodStatus(
+            pod.rank, pod.node_name, PodPhase.FAILED, pod.exit_code, f"rank {pod.rank} exited with code {pod.exit_code}.",
+            started_at=started, finished_at=ended,
+        )  # fmt: skip

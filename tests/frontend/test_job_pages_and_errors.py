@@ -334,7 +334,7 @@ def test_a_job_that_failed_before_the_cycle_saw_it_running_ran_though_a_launch_h
     sim.advance(5)  # up at 1 s, exited at 1.5 s: never seen running
     job = Job.objects.get(pk=job_id)
     assert (job.state, job.exit_code, job.started_at, job.launch_failures) == ("FAILED", 1, None, 0)
-    assert api.get(f"/api/v1/jobs/{job_id}/").json()["run_seconds"] == 5.0
+    assert api.get(f"/api/v1/jobs/{job_id}/").json()["run_seconds"] == 1.5  # until its pod exited, not until the cycle saw it
     page = session_for(job.owner).get(f"/jobs/{job_id}/").content.decode()
     assert "never started" not in page.split('data-testid="run-time">', 1)[1].split("</dd>", 1)[0]
 
