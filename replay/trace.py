@@ -5,8 +5,11 @@ Two formats, told apart by the header line:
 - Philly (`timestamp,duration,num_gpus,gpu_time,cluster`): submit time (UTC), run time in seconds,
   GPUs asked; the `cluster` column (the virtual cluster) is the tenant. There are no users.
 - Muster history (`submitted_at,started_at,ended_at,nodes,gpus_per_node,wall_time_seconds,owner,team,
-  priority_class,runtime_seconds`): ISO 8601 times; runtime = ended_at - started_at (or
-  `runtime_seconds` when the times are empty); the tenant is the team (the owner when there is none).
+  priority_class,runtime_seconds,min_nodes,preemptible`; files without the last two columns are read too):
+  ISO 8601 times; runtime = `runtime_seconds` (or ended_at - started_at when it is empty); the tenant is
+  the team (the owner when there is none). `min_nodes` (empty: none) makes the job elastic, running on
+  min_nodes..nodes nodes with its work scaling with the nodes it holds (its runtime is on all `nodes`);
+  `preemptible` (true/false, empty: false) is the job's own flag.
 
 Every bad row raises `TraceError` naming its 1-based line (the header is line 1): nothing partial is
 returned. Jobs above one node's GPUs are gangs of whole nodes. Runtimes above
@@ -37,7 +40,11 @@ HISTORY_HEADER = (
     "team",
     "priority_class",
     "runtime_seconds",
+    "min_nodes",
+    "preemptible",
 )
+# The history CSV before it said min_nodes and preemptible (every job rigid and not preemptible): still read.
+HISTORY_HEADER_V1 = HISTORY_HEADER[:10]
 # The platform's default MUSTER_PRIORITY_CLASSES, highest first; an unknown class ranks below them all.
 DEFAULT_CLASSES = ("production", "normal", "preemptible")
 RESUME_MODES = ("restart", "checkpoint")
@@ -129,7 +136,7 @@ class TraceJob:
     user: str = ""  # if empty the tenant is the only account that counts
     class_rank: int = 1  # 0 highest
     preemptible: bool = False
-    min_nodes: int = 0  # an elastic job's fewest nodes (Assumptions.elastic_share); 0: it runs on `nodes`
+    min_nodes: int = 0  # an elastic job's fewest nodes (its history row's, or Assumptions.elastic_share); 0: it runs on `nodes`
 
 
 def open_trace(path: str | Path) -> Iterator[str]:
@@ -154,6 +161,8 @@ class _Row:
     tenant: str
     user: str
     class_rank: int
+    min_nodes: int = 0
+    preemptible: bool = False
 
 
 def read_trace(
@@ -170,7 +179,7 @@ def read_trace(
     names = tuple(h.strip().lower() for h in header)
     if names == PHILLY_HEADER:
         parse = _philly_row
-    elif names == HISTORY_HEADER:
+    elif names in (HISTORY_HEADER, HISTORY_HEADER_V1):
         parse = _history_row
     else:
         raise TraceError(1, f"unknown header {','.join(header)!r}: expected {','.join(PHILLY_HEADER)} or {','.join(HISTORY_HEADER)}")
@@ -205,7 +214,7 @@ def _elastic(jobs: list[TraceJob], a: Assumptions) -> list[TraceJob]:
     floor((k + 1) x share) > floor(k x share), so with 0.5 every second one."""
     out, k = [], 0
     for job in jobs:
-        if job.nodes > 1:
+        if job.nodes > 1 and not job.min_nodes:  # a job elastic in its trace stays as it was
             if math.floor((k + 1) * a.elastic_share) > math.floor(k * a.elastic_share):
                 low = math.ceil(job.nodes / 2)
                 wall = max(1, math.ceil(job.runtime * job.nodes / low / a.wall_round_seconds)) * a.wall_round_seconds
@@ -235,7 +244,8 @@ def _job(job_id: int, row: _Row, a: Assumptions) -> TraceJob:
         tenant=row.tenant,
         user=row.user,
         class_rank=row.class_rank,
-        preemptible=a.all_preemptible,
+        preemptible=row.preemptible or a.all_preemptible,
+        min_nodes=row.min_nodes,
     )
 
 
@@ -290,16 +300,19 @@ def _philly_row(fields: list[str], a: Assumptions) -> _Row:
 
 
 def _history_row(fields: list[str], a: Assumptions) -> _Row:
-    submitted, started, ended, nodes_text, per_node_text, wall_text, owner, team, priority_class, runtime_text = fields
+    submitted, started, ended, nodes_text, per_node_text, wall_text, owner, team, priority_class, runtime_text = fields[:10]
+    min_text, preemptible_text = fields[10:] or ("", "")
     submit = _time(submitted, "submitted_at")
-    if started and ended:
-        runtime = _time(ended, "ended_at") - _time(started, "started_at")
-        if runtime < 0:
-            raise _Bad("ended_at is before started_at")
-    elif runtime_text:
+    # runtime_seconds first: Muster's export gives the work of every attempt there (muster_history_export), which the
+    # first start and the end do not say (a job requeued waited between its attempts).
+    if runtime_text:
         runtime = _number(runtime_text, "runtime_seconds")
         if runtime < 0:
             raise _Bad(f"runtime_seconds {runtime_text!r} is negative")
+    elif started and ended:
+        runtime = _time(ended, "ended_at") - _time(started, "started_at")
+        if runtime < 0:
+            raise _Bad("ended_at is before started_at")
     else:
         raise _Bad("no runtime: started_at/ended_at and runtime_seconds are empty")
     nodes = _count(nodes_text, "nodes")
@@ -312,7 +325,13 @@ def _history_row(fields: list[str], a: Assumptions) -> _Row:
     if not owner:
         raise _Bad("owner is empty")
     rank = DEFAULT_CLASSES.index(priority_class) if priority_class in DEFAULT_CLASSES else len(DEFAULT_CLASSES)
-    return _Row(submit, runtime, nodes, per_node, nodes * per_node, wall, team or owner, owner, rank)
+    min_nodes = _count(min_text, "min_nodes") if min_text else 0
+    if min_nodes and min_nodes >= nodes:
+        raise _Bad(f"min_nodes {min_nodes} is not below nodes {nodes} (an elastic job runs on min_nodes..nodes)")
+    if preemptible_text.lower() not in ("", "true", "false", "1", "0"):
+        raise _Bad(f"preemptible {preemptible_text!r} is not true or false")
+    preemptible = preemptible_text.lower() in ("true", "1")
+    return _Row(submit, runtime, nodes, per_node, nodes * per_node, wall, team or owner, owner, rank, min_nodes, preemptible)
 
 
 def _hours(seconds: float) -> str:
