@@ -18,6 +18,7 @@ from accounts.requests import AuthenticatedHttpRequest
 from api.jobs.serializers import JobSubmitSerializer, submit_problems
 from frontend.form_stash import form_stash, form_unstash
 from frontend.forms import JobForm
+from jobs.dependencies import dependencies_save
 from jobs.selectors import jobs_visible_to, shared_pools
 from jobs.services import job_submit, priority_classes_for
 from notify.services import asks_json, job_notify_save, preference_of
@@ -71,9 +72,11 @@ def job_new(request: HttpRequest) -> HttpResponse:
     spec = _checked(form, user_request)
     if spec is not None:
         notify = spec.pop("notify", None)
+        after = spec.pop("dependencies", [])
         try:
             with transaction.atomic():
                 job = job_submit(owner=user_request.user, **spec)
+                dependencies_save([job], after)
                 if notify is not None:
                     job_notify_save(job, notify)
         except DjangoValidationError as exc:  # the world changed since the check (a node went, a quota was lowered)

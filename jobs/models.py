@@ -266,6 +266,24 @@ class JobEvent(models.Model):
         return f"{self.job_id}: {self.from_state or '-'} -> {self.to_state}"
 
 
+class JobDependency(models.Model):
+    """`sbatch --dependency`: the job waits until `on` has ended as `kind` asks (jobs/dependencies.py)."""
+
+    AFTER_OK, AFTER_ANY, AFTER_NOT_OK = "afterok", "afterany", "afternotok"
+    KINDS = [(AFTER_OK, "after it succeeds"), (AFTER_ANY, "after it ends"), (AFTER_NOT_OK, "after it fails")]
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="dependencies")
+    on = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="dependents")
+    kind = models.CharField(max_length=12, choices=KINDS)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["job", "on"], name="job_dependency_once")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} {self.kind}:{self.on_id}"
+
+
 class JobResize(models.Model):
     """An elastic job grown or shrunk while it ran: its history beside its state changes (JobEvent)."""
 

@@ -20,6 +20,8 @@ LAUNCH_BACKOFF = "LAUNCH_BACKOFF"
 JOB_LIMIT = "JOB_LIMIT"
 # Held by its owner or an admin (`muster hold`, Slurm's JobHeldUser/JobHeldAdmin): never placed until released.
 HELD = "HELD"
+# Waits for jobs it depends on to end as asked (`sbatch --dependency`): never placed until they have.
+DEPENDENCY = "DEPENDENCY"
 
 
 def plural(count: float, noun: str, many: str = "") -> str:
@@ -174,6 +176,10 @@ class PendingJob:
     # Held out of placement until released (`muster hold`): why, in words (who held it, when, who may release it);
     # empty: not held. It keeps its place by age; the walk waits it (HELD) before anything else.
     held: str = ""
+    # Its dependencies not met yet (`sbatch --dependency`): why, in words, and the jobs it waits for; empty: none. It
+    # waits (DEPENDENCY) as a held job does, its estimate from when those jobs are expected to end if they all run.
+    waits_for: str = ""
+    after: tuple[int, ...] = ()
 
     @property
     def gpus(self) -> int:

@@ -49,6 +49,7 @@ from policy.capacity import Allowed, Capacity
 from policy.forecast import forecast
 from policy.model import (
     BUDGET,
+    DEPENDENCY,
     ESTIMATE_PLANNED,
     ESTIMATE_RESERVED,
     FRAGMENTATION,
@@ -293,6 +294,7 @@ class _Cycle:
                 and j.id not in self.promised
                 and not j.shares_gpu
                 and not j.held
+                and not j.waits_for
             ),
             key=lambda j: (j.submitted_at, j.id),
         )
@@ -399,6 +401,11 @@ class _Cycle:
             # Held until released: out of everything, as a launch's backoff below, and with no estimate (no one knows when).
             self._drop_promise(job)
             self._wait(job, HELD, job.held)
+            return
+        if job.waits_for:
+            # Out of everything as a held job, until the jobs it depends on have ended as it asks.
+            self._drop_promise(job)
+            self._wait(job, DEPENDENCY, job.waits_for)
             return
         if job.not_before is not None and job.not_before > self.now:
             # Held out of everything (no placement, preemption or reservation), so it blocks nobody meanwhile.
@@ -1447,6 +1454,12 @@ class _Cycle:
         if code in (JOB_LIMIT, HELD):
             return None  # until an admin raises the limit, or someone releases the hold: nobody knows when
         at: float | None = after
+        if code == DEPENDENCY:
+            # From when the jobs it waits for are expected to end, if they all run; not known while one of them waits.
+            ends = [self.running[d].likely_end(self.now) if d in self.running else None for d in job.after]
+            if not ends or None in ends:
+                return None
+            at = max(after, *(end for end in ends if end is not None))
         if code == LAUNCH_BACKOFF:
             at = max(job.not_before or after, after)
         if at is None or not self.limited:

@@ -40,6 +40,7 @@ from jobs.cluster.base import (
     refused_by_node,
     stopped_by_cluster,
 )
+from jobs.dependencies import cancel_unmeetable
 from jobs.errors import IllegalTransition
 from jobs.hooks import pod_secret_env
 from jobs.lifecycle import (
@@ -709,6 +710,8 @@ def _admit(
     Then every job left waiting gets its plan stored (`scheduler.plans`), which is all reads show. Returns the
     time its writes were stamped with, for the launches that follow.
     """
+    # A job whose dependency can never be met any more would wait for ever: cancelled first, saying why.
+    cancel_unmeetable()
     decisions = schedule(build_snapshot(now), policy_config())
     if stamp_after_snapshot:
         # Every job the snapshot holds was committed before it was read, so a placement stamped from now on never reads

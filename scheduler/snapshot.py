@@ -11,6 +11,7 @@ from django.db.models import Case, Count, F, Max, Q, QuerySet, Value, When, Wind
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
+from jobs.dependencies import waits as dependency_waits
 from jobs.holds import hold_reason
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.selectors import node_settles_until, nodes_with_usage
@@ -146,6 +147,7 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None, runtime
     )
     if runtimes is None:
         runtimes = recent_runtimes({row[5] for row in rows})
+    waiting_on = dependency_waits()
     jobs = []
     for row in rows:
         pk, nodes, gpus, pc, submitted, user, team, preemptible, wall, failures, not_before, avoid, rdma = row[:13]
@@ -173,6 +175,8 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None, runtime
                 max_nodes=high,
                 expected_seconds=expected_runtime(runtimes.get((user, _kind(nodes, fraction, memory, isolation, low)), ()), wall),
                 held=hold_reason(job_id=pk, hold=hold, held_by=held_by, held_at=held_at),
+                waits_for=waiting_on[pk][0] if pk in waiting_on else "",
+                after=waiting_on[pk][1] if pk in waiting_on else (),
             )
         )
     return tuple(jobs)

@@ -19,6 +19,11 @@ from api.telemetry.summary import TelemetrySummarySerializer
 from apikit.serializers import StrictQuerySerializer, StrictSerializer
 from jobs import validators
 from jobs.arrays import ARRAY_MAX_INDEX, ARRAY_SYNTAX, array_indices
+from jobs.dependencies import KINDS as DEPENDENCY_KINDS
+from jobs.dependencies import Asked
+from jobs.dependencies import contradictions as dependency_contradictions
+from jobs.dependencies import met as dependency_met
+from jobs.dependencies import resolve as dependencies_resolve
 from jobs.logs import job_attempt_ranks, job_log_attempts, ranks_text
 from jobs.models import EstimateKind, Job, JobEvent, JobResize, Node
 from jobs.selectors import (
@@ -146,6 +151,26 @@ class NotifySerializer(StrictSerializer):
         return attrs
 
 
+class DependencySerializer(StrictSerializer):
+    type = serializers.ChoiceField(
+        choices=list(DEPENDENCY_KINDS),
+        help_text="afterok: start once the job has succeeded; afternotok: once it failed, timed out or was cancelled; "
+        "afterany: once it ended, whatever way (sbatch --dependency's names).",
+        error_messages={
+            "invalid_choice": "Unknown dependency type {input!r}; choose afterok, afterany or afternotok (Slurm's after, "
+            "aftercorr and singleton are not supported)."
+        },
+    )
+    job = serializers.IntegerField(min_value=1, help_text="The job's id; an array's id (its first element's) names every element.")
+
+
+class DependedSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=list(DEPENDENCY_KINDS))
+    job = serializers.IntegerField()
+    state = serializers.CharField(help_text="The state of the job it depends on, now.")
+    met = serializers.BooleanField(allow_null=True, help_text="true: met; false: never will be (the job is cancelled); null: not yet.")
+
+
 class JobSubmitSerializer(StrictSerializer):
     elsewhere = {
         "array": "An array is submitted to POST /api/v1/jobs/array/ (muster submit --array), one job per index.",
@@ -216,6 +241,14 @@ class JobSubmitSerializer(StrictSerializer):
     notify = NotifySerializer(
         required=False, allow_null=True, default=None, help_text="Tell the owner when it starts, ends or fails; default: their own default."
     )
+    dependencies = DependencySerializer(
+        many=True,
+        required=False,
+        default=list,
+        help_text="sbatch --dependency: the job waits (pending reason DEPENDENCY) until each job named has ended as its type "
+        "asks; one that can never be met any more cancels it, saying why. Jobs you may see, at most 1000 (an array's "
+        "elements counted one by one).",
+    )
     # A GPU slice (docs/gpu-sharing.md): one node, one GPU, and any of these three asks.
     gpu_fraction = serializers.FloatField(
         required=False,
@@ -239,6 +272,15 @@ class JobSubmitSerializer(StrictSerializer):
         default=False,
         help_text="The slice must be isolated in hardware (its own memory and faults): MIG slices only.",
     )
+
+    def validate_dependencies(self, value: list[dict[str, Any]]) -> list[Asked]:
+        if not value:
+            return []
+        found, problems = dependencies_resolve(self.context["request"].user, [(d["type"], d["job"]) for d in value])
+        problems += dependency_contradictions(found)
+        if problems:
+            raise serializers.ValidationError(problems)
+        return found
 
     def validate_volumes(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
         errors = validators.volume_errors(value)
@@ -561,6 +603,9 @@ class JobDetailSerializer(JobSerializer):
     telemetry_summary = serializers.SerializerMethodField(
         help_text="GPU and network summary of the job's stored runs; null until a run ends."
     )
+    dependencies = serializers.SerializerMethodField(
+        help_text="What it waits for (sbatch --dependency), with each job's state now and whether the ask is met."
+    )
     notify = serializers.SerializerMethodField(
         help_text="The submit's `notify`, as it was sent (a re-submit with it asks the same); null: none was sent, so its "
         "owner's default applies when it is told (`GET /api/v1/notifications/`). A job, its webhook with it, is shown "
@@ -570,9 +615,15 @@ class JobDetailSerializer(JobSerializer):
     class Meta(JobSerializer.Meta):
         fields = [
             *JobSerializer.Meta.fields,
-            *("held", "env", "simulate", "volumes", "notify", "events", "resizes", "attempts", "telemetry_summary"),
+            *("held", "dependencies", "env", "simulate", "volumes", "notify", "events", "resizes", "attempts"),
+            "telemetry_summary",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(DependedSerializer(many=True))
+    def get_dependencies(self, job: Job) -> list[dict[str, Any]]:
+        rows = job.dependencies.values_list("kind", "on_id", "on__state").order_by("on_id")
+        return [{"type": kind, "job": on, "state": state, "met": dependency_met(kind, state)} for kind, on, state in rows]
 
     @extend_schema_field(NotifySerializer(allow_null=True))
     def get_notify(self, job: Job) -> dict[str, Any] | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from django.contrib.auth.models import User
@@ -57,6 +58,7 @@ from apikit.serializers import refuse_a_body
 from apikit.viewsets import VisibleViewSet
 from jobs.attempts import job_attempts
 from jobs.checkpoints import CheckpointInvalid, job_checkpoint_report
+from jobs.dependencies import Asked, dependencies_save
 from jobs.errors import ArrayEnded, ArrayIndicesMissing, JobNotStarted
 from jobs.logs import job_logs, job_logs_follow, never_started
 from jobs.models import ClusterHealth, Job, Node
@@ -110,7 +112,8 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
         _valid_or_every_problem(serializer, owner)
         spec = dict(serializer.validated_data)
         notify = spec.pop("notify", None)
-        submitted = submit_once(request, owner, lambda: _with_notify([job_submit(owner=owner, **spec)], notify))
+        after = spec.pop("dependencies", [])
+        submitted = submit_once(request, owner, lambda: _queued(lambda: [job_submit(owner=owner, **spec)], after, notify))
         if submitted.created:
             # The row just written, answered from memory: a new job has its one event and nothing else yet.
             job = submitted.created[0]
@@ -136,7 +139,10 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
         spec = dict(serializer.validated_data)
         indices = spec.pop("array")
         notify = spec.pop("notify", None)
-        submitted = submit_once(request, owner, lambda: _with_notify(job_submit_array(owner=owner, indices=indices, **spec), notify))
+        after = spec.pop("dependencies", [])
+        submitted = submit_once(
+            request, owner, lambda: _queued(lambda: job_submit_array(owner=owner, indices=indices, **spec), after, notify)
+        )
         jobs = list(self.get_queryset().filter(pk__in=submitted.job_ids).order_by("array_index"))
         array_id = jobs[0].array_id
         elements = JobSerializer(jobs, many=True, context=self.get_serializer_context()).data
@@ -481,6 +487,16 @@ def _valid_or_every_problem(serializer: JobSubmitSerializer, owner: User) -> Non
     if not serializer.is_valid():
         errors, _ = submit_problems(serializer, owner)
         raise ValidationError(errors)
+
+
+def _queued(submit: Callable[[], list[Job]], after: list[Asked], notify: dict[str, Any] | None) -> list[Job]:
+    """The submit's jobs with their dependencies and notify asks, in one transaction: a job committed before its
+    dependencies could be started by a cycle in between."""
+    with transaction.atomic():
+        jobs = submit()
+        if after:
+            dependencies_save(jobs, after)
+        return _with_notify(jobs, notify)
 
 
 def _with_notify(jobs: list[Job], notify: dict[str, Any] | None) -> list[Job]:

@@ -69,6 +69,29 @@ MAIL_TYPES = {
 }
 
 
+DEPENDENCY_TYPES = ("afterok", "afterany", "afternotok")
+
+
+def _dependency(text: str) -> list[dict[str, object]]:
+    """--dependency as sbatch takes it: `afterok:12:13,afterany:14` (an array's id names its elements). Slurm's `?`
+    (any one of them), `after`, `aftercorr` and `singleton` are refused, naming what Muster takes."""
+    if "?" in text:
+        raise argparse.ArgumentTypeError(f"'{text}': Muster waits for every dependency (','), not any one of them ('?')")
+    found: list[dict[str, object]] = []
+    for part in (p.strip() for p in text.split(",")):
+        kind, _, ids = part.partition(":")
+        if kind not in DEPENDENCY_TYPES:
+            raise argparse.ArgumentTypeError(
+                f"'{part}': the types are {', '.join(DEPENDENCY_TYPES)} (TYPE:ID[:ID...]); Slurm's after, aftercorr and "
+                "singleton are not supported"
+            )
+        words = ids.split(":") if ids else []
+        if not words or not all(_DIGITS.fullmatch(w) for w in words):
+            raise argparse.ArgumentTypeError(f"'{part}': give job ids after the type, as {kind}:12 or {kind}:12:13")
+        found += [{"type": kind, "job": int(w)} for w in words]
+    return found
+
+
 def _mail_type(text: str) -> list[str]:
     """--mail-type as sbatch takes it: BEGIN, END, FAIL, REQUEUE, ALL or NONE, comma-separated; Muster's events."""
     events: list[str] = []
@@ -381,6 +404,11 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )  # fmt: skip
     p.add_argument("--webhook", metavar="URL", help="with --mail-type: also POST each to this URL as JSON")
+    p.add_argument(
+        "-d", "--dependency", type=_dependency, metavar="TYPE:ID[:ID],...",
+        help="start only once these jobs have ended as asked, as sbatch: afterok (succeeded), afternotok (failed), "
+        "afterany (ended); e.g. afterok:12:13,afterany:14",
+    )  # fmt: skip
     p.add_argument("-t", "--time", type=_wall_time, metavar="WALL_TIME", help=f"wall time: {WALL_TIME_FORMS}")
     p.add_argument("--image", help="container image, e.g. nvcr.io/nvidia/pytorch:24.05-py3")
     p.add_argument("-J", "--name", "--job-name", dest="name", help="job name (default: the YAML file's name, else the command's)")

@@ -160,6 +160,7 @@ def _spec(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
         "preemptible": True if args.preemptible else None,
         "env": parse_env(args.env or []),
         "notify": {"on": args.mail_type, "email": True, "webhook": args.webhook or ""} if args.mail_type is not None else None,
+        "dependencies": args.dependency,
     }
     if args.gres is not None and args.gpus_per_node is not None and args.gres != args.gpus_per_node:
         raise SpecError(f"-G {args.gpus_per_node} and --gres=gpu:{args.gres} ask for different GPUs per node: give one of them")

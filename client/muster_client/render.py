@@ -423,6 +423,12 @@ def job_lines(job: JSON) -> list[str]:
         fields.append(("checkpoint", f"{when(job['checkpointed_at'])}{step} (attempt {job.get('checkpoint_attempt')})"))
     if job.get("array_id") is not None:
         fields.append(("array", f"{job['array_id']} index {job['array_index']}"))
+    if job.get("dependencies"):
+        # As sbatch --dependency writes them, with where each stands: met, never (the job is then cancelled), or its state.
+        said = {True: "met", False: "never met"}
+        fields.append(
+            ("dependencies", ", ".join(f"{d['type']}:{d['job']} ({said.get(d['met'], d['state'])})" for d in job["dependencies"]))
+        )
     if job.get("env"):
         fields.append(("env", " ".join(f"{k}={v}" for k, v in sorted(job["env"].items()))))
     if job.get("attempts"):

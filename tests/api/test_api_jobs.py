@@ -535,8 +535,9 @@ def test_detail_queries_are_bounded(api: APIClient, submit: Any, sim: Any, djang
     job = submit()
     sim.cycle()
     sim.advance(2)
-    # The token, the job with its owner and team, its events, the attempts whose output was kept, the telemetry summary.
-    with django_assert_max_num_queries(5):
+    # The token, the job with its owner and team, its events, its dependencies, the attempts whose output was kept, the
+    # telemetry summary.
+    with django_assert_max_num_queries(6):
         assert api.get(job_url(job["id"])).status_code == 200
 
 

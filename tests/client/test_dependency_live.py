@@ -1,0 +1,54 @@
+"""`muster submit --dependency` (sbatch's): parsed as Slurm writes it, shown by `muster show`, refused where Muster
+does not take Slurm's form."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from jobs.models import Job, JobDependency
+from tests.client.cli_run import run
+from tests.client.cli_run import run_live
+from tests.conftest import SimHarness
+
+IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
+
+
+def submit(capsys: pytest.CaptureFixture[str], *more: str) -> int:
+    code, out, err = run_live(capsys, "submit", "-G", "8", "-t", "1h", "--image", IMAGE, *more, "--", "python", "t.py")
+    assert code == 0, err
+    return int(re.search(r"(\d+)", out).group(1))  # type: ignore[union-attr]
+
+
+def test_submit_dependency_as_sbatch_writes_it_and_show_says_where_each_stands(
+    signed_in: Any, tx_sim: SimHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, second = submit(capsys, "-J", "prep"), submit(capsys, "-J", "eval")
+    job = submit(capsys, "-J", "train", "-d", f"afterok:{first}:{second},afterany:{first}")
+    # afterok and afterany on one job: the strictest is kept.
+    assert sorted(JobDependency.objects.filter(job_id=job).values_list("on_id", "kind")) == [(first, "afterok"), (second, "afterok")]
+    tx_sim.cycle()
+    code, out, _ = run_live(capsys, "show", str(job))
+    assert code == 0
+    assert f"dependencies    afterok:{first} (SCHEDULED), afterok:{second} (SCHEDULED)\n" in out
+    assert "reason          Waits for its dependencies: job" in out
+    assert Job.objects.get(pk=job).pending_reason_code == "DEPENDENCY"
+
+
+@pytest.mark.parametrize(
+    ("flag", "said"),
+    [
+        ("after:5", "'after:5': the types are afterok, afterany, afternotok (TYPE:ID[:ID...]); Slurm's after, aftercorr and singleton"),
+        ("afterok:5?afterany:6", "Muster waits for every dependency (','), not any one of them ('?')"),
+        ("afterok", "'afterok': give job ids after the type, as afterok:12 or afterok:12:13"),
+        ("singleton", "'singleton': the types are"),
+    ],
+)
+def test_dependencies_muster_does_not_take_are_refused_before_anything_is_sent(
+    signed_in: Any, capsys: pytest.CaptureFixture[str], flag: str, said: str
+) -> None:
+    code, _, err = run(capsys, "submit", "-G", "8", "-t", "1h", "--image", IMAGE, "-d", flag, "--", "python", "t.py")
+    assert code == 2 and said in err
+    assert not Job.objects.exists()
