@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from jobs.models import Job, JobDependency
-from tests.client.cli_run import run
-from tests.client.cli_run import run_live
+from tests.client.cli_run import run, run_live
 from tests.conftest import SimHarness
 
 IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
