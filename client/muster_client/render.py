@@ -223,7 +223,9 @@ def queue_table(
             "PENDING",
             shape(e),
             e["position"] if e["position"] is not None else "new",
-            f"{e['priority']['total']:.0f}" if e.get("priority") else "-",
+            # To one decimal, as `muster show`, `muster why` and every page say it: 8003 here read as another priority
+            # than the 8002.8 those gave the same job.
+            f"{e['priority']['total']:.1f}" if e.get("priority") else "-",
             "-",
             "-",
             expected_start(e),

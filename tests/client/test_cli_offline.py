@@ -288,8 +288,9 @@ def test_the_queue_lists_pending_jobs_then_the_running_ones_as_squeue_does(
     lines = out.splitlines()
     assert lines[0].split() == SQUEUE_HEADER
     # Pending first, with its place, priority, estimated start and reason; then the jobs on their nodes, oldest first,
-    # with the time since placement, what is left of the wall time, and their nodes.
-    assert lines[1].split() == ["9", "waits", "ann", "PENDING", "2x8", "1", "6050", "-", "-", "unknown", "(NO_ROOM)"]
+    # with the time since placement, what is left of the wall time, and their nodes. The priority to one decimal, as
+    # `muster show` and the pages say it (it read 6050 here and 6050.2 there).
+    assert lines[1].split() == ["9", "waits", "ann", "PENDING", "2x8", "1", "6050.2", "-", "-", "unknown", "(NO_ROOM)"]
     running = lines[2].split()
     assert running[:7] == ["7", "trains", "ann", "RUNNING", "4x8", "-", "-"]
     # (Placed 30 minutes ago with 2 hours of wall time, give or take the test's own seconds.)
