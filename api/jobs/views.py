@@ -198,9 +198,7 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
     )
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
-        body = JobCancelSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        comment = body.validated_data.get("reason", "")
+        comment = _reason_given(request)
         return self._detail(job_cancel(job=self.get_object(), by=api_user(request), comment=comment, request=request))
 
     @extend_schema(
@@ -217,9 +215,7 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
     )
     @action(detail=True, methods=["post"])
     def requeue(self, request: Request, pk: str | None = None) -> Response:
-        body = JobCancelSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        comment = body.validated_data.get("reason", "")
+        comment = _reason_given(request)
         return self._detail(job_requeue_by(job=self.get_object(), by=api_user(request), comment=comment, request=request))
 
     @extend_schema(
@@ -487,6 +483,13 @@ def _valid_or_every_problem(serializer: JobSubmitSerializer, owner: User) -> Non
     if not serializer.is_valid():
         errors, _ = submit_problems(serializer, owner)
         raise ValidationError(errors)
+
+
+def _reason_given(request: Request) -> str:
+    """A cancel's or requeue's `{"reason": ...}` (none: empty), refused with a 400 if it is not that."""
+    body = JobCancelSerializer(data=request.data)
+    body.is_valid(raise_exception=True)
+    return str(body.validated_data.get("reason", ""))
 
 
 def _queued(submit: Callable[[], list[Job]], after: list[Asked], notify: dict[str, Any] | None) -> list[Job]:

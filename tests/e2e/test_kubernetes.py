@@ -1622,12 +1622,7 @@ def test_a_jobs_namespace_held_terminating_keeps_jobs_waiting_spending_nothing_a
         told = list(JobEvent.objects.filter(job_id__in=jobs).values_list("reason", flat=True))
         assert not any("Failed launch" in r or "of at most" in r for r in told), told
     finally:
-        try:
-            kube.core.patch_namespaced_config_map("held", fresh, {"metadata": {"finalizers": None}})
-        except ApiException:
-            pass
-        if _exists(kube, fresh):
-            delete_namespace_and_pods(kube.core, fresh)
+        _let_go(kube, fresh)
 
 
 def test_a_jobs_namespace_being_deleted_requeues_its_running_jobs_at_once_and_charges_them_no_further(
@@ -1680,12 +1675,7 @@ def test_a_jobs_namespace_being_deleted_requeues_its_running_jobs_at_once_and_ch
         again = Job.objects.get(pk=job["id"])
         assert (again.attempt, again.restarts, again.launch_failures) == (2, 0, 0)
     finally:
-        try:
-            kube.core.patch_namespaced_config_map("held", fresh, {"metadata": {"finalizers": None}})
-        except ApiException:
-            pass
-        if _exists(kube, fresh):
-            delete_namespace_and_pods(kube.core, fresh)
+        _let_go(kube, fresh)
 
 
 def test_with_the_shipped_rbac_a_jobs_namespace_being_deleted_requeues_its_running_jobs_at_once(
@@ -1714,6 +1704,16 @@ def test_with_the_shipped_rbac_a_jobs_namespace_being_deleted_requeues_its_runni
         kube.core.patch_namespaced_config_map("held", kube.namespace, {"metadata": {"finalizers": None}})
         _wait(lambda: not _exists(kube, kube.namespace))
         kube.core.create_namespace({"metadata": {"name": kube.namespace}})  # for the fixtures' own teardown
+
+
+def _let_go(kube: KubeHarness, namespace: str) -> None:
+    """After a test that held `namespace` Terminating with a ConfigMap's finalizer: the finalizer off, the namespace gone."""
+    try:
+        kube.core.patch_namespaced_config_map("held", namespace, {"metadata": {"finalizers": None}})
+    except ApiException:
+        pass
+    if _exists(kube, namespace):
+        delete_namespace_and_pods(kube.core, namespace)
 
 
 def _exists(kube: KubeHarness, namespace: str) -> bool:
