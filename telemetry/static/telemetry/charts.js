@@ -6,7 +6,8 @@
 // loaded after DOMContentLoaded and the first paint, so the facts, status and logs read at once and each chart is
 // drawn when it comes ("Drawing the chart…" until then, telemetry.css). With plotly.js in a deferred tag of its own, the
 // page counted as loaded only after it was fetched, parsed and every chart drawn: 4-5 s in Chromium on a page the
-// server answered in 0.1 s. A page that loads plotly.js itself first (the what-if run's) is drawn at once.
+// server answered in 0.1 s. The what-if run's page loads it the same way; a page that loads plotly.js itself first is
+// drawn at once.
 (function () {
   "use strict";
   var tag = document.currentScript;
