@@ -1,6 +1,7 @@
 """A gunicorn config file (`gunicorn -c config/gunicorn_ready.py`) for `make run`: once this gunicorn holds its port,
 it touches MUSTER_GUNICORN_READY_FILE. scripts/run-local.sh prints its banner only after that, so an answer from
-another program that took the port first is never taken for Muster's.
+another program that took the port first is never taken for Muster's. Its workers leave a Ctrl-C to their master
+(`post_fork`).
 
 gunicorn loads it as a file, not as `config.gunicorn_ready`: nothing of the project is imported in its master.
 """
@@ -8,6 +9,7 @@ gunicorn loads it as a file, not as `config.gunicorn_ready`: nothing of the proj
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -17,3 +19,17 @@ def when_ready(server: Any) -> None:
     ready = os.environ.get("MUSTER_GUNICORN_READY_FILE")
     if ready:
         Path(ready).touch()
+
+
+def post_fork(server: Any, worker: Any) -> None:
+    # A Ctrl-C reaches every process of the terminal's group: a worker got its SIGINT and, at once, the SIGQUIT its master
+    # sends on the same Ctrl-C. A gthread worker's quick shutdown taken again inside itself (its thread pool's lock held
+    # by the first) hung it for good, and `make run` waited 20 s to kill it ("the web server (gunicorn) did not stop").
+    # Its master relays the Ctrl-C: the worker ignores SIGINT from when it sets its own handlers.
+    set_handlers = worker.init_signals
+
+    def init_signals() -> None:
+        set_handlers()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    worker.init_signals = init_signals

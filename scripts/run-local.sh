@@ -56,6 +56,7 @@ PY
 "$BIN/python" manage.py collectstatic --noinput -v 0
 
 pids=()
+web=""
 declare -A names=() stop_signals=()
 # started PID NAME [SIGNAL]: SIGNAL (default TERM) is what stops it.
 started() { pids+=("$1"); names[$1]=$2; stop_signals[$1]=${3:-TERM}; }
@@ -73,8 +74,11 @@ stop() {
     ((${#left[@]})) || break
     # Again every 2 s: a process still starting drops the first (Celery before it sets its handlers, SIGINT and SIGQUIT
     # ignored as in any background job), and a Ctrl-C right after the banner waited out STOP_SECONDS and a kill.
+    # The web server's workers too: gunicorn signals them once, and a worker it was still starting (one it started
+    # for another the Ctrl-C had ended) drops that; gunicorn then waited on it 30 s.
     if ((i % 10 == 0)); then
       for pid in "${left[@]}"; do kill "-${stop_signals[$pid]}" "$pid" 2>/dev/null || true; done
+      [[ -z $web ]] || pkill -QUIT -P "$web" 2>/dev/null || true
     fi
     sleep 0.2
   done
@@ -92,7 +96,10 @@ trap stop EXIT
 export MUSTER_GUNICORN_READY_FILE="$MUSTER_DATA_DIR/gunicorn.ready"
 rm -f "$MUSTER_GUNICORN_READY_FILE"
 "$BIN/gunicorn" config.wsgi -c config/gunicorn_ready.py --bind "$HOST:$PORT" --workers 2 --threads 8 --access-logfile - --log-level warning &
-started $! "the web server (gunicorn)"
+# Stopped with SIGQUIT, gunicorn's quick shutdown: a SIGTERM it read before the Ctrl-C's SIGINT made it a graceful one,
+# which waited on its workers up to its 30 s graceful timeout, past STOP_SECONDS ("did not stop within 20 s").
+web=$!
+started "$web" "the web server (gunicorn)" QUIT
 "$BIN/celery" -A config --quiet worker --loglevel WARNING --concurrency 1 --hostname "muster@%h" --without-gossip --without-mingle --without-heartbeat &
 started $! "the Celery worker"
 # What-if replays (/whatif/) on their own queue and worker, so a long replay never holds up the scheduling cycle.

@@ -21,7 +21,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 SERVER = """
-import http.server, os, pathlib, sys
+import http.server, os, pathlib, signal, sys
+
+# As gunicorn: SIGINT and SIGQUIT a quick shutdown, SIGTERM a graceful one (here: never done, a worker that hangs).
+for sig in (signal.SIGINT, signal.SIGQUIT):
+    signal.signal(sig, lambda number, frame: os._exit(0))
+signal.signal(signal.SIGTERM, lambda number, frame: None)
 
 
 class Ok(http.server.BaseHTTPRequestHandler):
@@ -204,8 +209,9 @@ def test_ctrl_c_is_a_stop_not_a_crash(tmp_path: Path, signals: Callable[[], None
 
 
 def test_a_process_that_dies_alone_is_named_and_the_rest_stopped(tmp_path: Path) -> None:
-    """Not a Ctrl-C: beat alone is stopped (by someone's kill, or a crash). The script says which and stops the rest."""
-    script, log = _start(tmp_path)
+    """Not a Ctrl-C: beat alone is stopped (by someone's kill, or a crash). The script says which and stops the rest, the
+    web server with a quick shutdown (a graceful one waited out its workers, past MUSTER_STOP_SECONDS)."""
+    script, log = _start(tmp_path, MUSTER_STOP_SECONDS="8")
     beat = subprocess.run(
         ["pgrep", "-g", str(script.pid), "-f", "celery.py -A config --quiet beat"], capture_output=True, text=True
     ).stdout.split()
@@ -218,6 +224,7 @@ def test_a_process_that_dies_alone_is_named_and_the_rest_stopped(tmp_path: Path)
     output = (log / "output").read_text()
     assert "Celery beat exited (status 0); stopping the rest" in output
     assert "stopping Muster..." in output
+    assert "did not stop" not in output, output
     assert script.returncode == 1
     assert subprocess.run(["pgrep", "-g", str(script.pid)], capture_output=True).returncode == 1
 
