@@ -104,7 +104,7 @@ def test_the_submit_preview_names_the_jobs_a_production_job_would_preempt_and_sh
     sim: SimHarness, submit: Any, settings: Any, user: Any, admin_user: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """It said only "preempting 1 job"; an admin about to throw away another team's GPU-hours sees which, and that an
-    elastic job is shrunk too."""
+    elastic job is shrunk too (by 6 nodes: with the 4 the stopped job frees, 10 are enough)."""
     settings.MUSTER_PREEMPTION_MIN_RUNTIME_SECONDS = 60
     plain = submit(name="plain-4", nodes=4, wall_time_seconds=7200, simulate={"duration_seconds": 3600})["id"]
     elastic = submit(name="wide", nodes=None, min_nodes=4, max_nodes=12, wall_time_seconds=7200, simulate={"duration_seconds": 3600})["id"]
@@ -114,14 +114,14 @@ def test_the_submit_preview_names_the_jobs_a_production_job_would_preempt_and_sh
     monkeypatch.setattr("scheduler.estimate.timezone.now", sim.clock)  # the form's estimate is of the simulated now
     html = session_for(admin_user).post("/jobs/new/estimate/", submit_form(nodes="10", priority_class="production")).json()["html"]
     who = user.get_username()
-    assert f"preempting job {plain} (plain-4, {who}) and shrinking job {elastic} (wide, {who}) from 12 to 4 nodes." in html
+    assert f"preempting job {plain} (plain-4, {who}) and shrinking job {elastic} (wide, {who}) from 12 to 6 nodes." in html
     # The API (and so `muster submit --test-only`) names them alike.
     body = client_for(admin_user).post("/api/v1/jobs/estimate/", job_payload(nodes=10, priority_class="production"), format="json")
     start = body.json()["start"]
     assert (start["preempts"], start["stopped"]) == (1, [{"id": plain, "name": "plain-4", "owner": who}])
-    assert start["shrunk"] == [{"id": elastic, "name": "wide", "owner": who, "from_nodes": 12, "to_nodes": 4}]
+    assert start["shrunk"] == [{"id": elastic, "name": "wide", "owner": who, "from_nodes": 12, "to_nodes": 6}]
     told = render.estimate_text(body.json())
-    assert f"preempting job {plain} (plain-4, {who}) and shrinking job {elastic} (wide, {who}) from 12 to 4 nodes)." in told
+    assert f"preempting job {plain} (plain-4, {who}) and shrinking job {elastic} (wide, {who}) from 12 to 6 nodes)." in told
 
 
 def grown_to_eight(sim: SimHarness, submit: Any) -> Job:
