@@ -12,6 +12,7 @@ from django.utils.text import capfirst
 
 from api.jobs.serializers import JobSubmitSerializer
 from frontend.templatetags.muster import duration
+from jobs.dependencies import DependencyTextInvalid, dependencies_parse, dependencies_text
 from jobs.models import Job
 from jobs.validators import env_errors
 
@@ -107,6 +108,16 @@ class JobForm(forms.Form):
     preemptible = forms.BooleanField(
         required=False, help_text="May run on idle GPUs beyond your quota; stopped and requeued first when they are needed."
     )
+    dependencies = forms.CharField(
+        max_length=10000,
+        required=False,
+        label="Start after",
+        widget=forms.TextInput(attrs={**MONO, "placeholder": "afterok:12:13,afterany:14"}),
+        help_text="Jobs to wait for, as sbatch --dependency (muster submit -d) writes them: afterok:ID once it has "
+        "succeeded, afternotok:ID once it has failed, timed out or been cancelled, afterany:ID once it has ended; several "
+        "ids as afterok:12:13, several types joined by commas. An array's id names every element. One that can never be "
+        "met any more cancels the job, saying why.",
+    )
     notify_on = forms.MultipleChoiceField(
         choices=[("start", "it starts"), ("end", "it ends"), ("fail", "it fails"), ("requeue", "it is requeued after running")],
         required=False,
@@ -139,7 +150,8 @@ class JobForm(forms.Form):
         "max_nodes": "nodes", "gpus_per_node": "gpus_per_node", "rdma_per_node": "rdma_per_node", "gpu_fraction": "gpu_fraction",
         "gpu_memory_gb": "gpu_memory_gb", "gpu_isolation": "gpu_isolation", "wall_time_seconds": "wall_time_minutes",
         "priority_class": "priority_class", "max_restarts": "max_restarts", "team": "team", "volumes": "volumes",
-        "preemptible": "preemptible", "notify": "notify_on", "simulate.duration_seconds": "sim_duration_seconds",
+        "preemptible": "preemptible", "notify": "notify_on", "dependencies": "dependencies",
+        "simulate.duration_seconds": "sim_duration_seconds",
         "simulate.exit_code": "sim_exit_code",
     }  # fmt: skip
     # Where the API's error keys land on this form.
@@ -161,6 +173,7 @@ class JobForm(forms.Form):
             ),
         ),
         ("A slice of a GPU (instead of whole GPUs)", ("gpu_fraction", "gpu_memory_gb", "gpu_isolation")),
+        ("Dependencies", ("dependencies",)),
         ("Notifications", ("notify_on",)),
         ("Simulated cluster", ("sim_duration_seconds", "sim_exit_code")),
     )
@@ -267,6 +280,7 @@ class JobForm(forms.Form):
             "volumes": "\n".join(f"{v['claim']}:{v['mount_path']}{':ro' if v.get('read_only') else ''}" for v in job.volumes),
             "sim_duration_seconds": _whole(simulate.get("duration_seconds")),
             "sim_exit_code": simulate.get("exit_code"),
+            "dependencies": dependencies_text(job) or None,
             "carried": submit_spec_of(job),
         }
         return {key: value for key, value in initial.items() if value is not None}
@@ -325,6 +339,15 @@ class JobForm(forms.Form):
             for applies_to, whose, most in self.wall_time_limits
             if minutes is not None and applies_to in (None, team) and minutes * 60 > most
         ]
+
+    def clean_dependencies(self) -> list[dict[str, Any]]:
+        """Start after's text as the API's `dependencies`, every mistake at once (jobs.dependencies reads it as
+        `muster submit -d` does); the API then checks the jobs named."""
+        try:
+            asked = dependencies_parse(self.cleaned_data["dependencies"])
+        except DependencyTextInvalid as exc:
+            raise forms.ValidationError(exc.problems) from exc
+        return [{"type": kind, "job": job_id} for kind, job_id in asked]
 
     def clean_volumes(self) -> list[dict[str, Any]]:
         volumes, errors = [], []
@@ -387,6 +410,8 @@ class JobForm(forms.Form):
         payload["team"] = data.get("team") or None
         if data.get("volumes"):
             payload["volumes"] = data["volumes"]
+        if data.get("dependencies"):
+            payload["dependencies"] = data["dependencies"]
         payload["preemptible"] = bool(data.get("preemptible")) or (
             "preemptible" not in self.fields and data.get("priority_class") == PREEMPTIBLE_CLASS
         )

@@ -17,6 +17,7 @@ urlpatterns = [
     path("jobs/<int:pk>/cancel/", views.job_cancel_view, name="job-cancel"),
     path("jobs/<int:pk>/hold/", views.job_hold_view, name="job-hold"),
     path("jobs/<int:pk>/release/", views.job_release_view, name="job-release"),
+    path("jobs/<int:pk>/requeue/", views.job_requeue_view, name="job-requeue"),
     path("cluster/", views.cluster_view, name="cluster"),
     path("dashboard/", views.dashboard_view, name="dashboard"),
     path("usage/", quota_views.usage_view, name="usage"),

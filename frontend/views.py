@@ -11,7 +11,7 @@ from functools import partial
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import User
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.cache import cache
 from django.core.paginator import InvalidPage, Paginator
 from django.db.models import QuerySet
@@ -31,7 +31,8 @@ from jobs.amounts import plural
 from jobs.arrays import index_ranges
 from jobs.attempts import job_attempts
 from jobs.cluster import ClusterUnavailable
-from jobs.errors import HoldNotYours, JobFinished, JobNotHoldable, JobNotStarted
+from jobs.dependencies import job_dependencies_shown
+from jobs.errors import HoldNotYours, JobFinished, JobNotHoldable, JobNotRequeueable, JobNotStarted
 from jobs.logs import job_attempt_ranks, job_logs, ranks_text
 from jobs.models import Job
 from jobs.selectors import (
@@ -44,7 +45,7 @@ from jobs.selectors import (
     jobs_visible_to,
     with_queued_at,
 )
-from jobs.services import CANCEL_COMMENT_MAX, job_cancel, job_cancel_many, job_hold, job_release
+from jobs.services import CANCEL_COMMENT_MAX, job_cancel, job_cancel_many, job_hold, job_release, job_requeue_by
 from jobs.sorting import JOB_LIST_DEFAULT, QUEUE_DEFAULT, Sorting, job_columns, queue_columns, sort_refusal
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.selectors import job_filter_teams
@@ -214,7 +215,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         request,
         "frontend/job_detail.html",
         {
-            **_job_parts_context(job, request.GET),
+            **_job_parts_context(job, request.GET, request.user),
             "assigned_nodes": job_nodes_shown(job),
             "assigned_racks": job_racks_shown(job),
             "logs": logs,
@@ -246,14 +247,17 @@ JOB_PARTS = {
     "job-status": "frontend/job_status.html",
     "run-time": "frontend/job_run_time.html",
     "job-attempts": "frontend/job_attempts.html",
+    "job-dependencies": "frontend/job_dependencies.html",
 }
 
 
-def _job_parts_context(job: Job, query: QueryDict) -> dict[str, object]:
+def _job_parts_context(job: Job, query: QueryDict, viewer: User | AnonymousUser) -> dict[str, object]:
     """What JOB_PARTS draw: the job, its place in the queue while it waits (what the last cycle stored on it: no
-    other job is read), its run time and its attempts (from its prefetched events and allocations)."""
+    other job is read), its run time and its attempts (from its prefetched events and allocations), and its
+    dependencies both ways, with the state of each job now (what it waits for changes while it waits)."""
     return {
         "job": job,
+        "dependencies": job_dependencies_shown(job, viewer),
         "queue_entry": queue_entry(job),
         "run_time": _run_time(job),
         "attempts": job_attempts(job),
@@ -287,7 +291,7 @@ def job_live(request: HttpRequest, pk: int) -> JsonResponse:
     job = get_object_or_404(jobs_visible_to(request.user).prefetch_related("events"), pk=pk)
     if errors := job_query_errors(job, request.GET):
         return JsonResponse(errors, status=400)  # the API's shape; the poller reloads, and the page says it
-    parts = render_parts(request, JOB_PARTS, _job_parts_context(job, request.GET))
+    parts = render_parts(request, JOB_PARTS, _job_parts_context(job, request.GET, request.user))
     body: dict[str, object] = {"state": job.state, "attempt": job.attempt, "updated": updated_at(), "parts": parts}
     if job.state != JobState.RUNNING:
         return JsonResponse(body)
@@ -390,14 +394,15 @@ def _logs(job: Job, query: QueryDict) -> dict[str, object] | None:
 def _job_action(
     request: AuthenticatedHttpRequest, pk: int, act: Callable[..., Job], refused: tuple[type[Exception], ...], done: str
 ) -> HttpResponse:
-    """A job page's button (Cancel, Hold, Release): the service's refusal in its words, else `done`; back to the page."""
+    """A job page's button (Cancel, Hold, Release, Requeue): the service's refusal in its words (the API's 409), else
+    `done` (with the job as the service left it: `{pk}`, `{attempt}`); back to the page."""
     job = get_object_or_404(jobs_visible_to(request.user), pk=pk)
     try:
-        act(job=job, by=request.user, request=request)
+        after = act(job=job, by=request.user, request=request)
     except refused as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, done.format(pk=job.pk))
+        messages.success(request, done.format(pk=after.pk, attempt=after.attempt))
     return redirect("frontend:job-detail", pk=pk)
 
 
@@ -528,6 +533,20 @@ def job_release_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse
     """The job page's Release: as `muster release` (`jobs.services.job_release`)."""
     done = "Job {pk} released: it may start from the next scheduling cycle."
     return _job_action(request, pk, job_release, (JobNotHoldable, HoldNotYours), done)
+
+
+@login_required
+@require_POST
+def job_requeue_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    """The job page's Requeue: as `muster requeue [--hold] [--reason]` (`jobs.services.job_requeue_by`), for a placed or
+    running job; held in the same transaction when asked (`muster requeue --hold` holds it in a second request)."""
+    comment = request.POST.get("reason", "").strip()[:CANCEL_COMMENT_MAX]
+    hold = request.POST.get("hold") == "1"
+    if hold:
+        done = "Job {pk} requeued and held: its attempt {attempt} was stopped; it is not started until released."
+    else:
+        done = "Job {pk} requeued: its attempt {attempt} was stopped; it waits in the queue again, in its place."
+    return _job_action(request, pk, partial(job_requeue_by, comment=comment, hold=hold), (JobNotRequeueable,), done)
 
 
 QUEUE_PAGE_SIZE = 100

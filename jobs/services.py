@@ -518,11 +518,15 @@ def job_cancel(
 CANCEL_COMMENT_MAX = 300
 
 
-def job_requeue_by(*, job: Job, by: User, comment: str = "", backend: ClusterBackend | None = None, request: Any = None) -> Job:
+def job_requeue_by(
+    *, job: Job, by: User, comment: str = "", hold: bool = False, backend: ClusterBackend | None = None, request: Any = None
+) -> Job:
     """`scontrol requeue`: stop a placed or running job's gang and put it back in the queue, keeping its submit time (its
     place). Its pods are deleted after the commit; what it ran is charged up to now. It spends none of its restarts
     (they are for failures) and counts as no preemption. Someone else's job (an admin) is audited. Raises
-    JobNotRequeueable if it is not SCHEDULED or RUNNING (a pending job is queued already; an ended one is resubmitted)."""
+    JobNotRequeueable if it is not SCHEDULED or RUNNING (a pending job is queued already; an ended one is resubmitted).
+
+    `hold`: `scontrol requeuehold`, held (`job_hold`) in the same transaction, so no cycle can place it in between."""
     who = by.get_username()
     text = comment.strip()
     why = f"Requeued by {who}: {text}{'' if text.endswith(('.', '!', '?')) else '.'}" if text else f"Requeued by {who}."
@@ -539,6 +543,8 @@ def job_requeue_by(*, job: Job, by: User, comment: str = "", backend: ClusterBac
         if by.pk != job.owner_id:
             changes = {"state": [was, job.state], "reason": ["", why]}
             audit_record(actor=by, action="job.requeue", target=job, changes=changes, request=request, job=job)
+        if hold:
+            job = job_hold(job=job, by=by, request=request)
         job_id = job.pk
         transaction.on_commit(lambda: _teardown_quietly(backend or get_backend(), job_id, attempt, ranks))
         queue_changed()

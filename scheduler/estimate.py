@@ -21,6 +21,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Max
 from django.utils import timezone
 
+from jobs.dependencies import waits_of as dependency_waits_of
 from jobs.lifecycle import fit_reason
 from jobs.models import Job
 from jobs.services import ResourceAsk, job_check_fits_cluster, job_submit_problems
@@ -120,6 +121,9 @@ def _as_queued(owner: User, spec: dict[str, Any], now: datetime) -> PendingJob |
     if any(spec.get(field) is None for field in ("nodes", "gpus_per_node", "wall_time_seconds")):
         return None
     team = spec.get("team")
+    # Its dependencies not met yet keep it waiting (DEPENDENCY), its start from when those jobs are expected to end:
+    # estimated without them, a job after one running for hours read "starts now".
+    waits_for, after = dependency_waits_of(spec.get("dependencies") or [])
     return pending_job(
         job_id=(Job.objects.aggregate(last=Max("id"))["last"] or 0) + 1,
         nodes=spec["nodes"],
@@ -136,6 +140,8 @@ def _as_queued(owner: User, spec: dict[str, Any], now: datetime) -> PendingJob |
         gpu_isolation=bool(spec.get("gpu_isolation")),
         preemptible=bool(spec.get("preemptible")),
         rdma_per_node=spec.get("rdma_per_node") or 0,
+        waits_for=waits_for,
+        after=after,
     )
 
 

@@ -29,7 +29,7 @@ def test_a_job_waits_for_its_dependency_to_succeed_then_starts(api: APIClient, s
     assert job["state"] == "PENDING"
     assert job["pending_reason"] == {
         "code": "DEPENDENCY",
-        "message": f"Waits for its dependencies: job {first['id']} after it succeeds (afterok; it is RUNNING).",
+        "message": f"Waits for job {first['id']} to succeed (afterok; it is RUNNING).",
     }
     assert job["estimated_start"] is not None
     sim.advance(30)

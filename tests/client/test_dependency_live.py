@@ -32,7 +32,7 @@ def test_submit_dependency_as_sbatch_writes_it_and_show_says_where_each_stands(
     code, out, _ = run_live(capsys, "show", str(job))
     assert code == 0
     assert f"dependencies    afterok:{first} (SCHEDULED), afterok:{second} (SCHEDULED)\n" in out
-    assert "reason          Waits for its dependencies: job" in out
+    assert f"reason          Waits for job {first} to succeed (afterok; it is PENDING) and job {second} to succeed" in out
     assert Job.objects.get(pk=job).pending_reason_code == "DEPENDENCY"
 
 
