@@ -666,7 +666,7 @@ def _cancel_many(client: Client, job_ids: list[int], args: argparse.Namespace, d
     done["not_found"] += result["not_found"]
     if not args.json:
         for job in result["cancelled"]:
-            out(f"Cancelled job {job['id']} ({job['name']})")
+            out(render.job_cancelled(job))
     for job in result["ended"]:
         refuse(f"Job {job['id']} has already ended ({job['state']}); there is nothing to cancel.")
     for job_id in result["not_found"]:

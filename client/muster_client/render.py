@@ -313,6 +313,12 @@ def _elements(array_id: int, jobs: Sequence[JSON]) -> str:
     return f"{array_id}_{indices[0]}" if len(indices) == 1 else f"{array_id}_[{index_ranges(indices)}]"
 
 
+def job_cancelled(job: JSON) -> str:
+    """`Cancelled job 12 (train)`; an array's element as scancel names it too: `Cancelled job 5 (sweep): 3_2`."""
+    element = f": {_elements(job['array_id'], [job])}" if job.get("array_id") is not None else ""
+    return f"Cancelled job {job['id']} ({job['name']}){element}"
+
+
 def array_cancelled(result: JSON, *, whole: bool) -> str:
     """`muster cancel 4` / `4_7`: what was cancelled of an array (Client.cancel_array's answer; some was)."""
     array_id, done = result["array_id"], result["cancelled"]

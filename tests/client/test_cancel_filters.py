@@ -74,6 +74,17 @@ def test_cancel_by_name_and_state_takes_only_your_matching_jobs(
     assert state(erins) == JobState.PENDING
 
 
+def test_an_arrays_elements_cancelled_by_filter_are_named_as_scancel_names_them(
+    signed_in: Any, tx_sim: SimHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_live(capsys, "submit", "-G", "8", "-t", "1h", "--image", IMAGE, "-J", "sweep", "--array", "0-1", "--", "x")
+    assert code == 0, err
+    array_id = int(re.search(r"Submitted array (\d+)", out).group(1))  # type: ignore[union-attr]
+    code, out, _ = run_live(capsys, "cancel", "-n", "sweep")
+    assert code == 0
+    assert out.splitlines() == [f"Cancelled job {array_id} (sweep): {array_id}_0", f"Cancelled job {array_id + 1} (sweep): {array_id}_1"]
+
+
 def test_cancel_without_ids_or_a_filter_is_refused(signed_in: Any, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_live(capsys, "cancel")
     assert code != 0
