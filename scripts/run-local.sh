@@ -65,6 +65,9 @@ STOP_SECONDS=${MUSTER_STOP_SECONDS:-20}
 stop() {
   trap - INT TERM EXIT
   echo; echo "stopping Muster..."
+  # Bash reports each child a signal stopped ("line 71: 32471 Quit  celery ... worker") as it reaps it: the stop
+  # asked for that, so its own stderr is quiet meanwhile; what the stop has to say goes to the real one (fd 3).
+  exec 3>&2 2>/dev/null
   local pid
   local -a left=()
   for pid in "${pids[@]}"; do kill "-${stop_signals[$pid]}" "$pid" 2>/dev/null || true; done
@@ -83,11 +86,12 @@ stop() {
     sleep 0.2
   done
   for pid in "${left[@]}"; do
-    echo "${names[$pid]} did not stop within ${STOP_SECONDS} s; killing it" >&2
+    echo "${names[$pid]} did not stop within ${STOP_SECONDS} s; killing it" >&3
     pkill -KILL -P "$pid" 2>/dev/null || true # its own children first (a Celery worker's pool), or they outlive it
     kill -KILL "$pid" 2>/dev/null || true
   done
   wait "${pids[@]}" 2>/dev/null || true
+  exec 2>&3 3>&-
 }
 trap 'stop; exit 130' INT TERM
 trap stop EXIT
