@@ -76,7 +76,7 @@ def test_queue_j_shows_only_the_jobs_named_as_squeue_j(capsys: pytest.CaptureFix
     assert [line.split()[:4] for line in out.splitlines()[1:-1]] == [["9", "waits", "ann", "PENDING"], ["7", "trains", "ann", "RUNNING"]]
     assert out.splitlines()[-1] == (
         "2 shown; in the whole queue 1 pending (NO_ROOM 1), 5 running or starting "
-        "(others' jobs on their nodes are listed to their owners and admins only)"
+        "(others' jobs on their nodes are listed to their owners and admins only), 1 borrowing beyond quota (preempted first)"
     )
     _session(monkeypatch, response(200, pending), response(200, {"count": 2, "next": None, "results": _on_nodes()}))
     code, out, _ = run(capsys, "queue", "-j", "10", "-j", "8", "--json")

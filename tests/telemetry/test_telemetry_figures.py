@@ -207,8 +207,10 @@ def test_the_live_view_of_a_job_that_is_not_running_has_its_state_and_status_but
     job = Job.objects.get(pk=job_id)
     body = live(page, job).json()
     assert (body["state"], body["attempt"]) == ("PENDING", 0) and "figures" not in body
-    assert set(body["parts"]) == {"job-status", "run-time", "job-attempts"}
+    # Its dependencies too (none here: an empty part), which the page redraws as the jobs it waits for move on.
+    assert set(body["parts"]) == {"job-status", "run-time", "job-attempts", "job-dependencies"}
     assert "Queued" in body["parts"]["job-status"] and body["parts"]["run-time"] == body["parts"]["job-attempts"].strip() == ""
+    assert body["parts"]["job-dependencies"].strip() == ""
     # The queued job's page updates in place too (no whole-page refresh, except without JavaScript).
     html = page.get(f"/jobs/{job_id}/").content.decode()
     assert '<noscript><meta http-equiv="refresh"' in html and "frontend/job_live.js" in html
