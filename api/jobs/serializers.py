@@ -849,6 +849,16 @@ class JobCancelSerializer(StrictSerializer):
     reason = serializers.CharField(required=False, allow_blank=True, max_length=CANCEL_COMMENT_MAX, help_text=CANCEL_REASON_HELP)
 
 
+class JobRequeueSerializer(JobCancelSerializer):
+    """The body of a requeue: nothing, or why, and whether to hold it too."""
+
+    hold = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Hold it as well (scontrol requeuehold), in the same transaction: no cycle starts it first.",
+    )
+
+
 # The most jobs one cancel of several names (scancel's list of ids); an array's elements go by cancel-array.
 CANCEL_MANY_MAX = 1000
 

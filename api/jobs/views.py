@@ -38,6 +38,7 @@ from api.jobs.serializers import (
     JobCancelSerializer,
     JobCheckSerializer,
     JobDetailSerializer,
+    JobRequeueSerializer,
     JobsCancelledSerializer,
     JobsCancelSerializer,
     JobSerializer,
@@ -202,7 +203,7 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
         return self._detail(job_cancel(job=self.get_object(), by=api_user(request), comment=comment, request=request))
 
     @extend_schema(
-        request=JobCancelSerializer,
+        request=JobRequeueSerializer,
         responses={
             200: JobDetailSerializer,
             400: OpenApiResponse(description="A field it does not take, or a reason over 300 characters: nothing was done"),
@@ -210,13 +211,18 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
         },
         description="`scontrol requeue`: stop a placed or running job and put it back in the queue, in the place its submit "
         "time gives it. Its pods are deleted; what it ran is charged; none of its restarts is spent and it counts as no "
-        'preemption. No body, or `{"reason": ...}`: why, added to its reason. Someone else\'s job (an admin) is audited '
-        "(job.requeue).",
+        'preemption. No body, or `{"reason": ..., "hold": true}`: why, added to its reason, and to hold it too '
+        "(scontrol requeuehold). Someone else's job (an admin) is audited (job.requeue).",
     )
     @action(detail=True, methods=["post"])
     def requeue(self, request: Request, pk: str | None = None) -> Response:
-        comment = _reason_given(request)
-        return self._detail(job_requeue_by(job=self.get_object(), by=api_user(request), comment=comment, request=request))
+        body = JobRequeueSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        job = self.get_object()
+        given = body.validated_data
+        return self._detail(
+            job_requeue_by(job=job, by=api_user(request), comment=given.get("reason", ""), hold=given["hold"], request=request)
+        )
 
     @extend_schema(
         request=None,

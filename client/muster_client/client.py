@@ -138,10 +138,11 @@ class Client:
         body: JSON = {"ids": [int(job_id) for job_id in job_ids], **({"reason": reason} if reason else {})}
         return self._object("POST", "jobs/cancel-many/", json=body)
 
-    def requeue(self, job_id: int, reason: str = "") -> Job:
-        """`scontrol requeue`: stop a placed or running job and put it back in the queue in its place (no restart
-        spent); ApiError 409 if it is not placed or running."""
-        return self._object("POST", f"jobs/{int(job_id)}/requeue/", json={"reason": reason} if reason else None)
+    def requeue(self, job_id: int, reason: str = "", *, hold: bool = False) -> Job:
+        """`scontrol requeue` (`hold`: requeuehold, in the same request): stop a placed or running job and put it back
+        in the queue in its place (no restart spent); ApiError 409 if it is not placed or running."""
+        body = {**({"reason": reason} if reason else {}), **({"hold": True} if hold else {})}
+        return self._object("POST", f"jobs/{int(job_id)}/requeue/", json=body or None)
 
     def hold(self, job_id: int) -> Job:
         """`scontrol hold`: keep a pending job queued but never started until released; ApiError 409 if it is not

@@ -579,9 +579,7 @@ def requeue(args: argparse.Namespace) -> int:
     for ref in dict.fromkeys(args.job_ids):
         try:
             job_id = resolve(client, ref)
-            job = client.requeue(job_id, reason=args.reason)
-            if args.hold:
-                job = client.hold(job_id)
+            job = client.requeue(job_id, reason=args.reason, hold=args.hold)
         except (ApiError, SpecError) as exc:
             if isinstance(exc, ApiError) and exc.status >= 500:
                 raise

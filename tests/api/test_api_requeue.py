@@ -58,3 +58,17 @@ def test_only_a_placed_or_running_job_is_requeued_and_only_by_its_owner_or_an_ad
     assert api.post(url(job["id"], "cancel/")).status_code == 200
     response = api.post(url(job["id"]))
     assert response.status_code == 409 and "has already ended (CANCELLED)" in response.json()["detail"]
+
+
+def test_requeue_with_hold_holds_it_in_the_same_request(api: APIClient, submit: Any, sim: Any) -> None:
+    """scontrol requeuehold: two requests (requeue, then hold) left a cycle between them to start it again."""
+    job = submit()
+    sim.cycle()
+    sim.advance(2)
+    response = api.post(url(job["id"]), {"hold": True, "reason": "bad node"}, format="json")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["state"] == "PENDING" and body["held"]["kind"] == "user"
+    sim.advance(2)
+    assert Job.objects.get(pk=job["id"]).state == "PENDING"
+    assert api.post(url(job["id"]), {"hold": "yes"}, format="json").status_code in (400, 409)
