@@ -15,6 +15,7 @@ from jobs.errors import (
     JobNotRequeueable,
     JobNotRunning,
     JobNotStarted,
+    JobNotUpdatable,
 )
 
 
@@ -26,5 +27,6 @@ def register() -> None:
     domain_error_register(JobNotRunning, lambda exc: Conflict(str(exc)))
     domain_error_register(JobNotHoldable, lambda exc: Conflict(str(exc)))
     domain_error_register(JobNotRequeueable, lambda exc: Conflict(str(exc)))
+    domain_error_register(JobNotUpdatable, lambda exc: Conflict(str(exc)))
     domain_error_register(HoldNotYours, lambda exc: PermissionDenied(str(exc)))
     domain_error_register(ClusterUnavailable, lambda exc: ClusterUnreachable(f"The cluster cannot be reached: {exc}"))

@@ -21,6 +21,7 @@ ACTIONS = (
     "job.hold",
     "job.release",
     "job.requeue",
+    "job.update",
     "job.admin_edit",
     "job.admin_delete",
     "node.hold",

@@ -64,3 +64,7 @@ class JobNotHoldable(Exception):
 
 class HoldNotYours(Exception):
     """A release of a hold the asker may not lift: an admin's hold on a job, released by its owner."""
+
+
+class JobNotUpdatable(Exception):
+    """An update (`scontrol update`) of a job that is not PENDING: a placed or running job's asks are not changed."""

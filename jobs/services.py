@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import audit_record
-from jobs.amounts import plural
+from jobs.amounts import duration, plural
 from jobs.arrays import index_ranges
 from jobs.cluster import ClusterBackend, ClusterNode, get_backend
 from jobs.errors import (
@@ -28,6 +28,7 @@ from jobs.errors import (
     JobFinished,
     JobNotHoldable,
     JobNotRequeueable,
+    JobNotUpdatable,
 )
 from jobs.holds import hold_reason
 from jobs.hooks import job_hooks, queue_changed
@@ -788,3 +789,92 @@ def _teardown_quietly(backend: ClusterBackend, job_id: int, attempt: int, ranks:
         gang_teardown(backend, job_id, attempt, range(ranks))
     except Exception:
         logger.exception("teardown of job %s attempt %s failed; the next cycle will retry", job_id, attempt)
+
+
+# What `job_update` may change of a pending job (`scontrol update`), in the order its history names them; everything
+# else a job asks for (its image, command, nodes, GPUs, team, volumes) is cancelled and resubmitted.
+UPDATABLE_FIELDS = ("name", "wall_time_seconds", "priority_class", "max_restarts", "preemptible")
+
+
+def job_update(*, job_ids: Sequence[int], by: User, changes: Mapping[str, Any], request: Any = None) -> list[Job]:
+    """`scontrol update JobId=42 TimeLimit=2:00:00 Name=x`: change what `changes` gives (of UPDATABLE_FIELDS, each
+    already valid on its own: the submit serializer's validators) of the PENDING jobs of `job_ids` (one job, or an
+    array's pending elements), all or none, in one transaction. Returns them, by id.
+
+    Each is checked against its owner's limits as its submit was (`job_submit_problems` with the job as it would be),
+    every refusal at once as a ValidationError: a wall time beyond the owner's most, a class the owner may not use
+    (an admin may give one, as at submit: a reserved class is given, not taken). Unlike Slurm, an owner may raise a
+    wall time as well as lower it: their limits are the site's rule, checked here as at submit, and a pending job has
+    used nothing yet. Raises JobNotUpdatable if one is not PENDING (a running job's wall time is not changed here),
+    JobFinished if one has ended.
+
+    Each changed job gets an event from and to PENDING naming who changed what from what to what; someone else's (an
+    admin) is audited (job.update). A change the scheduler plans by (wall time, class, preemptible) clears the job's
+    stored estimate and reservation, as a hold does, and asks for a cycle: the next one reads the new values.
+    """
+    unknown = sorted(set(changes) - set(UPDATABLE_FIELDS))
+    if unknown:
+        raise ValueError(f"job_update changes only {', '.join(UPDATABLE_FIELDS)}; not {', '.join(unknown)}")
+    planned_by = {"wall_time_seconds", "priority_class", "preemptible"}
+    with transaction.atomic():
+        jobs = list(Job.objects.select_for_update(of=("self",)).select_related("owner", "team").filter(pk__in=job_ids).order_by("pk"))
+        for job in jobs:
+            if job.state in TERMINAL_STATES:
+                raise JobFinished(f"Job {job.pk} has already ended ({job.state}); only a pending job can be updated.")
+            if job.state != JobState.PENDING:
+                raise JobNotUpdatable(
+                    f"Job {job.pk} is {job.state}: only a pending job can be updated (a placed or running job's wall time "
+                    "and the rest are not changed here; cancel and resubmit it, or requeue it first)."
+                )
+        problems: dict[str, list[str]] = {}
+        for job in jobs:
+            if not planned_by & {k for k, v in changes.items() if getattr(job, k) != v}:
+                continue  # a name or restarts changes none of the owner's limits
+            spec: dict[str, Any] = {
+                "nodes": job.nodes,
+                "gpus_per_node": job.gpus_per_node,
+                "wall_time_seconds": job.wall_time_seconds,
+                "priority_class": job.priority_class,
+                "team": job.team,
+                "preemptible": job.preemptible,
+                "volumes": job.volumes,
+                "rdma_per_node": job.rdma_per_node,
+                "gpu_fraction": job.gpu_fraction,
+                "gpu_memory_gb": job.gpu_memory_gb,
+                "gpu_isolation": job.gpu_isolation,
+                "min_nodes": job.min_nodes,
+                "max_nodes": job.max_nodes,
+                **{k: v for k, v in changes.items() if k != "name" and k != "max_restarts"},
+            }
+            found = job_submit_problems(owner=job.owner, **spec)
+            if by.is_staff and "priority_class" in found and changes.get("priority_class") != job.priority_class:
+                # An admin gives a reserved class (as they may submit in one); the owner's other limits still hold.
+                found["priority_class"] = []
+            for key, messages in found.items():
+                problems.setdefault(key, []).extend(m for m in messages if m not in problems[key])
+        problems = {key: messages for key, messages in problems.items() if messages}
+        if problems:
+            raise ValidationError(problems)
+        now, who, touched = timezone.now(), by.get_username(), False
+        for job in jobs:
+            changed = {k: [getattr(job, k), v] for k, v in changes.items() if getattr(job, k) != v}
+            if not changed:
+                continue
+            for key, (_, after) in changed.items():
+                setattr(job, key, after)
+            cleared = list(_HELD_PLAN) if planned_by & set(changed) else []
+            for name in cleared:
+                setattr(job, name, job_plan_cleared()[name])
+            job.save(update_fields=[*changed, *cleared, "updated_at"])
+            shown: dict[str, Callable[[Any], str]] = {"wall_time_seconds": duration, "name": repr}
+            said = ", ".join(
+                f"{key.replace('_seconds', '').replace('_', ' ')} {shown.get(key, str)(was)} -> {shown.get(key, str)(after)}"
+                for key, (was, after) in changed.items()
+            )
+            _note(job, f"Updated by {who}: {said}.", now)
+            if by.pk != job.owner_id:
+                audit_record(actor=by, action="job.update", target=job, changes=changed, request=request, job=job)
+            touched = True
+        if touched:
+            queue_changed()
+    return jobs

@@ -35,7 +35,7 @@ from jobs.selectors import (
     node_settles_until,
     node_slices_free,
 )
-from jobs.services import CANCEL_COMMENT_MAX, job_submit_problems
+from jobs.services import CANCEL_COMMENT_MAX, UPDATABLE_FIELDS, job_submit_problems
 from notify.services import EVENTS, asks_json
 from notify.webhooks import webhook_refusal
 from policy.model import Priority
@@ -419,6 +419,57 @@ def submit_problems(serializer: JobSubmitSerializer, owner: User) -> tuple[dict[
     for key, messages in job_submit_problems(owner=owner, **valid).items():
         errors.setdefault(key, messages)
     return errors, None
+
+
+# Why each of a submit's fields an update does not take is refused: said by name, not as an unknown field.
+_NOT_UPDATED = (
+    "Not changed by an update (muster update): only name, wall_time_seconds, priority_class, max_restarts and "
+    "preemptible are; cancel the job and submit it again."
+)
+
+
+class JobUpdateSerializer(JobSubmitSerializer):
+    """`scontrol update`: what a pending job's owner (or an admin) may change before it starts. Each field is checked as
+    a submit checks it (the same validators); the owner's limits are checked with the job as it would be."""
+
+    answer_serializer = None
+    elsewhere = {
+        **{name: _NOT_UPDATED for name in JobSubmitSerializer._declared_fields if name not in UPDATABLE_FIELDS},
+        "array": _NOT_UPDATED,
+    }
+    # The submit's other fields are not an update's (DRF drops a field set to None).
+    image = command = nodes = min_nodes = max_nodes = gpus_per_node = env = team = simulate = volumes = None  # type: ignore[assignment]
+    rdma_per_node = notify = dependencies = gpu_fraction = gpu_memory_gb = gpu_isolation = None  # type: ignore[assignment]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Partial: a field left out is left as it is (none is required, and the submit's defaults do not apply).
+        super().__init__(*args, partial=True, **kwargs)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            fields = ", ".join(UPDATABLE_FIELDS)
+            raise serializers.ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [f"Nothing to update: give at least one of {fields}."]})
+        return attrs
+
+
+class JobArrayUpdateSerializer(JobUpdateSerializer):
+    """`scontrol update JobId=4` of array 4: every pending element of it, or those of `indices`, in one transaction."""
+
+    array_id = serializers.IntegerField(min_value=1, help_text="The array's id (its first element's), as the submit answered.")
+    indices = serializers.ListField(
+        child=serializers.IntegerField(min_value=0, max_value=ARRAY_MAX_INDEX),
+        required=False,
+        allow_empty=False,
+        help_text="The elements to update, by `array_index`; each must be pending. Left out, every pending element.",
+        error_messages={"empty": "Give at least one index, or leave `indices` out to update every pending element."},
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "array_id" not in attrs:
+            # Required, though the update's partial body makes no field so.
+            raise serializers.ValidationError({"array_id": [str(self.fields["array_id"].error_messages["required"])]})
+        super().validate({k: v for k, v in attrs.items() if k in UPDATABLE_FIELDS})
+        return attrs
 
 
 class JobArraySubmitSerializer(JobSubmitSerializer):
@@ -916,6 +967,14 @@ class JobArrayCancelledSerializer(serializers.Serializer):
     name = serializers.CharField(help_text="The array's name (every element has it).")
     cancelled = JobSerializer(many=True, help_text="The elements cancelled, by index: each is CANCELLED now.")
     ended = JobSerializer(many=True, help_text="The elements asked for that had already ended, by index: left as they were.")
+
+
+class JobArrayUpdatedSerializer(serializers.Serializer):
+    """What an update of an array did: the elements it changed (every one asked for, all pending)."""
+
+    array_id = serializers.IntegerField()
+    name = serializers.CharField(help_text="The array's name as it is now (every element has it).")
+    updated = JobSerializer(many=True, help_text="The elements updated, by index, as they are now.")
 
 
 class JobArrayEndedSerializer(JobArrayCancelledSerializer):

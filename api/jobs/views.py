@@ -35,6 +35,8 @@ from api.jobs.serializers import (
     JobArrayEndedSerializer,
     JobArraySerializer,
     JobArraySubmitSerializer,
+    JobArrayUpdatedSerializer,
+    JobArrayUpdateSerializer,
     JobCancelSerializer,
     JobCheckSerializer,
     JobDetailSerializer,
@@ -43,6 +45,7 @@ from api.jobs.serializers import (
     JobsCancelSerializer,
     JobSerializer,
     JobSubmitSerializer,
+    JobUpdateSerializer,
     LogsQuerySerializer,
     LogsSerializer,
     NodeSerializer,
@@ -60,7 +63,7 @@ from apikit.viewsets import VisibleViewSet
 from jobs.attempts import job_attempts
 from jobs.checkpoints import CheckpointInvalid, job_checkpoint_report
 from jobs.dependencies import Asked, dependencies_save
-from jobs.errors import ArrayEnded, ArrayIndicesMissing, JobNotStarted
+from jobs.errors import ArrayEnded, ArrayIndicesMissing, ArrayNotFound, JobNotStarted, JobNotUpdatable
 from jobs.logs import job_logs, job_logs_follow, never_started
 from jobs.models import ClusterHealth, Job, Node
 from jobs.selectors import jobs_visible_to, nodes_with_usage
@@ -74,6 +77,7 @@ from jobs.services import (
     job_submit,
     job_submit_array,
     job_submit_check,
+    job_update,
 )
 from notify.services import asks_json, job_notify_save, preference_of, preference_save
 from scheduler.estimate import job_estimate
@@ -260,6 +264,74 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
         refuse_a_body(request.data)
         job = job_release(job=self.get_object(), by=api_user(request), request=request)
         return self._detail(job)
+
+    @extend_schema(
+        request=JobUpdateSerializer,
+        responses={
+            200: JobDetailSerializer,
+            400: OpenApiResponse(
+                description="A field an update does not take (named), a value a submit would refuse, or one the owner's "
+                "limits refuse (every reason at once): nothing was changed"
+            ),
+            409: OpenApiResponse(description="The job is not PENDING: a placed or running job's wall time is not changed here"),
+        },
+        description="`scontrol update JobId=42 TimeLimit=2:00:00 Name=x`: change a pending job before it starts: "
+        "`name`, `wall_time_seconds`, `priority_class`, `max_restarts`, `preemptible` (any of them; nothing else). Each "
+        "is checked as a submit checks it, against the owner's limits (an owner may raise a wall time up to their most; "
+        "an admin may give a class kept for some). One job, an array's element by its own id; a whole array is "
+        "`POST /api/v1/jobs/update-array/`. Written to the job's history; someone else's job (an admin) is audited "
+        "(job.update). Its estimated start is cleared until the next scheduling cycle, which reads the new values.",
+    )
+    def partial_update(self, request: Request, pk: str | None = None) -> Response:
+        serializer = JobUpdateSerializer(data=request.data, context=self.get_serializer_context())
+        if not serializer.is_valid():
+            raise ValidationError(serializer.every_problem())
+        job = self.get_object()
+        job_update(job_ids=[job.pk], by=api_user(request), changes=serializer.validated_data, request=request)
+        return self._detail(job)
+
+    @extend_schema(
+        request=JobArrayUpdateSerializer,
+        responses={
+            200: JobArrayUpdatedSerializer,
+            400: OpenApiResponse(description="A field is wrong, or an index is not the array's: nothing was changed"),
+            404: OpenApiResponse(description="No such array, or none you may see"),
+            409: OpenApiResponse(description="An element asked for is not pending, or (no indices) none is: nothing was changed"),
+        },
+        description="`scontrol update JobId=4` of array 4: the fields of `PATCH /api/v1/jobs/{id}/` for every pending "
+        "element, or those of `indices` (each must be pending), in one transaction: all of them or none.",
+    )
+    @action(detail=False, methods=["post"], url_path="update-array", url_name="update-array")
+    def update_array(self, request: Request) -> Response:
+        serializer = JobArrayUpdateSerializer(data=request.data, context=self.get_serializer_context())
+        if not serializer.is_valid():
+            raise ValidationError(serializer.every_problem())
+        given = dict(serializer.validated_data)
+        array_id, indices = given.pop("array_id"), given.pop("indices", None)
+        elements = {
+            index: (pk, state)
+            for pk, index, state in jobs_visible_to(api_user(request)).filter(array_id=array_id).values_list("pk", "array_index", "state")
+        }
+        if not elements:
+            raise ArrayNotFound(array_id)
+        if indices is not None and (missing := set(indices) - set(elements)):
+            lists = f"GET /api/v1/jobs/?array={array_id} lists its elements"
+            named = {
+                str(i): [f"Array {array_id} has no element {index}; nothing was updated ({lists})."]
+                for i, index in enumerate(indices)
+                if index in missing
+            }
+            raise ValidationError({"indices": named})
+        if indices is not None:
+            targets = [elements[index][0] for index in sorted(set(indices))]
+        else:
+            targets = [pk for pk, state in elements.values() if state == "PENDING"]
+            if not targets:
+                raise JobNotUpdatable(f"Array {array_id} has no pending element; nothing was updated (only a pending job can be).")
+        done = job_update(job_ids=targets, by=api_user(request), changes=given, request=request)
+        updated = sorted(self._fresh(done), key=lambda job: job.array_index or 0)
+        data = {"array_id": array_id, "name": updated[0].name, "updated": updated}
+        return Response(JobArrayUpdatedSerializer(data, context=self.get_serializer_context()).data)
 
     def _detail(self, job: Job) -> Response:
         """The job as its detail reads it, after an action changed it (cancel, hold, release)."""

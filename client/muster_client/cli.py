@@ -574,6 +574,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reason", default="", metavar="TEXT", help="why, in a few words: added to the job's reason")
 
     p = command(
+        "update",
+        commands.update,
+        "Change pending jobs before they start, like scontrol update",
+        "Changes a pending job's wall time, name, priority class, restarts or preemptibility; anything else it asks "
+        "(image, command, nodes, GPUs, team) is cancelled and submitted again. Each value is checked as a submit checks "
+        "it, against the owner's limits: you may raise a wall time up to your own most, not only lower it as in Slurm "
+        "(your limits are checked here as at submit). A placed or running job is refused. An array's id updates every "
+        "pending element in one request; ID_INDEX one element, ID_[INDICES] several (each must be pending). The next "
+        "scheduling cycle plans the job by its new values (its estimated start is cleared until then).",
+        "  muster update 42 --time 2:00:00 -J train-v2\n  muster update 4 --time 30m          # every pending element of array 4\n"
+        "  muster update 42 --no-preemptible --max-restarts 2",
+    )
+    p.add_argument("job_ids", type=_cancel_target, nargs="+", metavar="ID")
+    p.add_argument("-t", "--time", type=_wall_time, metavar="WALL_TIME", help=f"the new wall time: {WALL_TIME_FORMS}")
+    p.add_argument("-J", "--name", "--job-name", dest="name", help="the new name")
+    p.add_argument("--priority-class", help="production, normal or preemptible (production: admins and the teams given it)")
+    p.add_argument("--max-restarts", type=_non_negative, metavar="N", help="restart a failed attempt up to this many times")
+    p.add_argument(
+        "--preemptible", action=argparse.BooleanOptionalAction, default=None,
+        help="may borrow idle GPUs beyond your quota, preempted first (--no-preemptible: not)",
+    )  # fmt: skip
+
+    p = command(
         "hold",
         commands.hold,
         "Keep pending jobs queued but never started, like scontrol hold",

@@ -154,6 +154,18 @@ class Client:
         holds it and you are not one."""
         return self._object("POST", f"jobs/{int(job_id)}/release/")
 
+    def update(self, job_id: int, changes: Mapping[str, Any]) -> Job:
+        """`scontrol update JobId=42 TimeLimit=2:00:00 Name=x`: change a pending job's `name`, `wall_time_seconds`,
+        `priority_class`, `max_restarts` or `preemptible` (`PATCH /api/v1/jobs/{id}/`); ApiError 400 naming every field
+        refused (its owner's limits as at submit), 409 if it is not pending."""
+        return self._object("PATCH", f"jobs/{int(job_id)}/", json=dict(changes))
+
+    def update_array(self, array_id: int, changes: Mapping[str, Any], indices: Iterable[int] | None = None) -> JSON:
+        """`scontrol update JobId=42` of array 42: every pending element, or those of `indices` (each must be pending), in
+        one request (`POST /api/v1/jobs/update-array/`), all or none. Returns `{"array_id", "name", "updated"}`."""
+        body: JSON = {"array_id": int(array_id), **changes, **({"indices": sorted(indices)} if indices is not None else {})}
+        return self._object("POST", "jobs/update-array/", json=body)
+
     def cancel_array(self, array_id: int, indices: Iterable[int] | None = None, reason: str = "") -> JSON:
         """`scancel 42` (every element of array 42 not ended yet) or `scancel 42_[1-3]` (the elements of those `indices`):
         one request (`POST /api/v1/jobs/cancel-array/`), which cancels all of them or none; ended ones are left.

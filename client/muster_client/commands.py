@@ -19,7 +19,7 @@ import yaml
 from muster_client import config, render
 from muster_client.client import TERMINAL_STATES, Client, Job, server_url
 from muster_client.errors import ApiError, AuthError, Unreachable
-from muster_client.spec import SpecError, build_spec, load_spec_file, name_for, parse_env, parse_wall_time
+from muster_client.spec import SpecError, build_spec, format_duration, load_spec_file, name_for, parse_env, parse_wall_time
 
 OK, JOB_FAILED, REFUSED = 0, 1, 5
 JSON = dict[str, Any]
@@ -594,6 +594,59 @@ def requeue(args: argparse.Namespace) -> int:
         else:
             out(f"Requeued job {job['id']} ({job['name']}): its attempt {job['attempt']} was stopped; it waits in the queue again")
     return status
+
+
+def update(args: argparse.Namespace) -> int:
+    """scontrol update: change pending jobs before they start; an array's id updates its pending elements in one
+    request, `ID_INDEX` / `ID_[INDICES]` those elements (each must be pending)."""
+    changes = {
+        key: value
+        for key, value in (
+            ("name", args.name),
+            ("wall_time_seconds", args.time),
+            ("priority_class", args.priority_class),
+            ("max_restarts", args.max_restarts),
+            ("preemptible", args.preemptible),
+        )
+        if value is not None
+    }
+    if not changes:
+        raise SpecError("nothing to update: give --time, -J/--name, --priority-class, --max-restarts or --preemptible/--no-preemptible")
+    client = client_for(args)
+    status = OK
+    for job_id, indices in dict.fromkeys(args.job_ids):
+        try:
+            if indices is None and not _is_array(client, job_id):
+                jobs = [client.update(job_id, changes)]
+            else:
+                jobs = client.update_array(job_id, changes, indices)["updated"]
+        except (ApiError, SpecError) as exc:
+            if isinstance(exc, ApiError) and exc.status >= 500:
+                raise
+            message = exc.message if isinstance(exc, ApiError) else str(exc)
+            which = "" if re.search(rf"\b([Jj]ob|[Aa]rray) {job_id}\b", message) else f"job {job_id}: "
+            print(f"muster: error: {which}{message}", file=sys.stderr, flush=True)
+            status = REFUSED
+            continue
+        for job in jobs:
+            if args.json:
+                print_json(job)
+            else:
+                element = f", {render.array_element(job)}" if job.get("array_id") is not None else ""
+                out(f"Updated job {job['id']} ({job['name']}{element}): {_updated(job, changes)}")
+    return status
+
+
+def _updated(job: JSON, changes: JSON) -> str:
+    """What the job asks now, of the fields changed: `wall time 2:00:00, name x`."""
+    said: dict[str, Callable[[], str]] = {
+        "name": lambda: f"name {job['name']}",
+        "wall_time_seconds": lambda: f"wall time {format_duration(job['wall_time_seconds'])}",
+        "priority_class": lambda: f"class {job['priority_class']}",
+        "max_restarts": lambda: f"max restarts {job['max_restarts']}",
+        "preemptible": lambda: "preemptible" if job["preemptible"] else "not preemptible",
+    }
+    return ", ".join(said[key]() for key in changes) + "; the next scheduling cycle plans it so"
 
 
 def hold(args: argparse.Namespace) -> int:
