@@ -539,7 +539,7 @@ def job_release_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse
 @require_POST
 def job_requeue_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """The job page's Requeue: as `muster requeue [--hold] [--reason]` (`jobs.services.job_requeue_by`), for a placed or
-    running job; held in the same transaction when asked (`muster requeue --hold` holds it in a second request)."""
+    running job; held in the same transaction when asked."""
     comment = request.POST.get("reason", "").strip()[:CANCEL_COMMENT_MAX]
     hold = request.POST.get("hold") == "1"
     if hold:

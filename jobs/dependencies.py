@@ -23,6 +23,8 @@ from jobs.states import TERMINAL_STATES, JobState
 KINDS = tuple(kind for kind, _ in JobDependency.KINDS)
 # The most jobs one job may wait for (an array's elements counted one by one).
 MAX_DEPENDENCIES = 1000
+# The largest id a job may have (PostgreSQL's bigint): a larger one asked for is refused, not a database error.
+JOB_ID_MAX = 2**63 - 1
 _FAILED = frozenset({JobState.FAILED, JobState.CANCELLED, JobState.TIMED_OUT})
 
 
@@ -61,6 +63,8 @@ def dependencies_parse(text: str) -> list[tuple[str, int]]:
             problems.append(f"'{part}': give job ids after the type, as {kind}:12 or {kind}:12:13.")
         elif any(int(w) == 0 for w in ids.split(":")):
             problems.append(f"'{part}': job ids start at 1.")
+        elif any(int(w) > JOB_ID_MAX for w in ids.split(":")):
+            problems.append(f"'{part}': no job has an id that large.")
         else:
             found += [(kind, int(w)) for w in ids.split(":")]
     if problems:

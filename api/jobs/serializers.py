@@ -19,8 +19,8 @@ from api.telemetry.summary import TelemetrySummarySerializer
 from apikit.serializers import StrictQuerySerializer, StrictSerializer
 from jobs import validators
 from jobs.arrays import ARRAY_MAX_INDEX, ARRAY_SYNTAX, array_indices
+from jobs.dependencies import JOB_ID_MAX, Asked
 from jobs.dependencies import KINDS as DEPENDENCY_KINDS
-from jobs.dependencies import Asked
 from jobs.dependencies import contradictions as dependency_contradictions
 from jobs.dependencies import met as dependency_met
 from jobs.dependencies import resolve as dependencies_resolve
@@ -161,7 +161,9 @@ class DependencySerializer(StrictSerializer):
             "aftercorr and singleton are not supported)."
         },
     )
-    job = serializers.IntegerField(min_value=1, help_text="The job's id; an array's id (its first element's) names every element.")
+    job = serializers.IntegerField(
+        min_value=1, max_value=JOB_ID_MAX, help_text="The job's id; an array's id (its first element's) names every element."
+    )
 
 
 class DependedSerializer(serializers.Serializer):
@@ -918,7 +920,7 @@ class JobsCancelSerializer(JobCancelSerializer):
     """`scancel 12 13 17`: the jobs to cancel, by id, in one transaction."""
 
     ids = serializers.ListField(
-        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1),
+        child=serializers.IntegerField(min_value=1, max_value=JOB_ID_MAX),
         allow_empty=False,
         max_length=CANCEL_MANY_MAX,
         help_text=f"The jobs' ids, at most {CANCEL_MANY_MAX}. One that has ended, or that is no job you may see, is left out and "

@@ -222,11 +222,11 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
     def requeue(self, request: Request, pk: str | None = None) -> Response:
         body = JobRequeueSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        job = self.get_object()
         given = body.validated_data
-        return self._detail(
-            job_requeue_by(job=job, by=api_user(request), comment=given.get("reason", ""), hold=given["hold"], request=request)
-        )
+        comment, hold = given.get("reason", ""), given["hold"]
+        job = job_requeue_by(job=self.get_object(), by=api_user(request), comment=comment, hold=hold, request=request)
+        # As the requeue left it: read again, a cycle may have placed it since, and its attempt read as the next one.
+        return Response(JobDetailSerializer(job, context=self.get_serializer_context()).data)
 
     @extend_schema(
         request=None,

@@ -17,7 +17,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from muster_client import commands
 from muster_client.errors import ApiError, AuthError, MusterError, Unreachable
-from muster_client.spec import WALL_TIME_FORMS, SpecError, parse_node_count, parse_wall_time
+from muster_client.spec import WALL_TIME_FORMS, SpecError, parse_dependency, parse_node_count, parse_wall_time
 
 USAGE_ERROR, UNREACHABLE, AUTH, REFUSED = 2, 3, 4, 5
 
@@ -69,27 +69,12 @@ MAIL_TYPES = {
 }
 
 
-DEPENDENCY_TYPES = ("afterok", "afterany", "afternotok")
-
-
 def _dependency(text: str) -> list[dict[str, object]]:
-    """--dependency as sbatch takes it: `afterok:12:13,afterany:14` (an array's id names its elements). Slurm's `?`
-    (any one of them), `after`, `aftercorr` and `singleton` are refused, naming what Muster takes."""
-    if "?" in text:
-        raise argparse.ArgumentTypeError(f"'{text}': Muster waits for every dependency (','), not any one of them ('?')")
-    found: list[dict[str, object]] = []
-    for part in (p.strip() for p in text.split(",")):
-        kind, _, ids = part.partition(":")
-        if kind not in DEPENDENCY_TYPES:
-            raise argparse.ArgumentTypeError(
-                f"'{part}': the types are {', '.join(DEPENDENCY_TYPES)} (TYPE:ID[:ID...]); Slurm's after, aftercorr and "
-                "singleton are not supported"
-            )
-        words = ids.split(":") if ids else []
-        if not words or not all(_DIGITS.fullmatch(w) for w in words):
-            raise argparse.ArgumentTypeError(f"'{part}': give job ids after the type, as {kind}:12 or {kind}:12:13")
-        found += [{"type": kind, "job": int(w)} for w in words]
-    return found
+    """--dependency as sbatch takes it (spec.parse_dependency): `afterok:12:13,afterany:14`."""
+    try:
+        return parse_dependency(text)
+    except SpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _mail_type(text: str) -> list[str]:
@@ -353,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Flags override the file. The YAML's keys are the API's fields: name, image, command (a list, or one "
         "string split as a shell would), nodes (4, or 2-8 for an elastic job, as -N), gpus_per_node, "
         "wall_time_seconds (seconds, or a wall time such as 4h), min_nodes, max_nodes, rdma_per_node, gpu_fraction, "
-        "gpu_memory_gb, gpu_isolation, env, priority_class, "
+        "gpu_memory_gb, gpu_isolation, env, priority_class, dependencies (as -d writes them, or the API's list), "
         "max_restarts, team, preemptible, volumes, simulate, array. Prints the job's id; "
         "--json prints the job.",
         "  muster submit job.yaml\n"
@@ -567,9 +552,12 @@ def build_parser() -> argparse.ArgumentParser:
         "attempt. What it ran is charged; none of its restarts is spent (they are for failures). --hold holds it too "
         "(scontrol requeuehold): it is not started until `muster release`. A pending job is refused (it is queued "
         "already), as is an ended one (resubmit it).",
-        "  muster requeue 42\n  muster requeue --hold 42 --reason 'node 7 is flaky'\n  muster requeue 4_2",
+        "  muster requeue 42\n  muster requeue --hold 42 --reason 'node 7 is flaky'\n  muster requeue 4     # array 4's running elements\n"
+        "  muster requeue '4_[1-2]'",
     )
-    p.add_argument("job_ids", type=_job_ref, nargs="+", metavar="ID", help=f"the jobs: {JOB_FORMS}")
+    p.add_argument(
+        "job_ids", type=_cancel_target, nargs="+", metavar="ID", help="the jobs; an array's id, ID_INDEX or ID_[INDICES] as for cancel"
+    )
     p.add_argument("--hold", action="store_true", help="hold it once requeued, as scontrol requeuehold")
     p.add_argument("--reason", default="", metavar="TEXT", help="why, in a few words: added to the job's reason")
 

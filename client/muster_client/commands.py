@@ -573,27 +573,45 @@ def cancel(args: argparse.Namespace) -> int:
 
 
 def requeue(args: argparse.Namespace) -> int:
-    """scontrol requeue (--hold: requeuehold): each placed or running job named is stopped and waits again in its place."""
+    """scontrol requeue (--hold: requeuehold): each placed or running job named is stopped and waits again in its
+    place; an array's id does so to its placed and running elements, `ID_INDEX` / `ID_[INDICES]` to those elements."""
     client = client_for(args)
     status = OK
-    for ref in dict.fromkeys(args.job_ids):
+    for job_id, indices in dict.fromkeys(args.job_ids):
         try:
-            job_id = resolve(client, ref)
-            job = client.requeue(job_id, reason=args.reason, hold=args.hold)
+            targets = [job_id] if indices is None and not _is_array(client, job_id) else _requeue_targets(client, job_id, indices)
+            for target in targets:
+                job = client.requeue(target, reason=args.reason, hold=args.hold)
+                if args.json:
+                    print_json(job)
+                    continue
+                element = f", {job['array_id']}_{job['array_index']}" if job.get("array_id") is not None else ""
+                said = f"Requeued job {job['id']} ({job['name']}{element})"
+                if args.hold:
+                    out(f"{said} and held it: it is not started until `muster release {job['id']}`")
+                else:
+                    out(f"{said}: its attempt {job['attempt']} was stopped; it waits in the queue again")
         except (ApiError, SpecError) as exc:
             if isinstance(exc, ApiError) and exc.status >= 500:
                 raise
             message = exc.message if isinstance(exc, ApiError) else str(exc)
             print(f"muster: error: {message}", file=sys.stderr, flush=True)
             status = REFUSED
-            continue
-        if args.json:
-            print_json(job)
-        elif args.hold:
-            out(f"Requeued job {job['id']} ({job['name']}) and held it: it is not started until `muster release {job['id']}`")
-        else:
-            out(f"Requeued job {job['id']} ({job['name']}): its attempt {job['attempt']} was stopped; it waits in the queue again")
     return status
+
+
+def _requeue_targets(client: Client, array_id: int, indices: tuple[int, ...] | None) -> list[int]:
+    """The placed and running elements of an array a requeue applies to (those of `indices`, else all), by index."""
+    elements = {job["array_index"]: job for job in client.jobs(array=array_id)}
+    if not elements:
+        raise SpecError(f"No array {array_id} (or none that you may see).")
+    if indices is not None and (missing := sorted(set(indices) - set(elements))):
+        raise SpecError(f"Array {array_id} has no element {', '.join(map(str, missing))}; nothing was done.")
+    asked = [elements[i] for i in sorted(indices if indices is not None else elements)]
+    targets = [job["id"] for job in asked if job["state"] in ("SCHEDULED", "RUNNING")]
+    if not targets:
+        raise SpecError(f"Array {array_id}: no element asked for is placed or running; nothing was requeued.")
+    return targets
 
 
 def update(args: argparse.Namespace) -> int:
@@ -724,6 +742,10 @@ def _cancel_many(client: Client, job_ids: list[int], args: argparse.Namespace, d
         refuse(f"No job {job_id} (or none that you may see).")
 
 
+# The most jobs one `POST /api/v1/jobs/cancel-many/` takes (api.jobs.serializers.CANCEL_MANY_MAX).
+CANCEL_MANY = 1000
+
+
 def _cancel_matching(client: Client, args: argparse.Namespace, done: JSON, refuse: Callable[[str], None]) -> None:
     """scancel -n NAME / -u USER / -t STATE [ID...]: the jobs not ended that match every filter given (and are named, if
     ids are), cancelled in one request. Without --user only your own: an admin's `muster cancel -n test` must not stop
@@ -740,7 +762,11 @@ def _cancel_matching(client: Client, args: argparse.Namespace, done: JSON, refus
         and (not targets or any(_is_named(job, job_id, indices) for job_id, indices in targets))
     ]
     if chosen:
-        _cancel_many(client, sorted(chosen), args, done, refuse)
+        # The server cancels at most CANCEL_MANY jobs a request (`muster cancel -n bulk` of 1,020 cancelled none):
+        # each request is a transaction of its own.
+        ordered = sorted(chosen)
+        for first in range(0, len(ordered), CANCEL_MANY):
+            _cancel_many(client, ordered[first : first + CANCEL_MANY], args, done, refuse)
         return
     asked = [f"--name {args.name}" if args.name is not None else "", f"--user {owner}", f"--state {','.join(states)}"]
     among = f" among jobs {' '.join(map(_target_text, targets))}" if targets else ""

@@ -129,6 +129,40 @@ def load_spec_file(path: str) -> dict[str, Any]:
     return {str(key): value for key, value in data.items()}
 
 
+DEPENDENCY_TYPES = ("afterok", "afterany", "afternotok")
+_IDS = re.compile(r"[0-9]+")
+
+
+def parse_dependency(text: str) -> list[dict[str, object]]:
+    """sbatch's --dependency text (`afterok:12:13,afterany:14`) as the API's `dependencies` list, in the words the
+    submit form says it with (jobs.dependencies.dependencies_parse: the client may not import the server). Slurm's `?`
+    (any one of them), `after`, `aftercorr` and `singleton` are refused, naming what Muster takes. SpecError with
+    every mistake at once."""
+    if "?" in text:
+        raise SpecError("Muster waits for every job named (separate them with ','), not for any one of them ('?').")
+    found: list[dict[str, object]] = []
+    problems: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        kind, _, ids = part.partition(":")
+        words = ids.split(":") if ids else []
+        if not part:
+            problems.append("An empty entry (a comma too many): write TYPE:ID[:ID...], e.g. afterok:12,afterany:14.")
+        elif kind not in DEPENDENCY_TYPES:
+            problems.append(
+                f"'{part}': the types are {', '.join(DEPENDENCY_TYPES)}, as TYPE:ID[:ID...] (e.g. afterok:12); Slurm's after, "
+                "aftercorr and singleton are not supported."
+            )
+        elif not words or not all(_IDS.fullmatch(w) for w in words):
+            problems.append(f"'{part}': give job ids after the type, as {kind}:12 or {kind}:12:13.")
+        elif any(int(w) == 0 for w in words):
+            problems.append(f"'{part}': job ids start at 1.")
+        else:
+            found += [{"type": kind, "job": int(w)} for w in words]
+    if problems:
+        raise SpecError(" ".join(problems))
+    return found
+
+
 def build_spec(base: Mapping[str, Any], overrides: Mapping[str, Any], *, fallback_name: str | None = None) -> dict[str, Any]:
     """The file's fields with the flags' on top (a flag left unset keeps the file's value).
 
@@ -148,6 +182,9 @@ def build_spec(base: Mapping[str, Any], overrides: Mapping[str, Any], *, fallbac
             raise SpecError(f"command: cannot split it as a shell would: {exc}.") from None
     if isinstance(spec.get("wall_time_seconds"), str):
         spec["wall_time_seconds"] = parse_wall_time(spec["wall_time_seconds"])
+    if isinstance(spec.get("dependencies"), str):
+        # Written as -d writes it: `dependencies: afterok:12,afterany:14`.
+        spec["dependencies"] = parse_dependency(spec["dependencies"])
     if isinstance(spec.get("env"), list):
         # Written as a list of KEY=VALUE, as docker-compose takes it.
         spec["env"] = parse_env([str(item) for item in spec["env"]], what="env")

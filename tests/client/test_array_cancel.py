@@ -81,9 +81,9 @@ def test_some_elements_by_their_indices_and_a_plain_job_as_before(signed_in: Any
         JobState.CANCELLED,
         JobState.PENDING,
     ]
-    # An element by its own job id is that job alone; so is a job of no array.
+    # An element by its own job id is that job alone (named as scancel names it too); so is a job of no array.
     code, out, _ = run(capsys, "cancel", str(elements[3].pk))
-    assert code == 0 and out == f"Cancelled job {elements[3].pk} (sweep)\n"
+    assert code == 0 and out == f"Cancelled job {elements[3].pk} (sweep): {array_id}_3\n"
     assert states(elements)[0] == JobState.PENDING
     code, out, err = run(capsys, "submit", "-G", "1", "-t", "1h", "--image", IMAGE, "-J", "single", "--json", "--", "python", "a.py")
     assert code == 0, err

@@ -89,3 +89,18 @@ def test_cancel_without_ids_or_a_filter_is_refused(signed_in: Any, capsys: pytes
     code, _, err = run_live(capsys, "cancel")
     assert code != 0
     assert "name the jobs to cancel (IDs), or filter them: --name, --user, --state" in err
+
+
+def test_more_matches_than_one_request_takes_are_cancelled_in_several(
+    signed_in: Any, tx_sim: SimHarness, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`muster cancel -n bulk` of 1,020 jobs cancelled none: the server takes 1,000 ids a request (here 2)."""
+    from muster_client import commands
+
+    monkeypatch.setattr(commands, "CANCEL_MANY", 2)
+    code, out, err = run_live(capsys, "submit", "-G", "8", "-t", "1h", "--image", IMAGE, "-J", "bulk", "--array", "0-4", "--", "x")
+    assert code == 0, err
+    code, out, err = run_live(capsys, "cancel", "-n", "bulk")
+    assert (code, err) == (0, "")
+    assert len(out.splitlines()) == 5
+    assert set(Job.objects.filter(name="bulk").values_list("state", flat=True)) == {JobState.CANCELLED}

@@ -36,13 +36,29 @@ def test_submit_dependency_as_sbatch_writes_it_and_show_says_where_each_stands(
     assert Job.objects.get(pk=job).pending_reason_code == "DEPENDENCY"
 
 
+def test_a_yaml_spec_takes_dependencies_as_d_writes_them(
+    signed_in: Any, tx_sim: SimHarness, capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
+    first = submit(capsys, "-J", "prep")
+    spec = tmp_path / "job.yaml"
+    spec.write_text(
+        f"name: train\nimage: {IMAGE}\ncommand: python t.py\ngpus_per_node: 8\nwall_time_seconds: 1h\ndependencies: afterany:{first}\n"
+    )
+    code, out, err = run_live(capsys, "submit", str(spec))
+    assert code == 0, err
+    job = int(re.search(r"(\d+)", out).group(1))  # type: ignore[union-attr]
+    assert list(JobDependency.objects.filter(job_id=job).values_list("on_id", "kind")) == [(first, "afterany")]
+
+
 @pytest.mark.parametrize(
     ("flag", "said"),
     [
-        ("after:5", "'after:5': the types are afterok, afterany, afternotok (TYPE:ID[:ID...]); Slurm's after, aftercorr and singleton"),
-        ("afterok:5?afterany:6", "Muster waits for every dependency (','), not any one of them ('?')"),
+        ("after:5", "'after:5': the types are afterok, afterany, afternotok, as TYPE:ID[:ID...] (e.g. afterok:12); Slurm's after"),
+        ("afterok:5?afterany:6", "Muster waits for every job named (separate them with ','), not for any one of them ('?')"),
         ("afterok", "'afterok': give job ids after the type, as afterok:12 or afterok:12:13"),
         ("singleton", "'singleton': the types are"),
+        ("afterok:0", "'afterok:0': job ids start at 1."),
+        ("afterok:1,", "An empty entry (a comma too many)"),
     ],
 )
 def test_dependencies_muster_does_not_take_are_refused_before_anything_is_sent(

@@ -40,3 +40,24 @@ def test_requeue_stops_a_running_job_and_requeue_hold_keeps_it_from_starting(
     assert code == 5
     assert err == f"muster: error: Job {ids[1]} is PENDING: only a placed or running job can be requeued; it is queued already.\n"
     assert out.startswith(f"Requeued job {ids[0]} (a)")
+
+
+def test_requeue_of_an_arrays_id_requeues_its_running_elements_as_scontrol_does(
+    signed_in: Any, tx_sim: SimHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "submit", "-G", "8", "-t", "1h", "--image", IMAGE, "-J", "arr", "--array", "0-2", "--", "x")
+    assert code == 0, err
+    array_id = int(re.search(r"Submitted array (\d+)", out).group(1))  # type: ignore[union-attr]
+    tx_sim.cycle()
+    tx_sim.advance(2)
+    code, out, err = run(capsys, "requeue", f"{array_id}_[1-2]")
+    assert (code, err) == (0, "")
+    assert [line.split(":")[0] for line in out.splitlines()] == [
+        f"Requeued job {array_id + 1} (arr, {array_id}_1)",
+        f"Requeued job {array_id + 2} (arr, {array_id}_2)",
+    ]
+    assert Job.objects.get(pk=array_id).attempt == 1 and Job.objects.get(pk=array_id).state == "RUNNING"
+    tx_sim.advance(2)
+    tx_sim.advance(2)
+    code, out, _ = run(capsys, "requeue", str(array_id))
+    assert code == 0 and len(out.splitlines()) == 3
