@@ -579,7 +579,8 @@ def requeue(args: argparse.Namespace) -> int:
     status = OK
     for job_id, indices in dict.fromkeys(args.job_ids):
         try:
-            targets = [job_id] if indices is None and not _is_array(client, job_id) else _requeue_targets(client, job_id, indices)
+            plain = indices is None and not _is_array(client, job_id)
+            targets = [job_id] if plain else _array_targets(client, job_id, indices, wanted=_PLACED)
             for target in targets:
                 job = client.requeue(target, reason=args.reason, hold=args.hold)
                 if args.json:
@@ -598,20 +599,6 @@ def requeue(args: argparse.Namespace) -> int:
             print(f"muster: error: {message}", file=sys.stderr, flush=True)
             status = REFUSED
     return status
-
-
-def _requeue_targets(client: Client, array_id: int, indices: tuple[int, ...] | None) -> list[int]:
-    """The placed and running elements of an array a requeue applies to (those of `indices`, else all), by index."""
-    elements = {job["array_index"]: job for job in client.jobs(array=array_id)}
-    if not elements:
-        raise SpecError(f"No array {array_id} (or none that you may see).")
-    if indices is not None and (missing := sorted(set(indices) - set(elements))):
-        raise SpecError(f"Array {array_id} has no element {', '.join(map(str, missing))}; nothing was done.")
-    asked = [elements[i] for i in sorted(indices if indices is not None else elements)]
-    targets = [job["id"] for job in asked if job["state"] in ("SCHEDULED", "RUNNING")]
-    if not targets:
-        raise SpecError(f"Array {array_id}: no element asked for is placed or running; nothing was requeued.")
-    return targets
 
 
 def update(args: argparse.Namespace) -> int:
@@ -687,7 +674,7 @@ def _hold_or_release(args: argparse.Namespace, *, held: bool) -> int:
             if indices is None and not _is_array(client, job_id):
                 targets = [job_id]
             else:
-                targets = _array_targets(client, job_id, indices, held=held)
+                targets = _array_targets(client, job_id, indices, wanted=_PENDING_UNHELD if held else _HELD)
             for target in targets:
                 if target in done:
                     continue
@@ -709,20 +696,39 @@ def _hold_or_release(args: argparse.Namespace, *, held: bool) -> int:
     return status
 
 
-def _array_targets(client: Client, array_id: int, indices: tuple[int, ...] | None, *, held: bool) -> list[int]:
-    """The elements of an array a hold (its pending ones) or a release (its held ones) applies to, by index."""
+def _pending_unheld(job: JSON) -> bool:
+    return job["state"] == "PENDING" and (job.get("pending_reason") or {}).get("code") != "HELD"
+
+
+def _held(job: JSON) -> bool:
+    return (job.get("pending_reason") or {}).get("code") == "HELD"
+
+
+def _placed(job: JSON) -> bool:
+    return job["state"] in ("SCHEDULED", "RUNNING")
+
+
+# What each command applies to of an array's elements, and how its refusal says it when none is: hold, release, requeue.
+_PENDING_UNHELD = (_pending_unheld, "pending and not held")
+_HELD = (_held, "held")
+_PLACED = (_placed, "placed or running")
+
+
+def _array_targets(
+    client: Client, array_id: int, indices: tuple[int, ...] | None, *, wanted: tuple[Callable[[JSON], bool], str]
+) -> list[int]:
+    """The elements of an array a command applies to (those of `indices`, else all), by index: a hold's pending ones,
+    a release's held ones, a requeue's placed or running ones (`wanted`: which, and its words)."""
     elements = {job["array_index"]: job for job in client.jobs(array=array_id)}
     if not elements:
         raise SpecError(f"No array {array_id} (or none that you may see).")
     if indices is not None and (missing := sorted(set(indices) - set(elements))):
         raise SpecError(f"Array {array_id} has no element {', '.join(map(str, missing))}; nothing was done.")
     asked = [elements[i] for i in sorted(indices if indices is not None else elements)]
-    if held:
-        targets = [job["id"] for job in asked if job["state"] == "PENDING" and (job.get("pending_reason") or {}).get("code") != "HELD"]
-    else:
-        targets = [job["id"] for job in asked if (job.get("pending_reason") or {}).get("code") == "HELD"]
+    applies, words = wanted
+    targets = [job["id"] for job in asked if applies(job)]
     if not targets:
-        raise SpecError(f"Array {array_id}: no element asked for is {'pending and not held' if held else 'held'}; nothing was done.")
+        raise SpecError(f"Array {array_id}: no element asked for is {words}; nothing was done.")
     return targets
 
 
