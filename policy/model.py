@@ -292,8 +292,9 @@ class PolicyConfig:
     # A job is preempted only while what it would lose (GPU-seconds since its last checkpoint, or its start) is at most
     # this times the GPU-seconds it has left by its wall time; further along, it is waited for instead.
     preemption_max_lost_ratio: float = 0.5
-    # A job that could preempt now waits, up to this long after it was queued, for jobs in its way that would lose less
-    # work once they have run the minimum run time, if the work saved is more than its own GPUs' wait costs (0: never).
+    # A job that could preempt work of a lower class now waits, up to this long after it was queued, for jobs in its way
+    # that would lose less work once they have run the minimum run time, if the work saved is more than its own GPUs'
+    # wait costs (0: never). A job taking back GPUs lent beyond its quota never waits.
     preemption_defer_seconds: float = 600.0
     # A preempted job may not borrow beyond its quota again until this long after its preemption.
     reborrow_hysteresis_seconds: float = 3600.0

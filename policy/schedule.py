@@ -14,8 +14,8 @@ In priority order (policy/priority.py), each pending job is:
    are over quota (borrowing) or of a lower class, older than the minimum run time
    and whose work since their last checkpoint is at most `preemption_max_lost_ratio`
    times what they have left by their wall time, that loses the least work and makes
-   it fit (or, shortly after it was queued, it waits for jobs that lose much less work
-   to pass the minimum run time, where the work saved outweighs its wait);
+   it fit (or, stopping work of a lower class shortly after it was queued, it waits for jobs
+   that lose much less work to pass the minimum run time, where the work saved outweighs its wait);
 4. otherwise, once it has waited past its starvation threshold
    (`starvation_seconds`; for a single-node job at least `starvation_wall_factor` x
    its wall time), it gets a reservation (while fewer than `max_reservations` exist, a bound on work):
@@ -1041,7 +1041,8 @@ class _Cycle:
         self.preempt_at[job.id] = instants[low]
 
     def _defer_for_cheaper(self, job: PendingJob, shape: PendingJob, allowed: Allowed, victims: list[int]) -> bool:
-        """Whether the job waits a little to preempt jobs that lose less work than `victims`, the cheapest now.
+        """Whether the job waits a little to preempt jobs of a lower class that lose less work than `victims`, the
+        cheapest now.
 
         Jobs too new to stop may be the cheap ones: a production job stopped two jobs of a lower class, throwing away
         5.3 GPU-hours of work, one second before a preemptible job in its way passed the minimum run time. So the search
@@ -1052,6 +1053,11 @@ class _Cycle:
         min_runtime = self.config.preemption_min_runtime_seconds
         latest = self.now + horizon
         if horizon <= 0 or min_runtime <= 0 or self.now - job.submitted_at >= horizon:
+            return False
+        if any(self.running[v].class_rank <= job.class_rank for v in victims):
+            # Taking back GPUs lent beyond its quota (or stopping work for fair share), a job does not wait: the quota is
+            # its owner's guarantee. On the quotas-and-borrowing replay waiting there too cut the work lost from 3.6% to
+            # 2.5% of GPU-hours, but the tenant worst served over the window fell from 0.72 of its share to 0.46.
             return False
         if not any(self.now < r.started_at + min_runtime <= latest for r in self.running.values()):
             return False

@@ -171,3 +171,12 @@ def test_an_owner_never_takes_back_its_own_borrowed_gpus() -> None:
     assert "Jobs beyond their owners' quotas hold" not in waiting(decisions)[2].reason
     # Of a higher class, it may: that claim is the class's, whoever owns the victim.
     assert [p.job_id for p in schedule(snap([pend(2, user="ann", rank=0)], [borrower], accounts=quota)).preemptions] == [3]
+
+
+def test_a_job_taking_back_borrowed_gpus_does_not_wait_for_a_cheaper_borrower() -> None:
+    """The quota is its owner's guarantee: only a job stopping work of a lower class waits for a cheaper victim."""
+    quota = (Account(user_key("ann"), max_gpus=8), Account(user_key("zed"), max_gpus=0))
+    older = running(1, {"n00": 8}, ran=40 * 60, left=10 * HOUR, over_quota=True)
+    just_short = running(3, {"n01": 8}, ran=600 - 1, left=10 * HOUR, over_quota=True)
+    decisions = schedule(snap([pend(2, user="ann")], [older, just_short], accounts=quota))
+    assert [p.job_id for p in decisions.preemptions] == [1]
