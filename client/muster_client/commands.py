@@ -593,10 +593,7 @@ def requeue(args: argparse.Namespace) -> int:
                 else:
                     out(f"{said}: its attempt {job['attempt']} was stopped; it waits in the queue again")
         except (ApiError, SpecError) as exc:
-            if isinstance(exc, ApiError) and exc.status >= 500:
-                raise
-            message = exc.message if isinstance(exc, ApiError) else str(exc)
-            print(f"muster: error: {message}", file=sys.stderr, flush=True)
+            _say_refused(exc, job_id)
             status = REFUSED
     return status
 
@@ -626,11 +623,7 @@ def update(args: argparse.Namespace) -> int:
             else:
                 jobs = client.update_array(job_id, changes, indices)["updated"]
         except (ApiError, SpecError) as exc:
-            if isinstance(exc, ApiError) and exc.status >= 500:
-                raise
-            message = exc.message if isinstance(exc, ApiError) else str(exc)
-            which = "" if re.search(rf"\b([Jj]ob|[Aa]rray) {job_id}\b", message) else f"job {job_id}: "
-            print(f"muster: error: {which}{message}", file=sys.stderr, flush=True)
+            _say_refused(exc, job_id)
             status = REFUSED
             continue
         for job in jobs:
@@ -687,11 +680,7 @@ def _hold_or_release(args: argparse.Namespace, *, held: bool) -> int:
                 else:
                     out(f"Released job {job['id']} ({job['name']}): it may start from the next scheduling cycle")
         except (ApiError, SpecError) as exc:
-            if isinstance(exc, ApiError) and exc.status >= 500:
-                raise
-            message = exc.message if isinstance(exc, ApiError) else str(exc)
-            which = "" if re.search(rf"\b([Jj]ob|[Aa]rray) {job_id}\b", message) else f"job {job_id}: "
-            print(f"muster: error: {which}{message}", file=sys.stderr, flush=True)
+            _say_refused(exc, job_id)
             status = REFUSED
     return status
 
@@ -712,6 +701,16 @@ def _placed(job: JSON) -> bool:
 _PENDING_UNHELD = (_pending_unheld, "pending and not held")
 _HELD = (_held, "held")
 _PLACED = (_placed, "placed or running")
+
+
+def _say_refused(exc: ApiError | SpecError, job_id: int) -> None:
+    """One job's refusal among several named (requeue, update, hold, release), on stderr, naming the job where the
+    server's words do not already; a server error (5xx) is not a refusal and goes on up."""
+    if isinstance(exc, ApiError) and exc.status >= 500:
+        raise exc
+    message = exc.message if isinstance(exc, ApiError) else str(exc)
+    which = "" if re.search(rf"\b([Jj]ob|[Aa]rray) {job_id}\b", message) else f"job {job_id}: "
+    print(f"muster: error: {which}{message}", file=sys.stderr, flush=True)
 
 
 def _array_targets(
