@@ -49,6 +49,10 @@ def main(argv: list[str] | None = None) -> None:
         help="this share of the multi-node jobs (every second one for 0.5) is elastic: half to all of its nodes (docs/elastic-jobs.md)",
     )  # fmt: skip
     parser.add_argument(
+        "--production-share", type=float, default=0.0,
+        help="this share of the jobs (every tenth one for 0.1) is of the highest priority class and may stop the others' work",
+    )  # fmt: skip
+    parser.add_argument(
         "--waits-by-class", action="store_true",
         help="add waited_by_class: hours waited by shape (one_gpu, sub_node, whole_node, gang) and wall time, each one's part of the mean",
     )  # fmt: skip
@@ -60,9 +64,16 @@ def main(argv: list[str] | None = None) -> None:
     )  # fmt: skip
     args = parser.parse_args(argv)
     began = time.perf_counter()
-    assumptions = Assumptions(
-        tenant_quotas=args.tenant_quotas, elastic_share=args.elastic_share, all_preemptible=args.all_preemptible, resume=args.resume
-    )
+    try:
+        assumptions = Assumptions(
+            tenant_quotas=args.tenant_quotas,
+            elastic_share=args.elastic_share,
+            all_preemptible=args.all_preemptible,
+            resume=args.resume,
+            production_share=args.production_share,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
     try:
         config = policy_config(args.overrides)
     except OverrideError as exc:
@@ -87,6 +98,7 @@ def main(argv: list[str] | None = None) -> None:
                 "resume": args.resume,
                 "elastic_share": args.elastic_share,
                 "elastic_jobs": sum(1 for j in jobs if j.min_nodes),
+                "production_share": args.production_share,
                 # Over the whole trace's window, and over the window the cluster was sized by (--load-from).
                 "offered_load": round(s["load"], 4),
                 "offered_load_sized": round(offered_load(sizing, cluster.nodes * cluster.gpus_per_node), 4),
@@ -113,6 +125,16 @@ def main(argv: list[str] | None = None) -> None:
                 "policy_cpu_s": round(s["decision_cpu"]["total_seconds"], 1),
                 "seconds": round(time.perf_counter() - start, 1),
             }
+            if len(classes := s["wait"]["by_priority_class"]) > 1:
+                line["by_priority_class"] = {
+                    name: {
+                        "jobs": c["jobs"],
+                        "mean_wait_s": round(c["mean"], 1),
+                        "p99_wait_s": round(c["p99"], 1),
+                        "preemptions": c["preemptions"],
+                    }
+                    for name, c in classes.items()
+                }
             if args.waits_by_class:
                 line["waited_by_class"] = s["waited_by_class"]
             print(json.dumps(line), flush=True)

@@ -33,6 +33,7 @@ from typing import Any
 from policy.model import ESTIMATE_RESERVED, PolicyConfig
 from replay.load import offered_load
 from replay.simulator import JobRecord, SimResult
+from replay.trace import DEFAULT_CLASSES
 
 DAY = 86400.0
 TAU_SECONDS = 10.0
@@ -72,6 +73,11 @@ def _stats(values: Sequence[float]) -> dict[str, float | None]:
         "median": percentile(values, 50),
         "p99": percentile(values, 99),
     }
+
+
+def class_name(rank: int) -> str:
+    """The priority class of a trace job's rank (DEFAULT_CLASSES; "other" below them all)."""
+    return DEFAULT_CLASSES[rank] if 0 <= rank < len(DEFAULT_CLASSES) else "other"
 
 
 def shape(record: JobRecord, gpus_per_node: int) -> str:
@@ -126,6 +132,7 @@ def summarize(result: SimResult, *, config: PolicyConfig) -> dict[str, Any]:
 
     jct: dict[str, list[float]] = defaultdict(list)
     wait: dict[str, list[float]] = defaultdict(list)
+    by_class: dict[str, list[float]] = defaultdict(list)
     slowdowns = []
     for r in records:
         if r.end is None or r.first_start is None:
@@ -134,8 +141,13 @@ def summarize(result: SimResult, *, config: PolicyConfig) -> dict[str, Any]:
         for key in ("all", kind):
             jct[key].append(r.end - r.job.submit)
             wait[key].append(r.first_start - r.job.submit)
+        by_class[class_name(r.job.class_rank)].append(r.first_start - r.job.submit)
         slowdowns.append(max(1.0, (r.end - r.job.submit) / max(r.job.runtime, TAU_SECONDS)))
     splits = ("gang", "whole_node", "sub_node")
+
+    preempted: dict[str, int] = defaultdict(int)
+    for r in records:
+        preempted[class_name(r.job.class_rank)] += r.preemptions
 
     slips = []
     for r in records:
@@ -157,7 +169,13 @@ def summarize(result: SimResult, *, config: PolicyConfig) -> dict[str, Any]:
         "utilisation": busy / (makespan * gpus) if makespan > 0 and gpus else 0.0,
         "idle_while_waiting": idle_while_waiting(records, gpus) / (makespan * gpus) if makespan > 0 and gpus else 0.0,
         "jct": {**_stats(jct["all"]), "split": {k: _stats(jct[k]) for k in splits}},
-        "wait": {**_stats(wait["all"]), "split": {k: _stats(wait[k]) for k in splits}},
+        "wait": {
+            **_stats(wait["all"]),
+            "split": {k: _stats(wait[k]) for k in splits},
+            "by_priority_class": {
+                name: {**_stats(waits), "jobs": len(waits), "preemptions": preempted[name]} for name, waits in sorted(by_class.items())
+            },
+        },
         "waited_by_class": waited_by_class(records, gpn),
         "bounded_slowdown_mean": sum(slowdowns) / len(slowdowns) if slowdowns else None,
         "fair_share": fair_share(records, gpus_per_node=gpn, gpus=gpus),

@@ -77,6 +77,10 @@ class Assumptions:
     # on half their nodes (rounded up) to all of them; their work scales with the nodes they hold, and their wall time
     # is what they need on the fewest.
     elastic_share: float = 0.0
+    # Priority classes: this share of the jobs, evenly spread in submit order (with 0.1 every tenth one), is of the highest
+    # class and may stop the others' work (the rest keep the trace's class). The Philly trace has no classes, and without
+    # them class preemption, and the wait for cheaper victims (PolicyConfig.preemption_defer_seconds), never happen.
+    production_share: float = 0.0
 
     def __post_init__(self) -> None:
         if self.resume not in RESUME_MODES:
@@ -85,6 +89,8 @@ class Assumptions:
             raise ValueError("gpus_per_node, wall_round_seconds and checkpoint_seconds must be positive")
         if not 0.0 <= self.elastic_share <= 1.0:
             raise ValueError("elastic_share is a share of the multi-node jobs, from 0 to 1")
+        if not 0.0 <= self.production_share <= 1.0:
+            raise ValueError("production_share is a share of the jobs, from 0 to 1")
 
     def describe(self) -> list[str]:
         cap = "Runtimes are kept as in the trace."
@@ -113,9 +119,18 @@ class Assumptions:
             if self.elastic_share
             else []
         )
+        production = (
+            [
+                f"{self.production_share:.0%} of the jobs, evenly spread in submit order, are of the class {DEFAULT_CLASSES[0]}: "
+                "they may stop running jobs of a lower class."
+            ]
+            if self.production_share
+            else []
+        )
         return [
             f"Nodes have {self.gpus_per_node} GPUs; a job asking for more is a gang of whole nodes.",
             *elastic,
+            *production,
             cap,
             f"A job's wall time is its runtime rounded up to {_hours(self.wall_round_seconds)}, unless the trace gives one.",
             resume,
@@ -206,7 +221,15 @@ def read_trace(
             rows.append((row.submit, line, row))
     rows.sort(key=lambda r: (r[0], r[1]))
     jobs = [_job(i, row, assumptions) for i, (_, _, row) in enumerate(rows, start=1)]
-    return _elastic(jobs, assumptions) if assumptions.elastic_share else jobs
+    if assumptions.elastic_share:
+        jobs = _elastic(jobs, assumptions)
+    return _production(jobs, assumptions.production_share) if assumptions.production_share else jobs
+
+
+def _production(jobs: list[TraceJob], share: float) -> list[TraceJob]:
+    """The evenly spread `share` of the jobs put in the highest class: the k-th job (from 0) when
+    floor((k + 1) x share) > floor(k x share), as _elastic spreads its share."""
+    return [replace(job, class_rank=0) if math.floor((k + 1) * share) > math.floor(k * share) else job for k, job in enumerate(jobs)]
 
 
 def _elastic(jobs: list[TraceJob], a: Assumptions) -> list[TraceJob]:

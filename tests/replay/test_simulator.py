@@ -212,3 +212,20 @@ def test_the_trace_makes_a_stated_share_of_multi_node_jobs_elastic() -> None:
     assert [(j.nodes, j.min_nodes) for j in jobs] == [(1, 0), (2, 0), (4, 2), (2, 0), (8, 4)]
     # Its wall time is what it needs on its fewest nodes: twice its run time, rounded up to the hour.
     assert [j.wall_seconds for j in jobs if j.min_nodes] == [7200.0, 7200.0]
+
+
+def test_a_production_job_stops_a_normal_one_and_the_summary_splits_waits_by_class() -> None:
+    from replay.metrics import summarize
+    from replay.trace import read_trace
+
+    # One 8-GPU node: a normal whole-node job for 10 h, then (20 min later) the trace's second job, made production.
+    lines = ["timestamp,duration,num_gpus,gpu_time,cluster", "2017-10-01 00:00:00,36000,8,0,vc1", "2017-10-01 00:20:00,3600,8,0,vc2"]
+    jobs = read_trace(lines, assumptions=Assumptions(production_share=0.5))
+    assert [j.class_rank for j in jobs] == [1, 0]
+    result = simulate(jobs, cluster=ClusterSpec(nodes=1), policy="muster", config=PolicyConfig(), assumptions=Assumptions())
+    normal, production = result.records
+    assert production.first_start == production.job.submit  # it did not wait: the normal job was stopped for it
+    assert normal.preemptions == 1 and normal.gpu_seconds_lost == pytest.approx(8 * 1200.0)
+    classes = summarize(result, config=PolicyConfig())["wait"]["by_priority_class"]
+    assert classes["production"] == {"mean": 0.0, "median": 0.0, "p99": 0.0, "jobs": 1, "preemptions": 0}
+    assert classes["normal"]["jobs"] == 1 and classes["normal"]["preemptions"] == 1 and classes["normal"]["mean"] == 0.0

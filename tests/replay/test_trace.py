@@ -113,3 +113,14 @@ def test_every_job_preemptible_is_said_and_marks_each_job() -> None:
     assert all(job.preemptible for job in read_trace(PHILLY.splitlines(), assumptions=a))
     assert not any(job.preemptible for job in read_trace(PHILLY.splitlines(), assumptions=Assumptions()))
     assert any("Every job is preemptible" in s for s in a.describe())
+
+
+def test_a_stated_share_of_the_jobs_is_of_the_highest_class() -> None:
+    lines = ["timestamp,duration,num_gpus,gpu_time,cluster"] + [f"2017-10-01 00:0{i}:00,3600,1,0,vc1" for i in range(10)]
+    a = Assumptions(production_share=0.2)
+    # Evenly spread in submit order: the 5th and 10th jobs (every fifth); the rest keep the trace's class (normal).
+    assert [j.class_rank for j in read_trace(lines, assumptions=a)] == [1, 1, 1, 1, 0, 1, 1, 1, 1, 0]
+    assert any("20% of the jobs" in s and "production" in s for s in a.describe())
+    assert not any("of the class" in s for s in Assumptions().describe())
+    with pytest.raises(ValueError, match="production_share"):
+        Assumptions(production_share=1.5)
