@@ -1,7 +1,7 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from frontend import audit_views, notify_views, quota_views, submit_views, token_views, views
+from frontend import audit_views, notify_views, quota_views, settings_views, submit_views, token_views, views
 
 app_name = "frontend"
 
@@ -27,6 +27,7 @@ urlpatterns = [
     path("quotas/teams/<str:name>/", quota_views.quota_edit, {"kind": "team"}, name="quota-team"),
     path("quotas/teams/<str:name>/reset/", quota_views.quota_reset_view, {"kind": "team"}, name="quota-team-reset"),
     path("audit/", audit_views.audit_view, name="audit"),
+    path("settings/", settings_views.settings_view, name="settings"),
     path("account/tokens/", token_views.tokens_view, name="tokens"),
     path("account/notifications/", notify_views.notifications_view, name="notifications"),
     path("account/tokens/<int:pk>/revoke/", token_views.token_revoke_view, name="token-revoke"),
