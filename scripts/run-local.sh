@@ -60,28 +60,65 @@ web=""
 declare -A names=() stop_signals=()
 # started PID NAME [SIGNAL]: SIGNAL (default TERM) is what stops it.
 started() { pids+=("$1"); names[$1]=$2; stop_signals[$1]=${3:-TERM}; }
+# alone COMMAND...: runs it in a process group of its own, out of the terminal's reach. A Ctrl-C (SIGINT to the
+# terminal's process group) then reaches this script only, and each process hears one stop, the one `stop` sends it:
+# Celery took the terminal's SIGINT and then the script's signal as two Ctrl-Cs, printed "Hitting Ctrl+C again will
+# terminate all running tasks!" and, at a third, a WorkerTerminate traceback. Only as `alone ... &`: the exec makes
+# the background job's own process (its $!) the command, not a subshell running it.
+# (Python ignores SIGPIPE and SIGXFSZ, which the command would inherit: put back as they were.)
+alone() {
+  exec "$BIN/python" -c 'import os, signal, sys
+os.setpgid(0, 0)
+for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+    signal.signal(sig, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+}
+# catches PID SIGNAL: whether PID has its handler for SIGNAL set (Linux's /proc says; elsewhere it is never sure).
+# ignores PID SIGNAL: whether it ignores SIGNAL (elsewhere than Linux: assumed so).
+catches() { _sigmask "$1" "$2" SigCgt 1; }
+ignores() { _sigmask "$1" "$2" SigIgn 0; }
+_sigmask() {
+  local mask
+  mask=$(awk -v field="$3:" '$1 == field { print $2 }' "/proc/$1/status" 2>/dev/null) || mask=""
+  [[ -n $mask ]] || return "$4"
+  (((16#$mask >> ($(kill -l "$2") - 1)) & 1))
+}
+# ask PID SIGNAL: sends it, and remembers PID as having heard it if PID caught it. One that did not may have dropped
+# it (ignored while it started), and is asked again.
+declare -A heard=()
+ask() {
+  if catches "$1" "$2"; then heard[$1]=1; fi
+  kill "-$2" "$1" 2>/dev/null || true
+}
 # How long the processes have to stop before they are killed (SIGKILL), naming each.
 STOP_SECONDS=${MUSTER_STOP_SECONDS:-20}
 stop() {
-  trap - INT TERM EXIT
-  echo; echo "stopping Muster..."
+  trap - EXIT
+  # A second Ctrl-C while it stops would end this script alone, and leave the processes (in groups of their own)
+  # running: the stop goes on, bounded by STOP_SECONDS.
+  trap '' INT TERM HUP
+  { echo; echo "stopping Muster..."; } 2>/dev/null || true # a closed terminal (HUP) takes no more words
   # Bash reports each child a signal stopped ("line 71: 32471 Quit  celery ... worker") as it reaps it: the stop
   # asked for that, so its own stderr is quiet meanwhile; what the stop has to say goes to the real one (fd 3).
   exec 3>&2 2>/dev/null
   local pid
   local -a left=()
-  for pid in "${pids[@]}"; do kill "-${stop_signals[$pid]}" "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do ask "$pid" "${stop_signals[$pid]}"; done
   for i in $(seq $((STOP_SECONDS * 5))); do
     left=()
     for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && left+=("$pid"); done
     ((${#left[@]})) || break
-    # Again every 2 s: a process still starting drops the first (Celery before it sets its handlers, SIGINT and SIGQUIT
-    # ignored as in any background job), and a Ctrl-C right after the banner waited out STOP_SECONDS and a kill.
-    # The web server's workers too: gunicorn signals them once, and a worker it was still starting (one it started
-    # for another the Ctrl-C had ended) drops that; gunicorn then waited on it 30 s.
+    # Again every 2 s to a process that may not have heard it: one still starting drops it (Celery before it sets its
+    # handlers, with SIGQUIT ignored when `make run` was started so), and a Ctrl-C right after the banner waited out
+    # STOP_SECONDS and a kill. Never to one that heard it: a worker in the middle of its shutdown takes a second
+    # SIGQUIT as "now, by force" and a third raised WorkerTerminate, a traceback on the terminal. The web server's
+    # workers too, gunicorn's SIGQUIT, if they ignore it (a worker still starting, with it ignored: gunicorn then
+    # waited on it 30 s); not one that is exiting, its handlers already gone ("Worker was sent SIGQUIT!").
     if ((i % 10 == 0)); then
-      for pid in "${left[@]}"; do kill "-${stop_signals[$pid]}" "$pid" 2>/dev/null || true; done
-      [[ -z $web ]] || pkill -QUIT -P "$web" 2>/dev/null || true
+      for pid in "${left[@]}"; do [[ -n ${heard[$pid]:-} ]] || ask "$pid" "${stop_signals[$pid]}"; done
+      if [[ -n $web ]]; then
+        for pid in $(pgrep -P "$web" 2>/dev/null); do ! ignores "$pid" QUIT || ask "$pid" QUIT; done
+      fi
     fi
     sleep 0.2
   done
@@ -94,29 +131,31 @@ stop() {
   exec 2>&3 3>&-
 }
 trap 'stop; exit 130' INT TERM
+# The terminal closed: its SIGHUP reaches this script alone now (the processes are in groups of their own).
+trap 'stop; exit 129' HUP
 trap stop EXIT
 
 # It touches the ready file once it holds the port (config/gunicorn_ready.py): the banner below waits for that.
 export MUSTER_GUNICORN_READY_FILE="$MUSTER_DATA_DIR/gunicorn.ready"
 rm -f "$MUSTER_GUNICORN_READY_FILE"
-"$BIN/gunicorn" config.wsgi -c config/gunicorn_ready.py --bind "$HOST:$PORT" --workers 2 --threads 8 --access-logfile - --log-level warning &
+alone "$BIN/gunicorn" config.wsgi -c config/gunicorn_ready.py --bind "$HOST:$PORT" --workers 2 --threads 8 --access-logfile - --log-level warning &
 # Stopped with SIGQUIT, gunicorn's quick shutdown: a SIGTERM it read before the Ctrl-C's SIGINT made it a graceful one,
 # which waited on its workers up to its 30 s graceful timeout, past STOP_SECONDS ("did not stop within 20 s").
 web=$!
 started "$web" "the web server (gunicorn)" QUIT
-"$BIN/celery" -A config --quiet worker --loglevel WARNING --concurrency 1 --hostname "muster@%h" --without-gossip --without-mingle --without-heartbeat &
+alone "$BIN/celery" -A config --quiet worker --loglevel WARNING --concurrency 1 --hostname "muster@%h" --without-gossip --without-mingle --without-heartbeat >/dev/null &
 started $! "the Celery worker"
 # What-if replays (/whatif/) on their own queue and worker, so a long replay never holds up the scheduling cycle.
 # Stopped with SIGQUIT, Celery's cold shutdown: SIGTERM, like the terminal's Ctrl-C, is a warm one, which waits for a
 # running replay to end (up to its 6-hour limit). The replay is cut off, and its run marked failed as stopped with its
 # worker (whatif/tasks.py), not left "running".
-"$BIN/celery" -A config --quiet worker -Q "${CELERY_TASK_DEFAULT_QUEUE:-muster}-whatif" --loglevel WARNING --concurrency 1 --hostname "whatif@%h" --without-gossip --without-mingle --without-heartbeat &
+alone "$BIN/celery" -A config --quiet worker -Q "${CELERY_TASK_DEFAULT_QUEUE:-muster}-whatif" --loglevel WARNING --concurrency 1 --hostname "whatif@%h" --without-gossip --without-mingle --without-heartbeat >/dev/null &
 started $! "the what-if worker" QUIT
-"$BIN/celery" -A config --quiet beat --loglevel WARNING --schedule "$MUSTER_DATA_DIR/celerybeat-schedule" &
+alone "$BIN/celery" -A config --quiet beat --loglevel WARNING --schedule "$MUSTER_DATA_DIR/celerybeat-schedule" >/dev/null &
 started $! "Celery beat"
 if [[ ${MUSTER_CLUSTER:-simulated} == kubernetes ]]; then
   # Pod and node events trigger a cycle at once instead of waiting for beat's next tick.
-  "$BIN/python" manage.py muster_watch &
+  alone "$BIN/python" manage.py muster_watch &
   started $! "the cluster watcher (muster_watch)"
 fi
 
@@ -144,9 +183,9 @@ MSG
 # the user with a traceback and "stopping Muster..." only).
 status=0
 wait -n -p died "${pids[@]}" || status=$?
-# A Ctrl-C reaches the processes and this script at once, and one may exit of it (beat, with status 0) before this
-# script runs its trap: a moment's grace lets the trap stop everything quietly (exit 130) instead of this calling it a
-# death. The grace's sleep is in the process group too, so the Ctrl-C ends it at once.
+# A signal to this script and to a process at once (someone's `kill` of the session) may end that process before this
+# script runs its trap: a moment's grace lets the trap stop everything quietly (exit 130) instead of this calling it
+# a death. The grace's sleep is in this script's process group, so a Ctrl-C ends it at once.
 sleep 0.5 || true
 echo "${names[${died:-}]:-a Muster process} exited (status $status); stopping the rest" >&2
 exit 1
