@@ -107,6 +107,18 @@ def _minutes(seconds: float) -> str:
     return f"{hours} h {minutes} min" if minutes else f"{hours} h"
 
 
+def _update_hint(job_id: int, wall_seconds: float) -> str | None:
+    """`muster update 12 -t 1h30m`: the wall time, in whole minutes no longer than `wall_seconds`, as `muster update`
+    takes it (None under a minute, which it cannot say). A pending job's owner shortens it in place, keeping its place in
+    the queue, where cancelling and submitting it again would start its wait over."""
+    minutes = int(wall_seconds // 60)
+    if minutes < 1:
+        return None
+    hours, rest = divmod(minutes, 60)
+    said = f"{hours}h{rest}m" if hours and rest else f"{hours}h" if hours else f"{rest}m"
+    return f"muster update {job_id} -t {said}"
+
+
 CLOSED_NAMED = 3  # closed nodes a waiting job's reason names; it counts the rest
 
 
@@ -615,8 +627,8 @@ class _Cycle:
                     # makes room, only the quota going up.
                     return (
                         f"This job needs {_amount(needs)} GPUs at once, more than the quota of {who} allows ({limit}): it waits until "
-                        "an admin raises the quota. Cancel it and submit it smaller, or preemptible (it may then borrow "
-                        "idle GPUs), to run sooner."
+                        f"an admin raises the quota. To run sooner, make it preemptible (muster update {job.id} --preemptible: it "
+                        "may then borrow idle GPUs), or cancel it and submit it smaller."
                     )
                 if self.in_quota[key] > limit:
                     # The limit was lowered under running work (quotas.services warns the admin): say it as it is.
@@ -653,18 +665,23 @@ class _Cycle:
             account = self._account(key)
             wall, hours = account.max_wall_seconds, account.max_node_hours_per_job
             if wall is not None and job.wall_seconds > wall:
+                # `muster update` shortens it in place (its place in the queue kept); the reason read "Cancel it and submit it
+                # with a shorter wall time" after update came, which starts its wait over.
+                hint = _update_hint(job.id, wall)
+                sooner = f"To run sooner, shorten it: {hint}." if hint else "Cancel it and submit it shorter to run sooner."
                 return (
                     f"Its wall time of {_minutes(job.wall_seconds)} is beyond the {_minutes(wall)} per job {who} allows now "
-                    "(lowered since it was submitted): it waits until an admin raises the limit. Cancel it and submit it "
-                    "with a shorter wall time to run sooner."
+                    f"(lowered since it was submitted): it waits until an admin raises the limit. {sooner}"
                 )
             # Counted as submit counts it: whole nodes (an elastic job's least) for its wall time.
             asked = (job.min_nodes or job.nodes) * job.wall_seconds / 3600
             if hours is not None and asked > hours:
+                hint = _update_hint(job.id, hours * 3600 / (job.min_nodes or job.nodes))
+                shorter = f"shorten it ({hint} fits), or " if hint else ""
                 return (
                     f"It may use {asked:.3g} node-hours, beyond the {hours:.3g} per job {who} allows now (lowered since it "
-                    "was submitted): it waits until an admin raises the limit. Cancel it and submit it smaller or shorter "
-                    "to run sooner."
+                    f"was submitted): it waits until an admin raises the limit. To run sooner, {shorter}cancel it and submit "
+                    "it on fewer nodes."
                 )
         return None
 
@@ -685,11 +702,14 @@ class _Cycle:
                     budget, uses = budget_beside_need(BudgetLeft(left=account.node_hours_left, committed=committed), need[0])
                     whole = account.node_hours_per_period
                     if whole is not None and need[0] > whole:
-                        # No renewal gives it room: it read "It renews ..." after the budget was lowered under it.
+                        # No renewal gives it room: it read "It renews ..." after the budget was lowered under it. Its need
+                        # grows with its wall time, so a wall time of whole / need-per-second fits a whole period.
+                        hint = _update_hint(job.id, job.wall_seconds * whole / need[0]) if need[0] > 0 else None
+                        shorter = f"shorten it ({hint} fits a period's budget), or " if hint else ""
                         renews = (
                             f" That is more than its whole budget of {_amount(whole)} node-hours a period (lowered since it "
-                            "was submitted): it waits until an admin raises the budget. Cancel it and submit it smaller or "
-                            "shorter to run sooner."
+                            f"was submitted): it waits until an admin raises the budget. To run sooner, {shorter}cancel it "
+                            "and submit it smaller."
                         )
                     else:
                         renews = f" It renews {when(account.budget_resets_at)}." if account.budget_resets_at else ""

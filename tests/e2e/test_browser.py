@@ -707,7 +707,7 @@ def test_the_job_list_at_390_px_keeps_labels_by_their_fields_and_rows_short(page
     # What the cycle writes on a job whose wall time an admin's lowered quota no longer allows (policy/schedule.py).
     reason = (
         "Its wall time of 240 min is beyond the 120 min per job alice allows now (lowered since it was submitted): it waits "
-        "until an admin raises the limit. Cancel it and submit it with a shorter wall time to run sooner."
+        f"until an admin raises the limit. To run sooner, shorten it: muster update {waiting.pk} -t 2h."
     )
     Job.objects.filter(pk=waiting.pk).update(pending_reason_code="JOB_LIMIT", pending_reason=reason)
     waiting.refresh_from_db()

@@ -164,7 +164,8 @@ def test_a_job_needing_more_than_a_quota_lowered_since_it_was_queued_says_only_r
     assert (wait.reason_code, wait.estimated_start) == (QUOTA_GPUS, None)
     assert wait.reason == (
         "This job needs 8 GPUs at once, more than the quota of user ann allows (2): it waits until an admin raises the "
-        "quota. Cancel it and submit it smaller, or preemptible (it may then borrow idle GPUs), to run sooner."
+        "quota. To run sooner, make it preemptible (muster update 2 --preemptible: it may then borrow idle GPUs), or cancel "
+        "it and submit it smaller."
     )
 
 
@@ -371,7 +372,7 @@ def test_a_job_beyond_a_whole_budget_lowered_under_it_is_not_promised_the_renewa
     assert wait.reason == (
         "The budget of user ann has 1.0 node-hours left; this job may use 2.0 (2 nodes x 1.00 h). That is more than its "
         "whole budget of 1 node-hours a period (lowered since it was submitted): it waits until an admin raises the "
-        "budget. Cancel it and submit it smaller or shorter to run sooner."
+        "budget. To run sooner, shorten it (muster update 1 -t 30m fits a period's budget), or cancel it and submit it smaller."
     )
 
 

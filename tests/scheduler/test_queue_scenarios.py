@@ -487,15 +487,22 @@ def test_a_queued_job_beyond_a_per_job_limit_lowered_since_it_was_submitted_wait
     assert waiting["state"] == "PENDING" and waiting["pending_reason"]["code"] == "JOB_LIMIT"
     assert waiting["pending_reason"]["message"] == (
         "Its wall time of 8 h is beyond the 4 h per job team vision allows now (lowered since it was submitted): it waits "
-        "until an admin raises the limit. Cancel it and submit it with a shorter wall time to run sooner."
+        f"until an admin raises the limit. To run sooner, shorten it: muster update {long} -t 4h."
     )
     assert waiting["estimated_start"] is None
     sweep = get(api, wide)["pending_reason"]
-    assert sweep["code"] == "JOB_LIMIT" and sweep["message"].startswith("It may use 12 node-hours, beyond the 10 per job team vision")
+    assert sweep["code"] == "JOB_LIMIT" and sweep["message"] == (
+        "It may use 12 node-hours, beyond the 10 per job team vision allows now (lowered since it was submitted): it waits "
+        f"until an admin raises the limit. To run sooner, shorten it (muster update {wide} -t 2h30m fits), or cancel it and "
+        "submit it on fewer nodes."
+    )
+    # Doing as it says (muster update sends this PATCH) starts it in the next cycle, in its place: no resubmit.
+    assert api.patch(f"/api/v1/jobs/{wide}/", {"wall_time_seconds": 150 * 60}, format="json").status_code == 200
+    assert sim.advance(1).placed == [wide]
 
     response = admin_api.patch(
         "/api/v1/quotas/teams/vision/", {"max_wall_time_seconds": None, "max_node_hours_per_job": None}, format="json"
     )
     assert response.status_code == 200, response.content
     report = sim.advance(1)
-    assert sorted(report.placed) == sorted([long, wide])
+    assert report.placed == [long]
