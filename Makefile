@@ -46,7 +46,7 @@ clean:
 
 ## Benchmarks, one JSON line per case: the scheduler (benchmarks/bench_scheduler.py), a 32-node launch and the node inventory among 2,000
 ## other pods on the test cluster (bench_node_inventory.py), the job page's telemetry,
-## the reads of a queue of 1,000 and 20,000 pending jobs (benchmarks/bench_reads.py), and the API through a live gunicorn on
+## the reads at 1,000 and 20,000 pending and 200 and 4,000 running jobs (benchmarks/bench_reads.py), and the API through a live gunicorn on
 ## PostgreSQL (benchmarks/bench_api.py: submits with 10,000 pending, arrays, reads at 1,000 and 20,000, a cold page), and a
 ## running job's page and the dashboard in Chromium (benchmarks/bench_page_load.py: DOMContentLoaded and charts drawn).
 bench: $(STAMP)

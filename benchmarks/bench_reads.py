@@ -1,22 +1,23 @@
-"""`make bench`: reads of the queue at 1,000 and 20,000 pending jobs, which read what the cycle stored.
+"""`make bench`: every read of the queue at 1,000 and 20,000 pending jobs and 200 and 4,000 running, which read
+what the cycle stored.
 
 In a throwaway SQLite database (never the configured one; BENCH_DATABASE_URL names an empty one to fill
-instead): pending jobs are bulk-created with the
-plan a cycle leaves on them (position, priority and factors, reason, estimate and its kind, a
-reservation for the first few), beside 16 running jobs on a 16 x 8 cluster. Then, through Django's
-test client as a signed-in user, each of these is requested several times:
+instead): pending jobs are bulk-created with the plan a cycle leaves on them (position, priority and
+factors, reason, estimate and its kind, a reservation for the first few), beside running jobs of one GPU
+each on a 500 x 8 cluster (benchmarks.queue_fill). Then, through Django's test client as a signed-in
+user (not an admin), each of READS is requested several times, in four cases: the baseline (1,000 pending,
+200 running), 20,000 pending, 4,000 running, and both.
 
-  job_api       GET /api/v1/jobs/{id}/ of one pending job (the owner's)
-  job_page      the job page /jobs/{id}/ of that job
-  queue_page    GET /api/v1/queue/ (its first page of 50, with the summary of the whole queue)
+Prints one JSON line per case with each read's median milliseconds, the queries it made and the rows they
+fetched (benchmarks.read_cost); with the cost of what reads no longer do (the snapshot and priority order
+the old read-time plan computed, timed once) and what the cycle's plan writes cost at that length (every
+job moved one place; then nothing changed). Then one line per case with each read's ratio to the baseline
+(time, queries, rows), and a table of the same for people.
 
-Prints one JSON line per queue length with the median server seconds of each, how many queries
-each made, the cost of what reads no longer do (the snapshot and priority order the old read-time
-plan computed, timed once), and what the cycle's plan writes cost at that length (every job moved
-one place; then nothing changed). A last line gives each read's ratio 20,000 / 1,000.
-
-The bar: a single job's reads flat in the queue's length (ratio ~1); the queue's first page grows
-only by its counts (a few aggregate queries).
+The bar (issue 13): every read flat in the queue's length and in the number of running jobs: its queries
+and the rows they fetch the same (a page of 50 is 50 rows at any length), its time ~1x. Counts are done by
+the database (the queue's summary counts a few aggregates, the dashboard's history reads the window's
+events): those queries cost more at 20,000, not their rows.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from typing import Any
 
 _TMP = tempfile.mkdtemp(prefix="muster-bench-reads-")
@@ -39,6 +41,10 @@ atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
 os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL") or f"sqlite:///{_TMP}/bench.sqlite3"
 os.environ["MUSTER_DATA_DIR"] = _TMP
 os.environ["MUSTER_CLUSTER"] = "simulated"
+# The submit read: its cycle is asked of a broker spool in the data directory, and it is not throttled (1 user).
+os.environ["CELERY_BROKER_URL"] = "filesystem://localhost/"
+os.environ["MUSTER_THROTTLE_WRITES"] = "1000000/minute"
+os.environ.pop("REDIS_URL", None)  # the cache and broker of nobody else
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 import django  # noqa: E402
@@ -51,9 +57,10 @@ from django.db import connection, transaction  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from benchmarks.queue_fill import GPUS, NODES, add_pending, add_running  # noqa: E402
+from benchmarks.queue_fill import GPUS, add_pending, add_running_jobs, remove_pending_after  # noqa: E402
+from benchmarks.read_cost import read_cost  # noqa: E402
 from jobs.cluster.simulated import SimulatedCluster  # noqa: E402
-from jobs.models import Job  # noqa: E402
+from jobs.models import Job, Node  # noqa: E402
 from jobs.services import nodes_sync  # noqa: E402
 from jobs.states import JobState  # noqa: E402
 from policy.model import Priority, Reservation, Waiting  # noqa: E402
@@ -62,27 +69,64 @@ from scheduler.plans import store_plans  # noqa: E402
 from scheduler.snapshot import build_snapshot, policy_config  # noqa: E402
 
 USERS = 20
-SIZES = (1_000, 20_000)
+PENDING = (1_000, 20_000)
+RUNNING = (200, 4_000)
+# Enough GPUs for the most running jobs, the same cluster in every case: the node grid's cells do not change.
+CLUSTER_NODES = 500
+# The cases, in the order they are filled: pending, running. The first is the baseline of every ratio.
+CASES = ((PENDING[0], RUNNING[0]), (PENDING[1], RUNNING[0]), (PENDING[1], RUNNING[1]), (PENDING[0], RUNNING[1]))
+SUBMIT = {"name": "bench-submit", "image": "busybox:1", "command": ["true"], "nodes": 1, "gpus_per_node": 1, "wall_time_seconds": 600}
 
 
-def timed(client: Client, url: str, repeats: int) -> tuple[float, int]:
-    """Median seconds of GET url, and the queries one request makes."""
-    queries: list[str] = []
+@dataclass(frozen=True)
+class Read:
+    """One request a user or the CLI makes: its name in the output, and how to make it."""
 
-    def count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        queries.append(sql)
-        return execute(sql, params, many, context)
+    name: str
+    path: str
+    post: dict[str, Any] | None = None
+    status: int = 200
 
-    with connection.execute_wrapper(count):
-        assert client.get(url).status_code == 200, url
+
+def reads(pending_job: Job, running_job: Job) -> list[Read]:
+    """Every read issue 13 names, of the same jobs and pages in every case (a later page there is at 1,000 too)."""
+    return [
+        Read("queue_api_first_page", "/api/v1/queue/"),
+        Read("queue_api_later_page", "/api/v1/queue/?offset=900&limit=50"),
+        # What `muster queue` asks first (muster_client.client.Client.queue: the API's largest page).
+        Read("muster_queue_request", "/api/v1/queue/?limit=500"),
+        Read("cluster_page", "/cluster/"),
+        # The queue on the cluster page, a later page of it, as its live poll redraws it.
+        Read("queue_page_later", "/cluster/?page=5&parts=1"),
+        Read("job_api_pending", f"/api/v1/jobs/{pending_job.pk}/"),
+        Read("job_page_pending", f"/jobs/{pending_job.pk}/"),
+        Read("job_page_pending_live", f"/jobs/{pending_job.pk}/live/"),
+        Read("job_api_running", f"/api/v1/jobs/{running_job.pk}/"),
+        Read("job_page_running", f"/jobs/{running_job.pk}/"),
+        Read("submit_response", "/api/v1/jobs/", post=SUBMIT, status=201),
+        Read("dashboard_page", "/dashboard/"),
+    ]
+
+
+def request(client: Client, read: Read) -> None:
+    if read.post is None:
+        response = client.get(read.path)
+    else:
+        response = client.post(read.path, read.post, content_type="application/json")
+    assert response.status_code == read.status, (read.path, response.status_code, response.content[:500])
+
+
+def timed(client: Client, read: Read, repeats: int) -> dict[str, Any]:
+    """Median milliseconds of the read, and the queries and rows of one request (the first, which also warms up)."""
+    with read_cost() as cost:
+        request(client, read)
     times = []
     for _ in range(repeats):
         gc.collect()
         start = time.perf_counter()
-        response = client.get(url)
+        request(client, read)
         times.append(time.perf_counter() - start)
-        assert response.status_code == 200, (url, response.status_code)
-    return statistics.median(times), len(queries)
+    return {"ms": round(statistics.median(times) * 1000, 2), "queries": cost.queries, "rows": cost.rows}
 
 
 def read_time_plan_seconds() -> float:
@@ -105,7 +149,8 @@ def stored_decisions(shift: int) -> tuple[list[Waiting], dict[int, Priority], li
     """The decisions that would leave every pending job's plan as stored, but `shift` places further down."""
     waiting, priorities, reservations = [], {}, []
     for pk, position, total, factors, code, reason, estimated, kind, nodes, reserved_start in Job.objects.filter(
-        state=JobState.PENDING
+        state=JobState.PENDING,
+        queue_position__isnull=False,  # not the jobs the submit read added
     ).values_list(*STORED):
         waiting.append(Waiting(pk, position + shift, code, reason, estimated.timestamp() if estimated else None, kind))
         priorities[pk] = Priority(total, {name: (v, w) for name, (v, w) in factors.items()})
@@ -130,49 +175,82 @@ def store_plans_seconds() -> dict[str, Any]:
     return result
 
 
-def measure(client: Client, target: Job, pending: int, repeats: int) -> dict[str, Any]:
-    job_api, job_api_queries = timed(client, f"/api/v1/jobs/{target.pk}/", repeats)
-    job_page, job_page_queries = timed(client, f"/jobs/{target.pk}/", repeats)
-    queue_page, queue_page_queries = timed(client, "/api/v1/queue/", repeats)
+def measure(client: Client, targets: tuple[Job, Job], pending: int, running: int, repeats: int) -> dict[str, Any]:
     return {
-        "name": f"reads_pending{pending}",
+        "name": f"reads_pending{pending}_running{running}",
         "pending": pending,
+        "running": running,
         "repeats": repeats,
-        "job_api_median_seconds": round(job_api, 4),
-        "job_page_median_seconds": round(job_page, 4),
-        "queue_page_median_seconds": round(queue_page, 4),
-        "queries": {"job_api": job_api_queries, "job_page": job_page_queries, "queue_page": queue_page_queries},
+        "reads": {read.name: timed(client, read, repeats) for read in reads(*targets)},
         "read_time_plan_seconds_no_longer_paid": round(read_time_plan_seconds(), 4),
         **store_plans_seconds(),
     }
 
 
+def fill(owners: list[Any], nodes: list[Node], pending: int, running: int) -> None:
+    """Grow or shrink the queue to `pending` planned jobs and add running jobs up to `running` (never fewer)."""
+    planned = Job.objects.filter(state=JobState.PENDING, queue_position__isnull=False).count()
+    if pending > planned:
+        add_pending(owners, planned + 1, pending)
+    elif pending < planned:
+        remove_pending_after(pending)
+    now_running = Job.objects.filter(state=JobState.RUNNING).count()
+    if running > now_running:
+        add_running_jobs(owners, now_running, running - 1, nodes)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")  # the statistics a live database keeps (autovacuum), so plans are the real ones
+
+
+def growth(case: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    """Each read's time, queries and rows over the baseline's."""
+
+    def ratio(a: float, b: float) -> float:
+        return round(a / b, 2) if b else (1.0 if a == b else float("inf"))
+
+    return {
+        name: {key: ratio(cost[key], base["reads"][name][key]) for key in ("ms", "queries", "rows")} for name, cost in case["reads"].items()
+    }
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """The same numbers for people: ms / queries / rows per read and case, with the time's ratio to the baseline."""
+    base = results[0]
+    heads = [f"p{r['pending']:,} r{r['running']:,}" for r in results]
+    lines = [f"{'read':<24}" + "".join(f"{h:>30}" for h in heads)]
+    for name in base["reads"]:
+        cells = []
+        for r in results:
+            c = r["reads"][name]
+            times = c["ms"] / base["reads"][name]["ms"]
+            cells.append(f"{c['ms']:>7.1f} ms {times:>4.1f}x {c['queries']:>3}q {c['rows']:>5}r")
+        lines.append(f"{name:<24}" + "".join(f"{cell:>30}" for cell in cells))
+    return "\n".join(lines)
+
+
 def main() -> None:
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 15
     call_command("migrate", verbosity=0)
-    nodes_sync(cluster_nodes=SimulatedCluster(nodes=NODES, gpus_per_node=GPUS, racks=2).list_nodes())
+    nodes_sync(cluster_nodes=SimulatedCluster(nodes=CLUSTER_NODES, gpus_per_node=GPUS, racks=10).list_nodes())
+    nodes = list(Node.objects.order_by("name"))
     users = get_user_model().objects
     owners = [users.create_user(username=f"user{i}") for i in range(USERS)]
-    add_running(owners[0])
     client = Client(HTTP_HOST="localhost")
-    results: dict[int, dict[str, Any]] = {}
-    added = 0
-    for pending in SIZES:
-        add_pending(owners, added + 1, pending)
-        added = pending
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")  # the statistics a live database keeps (autovacuum), so plans are the real ones
-        # One job in the middle of the first thousand: the same job at both lengths.
-        target = Job.objects.get(queue_position=SIZES[0] // 2)
-        client.force_login(target.owner)
-        results[pending] = measure(client, target, pending, repeats)
-        print(json.dumps(results[pending]), flush=True)
-    small, large = (results[n] for n in SIZES)
-    ratio = {
-        key.removesuffix("_median_seconds") + "_ratio": round(large[key] / small[key], 2)
-        for key in ("job_api_median_seconds", "job_page_median_seconds", "queue_page_median_seconds")
-    }
-    print(json.dumps({"name": f"reads_growth_{SIZES[0]}_to_{SIZES[1]}", **ratio}), flush=True)
+    results: list[dict[str, Any]] = []
+    targets: tuple[Job, Job] | None = None
+    for pending, running in CASES:
+        fill(owners, nodes, pending, running)
+        if targets is None:
+            # One job in the middle of the first thousand and the first running job: the same jobs in every case.
+            targets = (Job.objects.get(queue_position=PENDING[0] // 2), Job.objects.filter(state=JobState.RUNNING).earliest("id"))
+            assert targets[0].owner_id == targets[1].owner_id
+            client.force_login(targets[0].owner)
+        results.append(measure(client, targets, pending, running, repeats))
+        print(json.dumps(results[-1]), flush=True)
+    base = results[0]
+    for case in results[1:]:
+        name = f"reads_growth_p{case['pending']}_r{case['running']}_over_p{base['pending']}_r{base['running']}"
+        print(json.dumps({"name": name, **growth(case, base)}), flush=True)
+    print(table(results), flush=True)
 
 
 if __name__ == "__main__":

@@ -75,3 +75,40 @@ def add_running(owner: User) -> None:
         # The events a start writes: the job page finds its run (and its telemetry) in them.
         JobEvent.objects.create(job=job, at=started, to_state=JobState.PENDING, reason="bench")
         JobEvent.objects.create(job=job, at=started, from_state=JobState.PENDING, to_state=JobState.RUNNING, reason="bench", attempt=1)
+
+
+def running_job(owner: User, i: int, started: Any) -> Job:
+    return Job(
+        owner=owner, name=f"running-{i}", image="busybox:1", command=["true"], nodes=1, gpus_per_node=1,
+        wall_time_seconds=7200 + i, priority_class="normal", state=JobState.RUNNING, attempt=1, submitted_at=started,
+        scheduled_at=started, started_at=started, over_quota=i % 4 == 0,
+    )  # fmt: skip
+
+
+def add_running_jobs(owners: list[User], first: int, last: int, nodes: list[Node]) -> None:
+    """Running jobs first..last of one GPU each, on `nodes` in turn (a GPU each, one per GPU of a node), in bulk
+    inserts: with their allocation and the events a start writes. Their owners in turn, every fourth over quota."""
+    now = timezone.now()
+    # Each started a second apart within the last hour or two, as a real cluster's jobs did: no two alike.
+    started = {i: now - timedelta(hours=1, seconds=i % 3600) for i in range(first, last + 1)}
+    jobs = Job.objects.bulk_create((running_job(owners[i % len(owners)], i, started[i]) for i in range(first, last + 1)), batch_size=500)
+    Allocation.objects.bulk_create(
+        (
+            Allocation(job=job, node=nodes[i % len(nodes)], attempt=1, rank=0, gpus=1, allocated_at=started[i])
+            for i, job in enumerate(jobs, start=first)
+        ),
+        batch_size=500,
+    )
+    events = []
+    for i, job in enumerate(jobs, start=first):
+        at = started[i]
+        events.append(JobEvent(job=job, at=at, to_state=JobState.PENDING, reason="bench"))
+        events.append(JobEvent(job=job, at=at, from_state=JobState.PENDING, to_state=JobState.RUNNING, reason="bench", attempt=1))
+    JobEvent.objects.bulk_create(events, batch_size=500)
+
+
+def remove_pending_after(position: int) -> None:
+    """Leave the first `position` pending jobs (their stored plan and the queue's summary as a cycle would leave them)."""
+    Job.objects.filter(state=JobState.PENDING, queue_position__gt=position).delete()
+    planned = Job.objects.filter(state=JobState.PENDING, queue_position__isnull=False).order_by()
+    store_queue_summary(dict(planned.values_list("pending_reason_code").annotate(n=Count("id"))))

@@ -37,7 +37,12 @@ def jobs_visible_to(user: User | AnonymousUser) -> QuerySet[Job]:
 
 def job_visible_to(job: Job, user: User | AnonymousUser) -> bool:
     """`jobs_visible_to` for one job already in hand (the queue page's rows): the same rule."""
-    return bool(getattr(user, "is_staff", False) or (user.is_authenticated and job.owner_id == user.pk))
+    return owners_job_visible_to(job.owner_id, user)
+
+
+def owners_job_visible_to(owner_id: int, user: User | AnonymousUser) -> bool:
+    """`jobs_visible_to` for a job known by its owner alone (the cluster page's nodes read their jobs' owners)."""
+    return bool(getattr(user, "is_staff", False) or (user.is_authenticated and owner_id == user.pk))
 
 
 def _assigned(job: Job) -> list[Allocation]:

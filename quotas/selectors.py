@@ -28,6 +28,7 @@ from quotas.models import Quota, Team, TeamVolume, UsageCharge
 from quotas.periods import decayed_seconds, local_today, overlap_seconds, period_bounds
 
 __all__ = [
+    "AboveQuota",
     "AccountUsage",
     "BudgetLeft",
     "ReportRow",
@@ -89,7 +90,7 @@ class AccountUsage:
     @property
     def above_quota_text(self) -> str:
         """How far above its quota it is: "team research holds 126 GPUs of its quota of 8"."""
-        return f"{self.limits.kind} {self.limits.name} holds {plural(self.gpus_within_quota, 'GPU')} of its quota of {self.limits.max_gpus}"
+        return above_quota_text(self.limits, self.gpus_within_quota)
 
     @property
     def budget(self) -> BudgetLeft | None:
@@ -258,13 +259,51 @@ def account_usages(*, users: Sequence[Any] = (), teams: Sequence[Team] = (), now
     return [usage("user", u.pk, u.get_username()) for u in users] + [usage("team", t.pk, t.name) for t in teams]
 
 
-def accounts_above_quota(*, now: datetime | None = None) -> list[AccountUsage]:
-    """The users and teams whose running jobs hold more GPUs than their quota allows now (`AccountUsage.above_quota`),
-    users first, each by name: what an admin who lowered a quota to get GPUs back looks for."""
-    active = Allocation.objects.filter(released_at__isnull=True, job__state__in=ACTIVE_STATES)
-    users = get_user_model().objects.filter(pk__in=active.values("job__owner_id")).order_by("username")
-    teams = Team.objects.filter(pk__in=active.values("job__team_id")).order_by("name")
-    return [usage for usage in account_usages(users=list(users), teams=list(teams), now=now) if usage.above_quota]
+@dataclass(frozen=True)
+class AboveQuota:
+    """An account whose jobs hold more GPUs within its quota than the quota allows now: the quota was lowered under its
+    running jobs (`AccountUsage.above_quota`, as the Usage page shows it)."""
+
+    limits: Limits
+    gpus_within_quota: float
+
+    @property
+    def above_quota_text(self) -> str:
+        """How far above its quota it is: "team research holds 126 GPUs of its quota of 8"."""
+        return above_quota_text(self.limits, self.gpus_within_quota)
+
+
+def above_quota_text(limits: Limits, gpus_within_quota: float) -> str:
+    return f"{limits.kind} {limits.name} holds {plural(gpus_within_quota, 'GPU')} of its quota of {limits.max_gpus}"
+
+
+def accounts_above_quota() -> list[AboveQuota]:
+    """The users and teams whose running jobs hold more GPUs within their quota than it allows now, users first, each by
+    name: what an admin who lowered a quota to get GPUs back looks for.
+
+    The queue's summary, the cluster page, the dashboard and /metrics ask on every read: the GPUs are summed per
+    account in the database (a row per account holding GPUs, never one per running job; 4,000 running jobs were 4,000
+    rows here, read and summed in Python on every read of the queue), and only those accounts' quotas are read.
+    """
+    within = Allocation.objects.filter(released_at__isnull=True, job__state__in=ACTIVE_STATES, job__over_quota=False).order_by()
+    held: dict[tuple[str, int], tuple[str, float]] = {}
+    for kind, account, name in (("user", "job__owner_id", "job__owner__username"), ("team", "job__team_id", "job__team__name")):
+        for pk, account_name, gpus in within.exclude(**{account: None}).values_list(account, name).annotate(gpus=Sum("gpus")):
+            held[kind, pk] = (account_name, gpu_amount(gpus))
+    if not held:
+        return []
+    user_ids = [pk for kind, pk in held if kind == "user"]
+    team_ids = [pk for kind, pk in held if kind == "team"]
+    quotas = {
+        ("user", q["user_id"]) if q["user_id"] else ("team", q["team_id"]): q
+        for q in Quota.objects.filter(Q(user_id__in=user_ids) | Q(team_id__in=team_ids)).values("user_id", "team_id", *LIMIT_FIELDS)
+    }
+    above = []
+    for (kind, pk), (name, gpus) in held.items():
+        limits = limits_of(kind, name, quotas.get((kind, pk)))
+        if limits.max_gpus is not None and gpus > limits.max_gpus:
+            above.append(AboveQuota(limits=limits, gpus_within_quota=gpus))
+    return sorted(above, key=lambda a: (a.limits.kind != "user", a.limits.name))
 
 
 def usage_summary(user: User, *, now: datetime | None = None) -> UsageSummary:

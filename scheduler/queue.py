@@ -11,14 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db import connection
+from django.db.models import Count, DateTimeField, DurationField, ExpressionWrapper, F, Q, QuerySet, Sum, Value
 
 from jobs.amounts import gpu_amount
 from jobs.models import Allocation, Job, PlannedQueue
 from jobs.states import ACTIVE_STATES, JobState
 from policy.model import Priority
-from quotas.selectors import AccountUsage, accounts_above_quota
+from quotas.selectors import AboveQuota, accounts_above_quota
 from scheduler.snapshot import policy_config
 
 # What the reason counts call a job no cycle has given a reason yet.
@@ -47,7 +49,7 @@ class QueueCounts:
     running_over_quota: int = 0
     gpus_over_quota: float = 0
     # The accounts holding more than a quota lowered under their running jobs (AccountUsage.above_quota).
-    above_quota: tuple[AccountUsage, ...] = ()
+    above_quota: tuple[AboveQuota, ...] = ()
 
     @property
     def above_quota_text(self) -> str:
@@ -127,7 +129,9 @@ def starving_count(pending: QuerySet[Job], now: datetime) -> int:
     """How many of `pending` have waited past their starvation threshold (PolicyConfig.starving_after).
 
     A single-node job's threshold grows with its wall time past `starvation_seconds / starvation_wall_factor`:
-    gangs and jobs up to that wall time are counted in the database, the longer ones (few) by their own threshold.
+    gangs and jobs up to that wall time are counted past the one threshold, the longer ones past their own
+    (submitted at least `starvation_wall_factor` x their wall time ago), in the same count: the dashboard and
+    /metrics ask on every read, and reading those jobs to compare in Python read half of a long queue.
     """
     config = policy_config()
     past_base = pending.filter(submitted_at__lte=now - timedelta(seconds=config.starvation_seconds))
@@ -135,10 +139,13 @@ def starving_count(pending: QuerySet[Job], now: datetime) -> int:
         return past_base.count()
     longest_plain = config.starvation_seconds / config.starvation_wall_factor
     plain = Q(wall_time_seconds__lte=longest_plain) | Q(nodes__gt=1)
-    count = past_base.filter(plain).count()
-    for submitted_at, wall in past_base.exclude(plain).values_list("submitted_at", "wall_time_seconds"):
-        count += (now - submitted_at).total_seconds() >= config.starving_after(wall)
-    return count
+    factor = config.starvation_wall_factor
+    if connection.vendor == "postgresql":
+        waited: Any = F("wall_time_seconds") * Value(timedelta(seconds=factor))
+    else:  # SQLite keeps a duration as microseconds, and multiplies no interval
+        waited = ExpressionWrapper(F("wall_time_seconds") * Value(round(factor * 1_000_000)), output_field=DurationField())
+    owed_from = ExpressionWrapper(F("submitted_at") + waited, output_field=DateTimeField())
+    return past_base.alias(owed_from=owed_from).filter(plain | Q(owed_from__lte=now)).count()
 
 
 def is_starving(job: Job, now: datetime) -> bool:

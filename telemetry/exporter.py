@@ -151,7 +151,7 @@ class MusterCollector(Collector):
             "Users and teams holding more GPUs than their quota allows, lowered under their running jobs (not stopped).",
             labels=["kind"],
         )
-        counted = Counter(a.limits.kind for a in accounts_above_quota(now=now))
+        counted = Counter(a.limits.kind for a in accounts_above_quota())
         for kind in ("user", "team"):
             above.add_metric([kind], counted[kind])
         yield above

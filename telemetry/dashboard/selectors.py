@@ -38,7 +38,7 @@ from jobs.amounts import gpu_amount
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.selectors import node_gpus_free, node_gpus_idle, node_settles_until, node_slices_free, nodes_with_usage, start_waits, waiting_jobs
 from jobs.states import ACTIVE_STATES, JobState
-from quotas.selectors import AccountUsage, accounts_above_quota, teams_visible_to
+from quotas.selectors import AboveQuota, accounts_above_quota, teams_visible_to
 from scheduler.queue import is_starving, starving_count
 from telemetry.models import JobTelemetrySummary
 
@@ -293,25 +293,28 @@ def quota_standing(viewer: User | AnonymousUser) -> dict[str, Any]:
     over: dict[str, float] = defaultdict(float)
     jobs = {"within": 0, "over": 0}
     gpus: dict[str, float] = {"within": 0, "over": 0}
-    # What each job holds (its live allocations: a slice its share, a gang its nodes whole), as "GPUs allocated" counts.
-    for over_quota, team, held in (
+    # What the jobs hold (their live allocations: a slice its share, a gang its nodes whole), as "GPUs allocated" counts;
+    # summed by the database per standing and team, a row for each, never one per running job.
+    for over_quota, team, n, held in (
         Job.objects.filter(state__in=ACTIVE_STATES)
-        .annotate(held=Sum("allocations__gpus", filter=Q(allocations__released_at__isnull=True)))
-        .values_list("over_quota", "team__name", "held")
+        .values_list("over_quota", "team__name")
+        .annotate(n=Count("id", distinct=True), held=Sum("allocations__gpus", filter=Q(allocations__released_at__isnull=True)))
+        .order_by()
     ):
         standing = "over" if over_quota else "within"
-        jobs[standing] += 1
+        jobs[standing] += n
         gpus[standing] += held or 0.0
         (over if over_quota else within)[team_name(team)] += held or 0.0
     reasons: dict[str, int] = defaultdict(int)
-    for code in Job.objects.filter(state=JobState.PENDING).values_list("pending_reason_code", flat=True):
-        reasons[code or "NEW"] += 1
+    # Counted by reason in the database: a row per reason, not one per pending job.
+    for code, n in Job.objects.filter(state=JobState.PENDING).values_list("pending_reason_code").annotate(n=Count("id")).order_by():
+        reasons[code or "NEW"] += n
     teams = sorted(set(within) | set(over), key=lambda t: (-(within[t] + over[t]), t))
     # Accounts above a quota lowered under their running jobs: "within quota" above counts their jobs as they were
     # placed. An admin sees every account, anyone else their own and their teams' (as team names are shown).
     me = viewer.get_username() if viewer.is_authenticated else None
 
-    def shown(a: AccountUsage) -> bool:
+    def shown(a: AboveQuota) -> bool:
         if getattr(viewer, "is_staff", False):
             return True
         return a.limits.name == me if a.limits.kind == "user" else team_name(a.limits.name) == a.limits.name
@@ -333,7 +336,7 @@ def gpus(window: Window, now: datetime, viewer: User | AnonymousUser, span: Span
     span = span or span_for(window, now, first_data())
     start = now - timedelta(seconds=window.seconds)
     team_name = _team_namer(viewer)
-    total = sum(Node.objects.exclude(state=NodeState.GONE).values_list("gpus_total", flat=True))
+    total = Node.objects.exclude(state=NodeState.GONE).aggregate(total=Sum("gpus_total"))["total"] or 0
     allocations = Allocation.objects.filter(Q(released_at__isnull=True) | Q(released_at__gt=start), allocated_at__lte=now).values_list(
         "allocated_at", "released_at", "gpus", "job__team__name"
     )
@@ -422,6 +425,8 @@ class GridNode:
     slices_total: int = 0
     # GPUs nothing holds: `gpus_free` on a node that takes new work; on one that takes none, its idle GPUs (not free).
     gpus_idle: int | float = 0
+    # The owner of each of `jobs`, in the same order: who may follow its link (jobs.selectors.job_visible_to's rule).
+    job_owners: tuple[int, ...] = ()
 
     @property
     def takes_work(self) -> bool:
@@ -465,12 +470,15 @@ def cluster_free(nodes: Sequence[GridNode]) -> ClusterFree:
 
 def node_grid() -> list[GridNode]:
     """Known nodes by rack, each with one cell per GPU (held or free) and the jobs holding it: the cluster page's grid."""
-    holders: dict[str, list[int]] = defaultdict(list)
+    holders: dict[str, dict[int, int]] = defaultdict(dict)
     slots: dict[str, set[int]] = defaultdict(set)
-    live = Allocation.objects.filter(released_at__isnull=True).order_by("job_id").values_list("node__name", "job_id", "gpu_slot")
-    for name, job_id, slot in live:
-        if job_id not in holders[name]:
-            holders[name].append(job_id)
+    live = (
+        Allocation.objects.filter(released_at__isnull=True)
+        .order_by("job_id")
+        .values_list("node__name", "job_id", "job__owner_id", "gpu_slot")
+    )
+    for name, job_id, owner_id, slot in live:
+        holders[name][job_id] = owner_id
         if slot is not None:
             slots[name].add(slot)
     grid = []
@@ -488,8 +496,9 @@ def node_grid() -> list[GridNode]:
         grid.append(
             GridNode(
                 node.name, node.rack, node.state, node.gpu_model, node.gpus_total, node_gpus_free(node), cells, node.held,
-                node.held_reason, tuple(holders.get(node.name, ())), foreign, node_settles_until(node), node.closed_by,
+                node.held_reason, tuple(holders[node.name]), foreign, node_settles_until(node), node.closed_by,
                 node.sharing, node_slices_free(node), node.slices_per_gpu * node.gpus_total, node_gpus_idle(node),
+                tuple(holders[node.name].values()),
             )
         )  # fmt: skip
     return grid

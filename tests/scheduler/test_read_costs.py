@@ -1,0 +1,113 @@
+"""Issue 13: a read costs the same with ten times the queue or ten times the running jobs.
+
+Every read of the queue (the API's pages, `muster queue`'s request, the cluster page), a job's pages and API, the
+submit's answer and the dashboard make as many queries, fetching as many rows, with 200 pending and 200 running
+jobs as with 20 and 20 (benchmarks.read_cost counts the rows at the cursor: a read that fetches every running job in
+one query and sums them in Python is one query at any length). The timings are `make bench`'s
+(benchmarks/bench_reads.py); counts do not flake.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+
+import frontend.views
+from benchmarks.queue_fill import add_pending, add_running_jobs
+from benchmarks.read_cost import ReadCost, read_cost
+from jobs.cluster.simulated import SimulatedCluster
+from jobs.models import Job, Node
+from jobs.services import nodes_sync
+from jobs.states import JobState
+from tests.accounts.factories import UserFactory
+from tests.conftest import session_for
+
+N = 20  # jobs pending and jobs running; then ten times as many
+PAGE = 10  # the queue's page asked: full at N
+SUBMIT = {"name": "probe", "image": "busybox:1", "command": ["true"], "nodes": 1, "gpus_per_node": 1, "wall_time_seconds": 600}
+
+
+@pytest.fixture
+def queue(user: Any, settings: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """N planned pending jobs and N running ones of `user` and four others, on 25 nodes of 8 GPUs (room for 10 N)."""
+    settings.MUSTER_THROTTLE_WRITES = "100000/minute"
+    monkeypatch.setattr(frontend.views, "QUEUE_PAGE_SIZE", PAGE)  # the cluster page's queue, a full page at N
+    nodes_sync(cluster_nodes=SimulatedCluster(nodes=25, gpus_per_node=8).list_nodes())
+    owners = [user, *UserFactory.create_batch(4)]
+    nodes = list(Node.objects.order_by("name"))
+    add_pending(owners, 1, N)
+    add_running_jobs(owners, 0, N - 1, nodes)
+    pending = Job.objects.get(queue_position=N // 2)
+    running = Job.objects.filter(state=JobState.RUNNING).earliest("id")
+    assert pending.owner == running.owner == user
+    return {"owners": owners, "nodes": nodes, "pending": pending, "running": running}
+
+
+def reads(queue: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any] | None]]:
+    pending, running = queue["pending"].pk, queue["running"].pk
+    return {
+        "queue API, first page": (f"/api/v1/queue/?limit={PAGE}", None),
+        "queue API, a later page": (f"/api/v1/queue/?limit={PAGE}&offset={N - PAGE}", None),
+        "muster queue's request": (f"/api/v1/queue/?limit={N}", None),
+        "cluster page": ("/cluster/", None),
+        "job API, pending": (f"/api/v1/jobs/{pending}/", None),
+        "job page, pending": (f"/jobs/{pending}/", None),
+        "job page, pending, live": (f"/jobs/{pending}/live/", None),
+        "job API, running": (f"/api/v1/jobs/{running}/", None),
+        "job page, running": (f"/jobs/{running}/", None),
+        "submit's answer": ("/api/v1/jobs/", SUBMIT),
+        "dashboard": ("/dashboard/", None),
+    }
+
+
+def costs(client: Client, queue: dict[str, Any]) -> dict[str, ReadCost]:
+    measured = {}
+    for name, (path, body) in reads(queue).items():
+        with read_cost() as cost:
+            response = client.get(path) if body is None else client.post(path, body, content_type="application/json")
+        assert response.status_code == (201 if body else 200), (name, response.content[:300])
+        measured[name] = cost
+        if body:  # the job submitted (and its event, in the dashboard's window) not left for the next reads to count
+            Job.objects.filter(pk=response.json()["id"]).delete()
+    return measured
+
+
+def grown(small: dict[str, ReadCost], large: dict[str, ReadCost], *, allowed: dict[str, int] | None = None) -> list[str]:
+    """The reads whose queries or rows grew (beyond `allowed` more rows), each with its queries before and after."""
+    said = []
+    for name, cost in large.items():
+        before = small[name]
+        if cost.queries != before.queries or cost.rows - before.rows != (allowed or {}).get(name, 0):
+            said.append(
+                f"{name}: {before.queries} queries, {before.rows} rows -> {cost.queries} queries, {cost.rows} rows\n"
+                f"before:\n{before.describe()}\nafter:\n{cost.describe()}"
+            )
+    return said
+
+
+def test_no_read_grows_with_the_queue(user: Any, queue: dict[str, Any]) -> None:
+    client = session_for(user)
+    costs(client, queue)  # the first request of a session (and of a process) reads what later ones have cached
+    small = costs(client, queue)
+    add_pending(queue["owners"], N + 1, 10 * N)
+    assert not grown(small, costs(client, queue)), "\n\n".join(grown(small, costs(client, queue)))
+
+
+def test_no_read_grows_with_the_running_jobs_but_the_grids_gpus(user: Any, queue: dict[str, Any]) -> None:
+    """The node grid (the cluster page's and the dashboard's) draws every GPU held with its job: a row per live
+    allocation, the cluster's size at most. Nothing else grows: the queue's summary counted the running jobs one row
+    each (to find the accounts above their quota), and the cluster page asked which of them the viewer may open with
+    every running job's id in one IN list."""
+    client = session_for(user)
+    costs(client, queue)
+    small = costs(client, queue)
+    added = 9 * N
+    add_running_jobs(queue["owners"], N, 10 * N - 1, queue["nodes"])
+    large = costs(client, queue)
+    # The dashboard's history (the window's events, starts and allocations) grows with what ran in the window:
+    # docs/scheduling.md says so. Its queries do not grow.
+    dashboard_small, dashboard_large = small.pop("dashboard"), large.pop("dashboard")
+    assert dashboard_large.queries == dashboard_small.queries
+    assert not grown(small, large, allowed={"cluster page": added}), "\n\n".join(grown(small, large, allowed={"cluster page": added}))
