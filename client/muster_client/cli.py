@@ -251,6 +251,14 @@ def _gres(text: str) -> int:
     )
 
 
+def _names(text: str) -> list[str]:
+    """-n/--name as squeue, scancel and sacct take it: one job name or several, comma-separated, each matched whole."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"'{text}' names no job: -n NAME, or -n NAME,NAME for several")
+    return names
+
+
 def _job_ids(text: str) -> list[tuple[int, int | None]]:
     """-j as squeue takes it: one job or several, comma-separated, each `42` (the job, or every element of array 42)
     or `42_7` (element 7 of array 42). Returns (id, index or None) pairs."""
@@ -439,7 +447,12 @@ def build_parser() -> argparse.ArgumentParser:
         "comma-separated or repeated, in any case (default: all three)",
     )
     p.add_argument("--start", action="store_true", help="like squeue --start: the pending jobs only (-t PENDING)")
-    p.add_argument("-n", "--limit", type=_non_negative, default=0, help="the first N entries (default: all)")
+    p.add_argument(
+        "-n", "--name", dest="names", action="append", type=_names, metavar="NAME[,NAME]",
+        help="only jobs of these names, as squeue -n: each name whole, comma-separated or repeated",
+    )  # fmt: skip
+    # Long only: squeue's -n is --name (`muster queue -n 5` was the first 5 entries).
+    p.add_argument("--limit", type=_non_negative, default=0, metavar="N", help="the first N entries (default: all)")
 
     p = command(
         "jobs",
@@ -447,7 +460,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Your jobs, newest first, like sacct",
         "An admin sees everyone's.",
         "  muster jobs\n  muster jobs --state RUNNING,PENDING\n  muster jobs -s CD,F,CA,TO          # as sacct -s: ended jobs\n"
-        "  muster jobs --since 1d --name sweep\n  muster jobs --array 42 --limit 0\n"
+        "  muster jobs --since 1d --name sweep,eval    # as sacct --name: jobs of exactly these names\n"
+        "  muster jobs --array 42 --limit 0\n  muster jobs -n -s F | wc -l       # as sacct -n: no header, for scripts\n"
         "  muster jobs --sort=-size          # the largest first, as the job list's Size column sorts",
     )
     p.add_argument(
@@ -458,7 +472,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="PENDING (PD), SCHEDULED (CF), RUNNING (R), SUCCEEDED (CD), FAILED (F), CANCELLED (CA), TIMED_OUT (TO), or "
         "PREEMPTED (PR): the PENDING jobs waiting again after a preemption; comma-separated or repeated, in any case",
     )
-    p.add_argument("--name", help="names containing this text")
+    p.add_argument(
+        "--name", dest="names", action="append", type=_names, metavar="NAME[,NAME]",
+        help="only jobs of these names, as sacct --name: each name whole, comma-separated or repeated",
+    )  # fmt: skip
     p.add_argument("-S", "--since", help="submitted since: 2h or 3d ago, or a date/time (2026-11-01, 2026-11-01T09:00)")
     p.add_argument("-E", "--until", help="submitted before: the same forms as --since")
     p.add_argument("--array", type=_job_id, metavar="ARRAY_ID", help="the elements of one array")
@@ -469,7 +486,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="id, name, owner, state, size (GPUs), time (run time), priority or submitted; -KEY reverses it "
         "(default -submitted: newest first)",
     )
-    p.add_argument("-n", "--limit", type=_non_negative, default=50, help="at most N jobs (default 50; 0: all)")
+    # Long only, and -n is sacct's --noheader (`muster jobs -n 10` was the first 10 jobs: main says so).
+    p.add_argument("--limit", type=_non_negative, default=50, metavar="N", help="at most N jobs (default 50; 0: all)")
+    p.add_argument("-n", "--noheader", action="store_true", help="no header line (nor the legend or `0 jobs` under it), as sacct -n")
 
     p = command(
         "show",
@@ -653,6 +672,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "--json" in unknown and hasattr(args, "json"):
             # `muster --json jobs`: only --url and --token go before the command's name.
             hint = f" (--json goes after the command: muster {args.subparser.prog.split()[-1]} --json)"
+        elif args.handler is commands.jobs and args.noheader and (count := next((w for w in unknown if w.isdigit()), None)):
+            # `muster jobs -n 10`, as -n was until sacct's meaning replaced it: said, rather than "unrecognized: 10" alone.
+            hint = f" (-n is --noheader, as sacct's: at most {count} jobs is --limit {count})"
         args.subparser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     if args.handler is commands.submit and args.command:
         # `muster submit short.yaml other.yaml` queued the command `other.yaml` in place of the file's.

@@ -264,7 +264,7 @@ QUEUE_STATES = ("PENDING", "SCHEDULED", "RUNNING")
 
 def queue(args: argparse.Namespace) -> int:
     """squeue: the pending jobs (the queue API: everyone's, in the cycle's order), then the jobs on their nodes (the
-    jobs API: those the user may see, oldest first), each cut to what -t, --user, -j and --limit ask."""
+    jobs API: those the user may see, oldest first), each cut to what -t, --user, -j, -n and --limit ask."""
     asked = {state for group in args.states or [] for state in group} or set(QUEUE_STATES)
     if args.start:
         if args.states and asked != {"PENDING"}:
@@ -277,10 +277,16 @@ def queue(args: argparse.Namespace) -> int:
     def named(job: dict[str, Any]) -> bool:
         return any(_is_named(job, job_id, None if index is None else (index,)) for job_id, index in wanted or ())
 
-    def kept(job: dict[str, Any]) -> bool:
-        return (not args.user or job["owner"] == args.user) and (wanted is None or named(job))
+    names = {name for group in args.names or [] for name in group} or None
 
-    filtered = bool(args.user or wanted)
+    def kept(job: dict[str, Any]) -> bool:
+        return (
+            (not args.user or job["owner"] == args.user)
+            and (wanted is None or named(job))
+            and (names is None or job["name"] in names)  # squeue -n: the whole name
+        )
+
+    filtered = bool(args.user or wanted or names)
     client = client_for(args)
     limit = args.limit or None
     if "PENDING" in states:
@@ -301,6 +307,14 @@ def queue(args: argparse.Namespace) -> int:
         seen = sorted(client.jobs(state=active), key=lambda job: job["id"])
         visible = len(seen)
         running = [job for job in seen if kept(job)][:left]
+    if names and all(name.isdigit() for name in names) and not data["results"] and not running:
+        # `muster queue -n 5` was the first 5 entries until -n became squeue's --name: an empty queue would say
+        # nothing of that. A job named 5 that is queued is still listed.
+        count = sorted(names)[0]
+        raise SpecError(
+            f"no job in the queue is named {', '.join(sorted(names))}: -n is a job's name, as squeue -n "
+            f"(the first {count} entries: --limit {count})"
+        )
     if args.json:
         print_json({**data, "running": running} if active else data)
     else:
@@ -329,9 +343,11 @@ def parse_since(text: str, *, now: datetime | None = None) -> str:
 
 def jobs(args: argparse.Namespace) -> int:
     states = [state for value in args.state or [] for state in value]  # Muster's names (cli._job_states)
+    names = list(dict.fromkeys(name for group in args.names or [] for name in group))
     filters = {
         "state": states or None,
-        "name": args.name,
+        # The server's name filter matches a part of a name: it narrows one name's search; the exact match is below.
+        "name": names[0] if len(names) == 1 else None,
         "array": args.array,
         "owner": args.user,
         "submitted_after": parse_since(args.since) if args.since else None,
@@ -340,6 +356,8 @@ def jobs(args: argparse.Namespace) -> int:
         "limit": min(args.limit, 500) if args.limit else None,  # the page size: no more rows fetched than shown
     }
     found = client_for(args).jobs(**filters)
+    if names:
+        found = (job for job in found if job["name"] in names)  # sacct --name: each name whole
     # One more than shown, to say when there are more (the default shows 50).
     rows = list(itertools.islice(found, args.limit + 1) if args.limit else found)
     more = bool(args.limit) and len(rows) > args.limit
@@ -347,7 +365,9 @@ def jobs(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     else:
-        out(render.jobs_table(rows))
+        table = render.jobs_table(rows, header=not args.noheader)
+        if table:  # sacct -n of no job: nothing, not an empty line
+            out(table)
     if more:
         which = f"the first {args.limit} by {args.sort}" if args.sort else f"the newest {args.limit}"
         warn(f"showing {which}; there are more (--limit N for more, --limit 0 for all).")
@@ -756,16 +776,24 @@ def _cancel_matching(client: Client, args: argparse.Namespace, done: JSON, refus
     ids are), cancelled in one request. Without --user only your own: an admin's `muster cancel -n test` must not stop
     every user's job of that name."""
     states = [state for group in args.states or [] for state in group] or ["PENDING", "SCHEDULED", "RUNNING"]
-    owner = args.user or str(client.usage()["user"]["name"])
+    me = str(client.usage()["user"]["name"])
+    owner = args.user or me
     # The server's name filter matches a part of the name, in any case: scancel -n matches the whole name.
-    found = client.jobs(state=states, owner=owner, name=args.name or None)
+    try:
+        found = list(client.jobs(state=states, owner=owner, name=args.name or None))
+    except ApiError as exc:
+        if exc.status != 400 or not isinstance(exc.body, dict) or "owner" not in exc.body:
+            raise
+        # The job list's refusal of ?owner= spoke of listing ("You can list only your own jobs"): said as a cancel.
+        raise ApiError(exc.status, _owner_refused(owner, me, exc.body["owner"]), exc.body) from None
     targets = list(dict.fromkeys(args.job_ids))
-    chosen = [
-        job["id"]
-        for job in found
-        if (args.name is None or job["name"] == args.name)
-        and (not targets or any(_is_named(job, job_id, indices) for job_id, indices in targets))
-    ]
+
+    def chosen_by(job: JSON) -> bool:
+        return (args.name is None or job["name"] == args.name) and (
+            not targets or any(_is_named(job, job_id, indices) for job_id, indices in targets)
+        )
+
+    chosen = [job["id"] for job in found if chosen_by(job)]
     if chosen:
         # The server cancels at most CANCEL_MANY jobs a request (`muster cancel -n bulk` of 1,020 cancelled none):
         # each request is a transaction of its own.
@@ -773,9 +801,38 @@ def _cancel_matching(client: Client, args: argparse.Namespace, done: JSON, refus
         for first in range(0, len(ordered), CANCEL_MANY):
             _cancel_many(client, ordered[first : first + CANCEL_MANY], args, done, refuse)
         return
-    asked = [f"--name {args.name}" if args.name is not None else "", f"--user {owner}", f"--state {','.join(states)}"]
+    # In words, not flags: `no job matches --user root --state PENDING,SCHEDULED,RUNNING` named states nobody asked for.
+    named = f" named {args.name}" if args.name is not None else ""
     among = f" among jobs {' '.join(map(_target_text, targets))}" if targets else ""
-    print(f"muster: no job matches {' '.join(a for a in asked if a)}{among}; nothing was cancelled.", file=sys.stderr, flush=True)
+    whose = "of yours" if owner == me else f"of {owner}'s"
+    others = ""
+    if args.user is None:
+        # An admin's `muster cancel -n sweep` looks at their own jobs only, and says whose match (the job list shows an
+        # admin everyone's; anyone else's list, only their own, finds none here).
+        theirs = [job for job in client.jobs(state=states, name=args.name or None) if job["owner"] != me and chosen_by(job)]
+        if theirs:
+            owners = sorted({job["owner"] for job in theirs})
+            matching = f"{render.plural(len(theirs), 'job')} of {' and '.join(owners)} match"
+            others = f" ({matching}, but without -u only your own are cancelled: -u {owners[0]} for {owners[0]}'s)"
+    print(f"muster: no {_states_words(states)} job {whose}{named}{among}; nothing was cancelled{others}.", file=sys.stderr, flush=True)
+
+
+STATE_WORDS = {"PENDING": "pending", "SCHEDULED": "starting", "RUNNING": "running"}
+
+
+def _states_words(states: list[str]) -> str:
+    """`pending`, `pending or running`, `pending, starting or running`: the states a cancel by filter looked at."""
+    words = [STATE_WORDS.get(state, state.lower()) for state in dict.fromkeys(states)]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def _owner_refused(owner: str, me: str, refusal: Any) -> str:
+    """Why `muster cancel -u OWNER` looked at nothing: someone else's jobs asked by a user who is no admin (only an
+    admin may cancel them), or a user no job belongs to (the server names those there are)."""
+    said = " ".join(map(str, refusal)) if isinstance(refusal, list) else str(refusal)
+    if "only your own" in said:  # api.jobs.filters.unknown_owner's answer to anyone but an admin
+        return f"you may cancel only your own jobs (you are {me}), not {owner}'s: only an admin may; nothing was cancelled."
+    return f"{said.rstrip('.')}; nothing was cancelled."
 
 
 def _target_text(target: tuple[int, tuple[int, ...] | None]) -> str:

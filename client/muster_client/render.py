@@ -212,7 +212,7 @@ def queue_table(
 ) -> str:
     """`squeue`: the queue API's pending entries, then `running` (jobs SCHEDULED or RUNNING); `states` those asked for.
 
-    `filtered`: the rows are one user's (--user) or some jobs' (-j); `limited`: cut to --limit. Either way the last line
+    `filtered`: the rows are one user's (--user), some jobs' (-j) or names' (-n); `limited`: cut to --limit. Either way the last line
     says how many are shown and what the whole queue has, as it would without them; `visible`: how many jobs on their
     nodes the user may see (fewer than the cluster has: said)."""
     rows = [
@@ -374,7 +374,8 @@ def elapsed(job: JSON, *, now: datetime | None = None) -> str:
     return format_duration(max(0.0, (end - placed).total_seconds()))
 
 
-def jobs_table(jobs: Sequence[JSON]) -> str:
+def jobs_table(jobs: Sequence[JSON], *, header: bool = True) -> str:
+    """`sacct`: one row a job; without `header` (sacct -n) the rows alone, for a script to read."""
     rows = [
         (
             j["id"],
@@ -390,6 +391,9 @@ def jobs_table(jobs: Sequence[JSON]) -> str:
         for j in jobs
     ]
     text = table(["ID", "NAME", "USER", "STATE", "NODESxGPUS", "SUBMITTED", "ELAPSED", "EXIT", "ARRAY"], rows)
+    if not header:
+        # The columns as wide as with the header, which is then dropped.
+        return "\n".join(text.splitlines()[1:])
     if not rows:
         return f"{text}\n0 jobs"  # a header alone read as a failure to list, as `muster queue` says "0 pending"
     return "\n".join([text, BORROWING_LEGEND]) if any(borrowing(j) for j in jobs) else text

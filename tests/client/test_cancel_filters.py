@@ -8,7 +8,9 @@ import re
 from typing import Any
 
 import pytest
+from muster_client import config
 
+from accounts.services import token_create
 from jobs.models import Job
 from jobs.states import JobState
 from tests.client.cli_run import run_live
@@ -58,7 +60,7 @@ def test_cancel_by_name_and_state_takes_only_your_matching_jobs(
     code, out, err = run_live(capsys, "cancel", "-n", "sweep", "-t", "PENDING", "--json")
     assert code == 0
     assert json.loads(out)["cancelled"] == []
-    assert err == "muster: no job matches --name sweep --user dana --state PENDING; nothing was cancelled.\n"
+    assert err == "muster: no pending job of yours named sweep; nothing was cancelled.\n"
     # With ids, only among them.
     code, out, _ = run_live(capsys, "cancel", "-t", "R", str(other_running), str(longer_name))
     assert (code, out) == (0, f"Cancelled job {other_running} (train)\n")
@@ -68,10 +70,39 @@ def test_cancel_by_name_and_state_takes_only_your_matching_jobs(
     assert code == 0
     assert out.splitlines() == [f"Cancelled job {running} (sweep)", f"Cancelled job {longer_name} (sweep-big)"]
     assert state(erins) == JobState.PENDING
-    # Someone else's jobs are not yours to filter on.
+    # Someone else's jobs are not yours to cancel, said as a cancel (the job list's words were "You can list only...").
     code, _, err = run_live(capsys, "cancel", "-u", "erin")
-    assert code != 0 and "erin" in err
+    assert code == 5
+    assert err == "muster: error: you may cancel only your own jobs (you are dana), not erin's: only an admin may; nothing was cancelled.\n"
     assert state(erins) == JobState.PENDING
+
+
+def test_an_admins_cancel_by_filter_says_whose_jobs_it_looked_at(
+    signed_in: Any, tx_sim: SimHarness, django_user_model: Any, live_server: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each message of an admin's `muster cancel -n/-u/-t` in words: whose jobs, in which states, named what."""
+    danas = [submit(capsys, "sweep"), submit(capsys, "sweep")]
+    admin = django_user_model.objects.create_user(username="root", password="x", is_staff=True)
+    config.save_token(live_server.url, token_create(user=admin, name="cli").secret)
+
+    # Without -u, the admin's own jobs only: none, and it says whose do match.
+    code, out, err = run_live(capsys, "cancel", "-n", "sweep")
+    assert (code, out) == (0, "")
+    assert err == (
+        "muster: no pending, starting or running job of yours named sweep; nothing was cancelled (2 jobs of dana match, "
+        "but without -u only your own are cancelled: -u dana for dana's).\n"
+    )
+    code, out, err = run_live(capsys, "cancel", "-u", "root")
+    assert (code, out, err) == (0, "", "muster: no pending, starting or running job of yours; nothing was cancelled.\n")
+    code, out, err = run_live(capsys, "cancel", "-u", "dana", "-t", "R")
+    assert (code, out, err) == (0, "", "muster: no running job of dana's; nothing was cancelled.\n")
+    code, _, err = run_live(capsys, "cancel", "-u", "nosuch")
+    assert code == 5
+    assert err == "muster: error: Unknown owner nosuch; the owners of jobs are dana; nothing was cancelled.\n"
+    code, out, err = run_live(capsys, "cancel", "-u", "dana", "-n", "sweep")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [f"Cancelled job {job_id} (sweep)" for job_id in danas]
+    assert [state(job_id) for job_id in danas] == [JobState.CANCELLED] * 2
 
 
 def test_an_arrays_elements_cancelled_by_filter_are_named_as_scancel_names_them(

@@ -64,7 +64,7 @@ def test_queue_limit_keeps_the_first_rows_in_order_and_the_summary_counts_the_wh
     whole = out.splitlines()[-1]
     assert whole.endswith("3 running, 0 starting (of 4 on the cluster: others' jobs are listed to their owners and admins only)")
 
-    code, out, _ = run(capsys, "queue", "-n", "3")
+    code, out, _ = run(capsys, "queue", "--limit", "3")
     assert code == 0 and [line.split()[0] for line in out.splitlines()[1:-1]] == [str(waits.pk), str(mine[0].pk), str(mine[1].pk)]
     assert re.fullmatch(
         r"3 shown; in the whole queue 1 pending \(.+\), 4 running or starting "
