@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -235,6 +236,16 @@ class Job(models.Model):
     def shares_gpu(self) -> bool:
         """It asks for a GPU slice (a share, a memory slice or isolation) rather than whole GPUs."""
         return bool(self.gpu_fraction or self.gpu_memory_gb or self.gpu_isolation)
+
+    @property
+    def attempt_started_at(self) -> datetime | None:
+        """When its latest attempt's pods were all running, None until they are. `started_at` keeps the last start of
+        any attempt (it says a job ran, after a requeue or a failed launch: jobs.selectors.job_never_ran), so once a new
+        attempt is placed it is the earlier attempt's: it read "placed 10:53:52, started 10:53:45" while the new one
+        started."""
+        if self.started_at is None or (self.scheduled_at is not None and self.started_at < self.scheduled_at):
+            return None
+        return self.started_at
 
     @property
     def is_active(self) -> bool:

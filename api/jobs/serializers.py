@@ -587,6 +587,13 @@ class JobSerializer(serializers.ModelSerializer):
         "them, or failed after too many; its code never ran). A job cancelled back in the queue counts only until its "
         "requeue."
     )
+    started_at = serializers.DateTimeField(
+        source="attempt_started_at",
+        read_only=True,
+        allow_null=True,
+        help_text="When its latest attempt's pods were all running: null until they are, also while a new attempt after "
+        "a requeue is starting (the earlier attempt's start is in `events`).",
+    )
     queue_position = serializers.IntegerField(read_only=True, allow_null=True, help_text=QUEUE_POSITION_HELP)
     priority = serializers.SerializerMethodField(help_text=PRIORITY_HELP)
     estimate_kind = serializers.ChoiceField(choices=EstimateKind.choices, read_only=True, help_text=ESTIMATE_KIND_HELP)

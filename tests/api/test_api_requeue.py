@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 
 from audit.models import AuditEntry
 from jobs.models import Allocation, Job
+from tests.conftest import session_for
 
 
 def url(job_id: int, action: str = "requeue/") -> str:
@@ -72,3 +73,27 @@ def test_requeue_with_hold_holds_it_in_the_same_request(api: APIClient, submit: 
     sim.advance(2)
     assert Job.objects.get(pk=job["id"]).state == "PENDING"
     assert api.post(url(job["id"]), {"hold": "yes"}, format="json").status_code in (400, 409)
+
+
+def test_a_requeued_jobs_next_attempt_has_not_started_until_its_pods_run(
+    api: APIClient, submit: Any, sim: Any, user: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    job = submit(simulate={"duration_seconds": 600})
+    sim.cycle()
+    sim.advance(2)
+    first = api.get(url(job["id"], "")).json()
+    assert first["started_at"] is not None and first["started_at"] >= first["scheduled_at"]
+    with django_capture_on_commit_callbacks(execute=True):
+        api.post(url(job["id"]))
+    sim.advance(5)
+    placed = api.get(url(job["id"], "")).json()
+    # Attempt 2 is placed, not running: it read "started" at attempt 1's start, before "placed" (muster show, the page).
+    assert (placed["state"], placed["attempt"]) == ("SCHEDULED", 2)
+    assert placed["scheduled_at"] > first["started_at"] and placed["started_at"] is None
+    assert "<dt>Started</dt>" not in session_for(user).get(f"/jobs/{job['id']}/").content.decode()
+    sim.advance(2)
+    running = api.get(url(job["id"], "")).json()
+    assert running["state"] == "RUNNING" and running["started_at"] >= running["scheduled_at"]
+    # Its history reads in the order things happened (it was never out of order: only `started_at` was stale).
+    events = [(e["attempt"], e["to_state"]) for e in running["events"]]
+    assert events[-3:] == [(1, "PENDING"), (2, "SCHEDULED"), (2, "RUNNING")]
