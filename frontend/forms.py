@@ -112,11 +112,11 @@ class JobForm(forms.Form):
         max_length=10000,
         required=False,
         label="Start after",
-        widget=forms.TextInput(attrs={**MONO, "placeholder": "afterok:12:13,afterany:14"}),
+        widget=forms.TextInput(attrs={**MONO, "placeholder": "afterok:12:13,afterany:14_2"}),
         help_text="Jobs to wait for, as sbatch --dependency (muster submit -d) writes them: afterok:ID once it has "
         "succeeded, afternotok:ID once it has failed, timed out or been cancelled, afterany:ID once it has ended; several "
-        "ids as afterok:12:13, several types joined by commas. An array's id names every element. One that can never be "
-        "met any more cancels the job, saying why.",
+        "ids as afterok:12:13, several types joined by commas. An array's id names every element, 12_3 one of them (its "
+        "index 3). One that can never be met any more cancels the job, saying why.",
     )
     notify_on = forms.MultipleChoiceField(
         choices=[("start", "it starts"), ("end", "it ends"), ("fail", "it fails"), ("requeue", "it is requeued after running")],
@@ -347,7 +347,7 @@ class JobForm(forms.Form):
             asked = dependencies_parse(self.cleaned_data["dependencies"])
         except DependencyTextInvalid as exc:
             raise forms.ValidationError(exc.problems) from exc
-        return [{"type": kind, "job": job_id} for kind, job_id in asked]
+        return [{"type": a.kind, "job": a.job_id, **({"index": a.element} if a.element is not None else {})} for a in asked]
 
     def clean_volumes(self) -> list[dict[str, Any]]:
         volumes, errors = [], []

@@ -19,6 +19,16 @@ from audit.services import audit_record
 from jobs.amounts import duration, plural
 from jobs.arrays import index_ranges
 from jobs.cluster import ClusterBackend, ClusterNode, get_backend
+from jobs.dependencies import (
+    Asked,
+    contradictions,
+    dependencies_cycles,
+    dependencies_graph_lock,
+    dependencies_replace,
+    dependencies_said,
+    dependencies_unmeetable,
+    dependencies_wanted,
+)
 from jobs.errors import (
     ArrayEnded,
     ArrayIndicesMissing,
@@ -33,7 +43,18 @@ from jobs.errors import (
 from jobs.holds import hold_reason
 from jobs.hooks import job_hooks, queue_changed
 from jobs.logs import gang_teardown
-from jobs.models import Allocation, ClusterHealth, Job, JobEvent, JobHold, Node, NodeState, PlannedQueue, job_plan_cleared
+from jobs.models import (
+    Allocation,
+    ClusterHealth,
+    Job,
+    JobDependency,
+    JobEvent,
+    JobHold,
+    Node,
+    NodeState,
+    PlannedQueue,
+    job_plan_cleared,
+)
 from jobs.selectors import jobs_visible_to, shared_pools
 from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState, can_transition
 from policy.model import HELD, PendingJob
@@ -515,6 +536,16 @@ def job_cancel(
     return job
 
 
+def jobs_cancel_unmeetable() -> list[int]:
+    """Cancel the pending jobs with a dependency that can never be met (the job it waits for ended the other way), as
+    Slurm's kill_invalid_depend does, saying why (`dependencies_unmeetable`). Returns their ids. A job depending on one
+    of those is cancelled by the next cycle in turn."""
+    broken = dependencies_unmeetable()
+    for job in Job.objects.filter(pk__in=broken, state=JobState.PENDING).order_by("pk"):
+        job_cancel(job=job, by=None, reason=broken[job.pk])
+    return sorted(broken)
+
+
 # The longest comment a canceller may give (the API refuses more; the page's field takes no more).
 CANCEL_COMMENT_MAX = 300
 
@@ -793,30 +824,38 @@ def _teardown_quietly(backend: ClusterBackend, job_id: int, attempt: int, ranks:
 
 # What `job_update` may change of a pending job (`scontrol update`), in the order its history names them; everything
 # else a job asks for (its image, command, nodes, GPUs, team, volumes) is cancelled and resubmitted.
-UPDATABLE_FIELDS = ("name", "wall_time_seconds", "priority_class", "max_restarts", "preemptible")
+UPDATABLE_FIELDS = ("name", "wall_time_seconds", "priority_class", "max_restarts", "preemptible", "dependencies")
+# How many of the refusals of one kind an update of an array's elements names (each element would say the same).
+_SAID_AT_MOST = 3
 
 
 def job_update(*, job_ids: Sequence[int], by: User, changes: Mapping[str, Any], request: Any = None) -> list[Job]:
-    """`scontrol update JobId=42 TimeLimit=2:00:00 Name=x`: change what `changes` gives (of UPDATABLE_FIELDS, each
-    already valid on its own: the submit serializer's validators) of the PENDING jobs of `job_ids` (one job, or an
-    array's pending elements), all or none, in one transaction. Returns them, by id.
+    """`scontrol update JobId=42 TimeLimit=2:00:00 Name=x Dependency=afterok:5`: change what `changes` gives (of
+    UPDATABLE_FIELDS, each already valid on its own: the submit serializer's validators; `dependencies` as
+    `jobs.dependencies.resolve` found them, an empty list clearing them) of the PENDING jobs of `job_ids` (one job, or
+    an array's pending elements), all or none, in one transaction. Returns them, by id.
 
     Each is checked against its owner's limits as its submit was (`job_submit_problems` with the job as it would be),
     every refusal at once as a ValidationError: a wall time beyond the owner's most, a class the owner may not use
-    (an admin may give one, as at submit: a reserved class is given, not taken). Unlike Slurm, an owner may raise a
-    wall time as well as lower it: their limits are the site's rule, checked here as at submit, and a pending job has
-    used nothing yet. Raises JobNotUpdatable if one is not PENDING (a running job's wall time is not changed here),
-    JobFinished if one has ended.
+    (an admin may give one, as at submit: a reserved class is given, not taken), dependencies that would make a job
+    wait on itself, directly or through the jobs it waits for (none of them could ever start). Unlike Slurm, an owner
+    may raise a wall time as well as lower it: their limits are the site's rule, checked here as at submit, and a
+    pending job has used nothing yet. Raises JobNotUpdatable if one is not PENDING (a running job's wall time is not
+    changed here), JobFinished if one has ended.
 
     Each changed job gets an event from and to PENDING naming who changed what from what to what; someone else's (an
-    admin) is audited (job.update). A change the scheduler plans by (wall time, class, preemptible) clears the job's
-    stored estimate and reservation, as a hold does, and asks for a cycle: the next one reads the new values.
+    admin) is audited (job.update). A change the scheduler plans by (wall time, class, preemptible, dependencies) clears
+    the job's stored estimate and reservation, as a hold does, and asks for a cycle: the next one reads the new values.
     """
     unknown = sorted(set(changes) - set(UPDATABLE_FIELDS))
     if unknown:
         raise ValueError(f"job_update changes only {', '.join(UPDATABLE_FIELDS)}; not {', '.join(unknown)}")
-    planned_by = {"wall_time_seconds", "priority_class", "preemptible"}
+    planned_by = {"wall_time_seconds", "priority_class", "preemptible", "dependencies"}
+    asked: Sequence[Asked] | None = changes.get("dependencies")
+    fields_changed = {k: v for k, v in changes.items() if k != "dependencies"}
     with transaction.atomic():
+        if asked is not None:
+            dependencies_graph_lock()  # before the rows: see its docstring
         jobs = list(Job.objects.select_for_update(of=("self",)).select_related("owner", "team").filter(pk__in=job_ids).order_by("pk"))
         for job in jobs:
             if job.state in TERMINAL_STATES:
@@ -828,53 +867,92 @@ def job_update(*, job_ids: Sequence[int], by: User, changes: Mapping[str, Any], 
                 )
         problems: dict[str, list[str]] = {}
         for job in jobs:
-            if not planned_by & {k for k, v in changes.items() if getattr(job, k) != v}:
+            if not planned_by & {k for k, v in fields_changed.items() if getattr(job, k) != v}:
                 continue  # a name or restarts changes none of the owner's limits
-            spec: dict[str, Any] = {
-                "nodes": job.nodes,
-                "gpus_per_node": job.gpus_per_node,
-                "wall_time_seconds": job.wall_time_seconds,
-                "priority_class": job.priority_class,
-                "team": job.team,
-                "preemptible": job.preemptible,
-                "volumes": job.volumes,
-                "rdma_per_node": job.rdma_per_node,
-                "gpu_fraction": job.gpu_fraction,
-                "gpu_memory_gb": job.gpu_memory_gb,
-                "gpu_isolation": job.gpu_isolation,
-                "min_nodes": job.min_nodes,
-                "max_nodes": job.max_nodes,
-                **{k: v for k, v in changes.items() if k != "name" and k != "max_restarts"},
-            }
-            found = job_submit_problems(owner=job.owner, **spec)
+            found = job_submit_problems(owner=job.owner, **_as_submitted(job, fields_changed))
             if by.is_staff and "priority_class" in found and changes.get("priority_class") != job.priority_class:
                 # An admin gives a reserved class (as they may submit in one); the owner's other limits still hold.
                 found["priority_class"] = []
             for key, messages in found.items():
                 problems.setdefault(key, []).extend(m for m in messages if m not in problems[key])
+        deps = _dependencies_changed(jobs, asked)
+        if deps:
+            refused = contradictions(asked or ()) + dependencies_cycles({pk: wanted for pk, (_, wanted) in deps.items()})
+            if len(refused) > _SAID_AT_MOST:
+                refused = [*refused[:_SAID_AT_MOST], f"And {len(refused) - _SAID_AT_MOST} more jobs so."]
+            problems.setdefault("dependencies", []).extend(refused)
         problems = {key: messages for key, messages in problems.items() if messages}
         if problems:
             raise ValidationError(problems)
         now, who, touched = timezone.now(), by.get_username(), False
         for job in jobs:
-            changed = {k: [getattr(job, k), v] for k, v in changes.items() if getattr(job, k) != v}
+            changed = {k: [getattr(job, k), v] for k, v in fields_changed.items() if getattr(job, k) != v}
+            if job.pk in deps:
+                before, wanted = deps[job.pk]
+                dependencies_replace(job, wanted)
+                changed["dependencies"] = [before, dependencies_said(job.pk, wanted)]
             if not changed:
                 continue
             for key, (_, after) in changed.items():
-                setattr(job, key, after)
+                if key != "dependencies":
+                    setattr(job, key, after)
             cleared = list(_HELD_PLAN) if planned_by & set(changed) else []
             for name in cleared:
                 setattr(job, name, job_plan_cleared()[name])
-            job.save(update_fields=[*changed, *cleared, "updated_at"])
+            waiting = []
+            if "dependencies" in changed and not job.hold:
+                # Its reason named what it waited for: the next cycle says what it waits for now.
+                counted_as, job.pending_reason_code = job.pending_reason_code, "NEW"
+                job.pending_reason = f"Updated by {who}; waiting for the next scheduling cycle."
+                _recount_planned(job, counted_as, "NEW")
+                waiting = ["pending_reason_code", "pending_reason"]
+            job.save(update_fields=[*(k for k in changed if k != "dependencies"), *cleared, *waiting, "updated_at"])
             shown: dict[str, Callable[[Any], str]] = {"wall_time_seconds": duration, "name": repr}
             said = ", ".join(
                 f"{key.replace('_seconds', '').replace('_', ' ')} {shown.get(key, str)(was)} -> {shown.get(key, str)(after)}"
                 for key, (was, after) in changed.items()
             )
-            _note(job, f"Updated by {who}: {said}.", now)
+            _note(job, _fit_reason(f"Updated by {who}: {said}."), now)
             if by.pk != job.owner_id:
                 audit_record(actor=by, action="job.update", target=job, changes=changed, request=request, job=job)
             touched = True
         if touched:
             queue_changed()
     return jobs
+
+
+def _as_submitted(job: Job, changes: Mapping[str, Any]) -> dict[str, Any]:
+    """The asks of a pending job as its submit gave them, with `changes` made: what its owner's limits are checked on."""
+    return {
+        "nodes": job.nodes,
+        "gpus_per_node": job.gpus_per_node,
+        "wall_time_seconds": job.wall_time_seconds,
+        "priority_class": job.priority_class,
+        "team": job.team,
+        "preemptible": job.preemptible,
+        "volumes": job.volumes,
+        "rdma_per_node": job.rdma_per_node,
+        "gpu_fraction": job.gpu_fraction,
+        "gpu_memory_gb": job.gpu_memory_gb,
+        "gpu_isolation": job.gpu_isolation,
+        "min_nodes": job.min_nodes,
+        "max_nodes": job.max_nodes,
+        **{k: v for k, v in changes.items() if k != "name" and k != "max_restarts"},
+    }
+
+
+def _dependencies_changed(jobs: Sequence[Job], asked: Sequence[Asked] | None) -> dict[int, tuple[str, dict[int, str]]]:
+    """The jobs whose dependencies `asked` changes (None: the update does not touch them): each with its dependencies
+    before, as `sbatch --dependency` writes them, and the ones it asks now (job waited for -> type)."""
+    if asked is None:
+        return {}
+    wanted = dependencies_wanted(asked)
+    had: dict[int, dict[int, str]] = {job.pk: {} for job in jobs}
+    for job_id, on, kind in JobDependency.objects.filter(job__in=jobs).values_list("job_id", "on_id", "kind"):
+        had[job_id][on] = kind
+    return {pk: (dependencies_said(pk, before), wanted) for pk, before in had.items() if before != wanted}
+
+
+def _fit_reason(text: str) -> str:
+    """A history line that fits JobEvent.reason (500 characters): a long one (many dependencies named) keeps its start."""
+    return text if len(text) <= 500 else f"{text[:498]}…"

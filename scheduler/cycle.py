@@ -40,7 +40,6 @@ from jobs.cluster.base import (
     refused_by_node,
     stopped_by_cluster,
 )
-from jobs.dependencies import cancel_unmeetable
 from jobs.errors import IllegalTransition
 from jobs.hooks import pod_secret_env
 from jobs.lifecycle import (
@@ -63,7 +62,7 @@ from jobs.lifecycle import (
 from jobs.logs import gang_logs_capture, gang_teardown
 from jobs.models import Allocation, ClusterHealth, Job, Node, NodeState
 from jobs.selectors import job_assigned_nodes, nodes_overfilled
-from jobs.services import node_gang_failed, nodes_gang_succeeded, nodes_sync
+from jobs.services import jobs_cancel_unmeetable, node_gang_failed, nodes_gang_succeeded, nodes_sync
 from jobs.states import ACTIVE_STATES, JobState
 from policy.model import Decisions, Placement, Preemption, Resize
 from policy.schedule import schedule
@@ -711,7 +710,7 @@ def _admit(
     time its writes were stamped with, for the launches that follow.
     """
     # A job whose dependency can never be met any more would wait for ever: cancelled first, saying why.
-    cancel_unmeetable()
+    jobs_cancel_unmeetable()
     decisions = schedule(build_snapshot(now), policy_config())
     if stamp_after_snapshot:
         # Every job the snapshot holds was committed before it was read, so a placement stamped from now on never reads

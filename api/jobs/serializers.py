@@ -19,7 +19,7 @@ from api.telemetry.summary import TelemetrySummarySerializer
 from apikit.serializers import StrictQuerySerializer, StrictSerializer
 from jobs import validators
 from jobs.arrays import ARRAY_MAX_INDEX, ARRAY_SYNTAX, array_indices
-from jobs.dependencies import JOB_ID_MAX, Asked
+from jobs.dependencies import JOB_ID_MAX, Asked, Named
 from jobs.dependencies import KINDS as DEPENDENCY_KINDS
 from jobs.dependencies import contradictions as dependency_contradictions
 from jobs.dependencies import met as dependency_met
@@ -162,13 +162,34 @@ class DependencySerializer(StrictSerializer):
         },
     )
     job = serializers.IntegerField(
-        min_value=1, max_value=JOB_ID_MAX, help_text="The job's id; an array's id (its first element's) names every element."
+        min_value=1,
+        max_value=JOB_ID_MAX,
+        help_text="The job's id; an array's id (its first element's) names every element, and with `index` one of them. "
+        'Slurm\'s ARRAYID_INDEX is taken too, as a string: "12_1" is {"job": 12, "index": 1}.',
     )
+    index = serializers.IntegerField(
+        min_value=0,
+        max_value=JOB_ID_MAX,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="One element of the array `job` names, by its index (Slurm's 12_1: job 12, index 1).",
+    )
+
+    def to_internal_value(self, data: Any) -> Any:
+        # `"job": "12_1"`, as `muster submit -d afterok:12_1` and Slurm write an array's element.
+        if isinstance(data, Mapping) and isinstance(data.get("job"), str) and "index" not in data:
+            job, sep, index = data["job"].partition("_")
+            if sep and job.isdigit() and index.isdigit():
+                data = {**data, "job": int(job), "index": int(index)}
+        return super().to_internal_value(data)
 
 
 class DependedSerializer(serializers.Serializer):
     type = serializers.ChoiceField(choices=list(DEPENDENCY_KINDS))
     job = serializers.IntegerField()
+    array_id = serializers.IntegerField(allow_null=True, help_text="The array it is an element of (null: none), as the job's own.")
+    array_index = serializers.IntegerField(allow_null=True, help_text="Its index in that array: Slurm names it array_id_array_index.")
     state = serializers.CharField(help_text="The state of the job it depends on, now.")
     met = serializers.BooleanField(allow_null=True, help_text="true: met; false: never will be (the job is cancelled); null: not yet.")
 
@@ -278,7 +299,8 @@ class JobSubmitSerializer(StrictSerializer):
     def validate_dependencies(self, value: list[dict[str, Any]]) -> list[Asked]:
         if not value:
             return []
-        found, problems = dependencies_resolve(self.context["request"].user, [(d["type"], d["job"]) for d in value])
+        named = [Named(d["type"], d["job"], d.get("index")) for d in value]
+        found, problems = dependencies_resolve(self.context["request"].user, named)
         problems += dependency_contradictions(found)
         if problems:
             raise serializers.ValidationError(problems)
@@ -425,8 +447,8 @@ def submit_problems(serializer: JobSubmitSerializer, owner: User) -> tuple[dict[
 
 # Why each of a submit's fields an update does not take is refused: said by name, not as an unknown field.
 _NOT_UPDATED = (
-    "Not changed by an update (muster update): only name, wall_time_seconds, priority_class, max_restarts and "
-    "preemptible are; cancel the job and submit it again."
+    "Not changed by an update (muster update): only name, wall_time_seconds, priority_class, max_restarts, "
+    "preemptible and dependencies are; cancel the job and submit it again."
 )
 
 
@@ -441,7 +463,14 @@ class JobUpdateSerializer(JobSubmitSerializer):
     }
     # The submit's other fields are not an update's (DRF drops a field set to None).
     image = command = nodes = min_nodes = max_nodes = gpus_per_node = env = team = simulate = volumes = None  # type: ignore[assignment]
-    rdma_per_node = notify = dependencies = gpu_fraction = gpu_memory_gb = gpu_isolation = None  # type: ignore[assignment]
+    rdma_per_node = notify = gpu_fraction = gpu_memory_gb = gpu_isolation = None  # type: ignore[assignment]
+    dependencies = DependencySerializer(
+        many=True,
+        required=False,
+        help_text="scontrol update's Dependency: what it waits for from now on, in place of what it waited for (checked "
+        "as at submit); an empty list clears them. A job may not come to wait on itself, directly or through the jobs "
+        "it waits for.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Partial: a field left out is left as it is (none is required, and the submit's defaults do not apply).
@@ -682,8 +711,11 @@ class JobDetailSerializer(JobSerializer):
 
     @extend_schema_field(DependedSerializer(many=True))
     def get_dependencies(self, job: Job) -> list[dict[str, Any]]:
-        rows = job.dependencies.values_list("kind", "on_id", "on__state").order_by("on_id")
-        return [{"type": kind, "job": on, "state": state, "met": dependency_met(kind, state)} for kind, on, state in rows]
+        rows = job.dependencies.values_list("kind", "on_id", "on__state", "on__array_id", "on__array_index").order_by("on_id")
+        return [
+            {"type": kind, "job": on, "array_id": array_id, "array_index": index, "state": state, "met": dependency_met(kind, state)}
+            for kind, on, state, array_id, index in rows
+        ]
 
     @extend_schema_field(NotifySerializer(allow_null=True))
     def get_notify(self, job: Job) -> dict[str, Any] | None:

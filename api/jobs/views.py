@@ -275,10 +275,12 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
             ),
             409: OpenApiResponse(description="The job is not PENDING: a placed or running job's wall time is not changed here"),
         },
-        description="`scontrol update JobId=42 TimeLimit=2:00:00 Name=x`: change a pending job before it starts: "
-        "`name`, `wall_time_seconds`, `priority_class`, `max_restarts`, `preemptible` (any of them; nothing else). Each "
-        "is checked as a submit checks it, against the owner's limits (an owner may raise a wall time up to their most; "
-        "an admin may give a class kept for some). One job, an array's element by its own id; a whole array is "
+        description="`scontrol update JobId=42 TimeLimit=2:00:00 Name=x Dependency=afterok:5`: change a pending job "
+        "before it starts: `name`, `wall_time_seconds`, `priority_class`, `max_restarts`, `preemptible`, `dependencies` "
+        "(any of them; nothing else). Each is checked as a submit checks it, against the owner's limits (an owner may "
+        "raise a wall time up to their most; an admin may give a class kept for some); `dependencies` replaces what it "
+        "waits for (`[]` clears it), and is refused if a job would come to wait on itself, directly or through the "
+        "jobs it waits for. One job, an array's element by its own id; a whole array is "
         "`POST /api/v1/jobs/update-array/`. Written to the job's history; someone else's job (an admin) is audited "
         "(job.update). Its estimated start is cleared until the next scheduling cycle, which reads the new values.",
     )

@@ -77,6 +77,11 @@ def _dependency(text: str) -> list[dict[str, object]]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _dependency_or_none(text: str) -> list[dict[str, object]]:
+    """An update's --dependency: as submit takes it, or '' for none (scontrol update's Dependency= clears them)."""
+    return [] if not text.strip() else _dependency(text)
+
+
 def _mail_type(text: str) -> list[str]:
     """--mail-type as sbatch takes it: BEGIN, END, FAIL, REQUEUE, ALL or NONE, comma-separated; Muster's events."""
     events: list[str] = []
@@ -400,7 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-d", "--dependency", type=_dependency, metavar="TYPE:ID[:ID],...",
         help="start only once these jobs have ended as asked, as sbatch: afterok (succeeded), afternotok (failed), "
-        "afterany (ended); e.g. afterok:12:13,afterany:14",
+        "afterany (ended); e.g. afterok:12:13,afterany:14; an array's id names every element, 14_2 one of them",
     )  # fmt: skip
     p.add_argument("-t", "--time", type=_wall_time, metavar="WALL_TIME", help=f"wall time: {WALL_TIME_FORMS}")
     p.add_argument("--image", help="container image, e.g. nvcr.io/nvidia/pytorch:24.05-py3")
@@ -584,14 +589,15 @@ def build_parser() -> argparse.ArgumentParser:
         "update",
         commands.update,
         "Change pending jobs before they start, like scontrol update",
-        "Changes a pending job's wall time, name, priority class, restarts or preemptibility; anything else it asks "
+        "Changes a pending job's wall time, name, priority class, restarts, preemptibility or dependencies (what it "
+        "waits for, replaced; refused if a job would come to wait on itself); anything else it asks "
         "(image, command, nodes, GPUs, team) is cancelled and submitted again. Each value is checked as a submit checks "
         "it, against the owner's limits: you may raise a wall time up to your own most, not only lower it as in Slurm "
         "(your limits are checked here as at submit). A placed or running job is refused. An array's id updates every "
         "pending element in one request; ID_INDEX one element, ID_[INDICES] several (each must be pending). The next "
         "scheduling cycle plans the job by its new values (its estimated start is cleared until then).",
         "  muster update 42 --time 2:00:00 -J train-v2\n  muster update 4 --time 30m          # every pending element of array 4\n"
-        "  muster update 42 --no-preemptible --max-restarts 2",
+        "  muster update 42 --no-preemptible --max-restarts 2\n  muster update 42 -d afterok:40:12_3  # what it waits for; -d '' clears it",
     )
     p.add_argument("job_ids", type=_cancel_target, nargs="+", metavar="ID")
     p.add_argument("-t", "--time", type=_wall_time, metavar="WALL_TIME", help=f"the new wall time: {WALL_TIME_FORMS}")
@@ -601,6 +607,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--preemptible", action=argparse.BooleanOptionalAction, default=None,
         help="may borrow idle GPUs beyond your quota, preempted first (--no-preemptible: not)",
+    )  # fmt: skip
+    p.add_argument(
+        "-d", "--dependency", type=_dependency_or_none, metavar="TYPE:ID[:ID],...",
+        help="what it waits for from now on, as submit -d takes it (afterok:12:13,afterany:14_2); '' clears it",
     )  # fmt: skip
 
     p = command(

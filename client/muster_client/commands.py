@@ -629,11 +629,14 @@ def update(args: argparse.Namespace) -> int:
             ("priority_class", args.priority_class),
             ("max_restarts", args.max_restarts),
             ("preemptible", args.preemptible),
+            ("dependencies", args.dependency),
         )
         if value is not None
     }
     if not changes:
-        raise SpecError("nothing to update: give --time, -J/--name, --priority-class, --max-restarts or --preemptible/--no-preemptible")
+        raise SpecError(
+            "nothing to update: give --time, -J/--name, --priority-class, --max-restarts, --preemptible/--no-preemptible or -d/--dependency"
+        )
     client = client_for(args)
     status = OK
     for job_id, indices in dict.fromkeys(args.job_ids):
@@ -663,8 +666,19 @@ def _updated(job: JSON, changes: JSON) -> str:
         "priority_class": lambda: f"class {job['priority_class']}",
         "max_restarts": lambda: f"max restarts {job['max_restarts']}",
         "preemptible": lambda: "preemptible" if job["preemptible"] else "not preemptible",
+        "dependencies": lambda: f"dependencies {_dependencies_now(job, changes['dependencies'])}",
     }
     return ", ".join(said[key]() for key in changes) + "; the next scheduling cycle plans it so"
+
+
+def _dependencies_now(job: JSON, asked: list[JSON]) -> str:
+    """What an updated job waits for: with where each stands, as `muster show` says it; an array's elements come back
+    as the list reads them, without their dependencies: said then as they were asked."""
+    if not asked:
+        return "none"
+    if job.get("dependencies"):
+        return render.dependencies_line(job["dependencies"])
+    return ", ".join(f"{d['type']}:{d['job']}" + (f"_{d['index']}" if d.get("index") is not None else "") for d in asked)
 
 
 def hold(args: argparse.Namespace) -> int:

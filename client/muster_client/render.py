@@ -436,11 +436,7 @@ def job_lines(job: JSON) -> list[str]:
     if job.get("array_id") is not None:
         fields.append(("array", f"{job['array_id']} index {job['array_index']}"))
     if job.get("dependencies"):
-        # As sbatch --dependency writes them, with where each stands: met, never (the job is then cancelled), or its state.
-        said = {True: "met", False: "never met"}
-        fields.append(
-            ("dependencies", ", ".join(f"{d['type']}:{d['job']} ({said.get(d['met'], d['state'])})" for d in job["dependencies"]))
-        )
+        fields.append(("dependencies", dependencies_line(job["dependencies"])))
     if job.get("env"):
         fields.append(("env", " ".join(f"{k}={v}" for k, v in sorted(job["env"].items()))))
     if job.get("attempts"):
@@ -460,6 +456,31 @@ def job_lines(job: JSON) -> list[str]:
             size = f"{r['from_nodes']:>3} -> {r['to_nodes']:<3} nodes"
             lines.append(f"  {stamp(r['at'])}  attempt {r.get('attempt', '?')}  {size}  {r.get('reason') or ''}".rstrip())
     return lines
+
+
+def dependencies_line(dependencies: Sequence[JSON]) -> str:
+    """What a job waits for as sbatch --dependency writes it, with where each stands: met, never (the job is then
+    cancelled), or its state. An array's elements of one type together, as Slurm names them: `afterok:12_[0-99] (97
+    met, 2 RUNNING, 1 PENDING)`, not a hundred entries."""
+    said = {True: "met", False: "never met"}
+    groups: dict[tuple[str, object], list[JSON]] = {}
+    for d in dependencies:
+        key = (d["type"], ("array", d["array_id"]) if d.get("array_id") is not None else d["job"])
+        groups.setdefault(key, []).append(d)
+    parts = []
+    for (kind, _), deps in groups.items():
+        first = deps[0]
+        if len(deps) == 1:
+            named = array_element(first) or str(first["job"])
+            parts.append(f"{kind}:{named} ({said.get(first['met'], first['state'])})")
+            continue
+        stands: dict[str, int] = {}
+        for d in deps:
+            stand = str(said.get(d["met"], d["state"]))
+            stands[stand] = stands.get(stand, 0) + 1
+        counted = ", ".join(f"{n} {stand}" for stand, n in sorted(stands.items(), key=lambda c: (-c[1], c[0])))
+        parts.append(f"{kind}:{first['array_id']}_[{index_ranges(d['array_index'] for d in deps)}] ({counted})")
+    return ", ".join(parts)
 
 
 def _ranks(ranks: Sequence[int]) -> str:

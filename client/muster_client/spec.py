@@ -27,12 +27,24 @@ class _SpecLoader(yaml.SafeLoader):
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
-        for key_node, _ in node.value:
+        for key_node, value_node in node.value:
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(None, None, f"'{key}' is given twice", key_node.start_mark)
             seen.add(key)
+            if (
+                key == "job"
+                and isinstance(value_node, yaml.ScalarNode)
+                and value_node.style is None
+                and _ELEMENT.fullmatch(value_node.value)
+            ):
+                # A dependency's `job: 12_1` (Slurm's array element) is text: YAML 1.1 reads 12_1 as the number 121.
+                value_node.tag = "tag:yaml.org,2002:str"
         return super().construct_mapping(node, deep=deep)
+
+
+# An array's element as Slurm writes it: 12_1 (array 12, index 1).
+_ELEMENT = re.compile(r"[0-9]+_[0-9]+")
 
 
 def parse_wall_time(text: str) -> int:
@@ -130,21 +142,22 @@ def load_spec_file(path: str) -> dict[str, Any]:
 
 
 DEPENDENCY_TYPES = ("afterok", "afterany", "afternotok")
-_IDS = re.compile(r"[0-9]+")
+_NAMED = re.compile(r"(?P<job>[0-9]+)(?:_(?P<index>[0-9]+))?")
 
 
 def parse_dependency(text: str) -> list[dict[str, object]]:
-    """sbatch's --dependency text (`afterok:12:13,afterany:14`) as the API's `dependencies` list, in the words the
-    submit form says it with (jobs.dependencies.dependencies_parse: the client may not import the server). Slurm's `?`
-    (any one of them), `after`, `aftercorr` and `singleton` are refused, naming what Muster takes. SpecError with
-    every mistake at once."""
+    """sbatch's --dependency text (`afterok:12:13,afterany:14_2`) as the API's `dependencies` list, in the words the
+    submit form says it with (jobs.dependencies.dependencies_parse: the client may not import the server). An id is a
+    job's or an array's, or an array's element as Slurm writes it (`14_2`: array 14, index 2; `{"job": 14, "index": 2}`).
+    Slurm's `?` (any one of them), `after`, `aftercorr` and `singleton` are refused, naming what Muster takes.
+    SpecError with every mistake at once."""
     if "?" in text:
         raise SpecError("Muster waits for every job named (separate them with ','), not for any one of them ('?').")
     found: list[dict[str, object]] = []
     problems: list[str] = []
     for part in (p.strip() for p in text.split(",")):
         kind, _, ids = part.partition(":")
-        words = ids.split(":") if ids else []
+        named = [_NAMED.fullmatch(w) for w in ids.split(":")] if ids else []
         if not part:
             problems.append("An empty entry (a comma too many): write TYPE:ID[:ID...], e.g. afterok:12,afterany:14.")
         elif kind not in DEPENDENCY_TYPES:
@@ -152,12 +165,15 @@ def parse_dependency(text: str) -> list[dict[str, object]]:
                 f"'{part}': the types are {', '.join(DEPENDENCY_TYPES)}, as TYPE:ID[:ID...] (e.g. afterok:12); Slurm's after, "
                 "aftercorr and singleton are not supported."
             )
-        elif not words or not all(_IDS.fullmatch(w) for w in words):
-            problems.append(f"'{part}': give job ids after the type, as {kind}:12 or {kind}:12:13.")
-        elif any(int(w) == 0 for w in words):
+        elif not named or not all(named):
+            problems.append(f"'{part}': give job ids after the type, as {kind}:12, {kind}:12:13 or {kind}:12_1 (an array's element).")
+        elif any(int(m["job"]) == 0 for m in named if m):
             problems.append(f"'{part}': job ids start at 1.")
         else:
-            found += [{"type": kind, "job": int(w)} for w in words]
+            for m in named:
+                if m:
+                    index = {"index": int(m["index"])} if m["index"] is not None else {}
+                    found.append({"type": kind, "job": int(m["job"]), **index})
     if problems:
         raise SpecError(" ".join(problems))
     return found

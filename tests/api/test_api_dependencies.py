@@ -22,7 +22,8 @@ def test_a_job_waits_for_its_dependency_to_succeed_then_starts(api: APIClient, s
     sim.cycle()
     sim.advance(2)
     then = submit(nodes=1, dependencies=[{"type": "afterok", "job": first["id"]}])
-    assert then["dependencies"] == [{"type": "afterok", "job": first["id"], "state": "RUNNING", "met": None}]
+    of_no_array = {"array_id": None, "array_index": None}
+    assert then["dependencies"] == [{"type": "afterok", "job": first["id"], **of_no_array, "state": "RUNNING", "met": None}]
     sim.advance(2)
     # 15 nodes are free, but it waits for the first job, with an estimate from when that one is expected to end.
     job = api.get(f"{JOBS}{then['id']}/").json()
@@ -38,7 +39,7 @@ def test_a_job_waits_for_its_dependency_to_succeed_then_starts(api: APIClient, s
     sim.advance(2)
     job = api.get(f"{JOBS}{then['id']}/").json()
     assert job["state"] == "RUNNING"
-    assert job["dependencies"] == [{"type": "afterok", "job": first["id"], "state": "SUCCEEDED", "met": True}]
+    assert job["dependencies"] == [{"type": "afterok", "job": first["id"], **of_no_array, "state": "SUCCEEDED", "met": True}]
 
 
 def test_a_dependency_that_can_never_be_met_cancels_the_job_and_its_own_dependents(api: APIClient, submit: Any, sim: Any) -> None:
@@ -117,3 +118,68 @@ def test_bad_dependencies_are_refused_naming_each_and_nothing_is_queued(
 
 def _payload() -> dict[str, Any]:
     return job_payload(nodes=1)
+
+
+def _array(api: APIClient, indices: str) -> tuple[int, list[dict[str, Any]]]:
+    response = api.post(f"{JOBS}array/", {**_payload(), "array": indices}, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()["array_id"], response.json()["jobs"]
+
+
+def test_an_arrays_element_is_named_as_slurm_writes_it_and_checked_as_a_job_is(
+    api: APIClient, other_api: APIClient, submit: Any, sim: Any
+) -> None:
+    array_id, elements = _array(api, "0-2")
+    # ARRAYID_INDEX as a string (what -d and the form send), or as job and index: one element each, not the array.
+    after = submit(nodes=1, dependencies=[{"type": "afterok", "job": f"{array_id}_0"}, {"type": "afterany", "job": array_id, "index": 2}])
+    assert [(d["type"], d["job"], d["array_id"], d["array_index"]) for d in after["dependencies"]] == [
+        ("afterok", elements[0]["id"], array_id, 0),
+        ("afterany", elements[2]["id"], array_id, 2),
+    ]
+    plain = submit(nodes=1)["id"]
+    theirs, _ = _array(other_api, "0-1")
+    api.post(f"{JOBS}{elements[1]['id']}/cancel/")
+    response = api.post(
+        JOBS,
+        {
+            **_payload(),
+            "dependencies": [
+                {"type": "afterok", "job": f"{array_id}_7"},
+                {"type": "afterok", "job": f"{plain}_0"},
+                {"type": "afterok", "job": f"{elements[1]['id']}_0"},
+                {"type": "afterok", "job": f"{theirs}_0"},
+                {"type": "afterok", "job": f"{array_id}_1"},
+                {"type": "afterok", "job": array_id},
+            ],
+        },
+        format="json",
+    )
+    assert response.status_code == 400
+    e1 = elements[1]["id"]
+    assert response.json()["dependencies"] == [
+        f"Array {array_id} has no element 7 (its elements: {array_id}_[0-2]).",
+        f"{plain}_0: job {plain} is not an array; name it as {plain}.",
+        f"{e1}_0: job {e1} is {array_id}_1, an element of array {array_id}, not an array's id.",
+        f"No job {theirs}_0 (or none that you may see).",
+        f"afterok:{array_id}_1 can never be met: job {e1} ({array_id}_1) has ended CANCELLED.",
+        f"afterok:{array_id} can never be met: job {e1} ({array_id}_1) has ended CANCELLED.",
+    ]
+
+
+def test_an_array_waited_for_reads_as_slurm_names_it_in_the_reason_the_detail_and_the_cancel(api: APIClient, submit: Any, sim: Any) -> None:
+    array_id, elements = _array(api, "0-9")
+    waiting = submit(nodes=1, name="after-sweep", dependencies=[{"type": "afterok", "job": array_id}])
+    sim.cycle()
+    sim.advance(2)
+    job = api.get(f"{JOBS}{waiting['id']}/").json()
+    # One entry for the ten elements, not "job 1 ..., job 2 ..., job 3 ... and 7 more".
+    assert job["pending_reason"]["message"] == f"Waits for {array_id}_[0-9] to succeed (afterok; 10 are RUNNING)."
+    assert len(job["dependencies"]) == 10  # the API still lists each job, with its array and index
+    api.post(f"{JOBS}{elements[3]['id']}/cancel/")
+    sim.advance(2)
+    cancelled = Job.objects.get(pk=waiting["id"])
+    assert cancelled.state == "CANCELLED"
+    assert cancelled.state_reason == (
+        f"Cancelled by Muster: its dependency afterok:{array_id}_[0-9] can never be met ({array_id}_3, job {elements[3]['id']}, "
+        "ended CANCELLED)."
+    )

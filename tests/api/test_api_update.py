@@ -1,6 +1,6 @@
 """`PATCH /api/v1/jobs/{id}/` and `POST /api/v1/jobs/update-array/` (`muster update`, Slurm's `scontrol update`): a
-pending job's name, wall time, class, restarts and preemptibility change before it starts, checked as its submit was;
-anything else is refused by name, and a job that has started is a 409."""
+pending job's name, wall time, class, restarts, preemptibility and dependencies change before it starts, checked as its
+submit was; anything else is refused by name, and a job that has started is a 409."""
 
 from __future__ import annotations
 
@@ -145,3 +145,60 @@ def test_an_arrays_id_updates_every_pending_element_in_one_request_and_indices_s
     # Without indices, the pending ones only.
     response = api.post(UPDATE_ARRAY, {"array_id": array_id, "max_restarts": 2}, format="json")
     assert [j["array_index"] for j in response.json()["updated"]] == [0, 1, 3]
+
+
+def test_a_pending_jobs_dependencies_are_replaced_or_cleared_as_scontrol_update_dependency_does(
+    api: APIClient, admin_api: APIClient, submit: Any, sim: SimHarness
+) -> None:
+    prep = submit(nodes=1, simulate={"duration_seconds": 600})
+    sweep = api.post("/api/v1/jobs/array/", {**job_payload(nodes=1), "array": "0-3"}, format="json").json()
+    job = submit(nodes=1)
+    asked = [{"type": "afterok", "job": prep["id"]}, {"type": "afterany", "job": sweep["array_id"]}]
+    response = api.patch(url(job["id"]), {"dependencies": asked}, format="json")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert [d["job"] for d in body["dependencies"]] == [prep["id"], *(e["id"] for e in sweep["jobs"])]
+    # Its history names them as -d writes them, an array's elements together; its reason waits for the next cycle.
+    a = sweep["array_id"]
+    assert body["events"][-1]["reason"] == f"Updated by alice: dependencies none -> afterok:{prep['id']},afterany:{a}_[0-3]."
+    assert body["pending_reason"]["code"] == "NEW"
+    sim.cycle()
+    assert Job.objects.get(pk=job["id"]).pending_reason_code == "DEPENDENCY"
+    # An admin changes it to one element (Slurm's ARRAYID_INDEX): audited, with what it was and what it is.
+    response = admin_api.patch(url(job["id"]), {"dependencies": [{"type": "afterok", "job": f"{a}_2"}]}, format="json")
+    assert response.status_code == 200, response.content
+    assert [(d["job"], d["array_index"]) for d in response.json()["dependencies"]] == [(sweep["jobs"][2]["id"], 2)]
+    (entry,) = AuditEntry.objects.filter(action="job.update")
+    assert entry.changes == {"dependencies": [f"afterok:{prep['id']},afterany:{a}_[0-3]", f"afterok:{a}_2"]}
+    # An empty list clears them: the job no longer waits.
+    response = api.patch(url(job["id"]), {"dependencies": []}, format="json")
+    assert response.json()["dependencies"] == []
+    assert response.json()["events"][-1]["reason"] == f"Updated by alice: dependencies afterok:{a}_2 -> none."
+    sim.cycle()
+    sim.advance(2)
+    assert Job.objects.get(pk=job["id"]).state == "RUNNING"
+    # Checked as at submit: no such job, or one ended so that it can never be met.
+    response = api.patch(url(sweep["jobs"][3]["id"]), {"dependencies": [{"type": "afternotok", "job": 99999}]}, format="json")
+    assert response.status_code == 400 and response.json()["dependencies"] == ["No job 99999 (or none that you may see)."]
+
+
+def test_a_dependency_that_would_make_a_job_wait_on_itself_is_refused(api: APIClient, submit: Any) -> None:
+    first = submit(nodes=1)
+    second = submit(nodes=1, dependencies=[{"type": "afterok", "job": first["id"]}])
+    third = submit(nodes=1, dependencies=[{"type": "afterany", "job": second["id"]}])
+    before = list(Job.objects.get(pk=first["id"]).dependencies.all())
+    response = api.patch(url(first["id"]), {"dependencies": [{"type": "afterok", "job": third["id"]}]}, format="json")
+    assert response.status_code == 400
+    assert response.json()["dependencies"] == [
+        f"Job {first['id']} would wait for itself: it would wait for job {third['id']}, which waits for job {second['id']}, "
+        f"which waits for job {first['id']}; none of them could ever start."
+    ]
+    response = api.patch(url(first["id"]), {"dependencies": [{"type": "afterok", "job": first["id"]}]}, format="json")
+    assert response.json()["dependencies"] == [f"Job {first['id']} cannot wait for itself."]
+    assert list(Job.objects.get(pk=first["id"]).dependencies.all()) == before
+    # An array's elements made to wait for their own array: each would wait for itself, said for three and counted.
+    sweep = api.post("/api/v1/jobs/array/", {**job_payload(nodes=1), "array": "0-4"}, format="json").json()
+    a, ids = sweep["array_id"], [e["id"] for e in sweep["jobs"]]
+    response = api.post(UPDATE_ARRAY, {"array_id": a, "dependencies": [{"type": "afterany", "job": a}]}, format="json")
+    assert response.status_code == 400
+    assert response.json()["dependencies"] == [*(f"Job {i} cannot wait for itself." for i in ids[:3]), "And 2 more jobs so."]

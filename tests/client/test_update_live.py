@@ -63,3 +63,26 @@ def test_update_of_an_arrays_id_changes_every_pending_element_and_an_index_one(
     assert dict(Job.objects.filter(array_id=array_id).values_list("array_index", "max_restarts")) == {0: 0, 1: 0, 2: 3}
     code, out, err = run(capsys, "update", f"{array_id}_7", "-J", "x")
     assert code == 5 and f"Array {array_id} has no element 7; nothing was updated" in err
+
+
+def test_update_d_replaces_what_a_job_waits_for_and_an_empty_one_clears_it(
+    signed_in: Any, tx_sim: SimHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prep = submitted(capsys, "-J", "prep")
+    array_id = submitted(capsys, "-J", "sweep", "--array", "0-2")
+    job_id = submitted(capsys, "-J", "train")
+    code, out, err = run(capsys, "update", str(job_id), "-d", f"afterok:{prep}:{array_id}_1")
+    assert (code, err) == (0, ""), err
+    assert out == (
+        f"Updated job {job_id} (train): dependencies afterok:{prep} (PENDING), afterok:{array_id}_1 (PENDING); "
+        "the next scheduling cycle plans it so\n"
+    )
+    assert Job.objects.get(pk=job_id).dependencies.count() == 2
+    # A job waiting for it may not be made one it waits for: said in the server's words, nothing changed.
+    code, out, err = run(capsys, "update", str(prep), "-d", f"afterany:{job_id}")
+    assert code == 5 and out == ""
+    assert f"Job {prep} would wait for itself: it would wait for job {job_id}, which waits for job {prep}" in err
+    code, out, err = run(capsys, "update", str(job_id), "-d", "")
+    assert (code, err) == (0, ""), err
+    assert out == f"Updated job {job_id} (train): dependencies none; the next scheduling cycle plans it so\n"
+    assert not Job.objects.get(pk=job_id).dependencies.exists()

@@ -160,7 +160,7 @@ def test_the_submit_forms_start_after_estimates_refuses_in_its_words_and_clones(
         [
             "'after:12': the types are afterok, afterany, afternotok, as TYPE:ID[:ID...] (e.g. afterok:12); Slurm's after, "
             "aftercorr and singleton are not supported.",
-            "'afterok': give job ids after the type, as afterok:12 or afterok:12:13.",
+            "'afterok': give job ids after the type, as afterok:12, afterok:12:13 or afterok:12_1 (an array's element).",
         ]
     )
     page.get_by_label("Start after").fill("afterok:99999")

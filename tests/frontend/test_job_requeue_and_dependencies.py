@@ -110,6 +110,38 @@ def test_the_job_page_shows_what_it_waits_for_and_the_jobs_waiting_for_it(
     assert "2 of 2 met." in page.get(f"/jobs/{train['id']}/live/").json()["parts"]["job-dependencies"]
 
 
+def test_an_arrays_elements_read_as_one_entry_named_as_slurm_names_them_both_ways(
+    user: Any, api: Any, submit: Any, sim: SimHarness
+) -> None:
+    sweep = api.post("/api/v1/jobs/array/", {**_payload(), "array": "0-9"}, format="json").json()
+    other = api.post("/api/v1/jobs/array/", {**_payload(), "array": "0-1"}, format="json").json()
+    array_id, elements, element = sweep["array_id"], sweep["jobs"], other["jobs"][1]
+    train = submit(
+        name="train",
+        nodes=1,
+        dependencies=[{"type": "afterok", "job": array_id}, {"type": "afterany", "job": f"{other['array_id']}_1"}],
+    )
+    page = session_for(user)
+    shown = page.get(f"/jobs/{train['id']}/").content.decode()
+    # Ten elements in one entry, linked to the array's list (not ten lines, cut at twenty); one element by its name.
+    assert listed(shown, "dependencies") == [
+        f"{array_id}_[0-9] (sweep), once each has succeeded (afterok): not met yet: 0 of 10 met; 10 are PENDING",
+        f"job {element['id']} ({other['array_id']}_1, sweep), once it has ended, whatever way (afterany): not met yet: it is PENDING",
+    ]
+    assert "0 of 11 met, 11 not yet." in shown and f'href="/?array={array_id}"' in shown
+    api.post(f"/api/v1/jobs/{elements[9]['id']}/cancel/")
+    shown = page.get(f"/jobs/{train['id']}/").content.decode()
+    assert listed(shown, "dependencies")[0] == (
+        f"{array_id}_[0-9] (sweep), once each has succeeded (afterok): never met: 1 of 10 ended CANCELLED, so this job is "
+        "cancelled at the next scheduling cycle"
+    )
+    assert "0 of 11 met, 10 not yet, 1 never will be." in shown
+    # A job an array waits for lists the array's elements as one entry too.
+    after = {**_payload(), "array": "0-2", "dependencies": [{"type": "afterany", "job": train["id"]}]}
+    waiting = api.post("/api/v1/jobs/array/", after, format="json").json()["array_id"]
+    assert listed(page.get(f"/jobs/{train['id']}/").content.decode(), "dependents") == [f"{waiting}_[0-2] (sweep, afterany, 3 PENDING)"]
+
+
 def test_a_dependency_never_met_says_the_job_is_cancelled_for_it(user: Any, api: Any, submit: Any, sim: SimHarness) -> None:
     prep = submit(name="prep", nodes=1)
     waits = submit(name="waits", nodes=1, dependencies=[{"type": "afterok", "job": prep["id"]}])
@@ -156,12 +188,14 @@ def test_an_admins_job_waiting_for_someones_job_is_not_named_to_them(
 @pytest.mark.parametrize(
     ("text", "asked"),
     [
-        ("afterok:12:13,afterany:14", [("afterok", 12), ("afterok", 13), ("afterany", 14)]),
-        (" afternotok:7 , afterok:8 ", [("afternotok", 7), ("afterok", 8)]),
+        ("afterok:12:13,afterany:14", [("afterok", 12, None), ("afterok", 13, None), ("afterany", 14, None)]),
+        (" afternotok:7 , afterok:8 ", [("afternotok", 7, None), ("afterok", 8, None)]),
+        # Slurm's ARRAYID_INDEX: one element of an array.
+        ("afterok:12_3:13,afterany:14_0", [("afterok", 12, 3), ("afterok", 13, None), ("afterany", 14, 0)]),
         ("", []),
     ],
 )
-def test_start_after_reads_sbatch_dependency_text_as_the_cli_does(text: str, asked: list[tuple[str, int]]) -> None:
+def test_start_after_reads_sbatch_dependency_text_as_the_cli_does(text: str, asked: list[tuple[str, int, int | None]]) -> None:
     assert dependencies_parse(text) == asked
 
 
@@ -171,8 +205,8 @@ def test_start_after_says_every_mistake_at_once() -> None:
     assert refused.value.problems == [
         "'after:12': the types are afterok, afterany, afternotok, as TYPE:ID[:ID...] (e.g. afterok:12); Slurm's after, "
         "aftercorr and singleton are not supported.",
-        "'afterok': give job ids after the type, as afterok:12 or afterok:12:13.",
-        "'afterok:x': give job ids after the type, as afterok:12 or afterok:12:13.",
+        "'afterok': give job ids after the type, as afterok:12, afterok:12:13 or afterok:12_1 (an array's element).",
+        "'afterok:x': give job ids after the type, as afterok:12, afterok:12:13 or afterok:12_1 (an array's element).",
         "'afterany:0': job ids start at 1.",
         "An empty entry (a comma too many): write TYPE:ID[:ID...], e.g. afterok:12,afterany:14.",
     ]
