@@ -29,6 +29,7 @@ ACTIONS = (
     "node.update",
     "quota.update",
     "quota.reset",
+    "quota.grant",
     "team.create",
     "team.update",
     "team.delete",

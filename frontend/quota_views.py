@@ -22,11 +22,12 @@ from django.views.decorators.http import require_POST
 from accounts.requests import AuthenticatedHttpRequest
 from api.quotas.serializers import QuotaInputSerializer
 from frontend.quota_forms import QuotaForm, UsageReportForm
+from quotas.grants import grants_of
 from quotas.limits import effective_limits
 from quotas.models import Team
 from quotas.periods import day_range, local_today, period_bounds
 from quotas.selectors import account_usages, usage_report, usage_summary, users_visible_to
-from quotas.services import quota_reset, quota_save
+from quotas.services import budget_grant, quota_reset, quota_save
 
 
 def _staff_only(request: HttpRequest) -> None:
@@ -124,7 +125,49 @@ def quota_edit(request: AuthenticatedHttpRequest, kind: str, name: str) -> HttpR
         form = QuotaForm(initial=QuotaForm.initial_from(limits))
     of_accounts: dict[str, Any] = {f"{kind}s": [account]}  # users= or teams=
     usage = account_usages(**of_accounts)[0]
-    return render(request, "frontend/quota_edit.html", {"form": form, "kind": kind, "name": name, "limits": limits, "usage": usage})
+    context = {
+        "form": form,
+        "kind": kind,
+        "name": name,
+        "limits": limits,
+        "usage": usage,
+        "grants": grants_of(period_start=usage.period_start, **of_account),
+        "period_last_day": local_today(usage.period_end - timedelta(microseconds=1)),
+    }
+    return render(request, "frontend/quota_edit.html", context)
+
+
+@login_required
+@require_POST
+def quota_grant_view(request: AuthenticatedHttpRequest, kind: str, name: str) -> HttpResponse:
+    """Add node-hours to the account's budget for this period only (quotas.services.budget_grant), from its quota page."""
+    _staff_only(request)
+    of_account: dict[str, Any] = {kind: _account(kind, name)}  # user= or team=
+    here = reverse(f"frontend:quota-{kind}", args=[name])
+    try:
+        node_hours = float(request.POST.get("node_hours", ""))
+    except ValueError:
+        messages.error(request, "Nothing was added: give the node-hours to add as a number (e.g. 20 or 2.5).")
+        return redirect(here)
+    try:
+        grant = budget_grant(
+            **of_account, node_hours=node_hours, reason=request.POST.get("reason", ""), actor=request.user, request=request
+        )
+    except DjangoValidationError as exc:
+        for problems in exc.message_dict.values():
+            for problem in problems:
+                messages.error(request, f"Nothing was added: {problem}")
+        return redirect(here)
+    of_accounts: dict[str, Any] = {f"{kind}s": [of_account[kind]]}  # users= or teams=
+    usage = account_usages(**of_accounts)[0]
+    end = timezone.localtime(usage.period_end).strftime("%Y-%m-%d %H:%M %Z")
+    messages.success(
+        request,
+        f"Added {grant.node_hours:g} node-hours to the budget of {kind} {name} for this period: {usage.budget}. "
+        f"Its jobs waiting for the budget may start from the next scheduling cycle; the period renews {end} with the quota's "
+        f"{usage.limits.node_hours_per_period:g}.",
+    )
+    return redirect(here)
 
 
 @login_required

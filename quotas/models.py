@@ -130,3 +130,37 @@ class UsageCharge(models.Model):
 
     def __str__(self) -> str:
         return f"job {self.job_number} in period {self.period_start:%Y-%m-%d}: {self.node_seconds / 3600:.2f} node-hours"
+
+
+class BudgetGrant(models.Model):
+    """Node-hours an admin added to one account's budget for one budget period only: that period's budget is the
+    quota's `node_hours_per_period` plus its grants, and the next period starts from the quota's again.
+
+    What a Slurm admin does with `sacctmgr modify ... set RawUsage=0` (a reset) or by raising GrpTRESMins and
+    remembering to lower it: a deadline's extra node-hours, or a budget given back after a failed run, without
+    changing the quota for every period after. Never edited or deleted: each is on the audit trail (`quota.grant`).
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="budget_grants")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, null=True, blank=True, related_name="budget_grants")
+    period_start = models.DateTimeField(help_text="The budget period it adds to (quotas.periods.period_bounds).")
+    node_hours = models.FloatField(validators=[MinValueValidator(0)])
+    reason = models.CharField(max_length=200)
+    granted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    granted_by_username = models.CharField(max_length=150, blank=True)
+    granted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["granted_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(user__isnull=False) & Q(team__isnull=True)) | (Q(user__isnull=True) & Q(team__isnull=False)),
+                name="grant_on_exactly_one_account",
+            ),
+            models.CheckConstraint(condition=Q(node_hours__gt=0), name="grant_positive"),
+        ]
+        indexes = [models.Index(fields=["period_start"])]
+
+    def __str__(self) -> str:
+        whose = f"team {self.team.name}" if self.team is not None else f"user {self.user}"
+        return f"{self.node_hours:g} node-hours for {whose} in the period from {self.period_start:%Y-%m-%d}"

@@ -23,6 +23,7 @@ from jobs.models import Allocation
 from jobs.selectors import jobs_visible_to
 from jobs.states import ACTIVE_STATES
 from policy.model import Account, BudgetLeft, team_key, user_key
+from quotas.grants import grants_by_id, grants_by_key
 from quotas.limits import LIMIT_FIELDS, Limits, effective_limits, limits_of
 from quotas.models import Quota, Team, TeamVolume, UsageCharge
 from quotas.periods import decayed_seconds, local_today, overlap_seconds, period_bounds
@@ -65,6 +66,14 @@ class AccountUsage:
     node_hours_committed: float = 0.0
     # Of `gpus_in_use`, what jobs hold within the quota: a preemptible job borrowing beyond it counts against no quota.
     gpus_within_quota: float = 0.0
+    # Node-hours admins added to this period's budget only (quotas.BudgetGrant): the next period starts without them.
+    node_hours_granted: float = 0.0
+
+    @property
+    def budget_this_period(self) -> float | None:
+        """The quota's budget plus this period's grants; None without a budget."""
+        budget = self.limits.node_hours_per_period
+        return None if budget is None else budget + self.node_hours_granted
 
     @property
     def gpus_borrowed(self) -> float:
@@ -95,7 +104,7 @@ class AccountUsage:
     @property
     def budget(self) -> BudgetLeft | None:
         """What is left of the budget this period and how much of it running jobs are committed to; None without one."""
-        budget = self.limits.node_hours_per_period
+        budget = self.budget_this_period
         if budget is None:
             return None
         return BudgetLeft(left=node_hours_left(budget, self.node_hours_used), committed=self.node_hours_committed)
@@ -112,7 +121,7 @@ class AccountUsage:
         used, budget = self.node_hours_used, self.budget
         if budget is None:
             return f"{used:.{BudgetLeft(left=used, committed=0.0).decimals}f}"
-        decimals, total = budget.decimals, self.limits.node_hours_per_period
+        decimals, total = budget.decimals, self.budget_this_period
         if total is not None and used <= total:
             # The complement of the left as written (BudgetLeft rounds it to these places): each part is still within
             # half a unit of the truth, and the sum is the budget, where two roundings could miss it by a unit.
@@ -122,7 +131,7 @@ class AccountUsage:
     @property
     def budget_fraction_used(self) -> float | None:
         """Share of the period's budget used, 0..1 (for bars); None without a budget."""
-        budget = self.limits.node_hours_per_period
+        budget = self.budget_this_period
         if budget is None:
             return None
         return 1.0 if budget <= 0 else min(1.0, self.node_hours_used / budget)
@@ -242,6 +251,7 @@ def account_usages(*, users: Sequence[Any] = (), teams: Sequence[Team] = (), now
             if key[1] is not None:
                 node, gpu = charged[key]
                 charged[key] = (node + row["node_seconds"], gpu + row["gpu_seconds"])
+    granted = grants_by_id(period_start, user_ids=user_ids, team_ids=team_ids)
 
     def usage(kind: str, pk: int, name: str) -> AccountUsage:
         node_seconds, gpu_seconds = charged[kind, pk]
@@ -254,6 +264,7 @@ def account_usages(*, users: Sequence[Any] = (), teams: Sequence[Team] = (), now
             period_end=period_end,
             node_hours_committed=committed[kind, pk],
             gpus_within_quota=gpu_amount(within[kind, pk]),
+            node_hours_granted=granted.get((kind, pk), 0.0),
         )
 
     return [usage("user", u.pk, u.get_username()) for u in users] + [usage("team", t.pk, t.name) for t in teams]
@@ -343,6 +354,13 @@ def accounts_snapshot(*, now: datetime, users: Iterable[str], teams: Iterable[st
 
     period_start, period_end = period_bounds(now)
     used_node_seconds = _period_node_seconds(limits.values(), period_start, period_end)
+    # This period's budget is the quota's plus what admins added to it (quotas.BudgetGrant); `node_hours_per_period`
+    # stays the quota's, the whole budget a renewal brings back.
+    granted = grants_by_key(
+        period_start,
+        users=[a.name for a in limits.values() if a.kind == "user" and a.node_hours_per_period is not None],
+        teams=[a.name for a in limits.values() if a.kind == "team" and a.node_hours_per_period is not None],
+    )
     usage = _decayed_usage(now=now, users=users, teams=teams)
     accounts: dict[str, Account] = {}
     for key, account in limits.items():
@@ -351,7 +369,9 @@ def accounts_snapshot(*, now: datetime, users: Iterable[str], teams: Iterable[st
         accounts[key] = Account(
             key=key,
             max_gpus=account.max_gpus,
-            node_hours_left=None if budget is None else node_hours_left(budget, used_node_seconds.get(key, 0.0) / 3600),
+            node_hours_left=None
+            if budget is None
+            else node_hours_left(budget + granted.get(key, 0.0), used_node_seconds.get(key, 0.0) / 3600),
             budget_resets_at=period_end.timestamp(),
             node_hours_per_period=budget,
             max_wall_seconds=account.max_wall_time_seconds,

@@ -20,9 +20,10 @@ from jobs.amounts import duration, plural
 from jobs.models import Allocation, Job, Node, NodeState
 from jobs.states import ACTIVE_STATES, JobState
 from policy.budget import node_hours_text
+from quotas.grants import grants_by_id
 from quotas.limits import LIMIT_FIELDS, Limits, default_values, effective_limits, limits_of
-from quotas.models import Quota, Team, UsageCharge
-from quotas.periods import period_segments
+from quotas.models import BudgetGrant, Quota, Team, UsageCharge
+from quotas.periods import period_bounds, period_segments
 from quotas.selectors import account_usages
 
 
@@ -78,6 +79,8 @@ def quota_check_job(
     node_hours = nodes * wall_time_seconds / 3600
     least = least_node_hours(nodes, gpus_per_node, wall_time_seconds, gpu_fraction)
     accounts = [effective_limits(user=owner)] + ([effective_limits(team=team)] if team is not None else [])
+    # This period's budget counts what admins added to it (BudgetGrant): a job that fits it may start this period.
+    granted = grants_by_id(period_bounds(timezone.now())[0], user_ids=[owner.pk], team_ids=[team.pk] if team is not None else [])
     # The field to change: a one-node job's GPUs (or its slice); a gang holds its nodes whole, so only fewer nodes help.
     gpus_field = "nodes" if nodes > 1 else "gpu_fraction" if gpu_fraction is not None else "gpus_per_node"
     for limits in accounts:
@@ -100,6 +103,8 @@ def quota_check_job(
                 "(counted by whole nodes, whatever share of a node the job takes)."
             )
         budget = limits.node_hours_per_period
+        if budget is not None:
+            budget += granted.get((limits.kind, owner.pk if limits.kind == "user" else team.pk if team is not None else 0), 0.0)
         if budget is not None and least > budget:
             # Else it was accepted and waited for good: "[waits] ... It renews 2026-12-01", and then it did not fit either.
             errors.setdefault("wall_time_seconds", []).append(
@@ -332,6 +337,73 @@ def quota_reset(*, user: User | None = None, team: Team | None = None, actor: Us
         changes = _limit_changes(before, after)
         audit_record(actor=actor, action="quota.reset", target=account, changes=changes, request=request, target_repr=after.whose)
         return QuotaChange(limits=after, changes=changes, warnings=quota_warnings(account=account, before=before, after=after))
+
+
+# The most one grant adds, as a budget's own bound (quotas' API and page): beyond it a number is a typo, not node-hours.
+MAX_GRANT_NODE_HOURS = 1e9
+GRANT_AMOUNT_REFUSED = f"Add more than 0 node-hours, and at most {MAX_GRANT_NODE_HOURS:,.0f}."
+GRANT_REASON_MISSING = "Say why (up to 200 characters): it is on the audit trail beside the node-hours."
+
+
+def budget_grant(
+    *,
+    user: User | None = None,
+    team: Team | None = None,
+    node_hours: float,
+    reason: str,
+    actor: User | None = None,
+    request: Any = None,
+    now: datetime | None = None,
+) -> BudgetGrant:
+    """Add node-hours to one account's budget for the current budget period only; the next starts from the quota's.
+
+    Refused (ValidationError by field) for an account with no budget (unlimited: nothing to add to), an amount not above
+    0 or past MAX_GRANT_NODE_HOURS, and an empty reason (its users read the budget grow: the trail says why). Recorded
+    as `quota.grant` with this period's budget before and after, the amount and the reason. Jobs waiting with BUDGET
+    may start from the next cycle.
+    """
+    if (user is None) == (team is None):
+        raise TypeError("budget_grant takes exactly one of user= or team=")
+    kind, account = ("user", user) if user is not None else ("team", team)
+    assert account is not None
+    errors: dict[str, list[str]] = {}
+    teams = [team] if team is not None else []
+    if not 0 < node_hours <= MAX_GRANT_NODE_HOURS:
+        errors["node_hours"] = [GRANT_AMOUNT_REFUSED]
+    reason = reason.strip()
+    if not reason:
+        errors["reason"] = [GRANT_REASON_MISSING]
+    elif len(reason) > 200:
+        errors["reason"] = [f"At most 200 characters ({len(reason)} given)."]
+    now = now or timezone.now()
+    with transaction.atomic():
+        # Under the quota row's lock, as a save: a grant and a budget change at once both read the budget they change.
+        Quota.objects.select_for_update().filter(**{kind: account}).first()
+        usage = account_usages(users=[user], now=now)[0] if user is not None else account_usages(teams=teams, now=now)[0]
+        before = usage.budget_this_period
+        if before is None:
+            errors.setdefault("node_hours", []).append(
+                f"{usage.limits.whose.capitalize()} has no node-hour budget (it is unlimited): set one on its quota first."
+            )
+        if errors:
+            raise ValidationError(errors)
+        assert before is not None
+        grant = BudgetGrant.objects.create(
+            **{kind: account},
+            period_start=usage.period_start,
+            node_hours=node_hours,
+            reason=reason,
+            granted_by=actor,
+            granted_by_username=actor.get_username() if actor is not None else "",
+        )
+        changes = {
+            "budget_this_period": [before, before + node_hours],
+            "node_hours_granted": [usage.node_hours_granted, usage.node_hours_granted + node_hours],
+            "period_start": [None, usage.period_start.isoformat()],
+            "reason": [None, reason],
+        }
+        audit_record(actor=actor, action="quota.grant", target=account, changes=changes, request=request, target_repr=usage.limits.whose)
+    return grant
 
 
 def _name(kind: str, account: Any) -> str:

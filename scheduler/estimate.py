@@ -249,7 +249,7 @@ def _account_checks(
         # In the words of the BUDGET reason: what running jobs may still use is committed, a new job fits in the rest.
         words, uses = budget_beside_need(budget, need[0])
         text = f"Budget: this job may use {uses} node-hours ({need[1]}); {whose} has {words} this period."
-        whole = limits.node_hours_per_period
+        whole = usage.budget_this_period  # the quota's and what admins added to this period, as the submit counts it
         if least is not None and whole is not None and least > whole:
             # More than a whole period gives: the submit refuses it (quota_check_job), so it does not wait, whatever is left.
             text += f" It gives {whole:.3g} node-hours a {settings.MUSTER_BUDGET_PERIOD} in all, so the job could never start."

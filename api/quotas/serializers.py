@@ -11,6 +11,7 @@ from rest_framework import serializers
 from apikit.serializers import StrictQuerySerializer, StrictSerializer
 from jobs.amounts import gpu_amount
 from quotas.models import MAX_FAIR_SHARE_WEIGHT, MIN_FAIR_SHARE_WEIGHT
+from quotas.services import GRANT_AMOUNT_REFUSED, GRANT_REASON_MISSING
 
 
 class GpuAmountField(serializers.FloatField):
@@ -66,6 +67,23 @@ class QuotaInputSerializer(StrictSerializer):
         return value
 
 
+class GrantInputSerializer(StrictSerializer):
+    """Node-hours added to the account's budget for the current budget period only."""
+
+    node_hours = serializers.FloatField(help_text=f"Node-hours to add to this period's budget: more than 0, at most {MAX_NODE_HOURS:g}.")
+    reason = serializers.CharField(
+        max_length=200,
+        error_messages={"blank": GRANT_REASON_MISSING, "required": GRANT_REASON_MISSING},
+        help_text="Why, for the audit trail (up to 200 characters).",
+    )
+
+    def validate_node_hours(self, value: float) -> float:
+        # Checked here too (the service checks it again), so a 0 is said beside a missing reason, not after it.
+        if not 0 < value <= MAX_NODE_HOURS:
+            raise serializers.ValidationError(GRANT_AMOUNT_REFUSED)
+        return value
+
+
 class UsageSerializer(serializers.Serializer):
     gpus_in_use = GpuAmountField(
         help_text="GPUs held now by the account's running and scheduled jobs (a GPU slice counts its share): "
@@ -81,7 +99,11 @@ class UsageSerializer(serializers.Serializer):
     )
     node_hours_used = serializers.FloatField(help_text="Node-hours charged in the current budget period.")
     node_hours_left = serializers.FloatField(
-        allow_null=True, help_text="Budget left this period (the budget less the node-hours charged); null without a budget."
+        allow_null=True,
+        help_text="Budget left this period (the budget and node_hours_granted, less the node-hours charged); null without a budget.",
+    )
+    node_hours_granted = serializers.FloatField(
+        help_text="Node-hours admins added to this period's budget only (POST .../grant/); the next period starts without them."
     )
     node_hours_committed = serializers.FloatField(
         source="budget.committed",

@@ -5,11 +5,13 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Model
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.renderers import JSONRenderer
@@ -20,6 +22,7 @@ from rest_framework.views import APIView
 from accounts.requests import api_user
 from api.quotas.renderers import ReportCSVRenderer
 from api.quotas.serializers import (
+    GrantInputSerializer,
     QuotaInputSerializer,
     QuotaSavedSerializer,
     QuotaSerializer,
@@ -32,7 +35,7 @@ from apikit.serializers import refuse_a_body
 from apikit.viewsets import VisibleViewSet
 from quotas.periods import day_range, local_today, period_bounds
 from quotas.selectors import account_usages, teams_visible_to, usage_report, usage_summary, users_visible_to
-from quotas.services import quota_reset, quota_save
+from quotas.services import budget_grant, quota_reset, quota_save
 
 
 class ReadOwnWriteAdmin(BasePermission):
@@ -89,6 +92,23 @@ class _AccountQuotaViewSet(VisibleViewSet):
         refuse_a_body(request.data)  # as cancel, hold and release do: a limit sent is said to be unread, not ignored
         quota_reset(**self._account_kwargs(self.get_object()), actor=api_user(request), request=request)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        request=GrantInputSerializer,
+        responses={201: QuotaSerializer, 400: OpenApiResponse(description="Field by field: no budget to add to, an amount or a reason")},
+        description="Add node-hours to the account's budget for the current budget period only (a deadline, a failed run "
+        "given back), on the audit trail as quota.grant; the next period starts from the quota's budget. Admins only.",
+    )
+    @action(detail=True, methods=["post"])
+    def grant(self, request: Request, **kwargs: str) -> Response:
+        account = self.get_object()
+        serializer = GrantInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            budget_grant(**self._account_kwargs(account), **serializer.validated_data, actor=api_user(request), request=request)
+        except DjangoValidationError as e:
+            raise ValidationError(e.message_dict) from None
+        return Response(QuotaSerializer(self._usages([account])[0]).data, status=status.HTTP_201_CREATED)
 
     def _save(self, request: Request, *, partial: bool) -> Response:
         account = self.get_object()

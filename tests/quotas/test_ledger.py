@@ -15,7 +15,7 @@ from jobs.models import Allocation, Job, Node
 from jobs.services import job_transition
 from jobs.states import JobState
 from policy.model import team_key, user_key
-from quotas.models import Quota, UsageCharge
+from quotas.models import BudgetGrant, Quota, UsageCharge
 from quotas.periods import period_bounds
 from quotas.selectors import accounts_snapshot
 from quotas.services import ledger_charge, ledger_charge_active
@@ -270,12 +270,16 @@ def test_accounts_snapshot_runs_a_fixed_number_of_queries(db: None, django_asser
             Quota.objects.create(user=u, max_gpus=i, node_hours_per_period=50.0)
         job = running_job(u, held=[(n1, 1)], at=T0 - timedelta(hours=1), team=teams[i % 10])
         ledger_charge(job=job, until=T0)
-    with django_assert_max_num_queries(3):
+    # Node-hours an admin added to this period (one query for every account's, beside the ledger's).
+    BudgetGrant.objects.create(user=users[7], period_start=period_bounds(T0)[0], node_hours=5, reason="deadline")
+    with django_assert_max_num_queries(4):
         accounts = accounts_snapshot(now=T0, users=[u.username for u in users], teams=[t.name for t in teams])
     assert len(accounts) == 40
     assert accounts[user_key("u7")].max_gpus == 7
     assert accounts[team_key("t3")].node_hours_left is None  # teams without a quota are unlimited
-    assert accounts[user_key("u7")].node_hours_left == pytest.approx(50 - 1 / 8)
+    assert accounts[user_key("u7")].node_hours_left == pytest.approx(50 + 5 - 1 / 8)
+    assert accounts[user_key("u7")].node_hours_per_period == 50  # the quota's: what the next period brings back
+    assert accounts[user_key("u5")].node_hours_left == pytest.approx(50 - 1 / 8)
     assert (accounts[user_key("u8")].max_gpus, accounts[user_key("u8")].node_hours_left) == (None, pytest.approx(100 - 1 / 8))
 
 
