@@ -10,10 +10,11 @@ final = client.wait(job["id"])
 from __future__ import annotations
 
 import codecs
+import functools
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urljoin
 
 import requests
@@ -22,6 +23,7 @@ from muster_client.errors import ApiError, AuthError, MusterError, Unreachable, 
 
 Job = dict[str, Any]
 JSON = dict[str, Any]
+_T = TypeVar("_T")
 
 API = "/api/v1/"
 TERMINAL_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "TIMED_OUT"})
@@ -255,43 +257,81 @@ class Client:
         params = {"rank": rank, "attempt": attempt, "tail": tail}
         return self._object("GET", f"jobs/{int(job_id)}/logs/", params={k: v for k, v in params.items() if v is not None})
 
-    def follow_logs(self, job_id: int, *, rank: int = 0, attempt: int | None = None, tail: int | None = None) -> Iterator[str]:
+    def follow_logs(
+        self, job_id: int, *, rank: int = 0, attempt: int | None = None, tail: int | None = None, patience: float = 300.0
+    ) -> Iterator[str]:
         """The output of one attempt as it is written, in chunks, until that attempt ends; with `tail`, from its last
         `tail` lines (`tail -n N -f`), else from its start.
 
-        The server closes a follow after a while (MUSTER_LOG_FOLLOW_SECONDS); while the attempt still runs this
-        reconnects and skips what it already yielded, so the caller sees one unbroken stream.
+        The connection drops now and then: the server closes a follow after MUSTER_LOG_FOLLOW_SECONDS, restarts, or
+        the attempt ends while away. Each time this connects again and goes on from where it was, by the text itself:
+        it asks for the last lines, as many as it keeps of what it yielded (FOLLOW_OVERLAP_LINES) and as many again as
+        may have been written meanwhile (FOLLOW_GAP_LINES), finds the end of what it yielded in them and yields what
+        comes after. (Counting what it yielded from the start was wrong after --tail, whose start is not the log's, and
+        read the whole log again.) A server away or failing (5xx) is asked again until it has been so for `patience`
+        seconds in a row. Once the attempt has ended (or the job moved on to another), what it wrote since the drop is
+        read once more, and the follow ends.
         """
-        attempt = attempt or self.job(job_id)["attempt"] or None
-        sent, lines, whole_line = 0, 0, True
+        attempt = attempt or self._patiently(lambda: self.job(job_id), patience)["attempt"] or None
+        seen = ""  # the end of what was yielded: its last FOLLOW_OVERLAP_LINES lines, and a line not ended yet
+        last_read = False
         while True:
-            skip, before = sent, sent
-            params = {"rank": rank, "follow": "true", **({"attempt": attempt} if attempt else {})}
-            if tail is not None:
-                # Again from where this follow began: the lines yielded so far are the last ones now (unless more
-                # were written in the moment between two connections), which the skip below passes over.
-                params["tail"] = lines + (0 if whole_line else 1) if sent else tail
-            response = self._send("GET", f"jobs/{int(job_id)}/logs/", params=params, stream=True)
+            params: dict[str, Any] = {"rank": rank, "follow": "true", **({"attempt": attempt} if attempt else {})}
+            if seen:
+                params["tail"] = seen.count("\n") + 1 + FOLLOW_GAP_LINES
+            elif tail is not None:
+                params["tail"] = tail
+            asked, found = params.get("tail"), not seen  # before anything was yielded, all that comes is new
+            before, waiting = seen, ""
             try:
+                connect = functools.partial(self._send, "GET", f"jobs/{int(job_id)}/logs/", params=params, stream=True)
+                response = self._patiently(connect, patience)
                 with response:
                     # Incremental: a character split across two chunks is decoded whole.
                     decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
                     for data in response.iter_content(chunk_size=None):
                         chunk = decoder.decode(data)
-                        if skip:
-                            chunk, skip = chunk[skip:], max(0, skip - len(chunk))
+                        if not found:
+                            waiting += chunk
+                            chunk, found = _after(seen, waiting, asked)
                         if chunk:
-                            sent += len(chunk)
-                            lines += chunk.count("\n")
-                            whole_line = chunk.endswith("\n")
+                            seen = _keep_end(seen + chunk)
                             yield chunk
             except requests.RequestException:
-                pass  # a dropped or silent stream: the job's state below says whether to reconnect
-            job = self.job(job_id)
-            if not (job["state"] in ACTIVE_STATES and job["attempt"] == (attempt or job["attempt"])):
+                pass  # a dropped or silent stream: the job's state below says whether to connect again
+            if not found and waiting:
+                # The stream ended before the place was found whole: the log's start was cut (a kept log is its end,
+                # within its size limit), or all of it came after (more lines were written while away than were
+                # asked for). After the most of its end that is there, else all of it: said, rather than lost.
+                rest = _after_part(seen, waiting)
+                seen = _keep_end(seen + rest)
+                if rest:
+                    yield rest
+            if last_read:
                 return
-            if sent == before:
+            job = self._patiently(lambda: self.job(job_id), patience)
+            if not (job["state"] in ACTIVE_STATES and job["attempt"] == (attempt or job["attempt"])):
+                # Ended, or requeued: the attempt's output written since the drop (kept, or still in its pods) once more.
+                last_read = True
+                attempt = attempt or job["attempt"] or None
+                continue
+            if seen == before:
                 # The pods have ended but the cycle has not noticed yet: give it a moment before asking again.
+                self._sleep(1.0)
+
+    def _patiently(self, ask: Callable[[], _T], patience: float) -> _T:
+        """`ask()`, again while the server cannot be reached or fails (5xx: a restart, a deploy), for up to `patience`
+        seconds in a row; a refusal (4xx) is raised at once."""
+        failing_since: float | None = None
+        while True:
+            try:
+                return ask()
+            except (Unreachable, ApiError) as exc:
+                if isinstance(exc, ApiError) and exc.status < 500:
+                    raise
+                failing_since = failing_since or time.monotonic()
+                if time.monotonic() - failing_since >= patience:
+                    raise
                 self._sleep(1.0)
 
     def wait(self, job_id: int, *, poll: float = 2.0, on_update: Callable[[Job], None] | None = None, patience: float = 300.0) -> Job:
@@ -399,6 +439,44 @@ class Client:
 class _Retry(Exception):
     def __init__(self, after: float) -> None:
         self.after = after
+
+
+# What a follow keeps of the text it yielded, to find its place again after a reconnect (whole lines), and how many
+# lines beyond those it asks for then: those written while it was away.
+FOLLOW_OVERLAP_LINES = 200
+FOLLOW_GAP_LINES = 10_000
+
+
+def _keep_end(text: str) -> str:
+    """The last FOLLOW_OVERLAP_LINES lines of `text` (and the line not ended yet, if any)."""
+    cut = len(text)
+    for _ in range(FOLLOW_OVERLAP_LINES + 1):
+        cut = text.rfind("\n", 0, cut)
+        if cut < 0:
+            return text
+    return text[cut + 1 :]
+
+
+def _after(seen: str, text: str, asked: int | None) -> tuple[str, bool]:
+    """What of `text` (the last lines of the log, as a reconnect got them so far) comes after `seen` (the end of
+    what was yielded), and whether `seen` was found in it. Its first place: a log that repeats itself says a line
+    twice rather than lose one. Not found in the first `asked` lines, it will not be: all of it is new."""
+    at = text.find(seen)
+    if at >= 0:
+        return text[at + len(seen) :], True
+    if asked is not None and text.count("\n") > asked:
+        return text, True
+    return "", False
+
+
+def _after_part(seen: str, text: str) -> str:
+    """What of `text` comes after the longest end of `seen`, in whole lines, that it holds; all of it if none."""
+    lines = seen.splitlines(keepends=True)
+    for first in range(1, len(lines)):
+        end = "".join(lines[first:])
+        if (at := text.find(end)) >= 0:
+            return text[at + len(end) :]
+    return text
 
 
 def _retry_after(response: requests.Response) -> float:

@@ -482,11 +482,13 @@ def _follow(client: Client, args: argparse.Namespace) -> int:
     if job["attempt"] == 0:
         warn(f"job {job['id']} ended {job['state']} without starting: it has no output")
         return OK
-    # --tail N: from the last N lines written so far, as `tail -n N -f`; without it, from the start.
-    for chunk in client.follow_logs(args.job_id, rank=args.rank, attempt=args.attempt, tail=args.tail):
+    # --tail N: from the last N lines written so far, as `tail -n N -f`; without it, from the start. The attempt is
+    # the one running now: a requeue's next attempt is another output, and how this one ended is said of it.
+    attempt = args.attempt or job["attempt"]
+    for chunk in client.follow_logs(args.job_id, rank=args.rank, attempt=attempt, tail=args.tail):
         sys.stdout.write(chunk)
         sys.stdout.flush()
-    _say_end(args.job_id, client.logs(args.job_id, rank=args.rank, attempt=args.attempt, tail=1))
+    _say_end(args.job_id, client.logs(args.job_id, rank=args.rank, attempt=attempt, tail=1))
     return OK
 
 

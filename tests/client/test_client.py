@@ -129,13 +129,39 @@ def test_following_logs_reconnects_while_the_attempt_runs_and_never_repeats_a_li
         running,  # which attempt to follow: the current one
         stream("step 1\nstep 2\n"),  # the server closed the follow after MUSTER_LOG_FOLLOW_SECONDS
         running,
-        stream("step 1\nstep 2\nstep 3\n"),
+        stream("step 1\nstep 2\nstep 3\n"),  # its last lines: those yielded, and one written meanwhile
         response(200, {"id": 4, "state": "SUCCEEDED", "attempt": 2}),
+        stream("step 1\nstep 2\nstep 3\nstep 4 done\n"),  # the ended attempt's, what it wrote since included
     )
-    assert "".join(c.follow_logs(4)) == "step 1\nstep 2\nstep 3\n"
+    assert "".join(c.follow_logs(4)) == "step 1\nstep 2\nstep 3\nstep 4 done\n"
     follows = [sent["params"] for sent in session.sent if sent["params"]]
-    assert follows == [{"rank": 0, "follow": "true", "attempt": 2}] * 2
+    follow = {"rank": 0, "follow": "true", "attempt": 2}
+    # Again from the last lines: those it yielded, one not ended yet, and as many as may have come meanwhile.
+    assert follows == [follow, {**follow, "tail": 2 + 1 + 10_000}, {**follow, "tail": 3 + 1 + 10_000}]
     assert slept == []
+
+
+def test_following_from_the_last_lines_resumes_where_it_was_after_a_server_restart() -> None:
+    """`muster logs -f --tail 2`: the server restarts while lines are written. It read the whole log again, or lost
+    the lines written meanwhile (it counted what it had yielded from the log's start)."""
+    running = response(200, {"id": 4, "state": "RUNNING", "attempt": 1})
+    c, session, slept = client(
+        running,
+        stream("step 8\nstep 9\nstep 1"),  # its last 2 lines, and half of the next when the server went away
+        requests.ConnectionError("Connection refused"),  # the job's state: the server restarts
+        response(502),
+        running,
+        stream("step 7\nstep 8\nstep 9\nstep 10\nstep 11\n"),
+        response(200, {"id": 4, "state": "FAILED", "attempt": 1}),
+        stream("step 10\nstep 11\nTraceback: out of memory\n"),  # kept, its start cut to the size limit
+    )
+    assert "".join(c.follow_logs(4, tail=2)) == "step 8\nstep 9\nstep 10\nstep 11\nTraceback: out of memory\n"
+    assert [sent["params"].get("tail") for sent in session.sent if sent["params"] and "follow" in sent["params"]] == [
+        2,
+        3 + 10_000,
+        5 + 10_000,
+    ]
+    assert len(slept) == 2  # once for the refused connection, once for the 502
 
 
 def test_following_logs_stops_when_the_job_is_requeued() -> None:
@@ -143,8 +169,9 @@ def test_following_logs_stops_when_the_job_is_requeued() -> None:
         response(200, {"id": 4, "state": "RUNNING", "attempt": 1}),
         stream("step 1\n"),
         response(200, {"id": 4, "state": "PENDING", "attempt": 1}),
+        stream("step 1\nstep 2\nrequeued\n"),  # the attempt's end, written before the follow came back
     )
-    assert list(c.follow_logs(4)) == ["step 1\n"]
+    assert list(c.follow_logs(4)) == ["step 1\n", "step 2\nrequeued\n"]
 
 
 def test_wait_rides_out_a_server_restart_but_not_a_refusal() -> None:
