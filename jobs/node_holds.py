@@ -67,7 +67,10 @@ class NodesHeld:
     running: dict[str, list[int]] = field(default_factory=dict)
 
     def summary(self) -> str:
-        """'Held gpu-07, gpu-08: nothing new is placed there; gpu-09 was held already: its reason is now this one.'"""
+        """'Held gpu-07, gpu-08: nothing new is placed there; node gpu-09 was held already: its reason is now this one.'
+
+        Never a node's name first: Django admin capitalises a message's first letter, and "Gpu-09 was held already"
+        named no node there is."""
         said = []
         if self.held:
             said.append(f"Held {', '.join(self.held)}: nothing new is placed there")
@@ -75,8 +78,9 @@ class NodesHeld:
             if names:
                 one = len(names) == 1
                 tail = f": {'its' if one else 'their'} reason is now this one" if reworded else ", for this reason"
-                said.append(f"{', '.join(names)} {'was' if one else 'were'} held already{tail}")
-        return "; ".join(said) + "."
+                said.append(f"{'node' if one else 'nodes'} {', '.join(names)} {'was' if one else 'were'} held already{tail}")
+        text = "; ".join(said) + "."
+        return text[:1].upper() + text[1:]
 
     def running_text(self) -> str:
         """'gpu-07: jobs 12, 15; gpu-08: job 3' (empty without any)."""

@@ -76,7 +76,11 @@ def test_holding_nodes_held_already_rewords_their_hold(admin: Client) -> None:
     assert done.status_code == 302
     held.refresh_from_db()
     assert (held.held, held.held_reason, held.failures_in_row) == (True, "BIOS update", 2)
-    assert said(done) == ["Held gpu-02: nothing new is placed there; gpu-01 was held already: its reason is now this one."]
+    assert said(done) == ["Held gpu-02: nothing new is placed there; node gpu-01 was held already: its reason is now this one."]
+    # Held again alone, the message starts with the word, not the node's name: Django admin capitalises a message's first
+    # letter, and it read "Gpu-01, gpu-02 were held already".
+    page = admin.post(NODES, {**confirm, "held_reason": "BIOS update"}, follow=True).content.decode()
+    assert "Nodes gpu-01, gpu-02 were held already, for this reason." in page and "Gpu-0" not in page
     assert list(AuditEntry.objects.order_by("target_repr").values_list("action", "changes")) == [
         ("node.update", {"held_reason": ["fan noise", "BIOS update"]}),
         ("node.hold", {"held": [False, True], "held_reason": ["", "BIOS update"]}),
