@@ -1459,7 +1459,20 @@ class _Cycle:
         text = f"Needs {count} whole nodes with {plural(job.gpus_per_node, 'GPU')}{devices}; {whole} {'is' if whole == 1 else 'are'} free"
         if partly:
             text += f", {partly_free} GPUs free on {partly} partly used node{'s' if partly != 1 else ''}"
-        return f"{text}.{foreign}"
+        return f"{text}.{foreign}{self._too_few_nodes_text(job)}"
+
+    def _too_few_nodes_text(self, job: PendingJob) -> str:
+        """A gang needing more such nodes than the cluster has at all now, open or closed: submit refuses one, so nodes
+        left the cluster since (decommissioned, or another cluster behind the same Muster). Waiting for GPUs to free up
+        will not start it, which "Needs 14 whole nodes; 7 are free" left its owner to believe."""
+        least = job.min_nodes or job.nodes
+        there = sum(1 for n in self.snapshot.nodes if not n.sharing and n.gpus_total >= job.gpus_per_node and n.rdma >= job.rdma_per_node)
+        if there >= least:
+            return ""
+        return (
+            f" The cluster has only {there} such node{'' if there == 1 else 's'} now (nodes left it since the job was "
+            f"submitted): it starts only when more join. To run it now, cancel it and submit it on at most {there}."
+        )
 
     def _reserve(self, job: PendingJob) -> Reservation | None:
         """The earliest window in which the whole gang fits, by wall-time ends and the reservations already held."""

@@ -902,3 +902,17 @@ def test_priority_factors_are_in_unit_range_and_add_up(case: tuple[Snapshot, Pol
         for value, _ in priority.factors.values():
             assert 0.0 <= value <= 1.0
         assert priority.total == pytest.approx(sum(weighted for _, weighted in priority.factors.values()))
+
+
+def test_a_gang_larger_than_the_cluster_has_become_says_it_cannot_start_until_nodes_join() -> None:
+    """Submit refuses a gang larger than the cluster; a cluster that lost nodes since (4 here, from the 14 the job was
+    sized for) left it reading "Needs 14 whole nodes with 8 GPUs; 3 are free", as if waiting for GPUs would start it."""
+    decisions = schedule(snap([pend(1, nodes=14)], [running(2, {"n00": 8})], nodes=4))
+    assert waiting(decisions)[1].reason == (
+        "Needs 14 whole nodes with 8 GPUs; 3 are free. The cluster has only 4 such nodes now (nodes left it since the job "
+        "was submitted): it starts only when more join. To run it now, cancel it and submit it on at most 4."
+    )
+    # One that fits the cluster, busy or not, reads as before.
+    assert waiting(schedule(snap([pend(1, nodes=4)], [running(2, {"n00": 8})], nodes=4)))[1].reason == (
+        "Needs 4 whole nodes with 8 GPUs; 3 are free."
+    )
