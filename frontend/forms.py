@@ -1,13 +1,16 @@
-"""The browser's submit form. It only turns form text into the API's shape; the API serializer validates."""
+"""The browser's job forms: submit, and a pending job's update. They only turn form text into the API's shape; the API
+serializer validates."""
 
 from __future__ import annotations
 
+import copy
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from django import forms
 from django.conf import settings
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.utils.text import capfirst
 
 from api.jobs.serializers import JobSubmitSerializer
@@ -156,7 +159,7 @@ class JobForm(forms.Form):
     }  # fmt: skip
     # Where the API's error keys land on this form.
     FIELD_FOR_API = {"wall_time_seconds": "wall_time_minutes", "simulate": "sim_duration_seconds", "max_nodes": "nodes"}
-    SECTIONS = (
+    SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("What to run", ("name", "image", "command", "env", "volumes")),
         (
             "Resources",
@@ -457,6 +460,45 @@ class JobForm(forms.Form):
             # The API checks limits only with a valid size; the wall time's are known without one.
             for message in self.wall_time_limit_errors():
                 self.add_error("wall_time_minutes", message)
+
+
+class JobUpdateForm(JobForm):
+    """A pending job's Update on its page, as `muster update` (PATCH /api/v1/jobs/{id}/): the submit form's fields an
+    update changes, with their words, checked as the submit form checks them (the form's own, the API's serializer,
+    then the owner's limits with the job as it would be, `jobs.services.job_update`). Only what was changed is sent."""
+
+    FIELDS = ("name", "wall_time_minutes", "priority_class", "max_restarts", "preemptible")
+    SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (("Update", FIELDS),)
+
+    def __init__(self, *args: Any, job: Job, priority_classes: Sequence[str], **kwargs: Any) -> None:
+        # The job's class is offered whatever the viewer may give (an owner renaming a job an admin gave a kept class).
+        offered = [c for c in settings.MUSTER_PRIORITY_CLASSES if c in priority_classes or c == job.priority_class]
+        super().__init__(*args, team_names=[], priority_classes=offered, initial=self.initial_from(job), prefix="update", **kwargs)
+        for name in [name for name in self.fields if name not in self.FIELDS]:
+            del self.fields[name]
+        if "preemptible" not in self.fields:
+            # Its own box here, whatever the class: the API changes it on its own (`muster update --preemptible`).
+            self.fields["preemptible"] = copy.deepcopy(JobForm.base_fields["preemptible"])
+        self.fields["preemptible"].help_text = JobForm.base_fields["preemptible"].help_text
+        self.fields["wall_time_minutes"].help_text += " An update may raise it up to the owner's most, or lower it."
+
+    def marked(self) -> int:
+        """How many fields have a mistake marked (the page's summary counts them; one about the whole form is not one)."""
+        return len([name for name in self.errors if name != NON_FIELD_ERRORS])
+
+    def changes(self) -> dict[str, Any]:
+        """The API's body of what was changed: `{}` when nothing was."""
+        data = self.cleaned_data
+        changed = {name for name in self.changed_data if name in self.fields and name not in self.errors}
+        said = {
+            "name": lambda: data["name"],
+            "wall_time_seconds": lambda: data["wall_time_minutes"] * 60,
+            "priority_class": lambda: data["priority_class"],
+            "max_restarts": lambda: data["max_restarts"],
+            "preemptible": lambda: bool(data["preemptible"]),
+        }
+        # In the order the form shows them, which the page's answer says them in.
+        return {key: value() for key, value in said.items() if self.FIELD_FOR_API.get(key, key) in changed}
 
 
 def submit_spec_of(job: Job) -> dict[str, Any]:

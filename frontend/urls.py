@@ -18,6 +18,7 @@ urlpatterns = [
     path("jobs/<int:pk>/hold/", views.job_hold_view, name="job-hold"),
     path("jobs/<int:pk>/release/", views.job_release_view, name="job-release"),
     path("jobs/<int:pk>/requeue/", views.job_requeue_view, name="job-requeue"),
+    path("jobs/<int:pk>/update/", views.job_update_view, name="job-update"),
     path("cluster/", views.cluster_view, name="cluster"),
     path("dashboard/", views.dashboard_view, name="dashboard"),
     path("usage/", quota_views.usage_view, name="usage"),

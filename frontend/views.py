@@ -13,6 +13,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.cache import cache
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.paginator import InvalidPage, Paginator
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
@@ -24,15 +25,18 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.requests import AuthenticatedHttpRequest
 from api.jobs.filters import JobFilter
+from api.jobs.serializers import JobUpdateSerializer
 from frontend.errors import bad_query
+from frontend.forms import JobUpdateForm
 from frontend.live import LIVE_PARAM, is_live_poll, live_parts_response, page_query, render_parts, updated_at
 from frontend.notify_views import job_notifications
+from frontend.templatetags.muster import duration
 from jobs.amounts import plural
 from jobs.arrays import index_ranges
 from jobs.attempts import job_attempts
 from jobs.cluster import ClusterUnavailable
 from jobs.dependencies import job_dependencies_shown
-from jobs.errors import HoldNotYours, JobFinished, JobNotHoldable, JobNotRequeueable, JobNotStarted
+from jobs.errors import HoldNotYours, JobFinished, JobNotHoldable, JobNotRequeueable, JobNotStarted, JobNotUpdatable
 from jobs.logs import job_attempt_ranks, job_logs, ranks_text
 from jobs.models import Job
 from jobs.selectors import (
@@ -46,9 +50,19 @@ from jobs.selectors import (
     owners_job_visible_to,
     with_queued_at,
 )
-from jobs.services import CANCEL_COMMENT_MAX, job_cancel, job_cancel_many, job_hold, job_release, job_requeue_by
+from jobs.services import (
+    CANCEL_COMMENT_MAX,
+    job_cancel,
+    job_cancel_many,
+    job_hold,
+    job_release,
+    job_requeue_by,
+    job_update,
+    priority_classes_for,
+)
 from jobs.sorting import JOB_LIST_DEFAULT, QUEUE_DEFAULT, Sorting, job_columns, queue_columns, sort_refusal
 from jobs.states import ACTIVE_STATES, JobState
+from quotas.limits import effective_limits
 from quotas.selectors import job_filter_teams
 from scheduler.queue import queue_counts, queue_entries, queue_entry, queue_jobs
 from telemetry.dashboard.page import dashboard_context, dashboard_live
@@ -207,6 +221,13 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             kept.pop(name, None)
         back = reverse("frontend:job-detail", args=[job.pk]) + (f"?{kept.urlencode()}" if kept else "")
         return bad_query(request, errors, back=back, back_label=f"Job {job.pk} without {' and '.join(f'?{name}=' for name in errors)}")
+    return _job_page(request, job)
+
+
+def _job_page(request: HttpRequest, job: Job, *, update_form: JobUpdateForm | None = None) -> HttpResponse:
+    """The job page; `update_form` a pending job's Update as it was posted (its mistakes shown), else a blank one."""
+    if update_form is None and job.state == JobState.PENDING:
+        update_form = _update_form(request, job)
     simulated_run = None
     if settings.MUSTER_CLUSTER == "simulated":
         simulate = job.simulate or {}
@@ -239,8 +260,72 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "telemetry": job_telemetry_context(job, request.GET),
             "notifications": job_notifications(job),
             "notify_max_tries": settings.MUSTER_NOTIFY_MAX_TRIES,
+            # Whoever sees a pending job's page may update it: its owner, or an admin (jobs_visible_to, the API's rule).
+            "update_form": update_form,
         },
     )
+
+
+def _update_form(request: HttpRequest, job: Job, data: QueryDict | None = None) -> JobUpdateForm:
+    """A pending job's Update form: the classes the viewer may give it (an admin: any), and the wall-time limits of
+    its owner and its team, said in minutes as the submit form says them."""
+    mine = job.owner_id == request.user.pk
+    limits = [
+        (f"your quota (user {job.owner.username})" if mine else f"the quota of user {job.owner.username}", effective_limits(user=job.owner))
+    ]
+    if job.team is not None:
+        limits.append((f"the quota of {'your ' if mine else ''}team {job.team.name}", effective_limits(team=job.team)))
+    return JobUpdateForm(
+        data,
+        job=job,
+        priority_classes=priority_classes_for(request.user, [job.team.name] if job.team else []),  # type: ignore[arg-type]
+        wall_time_limits=[(None, whose, most.max_wall_time_seconds) for whose, most in limits if most.max_wall_time_seconds is not None],
+    )
+
+
+@login_required
+@require_POST
+def job_update_view(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    """A pending job's Update: as `muster update` (`PATCH /api/v1/jobs/{id}/`, `jobs.services.job_update`), what was
+    changed only, every mistake at once beside its field as the submit form says them; back to the page when done."""
+    job = get_object_or_404(jobs_visible_to(request.user).prefetch_related("events"), pk=pk)
+    form = _update_form(request, job, request.POST)
+    form.is_valid()
+    changes = form.changes()
+    if not changes and form.is_valid():
+        form.add_error(None, "Nothing was changed: change a field, then press Update.")
+    if changes:
+        serializer = JobUpdateSerializer(data=changes, context={"request": request})
+        # The serializer's mistakes and, as the submit form says them whatever else is wrong, the wall-time limits.
+        form.add_api_errors({} if serializer.is_valid() else serializer.every_problem())
+        if form.is_valid():
+            try:
+                job_update(job_ids=[job.pk], by=request.user, changes=serializer.validated_data, request=request)
+            except DjangoValidationError as exc:  # the owner's limits, with the job as it would be
+                form.add_api_errors(exc.message_dict)
+            except (JobNotUpdatable, JobFinished) as exc:  # it started or ended since the page was drawn
+                messages.error(request, str(exc))
+                return redirect("frontend:job-detail", pk=pk)
+            else:
+                job.refresh_from_db()
+                messages.success(request, f"Job {job.pk} updated: {_updated_words(job, changes)}; the next scheduling cycle plans it so.")
+                return redirect("frontend:job-detail", pk=pk)
+    if job.state != JobState.PENDING:
+        messages.error(request, f"Job {job.pk} is {job.state}: only a pending job can be updated.")
+        return redirect("frontend:job-detail", pk=pk)
+    return _job_page(request, job, update_form=form)
+
+
+def _updated_words(job: Job, changes: dict[str, object]) -> str:
+    """What the job asks now, of what was changed: `wall time 2 h, name train-v2`, as `muster update` says it."""
+    said = {
+        "name": lambda: f"name {job.name}",
+        "wall_time_seconds": lambda: f"wall time {duration(job.wall_time_seconds)}",
+        "priority_class": lambda: f"class {job.priority_class}",
+        "max_restarts": lambda: f"max restarts {job.max_restarts}",
+        "preemptible": lambda: "preemptible" if job.preemptible else "not preemptible",
+    }
+    return ", ".join(said[key]() for key in changes)
 
 
 # The parts of a job's page that change while its state stays (frontend.live; job_live.js asks /live/ for them).

@@ -1,0 +1,76 @@
+"""A pending job's Update on its page, as `muster update`: what was changed, checked as the submit form checks it, its
+mistakes beside their fields; shown only while the job is pending, to its owner and admins (who see its page)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from jobs.models import Job
+from tests.conftest import SimHarness, session_for
+
+
+def form_of(job: Job, **changes: Any) -> dict[str, Any]:
+    """The form as the page draws it for `job`, with `changes` typed in (an unticked box is not sent)."""
+    fields = {
+        "update-name": job.name,
+        "update-wall_time_minutes": -(-job.wall_time_seconds // 60),
+        "update-priority_class": job.priority_class,
+        "update-max_restarts": job.max_restarts,
+        **({"update-preemptible": "on"} if job.preemptible else {}),
+    }
+    fields.update({f"update-{k}": v for k, v in changes.items()})
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def test_a_pending_jobs_page_updates_it(user: Any, submit: Any, sim: SimHarness) -> None:
+    job_id = submit(nodes=1, gpus_per_node=8, name="train", wall_time_seconds=3600)["id"]
+    page = session_for(user)
+    shown = page.get(f"/jobs/{job_id}/").content.decode()
+    assert 'data-testid="update"' in shown and 'value="train"' in shown
+    job = Job.objects.get(pk=job_id)
+    done = page.post(f"/jobs/{job_id}/update/", form_of(job, name="train-v2", wall_time_minutes=120, max_restarts=2), follow=True)
+    said = done.content.decode()
+    assert f"Job {job_id} updated: name train-v2, wall time 2 h, max restarts 2; the next scheduling cycle plans it so." in said
+    job.refresh_from_db()
+    assert (job.name, job.wall_time_seconds, job.max_restarts) == ("train-v2", 7200, 2)
+
+
+def test_its_mistakes_are_shown_beside_their_fields_as_the_submit_form_shows_them(user: Any, submit: Any, sim: SimHarness) -> None:
+    job_id = submit(nodes=1, gpus_per_node=8, name="train")["id"]
+    job = Job.objects.get(pk=job_id)
+    page = session_for(user)
+    most = settings.MUSTER_MAX_WALL_TIME_SECONDS // 60
+    answer = page.post(f"/jobs/{job_id}/update/", form_of(job, name="", wall_time_minutes=most + 1, max_restarts=-1))
+    assert answer.status_code == 200
+    shown = answer.content.decode()
+    assert "The job was not updated." in shown and "Fix the 3 marked fields and update again." in shown
+    assert "Give the job a name: any label of yours." in shown  # the submit form's own words
+    assert f"The site maximum is {most} minutes" in shown
+    assert "Give 0 or more restarts: 0 means a failed job is not started again." in shown
+    assert '<details class="update card" data-testid="update" open>' in shown
+    assert Job.objects.get(pk=job_id).name == "train"  # nothing changed
+    # Nothing changed: said, not a silent success.
+    same = page.post(f"/jobs/{job_id}/update/", form_of(job)).content.decode()
+    assert "Nothing was changed: change a field, then press Update." in same
+
+
+def test_only_a_pending_job_offers_it_and_a_stale_page_is_told(user: Any, submit: Any, sim: SimHarness) -> None:
+    job_id = submit(nodes=1, gpus_per_node=8)["id"]
+    job = Job.objects.get(pk=job_id)
+    page = session_for(user)
+    assert sim.cycle().placed == [job_id]
+    assert 'data-testid="update"' not in page.get(f"/jobs/{job_id}/").content.decode()
+    stale = page.post(f"/jobs/{job_id}/update/", form_of(job, name="late"), follow=True).content.decode()
+    assert f"Job {job_id} is SCHEDULED: only a pending job can be updated" in stale
+    assert Job.objects.get(pk=job_id).name == job.name
+
+
+def test_someone_elses_job_is_not_theirs_to_update_but_an_admins(user: Any, admin_user: Any, django_user_model: Any, submit: Any) -> None:
+    job_id = submit(nodes=1, gpus_per_node=8)["id"]
+    job = Job.objects.get(pk=job_id)
+    other = django_user_model.objects.create_user(username="mallory", password="x")
+    assert session_for(other).post(f"/jobs/{job_id}/update/", form_of(job, name="mine")).status_code == 404
+    done = session_for(admin_user).post(f"/jobs/{job_id}/update/", form_of(job, name="by-admin"), follow=True).content.decode()
+    assert f"Job {job_id} updated: name by-admin" in done
