@@ -3,6 +3,7 @@ from typing import Any
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
+from api.jobs.node_holds import NodeHoldView, NodeReleaseView
 from api.jobs.views import JobViewSet, NodeViewSet, NotifyPreferenceView, QueueView
 
 
@@ -36,5 +37,8 @@ router.register("nodes", NodeViewSet, basename="node")
 urlpatterns = [
     path("queue/", QueueView.as_view(), name="queue"),
     path("notifications/", NotifyPreferenceView.as_view(), name="notify-preference"),
+    # Before the router's nodes/<name>/, which would read "hold" as a node's name.
+    path("nodes/hold/", NodeHoldView.as_view(), name="nodes-hold"),
+    path("nodes/release/", NodeReleaseView.as_view(), name="nodes-release"),
     *router.urls,
 ]

@@ -648,7 +648,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--at", type=_at, metavar="TIME", help="when it was written, ISO 8601 with a zone (default: now)")
 
     command("usage", commands.usage, "Your limits and use this budget period, and your teams'", "", "  muster usage")
-    command("nodes", commands.nodes, "The cluster's nodes and free GPUs, like sinfo -N", "", "  muster nodes")
+    p = command(
+        "nodes",
+        commands.nodes,
+        "The cluster's nodes and free GPUs, like sinfo -N; admins hold and release nodes",
+        "`muster nodes hold NODE... -r REASON` (admins; Slurm's scontrol update NodeName=... State=DRAIN Reason=...) places "
+        "nothing new on the nodes until `muster nodes release NODE...` (State=RESUME); jobs running there run to their end, "
+        "and are named. The reason is what users whose jobs wait for the nodes read beside HELD. Several nodes are held "
+        "or released together, all or none; each is on the audit trail.",
+        "  muster nodes\n  muster nodes hold gpu-07 gpu-08 -r 'PSU swap, back Monday'\n  muster nodes release gpu-07 gpu-08",
+    )
+    p.add_argument("action", nargs="?", choices=["hold", "release"], help="hold or release the NODEs named (admins)")
+    p.add_argument("names", nargs="*", metavar="NODE")
+    p.add_argument("-r", "--reason", help="why the nodes are held (required with hold; up to 200 characters)")
     return parser
 
 

@@ -13,7 +13,7 @@ import codecs
 import functools
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urljoin
 
@@ -243,6 +243,16 @@ class Client:
 
     def nodes(self) -> list[JSON]:
         return [node for page in self._pages("nodes/", {"limit": PAGE_SIZE}) for node in page["results"]]
+
+    def nodes_hold(self, names: Sequence[str], reason: str) -> JSON:
+        """`scontrol update NodeName=... State=DRAIN Reason=...` (admins): nothing new is placed on the nodes; all or none.
+        Returns `held`, `reworded` (held already: the new reason), `unchanged`, `running` (the jobs that run on) and
+        `message`; ApiError 400 naming a node the cluster does not have, 403 for a non-admin."""
+        return self._object("POST", "nodes/hold/", json={"nodes": list(names), "reason": reason})
+
+    def nodes_release(self, names: Sequence[str]) -> JSON:
+        """`State=RESUME` (admins): the held nodes take new work again; `released`, and `not_held` left as they were."""
+        return self._object("POST", "nodes/release/", json={"nodes": list(names)})
 
     def cluster(self) -> JSON:
         """Whether jobs can start on the cluster (`usable`) and, when they cannot, why (`problem`) and `since` when."""

@@ -897,6 +897,11 @@ def usage(args: argparse.Namespace) -> int:
 
 
 def nodes(args: argparse.Namespace) -> int:
+    action, names, reason = getattr(args, "action", None), getattr(args, "names", []), getattr(args, "reason", None)
+    if action is None and (names or reason):
+        raise SpecError("to hold or release nodes, say which: muster nodes hold NODE... -r REASON, muster nodes release NODE...")
+    if action is not None:
+        return _nodes_hold_or_release(args, action, names, reason)
     client = client_for(args)
     found = client.nodes()
     if args.json:
@@ -904,6 +909,28 @@ def nodes(args: argparse.Namespace) -> int:
     else:
         out(render.nodes_text(found))
         _warn_if_unusable(client)
+    return OK
+
+
+def _nodes_hold_or_release(args: argparse.Namespace, action: str, names: list[str], reason: str | None) -> int:
+    """scontrol update NodeName=... State=DRAIN Reason=... / State=RESUME: one request, all the nodes or none."""
+    if not names:
+        raise SpecError(f"name the nodes to {action}: muster nodes {action} gpu-07 gpu-08" + (" -r REASON" if action == "hold" else ""))
+    if action == "hold" and not (reason or "").strip():
+        raise SpecError("say why the nodes are held (-r REASON): users whose jobs wait for them read it")
+    if action == "release" and reason:
+        raise SpecError("a release takes no reason (-r is for hold)")
+    client = client_for(args)
+    done = client.nodes_hold(names, reason or "") if action == "hold" else client.nodes_release(names)
+    if args.json:
+        print_json(done)
+    elif action == "hold":
+        out(done["message"])
+    else:
+        if done["released"]:
+            out(f"Released {', '.join(done['released'])}: new work may be placed there again (failure count reset).")
+        if done["not_held"]:
+            warn(f"not held, left as they were: {', '.join(done['not_held'])}")
     return OK
 
 
