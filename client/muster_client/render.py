@@ -564,7 +564,7 @@ def usage_text(summary: JSON) -> str:
             f"{a['account']} {a['name']}",
             _gpus_now(a),
             f"{a['usage']['node_hours_used']:.2f}",
-            _limit(a["node_hours_per_period"]),
+            _budget(a),
             "-" if a["usage"]["node_hours_left"] is None else f"{a['usage']['node_hours_left']:.2f}",
             # What running jobs may still use of what is left (a server before it sent none: unknown).
             "-" if a["usage"].get("node_hours_committed") is None else f"{a['usage']['node_hours_committed']:.2f}",
@@ -586,6 +586,14 @@ def usage_text(summary: JSON) -> str:
         if _above_quota(a)
     ]
     return "\n".join([head, table(headers, rows), *above])
+
+
+def _budget(account: JSON) -> str:
+    """The period's budget as the quota gives it, with what an admin added to this period only beside it: `30+10`, so
+    LEFT (which counts both) adds up; it read `30` beside 40 node-hours left."""
+    granted = account["usage"].get("node_hours_granted") or 0
+    base = _limit(account["node_hours_per_period"])
+    return f"{base}+{granted:g}" if granted and account["node_hours_per_period"] is not None else base
 
 
 def _above_quota(account: JSON) -> bool:

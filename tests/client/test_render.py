@@ -195,3 +195,21 @@ def test_usage_says_the_gpus_borrowed_beyond_the_quota_apart_from_those_within_i
     }
     rows = {line.split()[1]: line.split()[2] for line in usage_text(summary).splitlines()[2:]}
     assert rows == {"ann": "32/40+8", "vision": "8/unlimited", "old": "2/4"}
+
+
+def test_usage_says_node_hours_added_to_this_period_beside_the_budget() -> None:
+    """An admin added 10 node-hours to this period (POST .../grant/): BUDGET read 30 beside 38 left of 40."""
+    from muster_client.render import usage_text
+
+    usage = {"gpus_in_use": 0, "node_hours_used": 2.0, "node_hours_left": 38.0, "node_hours_granted": 10.0, "gpu_hours_used": 16.0}
+    team = {"account": "team", "name": "vision", "max_gpus": None, "max_wall_time_seconds": None, "max_node_hours_per_job": None}
+    user = {**team, "account": "user", "name": "ann", "node_hours_per_period": None}
+    summary = {
+        "period_start": "2026-11-01T00:00:00Z",
+        "period_end": "2026-12-01T00:00:00Z",
+        "user": {**user, "usage": {**usage, "node_hours_granted": 0.0, "node_hours_left": None}},
+        "teams": [{**team, "node_hours_per_period": 30.0, "usage": usage}],
+    }
+    rows = {line.split()[1]: line.split()[3:6] for line in usage_text(summary).splitlines()[2:]}
+    assert rows["vision"] == ["2.00", "30+10", "38.00"]
+    assert rows["ann"] == ["2.00", "unlimited", "-"]
