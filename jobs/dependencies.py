@@ -460,8 +460,24 @@ def _counted(states: Sequence[str]) -> str:
     return ", ".join(f"{n} {state}" for state, n in sorted(Counter(states).items(), key=lambda c: (-c[1], c[0])))
 
 
+class _Linked:
+    """One job, or the elements of one array together, as a job page links them: `job 13`, or `12_[0-99]`."""
+
+    job_id: int
+    element: str
+    states: tuple[str, ...]  # of each job, in id order
+
+    @property
+    def count(self) -> int:
+        return len(self.states)
+
+    @property
+    def link(self) -> str:
+        return f"job {self.job_id}" if self.count == 1 else self.element
+
+
 @dataclass(frozen=True)
-class Dependency:
+class Dependency(_Linked):
     """What a job waits for (or waited for), as its page shows it: one job, or the elements of one array it waits for
     with one type, together (`12_[0-99]`, as Slurm names them). `name` None for a job the viewer may not see."""
 
@@ -471,15 +487,6 @@ class Dependency:
     array_id: int | None
     element: str  # as Slurm names an array's elements: `12_2`, `12_[0-99]`; empty for a job of no array
     states: tuple[str, ...]  # of each job, in id order
-
-    @property
-    def count(self) -> int:
-        return len(self.states)
-
-    @property
-    def link(self) -> str:
-        """What its link says: `job 13`, or an array's elements `12_[0-99]`."""
-        return f"job {self.job_id}" if self.count == 1 else self.element
 
     @property
     def about(self) -> str:
@@ -531,7 +538,7 @@ class Dependency:
 
 
 @dataclass(frozen=True)
-class Dependent:
+class Dependent(_Linked):
     """A job waiting for this one (or that did), as its page links it; an array's elements waiting with one type
     together (`20_[0-99]`)."""
 
@@ -541,14 +548,6 @@ class Dependent:
     array_id: int | None
     element: str
     states: tuple[str, ...]
-
-    @property
-    def count(self) -> int:
-        return len(self.states)
-
-    @property
-    def link(self) -> str:
-        return f"job {self.job_id}" if self.count == 1 else self.element
 
     @property
     def about(self) -> str:
