@@ -412,7 +412,12 @@ def _name(kind: str, account: Any) -> str:
 
 
 def _limit_changes(before: Limits, after: Limits) -> dict[str, list[Any]]:
-    # `is_default` says whether the account had a quota of its own: creating or dropping one is a change too.
+    """The limits that changed, and for a user whether they left or went back to the site default (`is_default`): a
+    user given their own quota equal to today's default changes no limit, yet no longer follows the default. A team
+    without a quota is unlimited, which its limits already say: `is_default: True -> False` beside `max_gpus: None -> 8`
+    told its reader nothing, so a team's is not recorded."""
+    if before.kind != "user":
+        return audit_changes(before.values(), after.values())
     return audit_changes({**before.values(), "is_default": before.is_default}, {**after.values(), "is_default": after.is_default})
 
 

@@ -99,12 +99,22 @@ def test_team_quota_changes_on_the_pages_are_recorded(admin_page: Client, admin_
         "max_gpus": [None, 32],
         "node_hours_per_period": [None, 100.0],
         "fair_share_weight": [1.0, 3.0],
-        "is_default": [True, False],
-    }
+    }  # no `is_default: True -> False`: a team without a quota is unlimited, which its limits say
     assert entry.remote_addr == ADMIN_ADDR
     assert admin_page.post("/quotas/teams/vision/reset/").status_code == 302
     reset = only_entry(action="quota.reset")
-    assert reset.changes["max_gpus"] == [32, None] and reset.remote_addr == ADMIN_ADDR
+    assert reset.changes == {"max_gpus": [32, None], "node_hours_per_period": [100.0, None], "fair_share_weight": [3.0, 1.0]}
+    assert reset.remote_addr == ADMIN_ADDR
+
+
+def test_a_team_quota_saved_as_unlimited_records_no_change(admin_api: APIClient) -> None:
+    """A team given a quota that limits nothing is as unlimited as before: no entry reading `is_default: True -> False`
+    and nothing else."""
+    TeamFactory(name="vision")
+    assert admin_api.patch("/api/v1/quotas/teams/vision/", {"max_gpus": None}, format="json").status_code == 200
+    assert not AuditEntry.objects.filter(action="quota.update").exists()
+    assert admin_api.patch("/api/v1/quotas/teams/vision/", {"max_gpus": 8}, format="json").status_code == 200
+    assert only_entry(action="quota.update").changes == {"max_gpus": [None, 8]}
 
 
 def test_the_address_comes_from_x_forwarded_for_only_behind_a_trusted_proxy(admin_user: Any, user: Any, settings: Any) -> None:
