@@ -12,6 +12,7 @@ from frontend.forms import says
 from frontend.templatetags.muster import duration
 from quotas.limits import Limits
 from quotas.models import MAX_FAIR_SHARE_WEIGHT, MIN_FAIR_SHARE_WEIGHT
+from quotas.periods import period_words
 
 UNLIMITED = {"placeholder": "unlimited"}
 
@@ -51,7 +52,7 @@ class QuotaForm(forms.Form):
         error_messages=says(f"Give a budget of 0 node-hours or more (at most {MAX_NODE_HOURS:,.0f}); leave it empty for no budget."),
         label="Node-hour budget per period",
         widget=forms.NumberInput(attrs={**UNLIMITED, "step": "any"}),
-        help_text="Charged as jobs run; resets each period. Blank = unlimited.",
+        help_text="Charged as jobs run. Blank = unlimited.",  # and when it renews: __init__, from the settings in force
     )
     fair_share_weight = forms.FloatField(
         min_value=MIN_FAIR_SHARE_WEIGHT,
@@ -64,6 +65,13 @@ class QuotaForm(forms.Form):
 
     # Where the API's error keys land on this form.
     FIELD_FOR_API = {"max_wall_time_seconds": "max_wall_time_minutes"}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Which period, read when the form is made (the settings in force): "resets each period" said nothing of which.
+        self.fields["node_hours_per_period"].help_text = (
+            f"Charged as jobs run; renews {period_words()} (MUSTER_BUDGET_PERIOD, MUSTER_TIME_ZONE: see Settings). Blank = unlimited."
+        )
 
     @classmethod
     def initial_from(cls, limits: Limits) -> dict[str, Any]:

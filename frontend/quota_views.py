@@ -133,6 +133,9 @@ def quota_edit(request: AuthenticatedHttpRequest, kind: str, name: str) -> HttpR
         "usage": usage,
         "grants": grants_of(period_start=usage.period_start, **of_account),
         "period_last_day": local_today(usage.period_end - timedelta(microseconds=1)),
+        # The account's other half (a team's members, volumes and security settings; a user's account): onboarding a
+        # team took both places, and neither led to the other.
+        "admin_url": reverse(f"admin:{account._meta.app_label}_{account._meta.model_name}_change", args=[account.pk]),
     }
     return render(request, "frontend/quota_edit.html", context)
 

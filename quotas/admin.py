@@ -11,14 +11,18 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.html import format_html
 
 from accounts.admin_access import MusterAdminAccess
 from audit.services import audit_changes, audit_record
 from jobs.amounts import plural
 from jobs.models import Job
 from jobs.states import TERMINAL_STATES
+from quotas.limits import limits_of
 from quotas.membership import team_members_left
-from quotas.models import Team, TeamVolume, UsageCharge
+from quotas.models import Quota, Team, TeamVolume, UsageCharge
+from quotas.periods import period_words
 
 # Team fields whose changes go on the audit trail (membership is recorded on its own, as team.members).
 AUDITED_FIELDS = (
@@ -75,11 +79,48 @@ def team_delete_refusals(teams: Sequence[Team]) -> list[str]:
     return refusals
 
 
+def quota_words(quota: Quota | None) -> str:
+    """A team's quota in a few words, as Django admin's team list and page show it beside the link to its quota page:
+    "32 GPUs, 100 node-hours each calendar month (from the 1st, 00:00 UTC)", "none: unlimited"."""
+    if quota is None:
+        return "none: unlimited"
+    limits = limits_of("team", "", quota)
+    said = []
+    if limits.max_gpus is not None:
+        said.append(plural(limits.max_gpus, "GPU"))
+    if limits.node_hours_per_period is not None:
+        said.append(f"{limits.node_hours_per_period:g} node-hours {period_words()}")
+    if limits.max_wall_time_seconds is not None or limits.max_node_hours_per_job is not None:
+        said.append("limits per job")
+    if limits.fair_share_weight != 1:
+        said.append(f"fair-share weight {limits.fair_share_weight:g}")
+    return ", ".join(said) or "a quota that limits nothing"
+
+
+def _quota_of(team: Team) -> Quota | None:
+    try:
+        return team.quota
+    except Quota.DoesNotExist:  # the reverse one-to-one without a row (select_related caches that: no query)
+        return None
+
+
 @admin.register(Team)
 class TeamAdmin(MusterAdminAccess, admin.ModelAdmin):
     list_display = [
-        "name", "description", "member_count", "allow_host_network", "allow_run_as_root", "allow_writable_root_filesystem", "created_at",
+        "name", "description", "member_count", "quota_link", "allow_host_network", "allow_run_as_root",
+        "allow_writable_root_filesystem", "created_at",
     ]  # fmt: skip
+    list_select_related = ["quota"]
+    # Onboarding a team is this page and its quota page (/quotas/teams/<name>/, whose form sets it): each links the other.
+    readonly_fields = ["quota_link"]
+
+    @admin.display(description="quota")
+    def quota_link(self, obj: Team) -> str:
+        if obj.pk is None:
+            return "Set on its quota page (Quotas) once the team is saved: a team without one is unlimited."
+        url = reverse("frontend:quota-team", args=[obj.name])
+        return format_html('<a href="{}">{}</a>', url, quota_words(_quota_of(obj)))
+
     list_filter = ["allow_host_network", "allow_run_as_root", "allow_writable_root_filesystem"]
     search_fields = ["name", "description", "members__username"]
     filter_horizontal = ["members"]

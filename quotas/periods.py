@@ -33,6 +33,15 @@ def period_bounds(at: datetime) -> tuple[datetime, datetime]:
     return start, _local_midnight(local.year, local.month + 1, 1)
 
 
+def period_words() -> str:
+    """Which budget period is in force, as a quota form or page says it: "each calendar month (from the 1st, 00:00 UTC)"
+    or "each week (from Monday, 00:00 UTC)", from MUSTER_BUDGET_PERIOD and MUSTER_TIME_ZONE. "Resets each period" said
+    nothing of which."""
+    if settings.MUSTER_BUDGET_PERIOD == "week":
+        return f"each week (from Monday, 00:00 {settings.TIME_ZONE})"
+    return f"each calendar month (from the 1st, 00:00 {settings.TIME_ZONE})"
+
+
 def day_range(first: date, last: date) -> tuple[datetime, datetime]:
     """[midnight starting `first`, midnight ending `last`) in settings.TIME_ZONE: both days included."""
     after = last + timedelta(days=1)

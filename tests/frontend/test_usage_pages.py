@@ -298,3 +298,31 @@ def test_the_quota_lists_default_badges_do_not_wrap(admin_user: Any, user: Any, 
     """The Teams table's "none set" broke onto two lines at 1440 px."""
     html = session_for(admin_user).get("/quotas/").content.decode()
     assert '<span class="tag nowrap">default</span>' in html and '<span class="tag nowrap">none set</span>' in html
+
+
+@pytest.mark.parametrize(
+    ("period", "zone", "words"),
+    [
+        ("month", "UTC", "renews each calendar month (from the 1st, 00:00 UTC)"),
+        ("week", "Europe/Berlin", "renews each week (from Monday, 00:00 Europe/Berlin)"),
+    ],
+)
+def test_a_teams_quota_page_and_its_django_admin_page_link_each_other_and_say_the_period(
+    admin_user: Any, settings: Any, period: str, zone: str, words: str
+) -> None:
+    """Onboarding a team was two places that did not know of each other (its members in Django admin, its quota on
+    /quotas/), and the budget's "resets each period" did not say which period."""
+    settings.MUSTER_BUDGET_PERIOD, settings.TIME_ZONE = period, zone
+    team = TeamFactory(name="vision")
+    client = session_for(admin_user)
+    quota_page = client.get("/quotas/teams/vision/").content.decode()
+    assert f'<a href="/admin/quotas/team/{team.pk}/change/" data-testid="account-admin">Team vision\'s members' in quota_page
+    assert f"Charged as jobs run; {words} (MUSTER_BUDGET_PERIOD, MUSTER_TIME_ZONE: see Settings)." in quota_page
+    # Django admin's team page and list: the quota in words, linked to its page.
+    admin_page = client.get(f"/admin/quotas/team/{team.pk}/change/").content.decode()
+    assert '<a href="/quotas/teams/vision/">none: unlimited</a>' in admin_page
+    Quota.objects.create(team=team, max_gpus=32, node_hours_per_period=100.0)
+    listed = client.get("/admin/quotas/team/").content.decode()
+    assert f'<a href="/quotas/teams/vision/">32 GPUs, 100 node-hours {words.removeprefix("renews ")}</a>' in listed
+    # A user's quota page leads to their account there too.
+    assert f'href="/admin/auth/user/{admin_user.pk}/change/"' in client.get(f"/quotas/users/{admin_user.username}/").content.decode()
