@@ -4,31 +4,24 @@ top of its quota's budget in a period, summed in one query."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from typing import Any, TypeVar
 
 from django.db.models import Q, QuerySet, Sum
 
 from policy.model import team_key, user_key
 from quotas.models import BudgetGrant
 
+K = TypeVar("K")
+
 
 def grants_by_id(period_start: datetime, *, user_ids: Sequence[int] = (), team_ids: Sequence[int] = ()) -> dict[tuple[str, int], float]:
     """Node-hours granted for the period starting `period_start`, keyed ("user", id) / ("team", id); absent: none."""
     if not user_ids and not team_ids:
         return {}
-    rows = (
-        BudgetGrant.objects.filter(period_start=period_start)
-        .filter(Q(user_id__in=user_ids) | Q(team_id__in=team_ids))
-        .values("user_id", "team_id")
-        .annotate(total=Sum("node_hours"))
-        .order_by()
-    )
-    found: dict[tuple[str, int], float] = defaultdict(float)
-    for row in rows:
-        key = ("user", row["user_id"]) if row["user_id"] is not None else ("team", row["team_id"])
-        found[key] += row["total"]
-    return dict(found)
+    rows = _summed(period_start, Q(user_id__in=user_ids) | Q(team_id__in=team_ids), "user_id", "team_id")
+    return _keyed(rows, lambda user: ("user", user), lambda team: ("team", team))
 
 
 def grants_by_key(period_start: datetime, *, users: Iterable[str], teams: Iterable[str]) -> dict[str, float]:
@@ -36,17 +29,26 @@ def grants_by_key(period_start: datetime, *, users: Iterable[str], teams: Iterab
     users, teams = list(users), list(teams)
     if not users and not teams:
         return {}
+    rows = _summed(period_start, Q(user__username__in=users) | Q(team__name__in=teams), "user__username", "team__name")
+    return _keyed(rows, user_key, team_key)
+
+
+def _summed(period_start: datetime, accounts: Q, user_field: str, team_field: str) -> list[tuple[Any, Any, float]]:
+    """(user, team, node-hours) per account granted in the period: one query, one row per account."""
     rows = (
         BudgetGrant.objects.filter(period_start=period_start)
-        .filter(Q(user__username__in=users) | Q(team__name__in=teams))
-        .values("user__username", "team__name")
+        .filter(accounts)
+        .values_list(user_field, team_field)
         .annotate(total=Sum("node_hours"))
         .order_by()
     )
-    found: dict[str, float] = defaultdict(float)
-    for row in rows:
-        key = user_key(row["user__username"]) if row["user__username"] is not None else team_key(row["team__name"])
-        found[key] += row["total"]
+    return list(rows)
+
+
+def _keyed(rows: Iterable[tuple[Any, Any, float]], user: Callable[[Any], K], team: Callable[[Any], K]) -> dict[K, float]:
+    found: dict[K, float] = defaultdict(float)
+    for user_of, team_of, total in rows:
+        found[user(user_of) if user_of is not None else team(team_of)] += total
     return dict(found)
 
 
