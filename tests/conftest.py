@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,6 +25,19 @@ from tests.processes import Processes
 
 # CI sets this: a test that needs PostgreSQL or Redis fails instead of skipping.
 REQUIRE_SERVICES = os.environ.get("MUSTER_REQUIRE_SERVICES") == "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A `make run` in this checkout collected the static files of its day into var/static, with a manifest naming them:
+    # pages under test linked those (an old stylesheet made a page 405 px wide at 390 px), or failed on a file added
+    # since ("Missing staticfiles manifest entry"), instead of the apps' files as they are now. The suite serves from an
+    # empty STATIC_ROOT of its own, as on a clean clone; servers it starts in other processes inherit it.
+    from django.conf import settings
+
+    root = Path(tempfile.mkdtemp(prefix="muster-test-static-"))
+    settings.STATIC_ROOT = root
+    os.environ["MUSTER_STATIC_ROOT"] = str(root)
+    config.add_cleanup(lambda: shutil.rmtree(root, ignore_errors=True))
 
 
 def need_service(available: bool, what: str) -> None:
