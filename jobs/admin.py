@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.conf import settings
@@ -19,14 +20,18 @@ from django.contrib.admin import helpers
 from django.contrib.admin.actions import delete_selected as django_delete_selected
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Model, QuerySet
+from django.db.models import Count, Model, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
 from django.forms.models import construct_instance
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html
 
 from accounts.admin_access import MusterAdminAccess
 from accounts.requests import AuthenticatedHttpRequest
 from audit.services import audit_changes, audit_record
+from jobs.amounts import gpu_amount, plural
 from jobs.errors import JobFinished
 from jobs.models import Allocation, Job, JobEvent, Node
 from jobs.node_holds import NodesHeld, jobs_running_on, node_hold_write, nodes_hold, nodes_release
@@ -98,11 +103,34 @@ class JobAdminForm(forms.ModelForm):
         return cleaned
 
 
+# Held now: a live allocation of a placed or running job (what the cluster page counts on a node).
+LIVE = Q(allocations__released_at__isnull=True, allocations__job__state__in=ACTIVE_STATES)
+
+
+class OnNodeFilter(admin.SimpleListFilter):
+    """The jobs placed or running on one node now (`?node=gpu-07`), where the node list's *jobs* column links: which
+    jobs a hold would leave running there, or a node's trouble would take down."""
+
+    title = "on node now"
+    parameter_name = "node"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        # Only nodes that hold jobs now (one query), not every node of the cluster.
+        names = Node.objects.filter(LIVE).values_list("name", flat=True).distinct().order_by("name")
+        return [(name, name) for name in names]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Job]) -> QuerySet[Job]:
+        if not self.value():
+            return queryset
+        live = Allocation.objects.filter(node__name=self.value(), released_at__isnull=True).values("job_id")
+        return queryset.filter(pk__in=live, state__in=ACTIVE_STATES)
+
+
 @admin.register(Job)
 class JobAdmin(MusterAdminAccess, admin.ModelAdmin):
     form = JobAdminForm
     list_display = ["id", "name", "owner", "team", "state", "nodes", "gpus_per_node", "priority_class", "submitted_at"]
-    list_filter = ["state", "priority_class", "team"]
+    list_filter = ["state", "priority_class", "team", OnNodeFilter]
     search_fields = ["name", "owner__username", "image"]
     inlines = [AllocationInline, JobEventInline]
     # Our delete_selected replaces the site-wide action of the same name.
@@ -327,7 +355,9 @@ class NodeChangeListForm(NodeAdminForm):
 @admin.register(Node)
 class NodeAdmin(MusterAdminAccess, admin.ModelAdmin):
     form = NodeAdminForm
-    list_display = ["name", "gpus_total", "rack", "gpu_model", "state", "held", "held_reason", "failures_in_row", "updated_at"]
+    list_display = [
+        "name", "gpus_in_use", "jobs_on_node", "rack", "gpu_model", "state", "held", "held_reason", "failures_in_row", "updated_at",
+    ]  # fmt: skip
     list_filter = ["state", "held", "rack"]
     list_editable = ["held"]
     actions = ["hold_selected", "release_selected"]
@@ -337,6 +367,38 @@ class NodeAdmin(MusterAdminAccess, admin.ModelAdmin):
     readonly_fields = [
         f.name for f in Node._meta.get_fields() if f.concrete and not f.auto_created and f.name not in ("held", "held_reason")
     ]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Node | None = None) -> list[str]:
+        return [*self.readonly_fields, "gpus_in_use", "jobs_on_node"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Node]:
+        # What each node holds now, summed by the database in the list's own query: an admin choosing which node to
+        # hold sees its GPUs in use and its jobs without a query per row.
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                gpus_held=Coalesce(Sum("allocations__gpus", filter=LIVE), 0.0),
+                jobs_held=Count("allocations__job", filter=LIVE, distinct=True),
+            )
+        )
+
+    @admin.display(description="GPUs in use", ordering="gpus_held")
+    def gpus_in_use(self, node: Node) -> str:
+        """`6 / 8` (Muster's jobs' GPUs, a slice counting its share), and what pods Muster did not start hold there."""
+        text = f"{gpu_amount(node.gpus_held)} / {node.gpus_total}"  # type: ignore[attr-defined]
+        if node.gpus_foreign or node.slices_foreign:
+            text += f" (+{plural(node.gpus_foreign, 'GPU') if node.gpus_foreign else plural(node.slices_foreign, 'slice')} of other pods)"
+        return text
+
+    @admin.display(description="jobs placed or running", ordering="jobs_held")
+    def jobs_on_node(self, node: Node) -> str:
+        """How many jobs hold GPUs here now, linked to them in the job list (its *on node now* filter)."""
+        count: int = node.jobs_held  # type: ignore[attr-defined]
+        if not count:
+            return "none"
+        url = f"{reverse('admin:jobs_job_changelist')}?{urlencode({OnNodeFilter.parameter_name: node.name})}"
+        return format_html('<a href="{}">{}</a>', url, plural(count, "job"))
 
     def get_changelist_form(self, request: HttpRequest, **kwargs: Any) -> Any:
         return super().get_changelist_form(request, form=NodeChangeListForm, **kwargs)

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 from django.contrib.messages import get_messages
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from audit.models import AuditEntry
 from jobs.models import Node
@@ -117,3 +119,48 @@ def test_a_hold_on_a_nodes_own_page_names_the_jobs_that_run_on_there(admin: Clie
         f"Jobs keep running there until they end (a hold places nothing new, and stops nothing): gpu-07: job {job.pk}. "
         "To free the node sooner, cancel those jobs."
     ) in said(done)
+
+
+def node_row(page: str, name: str) -> str:
+    """The node list's row of one node (its cells, up to the next row)."""
+    start = page.index(f">{name}</a>")
+    return page[start : page.index("</tr>", start)]
+
+
+def test_the_node_list_shows_gpus_in_use_and_links_the_jobs_on_each_node_in_one_query(admin: Client, user: Any) -> None:
+    """An admin choosing which node to hold saw no jobs or GPUs in use per node: the list says `6 / 8` and `2 jobs`,
+    linked to those jobs, summed in the list's own query however many nodes it shows."""
+    a, b = NodeFactory(name="gpu-07", gpus_total=8), NodeFactory(name="gpu-08", gpus_total=8)
+    NodeFactory(name="gpu-09", gpus_total=8, gpus_foreign=1)
+    first = JobFactory(owner=user, running=True, gpus_per_node=2, held=[(a, 2)])
+    gang = JobFactory(owner=user, running=True, nodes=2, gpus_per_node=4, held=[(a, 4), (b, 4)])  # two ranks, one on each
+    JobFactory(owner=user, finished=True, held=[(b, 8)])  # ended: it holds nothing now
+    JobFactory(owner=user, running=True, held=[(NodeFactory(name="mig-01", gpus_total=8, sharing="mig"), 0.25)])
+
+    def list_page() -> tuple[str, int]:
+        with CaptureQueriesContext(connection) as queries:
+            response = admin.get(NODES)
+        assert response.status_code == 200
+        return response.content.decode(), len(queries)
+
+    page, queries = list_page()
+    row = node_row(page, "gpu-07")
+    assert '<td class="field-gpus_in_use">6 / 8</td>' in row
+    assert '<a href="/admin/jobs/job/?node=gpu-07">2 jobs</a>' in row
+    assert '<a href="/admin/jobs/job/?node=gpu-08">1 job</a>' in node_row(page, "gpu-08")
+    assert '<td class="field-gpus_in_use">4 / 8</td>' in node_row(page, "gpu-08")
+    assert "0 / 8 (+1 GPU of other pods)" in node_row(page, "gpu-09") and "none" in node_row(page, "gpu-09")
+    assert "0.25 / 8" in node_row(page, "mig-01")
+    # The link lists the jobs on that node now, no other (the gang once, though it has a rank there and one elsewhere).
+    jobs = admin.get("/admin/jobs/job/?node=gpu-07").content.decode()
+    assert "2 results" in jobs or "2 jobs" in jobs
+    assert f"/admin/jobs/job/{first.pk}/change/" in jobs and f"/admin/jobs/job/{gang.pk}/change/" in jobs
+    on_b = admin.get("/admin/jobs/job/?node=gpu-08").content.decode()
+    assert f"/admin/jobs/job/{gang.pk}/change/" in on_b and f"/admin/jobs/job/{first.pk}/change/" not in on_b
+    # No query per row: ten more busy nodes cost the list nothing more.
+    for i in range(10):
+        JobFactory(owner=user, running=True, held=[(NodeFactory(name=f"gpu-{20 + i}", gpus_total=8), 8)])
+    assert list_page()[1] == queries
+    # A node's own page says the same.
+    own = admin.get(f"{NODES}{a.pk}/change/").content.decode()
+    assert "6 / 8" in own and '<a href="/admin/jobs/job/?node=gpu-07">2 jobs</a>' in own
