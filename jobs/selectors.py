@@ -238,8 +238,14 @@ def waiting_after_preemption() -> Q:
     return Q(state=JobState.PENDING) & Q(Exact(Subquery(entered_from), JobState.PREEMPTED))
 
 
-def start_waits(*, after: datetime | None = None, until: datetime | None = None) -> Iterator[tuple[datetime, float]]:
-    """(start, seconds waited) for every start of every job (all pods running) in (after, until].
+class QueuedAt(TypedDict):
+    queued_at: datetime | None  # None for a start with no entry into the queue before it
+
+
+def starts_with_queued_at(*, after: datetime | None = None, until: datetime | None = None) -> QuerySet[WithAnnotations[JobEvent, QueuedAt]]:
+    """Every start of every job (all pods running) in (after, until], with `queued_at`: when the job last entered the
+    queue before it (None for a start with no entry before it). What `start_waits` reads, and the dashboard's latency
+    chart ranks in the database.
 
     A wait runs from when the job last entered the queue, its submit or its requeue after a
     failed attempt or a preemption, to that start. Counting restarts from the submit would add
@@ -254,7 +260,13 @@ def start_waits(*, after: datetime | None = None, until: datetime | None = None)
         starts = starts.filter(at__gt=after)
     if until is not None:
         starts = starts.filter(at__lte=until)
-    rows = starts.annotate(queued_at=Subquery(queued.values("at")[:1])).values_list("at", "queued_at")
+    return starts.annotate(queued_at=Subquery(queued.values("at")[:1]))
+
+
+def start_waits(*, after: datetime | None = None, until: datetime | None = None) -> Iterator[tuple[datetime, float]]:
+    """(start, seconds waited) for every start of every job (all pods running) in (after, until]: from when the job
+    last entered the queue (`starts_with_queued_at`)."""
+    rows = starts_with_queued_at(after=after, until=until).values_list("at", "queued_at")
     for started, queued_at in rows.iterator():
         if queued_at is not None:
             yield started, max(0.0, (started - queued_at).total_seconds())

@@ -1,15 +1,17 @@
 """The dashboard's numbers: what the queue and the GPUs did over the last day or week.
 
-Pure reads (a fixed number of queries, each bounded by the window) returning plain numbers;
-`telemetry.dashboard.figures` draws them and `telemetry.dashboard.page` puts the page together.
-History comes from the database, not from Prometheus, so the page works with no
-monitoring stack:
-- queue depth over time: the JobEvent history replayed backwards from the current counts
-  (pending now minus every change since the window began gives pending at its start);
+Pure reads (a fixed number of queries) returning plain numbers; `telemetry.dashboard.figures`
+draws them and `telemetry.dashboard.page` puts the page together. History comes from the
+database, not from Prometheus, so the page works with no monitoring stack, and the database
+sums it per chart bucket (`telemetry.dashboard.buckets`): a row per bucket, team or reason,
+never one per job, event or allocation in the window (the node grid reads a row per GPU held):
+- queue depth over time: the JobEvent history's moves backwards from the current counts
+  (pending now minus every move since the window began gives pending at its start), and each
+  bucket's highest count;
 - GPUs allocated over time and GPU-hours per team: Allocation rows (allocated_at, released_at);
 - scheduling latency: every start in the window, from when the job (re-)entered the queue
-  (`selectors.start_waits`); percentiles by nearest rank, so every figure is a wait that
-  really happened;
+  (`jobs.selectors.starts_with_queued_at`); percentiles by nearest rank, so every figure is a
+  wait that really happened;
 - GPUs used: the telemetry summaries written when runs end (mean GPU utilisation x GPU-seconds).
   Running jobs have none yet, so "used now" is unknown rather than guessed.
 
@@ -32,14 +34,26 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Count, Min, Q, Sum
+from django.db.models import BigIntegerField, Count, F, FloatField, Min, Q, Sum, Value
+from django.db.models.functions import Coalesce, Greatest, Least
+from django.db.models.lookups import Exact
 
 from jobs.amounts import gpu_amount
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
-from jobs.selectors import node_gpus_free, node_gpus_idle, node_settles_until, node_slices_free, nodes_with_usage, start_waits, waiting_jobs
+from jobs.selectors import node_gpus_free, node_gpus_idle, node_settles_until, node_slices_free, nodes_with_usage, waiting_jobs
 from jobs.states import ACTIVE_STATES, JobState
 from quotas.selectors import AboveQuota, accounts_above_quota, teams_visible_to
 from scheduler.queue import is_starving, starving_count
+from telemetry.dashboard.buckets import (
+    US,
+    Buckets,
+    Microseconds,
+    highest_counts,
+    instant,
+    mean_gpus_allocated,
+    state_moves,
+    wait_percentiles,
+)
 from telemetry.models import JobTelemetrySummary
 
 NO_TEAM = "no team"
@@ -115,68 +129,10 @@ def span_for(window: Window, now: datetime, first: datetime | None = None) -> Sp
 # --- arithmetic ------------------------------------------------------------------------------------
 
 
-def percentile(sorted_values: Sequence[float], p: float) -> float | None:
-    """Nearest-rank percentile: the smallest value with at least p% of the values at or below it."""
-    if not sorted_values:
-        return None
-    rank = max(1, math.ceil(p / 100 * len(sorted_values)))
-    return sorted_values[rank - 1]
-
-
-@dataclass(frozen=True)
-class Level:
-    """A step function's value over one bucket: its highest and its time-weighted mean."""
-
-    max: float
-    mean: float
-
-
-def step_levels(initial: float, changes: Iterable[tuple[datetime, float]], start: datetime, end: datetime, step: int) -> list[Level]:
-    """Replay a counter that starts at `initial` at `start` and moves by each (instant, delta), bucket by bucket.
-
-    Changes at the same instant are applied together, so a job preempted and requeued in one cycle
-    never shows as a momentary extra job. Changes outside (start, end] are ignored.
-    """
-    total = (end - start).total_seconds()
-    buckets = max(1, math.ceil(total / step))
-    merged: dict[datetime, float] = defaultdict(float)
-    for at, delta in changes:
-        if start < at <= end:
-            merged[at] += delta
-    moves = sorted(merged.items())
-    levels: list[Level] = []
-    value = initial
-    i = 0
-    for b in range(buckets):
-        b_start = start + timedelta(seconds=b * step)
-        b_end = min(end, b_start + timedelta(seconds=step))
-        # A change exactly at the bucket's start belongs to it from the start (a job that ended at 10:00
-        # does not count in the 10:00 bucket).
-        while i < len(moves) and moves[i][0] <= b_start:
-            value += moves[i][1]
-            i += 1
-        highest, area, at = value, 0.0, b_start
-        while i < len(moves) and moves[i][0] < b_end:
-            moment, delta = moves[i]
-            area += value * (moment - at).total_seconds()
-            value += delta
-            highest = max(highest, value)
-            at = moment
-            i += 1
-        area += value * (b_end - at).total_seconds()
-        width = (b_end - b_start).total_seconds()
-        levels.append(Level(max=highest, mean=area / width if width > 0 else value))
-    return levels
-
-
 def _x(start: datetime, count: int, step: int) -> list[int]:
     """Bucket starts in milliseconds since the epoch (what a Plotly date axis reads)."""
     first = int(start.timestamp() * 1000)
     return [first + i * step * 1000 for i in range(count)]
-
-
-def _overlap_seconds(a_start: datetime, a_end: datetime | None, start: datetime, end: datetime) -> float:
-    return max(0.0, (min(a_end or end, end) - max(a_start, start)).total_seconds())
 
 
 # --- team visibility -------------------------------------------------------------------------------
@@ -201,38 +157,36 @@ def _team_namer(viewer: User | AnonymousUser) -> Any:
 
 
 def queue_depth(window: Window, now: datetime, span: Span | None = None) -> dict[str, Any]:
-    """Pending and GPU-holding jobs over the window (highest count per bucket), from the JobEvent history."""
+    """Pending and GPU-holding jobs over the window (highest count per bucket), from the JobEvent history.
+
+    The counts at the window's start are the current counts less every move since: the database sums those, and the
+    highest of each count per bucket (`buckets.highest_counts`), so the rows read are the buckets', not the events'.
+    """
     span = span or span_for(window, now, first_data())
-    start = span.start
     current = dict.fromkeys(("pending", "active"), 0)
     for state, in_state in _state_counts():
         if state == JobState.PENDING:
             current["pending"] += in_state
         elif state in ACTIVE_STATES:
             current["active"] += in_state
-    pending_changes: list[tuple[datetime, float]] = []
-    active_changes: list[tuple[datetime, float]] = []
-    # Every event since the window began, including any stamped after `now` (clock skew), so that
-    # subtracting them from the current counts gives exactly the counts at the window's start.
-    for at, from_state, to_state in JobEvent.objects.filter(at__gt=start).values_list("at", "from_state", "to_state"):
-        p = (to_state == JobState.PENDING) - (from_state == JobState.PENDING)
-        a = (to_state in ACTIVE_STATES) - (from_state in ACTIVE_STATES)
-        if p:
-            pending_changes.append((at, p))
-        if a:
-            active_changes.append((at, a))
-    pending_start = current["pending"] - sum(d for _, d in pending_changes)
-    active_start = current["active"] - sum(d for _, d in active_changes)
-    pending = step_levels(pending_start, pending_changes, start, now, span.step)
-    active = step_levels(active_start, active_changes, start, now, span.step)
+    pending_moves, active_moves = state_moves([JobState.PENDING]), state_moves(ACTIVE_STATES)
+    # Every event since the window began, including any stamped after `now` (clock skew), so that subtracting their
+    # moves from the current counts gives exactly the counts at the window's start.
+    since = JobEvent.objects.filter(at__gt=span.start).aggregate(
+        pending=Sum(pending_moves),
+        active=Sum(active_moves),
+        changes=Count("id", filter=~Q(Exact(pending_moves, 0))) + Count("id", filter=~Q(Exact(active_moves, 0))),
+    )
+    initial = [current["pending"] - (since["pending"] or 0), current["active"] - (since["active"] or 0)]
+    pending, active = highest_counts(initial, [pending_moves, active_moves], Buckets(span.start, now, span.step))
     return {
-        "x": _x(start, len(pending), span.step),
+        "x": _x(span.start, len(pending), span.step),
         "range": span.range_ms,
-        "pending": [round(lv.max) for lv in pending],
-        "active": [round(lv.max) for lv in active],
+        "pending": pending,
+        "active": active,
         "pending_now": current["pending"],
         "active_now": current["active"],
-        "changes": len(pending_changes) + len(active_changes),
+        "changes": since["changes"] or 0,
     }
 
 
@@ -246,26 +200,19 @@ def _state_counts() -> list[tuple[str, int]]:
 
 
 def latency(window: Window, now: datetime, span: Span | None = None) -> dict[str, Any]:
-    """Queued-to-start percentiles of the starts in the window, overall and per latency_step bucket."""
+    """Queued-to-start percentiles of the starts in the window, overall and per latency_step bucket (ranked by the
+    database: a row per bucket, not per start)."""
     span = span or span_for(window, now, first_data())
-    start = span.start
-    samples = list(start_waits(after=now - timedelta(seconds=window.seconds), until=now))
-    values = sorted(s for _, s in samples)
-    buckets = max(1, math.ceil((now - start).total_seconds() / span.latency_step))
-    per_bucket: list[list[float]] = [[] for _ in range(buckets)]
-    for started, seconds in samples:
-        index = max(0, min(buckets - 1, int((started - start).total_seconds() // span.latency_step)))
-        per_bucket[index].append(seconds)
-    for bucket in per_bucket:
-        bucket.sort()
+    buckets = Buckets(span.start, now, span.latency_step)
+    waits = wait_percentiles(PERCENTILES, after=now - timedelta(seconds=window.seconds), until=now, buckets=buckets)
     return {
-        "count": len(values),
-        "overall": {p: percentile(values, p) for p in PERCENTILES},
-        "max": values[-1] if values else None,
-        "x": _x(start, buckets, span.latency_step),
+        "count": waits.count,
+        "overall": waits.overall,
+        "max": waits.longest,
+        "x": _x(span.start, buckets.count, span.latency_step),
         "range": span.range_ms,
-        "series": {p: [percentile(b, p) for b in per_bucket] for p in PERCENTILES},
-        "counts": [len(b) for b in per_bucket],
+        "series": waits.series,
+        "counts": waits.counts,
     }
 
 
@@ -332,61 +279,72 @@ def quota_standing(viewer: User | AnonymousUser) -> dict[str, Any]:
 
 
 def gpus(window: Window, now: datetime, viewer: User | AnonymousUser, span: Span | None = None) -> dict[str, Any]:
-    """GPUs allocated over time (time-weighted mean per bucket), GPU-hours per team, and measured use."""
+    """GPUs allocated over time (time-weighted mean per bucket), GPU-hours per team, and measured use.
+
+    Summed by the database: the GPUs held at the series' start and now, each bucket's GPU-time
+    (`buckets.mean_gpus_allocated`) and each team's GPU-hours; a row per bucket and per team, not per allocation.
+    """
     span = span or span_for(window, now, first_data())
     start = now - timedelta(seconds=window.seconds)
     team_name = _team_namer(viewer)
     total = Node.objects.exclude(state=NodeState.GONE).aggregate(total=Sum("gpus_total"))["total"] or 0
-    allocations = Allocation.objects.filter(Q(released_at__isnull=True) | Q(released_at__gt=start), allocated_at__lte=now).values_list(
-        "allocated_at", "released_at", "gpus", "job__team__name"
+
+    def held_at(moment: datetime) -> Q:
+        return Q(allocated_at__lte=moment) & (Q(released_at__isnull=True) | Q(released_at__gt=moment))
+
+    # Allocated after `now` (a skewed clock): not held yet. Released after it: held now.
+    held = Allocation.objects.filter(allocated_at__lte=now).aggregate(
+        at_span=Sum("gpus", filter=held_at(span.start)), now=Sum("gpus", filter=held_at(now))
     )
-    initial = 0.0
-    changes: list[tuple[datetime, float]] = []
+    allocated_now = float(held["now"] or 0.0)
+    levels = mean_gpus_allocated(float(held["at_span"] or 0.0), Buckets(span.start, now, span.step))
+    # GPU-hours count the whole window (the series starts where the span does: nothing was held before the first data).
+    held_in_window = Microseconds(Least(Coalesce("released_at", instant(now)), instant(now)), Greatest("allocated_at", instant(start)))
+    in_window = Greatest(held_in_window, Value(0, output_field=BigIntegerField()))
     per_team: dict[str, float] = defaultdict(float)
-    allocated_now = 0.0
-    for allocated_at, released_at, held, team in allocations:
-        if allocated_at <= start:
-            initial += held
-        else:
-            changes.append((allocated_at, held))
-        if released_at is not None and released_at <= now:
-            changes.append((released_at, -held))
-        else:
-            allocated_now += held
-        per_team[team_name(team)] += held * _overlap_seconds(allocated_at, released_at, start, now) / 3600
-    # GPU-hours count the whole window; the series starts where the span does (nothing was held before the first data).
-    held_at_span = initial + sum(delta for at, delta in changes if at <= span.start)
-    levels = step_levels(held_at_span, changes, span.start, now, span.step)
+    for team, gpu_us in (
+        Allocation.objects.filter(Q(released_at__isnull=True) | Q(released_at__gt=start), allocated_at__lte=now)
+        .values_list("job__team__name")
+        .annotate(gpu_us=Sum(F("gpus") * in_window, output_field=FloatField()))
+        .order_by()
+    ):
+        per_team[team_name(team)] += (gpu_us or 0.0) / US / 3600
     teams = sorted((t for t, h in per_team.items() if h > 0), key=lambda t: (-per_team[t], t))
     return {
         "total": total,
         "allocated_now": allocated_now,
         "x": _x(span.start, len(levels), span.step),
         "range": span.range_ms,
-        "allocated": [round(lv.mean, 2) for lv in levels],
+        "allocated": [round(mean, 2) for mean in levels],
         "team_hours": {t: per_team[t] for t in teams},
         "used": measured_use(window, now, team_name),
     }
 
 
 def measured_use(window: Window, now: datetime, team_name: Any) -> dict[str, Any]:
-    """Allocated vs busy GPU-hours of the runs that ended in the window and have a telemetry summary."""
+    """Allocated vs busy GPU-hours of the runs that ended in the window and have a telemetry summary, summed per team
+    by the database."""
 
     start = now - timedelta(seconds=window.seconds)
-    rows = JobTelemetrySummary.objects.filter(
-        job__finished_at__gt=start, job__finished_at__lte=now, gpu_util_mean__isnull=False, gpu_seconds__gt=0
-    ).values_list("job__team__name", "gpu_seconds", "gpu_util_mean")
+    rows = (
+        JobTelemetrySummary.objects.filter(
+            job__finished_at__gt=start, job__finished_at__lte=now, gpu_util_mean__isnull=False, gpu_seconds__gt=0
+        )
+        .values_list("job__team__name")
+        .annotate(n=Count("pk"), allocated_s=Sum("gpu_seconds"), busy_s=Sum(F("gpu_seconds") * F("gpu_util_mean") / 100))
+        .order_by()
+    )
+    jobs = 0
     allocated: dict[str, float] = defaultdict(float)
     busy: dict[str, float] = defaultdict(float)
-    for team, gpu_seconds, util in rows:
-        if util is None:  # excluded by the filter; for the type checker
-            continue
+    for team, n, gpu_seconds, busy_seconds in rows:
+        jobs += n
         allocated[team_name(team)] += gpu_seconds / 3600
-        busy[team_name(team)] += gpu_seconds * util / 100 / 3600
+        busy[team_name(team)] += busy_seconds / 3600
     teams = sorted(allocated, key=lambda t: (-allocated[t], t))
     total_allocated = sum(allocated.values())
     return {
-        "jobs": len(rows),
+        "jobs": jobs,
         "teams": teams,
         "allocated_hours": [allocated[t] for t in teams],
         "busy_hours": [busy[t] for t in teams],

@@ -14,7 +14,7 @@ from django.utils import timezone
 from jobs.models import Job, JobEvent, Node
 from jobs.states import JobState
 from telemetry.dashboard.page import dashboard_context
-from telemetry.dashboard.selectors import WINDOWS, first_data, gpus, latency, percentile, queue_depth, span_for, step_levels
+from telemetry.dashboard.selectors import WINDOWS, first_data, gpus, latency, queue_depth, span_for
 from telemetry.models import JobTelemetrySummary
 from tests.conftest import session_for
 from tests.jobs.factories import AllocationFactory, JobFactory, NodeFactory
@@ -44,25 +44,6 @@ def now() -> datetime:
 @pytest.fixture
 def node(db: None) -> Node:
     return NodeFactory(name="gpu-001")
-
-
-# --- arithmetic ------------------------------------------------------------------------------------
-
-
-def test_percentiles_are_nearest_rank() -> None:
-    values = [float(v) for v in range(1, 101)]
-    assert [percentile(values, p) for p in (50, 90, 99)] == [50.0, 90.0, 99.0]
-    assert [percentile([10.0, 20.0, 30.0], p) for p in (50, 90, 99)] == [20.0, 30.0, 30.0]
-    assert percentile([], 50) is None
-
-
-def test_step_levels_max_and_time_weighted_mean(now: datetime) -> None:
-    start = now - timedelta(minutes=10)
-    changes = [(start + timedelta(minutes=1), 2), (start + timedelta(minutes=4), -1), (start + timedelta(minutes=5), -1)]
-    levels = step_levels(1, changes, start, now, 300)
-    # Bucket 0: 1 for 60 s, 3 for 180 s, 2 for 60 s; the change at 5 min belongs to bucket 1.
-    assert levels[0].max == 3 and levels[0].mean == pytest.approx((60 + 3 * 180 + 2 * 60) / 300)
-    assert levels[1].max == 1 and levels[1].mean == 1
 
 
 # --- sections on known data ------------------------------------------------------------------------

@@ -10,6 +10,7 @@ of them, on PostgreSQL or on SQLite (`make run`'s default).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -451,6 +452,8 @@ def test_a_member_sees_the_teams_not_theirs_summed(history: None, user: Any, win
 def test_the_page_draws_them(history: None, admin_user: Any) -> None:
     context = dashboard_context(admin_user, "24h", now=NOW)
     drawn = {f["id"]: f["figure"] for f in context["figures"]}
+    # Plain numbers (PostgreSQL sums integers to numerics, which a page's JSON would write as strings).
+    json.loads(json.dumps(context["figures"]))
     assert {"dashboard-queue", "dashboard-latency", "dashboard-allocation", "dashboard-teams", "dashboard-used"} <= set(drawn)
     assert runs(drawn["dashboard-queue"]["data"][0]["y"]) == DAY["queue"]["pending"]
     assert runs(drawn["dashboard-allocation"]["data"][0]["y"]) == DAY["gpus"]["allocated"]
