@@ -166,7 +166,7 @@ def quota_grant_view(request: AuthenticatedHttpRequest, kind: str, name: str) ->
     end = timezone.localtime(usage.period_end).strftime("%Y-%m-%d %H:%M %Z")
     messages.success(
         request,
-        f"Added {grant.node_hours:g} node-hours to the budget of {kind} {name} for this period: {usage.budget}. "
+        f"Added {grant.node_hours:g} node-hours to the budget of {kind} {name} for this period: {usage.budget_text}. "
         f"Its jobs waiting for the budget may start from the next scheduling cycle; the period renews {end} with the quota's "
         f"{usage.limits.node_hours_per_period:g}.",
     )

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from policy.model import BudgetLeft, NodeView, PendingJob
 from policy.sharing import Slices
@@ -40,6 +42,61 @@ def node_hours_text(hours: float, decimals: int = 1) -> str:
     """Node-hours as a reason or an estimate states them: `decimals` places (one by default), and under one as many
     figures plus one, so a short job on one GPU (0.02) does not read as using nothing."""
     return f"{hours:.{decimals}f}" if hours >= 1 else f"{hours:.{decimals + 1}g}"
+
+
+# The finest a node-hour figure is stated to: a millionth (3.6 ms of a whole node). A use smaller still is said as that
+# much, never as nothing; any other figure smaller still is a float's noise (a budget less a use summing to it).
+NODE_HOURS_FINEST_PLACES = 6
+
+
+def node_hours_places(*figures: float) -> int:
+    """The places to state node-hour figures side by side: one, and more while a figure under one would show fewer than
+    two significant figures (0.27, 0.011, 0.0042), to six at most. The client's `muster usage` has a copy of this rule
+    (muster_client.render.node_hours_places), held to it by a test."""
+    places = 1
+    for figure in figures:
+        size = abs(figure)
+        if 0.5 * 10**-NODE_HOURS_FINEST_PLACES <= size < 1:
+            places = max(places, min(NODE_HOURS_FINEST_PLACES, 1 - math.floor(math.log10(size))))
+    return places
+
+
+def exact_places(value: float, most: int = 3) -> int:
+    """The fewest places (up to `most`) that state `value` as it is: a budget of 3 needs none, of 2.25 two."""
+    return next((places for places in range(most) if abs(round(value, places) - value) < 1e-9), most)
+
+
+@dataclass(frozen=True)
+class NodeHoursSaid:
+    """An account's node-hour figures as the Usage and Quotas pages state them (and `muster usage`, by the same rule):
+    all to the same places, so that what was used and what is left add up to the budget as written, and a use that is
+    not nothing never reads 0.0. The team's "0.0 used of 3" beside the user's "0.011 used" for the same jobs was a use
+    stated to the places of the budget left."""
+
+    places: int
+    used: str
+    # What is left and committed, a use too small to state counted as the finest figure (BudgetLeft.words(places)).
+    budget: BudgetLeft | None
+
+    @property
+    def budget_text(self) -> str:
+        return "" if self.budget is None else self.budget.words(self.places)[0]
+
+
+def node_hours_said(*, used: float, budget: float | None, committed: float = 0.0) -> NodeHoursSaid:
+    """`used` this period of `budget` (the period's: the quota's and what admins added; None: no budget), `committed`
+    of what is left to running jobs. The places are those of the smallest figure (`node_hours_places`) and the budget's
+    own; what was used is said as the budget less the left as written, each within half a unit of the truth."""
+    finest = 10.0**-NODE_HOURS_FINEST_PLACES
+    used = max(used, finest) if used > 0 else 0.0
+    if budget is None:
+        places = node_hours_places(used)
+        return NodeHoursSaid(places=places, used=f"{used:.{places}f}", budget=None)
+    left = BudgetLeft(left=max(0.0, budget - used), committed=committed)
+    places = max(node_hours_places(used, left.left, left.committed, left.uncommitted), exact_places(budget))
+    if used <= budget:
+        used = budget - round(left.left, places)
+    return NodeHoursSaid(places=places, used=f"{max(used, 0.0):.{places}f}", budget=left)
 
 
 def budget_beside_need(budget: BudgetLeft, need: float) -> tuple[str, str]:

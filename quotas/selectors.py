@@ -22,6 +22,7 @@ from jobs.amounts import gpu_amount, plural
 from jobs.models import Allocation
 from jobs.selectors import jobs_visible_to
 from jobs.states import ACTIVE_STATES
+from policy.budget import NodeHoursSaid, node_hours_said
 from policy.model import Account, BudgetLeft, team_key, user_key
 from quotas.grants import grants_by_id, grants_by_key
 from quotas.limits import LIMIT_FIELDS, Limits, effective_limits, limits_of
@@ -114,19 +115,22 @@ class AccountUsage:
         return None if self.budget is None else self.budget.left
 
     @property
+    def node_hours_said(self) -> NodeHoursSaid:
+        """Used, left and committed as the pages state them: to the same places, adding up to the budget as written, a
+        use that is not nothing never 0.0 (policy.budget.node_hours_said; `muster usage` by the same rule)."""
+        return node_hours_said(used=self.node_hours_used, budget=self.budget_this_period, committed=self.node_hours_committed)
+
+    @property
     def node_hours_used_text(self) -> str:
-        """Node-hours used this period to the places the budget left is said in, so that the two add up as written:
-        "0.23 used of 0.5: 0.27 node-hours left", where the page said "0.2 used of 0.5: 0.27 node-hours left". Without a
-        budget, to the places the same rule gives what was used."""
-        used, budget = self.node_hours_used, self.budget
-        if budget is None:
-            return f"{used:.{BudgetLeft(left=used, committed=0.0).decimals}f}"
-        decimals, total = budget.decimals, self.budget_this_period
-        if total is not None and used <= total:
-            # The complement of the left as written (BudgetLeft rounds it to these places): each part is still within
-            # half a unit of the truth, and the sum is the budget, where two roundings could miss it by a unit.
-            used = total - round(budget.left, decimals)
-        return f"{max(used, 0.0):.{decimals}f}"
+        """Node-hours used this period as the pages state them: "0.011 used of 3: 2.989 node-hours left", where the
+        team's read "0.0 used of 3" beside the user's "0.011 used" for the same jobs."""
+        return self.node_hours_said.used
+
+    @property
+    def budget_text(self) -> str:
+        """The budget left (and committed) in the words of BudgetLeft, to the places of `node_hours_used_text`; empty
+        without a budget."""
+        return self.node_hours_said.budget_text
 
     @property
     def budget_fraction_used(self) -> float | None:

@@ -97,7 +97,12 @@ class UsageSerializer(serializers.Serializer):
         help_text="Of gpus_in_use, what preemptible jobs borrow beyond the quota: counted against no quota, and preempted "
         "first when the quota's own jobs need the GPUs."
     )
-    node_hours_used = serializers.FloatField(help_text="Node-hours charged in the current budget period.")
+    node_hours_used = serializers.FloatField(
+        help_text="Node-hours charged in the current budget period, unrounded, as are node_hours_left and "
+        "node_hours_committed. The Usage and Quotas pages and muster usage state an account's three to the same places "
+        "(one, or more while the smallest that is not zero would show fewer than two significant figures, at most six), "
+        "node_hours_used as the budget less node_hours_left as written: they add up, and a use is never 0.0."
+    )
     node_hours_left = serializers.FloatField(
         allow_null=True,
         help_text="Budget left this period (the budget and node_hours_granted, less the node-hours charged); null without a budget.",
@@ -134,8 +139,11 @@ class QuotaSerializer(serializers.Serializer):
 
 class UsageSummarySerializer(serializers.Serializer):
     username = serializers.CharField()
-    period_start = serializers.DateTimeField()
-    period_end = serializers.DateTimeField()
+    period_start = serializers.DateTimeField(help_text="The budget period's first instant: midnight in MUSTER_TIME_ZONE.")
+    period_end = serializers.DateTimeField(
+        help_text="When the period resets, exclusive: midnight after its last day (2026-12-01T00:00 ends November), "
+        "which the Usage page and muster usage say as 1 Nov 2026 to 30 Nov 2026."
+    )
     user = QuotaSerializer(source="user_account", help_text="The user's own limits and usage.")
     teams = QuotaSerializer(source="team_accounts", many=True, help_text="Each of the user's teams, by name.")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 from muster_client.client import TERMINAL_STATES
@@ -557,24 +557,84 @@ def _gpus_now(account: JSON) -> str:
     return f"{usage['gpus_within_quota']}/{_limit(account['max_gpus'])}" + (f"+{borrowed}" if borrowed else "")
 
 
+# The server's rule for stating node-hours (policy.budget: node_hours_places, node_hours_said), copied here as the
+# client may not import the server; a test holds the two to the same figures.
+NODE_HOURS_FINEST_PLACES = 6
+
+
+def node_hours_places(*figures: float) -> int:
+    """The places to state node-hour figures side by side: one, and more while a figure under one would show fewer than
+    two significant figures (0.27, 0.011, 0.0042), to six at most."""
+    places = 1
+    for figure in figures:
+        size = abs(figure)
+        if 0.5 * 10**-NODE_HOURS_FINEST_PLACES <= size < 1:
+            places = max(places, min(NODE_HOURS_FINEST_PLACES, 1 - math.floor(math.log10(size))))
+    return places
+
+
+def node_hours_columns(used: float, budget: float | None, committed: float | None) -> tuple[str, str, str]:
+    """USED, LEFT and COMMITTED of one account as the Usage page states them: to the same places, used and left adding
+    up to the budget as written, a use that is not nothing never 0.0 (`0.011` and `2.989` of 3, where USED read 0.01 and
+    the page 0.0). `budget` is the period's (the quota's and what admins added), None without one."""
+    finest = 10.0**-NODE_HOURS_FINEST_PLACES
+    used = max(used, finest) if used > 0 else 0.0
+    if budget is None:
+        places = node_hours_places(used)
+        return f"{used:.{places}f}", "-", "-"
+    left = max(0.0, budget - used)
+    held = committed or 0.0
+    places = node_hours_places(used, left, held, max(0.0, left - held))
+    places = max(places, next((p for p in range(3) if abs(round(budget, p) - budget) < 1e-9), 3))
+    if used <= budget:
+        used = budget - round(left, places)
+    # What running jobs may still use of what is left (a server before it sent none: unknown).
+    return f"{max(used, 0.0):.{places}f}", f"{round(left, places):.{places}f}", "-" if committed is None else f"{held:.{places}f}"
+
+
+def _period_budget(account: JSON) -> float | None:
+    """The period's budget, the quota's and what admins added to this period (None without one)."""
+    base = account["node_hours_per_period"]
+    return None if base is None else base + (account["usage"].get("node_hours_granted") or 0)
+
+
+def budget_period(start: str, end: str) -> str:
+    """The budget period as the Usage page says it: `1 Nov 2026 to 30 Nov 2026 (resets 1 Dec 2026 00:00 UTC)`, in the
+    server's zone (the one its periods are counted in), the end exclusive: midnight of the next period is not its last
+    day. It printed `2026-11-01 00:00:00 to 2026-12-01 00:00:00`."""
+    first, renews = parse_time(start), parse_time(end)
+    if first is None or renews is None:
+        return f"{when(start)} to {when(end)}"
+    last = (renews - timedelta(microseconds=1)).date()
+    offset = renews.utcoffset() or timedelta(0)
+    zone = "UTC" if not offset else f"UTC{renews.strftime('%z')[:3]}:{renews.strftime('%z')[3:]}"
+
+    def day(d: date) -> str:
+        return f"{d.day} {d:%b %Y}"
+
+    return f"{day(first.date())} to {day(last)} (resets {day(renews.date())} {renews:%H:%M} {zone})"
+
+
 def usage_text(summary: JSON) -> str:
     accounts = [summary["user"], *summary.get("teams", [])]
-    rows = [
-        (
-            f"{a['account']} {a['name']}",
-            _gpus_now(a),
-            f"{a['usage']['node_hours_used']:.2f}",
-            _budget(a),
-            "-" if a["usage"]["node_hours_left"] is None else f"{a['usage']['node_hours_left']:.2f}",
-            # What running jobs may still use of what is left (a server before it sent none: unknown).
-            "-" if a["usage"].get("node_hours_committed") is None else f"{a['usage']['node_hours_committed']:.2f}",
-            f"{a['usage']['gpu_hours_used']:.2f}",
-            "unlimited" if a["max_wall_time_seconds"] is None else format_duration(a["max_wall_time_seconds"]),
-            _limit(a["max_node_hours_per_job"]),
+    rows = []
+    for a in accounts:
+        used, left, committed = node_hours_columns(a["usage"]["node_hours_used"], _period_budget(a), a["usage"].get("node_hours_committed"))
+        wall = "unlimited" if a["max_wall_time_seconds"] is None else format_duration(a["max_wall_time_seconds"])
+        rows.append(
+            (
+                f"{a['account']} {a['name']}",
+                _gpus_now(a),
+                used,
+                _budget(a),
+                left,
+                committed,
+                f"{a['usage']['gpu_hours_used']:.2f}",
+                wall,
+                _limit(a["max_node_hours_per_job"]),
+            )
         )
-        for a in accounts
-    ]
-    head = f"Budget period {when(summary['period_start'])} to {when(summary['period_end'])}"
+    head = f"Budget period {budget_period(summary['period_start'], summary['period_end'])}"
     headers = ["ACCOUNT", "GPUS NOW/MAX(+BORROWED)", "NODE-H USED", "NODE-H BUDGET", "LEFT", "COMMITTED", "GPU-H USED"]
     headers += ["MAX WALL", "MAX NODE-H/JOB"]
     # `64/16` read as a mistake: a quota lowered under running jobs, which are not stopped; said as the usage page says it.

@@ -211,5 +211,31 @@ def test_usage_says_node_hours_added_to_this_period_beside_the_budget() -> None:
         "teams": [{**team, "node_hours_per_period": 30.0, "usage": usage}],
     }
     rows = {line.split()[1]: line.split()[3:6] for line in usage_text(summary).splitlines()[2:]}
-    assert rows["vision"] == ["2.00", "30+10", "38.00"]
-    assert rows["ann"] == ["2.00", "unlimited", "-"]
+    assert rows["vision"] == ["2.0", "30+10", "38.0"]
+    assert rows["ann"] == ["2.0", "unlimited", "-"]
+
+
+def test_usage_says_the_budget_period_as_the_usage_page_does() -> None:
+    """It printed `2026-11-01 00:00:00 to 2026-12-01 00:00:00` where the page said 1 Nov 2026 to 30 Nov 2026: the end is
+    exclusive, so its midnight is not the period's last day. The days are the server's, whose zone counts the periods."""
+    from muster_client.render import budget_period, usage_text
+
+    assert budget_period("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z") == "1 Nov 2026 to 30 Nov 2026 (resets 1 Dec 2026 00:00 UTC)"
+    # A week in Berlin (MUSTER_BUDGET_PERIOD=week): its days there, wherever the terminal is.
+    assert (
+        budget_period("2026-11-23T00:00:00+01:00", "2026-11-30T00:00:00+01:00")
+        == "23 Nov 2026 to 29 Nov 2026 (resets 30 Nov 2026 00:00 UTC+01:00)"
+    )
+    december = budget_period("2026-12-01T00:00:00-05:00", "2027-01-01T00:00:00-05:00")
+    assert december == "1 Dec 2026 to 31 Dec 2026 (resets 1 Jan 2027 00:00 UTC-05:00)"
+    account = {
+        "account": "user",
+        "name": "ann",
+        "max_gpus": None,
+        "max_wall_time_seconds": None,
+        "max_node_hours_per_job": None,
+        "node_hours_per_period": None,
+        "usage": {"gpus_in_use": 0, "node_hours_used": 0.0, "node_hours_left": None, "gpu_hours_used": 0.0},
+    }
+    summary = {"period_start": "2026-11-01T00:00:00Z", "period_end": "2026-12-01T00:00:00Z", "user": account, "teams": []}
+    assert usage_text(summary).splitlines()[0] == "Budget period 1 Nov 2026 to 30 Nov 2026 (resets 1 Dec 2026 00:00 UTC)"

@@ -6,6 +6,7 @@ in words, and the usage page, the quota pages, the API and the scheduler's BUDGE
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from django.utils import timezone
 
 from jobs.models import Job
-from policy.budget import budget_beside_need
+from policy.budget import budget_beside_need, node_hours_said
 from policy.model import BudgetLeft
 from quotas.models import Quota
 from quotas.selectors import account_usages, usage_summary
@@ -135,8 +136,70 @@ def test_the_queue_says_the_budget_in_the_usage_pages_words(user: Any, sim: Any)
     words = str(usage.budget)
     assert words.startswith("20.0 node-hours left, 16.0 of it committed to running jobs, 4.0 for new jobs")
     assert job.pending_reason.startswith(f"The budget of user alice has {words}; this job may use 6.0 (2 nodes x 3.00 h).")
-    assert words in session_for(user).get("/usage/").content.decode()
+    # The usage page states the same figures to the places of the account's smallest, the 6 s its job has run (4 nodes x
+    # 1.5 s): its use is not 0.0, and used and left add up to the budget as written.
+    page = session_for(user).get("/usage/").content.decode()
+    # The page reads the clock, not the simulation's: what is committed may be a few seconds less there.
+    said = re.search(r'0\.0017</span> used of 20: <strong data-testid="budget-left">19\.9983 node-hours left, (15\.99\d\d) of it', page)
+    assert said is not None, page
     cluster = session_for(user).get("/cluster/").content.decode()
     assert f"The budget of user alice has {words}" in cluster and f"The budget of user alice has {words}" in (
         session_for(user).get(f"/jobs/{job.pk}/").content.decode()
     )
+
+
+# (budget, used, committed) -> (used, left, committed) as the pages and `muster usage` state them.
+NODE_HOURS_SAID = [
+    ((3.0, 0.011, 0.0), ("0.011", "2.989", "0.000")),  # the team's read "0.0 used of 3" beside the user's "0.011 used"
+    ((20.0, 0.0004, 0.0), ("0.00040", "19.99960", "0.00000")),
+    ((3.0, 1e-9, 0.0), ("0.000001", "2.999999", "0.000000")),  # a use under the finest place is said as that, not 0.0
+    ((10.0, 8.45, 0.0), ("8.4", "1.6", "0.0")),  # two roundings of 8.45 and 1.55 would not add up to 10
+    ((0.5, 0.23, 0.0), ("0.23", "0.27", "0.00")),
+    ((2.25, 1.0, 0.0), ("1.00", "1.25", "0.00")),  # a budget with places of its own (a grant of 0.25) keeps them
+    ((47.4 + 12.6, 12.6, 44.3), ("12.6", "47.4", "44.3")),
+    ((40.0, 0.0, 39.96), ("0.000", "40.000", "39.960")),  # 0.04 for new jobs, to two figures, is not rounded away
+    ((4.0, 5.0, 0.0), ("5.0", "0.0", "0.0")),  # used beyond a budget lowered under it: said as it is
+    ((None, 0.011, None), ("0.011", "-", "-")),
+    ((None, 0.0, None), ("0.0", "-", "-")),
+]
+
+
+@pytest.mark.parametrize(("given", "said"), NODE_HOURS_SAID)
+def test_node_hours_are_said_to_one_precision_that_adds_up_and_never_reads_a_use_as_nothing(
+    given: tuple[float | None, float, float | None], said: tuple[str, str, str]
+) -> None:
+    """One rule for the pages (policy.budget.node_hours_said) and `muster usage` (its copy in the client)."""
+    from muster_client.render import node_hours_columns
+
+    budget, used, committed = given
+    server = node_hours_said(used=used, budget=budget, committed=committed or 0.0)
+    left = "-" if server.budget is None else server.budget_text.split(" node-hours")[0]
+    assert (server.used, left) == said[:2]
+    assert node_hours_columns(used, budget, committed) == said
+    if budget is not None and used <= budget:
+        assert float(said[0]) + float(said[1]) == pytest.approx(budget)
+
+
+def test_the_usage_pages_and_muster_usage_say_a_small_use_alike_for_the_user_and_the_team(admin_user: Any, user: Any) -> None:
+    """The team's figures were rounded so its budget added up ("0.0 used of 3: 3.0 node-hours left") beside the user's
+    "0.011 used" for the same job; `muster usage` said 0.01 of both."""
+    from muster_client.render import usage_text
+
+    team = TeamFactory(name="vision")
+    team.members.add(user)
+    Quota.objects.create(team=team, node_hours_per_period=3.0)
+    UsageChargeFactory(job__owner=user, user=user, team=team, node_seconds=0.011 * 3600)
+    usage = session_for(user).get("/usage/").content.decode()
+    user_card = usage[usage.index('data-testid="account-user-alice"') : usage.index('data-testid="account-team-vision"')]
+    team_card = usage[usage.index('data-testid="account-team-vision"') :]
+    assert '<span data-testid="node-hours-used">0.011</span> used (no budget)' in " ".join(user_card.split())
+    said = '<span data-testid="node-hours-used">0.011</span> used of 3: <strong data-testid="budget-left">2.989 node-hours left'
+    assert said in team_card
+    quotas = session_for(admin_user).get("/quotas/").content.decode()
+    row = quotas[quotas.index('data-testid="quota-team-vision"') :]
+    assert 'node-hours-used">0.011</span> <small data-testid="budget-left">2.989 node-hours left</small>' in row
+    # `muster usage` from the API's answer: the same figures in its columns.
+    lines = usage_text(client_for(user).get("/api/v1/usage/").json()).splitlines()
+    rows = {line.split()[1]: line.split()[2:6] for line in lines[2:]}
+    assert rows == {"alice": ["0/unlimited", "0.011", "unlimited", "-"], "vision": ["0/unlimited", "0.011", "3", "2.989"]}
+    assert lines[0].startswith("Budget period ") and " to " in lines[0] and ":00:00" not in lines[0]
