@@ -192,3 +192,20 @@ def test_a_form_whose_cookies_all_went_is_kept_through_the_stale_form_page(page:
     expect(page.get_by_label("Name")).to_have_value("kept-without-cookies")
     expect(page.get_by_label("Image")).to_have_value(IMAGE)
     assert not Job.objects.exists()
+
+
+def test_the_resource_fields_keep_their_words_at_390_px(page: Any, log_in: LogIn, alice: Any, sim: BrowserSim) -> None:
+    # Three columns of 100 px cut the Priority class to "norma" and ran the elastic range's help to eleven lines.
+    log_in(page, alice)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/jobs/new/")
+    assert base.page_width(page) <= 390
+    select = page.get_by_label("Priority class")
+    text_width = select.evaluate(
+        "s => { const c = document.createElement('canvas').getContext('2d'); c.font = getComputedStyle(s).font;"
+        " return c.measureText(s.options[s.selectedIndex].text).width; }"
+    )
+    assert select.bounding_box()["width"] > text_width + 30  # the word and the arrow
+    nodes, low = page.get_by_label("Nodes", exact=True).bounding_box(), page.get_by_label("Elastic: at least").bounding_box()
+    assert nodes["y"] == low["y"] and nodes["width"] >= 150  # the range's two ends side by side
+    shoot(page, "submit-390px")
