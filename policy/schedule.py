@@ -247,6 +247,9 @@ class _Cycle:
         self.newness_at: float | None = None
         # Waiting jobs that may preempt the jobs in their way once these have run the minimum run time: job id -> when.
         self.preempt_at: dict[int, float] = {}
+        # Of those, the ones whose nodes would then come from shrinking elastic jobs alone: job id -> the jobs shrunk.
+        # Said so in the reason: it read "may preempt the jobs in its way" when it would only shrink an elastic job.
+        self.shrink_at: dict[int, tuple[int, ...]] = {}
         # Waiting jobs that could preempt now but wait for jobs that lose less work (_defer_for_cheaper): job id -> why.
         self.deferred: dict[int, str] = {}
         self.placements: list[Placement] = []
@@ -365,9 +368,15 @@ class _Cycle:
             return wait
         # Said too: its reason named only the nodes it lacks, while its estimate had moved to a preemption. Said also
         # when the plan expects the jobs in its way to end about then: the estimate still rests on it if they do not.
-        sooner = wait._replace(
-            reason=f"{wait.reason} It may preempt the jobs in its way from {when(at)}, when they have run the minimum run time."
-        )
+        shrunk = self.shrink_at.get(wait.job_id)
+        if shrunk:
+            ids = [str(i) for i in shrunk]
+            jobs = f"job {ids[0]}" if len(ids) == 1 else "jobs " + ", ".join(ids[:-1]) + f" and {ids[-1]}"
+            has = "it has" if len(ids) == 1 else "they have"
+            said = f"It may shrink elastic {jobs} from {when(at)}, when {has} run the minimum run time (stopping no job)."
+        else:
+            said = f"It may preempt the jobs in its way from {when(at)}, when they have run the minimum run time."
+        sooner = wait._replace(reason=f"{wait.reason} {said}")
         if wait.estimated_start is not None and wait.estimated_start <= at:
             return sooner
         return sooner.estimated(at, ESTIMATE_PLANNED)
@@ -1013,7 +1022,7 @@ class _Cycle:
         if victims is None:
             # Within a cycle capacity only shrinks, and victims and allowed nodes with it: the same key fails again.
             self.failed_searches.add(key)
-            self._preempt_later(job, rest, search)
+            self._preempt_later(job, rest, search, allowed)
             return None
         if self._defer_for_cheaper(job, rest, search, victims):
             return None
@@ -1026,7 +1035,7 @@ class _Cycle:
         self._shrink(job, [(victim_id, name) for victim_id, name in offers if victim_id in self.running][: max(0, still_short)])
         return self._fit(job, allowed)
 
-    def _preempt_later(self, job: PendingJob, shape: PendingJob, allowed: Allowed) -> None:
+    def _preempt_later(self, job: PendingJob, shape: PendingJob, allowed: Allowed, whole: Allowed = None) -> None:
         """When the job could preempt the jobs in its way, if only the minimum run time protects them: its estimate.
 
         The forecast plans a waiting job around the running ones as if they ran to their ends; a job that may preempt
@@ -1059,6 +1068,15 @@ class _Cycle:
             else:
                 low = middle + 1
         self.preempt_at[job.id] = instants[low]
+        # Whether elastic jobs old enough to shrink by then give up all it lacks (`whole`: the nodes it may use, those
+        # they would give included): the cycle then shrinks them and stops no one (_shrink_for goes first).
+        self.newness_at = instants[low]
+        try:
+            short, offers = self._shrink_offers(job, whole)
+        finally:
+            self.newness_at = None
+        if short > 0 and len(offers) >= short:
+            self.shrink_at[job.id] = tuple(sorted({victim_id for victim_id, _ in offers[:short]}))
 
     def _defer_for_cheaper(self, job: PendingJob, shape: PendingJob, allowed: Allowed, victims: list[int]) -> bool:
         """Whether the job waits a little to preempt jobs of a lower class that lose less work than `victims`, the
@@ -1160,7 +1178,8 @@ class _Cycle:
     def _may_shrink(self, job: PendingJob, victim: RunningJob) -> bool:
         """Who may be shrunk: as who may be preempted (one the job outranks, past the minimum run time), but the work
         lost is only a re-rendezvous, so neither the bound on preemptions nor the work since a checkpoint counts."""
-        if victim.id in self.started or self.now - victim.started_at < self.config.preemption_min_runtime_seconds:
+        at = self.now if self.newness_at is None else self.newness_at  # _preempt_later asks as of a later instant
+        if victim.id in self.started or at - victim.started_at < self.config.preemption_min_runtime_seconds:
             return False
         return self._bound(job, victim) is not None
 

@@ -87,6 +87,22 @@ def test_an_elastic_job_shrinks_instead_of_being_preempted_for_a_higher_class() 
     assert set(placed(decisions)[2].node_names) == set(names(4, 5, 6, 7))
 
 
+def test_a_job_that_will_shrink_an_elastic_job_too_new_to_shrink_says_it_will_shrink_it_not_preempt() -> None:
+    # The elastic job started 2 minutes ago (minimum run time 10): the job of a higher class waits for it, and its
+    # reason said "It may preempt the jobs in its way", though the cycle then shrinks the elastic job, stopping no job.
+    low = elastic_running(1, names(*range(8)), 2, 8, rank=2, ran=120.0, left=5 * HOUR)
+    decisions = schedule(snap([pend(2, nodes=6, rank=1)], [low], nodes=NODES), config(preemption_min_runtime_seconds=600))
+    wait = waiting(decisions)[2]
+    assert wait.reason.endswith("the minimum run time (stopping no job).")
+    assert "It may shrink elastic job 1 from " in wait.reason and "preempt" not in wait.reason
+    assert wait.estimated_start == NOW + 480.0
+    # Where a job must be stopped whole for the rest, the reason still says it may preempt.
+    plain = running(3, dict.fromkeys(names(6, 7), 8), rank=2, ran=120.0, left=5 * HOUR)
+    low = elastic_running(1, names(*range(6)), 5, 6, rank=2, ran=120.0, left=5 * HOUR)
+    decisions = schedule(snap([pend(2, nodes=3, rank=1)], [low, plain], nodes=NODES), config(preemption_min_runtime_seconds=600))
+    assert "It may preempt the jobs in its way from " in waiting(decisions)[2].reason
+
+
 def test_an_elastic_job_never_shrinks_below_its_minimum() -> None:
     low = elastic_running(1, names(*range(8)), 6, 8, rank=2, ran=HOUR, left=5 * HOUR)
     decisions = schedule(snap([pend(2, nodes=4, rank=0)], [low], nodes=NODES))
