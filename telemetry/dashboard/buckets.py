@@ -216,10 +216,11 @@ def wait_percentiles(percentiles: Sequence[int], *, after: datetime, until: date
     """Queued-to-start waits of the starts in (after, until] (`jobs.selectors.starts_with_queued_at`): their `percentiles`
     overall and per bucket of their start, by nearest rank (the smallest wait with at least p% at or below it, so each
     figure is a wait that happened). The database ranks them; a row per bucket with starts, and one for all."""
-    starts = (
-        starts_with_queued_at(after=after, until=until)
-        .exclude(queued_at=None)
-        .values(us=_since("at", buckets.start), waited=Microseconds(F("at"), F("queued_at")))
+    # A start with no entry into the queue before it has no wait (NULL): left out where the waits are ranked, not here
+    # or in their CTE, where PostgreSQL would run the subquery finding each start's entry twice (and, costed at twice,
+    # compile the query first: 18 ms of JIT at 4,000 starts).
+    starts = starts_with_queued_at(after=after, until=until).values(
+        us=_since("at", buckets.start), waited=Microseconds(F("at"), F("queued_at"))
     )
     # The rank of percentile p among n: ceil(p * n / 100), in integers (p whole).
     kept = ", ".join(f"MAX(CASE WHEN nth = ({int(p)} * n + 99) / 100 THEN waited END)" for p in percentiles)
@@ -228,9 +229,9 @@ def wait_percentiles(percentiles: Sequence[int], *, after: datetime, until: date
               SELECT {buckets.bucket_sql("us")} AS bucket, CASE WHEN waited < 0 THEN 0 ELSE waited END AS waited FROM ({{rows}}) starts
             ), ranked AS (
               SELECT bucket, waited, ROW_NUMBER() OVER (PARTITION BY bucket ORDER BY waited) AS nth,
-                     COUNT(*) OVER (PARTITION BY bucket) AS n FROM waits
+                     COUNT(*) OVER (PARTITION BY bucket) AS n FROM waits WHERE waited IS NOT NULL
               UNION ALL
-              SELECT -1, waited, ROW_NUMBER() OVER (ORDER BY waited), COUNT(*) OVER () FROM waits
+              SELECT -1, waited, ROW_NUMBER() OVER (ORDER BY waited), COUNT(*) OVER () FROM waits WHERE waited IS NOT NULL
             )
             SELECT bucket, n, MAX(waited), {kept} FROM ranked GROUP BY bucket, n""",
         starts,
