@@ -130,7 +130,7 @@ def service_manifest(spec: GangSpec, options: PodOptions) -> dict[str, Any]:
         "spec": {
             "clusterIP": "None",
             "selector": {LABEL_JOB: labels[LABEL_JOB], LABEL_ATTEMPT: labels[LABEL_ATTEMPT]},
-            "ports": [{"name": "rendezvous", "port": options.master_port, "targetPort": options.master_port}],
+            "ports": gang_ports(spec, options, "port"),
             # Ranks must resolve each other before they are ready: rendezvous is what makes them ready.
             "publishNotReadyAddresses": True,
         },
@@ -195,6 +195,20 @@ def rendezvous_env(spec: GangSpec, rank: int, options: PodOptions) -> dict[str, 
 RDZV_PORT = 29400
 
 
+def gang_ports(spec: GangSpec, options: PodOptions, key: str) -> list[dict[str, Any]]:
+    """The ports the gang's pods serve each other, as the Service (`key` "port") and the container ("containerPort")
+    declare them: the master port, and an elastic job's c10d rendezvous, where its PET_RDZV_ENDPOINT points (it
+    declared 29500 alone, "rendezvous", while its ranks meet on 29400: a NetworkPolicy or mesh written from the
+    declared ports would keep them apart)."""
+    ports: list[dict[str, Any]] = [{"name": "rendezvous", key: options.master_port}]
+    if spec.min_nodes:
+        ports.append({"name": "c10d-rendezvous", key: RDZV_PORT})
+    if key == "port":
+        for port in ports:
+            port["targetPort"] = port["port"]
+    return ports
+
+
 def elastic_env(spec: GangSpec, options: PodOptions) -> dict[str, str]:
     """torchrun's elastic settings (its PET_* variables: no flags needed): --nnodes=MIN:MAX with a c10d rendezvous on rank 0,
     which never goes when the job shrinks; every membership change restarts the workers from their last checkpoint."""
@@ -228,7 +242,7 @@ def pod_manifest(spec: GangSpec, rank: int, options: PodOptions, owner_uid: str 
     if owner_uid:
         metadata["ownerReferences"] = [service_owner_reference(spec, owner_uid)]
     container = gpu_container(spec, options, "main", env, list(spec.command), gpus=spec.gpus_on(rank))
-    container["ports"] = [{"name": "rendezvous", "containerPort": options.master_port}]
+    container["ports"] = gang_ports(spec, options, "containerPort")
     pod_spec = gang_pod_spec(spec, options, container, node_affinity([node]))
     pod_spec["hostname"] = pod_name(spec.job_id, spec.attempt, rank)
     pod_spec["subdomain"] = gang_name(spec.job_id, spec.attempt)

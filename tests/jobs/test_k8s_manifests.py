@@ -202,6 +202,19 @@ def test_the_headless_service_selects_exactly_this_attempt() -> None:
     assert service["spec"]["selector"] == {"muster.io/job-id": "42", "muster.io/attempt": "3"}
 
 
+def test_an_elastic_gang_declares_the_port_its_ranks_meet_on() -> None:
+    # PET_RDZV_ENDPOINT points at rank 0's port 29400; the Service and the pods declared only 29500.
+    elastic = spec(min_nodes=2, max_nodes=5)
+    endpoint = rendezvous_env(elastic, 1, PodOptions())["PET_RDZV_ENDPOINT"]
+    port = int(endpoint.rsplit(":", 1)[1])
+    service_ports = service_manifest(elastic, PodOptions())["spec"]["ports"]
+    assert {"name": "c10d-rendezvous", "port": port, "targetPort": port} in service_ports
+    container = pod_manifest(elastic, 0, PodOptions())["spec"]["containers"][0]
+    assert {"name": "c10d-rendezvous", "containerPort": port} in container["ports"]
+    # A gang of fixed size meets on the master port alone.
+    assert [p["port"] for p in service_manifest(spec(), PodOptions())["spec"]["ports"]] == [29500]
+
+
 def test_pods_are_locked_down_unless_an_admin_allows_host_networking() -> None:
     pod = pod_manifest(spec(), 0, PodOptions())["spec"]
     container = pod["containers"][0]
