@@ -14,7 +14,9 @@ Every factor is in [0, 1]; the weights (settings) say how much each counts.
 - class: 1 for the highest priority class, 0 for the lowest.
 - size: the job's share of the cluster's whole GPUs (`whole_gpus`: not the shared
   nodes', which take GPU slices only), so large gangs are not starved by a stream of
-  small jobs.
+  small jobs. An elastic job's size is its least (min_nodes): it is not starved, it
+  starts on what is free, and weighed at its most it went ahead of an older gang that
+  fitted and then took every free node itself.
 - short: 1 for a wall time of an hour or less, 0 at `short_max_seconds`, log scale
   between: shortest-job-first within the other factors, which cuts the mean wait most
   (docs/scheduling.md has the replay's figures).
@@ -70,7 +72,8 @@ def prioritize(snapshot: Snapshot, config: PolicyConfig) -> dict[int, Priority]:
         rank = ranks.get(job.class_rank)
         if rank is None:
             rank = ranks[job.class_rank] = max(0.0, 1.0 - job.class_rank / classes)
-        gpus = job.gpus
+        # An elastic job at its least, the gang it must be given (its limits and reservation are at its least too).
+        gpus = job.start_shape().gpus
         size = sizes.get(gpus)
         if size is None:
             size = sizes[gpus] = min(1.0, gpus / cluster)

@@ -34,6 +34,18 @@ def test_an_elastic_job_starts_on_the_most_nodes_that_are_free() -> None:
     assert placed(decisions)[1].gpus_held == (8,) * 6
 
 
+def test_an_elastic_job_asking_for_many_nodes_does_not_go_ahead_of_an_older_gang_that_fits() -> None:
+    # Eight nodes free: a 6-node gang and, submitted just after it, an elastic 2-8 job of the same class and wall time.
+    # Weighed at its most (8 nodes) the elastic job outranked the gang, started on all eight and left it an hour
+    # waiting; at its least it goes second, and takes the two nodes the gang leaves.
+    gang = pend(1, nodes=6, age=61.0)
+    decisions = schedule(snap([gang, elastic(2, 2, 8)], nodes=NODES))
+    assert decisions.priorities[1].total > decisions.priorities[2].total
+    assert decisions.priorities[2].factors["size"][0] == 2 * 8 / (NODES * 8)
+    assert len(placed(decisions)[1].node_names) == 6
+    assert len(placed(decisions)[2].node_names) == 2
+
+
 def test_an_elastic_job_does_not_start_on_nodes_a_reservation_needs_before_it_would_end() -> None:
     # A starving 8-node gang holds every node from when n06 and n07 free up, in an hour.
     gang = pend(5, nodes=8, age=3 * HOUR)
