@@ -16,8 +16,10 @@ job moved one place; then nothing changed). Then one line per case with each rea
 
 The bar (issue 13): every read flat in the queue's length and in the number of running jobs: its queries
 and the rows they fetch the same (a page of 50 is 50 rows at any length), its time ~1x. Counts are done by
-the database (the queue's summary counts a few aggregates, the dashboard's history reads the window's
-events): those queries cost more at 20,000, not their rows.
+the database (the queue's summary counts a few aggregates, the dashboard's history sums the window's events
+per chart bucket): those queries cost more at 20,000, not their rows. The node grid reads a row per GPU held;
+the dashboard's history a row per bucket with a change, more of them at 4,000 running here (a young site's
+finer buckets, docs/scheduling.md).
 """
 
 from __future__ import annotations
