@@ -66,8 +66,11 @@ def efficiency_flags(
     idle_percent: float,
     idle_seconds: float,
     large_job_gpus: int,
+    slice_share: float | None = None,
 ) -> list[Flag]:
-    """Flags for one run from its per-GPU utilisation series (percent) and its mean tensor-core activity (ratio)."""
+    """Flags for one run from its per-GPU utilisation series (percent) and its mean tensor-core activity (ratio).
+
+    `slice_share`: the share of a GPU a slice job holds (None: whole GPUs), which is what its quota is charged."""
     flags: list[Flag] = []
     gpu_util = [s for s in gpu_util if s.buckets.samples]
     if not gpu_util:
@@ -101,11 +104,18 @@ def efficiency_flags(
         idle = [s for s in gpu_util if (s.rank or 0) not in idle_ranks and longest_idle_seconds(s, idle_percent) >= needed]
         if idle:
             names = ", ".join(s.label for s in idle[:LISTED]) + (f" and {len(idle) - LISTED} more" if len(idle) > LISTED else "")
+            # A slice is charged its share, not the GPU: "Idle GPUs are still charged" read as a whole GPU to a
+            # researcher holding a quarter of one.
+            charged = (
+                "Idle GPUs are still charged to your quota."
+                if slice_share is None
+                else f"Its slice ({slice_share:.3g} of a GPU) is still charged to your quota while idle."
+            )
             flags.append(
                 Flag(
                     "IDLE_GPUS",
                     f"{len(idle)} of {len(gpu_util)} GPUs sat idle (below {idle_percent:g}% utilisation) for "
-                    f"{_duration(needed)} or more: {names}. Idle GPUs are still charged to your quota.",
+                    f"{_duration(needed)} or more: {names}. {charged}",
                 )
             )
 
@@ -178,7 +188,7 @@ def _straggler(gpu_util: list[Series], *, needed: float) -> tuple[Series, float,
     return gpu_util[index], seconds, sum(gaps) / len(gaps)
 
 
-def site_efficiency_flags(*, gpu_util: list[Series], tensor_active_mean: float | None) -> list[Flag]:
+def site_efficiency_flags(*, gpu_util: list[Series], tensor_active_mean: float | None, slice_share: float | None = None) -> list[Flag]:
     """`efficiency_flags` with the site's thresholds (MUSTER_TELEMETRY_IDLE_*, MUSTER_TELEMETRY_LARGE_JOB_GPUS)."""
     return efficiency_flags(
         gpu_util=gpu_util,
@@ -186,6 +196,7 @@ def site_efficiency_flags(*, gpu_util: list[Series], tensor_active_mean: float |
         idle_percent=settings.MUSTER_TELEMETRY_IDLE_PERCENT,
         idle_seconds=settings.MUSTER_TELEMETRY_IDLE_SECONDS,
         large_job_gpus=settings.MUSTER_TELEMETRY_LARGE_JOB_GPUS,
+        slice_share=slice_share,
     )
 
 

@@ -26,7 +26,7 @@ from telemetry.downsampling import samples_mean, step_for
 from telemetry.efficiency import site_efficiency_flags, too_short_to_judge
 from telemetry.figure_style import empty_figure
 from telemetry.figures import CHARTS, heatmap_figure, line_figure, max_points, not_applicable
-from telemetry.selectors import RunReader, job_runs, job_target, job_telemetry_summary
+from telemetry.selectors import RunReader, job_runs, job_target, job_telemetry_summary, slice_held
 from telemetry.sources import TelemetrySource, TelemetryUnavailable, get_source
 from telemetry.staticfiles import PLOTLY_JS
 
@@ -164,7 +164,9 @@ def job_telemetry_context(
     if summary is not None and reader.stored and options.range == "all" and summary.attempts and summary.attempts[-1] == run.attempt:
         context["flags"] = summary.flags  # the stored run's flags, from its full-resolution series
     else:
-        flags = site_efficiency_flags(gpu_util=heat, tensor_active_mean=samples_mean(s.buckets for s in tensor_job))
+        flags = site_efficiency_flags(
+            gpu_util=heat, tensor_active_mean=samples_mean(s.buckets for s in tensor_job), slice_share=slice_held(job)
+        )
         context["flags"] = [f.as_dict() for f in flags]
     context["too_short"] = too_short_to_judge(heat)
     # A stored run keeps where its samples came from: a simulated one is still no real GPU's.

@@ -37,6 +37,12 @@ class Run:
         return self.started.timestamp(), end.timestamp()
 
 
+def slice_held(job: Job) -> float | None:
+    """The share of one GPU a slice job holds (its latest attempt's: 0.143 for a MIG 1g.10gb), None for whole GPUs."""
+    allocation = job.allocations.filter(gpu_slot__isnull=False).order_by("-attempt").first()
+    return None if allocation is None else float(allocation.gpus)
+
+
 def job_runs(job: Job) -> list[Run]:
     """Every run of the job, oldest first (uses prefetched events when there are)."""
     runs: list[Run] = []

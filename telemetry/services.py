@@ -20,7 +20,7 @@ from telemetry.efficiency import site_efficiency_flags
 from telemetry.models import JobSeries, JobTelemetrySummary, NcclSample, RunStoreDue, TelemetryCredential
 from telemetry.nccl_formats import NcclRecord, parse_push
 from telemetry.rollups import roll_up
-from telemetry.selectors import job_run, job_target
+from telemetry.selectors import job_run, job_target, slice_held
 from telemetry.sources import Series, TelemetrySource, TelemetryUnavailable, get_source
 from telemetry.summaries import SUMMARY_METRICS, summary_fields
 
@@ -160,7 +160,7 @@ def telemetry_summary_refresh(*, job: Job, now: datetime | None = None) -> JobTe
     latest = attempts[-1]
     gpu_util = _series(JobSeries.objects.filter(job=job, attempt=latest, metric="gpu_util", level=Level.GPU).order_by("rank", "gpu"))
     tensor = samples_mean(s.buckets for s in job_level.get("tensor_active", []) if s.attempt == latest)
-    flags = site_efficiency_flags(gpu_util=gpu_util, tensor_active_mean=tensor)
+    flags = site_efficiency_flags(gpu_util=gpu_util, tensor_active_mean=tensor, slice_share=slice_held(job))
     summary, _ = JobTelemetrySummary.objects.update_or_create(
         job=job,
         defaults={**fields, "attempts": attempts, "flags": [f.as_dict() for f in flags], "computed_at": now or timezone.now()},

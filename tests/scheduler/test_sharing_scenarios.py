@@ -167,6 +167,11 @@ def test_a_slice_jobs_page_says_what_it_holds_and_whose_activity_its_charts_show
     assert "A GPU slice: at least 0.1 of a GPU, isolated (MIG)" in mig
     assert "This job holds a MIG slice (0.143 of GPU 0 of sim-mig-000): its charts are its own instance&#x27;s." in mig
     assert "0.25 GPU" in client.get("/").content.decode()
+    # An idle flag charges each its slice as held, not a whole GPU (telemetry.efficiency).
+    from telemetry.selectors import slice_held
+
+    assert slice_held(Job.objects.get(pk=time_sliced)) == 0.25
+    assert round(slice_held(Job.objects.get(pk=isolated)) or 0, 3) == 0.143
 
 
 def test_slices_other_pods_hold_fill_the_fullest_gpus_first_and_never_overflow() -> None:

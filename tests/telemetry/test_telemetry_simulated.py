@@ -147,6 +147,18 @@ def test_idle_flags_need_a_sustained_stretch() -> None:
     assert codes(10) == {"IDLE_GPUS"}
 
 
+def test_an_idle_gpu_slice_is_told_its_slice_is_charged_not_a_whole_gpu() -> None:
+    # A quarter slice of a time-sliced GPU read "Idle GPUs are still charged to your quota": a whole GPU, to its owner.
+    idle = [Series("gpu_util", Level.GPU, "n", 0, 0, bucketize([i * 60 for i in range(60)], [0.0] * 60, 60, start=0, end=3600), 60, "x")]
+    whole, quarter = (
+        efficiency_flags(gpu_util=idle, tensor_active_mean=None, idle_percent=5, idle_seconds=600, large_job_gpus=8, slice_share=share)
+        for share in (None, 0.25)
+    )
+    assert whole[0].message.endswith("Idle GPUs are still charged to your quota.")
+    assert quarter[0].code == "IDLE_GPUS"
+    assert quarter[0].message.endswith("Its slice (0.25 of a GPU) is still charged to your quota while idle.")
+
+
 def test_a_run_of_seconds_is_too_short_to_judge_not_free_of_problems() -> None:
     def idle_for(buckets: int) -> list[Series]:
         times = [i * 5 for i in range(buckets)]
