@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import gc
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -250,6 +250,9 @@ class _Cycle:
         # Of those, the ones whose nodes would then come from shrinking elastic jobs alone: job id -> the jobs shrunk.
         # Said so in the reason: it read "may preempt the jobs in its way" when it would only shrink an elastic job.
         self.shrink_at: dict[int, tuple[int, ...]] = {}
+        # The nodes of each elastic job those waiting jobs would take by then (job id -> how many): a second job of the
+        # same shape is planned on what the first leaves of them, not after the elastic job's end.
+        self.shrink_claimed: Counter[int] = Counter()
         # Waiting jobs that could preempt now but wait for jobs that lose less work (_defer_for_cheaper): job id -> why.
         self.deferred: dict[int, str] = {}
         self.placements: list[Placement] = []
@@ -274,6 +277,12 @@ class _Cycle:
         self.lowest_running_class = max((r.class_rank for r in snapshot.running), default=-1)
         self.most_over_share = max(self.fair_share_victims.values(), default=None)
         self.shrink_possible = any(r.elastic and len(r.node_names) > r.min_nodes and r.id in may_lose for r in snapshot.running)
+        # Some of them too new to shrink yet (_shrink_later plans the jobs that wait for them): else it is not asked.
+        min_runtime = config.preemption_min_runtime_seconds
+        self.shrink_later_possible = any(
+            r.elastic and len(r.node_names) > r.min_nodes and r.id in may_lose and snapshot.now < r.started_at + min_runtime
+            for r in snapshot.running
+        )
         self.resizes: list[Resize] = []
         self.room_texts: dict[tuple[int, int, int, int, int], str] = {}
         self.reclaim_texts: dict[tuple[int, object], str] = {}
@@ -996,7 +1005,12 @@ class _Cycle:
         backfills = sum(1 for r in self.promised.values() if end <= r.start)
         mine = self._usage_of(job) if self.usage is not None else None
         key = (job.class_rank, self._largest_node(job), backfills, job.nodes, job.gpus_per_node, job.rdma_per_node, mine)
-        if key in self.failed_searches or job.id in self.promised:
+        if job.id in self.promised:
+            return None
+        if key in self.failed_searches:
+            # The same search failed for a job before it: elastic jobs too new to shrink may still have nodes for this
+            # one once they have run the minimum run time, beyond what the jobs before it would take of them.
+            self._shrink_later(job, allowed)
             return None
         self.searches += 1
         # The nodes elastic jobs can give up go first (_shrink_for found them too few on their own): only the rest is
@@ -1068,15 +1082,42 @@ class _Cycle:
             else:
                 low = middle + 1
         self.preempt_at[job.id] = instants[low]
-        # Whether elastic jobs old enough to shrink by then give up all it lacks (`whole`: the nodes it may use, those
-        # they would give included): the cycle then shrinks them and stops no one (_shrink_for goes first).
-        self.newness_at = instants[low]
-        try:
-            short, offers = self._shrink_offers(job, whole)
-        finally:
-            self.newness_at = None
-        if short > 0 and len(offers) >= short:
-            self.shrink_at[job.id] = tuple(sorted({victim_id for victim_id, _ in offers[:short]}))
+        # Elastic jobs too new to shrink may give all it lacks by then: the cycle then shrinks them and stops no one.
+        self._shrink_later(job, whole, by=instants[low])
+
+    def _shrink_later(self, job: PendingJob, allowed: Allowed, by: float | None = None) -> None:
+        """When elastic jobs too new to shrink now could give the job all the whole nodes it lacks (no later than `by`),
+        beyond the nodes of theirs the waiting jobs before it would take then: its estimate, and its reason says it
+        would shrink them (it read "may preempt the jobs in its way", though none would be stopped)."""
+        if not self.shrink_later_possible:
+            return
+        min_runtime = self.config.preemption_min_runtime_seconds
+        instants = sorted(
+            {
+                r.started_at + min_runtime
+                for r in self.running.values()
+                if r.elastic
+                and len(r.node_names) > r.min_nodes
+                and self.now < r.started_at + min_runtime <= (math.inf if by is None else by)
+            }
+        )
+        for at in instants:
+            self.newness_at = at
+            try:
+                short, offers = self._shrink_offers(job, allowed)
+            finally:
+                self.newness_at = None
+            taken = Counter[int]()
+            free = []
+            for victim_id, _ in offers:  # each job's last ranks first: those before it take the first of them
+                taken[victim_id] += 1
+                if taken[victim_id] > self.shrink_claimed[victim_id]:
+                    free.append(victim_id)
+            if short > 0 and len(free) >= short:
+                self.preempt_at[job.id] = at
+                self.shrink_at[job.id] = tuple(sorted(set(free[:short])))
+                self.shrink_claimed.update(free[:short])
+                return
 
     def _defer_for_cheaper(self, job: PendingJob, shape: PendingJob, allowed: Allowed, victims: list[int]) -> bool:
         """Whether the job waits a little to preempt jobs of a lower class that lose less work than `victims`, the

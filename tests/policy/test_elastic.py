@@ -115,6 +115,20 @@ def test_a_job_that_will_shrink_an_elastic_job_too_new_to_shrink_says_it_will_sh
     assert "It may preempt the jobs in its way from " in waiting(decisions)[2].reason
 
 
+def test_two_jobs_waiting_for_one_elastic_job_to_be_old_enough_to_shrink_both_expect_to_start_then() -> None:
+    # 14 nodes can go from the elastic job once it has run 10 minutes: enough for both 6-node jobs. The second read
+    # 5 hours (the elastic job's end) with nothing but "0 are free", as the search that failed for the first was not
+    # asked again for it; a third finds only 2 of the elastic job's nodes left and waits for its end.
+    low = elastic_running(1, names(*range(16)), 2, 16, rank=2, ran=120.0, left=5 * HOUR)
+    pending = [pend(2, nodes=6, rank=1), pend(3, nodes=6, rank=1, age=30.0), pend(4, nodes=6, rank=1, age=20.0)]
+    decisions = schedule(snap(pending, [low], nodes=16), config(preemption_min_runtime_seconds=600))
+    wait = waiting(decisions)
+    for job_id in (2, 3):
+        assert wait[job_id].estimated_start == NOW + 480.0
+        assert "It may shrink elastic job 1 from " in wait[job_id].reason
+    assert (wait[4].estimated_start or 0) >= NOW + 5 * HOUR and "shrink" not in wait[4].reason
+
+
 def test_an_elastic_job_never_shrinks_below_its_minimum() -> None:
     low = elastic_running(1, names(*range(8)), 6, 8, rank=2, ran=HOUR, left=5 * HOUR)
     decisions = schedule(snap([pend(2, nodes=4, rank=0)], [low], nodes=NODES))
