@@ -192,9 +192,13 @@ def job_size(job: Job) -> str:
         share = job_gpus_held(job)
         return "A GPU slice: " + ", ".join(a for a in asks if a) + (f"; holds {share:g} of a GPU now" if share else "")
     gpus = f"{job.gpus_per_node} GPU{pluralize(job.gpus_per_node)}"
+    # A gang (elastic or not) holds its nodes whole: 2-8 nodes x 4 GPUs on 8-GPU nodes holds, and is charged, 8 a node,
+    # as `muster show` says; the page said only its ask.
+    whole = job_gpus_held(job)
+    holds = f"; holds {whole:g} GPUs, its {job.nodes} nodes whole, as usage counts them" if whole and whole > job.gpus else ""
     if job.elastic:
         held = (
             f", {job.nodes} now" if job.state in ("SCHEDULED", "RUNNING") else f", {job.nodes} at its end" if _ran_to_its_end(job) else ""
         )
-        return f"{job.min_nodes} to {job.max_nodes} nodes (elastic{held}) \u00d7 {gpus}"
-    return f"{job_size_short(job)} = {job.gpus} GPU{pluralize(job.gpus)}"
+        return f"{job.min_nodes} to {job.max_nodes} nodes (elastic{held}) \u00d7 {gpus}{holds}"
+    return f"{job_size_short(job)} = {job.gpus} GPU{pluralize(job.gpus)}{holds}"

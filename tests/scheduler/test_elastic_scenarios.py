@@ -250,6 +250,21 @@ def test_the_submit_form_makes_an_elastic_job_and_its_page_shows_the_range_and_r
     assert "4 → 8" in page and "Grew onto whole nodes left idle: from 4 to 8 nodes." in page
 
 
+def test_the_page_of_a_gang_asking_part_of_each_node_says_it_holds_the_nodes_whole(sim: SimHarness, submit: Any, user: Any) -> None:
+    """2-4 nodes of 4 GPUs on 8-GPU nodes is charged 32 GPUs; `muster show` said so, the page only "x 4 GPUs"."""
+    from tests.conftest import session_for
+
+    client = session_for(user)
+    elastic = submit(nodes=None, min_nodes=2, max_nodes=4, gpus_per_node=4, simulate={"duration_seconds": 600})["id"]
+    fixed = submit(nodes=2, gpus_per_node=4, simulate={"duration_seconds": 600})["id"]
+    sim.cycle()
+    sim.advance(2)
+    page = client.get(f"/jobs/{elastic}/").content.decode()
+    assert "2 to 4 nodes (elastic, 4 now) \u00d7 4 GPUs; holds 32 GPUs, its 4 nodes whole, as usage counts them" in page
+    page = client.get(f"/jobs/{fixed}/").content.decode()
+    assert "2 nodes \u00d7 4 GPUs = 8 GPUs; holds 16 GPUs, its 2 nodes whole, as usage counts them" in page
+
+
 def test_a_pending_pod_of_a_running_job_that_is_not_elastic_is_left_to_its_operator(sim: SimHarness, submit: Any, settings: Any) -> None:
     """An MPI operator recreating a worker shows a Pending rank under a running job: that is no growth to undo."""
     settings.MUSTER_LAUNCH_TIMEOUT_SECONDS = 60
