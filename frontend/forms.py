@@ -481,15 +481,37 @@ class JobUpdateForm(JobForm):
             self.fields["preemptible"] = copy.deepcopy(JobForm.base_fields["preemptible"])
         self.fields["preemptible"].help_text = JobForm.base_fields["preemptible"].help_text
         self.fields["wall_time_minutes"].help_text += " An update may raise it up to the owner's most, or lower it."
+        # Each field carries the value the page was drawn with (a hidden `initial-update-NAME`): what was changed is
+        # what the viewer changed, not what differs from the job now. Compared with the job now, a page drawn before
+        # `muster update 12 -J x --max-restarts 2` sent the old name and restarts back beside its new wall time, and
+        # undid that update unsaid.
+        for name in self.FIELDS:
+            self.fields[name].show_hidden_initial = True
 
     def marked(self) -> int:
         """How many fields have a mistake marked (the page's summary counts them; one about the whole form is not one)."""
         return len([name for name in self.errors if name != NON_FIELD_ERRORS])
 
+    def _changed_by_viewer(self) -> set[str]:
+        """The fields whose value differs from the one the page was drawn with; a post without those (not from the
+        page) is compared with the job as it is now."""
+        changed = set()
+        for name in self.FIELDS:
+            bound, field = self[name], self.fields[name]
+            was: Any = bound.initial
+            if bound.html_initial_name in self.data:
+                try:
+                    was = field.to_python(field.hidden_widget().value_from_datadict(self.data, self.files, bound.html_initial_name))
+                except forms.ValidationError:
+                    was = None  # not a value the page drew: taken as changed
+            if field.has_changed(was, bound.data):
+                changed.add(name)
+        return changed
+
     def changes(self) -> dict[str, Any]:
-        """The API's body of what was changed: `{}` when nothing was."""
+        """The API's body of what the viewer changed on the page: `{}` when nothing was."""
         data = self.cleaned_data
-        changed = {name for name in self.changed_data if name in self.fields and name not in self.errors}
+        changed = {name for name in self._changed_by_viewer() if name not in self.errors}
         said = {
             "name": lambda: data["name"],
             "wall_time_seconds": lambda: data["wall_time_minutes"] * 60,
