@@ -85,6 +85,24 @@ NOT_SETTINGS = frozenset(
         "MUSTER_TELEMETRY_TOKEN",
         "MUSTER_TELEMETRY_URL",
         "MUSTER_CHECKPOINT_URL",
+        "MUSTER_JOB_ID",
+        "MUSTER_ATTEMPT",
+        "MUSTER_ARRAY_ID",
+        "MUSTER_ARRAY_INDEX",
+        "MUSTER_MIN_NODES",
+        "MUSTER_MAX_NODES",
+        "MUSTER_GPU_SHARING",
+        "MUSTER_GPU_SHARE",
+        "MUSTER_GPU_MEMORY_GB",
+        # make run's own (scripts/run-local.sh, config/gunicorn_ready.py): every make run set two of them, and the
+        # Settings page called them misspelt.
+        "MUSTER_GUNICORN_READY_FILE",
+        "MUSTER_RUN_SIGINT_DEFAULT",
+        "MUSTER_STOP_SECONDS",
+        # The muster command's (client/): an admin's shell that has them is no typo either.
+        "MUSTER_URL",
+        "MUSTER_TOKEN",
+        "MUSTER_PASSWORD",
     }
 )
 SAME_NAME = (

@@ -28,6 +28,22 @@ def test_the_scripts_own_variables_are_not_called_typos() -> None:
     assert listed == NOT_SETTINGS
 
 
+def test_make_runs_own_variables_and_the_muster_commands_are_not_called_typos(admin_user: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every make run exports MUSTER_GUNICORN_READY_FILE and MUSTER_RUN_SIGINT_DEFAULT to its processes: the Settings
+    # page said "Set in the environment but not read by Muster ... A misspelt name leaves its default in force" on a
+    # fresh make run. An admin's shell with the muster command's MUSTER_URL and MUSTER_TOKEN is no typo either.
+    run_local = (ROOT / "scripts" / "run-local.sh").read_text()
+    cli = "".join(p.read_text() for p in (ROOT / "client" / "muster_client").glob("*.py"))
+    read = {name for name in re.findall(r"\b(MUSTER_[A-Z0-9_]+[A-Z0-9])\b", run_local)}
+    read |= set(re.findall(r"environ(?:\.get)?[\[(]\"(MUSTER_[A-Z0-9_]+)\"", cli))
+    assert {"MUSTER_GUNICORN_READY_FILE", "MUSTER_RUN_SIGINT_DEFAULT", "MUSTER_STOP_SECONDS", "MUSTER_URL", "MUSTER_TOKEN"} <= read
+    for name in read:
+        monkeypatch.setenv(name, "1")
+    html = session_for(admin_user).get("/settings/").content.decode()
+    assert 'data-testid="settings-unknown"' not in html
+    assert "Set but not read" not in _run()[1]
+
+
 def _run(*args: str) -> tuple[str, str]:
     out, err = StringIO(), StringIO()
     call_command("muster_settings", *args, stdout=out, stderr=err)
