@@ -358,8 +358,9 @@ def jobs(args: argparse.Namespace) -> int:
     found = client_for(args).jobs(**filters)
     if names:
         found = (job for job in found if job["name"] in names)  # sacct --name: each name whole
-    # One more than shown, to say when there are more (the default shows 50).
-    rows = list(itertools.islice(found, args.limit + 1) if args.limit else found)
+    # One more than shown, to say when there are more (the default shows 50). A limit past what a list can hold
+    # (--limit 99999999999999999999) is all of them: islice took it for a traceback.
+    rows = list(itertools.islice(found, min(args.limit, sys.maxsize - 1) + 1) if args.limit else found)
     more = bool(args.limit) and len(rows) > args.limit
     rows = rows[: args.limit or None]
     if args.json:

@@ -71,3 +71,11 @@ def test_jobs_name_is_whole_names_and_n_is_noheader_as_in_sacct(
     code, out, err = run(capsys, "jobs", "-n", "10")  # argparse's error: `muster jobs: error: ...`
     assert code == 2 and out == ""
     assert "unrecognized arguments: 10 (-n is --noheader, as sacct's: at most 10 jobs is --limit 10)" in err
+
+
+def test_jobs_limit_past_any_list_lists_them_all(signed_in: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    # A limit larger than a list can hold ended in a ValueError traceback from islice.
+    jobs = [JobFactory(owner=signed_in, name="sweep", nodes=1, gpus_per_node=8) for _ in range(2)]
+    code, out, err = run_live(capsys, "jobs", "--limit", "99999999999999999999", "-n")
+    assert (code, err) == (0, "")
+    assert ids(out, header=False, footer=False) == [jobs[1].pk, jobs[0].pk]
