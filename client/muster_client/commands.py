@@ -616,7 +616,7 @@ def requeue(args: argparse.Namespace) -> int:
                 else:
                     out(f"{said}: its attempt {job['attempt']} was stopped; it waits in the queue again")
         except (ApiError, SpecError) as exc:
-            _say_refused(exc, job_id)
+            _say_refused(exc, job_id, indices)
             status = REFUSED
     return status
 
@@ -649,7 +649,7 @@ def update(args: argparse.Namespace) -> int:
             else:
                 jobs = client.update_array(job_id, changes, indices)["updated"]
         except (ApiError, SpecError) as exc:
-            _say_refused(exc, job_id)
+            _say_refused(exc, job_id, indices)
             status = REFUSED
             continue
         for job in jobs:
@@ -717,7 +717,7 @@ def _hold_or_release(args: argparse.Namespace, *, held: bool) -> int:
                 else:
                     out(f"Released job {job['id']} ({job['name']}): it may start from the next scheduling cycle")
         except (ApiError, SpecError) as exc:
-            _say_refused(exc, job_id)
+            _say_refused(exc, job_id, indices)
             status = REFUSED
     return status
 
@@ -740,13 +740,19 @@ _HELD = (_held, "held")
 _PLACED = (_placed, "placed or running")
 
 
-def _say_refused(exc: ApiError | SpecError, job_id: int) -> None:
+def _say_refused(exc: ApiError | SpecError, job_id: int, indices: tuple[int, ...] | None = None) -> None:
     """One job's refusal among several named (requeue, update, hold, release), on stderr, naming the job where the
-    server's words do not already; a server error (5xx) is not a refusal and goes on up."""
+    server's words do not already: as it was named, `4_2` or `4_[1-3]` for an array's elements (`job 4:` read as
+    the array's first element, or the whole array, when 4_2 was refused). A server error (5xx) is not a refusal and
+    goes on up."""
     if isinstance(exc, ApiError) and exc.status >= 500:
         raise exc
     message = exc.message if isinstance(exc, ApiError) else str(exc)
-    which = "" if re.search(rf"\b([Jj]ob|[Aa]rray) {job_id}\b", message) else f"job {job_id}: "
+    named = f"job {job_id}"
+    if indices is not None:
+        named = f"{job_id}_{indices[0]}" if len(indices) == 1 else f"{job_id}_[{render.index_ranges(indices)}]"
+    said = re.search(rf"\b([Jj]ob|[Aa]rray) {job_id}\b|(?<![\w\[]){re.escape(named)}(?![\w\]])", message)
+    which = "" if said else f"{named}: "
     print(f"muster: error: {which}{message}", file=sys.stderr, flush=True)
 
 

@@ -86,3 +86,9 @@ def test_update_d_replaces_what_a_job_waits_for_and_an_empty_one_clears_it(
     assert (code, err) == (0, ""), err
     assert out == f"Updated job {job_id} (train): dependencies none; the next scheduling cycle plans it so\n"
     assert not Job.objects.get(pk=job_id).dependencies.exists()
+    # An element's refusal names the element as it was named, not the array's id (it read "job 4: ..." for 4_2).
+    assert run(capsys, "update", f"{array_id}_1", "-d", f"afterok:{array_id}_2")[0] == 0
+    second = Job.objects.get(array_id=array_id, array_index=2).pk
+    code, out, err = run(capsys, "update", f"{array_id}_2", "-d", f"afterok:{array_id}_1")
+    assert code == 5 and out == ""
+    assert err.startswith(f"muster: error: {array_id}_2: dependencies: Job {second} would wait for itself: it would wait for job")
