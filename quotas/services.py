@@ -341,7 +341,10 @@ def quota_reset(*, user: User | None = None, team: Team | None = None, actor: Us
 
 # The most one grant adds, as a budget's own bound (quotas' API and page): beyond it a number is a typo, not node-hours.
 MAX_GRANT_NODE_HOURS = 1e9
-GRANT_AMOUNT_REFUSED = f"Add more than 0 node-hours, and at most {MAX_GRANT_NODE_HOURS:,.0f}."
+# The least: the pages show node-hours to 0.001 at most, so a grant of 0.0000001 was listed as "+0.000 node-hours"
+# (and muster usage's budget read 5+1e-07): an addition no one could read.
+MIN_GRANT_NODE_HOURS = 0.001
+GRANT_AMOUNT_REFUSED = f"Add at least {MIN_GRANT_NODE_HOURS:g} node-hours, and at most {MAX_GRANT_NODE_HOURS:,.0f}."
 GRANT_REASON_MISSING = "Say why (up to 200 characters): it is on the audit trail beside the node-hours."
 
 
@@ -358,7 +361,7 @@ def budget_grant(
     """Add node-hours to one account's budget for the current budget period only; the next starts from the quota's.
 
     Refused (ValidationError by field) for an account with no budget (unlimited: nothing to add to), an amount not above
-    0 or past MAX_GRANT_NODE_HOURS, and an empty reason (its users read the budget grow: the trail says why). Recorded
+    MIN_GRANT_NODE_HOURS or past MAX_GRANT_NODE_HOURS, and an empty reason (its users read the budget grow: the trail says why). Recorded
     as `quota.grant` with this period's budget before and after, the amount and the reason. Jobs waiting with BUDGET
     may start from the next cycle.
     """
@@ -368,7 +371,7 @@ def budget_grant(
     assert account is not None
     errors: dict[str, list[str]] = {}
     teams = [team] if team is not None else []
-    if not 0 < node_hours <= MAX_GRANT_NODE_HOURS:
+    if not MIN_GRANT_NODE_HOURS <= node_hours <= MAX_GRANT_NODE_HOURS:
         errors["node_hours"] = [GRANT_AMOUNT_REFUSED]
     reason = reason.strip()
     if not reason:

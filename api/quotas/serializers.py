@@ -11,7 +11,7 @@ from rest_framework import serializers
 from apikit.serializers import StrictQuerySerializer, StrictSerializer
 from jobs.amounts import gpu_amount
 from quotas.models import MAX_FAIR_SHARE_WEIGHT, MIN_FAIR_SHARE_WEIGHT
-from quotas.services import GRANT_AMOUNT_REFUSED, GRANT_REASON_MISSING
+from quotas.services import GRANT_AMOUNT_REFUSED, GRANT_REASON_MISSING, MIN_GRANT_NODE_HOURS
 
 
 class GpuAmountField(serializers.FloatField):
@@ -70,7 +70,9 @@ class QuotaInputSerializer(StrictSerializer):
 class GrantInputSerializer(StrictSerializer):
     """Node-hours added to the account's budget for the current budget period only."""
 
-    node_hours = serializers.FloatField(help_text=f"Node-hours to add to this period's budget: more than 0, at most {MAX_NODE_HOURS:g}.")
+    node_hours = serializers.FloatField(
+        help_text=f"Node-hours to add to this period's budget: at least {MIN_GRANT_NODE_HOURS:g}, at most {MAX_NODE_HOURS:g}."
+    )
     reason = serializers.CharField(
         max_length=200,
         error_messages={"blank": GRANT_REASON_MISSING, "required": GRANT_REASON_MISSING},
@@ -79,7 +81,7 @@ class GrantInputSerializer(StrictSerializer):
 
     def validate_node_hours(self, value: float) -> float:
         # Checked here too (the service checks it again), so a 0 is said beside a missing reason, not after it.
-        if not 0 < value <= MAX_NODE_HOURS:
+        if not MIN_GRANT_NODE_HOURS <= value <= MAX_NODE_HOURS:
             raise serializers.ValidationError(GRANT_AMOUNT_REFUSED)
         return value
 

@@ -67,7 +67,7 @@ def test_a_job_beyond_the_quotas_whole_budget_is_taken_once_a_grant_makes_room(u
     assert api.post("/api/v1/jobs/", job_payload(nodes=2, wall_time_seconds=3600), format="json").status_code == 201
 
 
-def test_grants_refused(user: Any, api: APIClient, admin_api: APIClient) -> None:
+def test_grants_refused(user: Any, admin_user: Any, api: APIClient, admin_api: APIClient) -> None:
     vision = TeamFactory(name="vision")
     vision.members.add(user)
     # Only admins grant.
@@ -78,6 +78,11 @@ def test_grants_refused(user: Any, api: APIClient, admin_api: APIClient) -> None
     Quota.objects.create(team=vision, node_hours_per_period=10)
     response = admin_api.post(GRANT, {"node_hours": 0, "reason": "  "}, format="json")
     assert response.status_code == 400 and set(response.json()) == {"node_hours", "reason"}
+    # Less than the pages show (0.001): it was taken and listed as "+0.000 node-hours".
+    response = admin_api.post(GRANT, {"node_hours": 0.0000001, "reason": "deadline"}, format="json")
+    assert response.json() == {"node_hours": ["Add at least 0.001 node-hours, and at most 1,000,000,000."]}
+    page = session_for(admin_user).post("/quotas/teams/vision/grant/", {"node_hours": "0.0004", "reason": "deadline"}, follow=True)
+    assert "Add at least 0.001 node-hours" in page.content.decode()
     assert not BudgetGrant.objects.exists() and not AuditEntry.objects.filter(action="quota.grant").exists()
 
 
