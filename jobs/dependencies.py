@@ -84,7 +84,7 @@ def dependencies_parse(text: str) -> list[Named]:
             problems.append(f"'{part}': give job ids after the type, as {kind}:12, {kind}:12:13 or {kind}:12_1 (an array's element).")
         elif any(int(m["job"]) == 0 for m in named if m):
             problems.append(f"'{part}': job ids start at 1.")
-        elif any(int(m["job"]) > JOB_ID_MAX or int(m["index"] or 0) > JOB_ID_MAX for m in named if m):
+        elif any(int(m["job"]) > JOB_ID_MAX for m in named if m):  # an index no array has is said once its array is read
             problems.append(f"'{part}': no job has an id that large.")
         else:
             found += [Named(kind, int(m["job"]), None if m["index"] is None else int(m["index"])) for m in named if m]

@@ -167,9 +167,10 @@ class DependencySerializer(StrictSerializer):
         help_text="The job's id; an array's id (its first element's) names every element, and with `index` one of them. "
         'Slurm\'s ARRAYID_INDEX is taken too, as a string: "12_1" is {"job": 12, "index": 1}.',
     )
+    # No upper bound: an index no array has is said as any other one ("Array 12 has no element ... (its elements:
+    # 12_[0-99])"), where a bound read "dependencies.0.index: Ensure this value is less than or equal to 9223372036854775807".
     index = serializers.IntegerField(
         min_value=0,
-        max_value=JOB_ID_MAX,
         required=False,
         allow_null=True,
         default=None,

@@ -145,6 +145,7 @@ def test_an_arrays_element_is_named_as_slurm_writes_it_and_checked_as_a_job_is(
             **_payload(),
             "dependencies": [
                 {"type": "afterok", "job": f"{array_id}_7"},
+                {"type": "afterok", "job": array_id, "index": 99999999999999999999},
                 {"type": "afterok", "job": f"{plain}_0"},
                 {"type": "afterok", "job": f"{elements[1]['id']}_0"},
                 {"type": "afterok", "job": f"{theirs}_0"},
@@ -158,6 +159,8 @@ def test_an_arrays_element_is_named_as_slurm_writes_it_and_checked_as_a_job_is(
     e1 = elements[1]["id"]
     assert response.json()["dependencies"] == [
         f"Array {array_id} has no element 7 (its elements: {array_id}_[0-2]).",
+        # Past any index: said as any other, not as the field's bound (Ensure this value is less than or equal to ...).
+        f"Array {array_id} has no element 99999999999999999999 (its elements: {array_id}_[0-2]).",
         f"{plain}_0: job {plain} is not an array; name it as {plain}.",
         f"{e1}_0: job {e1} is {array_id}_1, an element of array {array_id}, not an array's id.",
         f"No job {theirs}_0 (or none that you may see).",
