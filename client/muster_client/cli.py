@@ -656,10 +656,10 @@ def build_parser() -> argparse.ArgumentParser:
         "nothing new on the nodes until `muster nodes release NODE...` (State=RESUME); jobs running there run to their end, "
         "and are named. The reason is what users whose jobs wait for the nodes read beside HELD. Several nodes are held "
         "or released together, all or none; each is on the audit trail.",
-        "  muster nodes\n  muster nodes hold gpu-07 gpu-08 -r 'PSU swap, back Monday'\n  muster nodes release gpu-07 gpu-08",
+        "  muster nodes\n  muster nodes hold gpu-07 gpu-08 -r 'PSU swap, back Monday'\n  muster nodes release 'gpu-[07-08]'",
     )
     p.add_argument("action", nargs="?", choices=["hold", "release"], help="hold or release the NODEs named (admins)")
-    p.add_argument("names", nargs="*", metavar="NODE")
+    p.add_argument("names", nargs="*", metavar="NODE", help="a node's name, or several as squeue writes them: gpu-[07-08,12]")
     p.add_argument("-r", "--reason", help="why the nodes are held (required with hold; up to 200 characters)")
     return parser
 

@@ -927,6 +927,11 @@ def _nodes_hold_or_release(args: argparse.Namespace, action: str, names: list[st
         raise SpecError("say why the nodes are held (-r REASON): users whose jobs wait for them read it")
     if action == "release" and reason:
         raise SpecError("a release takes no reason (-r is for hold)")
+    try:
+        # As squeue's NODELIST and muster queue write them: `gpu-[01-04]` copied from there names those four nodes.
+        names = list(dict.fromkeys(name for text in names for name in render.hostlist_names(text)))
+    except ValueError as exc:
+        raise SpecError(str(exc)) from exc
     client = client_for(args)
     done = client.nodes_hold(names, reason or "") if action == "hold" else client.nodes_release(names)
     if args.json:

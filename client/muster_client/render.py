@@ -191,6 +191,39 @@ def hostlist(names: Sequence[str]) -> str:
     return ",".join(parts + others) or "-"
 
 
+# The most names one node list may stand for: `gpu-[0-99999999]` is a slip, not a hundred million nodes.
+HOSTLIST_MAX_NAMES = 10_000
+
+
+def hostlist_names(text: str) -> list[str]:
+    """The node names of a list as `hostlist` and squeue's NODELIST write it, as scontrol takes NodeName=:
+    `gpu-[00-02,04],cpu-1` is gpu-00, gpu-01, gpu-02, gpu-04 and cpu-1 (a range keeps its first number's width).
+    A node's own name has no brackets (Kubernetes names are DNS names). Raises ValueError naming what is wrong."""
+    names: list[str] = []
+    name = r"(?:[^,\[\]]|\[[^\[\]]*\])+"
+    if re.fullmatch(rf"{name}(?:,{name})*", text) is None:
+        raise ValueError(f"'{text}' is not a node list: write gpu-07, or gpu-[00-03,07] (numbers and ranges in one pair of brackets)")
+    # Commas inside brackets separate numbers, outside them names.
+    for part in re.findall(name, text):
+        match = re.fullmatch(r"([^\[\]]*)\[([^\]]*)\]([^\[\]]*)", part)
+        if match is None:
+            if "[" in part:
+                raise ValueError(f"'{part}' is not a node list: write gpu-[00-03,07] (numbers and ranges in one pair of brackets)")
+            names.append(part)
+            continue
+        prefix, inside, suffix = match.groups()
+        for span in inside.split(","):
+            bounds = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", span.strip())
+            if bounds is None or (bounds.group(2) is not None and int(bounds.group(2)) < int(bounds.group(1))):
+                raise ValueError(f"'{part}': '{span}' is not a number or a rising range (write gpu-[00-03,07])")
+            first, last = int(bounds.group(1)), int(bounds.group(2) or bounds.group(1))
+            if len(names) + last - first + 1 > HOSTLIST_MAX_NAMES:
+                raise ValueError(f"'{text}' names more than {HOSTLIST_MAX_NAMES:,} nodes")
+            width = len(bounds.group(1))
+            names += [f"{prefix}{n:0{width}d}{suffix}" for n in range(first, last + 1)]
+    return list(dict.fromkeys(name for name in names if name))
+
+
 def time_left(job: JSON, *, now: datetime | None = None) -> str:
     """What is left of its wall time, which counts from its placement (squeue's TIME_LEFT); `0s` once it is spent."""
     placed = parse_time(job.get("scheduled_at")) or parse_time(job.get("started_at"))

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 import pytest
-from muster_client import config
+from muster_client import config, render
 
 from accounts.services import token_create
 from audit.models import AuditEntry
@@ -66,3 +66,15 @@ def test_an_admin_holds_and_releases_nodes_from_the_cli(
     assert out.strip() == f"Released {first}, {second}: new work may be placed there again (failure count reset)."
     assert err.strip() == f"muster: not held, left as they were: {other}"
     assert not Node.objects.filter(held=True).exists()
+
+    # A node list as muster queue's NODELIST and squeue write it (sim-node-[001-002]), as scontrol takes NodeName=.
+    pair = list(Node.objects.filter(held=False, sharing="").order_by("name").values_list("name", flat=True)[:2])
+    written = render.hostlist(pair)
+    assert "[" in written
+    code, out, err = run(capsys, "nodes", "hold", written, "-r", "rack work")
+    assert code == 0, err
+    assert out.strip() == f"Held {pair[0]}, {pair[1]}: nothing new is placed there."
+    assert sorted(Node.objects.filter(held=True).values_list("name", flat=True)) == pair
+    code, _, err = run(capsys, "nodes", "release", "sim-node-[3-1]")
+    assert code == 2 and "'3-1' is not a number or a rising range (write gpu-[00-03,07])" in err
+    assert Node.objects.filter(held=True).count() == 2
