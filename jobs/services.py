@@ -879,7 +879,8 @@ def job_update(*, job_ids: Sequence[int], by: User, changes: Mapping[str, Any], 
         if deps:
             refused = contradictions(asked or ()) + dependencies_cycles({pk: wanted for pk, (_, wanted) in deps.items()})
             if len(refused) > _SAID_AT_MOST:
-                refused = [*refused[:_SAID_AT_MOST], f"And {len(refused) - _SAID_AT_MOST} more jobs so."]
+                more = len(refused) - _SAID_AT_MOST
+                refused = [*refused[:_SAID_AT_MOST], f"And {more} more job{'s' if more > 1 else ''} so."]  # not "1 more jobs"
             problems.setdefault("dependencies", []).extend(refused)
         problems = {key: messages for key, messages in problems.items() if messages}
         if problems:

@@ -202,3 +202,7 @@ def test_a_dependency_that_would_make_a_job_wait_on_itself_is_refused(api: APICl
     response = api.post(UPDATE_ARRAY, {"array_id": a, "dependencies": [{"type": "afterany", "job": a}]}, format="json")
     assert response.status_code == 400
     assert response.json()["dependencies"] == [*(f"Job {i} cannot wait for itself." for i in ids[:3]), "And 2 more jobs so."]
+    # One past the three said: one more job, not "1 more jobs".
+    four = {"array_id": a, "indices": [0, 1, 2, 3], "dependencies": [{"type": "afterany", "job": a}]}
+    response = api.post(UPDATE_ARRAY, four, format="json")
+    assert response.json()["dependencies"][-1] == "And 1 more job so."
