@@ -69,7 +69,8 @@ class QuotaForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Which period, read when the form is made (the settings in force): "resets each period" said nothing of which.
-        self.fields["node_hours_per_period"].help_text = (
+        budget = self.fields["node_hours_per_period"]
+        budget.help_text = (
             f"Charged as jobs run; renews {period_words()} (MUSTER_BUDGET_PERIOD, MUSTER_TIME_ZONE: see Settings). Blank = unlimited."
         )
 
