@@ -17,7 +17,8 @@ job moved one place; then nothing changed). Then one line per case with each rea
 The bar (issue 13): every read flat in the queue's length and in the number of running jobs: its queries
 and the rows they fetch the same (a page of 50 is 50 rows at any length), its time ~1x. Counts are done by
 the database (the queue's summary counts a few aggregates, the dashboard's history sums the window's events
-per chart bucket): those queries cost more at 20,000, not their rows. The node grid reads a row per GPU held;
+per chart bucket, /metrics the waits of every start ever made into its histogram's buckets, one row): those
+queries cost more at 20,000, not their rows. The node grid reads a row per GPU held;
 the dashboard's history a row per bucket with a change, more of them at 4,000 running here (a young site's
 finer buckets, docs/scheduling.md).
 """
@@ -107,6 +108,8 @@ def reads(pending_job: Job, running_job: Job) -> list[Read]:
         Read("job_page_running", f"/jobs/{running_job.pk}/"),
         Read("submit_response", "/api/v1/jobs/", post=SUBMIT, status=201),
         Read("dashboard_page", "/dashboard/"),
+        # Prometheus' scrape (loopback, no token set): every 15-30 s per replica, signed in or not.
+        Read("metrics_scrape", "/metrics"),
     ]
 
 

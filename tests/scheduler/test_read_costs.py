@@ -1,9 +1,9 @@
 """Issue 13: a read costs the same with ten times the queue or ten times the running jobs.
 
 Every read of the queue (the API's pages, `muster queue`'s request, the cluster page), a job's pages and API, the
-submit's answer and the dashboard make as many queries, fetching as many rows, with 200 pending and 200 running
-jobs as with 20 and 20 (benchmarks.read_cost counts the rows at the cursor: a read that fetches every running job in
-one query and sums them in Python is one query at any length). The timings are `make bench`'s
+submit's answer, the dashboard and Prometheus' scrape of /metrics make as many queries, fetching as many rows, with
+200 pending and 200 running jobs as with 20 and 20 (benchmarks.read_cost counts the rows at the cursor: a read that
+fetches every running job in one query and sums them in Python is one query at any length). The timings are `make bench`'s
 (benchmarks/bench_reads.py); counts do not flake.
 """
 
@@ -61,6 +61,8 @@ def reads(queue: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any] | None]]
         "job page, running": (f"/jobs/{running}/", None),
         "submit's answer": ("/api/v1/jobs/", SUBMIT),
         "dashboard": ("/dashboard/", None),
+        # Prometheus' scrape, every 15-30 s per replica: it bucketed every start ever made, a row each.
+        "/metrics": ("/metrics", None),
     }
 
 
@@ -101,8 +103,9 @@ def test_no_read_grows_with_the_running_jobs_but_the_grids_gpus(user: Any, queue
     """The node grid (the cluster page's and the dashboard's) draws every GPU held with its job: a row per live
     allocation, the cluster's size at most. Nothing else grows: the queue's summary counted the running jobs one row
     each (to find the accounts above their quota), the cluster page asked which of them the viewer may open with
-    every running job's id in one IN list, and the dashboard's history charts read every event, start and allocation
-    in their window (ten times the jobs started, ten times the rows) where the database now sums each chart bucket."""
+    every running job's id in one IN list, the dashboard's history charts read every event, start and allocation
+    in their window (ten times the jobs started, ten times the rows) where the database now sums each chart bucket,
+    and /metrics read every start ever made to bucket its wait, where the database now counts the buckets (one row)."""
     # History older than the window, as on any site a day old: the charts' buckets are the window's, on edges a
     # whole number of steps before now, so the jobs' starts (an hour ago, a second apart) fall in the same few buckets
     # at N and at 10 N. (On a younger site the buckets are finer and the same starts spread over more of them: the

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
 
 from jobs.models import ClusterHealth, Job, JobEvent, Node, NodeState
 from jobs.states import JobState
@@ -250,3 +251,38 @@ muster_cluster_down_since_timestamp_seconds 0.0
 
 def test_every_family_pinned(history: None) -> None:
     assert metrics_text(now=NOW).decode() == EXPECTED.lstrip("\n")
+
+
+def latency_samples(now: datetime) -> dict[str, float]:
+    text = metrics_text(now=now).decode()
+    return {
+        f"{s.name}{s.labels.get('le', '')}": s.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "muster_scheduling_latency_seconds"
+        for s in family.samples
+    }
+
+
+def test_a_later_scrape_only_adds(history: None, user: Any) -> None:
+    """Prometheus reads a histogram's buckets, sum and count as counters: a later scrape adds the starts made since, in
+    their buckets, and lowers nothing (the running job preempted and started again counts its second start too)."""
+    before = latency_samples(NOW)
+    running = Job.objects.get(state=R, team__name="vision")
+    for moment, from_state, to_state in [
+        (at(seconds=10), R, JobState.PREEMPTED), (at(seconds=10), JobState.PREEMPTED, P), (at(seconds=40), P, S), (at(seconds=40), S, R),
+    ]:  # fmt: skip
+        JobEvent.objects.create(job=running, at=moment, from_state=from_state, to_state=to_state, reason="test")
+    job(user, R, [(at(seconds=20), "", P), (at(seconds=22), P, S), (at(seconds=22), S, R)])
+    after = latency_samples(at(minutes=1))
+    added = {name: after[name] - before[name] for name in before}
+    bucket = "muster_scheduling_latency_seconds_bucket"
+    assert added == {
+        # Waits of 2 s (the new job) and 30 s (the requeued one, from its requeue).
+        f"{bucket}1.0": 0,
+        f"{bucket}5.0": 1,
+        f"{bucket}15.0": 1,
+        **{f"{bucket}{le}": 2 for le in ("30.0", "60.0", "120.0", "300.0", "600.0", "1800.0", "3600.0", "7200.0")},
+        **{f"{bucket}{le}": 2 for le in ("21600.0", "43200.0", "86400.0", "259200.0", "604800.0", "+Inf")},
+        "muster_scheduling_latency_seconds_count": 2,
+        "muster_scheduling_latency_seconds_sum": 32.0,
+    }
