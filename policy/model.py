@@ -132,6 +132,9 @@ class Account:
     budget_resets_at: float | None = None
     # The whole budget of a period, back at `budget_resets_at` (None: not known; the forecast then plans no job past it).
     node_hours_per_period: float | None = None
+    # Node-hours admins added to this period's budget only (quotas.BudgetGrant): counted in `node_hours_left`, gone at
+    # `budget_resets_at`.
+    node_hours_granted: float = 0.0
     # Per-job limits: submit refuses a job beyond one; a queued job beyond one lowered since waits (JOB_LIMIT).
     max_wall_seconds: float | None = None
     max_node_hours_per_job: float | None = None

@@ -724,17 +724,42 @@ class _Cycle:
                         # grows with its wall time, so a wall time of whole / need-per-second fits a whole period.
                         hint = _update_hint(job.id, job.wall_seconds * whole / need[0]) if need[0] > 0 else None
                         shorter = f"shorten it ({hint} fits a period's budget), or " if hint else ""
-                        renews = (
-                            f" That is more than its whole budget of {_amount(whole)} node-hours a period (lowered since it "
-                            f"was submitted): it waits until an admin raises the budget. To run sooner, {shorter}cancel it "
-                            "and submit it smaller."
-                        )
+                        renews = self._beyond_whole_budget(account, need[0], whole, shorter)
                     else:
                         renews = f" It renews {when(account.budget_resets_at)}." if account.budget_resets_at else ""
                     text = f"The budget of {who} has {budget}; this job may use {uses} ({need[1]}).{renews}"
                     self.budget_texts[(key, committed, need)] = text
                 return text
         return None
+
+    @staticmethod
+    def _beyond_whole_budget(account: Account, need: float, whole: float, shorter: str) -> str:
+        """Why a job needing more than a period's budget waits, and for what. Node-hours an admin added to this period
+        alone may make room for it this period (the submit took it so): no budget was lowered under it, and it may
+        start this period, as the jobs running end, but never once the period renews with the quota's budget (it read
+        "more than its whole budget of 3 node-hours a period (lowered since it was submitted)" beside a grant of 1.5)."""
+        granted = account.node_hours_granted
+        if not granted or need > whole + granted:
+            said = f"{_amount(whole)} node-hours a period"
+            if granted:
+                this_period = _amount(whole + granted)
+                said = f"{this_period} node-hours this period ({_amount(whole)} a period and {_amount(granted)} added for this one)"
+            return (
+                f" That is more than its whole budget of {said} (lowered since it was submitted): it waits until an admin "
+                f"raises the budget. To run sooner, {shorter}cancel it and submit it smaller."
+            )
+        renews = f" {when(account.budget_resets_at)}" if account.budget_resets_at else ""
+        only = f" It fits only with the {_amount(granted)} node-hours added for this period"
+        if need > (account.node_hours_left or 0.0):
+            return (
+                f"{only}, and less than it needs is left of this period's now; from the renewal{renews} its "
+                f"{_amount(whole)} a period never fits it: it waits until an admin adds node-hours or raises the budget. "
+                f"To run sooner, {shorter}cancel it and submit it smaller."
+            )
+        return (
+            f"{only}: it may start as running jobs end, until the budget renews{renews}; its {_amount(whole)} a period "
+            f"never fits it after. To be sure it runs, {shorter}cancel it and submit it smaller."
+        )
 
     def _budget_need(self, job: PendingJob) -> tuple[float, str]:
         if job.shares_gpu:

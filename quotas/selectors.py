@@ -378,6 +378,7 @@ def accounts_snapshot(*, now: datetime, users: Iterable[str], teams: Iterable[st
             else node_hours_left(budget + granted.get(key, 0.0), used_node_seconds.get(key, 0.0) / 3600),
             budget_resets_at=period_end.timestamp(),
             node_hours_per_period=budget,
+            node_hours_granted=granted.get(key, 0.0),
             max_wall_seconds=account.max_wall_time_seconds,
             max_node_hours_per_job=account.max_node_hours_per_job,
             weight=account.fair_share_weight,

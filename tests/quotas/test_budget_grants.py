@@ -105,3 +105,69 @@ def test_the_quota_page_adds_node_hours_and_everyone_reads_them(user: Any, admin
     usage = session_for(user).get("/usage/").content.decode()
     assert "(a budget of 3 a period, and 2 added for this one)" in usage
     assert "</span> used of 5:" in usage and "5.0 node-hours left" in usage
+
+
+def test_a_job_that_fits_only_with_a_grant_says_so_not_that_the_budget_was_lowered(
+    world: Any,  # noqa: F811
+    user: Any,
+    api: APIClient,
+    admin_api: APIClient,
+) -> None:
+    # Taken at submit because node-hours were added to this period, it read "more than its whole budget of 1
+    # node-hours a period (lowered since it was submitted): it waits until an admin raises the budget", though it starts
+    # once the job running ends.
+    sim = world(16)
+    vision = TeamFactory(name="vision")
+    vision.members.add(user)
+    Quota.objects.create(team=vision, node_hours_per_period=1.0)
+    assert admin_api.post(GRANT, {"node_hours": 1.5, "reason": "one big run"}, format="json").status_code == 201
+    running = post(api, name="probe", nodes=1, wall_time_seconds=3600, simulate={"duration_seconds": 600})["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    big = post(api, name="finetune", nodes=2, wall_time_seconds=3600, simulate={"duration_seconds": 60})["id"]
+    sim.cycle()
+    reason = get(api, big)["pending_reason"]
+    assert reason["code"] == "BUDGET"
+    said = "It fits only with the 1.5 node-hours added for this period: it may start as running jobs end, until the budget renews"
+    assert said in reason["message"]
+    assert "lowered since it was submitted" not in reason["message"]
+    assert "its 1 a period never fits it after. To be sure it runs, shorten it (muster update" in reason["message"]
+
+    # Lowered under it since: this period's budget, the grant in it, is what it is more than.
+    assert admin_api.patch("/api/v1/quotas/teams/vision/", {"node_hours_per_period": 0.4}, format="json").status_code == 200
+    sim.cycle()
+    assert (
+        "That is more than its whole budget of 1.9 node-hours this period (0.4 a period and 1.5 added for this one) "
+        "(lowered since it was submitted)"
+    ) in get(api, big)["pending_reason"]["message"]
+
+    # Back as it was: it starts once the job running has ended, as it said.
+    assert admin_api.patch("/api/v1/quotas/teams/vision/", {"node_hours_per_period": 1.0}, format="json").status_code == 200
+    sim.advance(600)
+    assert get(api, running)["state"] == "SUCCEEDED"
+    sim.advance(1)
+    assert get(api, big)["state"] in ("SCHEDULED", "RUNNING")
+
+
+def test_a_job_the_grant_made_room_for_says_when_too_much_of_this_period_is_used(
+    world: Any,  # noqa: F811
+    user: Any,
+    api: APIClient,
+    admin_api: APIClient,
+) -> None:
+    sim = world(16)
+    vision = TeamFactory(name="vision")
+    vision.members.add(user)
+    Quota.objects.create(team=vision, node_hours_per_period=1.0)
+    assert admin_api.post(GRANT, {"node_hours": 1.5, "reason": "one big run"}, format="json").status_code == 201
+    probe = post(api, name="probe", nodes=1, wall_time_seconds=3600, simulate={"duration_seconds": 1800})["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    sim.advance(1800)
+    assert get(api, probe)["state"] == "SUCCEEDED"
+    # 2.5 this period, 0.5 used: a job of 2.0 fits the period's budget (the submit takes it) but not what is left.
+    big = post(api, name="finetune", nodes=2, wall_time_seconds=3600)["id"]
+    sim.cycle()
+    message = get(api, big)["pending_reason"]["message"]
+    assert "It fits only with the 1.5 node-hours added for this period, and less than it needs is left of this period's now" in message
+    assert "it waits until an admin adds node-hours or raises the budget" in message
