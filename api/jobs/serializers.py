@@ -165,7 +165,7 @@ class DependencySerializer(StrictSerializer):
         min_value=1,
         max_value=JOB_ID_MAX,
         help_text="The job's id; an array's id (its first element's) names every element, and with `index` one of them. "
-        'Slurm\'s ARRAYID_INDEX is taken too, as a string: "12_1" is {"job": 12, "index": 1}.',
+        'Slurm\'s ARRAYID_INDEX is taken too, as a string: "12_1" is {"job": 12, "index": 1} (and "12" is 12).',
     )
     # No upper bound: an index no array has is said as any other one ("Array 12 has no element ... (its elements:
     # 12_[0-99])"), where a bound read "dependencies.0.index: Ensure this value is less than or equal to 9223372036854775807".
@@ -178,11 +178,19 @@ class DependencySerializer(StrictSerializer):
     )
 
     def to_internal_value(self, data: Any) -> Any:
-        # `"job": "12_1"`, as `muster submit -d afterok:12_1` and Slurm write an array's element.
-        if isinstance(data, Mapping) and isinstance(data.get("job"), str) and "index" not in data:
-            job, sep, index = data["job"].partition("_")
-            if sep and job.isdigit() and index.isdigit():
+        # `"job": "12_1"`, as `muster submit -d afterok:12_1` and Slurm write an array's element; `"12"` is job 12 (it
+        # read "Must be an integer, not the string '12'" beside "12_1" taken), and any other text says both forms.
+        if isinstance(data, Mapping) and isinstance(data.get("job"), str):
+            job, sep, index = data["job"].strip().partition("_")
+            if job.isascii() and job.isdigit() and not sep:
+                data = {**data, "job": int(job)}
+            elif sep and "index" not in data and job.isascii() and job.isdigit() and index.isascii() and index.isdigit():
                 data = {**data, "job": int(job), "index": int(index)}
+            else:
+                said = f"'{data['job'][:40]}' is not a job: give its id, 12, or an array's element as Slurm writes it, 12_1"
+                if sep and "index" in data:
+                    said = f"'{data['job'][:40]}' names an element already: give 12_1, or job 12 with index 1, not both"
+                raise serializers.ValidationError({"job": [said + "."]})
         return super().to_internal_value(data)
 
 

@@ -186,3 +186,21 @@ def test_an_array_waited_for_reads_as_slurm_names_it_in_the_reason_the_detail_an
         f"Cancelled by Muster: its dependency afterok:{array_id}_[0-9] can never be met ({array_id}_3, job {elements[3]['id']}, "
         "ended CANCELLED)."
     )
+
+
+def test_a_job_named_as_text_is_taken_as_its_id_and_other_text_says_how_to_name_one(api: APIClient, submit: Any, sim: Any) -> None:
+    # "12_1" was taken and "12" refused (Must be an integer, not the string '12'): both are how -d and YAML write them.
+    first = submit(nodes=1)["id"]
+    after = submit(nodes=1, dependencies=[{"type": "afterok", "job": str(first)}])
+    assert [d["job"] for d in after["dependencies"]] == [first]
+    for text, said in (
+        (f"{first}_x", f"'{first}_x' is not a job: give its id, 12, or an array's element as Slurm writes it, 12_1."),
+        ("twelve", "'twelve' is not a job: give its id, 12, or an array's element as Slurm writes it, 12_1."),
+    ):
+        response = api.post(JOBS, {**_payload(), "dependencies": [{"type": "afterok", "job": text}]}, format="json")
+        assert response.status_code == 400
+        assert response.json()["dependencies"] == {"0": {"job": [said]}}
+    both = [{"type": "afterok", "job": f"{first}_1", "index": 1}]
+    response = api.post(JOBS, {**_payload(), "dependencies": both}, format="json")
+    said = f"'{first}_1' names an element already: give 12_1, or job 12 with index 1, not both."
+    assert response.json()["dependencies"] == {"0": {"job": [said]}}
