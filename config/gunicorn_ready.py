@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,3 +34,13 @@ def post_fork(server: Any, worker: Any) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     worker.init_signals = init_signals
+
+
+def worker_int(worker: Any) -> None:
+    # gunicorn calls it in a worker told to stop at once (SIGQUIT, make run's stop; SIGINT). A `muster logs -f` being
+    # served holds one of its threads until the attempt ends (or MUSTER_LOG_FOLLOW_SECONDS), and the worker's exit
+    # waits for its threads: the Ctrl-C waited 20 s and killed the web server. The follows end at their next look at
+    # the job (the client asks again, as after a restart). Only if a follow ever ran here: nothing is imported now.
+    logs = sys.modules.get("jobs.logs")
+    if logs is not None:
+        logs.FOLLOWS_END.set()

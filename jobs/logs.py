@@ -9,6 +9,7 @@ standing for the next cycle's reconciliation, which calls `gang_teardown` again;
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -162,6 +163,13 @@ def job_logs(job: Job, *, rank: int, tail: int | None, attempt: int | None = Non
     return LogText(text, attempt, "live" if text else "none")
 
 
+# Set in a web server's worker told to stop (config/gunicorn_ready.py, `worker_int`): each follow ends at its next look
+# at the attempt, as at MUSTER_LOG_FOLLOW_SECONDS (`muster logs -f` asks again). A `muster logs -f` left open held its
+# worker's thread, so make run's Ctrl-C waited 20 s on the web server and killed it ("the web server (gunicorn) did not
+# stop within 20 s; killing it").
+FOLLOWS_END = threading.Event()
+
+
 def job_logs_follow(
     job: Job, *, rank: int, tail: int | None, attempt: int | None = None, backend: ClusterBackend | None = None
 ) -> Iterator[str]:
@@ -174,13 +182,15 @@ def job_logs_follow(
     sent_tail = ""
 
     def still_live() -> bool:
+        if FOLLOWS_END.is_set():
+            return False
         now = Job.objects.filter(pk=job.pk).values("attempt", "state", "nodes").first()
         return now is not None and now["attempt"] == attempt and now["state"] in ACTIVE_STATES and rank < now["nodes"]
 
     for chunk in (backend or get_backend()).follow_logs(job.pk, attempt, rank, tail, still_live=still_live):
         yield chunk
         sent_tail = (sent_tail + chunk)[-FOLLOW_OVERLAP_CHARS:]
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline or FOLLOWS_END.is_set():
             return
     # The pods can go between two reads of the stream, with the last lines (how it ended) unsent; the
     # teardown kept them first, so they are sent from what was kept.
