@@ -89,6 +89,13 @@ def limit(value: float | int | None) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+@register.filter
+def node_hours(value: float | int) -> str:
+    """An amount of node-hours an admin typed or added: to three decimals at most, without trailing zeros (2.5, not
+    the 2.500 that floatformat:"-3" wrote beside a quota's 1 and a used 0.74)."""
+    return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
 FACTOR_LABELS = {"fair_share": "Fair share", "age": "Age", "class": "Priority class", "size": "Size", "short": "Short wall time"}
 
 

@@ -106,6 +106,14 @@ def test_the_quota_page_adds_node_hours_and_everyone_reads_them(user: Any, admin
     assert "(a budget of 3 a period, and 2 added for this one)" in usage
     assert "</span> used of 5:" in usage and "5.0 node-hours left" in usage
 
+    # A part of a node-hour reads as typed, 1.5, on every page: it read 1.500 beside the quota's 3 (floatformat's -3).
+    admin.post("/quotas/teams/vision/grant/", {"node_hours": "1.5", "reason": "one more run"})
+    page = admin.get("/quotas/teams/vision/").content.decode()
+    assert 'data-testid="budget-this-period">6.5</span> node-hours: the quota\'s\n    3 and 3.5 added.' in page
+    assert "+1.5 node-hours by root" in page
+    assert "+3.5 this period" in admin.get("/quotas/").content.decode()
+    assert "(a budget of 3 a period, and 3.5 added for this one)" in session_for(user).get("/usage/").content.decode()
+
 
 def test_a_job_that_fits_only_with_a_grant_says_so_not_that_the_budget_was_lowered(
     world: Any,  # noqa: F811
