@@ -191,6 +191,10 @@ class DependencySerializer(StrictSerializer):
                 if sep and "index" in data:
                     said = f"'{data['job'][:40]}' names an element already: give 12_1, or job 12 with index 1, not both"
                 raise serializers.ValidationError({"job": [said + "."]})
+        if isinstance(data, Mapping) and (missing := [name for name, f in self.fields.items() if f.required and name not in data]):
+            # A dependency is whole in an update too: DRF's partial update (PATCH, update-array) skips a nested
+            # serializer's missing required fields, and {"job": 1, "index": 0} without a type was a 500.
+            raise serializers.ValidationError({name: [str(self.fields[name].error_messages["required"])] for name in missing})
         return super().to_internal_value(data)
 
 

@@ -206,3 +206,20 @@ def test_a_dependency_that_would_make_a_job_wait_on_itself_is_refused(api: APICl
     four = {"array_id": a, "indices": [0, 1, 2, 3], "dependencies": [{"type": "afterany", "job": a}]}
     response = api.post(UPDATE_ARRAY, four, format="json")
     assert response.json()["dependencies"][-1] == "And 1 more job so."
+
+
+def test_a_dependency_without_its_type_is_refused_by_name_in_an_update_as_at_submit(api: APIClient, submit: Any) -> None:
+    # DRF's partial update skipped a nested dependency's missing fields: {"job": 1, "index": 0} alone was a 500 (found by
+    # the schema fuzzing in tests/api/test_api_schemathesis.py).
+    first = submit(nodes=1)
+    waiting = submit(nodes=1, dependencies=[{"type": "afterany", "job": first["id"]}])
+    response = api.patch(url(waiting["id"]), {"dependencies": [{"job": first["id"]}]}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"dependencies": {"0": {"type": ["This field is required."]}}}
+    sweep = submit_array(api, "0-1")
+    body = {"array_id": sweep[0]["array_id"], "dependencies": [{"index": 0, "job": sweep[0]["array_id"]}]}
+    response = api.post(UPDATE_ARRAY, body, format="json")
+    assert response.status_code == 400 and response.json() == {"dependencies": {"0": {"type": ["This field is required."]}}}
+    response = api.patch(url(waiting["id"]), {"dependencies": [{"type": "afterok"}]}, format="json")
+    assert response.json() == {"dependencies": {"0": {"job": ["This field is required."]}}}
+    assert [(d.kind, d.on_id) for d in Job.objects.get(pk=waiting["id"]).dependencies.all()] == [("afterany", first["id"])]
