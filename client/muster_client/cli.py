@@ -264,6 +264,14 @@ def _names(text: str) -> list[str]:
     return names
 
 
+def _whole_name(text: str) -> str:
+    """scancel -n: one job's whole name (a comma is part of it). An empty one names no job: `muster cancel -n ""`
+    said "no ... job of yours named ; nothing was cancelled", where `muster queue -n ""` is refused."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"'{text}' names no job: -n NAME, a job's whole name")
+    return text
+
+
 def _job_ids(text: str) -> list[tuple[int, int | None]]:
     """-j as squeue takes it: one job or several, comma-separated, each `42` (the job, or every element of array 42)
     or `42_7` (element 7 of array 42). Returns (id, index or None) pairs."""
@@ -558,7 +566,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  muster cancel -n sweep -t PD 4   # the pending ones named sweep of array 4",
     )
     p.add_argument("job_ids", type=_cancel_target, nargs="*", metavar="ID", help="jobs or arrays; with a filter, only these are looked at")
-    p.add_argument("-n", "--name", help="only jobs of exactly this name, as scancel -n")
+    p.add_argument("-n", "--name", type=_whole_name, help="only jobs of exactly this name, as scancel -n")
     p.add_argument(
         "-u", "--user", help="only this user's jobs, as scancel -u (anyone's for admins); without it a filter cancels your own only"
     )

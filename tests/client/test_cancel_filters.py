@@ -13,7 +13,7 @@ from muster_client import config
 from accounts.services import token_create
 from jobs.models import Job
 from jobs.states import JobState
-from tests.client.cli_run import run_live
+from tests.client.cli_run import run, run_live
 from tests.conftest import SimHarness, client_for, job_payload
 
 IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
@@ -120,6 +120,9 @@ def test_cancel_without_ids_or_a_filter_is_refused(signed_in: Any, capsys: pytes
     code, _, err = run_live(capsys, "cancel")
     assert code != 0
     assert "name the jobs to cancel (IDs), or filter them: --name, --user, --state" in err
+    # An empty name names no job: refused as muster queue -n "" is, not a search for it.
+    code, out, err = run(capsys, "cancel", "-n", " ")
+    assert code == 2 and out == "" and "' ' names no job: -n NAME, a job's whole name" in err
 
 
 def test_more_matches_than_one_request_takes_are_cancelled_in_several(
