@@ -173,7 +173,7 @@ def _shown(name: str, value: Any, *, raw: bool) -> str:
     """`value` (in force, or the environment's text when `raw`) as it may be shown."""
     if name in SECRETS:
         return "(set)" if value else "(not set)"
-    if name in URLS and isinstance(value, str):
+    if name in URLS and isinstance(value, str) and value:  # an empty one reads "empty" below, as any other: it read blank
         return _mask_url(value)
     if name == "MUSTER_LOGS_STORAGE_OPTIONS":
         if raw:

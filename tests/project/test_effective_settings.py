@@ -66,6 +66,12 @@ def test_command_says_what_is_in_force_and_from_where(settings: Any, monkeypatch
     monkeypatch.setenv("MUSTER_REQUIRE_SERVICES", "1")
     assert "Set but not read" not in _run()[1]
 
+    # A URL left empty (REDIS_URL: no Redis, the embedded defaults) reads "empty" as other empty values do, not blank.
+    settings.REDIS_URL = ""
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    out, _ = _run()
+    assert {line.split()[0]: line for line in out.splitlines()[1:-1]}["REDIS_URL"].split() == ["REDIS_URL", "default", "empty"]
+
     changed, _ = _run("--changed")
     assert "MUSTER_CYCLE_INTERVAL_SECONDS" in changed and "MUSTER_BUDGET_PERIOD" not in changed
 
