@@ -183,6 +183,9 @@ class PendingJob:
     # waits (DEPENDENCY) as a held job does, its estimate from when those jobs are expected to end if they all run.
     waits_for: str = ""
     after: tuple[int, ...] = ()
+    # The array it is an element of (None: none): a reason's `muster update` names the array, whose id updates every
+    # pending element at once, where an element's own id needed one command per element.
+    array_id: int | None = None
 
     @property
     def gpus(self) -> int:

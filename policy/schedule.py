@@ -107,16 +107,22 @@ def _minutes(seconds: float) -> str:
     return f"{hours} h {minutes} min" if minutes else f"{hours} h"
 
 
-def _update_hint(job_id: int, wall_seconds: float) -> str | None:
+def _update_hint(job: PendingJob, wall_seconds: float) -> str | None:
     """`muster update 12 -t 1h30m`: the wall time, in whole minutes no longer than `wall_seconds`, as `muster update`
     takes it (None under a minute, which it cannot say). A pending job's owner shortens it in place, keeping its place in
-    the queue, where cancelling and submitting it again would start its wait over."""
+    the queue, where cancelling and submitting it again would start its wait over. An array's element names the array:
+    its id updates every pending element, which wait alike (one command, not one per element)."""
     minutes = int(wall_seconds // 60)
     if minutes < 1:
         return None
     hours, rest = divmod(minutes, 60)
     said = f"{hours}h{rest}m" if hours and rest else f"{hours}h" if hours else f"{rest}m"
-    return f"muster update {job_id} -t {said}"
+    return f"muster update {job.id if job.array_id is None else job.array_id} -t {said}"
+
+
+def _array_said(job: PendingJob) -> str:
+    """What `_update_hint`'s command changes, for an array's element: every pending element of its array."""
+    return "" if job.array_id is None else f", for every pending element of array {job.array_id}"
 
 
 CLOSED_NAMED = 3  # closed nodes a waiting job's reason names; it counts the rest
@@ -685,8 +691,10 @@ class _Cycle:
             if wall is not None and job.wall_seconds > wall:
                 # `muster update` shortens it in place (its place in the queue kept); the reason read "Cancel it and submit it
                 # with a shorter wall time" after update came, which starts its wait over.
-                hint = _update_hint(job.id, wall)
-                sooner = f"To run sooner, shorten it: {hint}." if hint else "Cancel it and submit it shorter to run sooner."
+                hint = _update_hint(job, wall)
+                sooner = "Cancel it and submit it shorter to run sooner."
+                if hint:
+                    sooner = f"To run sooner, shorten it: {hint}{_array_said(job)}."
                 return (
                     f"Its wall time of {_minutes(job.wall_seconds)} is beyond the {_minutes(wall)} per job {who} allows now "
                     f"(lowered since it was submitted): it waits until an admin raises the limit. {sooner}"
@@ -694,8 +702,8 @@ class _Cycle:
             # Counted as submit counts it: whole nodes (an elastic job's least) for its wall time.
             asked = (job.min_nodes or job.nodes) * job.wall_seconds / 3600
             if hours is not None and asked > hours:
-                hint = _update_hint(job.id, hours * 3600 / (job.min_nodes or job.nodes))
-                shorter = f"shorten it ({hint} fits), or " if hint else ""
+                hint = _update_hint(job, hours * 3600 / (job.min_nodes or job.nodes))
+                shorter = f"shorten it ({hint} fits{_array_said(job)}), or " if hint else ""
                 return (
                     f"It may use {asked:.3g} node-hours, beyond the {hours:.3g} per job {who} allows now (lowered since it "
                     f"was submitted): it waits until an admin raises the limit. To run sooner, {shorter}cancel it and submit "
@@ -722,8 +730,8 @@ class _Cycle:
                     if whole is not None and need[0] > whole:
                         # No renewal gives it room: it read "It renews ..." after the budget was lowered under it. Its need
                         # grows with its wall time, so a wall time of whole / need-per-second fits a whole period.
-                        hint = _update_hint(job.id, job.wall_seconds * whole / need[0]) if need[0] > 0 else None
-                        shorter = f"shorten it ({hint} fits a period's budget), or " if hint else ""
+                        hint = _update_hint(job, job.wall_seconds * whole / need[0]) if need[0] > 0 else None
+                        shorter = f"shorten it ({hint} fits a period's budget{_array_said(job)}), or " if hint else ""
                         renews = self._beyond_whole_budget(account, need[0], whole, shorter)
                     else:
                         renews = f" It renews {when(account.budget_resets_at)}." if account.budget_resets_at else ""

@@ -144,6 +144,7 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None, runtime
         "hold",
         "held_by__username",
         "held_at",
+        "array_id",
     )
     if runtimes is None:
         runtimes = recent_runtimes({row[5] for row in rows})
@@ -151,7 +152,7 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None, runtime
     jobs = []
     for row in rows:
         pk, nodes, gpus, pc, submitted, user, team, preemptible, wall, failures, not_before, avoid, rdma = row[:13]
-        fraction, memory, isolation, low, high, hold, held_by, held_at = row[13:]
+        fraction, memory, isolation, low, high, hold, held_by, held_at, array_id = row[13:]
         jobs.append(
             pending_job(
                 job_id=pk,
@@ -177,6 +178,7 @@ def pending_jobs(history: dict[int, tuple[int, datetime]] | None = None, runtime
                 held=hold_reason(job_id=pk, hold=hold, held_by=held_by, held_at=held_at),
                 waits_for=waiting_on[pk][0] if pk in waiting_on else "",
                 after=waiting_on[pk][1] if pk in waiting_on else (),
+                array_id=array_id,
             )
         )
     return tuple(jobs)

@@ -462,6 +462,30 @@ def test_job_over_the_team_budget_waits_until_an_admin_raises_it(
     assert get(api, big)["state"] == "SCHEDULED"
 
 
+def test_an_arrays_elements_beyond_a_lowered_limit_name_the_array_to_update(
+    world: Any, user: Any, api: APIClient, admin_api: APIClient
+) -> None:
+    """Each element of an array past a lowered wall time named its own id (muster update 26 -t 4h): a hundred commands
+    for a hundred elements. The array's id updates every pending element at once, and the reason says so."""
+    sim = world(16)
+    TeamFactory(name="vision").members.add(user)
+    response = api.post(f"{JOBS}array/", job_payload(name="sweep", nodes=1, wall_time_seconds=8 * 3600, array="0-2"), format="json")
+    assert response.status_code == 201, response.content
+    array_id, elements = response.json()["array_id"], [job["id"] for job in response.json()["jobs"]]
+    assert admin_api.patch("/api/v1/quotas/teams/vision/", {"max_wall_time_seconds": 4 * 3600}, format="json").status_code == 200
+    sim.cycle()
+    for element in elements:
+        reason = get(api, element)["pending_reason"]
+        assert reason["code"] == "JOB_LIMIT"
+        assert reason["message"].endswith(
+            f"To run sooner, shorten it: muster update {array_id} -t 4h, for every pending element of array {array_id}."
+        )
+    # Doing as it says (muster update ARRAY_ID sends this) starts them all in the next cycle.
+    update = {"array_id": array_id, "wall_time_seconds": 4 * 3600}
+    assert api.post(f"{JOBS}update-array/", update, format="json").status_code == 200
+    assert sorted(sim.advance(1).placed) == elements
+
+
 def test_a_queued_job_beyond_a_per_job_limit_lowered_since_it_was_submitted_waits_until_it_is_raised(
     world: Any, user: Any, api: APIClient, other_api: APIClient, admin_api: APIClient
 ) -> None:
