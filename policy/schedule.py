@@ -190,7 +190,7 @@ class _Cycle:
         self.quota_gpus: dict[tuple[int, int, int], float] = {}
         # (wall time, GPUs per node, nodes, minimum nodes) -> what a job of that shape may charge its budget, and how.
         self.budget_needs: dict[tuple[float, int, int, int], tuple[float, str]] = {}
-        self.budget_texts: dict[tuple[str, float, tuple[float, str]], str] = {}
+        self.budget_texts: dict[tuple[str, float, tuple[float, str], int | None], str] = {}
         self.running: dict[int, RunningJob] = {r.id: r for r in sorted(snapshot.running, key=lambda r: r.id)}
         self.on_node: dict[str, dict[int, int]] = defaultdict(dict)  # node -> {job id: GPUs held there}
         # Without any limit or budget in the accounts every limit check passes: what they count is not worked out.
@@ -722,11 +722,14 @@ class _Cycle:
             # cycle) may still use by their wall time is committed, and a new job must fit in the rest.
             committed = self._budget_committed(key, job)
             if need[0] > account.node_hours_left - committed:
-                # Thousands of jobs may wait on one budget: the same words for the same figures.
-                text = self.budget_texts.get((key, committed, need))
+                # Thousands of jobs may wait on one budget: the same words for the same figures. Past a whole budget the
+                # words name the job (or array) to update: two jobs alike read the first one's `muster update 12 -t 30m`.
+                # An array is keyed by its id negated (its first element's own id is the same number, said otherwise).
+                whole = account.node_hours_per_period
+                named = (job.id if job.array_id is None else -job.array_id) if whole is not None and need[0] > whole else None
+                text = self.budget_texts.get((key, committed, need, named))
                 if text is None:
                     budget, uses = budget_beside_need(BudgetLeft(left=account.node_hours_left, committed=committed), need[0])
-                    whole = account.node_hours_per_period
                     if whole is not None and need[0] > whole:
                         # No renewal gives it room: it read "It renews ..." after the budget was lowered under it. Its need
                         # grows with its wall time, so a wall time of whole / need-per-second fits a whole period.
@@ -736,7 +739,7 @@ class _Cycle:
                     else:
                         renews = f" It renews {when(account.budget_resets_at)}." if account.budget_resets_at else ""
                     text = f"The budget of {who} has {budget}; this job may use {uses} ({need[1]}).{renews}"
-                    self.budget_texts[(key, committed, need)] = text
+                    self.budget_texts[(key, committed, need, named)] = text
                 return text
         return None
 

@@ -23,6 +23,7 @@ from jobs.models import Allocation, Job
 from jobs.selectors import job_assigned_nodes
 from jobs.services import nodes_sync
 from jobs.states import JobState
+from quotas.models import Quota, Team
 from tests.conftest import Clock, SimHarness, job_payload
 from tests.quotas.factories import TeamFactory
 
@@ -484,6 +485,23 @@ def test_an_arrays_elements_beyond_a_lowered_limit_name_the_array_to_update(
     update = {"array_id": array_id, "wall_time_seconds": 4 * 3600}
     assert api.post(f"{JOBS}update-array/", update, format="json").status_code == 200
     assert sorted(sim.advance(1).placed) == elements
+
+
+def test_jobs_alike_past_a_budget_lowered_under_them_each_name_themselves_to_update(
+    world: Any, user: Any, api: APIClient, admin_api: APIClient
+) -> None:
+    """Two jobs of one shape waiting on one budget shared the reason's words, worked out for the first: the second said
+    "shorten it (muster update <the first's id> -t 30m fits a period's budget)", which changed the other job."""
+    sim = world(16)
+    TeamFactory(name="vision").members.add(user)
+    Quota.objects.create(team=Team.objects.get(name="vision"), node_hours_per_period=10)
+    first = post(api, name="a", nodes=2, wall_time_seconds=4 * 3600)["id"]
+    second = post(api, name="b", nodes=2, wall_time_seconds=4 * 3600)["id"]
+    assert admin_api.patch("/api/v1/quotas/teams/vision/", {"node_hours_per_period": 1}, format="json").status_code == 200
+    sim.cycle()
+    for job_id in (first, second):
+        message = get(api, job_id)["pending_reason"]["message"]
+        assert f"shorten it (muster update {job_id} -t 30m fits a period's budget)" in message, message
 
 
 def test_a_queued_job_beyond_a_per_job_limit_lowered_since_it_was_submitted_waits_until_it_is_raised(
