@@ -750,26 +750,26 @@ class _Cycle:
         start this period, as the jobs running end, but never once the period renews with the quota's budget (it read
         "more than its whole budget of 3 node-hours a period (lowered since it was submitted)" beside a grant of 1.5)."""
         granted = account.node_hours_granted
+        # Said briefly: with the budget's figures before it and the way to run sooner after it, a reason past
+        # REASON_MAX_CHARS loses its middle (jobs.lifecycle.fit_reason).
         if not granted or need > whole + granted:
             said = f"{_amount(whole)} node-hours a period"
             if granted:
-                this_period = _amount(whole + granted)
-                said = f"{this_period} node-hours this period ({_amount(whole)} a period and {_amount(granted)} added for this one)"
+                said = f"{_amount(whole + granted)} node-hours this period ({_amount(whole)} a period, {_amount(granted)} added)"
             return (
                 f" That is more than its whole budget of {said} (lowered since it was submitted): it waits until an admin "
                 f"raises the budget. To run sooner, {shorter}cancel it and submit it smaller."
             )
-        renews = f" {when(account.budget_resets_at)}" if account.budget_resets_at else ""
-        only = f" It fits only with the {_amount(granted)} node-hours added for this period"
+        renews = f" ({when(account.budget_resets_at)})" if account.budget_resets_at else ""
+        only = f" Only the {_amount(granted)} node-hours added for this period fit it"
         if need > (account.node_hours_left or 0.0):
             return (
-                f"{only}, and less than it needs is left of this period's now; from the renewal{renews} its "
-                f"{_amount(whole)} a period never fits it: it waits until an admin adds node-hours or raises the budget. "
-                f"To run sooner, {shorter}cancel it and submit it smaller."
+                f"{only}, and less is left now; the renewal{renews} brings back {_amount(whole)}, too few: it waits until "
+                f"an admin adds more or raises the budget. To run sooner, {shorter}cancel it and submit it smaller."
             )
         return (
-            f"{only}: it may start as running jobs end, until the budget renews{renews}; its {_amount(whole)} a period "
-            f"never fits it after. To be sure it runs, {shorter}cancel it and submit it smaller."
+            f"{only}: it may start as running jobs end, until the renewal{renews} brings back {_amount(whole)}, too few. "
+            f"To be sure it runs, {shorter}cancel it and submit it smaller."
         )
 
     def _budget_need(self, job: PendingJob) -> tuple[float, str]:

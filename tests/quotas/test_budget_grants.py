@@ -136,17 +136,16 @@ def test_a_job_that_fits_only_with_a_grant_says_so_not_that_the_budget_was_lower
     sim.cycle()
     reason = get(api, big)["pending_reason"]
     assert reason["code"] == "BUDGET"
-    said = "It fits only with the 1.5 node-hours added for this period: it may start as running jobs end, until the budget renews"
-    assert said in reason["message"]
+    said = "Only the 1.5 node-hours added for this period fit it: it may start as running jobs end, until the renewal ("
+    assert said in reason["message"] and len(reason["message"]) < 500 and "…" not in reason["message"]
     assert "lowered since it was submitted" not in reason["message"]
-    assert "its 1 a period never fits it after. To be sure it runs, shorten it (muster update" in reason["message"]
+    assert "brings back 1, too few. To be sure it runs, shorten it (muster update" in reason["message"]
 
     # Lowered under it since: this period's budget, the grant in it, is what it is more than.
     assert admin_api.patch("/api/v1/quotas/teams/vision/", {"node_hours_per_period": 0.4}, format="json").status_code == 200
     sim.cycle()
     assert (
-        "That is more than its whole budget of 1.9 node-hours this period (0.4 a period and 1.5 added for this one) "
-        "(lowered since it was submitted)"
+        "That is more than its whole budget of 1.9 node-hours this period (0.4 a period, 1.5 added) (lowered since it was submitted)"
     ) in get(api, big)["pending_reason"]["message"]
 
     # Back as it was: it starts once the job running has ended, as it said.
@@ -177,5 +176,6 @@ def test_a_job_the_grant_made_room_for_says_when_too_much_of_this_period_is_used
     big = post(api, name="finetune", nodes=2, wall_time_seconds=3600)["id"]
     sim.cycle()
     message = get(api, big)["pending_reason"]["message"]
-    assert "It fits only with the 1.5 node-hours added for this period, and less than it needs is left of this period's now" in message
-    assert "it waits until an admin adds node-hours or raises the budget" in message
+    assert "Only the 1.5 node-hours added for this period fit it, and less is left now; the renewal (" in message
+    assert "brings back 1, too few: it waits until an admin adds more or raises the budget" in message
+    assert len(message) < 500 and "…" not in message  # whole: a longer one loses its middle
