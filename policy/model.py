@@ -186,6 +186,9 @@ class PendingJob:
     # The array it is an element of (None: none): a reason's `muster update` names the array, whose id updates every
     # pending element at once, where an element's own id needed one command per element.
     array_id: int | None = None
+    # False for a submit's --test-only (scheduler/estimate.py): not queued, so a reason says what to submit, not what
+    # to update or cancel.
+    queued: bool = True
 
     @property
     def gpus(self) -> int:

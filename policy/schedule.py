@@ -734,8 +734,15 @@ class _Cycle:
                         # No renewal gives it room: it read "It renews ..." after the budget was lowered under it. Its need
                         # grows with its wall time, so a wall time of whole / need-per-second fits a whole period.
                         hint = _update_hint(job, job.wall_seconds * whole / need[0]) if need[0] > 0 else None
-                        shorter = f"shorten it ({hint} fits a period's budget{_array_said(job)}), or " if hint else ""
-                        renews = self._beyond_whole_budget(account, need[0], whole, shorter)
+                        if not job.queued:
+                            # A submit's --test-only: nothing to update or cancel (it named the id the job would get).
+                            wall = hint.rsplit(" ", 1)[-1] if hint else None
+                            sooner = f"submit it shorter (-t {wall} fits a period's budget), or smaller." if wall else "submit it smaller."
+                        elif hint:
+                            sooner = f"shorten it ({hint} fits a period's budget{_array_said(job)}), or cancel it and submit it smaller."
+                        else:
+                            sooner = "cancel it and submit it smaller."
+                        renews = self._beyond_whole_budget(account, need[0], whole, sooner)
                     else:
                         renews = f" It renews {when(account.budget_resets_at)}." if account.budget_resets_at else ""
                     text = f"The budget of {who} has {budget}; this job may use {uses} ({need[1]}).{renews}"
@@ -744,7 +751,7 @@ class _Cycle:
         return None
 
     @staticmethod
-    def _beyond_whole_budget(account: Account, need: float, whole: float, shorter: str) -> str:
+    def _beyond_whole_budget(account: Account, need: float, whole: float, sooner: str) -> str:
         """Why a job needing more than a period's budget waits, and for what. Node-hours an admin added to this period
         alone may make room for it this period (the submit took it so): no budget was lowered under it, and it may
         start this period, as the jobs running end, but never once the period renews with the quota's budget (it read
@@ -758,18 +765,18 @@ class _Cycle:
                 said = f"{_amount(whole + granted)} node-hours this period ({_amount(whole)} a period, {_amount(granted)} added)"
             return (
                 f" That is more than its whole budget of {said} (lowered since it was submitted): it waits until an admin "
-                f"raises the budget. To run sooner, {shorter}cancel it and submit it smaller."
+                f"raises the budget. To run sooner, {sooner}"
             )
         renews = f" ({when(account.budget_resets_at)})" if account.budget_resets_at else ""
         only = f" Only the {_amount(granted)} node-hours added for this period fit it"
         if need > (account.node_hours_left or 0.0):
             return (
                 f"{only}, and less is left now; the renewal{renews} brings back {_amount(whole)}, too few: it waits until "
-                f"an admin adds more or raises the budget. To run sooner, {shorter}cancel it and submit it smaller."
+                f"an admin adds more or raises the budget. To run sooner, {sooner}"
             )
         return (
             f"{only}: it may start as running jobs end, until the renewal{renews} brings back {_amount(whole)}, too few. "
-            f"To be sure it runs, {shorter}cancel it and submit it smaller."
+            f"To be sure it runs, {sooner}"
         )
 
     def _budget_need(self, job: PendingJob) -> tuple[float, str]:

@@ -142,6 +142,7 @@ def _as_queued(owner: User, spec: dict[str, Any], now: datetime) -> PendingJob |
         rdma_per_node=spec.get("rdma_per_node") or 0,
         waits_for=waits_for,
         after=after,
+        queued=False,
     )
 
 

@@ -108,6 +108,24 @@ def test_gpus_in_use_and_a_spent_budget_make_it_wait_with_the_policys_reason(
     assert body["accepted"] is True and statuses(body)["budget"] == "waits"
 
 
+def test_a_test_only_job_the_grant_made_room_for_says_what_to_submit_not_which_job_to_update(
+    api: APIClient, admin_api: APIClient, user: Any, sim: SimHarness, submit: Any
+) -> None:
+    # Past the quota's budget of 1, within it with 1.5 added for this period: the reason named `muster update 78 -t 30m`
+    # (78: the id the job would get, nothing that exists) and said to cancel it.
+    QuotaFactory(user=user, node_hours_per_period=1)
+    grant = {"node_hours": 1.5, "reason": "one big run"}
+    assert admin_api.post(f"/api/v1/quotas/users/{user.username}/grant/", grant, format="json").status_code == 201
+    submit(nodes=1, wall_time_seconds=3600, simulate={"duration_seconds": 3000})
+    sim.cycle()
+    body = estimate(api, nodes=2, wall_time_seconds=3600)
+    reason = body["start"]["reason"]
+    assert body["start"]["reason_code"] == "BUDGET"
+    assert "Only the 1.5 node-hours added for this period fit it" in reason
+    assert reason.endswith("To be sure it runs, submit it shorter (-t 30m fits a period's budget), or smaller.")
+    assert "muster update" not in reason and "cancel" not in reason
+
+
 def test_a_job_needing_more_than_a_whole_budget_reads_refused_on_the_budget_line_as_in_the_answer(
     api: APIClient, user: Any, sim: SimHarness
 ) -> None:
