@@ -24,7 +24,15 @@ REASON_MAX = 200
 
 class NodeNamesSerializer(StrictSerializer):
     nodes = serializers.ListField(
-        child=serializers.CharField(max_length=253), min_length=1, max_length=1000, help_text="The nodes' names (1 to 1,000)."
+        child=serializers.CharField(max_length=253),
+        min_length=1,
+        max_length=1000,
+        help_text="The nodes' names (1 to 1,000).",
+        # DRF's own words read "Ensure this field has at least 1 elements."
+        error_messages={
+            "min_length": "Name at least one node: nothing was held or released.",
+            "max_length": "At most 1,000 nodes at once: nothing was held or released.",
+        },
     )
 
 

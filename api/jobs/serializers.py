@@ -885,7 +885,15 @@ class LogsQuerySerializer(StrictQuerySerializer):
         min_value=1, required=False, help_text="Which attempt (1 is the first); the latest by default. Ended attempts' output is kept."
     )
     tail = serializers.IntegerField(
-        min_value=1, max_value=100_000, required=False, help_text="Last lines to return: 500 by default, and all of it with follow."
+        min_value=1,
+        max_value=100_000,
+        required=False,
+        help_text="Last lines to return: 500 by default, and all of it with follow.",
+        # DRF's own words read "Ensure this value is less than or equal to 100000." (muster logs --tail said them).
+        error_messages={
+            "min_value": "At least the last line (1); leave tail out for the last 500.",
+            "max_value": "At most the last 100,000 lines; leave tail out and follow to read it all.",
+        },
     )
     follow = serializers.BooleanField(
         default=False,

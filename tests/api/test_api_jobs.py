@@ -587,7 +587,8 @@ def test_logs_of_a_rank(api: APIClient, other_api: APIClient, submit: Any, sim: 
     assert api.get(url, {"tail": 1}).json()["logs"].count("\n") == 1
     bad = api.get(url, {"rank": 2})
     assert bad.status_code == 400 and "0 to 1" in bad.json()["rank"][0]
-    assert api.get(url, {"tail": 0}).status_code == 400
+    assert api.get(url, {"tail": 0}).json() == {"tail": ["At least the last line (1); leave tail out for the last 500."]}
+    assert api.get(url, {"tail": 100_001}).json() == {"tail": ["At most the last 100,000 lines; leave tail out and follow to read it all."]}
     takes = "Unknown query parameter; GET /api/v1/jobs/{id}/logs/ takes attempt, follow, format, rank, tail."
     assert api.get(url, {"lines": 3}).json() == {"lines": [takes]}
     assert other_api.get(url).status_code == 404
