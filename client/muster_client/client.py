@@ -329,9 +329,9 @@ class Client:
                 # The pods have ended but the cycle has not noticed yet: give it a moment before asking again.
                 self._sleep(1.0)
 
-    def _patiently(self, ask: Callable[[], _T], patience: float) -> _T:
-        """`ask()`, again while the server cannot be reached or fails (5xx: a restart, a deploy), for up to `patience`
-        seconds in a row; a refusal (4xx) is raised at once."""
+    def _patiently(self, ask: Callable[[], _T], patience: float, pause: float = 1.0) -> _T:
+        """`ask()`, again every `pause` seconds while the server cannot be reached or fails (5xx: a restart, a deploy),
+        for up to `patience` seconds in a row; a refusal (4xx) is raised at once."""
         failing_since: float | None = None
         while True:
             try:
@@ -342,7 +342,7 @@ class Client:
                 failing_since = failing_since or time.monotonic()
                 if time.monotonic() - failing_since >= patience:
                     raise
-                self._sleep(1.0)
+                self._sleep(pause)
 
     def wait(self, job_id: int, *, poll: float = 2.0, on_update: Callable[[Job], None] | None = None, patience: float = 300.0) -> Job:
         """Poll until the job has ended (SUCCEEDED, FAILED, CANCELLED, TIMED_OUT); `on_update` sees every read.
@@ -350,19 +350,8 @@ class Client:
         A wait may last days: a server that is away or failing (a restart, a deploy) is asked again until it has
         been so for `patience` seconds in a row, and only then is its error raised.
         """
-        failing_since: float | None = None
         while True:
-            try:
-                job = self.job(job_id)
-            except (Unreachable, ApiError) as exc:
-                if isinstance(exc, ApiError) and exc.status < 500:
-                    raise
-                failing_since = failing_since or time.monotonic()
-                if time.monotonic() - failing_since >= patience:
-                    raise
-                self._sleep(poll)
-                continue
-            failing_since = None
+            job = self._patiently(lambda: self.job(job_id), patience, pause=poll)
             if on_update is not None:
                 on_update(job)
             if job["state"] in TERMINAL_STATES:
