@@ -870,6 +870,13 @@ def job_update(*, job_ids: Sequence[int], by: User, changes: Mapping[str, Any], 
             if not planned_by & {k for k, v in fields_changed.items() if getattr(job, k) != v}:
                 continue  # a name or restarts changes none of the owner's limits
             found = job_submit_problems(owner=job.owner, **_as_submitted(job, fields_changed))
+            if found:
+                # Refused only for what the update changes: a limit lowered under the job as it stands (its nodes past
+                # a lowered node-hours limit, a budget lowered below it) already holds it, and an admin's change of its
+                # class alone was refused for its `nodes`, which no update changes. A refusal the job had before is
+                # not the update's.
+                had = job_submit_problems(owner=job.owner, **_as_submitted(job, {}))
+                found = {key: [m for m in messages if m not in had.get(key, [])] for key, messages in found.items()}
             if by.is_staff and "priority_class" in found and changes.get("priority_class") != job.priority_class:
                 # An admin gives a reserved class (as they may submit in one); the owner's other limits still hold.
                 found["priority_class"] = []

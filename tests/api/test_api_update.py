@@ -223,3 +223,28 @@ def test_a_dependency_without_its_type_is_refused_by_name_in_an_update_as_at_sub
     response = api.patch(url(waiting["id"]), {"dependencies": [{"type": "afterok"}]}, format="json")
     assert response.json() == {"dependencies": {"0": {"job": ["This field is required."]}}}
     assert [(d.kind, d.on_id) for d in Job.objects.get(pk=waiting["id"]).dependencies.all()] == [("afterany", first["id"])]
+
+
+def test_an_update_is_refused_only_for_what_it_changes_not_for_a_limit_lowered_under_the_job(
+    api: APIClient, admin_api: APIClient, submit: Any, user: Any
+) -> None:
+    # Two nodes for an hour: 2 node-hours; then the admin lowers the per-job limit to 1 (the job waits with JOB_LIMIT)
+    # and the period's budget to 1.5 (it could never start this period).
+    job = submit(wall_time_seconds=3600)
+    Quota.objects.create(user=user, max_node_hours_per_job=1, node_hours_per_period=1.5)
+    # Its class alone, as `muster update 12 --priority-class production` sends it: refused for `nodes` before.
+    response = admin_api.patch(url(job["id"]), {"priority_class": "production"}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["priority_class"] == "production"
+    # Its owner renames it and changes its restarts, or its class back: nothing of its size or time, nothing refused.
+    response = api.patch(url(job["id"]), {"name": "renamed", "max_restarts": 1}, format="json")
+    assert response.status_code == 200, response.content
+    # Its time is rechecked: longer is past both limits, as at submit, and said of what was changed.
+    response = api.patch(url(job["id"]), {"wall_time_seconds": 7200}, format="json")
+    assert response.status_code == 400
+    errors = response.json()
+    assert set(errors) == {"nodes", "wall_time_seconds"}
+    assert "allows at most 1 node-hour per job" in errors["nodes"][0]
+    # Shortened to fit, it is accepted: the limits then let it run.
+    response = api.patch(url(job["id"]), {"wall_time_seconds": 1800}, format="json")
+    assert response.status_code == 200, response.content
