@@ -61,7 +61,7 @@ class JobForm(forms.Form):
         label="Elastic: at least",
         help_text="Empty: the job runs on Nodes, no fewer. With a value it is elastic (torchrun --nnodes=MIN:MAX): Nodes is its "
         "most; it starts on as many whole nodes as fit, grows when nodes stay idle, and shrinks to no fewer than this rather "
-        "than be preempted.",
+        "than be preempted. Equal to Nodes: a job on Nodes, as empty.",
     )
     gpus_per_node = forms.IntegerField(
         min_value=1, initial=8, label="GPUs per node", error_messages=says("A job needs at least 1 GPU per node.")
@@ -313,10 +313,10 @@ class JobForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         data = super().clean() or self.cleaned_data
         low, high = data.get("min_nodes"), data.get("nodes")
-        if low is not None and high is not None and low >= high:
+        if low is not None and high is not None and low > high:
             # Said on the field that makes it elastic, in the form's words (the API would name max_nodes on Nodes).
             self.add_error(
-                "min_nodes", f"An elastic job runs on at least this many nodes and at most Nodes ({high}): give fewer than {high}."
+                "min_nodes", f"An elastic job runs on at least this many nodes and at most Nodes ({high}): give {high} or fewer."
             )
         return data
 
@@ -404,8 +404,8 @@ class JobForm(forms.Form):
             payload["gpus_per_node"] = 1  # a slice is of one GPU: its default, as the CLI's, not the form's 8
         if data.get("notify_on") or self.notify_default["on"]:
             payload["notify"] = {**self.notify_default, "on": list(data.get("notify_on") or [])}
-        if data.get("min_nodes") is not None:
-            # Elastic: Nodes is its most.
+        if data.get("min_nodes") is not None and data["min_nodes"] != data.get("nodes"):
+            # Elastic: Nodes is its most. At least Nodes and at most Nodes is a plain job of Nodes, as the API takes it.
             payload["min_nodes"] = data["min_nodes"]
             payload["max_nodes"] = payload.pop("nodes", None)
         if data.get("wall_time_minutes") is not None:

@@ -238,10 +238,16 @@ class JobSubmitSerializer(StrictSerializer):
         allow_null=True,
         default=None,
         help_text="An elastic job (with max_nodes): it starts on as many whole nodes as fit, at least this many, grows "
-        "onto idle nodes up to max_nodes and shrinks back (never below this) rather than be preempted. docs/elastic-jobs.md.",
+        "onto idle nodes up to max_nodes and shrinks back (never below this) rather than be preempted. Equal to max_nodes, "
+        "a plain job of that many nodes (as -N 4-4 is 4). docs/elastic-jobs.md.",
     )
     max_nodes = serializers.IntegerField(
-        min_value=2, max_value=100_000, required=False, allow_null=True, default=None, help_text="An elastic job's most nodes."
+        min_value=1,
+        max_value=100_000,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="An elastic job's most nodes, at least min_nodes (equal to it: a plain job of that many nodes).",
     )
     gpus_per_node = serializers.IntegerField(
         min_value=1,
@@ -395,11 +401,14 @@ class JobSubmitSerializer(StrictSerializer):
             missing = "max_nodes" if high is None else "min_nodes"
             raise serializers.ValidationError({missing: ["An elastic job gives both min_nodes and max_nodes."]})
         if low is not None and high is not None:
-            if low >= high:
-                raise serializers.ValidationError({"max_nodes": [f"max_nodes ({high}) must be more than min_nodes ({low})."]})
+            if low > high:
+                raise serializers.ValidationError({"max_nodes": [f"max_nodes ({high}) must be at least min_nodes ({low})."]})
             if attrs.get("nodes") not in (None, high):
                 raise serializers.ValidationError({"nodes": [f"An elastic job's nodes is its max_nodes ({high}); leave it out."]})
             attrs["nodes"] = high
+            if low == high:
+                # 4 to 4 nodes is 4 nodes, as `-N 4-4` is for the CLI and sbatch: a plain job, not a refusal.
+                attrs["min_nodes"] = attrs["max_nodes"] = None
         # A GPU slice is one node and one GPU (docs/gpu-sharing.md): 1 is the only value either may take, so it is
         # the default, as `muster submit` and the form give it; any other is refused by the slice's own check.
         absent: dict[str, list[str]] = {}

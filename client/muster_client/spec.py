@@ -211,6 +211,10 @@ def build_spec(base: Mapping[str, Any], overrides: Mapping[str, Any], *, fallbac
         spec["name"] = fallback_name
     if isinstance(spec.get("nodes"), str):
         _node_range(spec, base, overrides)
+    if spec.get("max_nodes") and spec.get("min_nodes") == spec["max_nodes"] and spec.get("nodes") in (None, spec["max_nodes"]):
+        # min_nodes: 4 and max_nodes: 4 is 4 nodes, as -N 4-4 and `nodes: 4-4` are (the server takes it so too).
+        spec["nodes"] = spec.pop("max_nodes")
+        spec.pop("min_nodes")
     if spec.get("max_nodes"):
         spec.pop("nodes", None)  # an elastic job's nodes is its max_nodes
     else:

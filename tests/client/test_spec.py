@@ -93,6 +93,9 @@ def test_nodes_in_a_file_takes_an_elastic_range_as_dash_n_does(tmp_path: Path) -
     spec = build_spec(load_spec_file(path), {})
     assert (spec["min_nodes"], spec["max_nodes"], "nodes" in spec) == (2, 8, False)
     assert build_spec({"nodes": "4-4"}, {})["nodes"] == 4 and build_spec({"nodes": "3"}, {})["nodes"] == 3
+    # min_nodes: 4 with max_nodes: 4 alike: a plain job of 4 nodes, as -N 4-4.
+    equal = build_spec({"min_nodes": 4, "max_nodes": 4}, {})
+    assert (equal["nodes"], "min_nodes" in equal, "max_nodes" in equal) == (4, False, False)
     # -N wins over the file's range, as any flag over the file.
     assert build_spec({"nodes": "2-8"}, {"nodes": 4})["nodes"] == 4
     flags = build_spec({"nodes": "2-8"}, {"min_nodes": 3, "max_nodes": 6})

@@ -25,7 +25,7 @@ def test_field_errors_cross_field_errors_and_limits_come_in_one_round(user: Any,
     assert set(errors) == {"image", "min_nodes", "nodes", "wall_time_minutes"}
     # Elastic 3..2 is a mistake across two fields, said on the one that makes it elastic; the quota's limits are checked
     # beside it anyway.
-    assert errors["min_nodes"] == ["An elastic job runs on at least this many nodes and at most Nodes (2): give fewer than 2."]
+    assert errors["min_nodes"] == ["An elastic job runs on at least this many nodes and at most Nodes (2): give 2 or fewer."]
     assert any("allows at most 8 at once" in e for e in errors["nodes"])
     assert errors["wall_time_minutes"] == ["Your quota (user alice) allows at most 60 minutes (1 h) per job; you asked for 90."]
     assert not Job.objects.exists()

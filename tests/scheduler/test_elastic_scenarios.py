@@ -204,7 +204,7 @@ def test_a_rank_it_grew_by_whose_image_cannot_be_pulled_is_let_go_and_the_job_ru
     ("overrides", "field", "message"),
     [
         ({"min_nodes": 2}, "max_nodes", "An elastic job gives both min_nodes and max_nodes."),
-        ({"min_nodes": 4, "max_nodes": 4}, "max_nodes", "max_nodes (4) must be more than min_nodes (4)."),
+        ({"min_nodes": 4, "max_nodes": 3}, "max_nodes", "max_nodes (3) must be at least min_nodes (4)."),
         ({"nodes": 3, "min_nodes": 2, "max_nodes": 8}, "nodes", "An elastic job's nodes is its max_nodes (8); leave it out."),
         ({"nodes": None, "min_nodes": 2, "max_nodes": 40}, "nodes", "it may grow to 40; ask for a max_nodes the cluster has"),
         ({"nodes": None}, "nodes", "This field is required."),
@@ -217,6 +217,21 @@ def test_bad_elastic_asks_are_refused_and_nothing_is_written(
     assert response.status_code == 400, response.content
     assert message in str(response.json()), response.json()
     assert not Job.objects.exists()
+
+
+def test_a_range_whose_ends_are_equal_is_a_plain_job_of_that_many_nodes_as_dash_n_4_4_is(
+    sim: SimHarness, api: APIClient, user: Any
+) -> None:
+    """min_nodes 4 and max_nodes 4 was refused ("must be more than"), though `muster submit -N 4-4` is 4 nodes, as sbatch."""
+    body = api.post("/api/v1/jobs/", job_payload(nodes=None, min_nodes=4, max_nodes=4), format="json").json()
+    assert (body["nodes"], body["min_nodes"], body["max_nodes"]) == (4, None, None), body
+    assert api.post("/api/v1/jobs/validate/", job_payload(nodes=4, min_nodes=4, max_nodes=4), format="json").status_code == 200
+    # The form alike: at least 4 of Nodes 4 is a job on 4 nodes.
+    response = session_for(user).post("/jobs/new/", submit_form(nodes="4", min_nodes="4"))
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert list(Job.objects.order_by("pk").values_list("nodes", "min_nodes", "max_nodes")) == [(4, None, None), (4, None, None)]
+    sim.cycle()
+    assert Job.objects.filter(state=JobState.SCHEDULED, nodes=4).count() == 2  # placed as plain 4-node gangs
 
 
 def test_an_elastic_gpu_slice_is_refused(settings: Any, db: None, api: APIClient) -> None:
@@ -349,7 +364,7 @@ def test_an_elastic_job_that_loses_a_rank_above_its_minimum_runs_on_shrunk_not_r
     assert (job.state, job.attempt, job.restarts) == (JobState.RUNNING, 1, 0)
     shrunk, grown = JobResize.objects.filter(job=job).order_by("pk")
     assert shrunk.reason.startswith(
-        "1 of 4 pods (rank 2) were deleted outside Muster (an eviction or by hand) under attempt 1; shrunk from 4 to 2 nodes"
+        "1 of 4 pods (rank 2) was deleted outside Muster (an eviction or by hand) under attempt 1; shrunk from 4 to 2 nodes"
     )
     # Its nodes are free again, so the same cycle grows it back; ranks 0 and 1 ran on throughout.
     assert grown.reason.startswith("Grew onto whole nodes left idle") and job.nodes == 4
