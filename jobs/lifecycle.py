@@ -90,7 +90,7 @@ def job_resize(
 
     Its ranks stay 0..n-1 in the order of `node_names` (rank 0, the rendezvous host, never goes). The ledger charges what
     it held up to now before its allocations change, so each node is charged for the time it was held. The reason is
-    the job's state reason from now on ("All 2 pods are running" is no longer true). `grow_not_before` holds its next
+    the job's state reason from now on ("All 4 pods are running" is no longer true). `grow_not_before` holds its next
     growth back (a growth that did not come up), as a failed launch is held back: the policy reads it as the job's
     launch_not_before.
     """
@@ -134,12 +134,19 @@ def _node_gpus(names: Sequence[str]) -> list[int]:
     return [sizes[name] for name in names]
 
 
+def _all_running(nodes: int) -> str:
+    """A gang's pods all up, as a person says it: "Its pod", "Both pods", "All 8 pods"."""
+    if nodes == 1:
+        return "Its pod is running."
+    return "Both pods are running." if nodes == 2 else f"All {nodes} pods are running."
+
+
 def job_mark_running(job: Job, *, now: datetime) -> Job:
     """SCHEDULED -> RUNNING once every pod runs; a launch that came up clears the failed-launch count."""
     return job_transition(
         job,
         JobState.RUNNING,
-        reason=f"All {job.nodes} pods are running." if job.nodes > 1 else "Its pod is running.",
+        reason=_all_running(job.nodes),
         now=now,
         started_at=now,
         launch_failures=0,

@@ -33,6 +33,7 @@ from policy.model import (
     Reservation,
     Snapshot,
     Waiting,
+    plural,
     when,
 )
 
@@ -159,9 +160,9 @@ class _Baseline:
     def _room_text(self, job: PendingJob) -> str:
         cap = self.capacity
         if job.nodes == 1:
-            return f"Needs {job.gpus_per_node} GPUs on one node; the most free on any node is {cap.max_free()}."
+            return f"Needs {plural(job.gpus_per_node, 'GPU')} on one node; the most free on any node is {cap.max_free()}."
         whole = sum(len(v) for v in cap.idle_nodes(job.gpus_per_node).values())
-        return f"Needs {job.nodes} whole nodes with {job.gpus_per_node} GPUs; {whole} {'is' if whole == 1 else 'are'} free."
+        return f"Needs {job.nodes} whole nodes with {plural(job.gpus_per_node, 'GPU')}; {whole} {'is' if whole == 1 else 'are'} free."
 
 
 def earliest_reservation(

@@ -1550,18 +1550,18 @@ class _Cycle:
         if not job.whole_nodes:
             if self.shared_gpus:
                 # Else `muster nodes` shows them free beside "0 GPUs free in the cluster".
-                foreign += f" Nodes that share their GPUs ({self.shared_gpus} GPUs) take GPU-slice jobs only."
+                foreign += f" Nodes that share their GPUs ({plural(self.shared_gpus, 'GPU')}) take GPU-slice jobs only."
             text = f"Needs {plural(job.gpus_per_node, 'GPU')} on one node; the most free on any node is {cap.max_free()}"
             if cap.free_total >= job.gpus:
                 return f"{text} ({cap.free_total} GPUs are free, spread over several nodes).{foreign}"
-            return f"{text} ({cap.free_total} GPUs free in the cluster).{foreign}"
+            return f"{text} ({plural(cap.free_total, 'GPU')} free in the cluster).{foreign}"
         whole = sum(len(v) for v in cap.idle_nodes(job.gpus_per_node, lambda name: self._node_fits(job, name)).values())
         partly, partly_free = cap.partly_used()
         devices = f" and {plural(job.rdma_per_node, 'RDMA device')}" if job.rdma_per_node else ""
         count = f"{job.min_nodes} to {job.nodes}" if job.elastic else f"{job.nodes}"
         text = f"Needs {count} whole nodes with {plural(job.gpus_per_node, 'GPU')}{devices}; {whole} {'is' if whole == 1 else 'are'} free"
         if partly:
-            text += f", {partly_free} GPUs free on {partly} partly used node{'s' if partly != 1 else ''}"
+            text += f", {plural(partly_free, 'GPU')} free on {plural(partly, 'partly used node')}"
         return f"{text}.{foreign}{self._too_few_nodes_text(job)}"
 
     def _too_few_nodes_text(self, job: PendingJob) -> str:

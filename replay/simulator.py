@@ -70,6 +70,7 @@ from policy.model import (
     Resize,
     RunningJob,
     Snapshot,
+    plural,
     team_key,
     user_key,
 )
@@ -266,7 +267,7 @@ class _Sim:
                 candidates.append(self.wakes[0][0])
             if not candidates:
                 stuck = sorted(self.pending)[:5]
-                raise SimulationError(f"every job finishes: {len(self.pending)} jobs can never start (first: {stuck})")
+                raise SimulationError(f"every job finishes: {plural(len(self.pending), 'job')} can never start (first: {stuck})")
             now = min(candidates)
             due = False  # a wake-up the policy must see
             moved = False  # a finish or a submit

@@ -298,9 +298,8 @@ def _follow(
         # The cluster is deleting every gang (the jobs' namespace being deleted; its pods are gone or being deleted,
         # which observe_gangs leaves out): the job stops running now, charged up to now and spending no restart, and
         # is placed again once the cluster takes jobs. No shrink of an elastic job: its other ranks go the same way.
-        gone = ", ".join(str(rank) for rank in sorted(missing))
         why = (
-            f"The cluster deleted {len(missing)} of {job.nodes} pods (rank{'s' if len(missing) > 1 else ''} {gone}) under "
+            f"The cluster deleted {_pods_of(len(missing), job.nodes)} ({_ranks(missing)}) under "
             f"attempt {job.attempt}: {deleting}; requeued without spending a restart, and placed again once the cluster "
             "takes jobs."
         )
@@ -322,10 +321,9 @@ def _follow(
         # kubectl delete): no code of the job's did it, and a pod that fails stays until Muster deletes it. So no
         # restart is spent, as for a disruption the cluster marks. A gang still starting goes the same way: all or
         # nothing, as Kueue and Volcano hold a gang (before, the pod was made again under the same attempt, unsaid).
-        gone = ", ".join(str(rank) for rank in sorted(missing))
         starting = ", before it was running" if job.state == JobState.SCHEDULED else ""
         why = (
-            f"{len(missing)} of {job.nodes} pods (rank{'s' if len(missing) > 1 else ''} {gone}) were deleted outside Muster "
+            f"{_pods_of(len(missing), job.nodes).capitalize()} ({_ranks(missing)}) {_was(len(missing))} deleted outside Muster "
             f"(an eviction or by hand) under attempt {job.attempt}{starting}; requeued."
         )
         if _shrunk_for_loss(backend, job, missing, why.removesuffix("; requeued."), pods, now):
@@ -377,12 +375,27 @@ def _follow(
         _note_unbound(job, [p for p in pods if p.phase == PodPhase.PENDING and p.reason == UNSCHEDULABLE])
 
 
+def _pods_of(count: int, nodes: int) -> str:
+    """Some of a gang's pods, as a reason names them: "1 of 8 pods", "its pod" for a one-node job (not "1 of 1 pods")."""
+    return "its pod" if nodes == 1 else f"{count} of {plural(nodes, 'pod')}"
+
+
+def _was(count: int) -> str:
+    """The verb for `count` pods: "1 of 8 pods (rank 3) was deleted", never "were"."""
+    return "was" if count == 1 else "were"
+
+
+def _ranks(ranks: set[int]) -> str:
+    """The ranks a reason names: "rank 3", "ranks 1, 3"."""
+    return f"rank{'' if len(ranks) == 1 else 's'} {', '.join(str(rank) for rank in sorted(ranks))}"
+
+
 def _not_up(backend: ClusterBackend, job: Job, pods: list[PodStatus], now: datetime, report: CycleReport, when: str) -> None:
     """A launch whose pods were not all running by `when`: a failed launch, placed again."""
     pending = [p for p in pods if p.phase == PodPhase.PENDING]
     said = next((p for p in pending if p.message), None)
     detail = f"; rank {said.rank}: {said.message.rstrip('.')}." if said is not None else "."
-    why = f"{len(pending)} of {job.nodes} pods were not running {when}{detail}"
+    why = f"{_pods_of(len(pending), job.nodes).capitalize()} {_was(len(pending))} not running {when}{detail}"
     # Where kube-scheduler would not bind a rank (a node short of CPU or memory for pods Muster did not start, say),
     # the next attempt goes elsewhere if it fits: else it was placed on the same node again and again.
     planned = job_assigned_nodes(job)

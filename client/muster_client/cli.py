@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 
-from muster_client import commands
+from muster_client import commands, render
 from muster_client.errors import ApiError, AuthError, MusterError, Unreachable
 from muster_client.spec import WALL_TIME_FORMS, SpecError, parse_dependency, parse_node_count, parse_wall_time
 
@@ -704,7 +704,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             hint = f" (--json goes after the command: muster {args.subparser.prog.split()[-1]} --json)"
         elif args.handler is commands.jobs and args.noheader and (count := next((w for w in unknown if w.isdigit()), None)):
             # `muster jobs -n 10`, as -n was until sacct's meaning replaced it: said, rather than "unrecognized: 10" alone.
-            hint = f" (-n is --noheader, as sacct's: at most {count} jobs is --limit {count})"
+            hint = f" (-n is --noheader, as sacct's: at most {render.plural(int(count), 'job')} is --limit {count})"
         args.subparser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     if args.handler is commands.submit and args.command:
         # `muster submit short.yaml other.yaml` queued the command `other.yaml` in place of the file's.

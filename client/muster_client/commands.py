@@ -313,7 +313,7 @@ def queue(args: argparse.Namespace) -> int:
         count = sorted(names)[0]
         raise SpecError(
             f"no job in the queue is named {', '.join(sorted(names))}: -n is a job's name, as squeue -n "
-            f"(the first {count} entries: --limit {count})"
+            f"(the first {render.plural(int(count), 'entry', 'entries')}: --limit {count})"
         )
     if args.json:
         print_json({**data, "running": running} if active else data)

@@ -122,7 +122,7 @@ def gpus(job: JSON) -> str:
         return f"holds {plural(whole, 'GPU')}, its {plural(job['nodes'], 'node')} whole, as usage counts them; asked {asked}"
     if job.get("min_nodes") and job.get("max_nodes"):
         if job["state"] in ("SCHEDULED", "RUNNING"):
-            return f"{job['gpus']} GPUs on {job['nodes']} nodes now"
+            return f"{plural(job['gpus'], 'GPU')} on {plural(job['nodes'], 'node')} now"
         return f"{job['min_nodes'] * job['gpus_per_node']} to {job['max_nodes'] * job['gpus_per_node']} GPUs"
     return f"{job['gpus']} GPU{'' if job['gpus'] == 1 else 's'}"
 

@@ -71,6 +71,8 @@ def test_jobs_name_is_whole_names_and_n_is_noheader_as_in_sacct(
     code, out, err = run(capsys, "jobs", "-n", "10")  # argparse's error: `muster jobs: error: ...`
     assert code == 2 and out == ""
     assert "unrecognized arguments: 10 (-n is --noheader, as sacct's: at most 10 jobs is --limit 10)" in err
+    code, out, err = run(capsys, "jobs", "-n", "1")
+    assert code == 2 and "(-n is --noheader, as sacct's: at most 1 job is --limit 1)" in err
 
 
 def test_jobs_limit_past_any_list_lists_them_all(signed_in: Any, capsys: pytest.CaptureFixture[str]) -> None:

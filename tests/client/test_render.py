@@ -81,6 +81,7 @@ def test_sizes_read_like_sbatch_and_say_what_a_slice_or_an_elastic_job_holds() -
     elastic = job(nodes=4, min_nodes=2, max_nodes=4, gpus_per_node=8, gpus=32)
     assert (render.shape(elastic), render.gpus(elastic)) == ("2-4x8", "16 to 32 GPUs")
     assert render.gpus({**elastic, "state": "RUNNING", "nodes": 3, "gpus": 24}) == "24 GPUs on 3 nodes now"
+    assert render.gpus({**elastic, "state": "RUNNING", "nodes": 1, "gpus": 8}) == "8 GPUs on 1 node now"
     assert render.shape({**elastic, "state": "RUNNING", "nodes": 3}) == "3(2-4)x8"  # it read 2-4x8, not what it holds
     row = render.jobs_table([{**quarter, "name": "eval", "owner": "ann", "submitted_at": None}]).splitlines()[1]
     assert row.split()[:5] == ["42", "eval", "ann", "PENDING", "1x0.25"]

@@ -431,7 +431,7 @@ def test_a_pod_deleted_while_its_gang_starts_requeues_the_whole_gang_without_spe
     moved = Job.objects.get(pk=job["id"])
     assert (moved.restarts, moved.launch_failures, moved.attempt) == (0, 0, 2)
     assert JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason == (
-        "1 of 2 pods (rank 1) were deleted outside Muster (an eviction or by hand) under attempt 1, before it was running; requeued."
+        "1 of 2 pods (rank 1) was deleted outside Muster (an eviction or by hand) under attempt 1, before it was running; requeued."
     )
     kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING and not kube.pods(gang_selector(job["id"], 1)))
     assert len(kube.pods(gang_selector(job["id"], 2))) == 2
@@ -495,7 +495,7 @@ def test_a_gang_kube_scheduler_cannot_place_is_requeued_after_the_launch_timeout
     job = submit(api, nodes=1, simulate={"duration_seconds": 600})
     kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).launch_failures == 1)
     reason = JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason
-    assert reason.startswith("1 of 1 pods were not running 2 s after launch; rank 0: 0/"), reason
+    assert reason.startswith("Its pod was not running 2 s after launch; rank 0: 0/"), reason
     assert "Insufficient nvidia.com/gpu" in reason
     assert not Allocation.objects.filter(job_id=job["id"], released_at__isnull=True).exists()
 

@@ -224,7 +224,7 @@ def test_a_pod_deleted_while_its_gang_starts_requeues_the_gang_whole_without_spe
     job = Job.objects.get(pk=job_id)
     assert (job.restarts, job.launch_failures, job.attempt, job.state) == (0, 0, 2, JobState.SCHEDULED)
     assert pending_reason(job_id) == (
-        "1 of 2 pods (rank 1) were deleted outside Muster (an eviction or by hand) under attempt 1, before it was running; requeued."
+        "1 of 2 pods (rank 1) was deleted outside Muster (an eviction or by hand) under attempt 1, before it was running; requeued."
     )
     assert not SimulatedPod.objects.filter(job_id=job_id, attempt=1).exists()  # rank 0 went with it
 

@@ -199,7 +199,33 @@ def test_a_pod_deleted_outside_muster_requeues_its_job_without_spending_a_restar
     # Requeued and, the nodes being free again, placed anew in the same cycle.
     assert job.restarts == 0 and job.attempt == 2 and job.state == JobState.SCHEDULED
     assert JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last().reason == (
-        "1 of 2 pods (rank 1) were deleted outside Muster (an eviction or by hand) under attempt 1; requeued."
+        "1 of 2 pods (rank 1) was deleted outside Muster (an eviction or by hand) under attempt 1; requeued."
+    )
+
+
+def test_reasons_built_from_a_count_of_pods_say_one_pod_in_the_singular(submit, sim, settings) -> None:
+    """The reasons a user reads on the job's page and in `muster show` said "1 of 8 pods (rank 3) were deleted", "All 2
+    pods are running." and "1 of 1 pods were not running"."""
+    pair = submit(nodes=2)["id"]
+    single = submit(nodes=1)["id"]
+    sim.cycle()
+    sim.advance(1.5)
+    assert JobEvent.objects.filter(job_id=pair, to_state=JobState.RUNNING).get().reason == "Both pods are running."
+    assert JobEvent.objects.filter(job_id=single, to_state=JobState.RUNNING).get().reason == "Its pod is running."
+    SimulatedPod.objects.filter(job_id=single).delete()
+    sim.cycle()
+    assert JobEvent.objects.filter(job_id=single, to_state=JobState.PENDING).last().reason == (
+        "Its pod (rank 0) was deleted outside Muster (an eviction or by hand) under attempt 1; requeued."
+    )
+    settings.MUSTER_LAUNCH_TIMEOUT_SECONDS = 60
+    sim.cluster.start_seconds = 3600.0
+    lone = submit(nodes=1, gpus_per_node=1)["id"]
+    sim.cycle()
+    sim.advance(61)
+    assert (
+        JobEvent.objects.filter(job_id=lone, to_state=JobState.PENDING)
+        .last()
+        .reason.startswith("Its pod was not running 60 s after launch")
     )
 
 
