@@ -30,6 +30,7 @@ ACTIONS = (
     "quota.update",
     "quota.reset",
     "quota.grant",
+    "quota.revoke",
     "team.create",
     "team.update",
     "team.delete",

@@ -24,10 +24,10 @@ from api.quotas.serializers import QuotaInputSerializer
 from frontend.quota_forms import QuotaForm, UsageReportForm
 from quotas.grants import grants_of
 from quotas.limits import effective_limits
-from quotas.models import Team
+from quotas.models import BudgetGrant, Team
 from quotas.periods import day_range, local_today, period_bounds
 from quotas.selectors import account_usages, usage_report, usage_summary, users_visible_to
-from quotas.services import budget_grant, quota_reset, quota_save
+from quotas.services import budget_grant, budget_grant_revoke, node_hours_words, quota_reset, quota_save
 
 
 def _staff_only(request: HttpRequest) -> None:
@@ -170,6 +170,34 @@ def quota_grant_view(request: AuthenticatedHttpRequest, kind: str, name: str) ->
         f"Its jobs waiting for the budget may start from the next scheduling cycle; the period renews {end} with the quota's "
         f"{usage.limits.node_hours_per_period:g}.",
     )
+    return redirect(here)
+
+
+@login_required
+@require_POST
+def quota_grant_revoke_view(request: AuthenticatedHttpRequest, kind: str, name: str, grant_id: int) -> HttpResponse:
+    """Take back node-hours added to this period by mistake (quotas.services.budget_grant_revoke), from the quota page."""
+    _staff_only(request)
+    account = _account(kind, name)
+    grant = get_object_or_404(BudgetGrant, pk=grant_id, **{kind: account})
+    here = reverse(f"frontend:quota-{kind}", args=[name])
+    try:
+        revoked = budget_grant_revoke(grant=grant, reason=request.POST.get("reason", ""), actor=request.user, request=request)
+    except DjangoValidationError as exc:
+        for problems in exc.message_dict.values():
+            for problem in problems:
+                messages.error(request, f"Nothing was revoked: {problem}")
+        return redirect(here)
+    of_accounts: dict[str, Any] = {f"{kind}s": [account]}  # users= or teams=
+    usage = account_usages(**of_accounts)[0]
+    left = f": {usage.budget_text}" if usage.budget is not None else ""
+    messages.success(
+        request,
+        f"Revoked the {node_hours_words(revoked.grant.node_hours)} added to the budget of {kind} {name} for this period{left}. "
+        "Running jobs are not stopped; new jobs start only in what is left, from the next scheduling cycle.",
+    )
+    for warning in revoked.warnings:
+        messages.warning(request, warning)
     return redirect(here)
 
 

@@ -29,6 +29,18 @@ urlpatterns = [
     path("quotas/teams/<str:name>/reset/", quota_views.quota_reset_view, {"kind": "team"}, name="quota-team-reset"),
     path("quotas/users/<str:name>/grant/", quota_views.quota_grant_view, {"kind": "user"}, name="quota-user-grant"),
     path("quotas/teams/<str:name>/grant/", quota_views.quota_grant_view, {"kind": "team"}, name="quota-team-grant"),
+    path(
+        "quotas/users/<str:name>/grants/<int:grant_id>/revoke/",
+        quota_views.quota_grant_revoke_view,
+        {"kind": "user"},
+        name="quota-user-grant-revoke",
+    ),
+    path(
+        "quotas/teams/<str:name>/grants/<int:grant_id>/revoke/",
+        quota_views.quota_grant_revoke_view,
+        {"kind": "team"},
+        name="quota-team-grant-revoke",
+    ),
     path("audit/", audit_views.audit_view, name="audit"),
     path("settings/", settings_views.settings_view, name="settings"),
     path("account/tokens/", token_views.tokens_view, name="tokens"),

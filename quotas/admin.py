@@ -21,7 +21,7 @@ from jobs.models import Job
 from jobs.states import TERMINAL_STATES
 from quotas.limits import limits_of
 from quotas.membership import team_members_left
-from quotas.models import Quota, Team, TeamVolume, UsageCharge
+from quotas.models import BudgetGrant, Quota, Team, TeamVolume, UsageCharge
 from quotas.periods import period_words
 
 # Team fields whose changes go on the audit trail (membership is recorded on its own, as team.members).
@@ -186,6 +186,31 @@ class TeamAdmin(MusterAdminAccess, admin.ModelAdmin):
         for team in queryset:
             _record_team_delete(request, team)
         super().delete_queryset(request, queryset)
+
+
+@admin.register(BudgetGrant)
+class BudgetGrantAdmin(MusterAdminAccess, admin.ModelAdmin):
+    """Node-hours added to one period's budget, to read only: a grant is made and revoked on the account's quota page
+    (or the API), each on the audit trail with its reason; an edit or a deletion here would change a budget unrecorded."""
+
+    list_display = ["granted_at", "account", "node_hours", "period_start", "granted_by_username", "reason", "revoked_at"]
+    list_filter = ["period_start", ("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["user__username", "team__name", "reason", "granted_by_username", "revoke_reason"]
+    list_select_related = ["user", "team"]
+    date_hierarchy = "granted_at"
+
+    @admin.display(description="account")
+    def account(self, obj: BudgetGrant) -> str:
+        return f"team {obj.team.name}" if obj.team is not None else f"user {obj.user}"
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 def _record_team_delete(request: HttpRequest, team: Team) -> None:

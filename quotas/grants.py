@@ -34,9 +34,10 @@ def grants_by_key(period_start: datetime, *, users: Iterable[str], teams: Iterab
 
 
 def _summed(period_start: datetime, accounts: Q, user_field: str, team_field: str) -> list[tuple[Any, Any, float]]:
-    """(user, team, node-hours) per account granted in the period: one query, one row per account."""
+    """(user, team, node-hours) per account granted in the period: one query, one row per account. A revoked grant adds
+    nothing: every budget (the scheduler's, the submit's check, the estimates, the pages, `muster usage`) reads this."""
     rows = (
-        BudgetGrant.objects.filter(period_start=period_start)
+        BudgetGrant.objects.filter(period_start=period_start, revoked_at__isnull=True)
         .filter(accounts)
         .values_list(user_field, team_field)
         .annotate(total=Sum("node_hours"))
@@ -53,5 +54,5 @@ def _keyed(rows: Iterable[tuple[Any, Any, float]], user: Callable[[Any], K], tea
 
 
 def grants_of(*, period_start: datetime, user: object = None, team: object = None) -> QuerySet[BudgetGrant]:
-    """One account's grants for a period, oldest first (the quota page lists them)."""
+    """One account's grants for a period, oldest first, the revoked too (the quota page and the API list them)."""
     return BudgetGrant.objects.filter(period_start=period_start, **({"user": user} if user is not None else {"team": team}))

@@ -138,7 +138,9 @@ class BudgetGrant(models.Model):
 
     What a Slurm admin does with `sacctmgr modify ... set RawUsage=0` (a reset) or by raising GrpTRESMins and
     remembering to lower it: a deadline's extra node-hours, or a budget given back after a failed run, without
-    changing the quota for every period after. Never edited or deleted: each is on the audit trail (`quota.grant`).
+    changing the quota for every period after. Never edited or deleted: each is on the audit trail (`quota.grant`). One
+    of the current period made by mistake (500 for 50) is revoked instead (`quota.revoke`): kept, with who revoked it,
+    when and why, and no longer counted in any budget.
     """
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="budget_grants")
@@ -149,6 +151,11 @@ class BudgetGrant(models.Model):
     granted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     granted_by_username = models.CharField(max_length=150, blank=True)
     granted_at = models.DateTimeField(auto_now_add=True)
+    # Set once, by quotas.services.budget_grant_revoke: a revoked grant adds nothing to the budget, and stays listed.
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    revoked_by_username = models.CharField(max_length=150, blank=True)
+    revoke_reason = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["granted_at"]
@@ -163,4 +170,5 @@ class BudgetGrant(models.Model):
 
     def __str__(self) -> str:
         whose = f"team {self.team.name}" if self.team is not None else f"user {self.user}"
-        return f"{self.node_hours:g} node-hours for {whose} in the period from {self.period_start:%Y-%m-%d}"
+        revoked = " (revoked)" if self.revoked_at is not None else ""
+        return f"{self.node_hours:g} node-hours for {whose} in the period from {self.period_start:%Y-%m-%d}{revoked}"

@@ -19,12 +19,12 @@ from audit.services import audit_changes, audit_record
 from jobs.amounts import duration, plural
 from jobs.models import Allocation, Job, Node, NodeState
 from jobs.states import ACTIVE_STATES, JobState
-from policy.budget import node_hours_text
+from policy.budget import node_hours_said, node_hours_text
 from quotas.grants import grants_by_id
 from quotas.limits import LIMIT_FIELDS, Limits, default_values, effective_limits, limits_of
 from quotas.models import BudgetGrant, Quota, Team, UsageCharge
 from quotas.periods import period_bounds, period_segments
-from quotas.selectors import account_usages
+from quotas.selectors import AccountUsage, account_usages
 
 
 def _hours(seconds: float) -> str:
@@ -99,7 +99,8 @@ def quota_check_job(
         if limits.max_node_hours_per_job is not None and node_hours > limits.max_node_hours_per_job:
             errors.setdefault("nodes", []).append(
                 f"The job may hold {nodes} whole node{'s' if nodes != 1 else ''} for {_hours(wall_time_seconds)}: "
-                f"{_node_hours(node_hours, '.3g')}; {whose} allows at most {_node_hours(limits.max_node_hours_per_job, '.3g')} per job "
+                f"{node_hours_words(node_hours, '.3g')}; {whose} allows at most "
+                f"{node_hours_words(limits.max_node_hours_per_job, '.3g')} per job "
                 "(counted by whole nodes, whatever share of a node the job takes)."
             )
         budget = limits.node_hours_per_period
@@ -108,7 +109,8 @@ def quota_check_job(
         if budget is not None and least > budget:
             # Else it was accepted and waited for good: "[waits] ... It renews 2026-12-01", and then it did not fit either.
             errors.setdefault("wall_time_seconds", []).append(
-                f"The job would use at least {_node_hours(least, '.3g')} of its budget; {whose} gives {_node_hours(budget, '.3g')} "
+                f"The job would use at least {node_hours_words(least, '.3g')} of its budget; "
+                f"{whose} gives {node_hours_words(budget, '.3g')} "
                 f"a {settings.MUSTER_BUDGET_PERIOD} in all, so it could never start. Submit it shorter or on fewer nodes, "
                 "or ask an admin to raise the budget."
             )
@@ -121,7 +123,7 @@ def _jobs_listed(pks: Sequence[int]) -> str:
     return f"job{'' if len(pks) == 1 else 's'} " + ", ".join(str(pk) for pk in pks[:10]) + (" and more" if len(pks) > 10 else "")
 
 
-def _node_hours(hours: float, spec: str = "g") -> str:
+def node_hours_words(hours: float, spec: str = "g") -> str:
     """'4 node-hours', '1 node-hour' (it read 'at least 1 node-hours')."""
     text = format(hours, spec)
     return f"{text} node-hour{'' if text == '1' else 's'}"
@@ -409,6 +411,107 @@ def budget_grant(
     return grant
 
 
+GRANT_REVOKE_REASON_MISSING = "Say why it is revoked (up to 200 characters): it is on the audit trail beside the node-hours."
+
+
+@dataclass(frozen=True)
+class GrantRevoked:
+    """What revoking a grant did: the grant (now revoked), and what the smaller budget means for the account's jobs."""
+
+    grant: BudgetGrant
+    # The budget now below what the account used, or what its running jobs may still use: what happens to its jobs.
+    warnings: list[str] = field(default_factory=list)
+
+
+def budget_grant_revoke(
+    *, grant: BudgetGrant, reason: str, actor: User | None = None, request: Any = None, now: datetime | None = None
+) -> GrantRevoked:
+    """Take back node-hours added to this period's budget by mistake (500 for 50): the grant stays, marked revoked (who,
+    when, why), and adds nothing to any budget from now on. The whole budget never goes below the quota's own, so
+    never below nothing.
+
+    Refused (ValidationError by field) for a grant of an earlier period (its node-hours were that period's, and
+    what they let run is charged), one revoked already, and an empty reason. Recorded as `quota.revoke` with this
+    period's budget before and after, the node-hours taken back, when and by whom they were added, and the reason.
+    As a lowered budget does, it stops nothing that runs (running jobs are charged as they run); new jobs start only
+    in what is left (BUDGET), from the next cycle. The warnings say so when what was used, or may still be by the
+    running jobs' wall times, is over the smaller budget.
+    """
+    errors: dict[str, list[str]] = {}
+    reason = reason.strip()
+    if not reason:
+        errors["reason"] = [GRANT_REVOKE_REASON_MISSING]
+    elif len(reason) > 200:
+        errors["reason"] = [f"At most 200 characters ({len(reason)} given)."]
+    now = now or timezone.now()
+    kind = "user" if grant.user_id is not None else "team"
+    account: Any = grant.user if kind == "user" else grant.team
+    with transaction.atomic():
+        # The quota row's lock first, as a grant and a save take it: each reads the budget it changes.
+        Quota.objects.select_for_update().filter(**{kind: account}).first()
+        locked = BudgetGrant.objects.select_for_update().get(pk=grant.pk)
+        period_start = period_bounds(now)[0]
+        if locked.revoked_at is not None:
+            by = locked.revoked_by_username or "Muster"
+            when = timezone.localtime(locked.revoked_at).strftime("%Y-%m-%d %H:%M %Z")
+            errors.setdefault("grant", []).append(f"It was revoked already, by {by} at {when}: nothing was changed.")
+        elif locked.period_start != period_start:
+            errors.setdefault("grant", []).append(
+                f"It added to the period from {timezone.localtime(locked.period_start):%Y-%m-%d}, which has ended: only a "
+                "grant of the current period can be revoked (what it let run then is charged to that period)."
+            )
+        if errors:
+            raise ValidationError(errors)
+        usage = account_usages(**{f"{kind}s": [account]}, now=now)[0]
+        before = usage.budget_this_period
+        locked.revoked_at = now
+        locked.revoked_by = actor
+        locked.revoked_by_username = actor.get_username() if actor is not None else ""
+        locked.revoke_reason = reason
+        locked.save(update_fields=["revoked_at", "revoked_by", "revoked_by_username", "revoke_reason"])
+        after = None if before is None else max(before - locked.node_hours, usage.limits.node_hours_per_period or 0.0)
+        granted_after = max(0.0, usage.node_hours_granted - locked.node_hours)
+        changes = {
+            "budget_this_period": [before, after],
+            "node_hours_granted": [usage.node_hours_granted, granted_after],
+            # The grant as the quota page lists it, then that it is revoked.
+            "grant": [_grant_said(locked), "revoked"],
+            "period_start": [None, usage.period_start.isoformat()],
+            "reason": [None, reason],
+        }
+        audit_record(actor=actor, action="quota.revoke", target=account, changes=changes, request=request, target_repr=usage.limits.whose)
+    return GrantRevoked(grant=locked, warnings=_revoke_warnings(usage, after) if after is not None else [])
+
+
+def _grant_said(grant: BudgetGrant) -> str:
+    """'+500 node-hours by root at 2026-11-03 10:12 UTC: CVPR deadline' (the audit trail's record of a grant revoked)."""
+    when = timezone.localtime(grant.granted_at).strftime("%Y-%m-%d %H:%M %Z")
+    return f"+{node_hours_words(grant.node_hours)} by {grant.granted_by_username or 'Muster'} at {when}: {grant.reason}"
+
+
+def _revoke_warnings(usage: AccountUsage, budget: float) -> list[str]:
+    """What a budget made smaller by a revoked grant means for the account's jobs, in the words of a lowered budget's
+    warnings (quota_warnings): nothing that runs is stopped; new jobs wait."""
+    whose = usage.limits.whose
+    renews = timezone.localtime(usage.period_end).strftime("%Y-%m-%d %H:%M %Z")
+    said = node_hours_said(used=usage.node_hours_used, budget=budget, committed=usage.node_hours_committed)
+    budget_text = node_hours_words(budget)
+    if usage.node_hours_used > budget:
+        used = node_hours_said(used=usage.node_hours_used, budget=None).used
+        return [
+            f"{whose.capitalize()} has used {used} node-hours this period, above its budget of {budget_text} now: running jobs are not "
+            f"stopped and are charged as they run; new jobs of {whose} wait until the period renews ({renews}) or node-hours are added."
+        ]
+    if said.budget is not None and usage.node_hours_committed > said.budget.left:
+        over = usage.node_hours_used + usage.node_hours_committed - budget
+        return [
+            f"{whose.capitalize()} has {said.budget_text}: its running jobs may use more by their wall times, and are not "
+            f"stopped, so its budget of {budget_text} may be overspent by up to {node_hours_text(over)}; new jobs of {whose} "
+            f"wait until the period renews ({renews}) or node-hours are added."
+        ]
+    return []
+
+
 def _name(kind: str, account: Any) -> str:
     name: str = account.get_username() if kind == "user" else account.name
     return name
@@ -467,7 +570,7 @@ def quota_warnings(*, account: Any, before: Limits, after: Limits, now: datetime
         ]
         if beyond:
             room = f"no renewal gives {'it' if len(beyond) == 1 else 'them'} room; "
-            warnings.append(_stuck_warning(beyond, whose, f"more than the whole budget of {_node_hours(budget)}", room, "the budget"))
+            warnings.append(_stuck_warning(beyond, whose, f"more than the whole budget of {node_hours_words(budget)}", room, "the budget"))
     if budget is not None and budget != before.node_hours_per_period and usage.node_hours_used > budget:
         renews = timezone.localtime(usage.period_end).strftime("%Y-%m-%d %H:%M %Z")
         warnings.append(

@@ -11,7 +11,7 @@ from rest_framework import serializers
 from apikit.serializers import StrictQuerySerializer, StrictSerializer
 from jobs.amounts import gpu_amount
 from quotas.models import MAX_FAIR_SHARE_WEIGHT, MIN_FAIR_SHARE_WEIGHT
-from quotas.services import GRANT_AMOUNT_REFUSED, GRANT_REASON_MISSING, MIN_GRANT_NODE_HOURS
+from quotas.services import GRANT_AMOUNT_REFUSED, GRANT_REASON_MISSING, GRANT_REVOKE_REASON_MISSING, MIN_GRANT_NODE_HOURS
 
 
 class GpuAmountField(serializers.FloatField):
@@ -84,6 +84,34 @@ class GrantInputSerializer(StrictSerializer):
         if not MIN_GRANT_NODE_HOURS <= value <= MAX_NODE_HOURS:
             raise serializers.ValidationError(GRANT_AMOUNT_REFUSED)
         return value
+
+
+class GrantRevokeInputSerializer(StrictSerializer):
+    """Why a grant of the current period is taken back."""
+
+    reason = serializers.CharField(
+        max_length=200,
+        error_messages={"blank": GRANT_REVOKE_REASON_MISSING, "required": GRANT_REVOKE_REASON_MISSING},
+        help_text="Why it is revoked, for the audit trail (up to 200 characters).",
+    )
+
+
+class GrantSerializer(serializers.Serializer):
+    """Node-hours an admin added to one period's budget, and whether they were taken back."""
+
+    id = serializers.IntegerField(help_text="What POST .../grants/<id>/revoke/ names.")
+    node_hours = serializers.FloatField()
+    reason = serializers.CharField()
+    granted_by = serializers.CharField(source="granted_by_username", help_text="Who added them (empty: Muster itself).")
+    granted_at = serializers.DateTimeField()
+    period_start = serializers.DateTimeField(help_text="The budget period they add to.")
+    revoked = serializers.SerializerMethodField(help_text="Taken back: they add nothing to the budget any more.")
+    revoked_at = serializers.DateTimeField(allow_null=True)
+    revoked_by = serializers.CharField(source="revoked_by_username", help_text="Who revoked them; empty if not revoked.")
+    revoke_reason = serializers.CharField(help_text="Why they were revoked; empty if not revoked.")
+
+    def get_revoked(self, grant: Any) -> bool:
+        return grant.revoked_at is not None
 
 
 class UsageSerializer(serializers.Serializer):

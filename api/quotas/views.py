@@ -23,6 +23,8 @@ from accounts.requests import api_user
 from api.quotas.renderers import ReportCSVRenderer
 from api.quotas.serializers import (
     GrantInputSerializer,
+    GrantRevokeInputSerializer,
+    GrantSerializer,
     QuotaInputSerializer,
     QuotaSavedSerializer,
     QuotaSerializer,
@@ -33,9 +35,11 @@ from api.quotas.serializers import (
 from apikit.renderers import JsonErrorsMixin
 from apikit.serializers import refuse_a_body
 from apikit.viewsets import VisibleViewSet
+from quotas.grants import grants_of
+from quotas.models import BudgetGrant
 from quotas.periods import day_range, local_today, period_bounds
 from quotas.selectors import account_usages, teams_visible_to, usage_report, usage_summary, users_visible_to
-from quotas.services import budget_grant, quota_reset, quota_save
+from quotas.services import budget_grant, budget_grant_revoke, quota_reset, quota_save
 
 
 class ReadOwnWriteAdmin(BasePermission):
@@ -109,6 +113,44 @@ class _AccountQuotaViewSet(VisibleViewSet):
         except DjangoValidationError as e:
             raise ValidationError(e.message_dict) from None
         return Response(QuotaSerializer(self._usages([account])[0]).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        responses={200: GrantSerializer(many=True)},
+        description="The node-hours added to the account's budget for the current budget period, oldest first: who added "
+        "how much, when and why, and which were revoked (they add nothing). Whoever may read the quota may read them.",
+    )
+    # One period's grants of one account are a few: listed whole, not paged.
+    @action(detail=True, methods=["get"], pagination_class=None)
+    def grants(self, request: Request, **kwargs: str) -> Response:
+        account = self.get_object()
+        period_start = period_bounds(timezone.now())[0]
+        return Response(GrantSerializer(grants_of(period_start=period_start, **self._account_kwargs(account)), many=True).data)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("grant_id", int, OpenApiParameter.PATH, description="The grant's `id`, as .../grants/ lists it.")],
+        request=GrantRevokeInputSerializer,
+        responses={
+            200: QuotaSavedSerializer,
+            400: OpenApiResponse(description="No reason, or a grant revoked already or of an earlier period"),
+            404: OpenApiResponse(description="No such grant of this account"),
+        },
+        description="Take back node-hours added to the current period's budget (one added by mistake): the grant stays "
+        "listed, revoked, and adds nothing to the budget from now on; on the audit trail as quota.revoke. Running jobs are "
+        "not stopped; new jobs start only in what is left (`warnings` says when the budget is now over-used). Admins only.",
+    )
+    @action(detail=True, methods=["post"], url_path=r"grants/(?P<grant_id>[0-9]+)/revoke", url_name="grant-revoke")
+    def revoke_grant(self, request: Request, grant_id: str, **kwargs: str) -> Response:
+        account = self.get_object()
+        grant = BudgetGrant.objects.filter(pk=int(grant_id), **self._account_kwargs(account)).first()
+        if grant is None:
+            raise NotFound(f"No grant {grant_id} of {self.kind} {kwargs.get(self.lookup_field, '')}.")
+        serializer = GrantRevokeInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            revoked = budget_grant_revoke(grant=grant, **serializer.validated_data, actor=api_user(request), request=request)
+        except DjangoValidationError as e:
+            raise ValidationError(e.message_dict) from None
+        return Response({**QuotaSerializer(self._usages([account])[0]).data, "warnings": revoked.warnings})
 
     def _save(self, request: Request, *, partial: bool) -> Response:
         account = self.get_object()
