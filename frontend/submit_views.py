@@ -20,7 +20,7 @@ from frontend.form_stash import form_stash, form_unstash
 from frontend.forms import JobForm
 from jobs.dependencies import dependencies_save
 from jobs.selectors import jobs_visible_to, shared_pools
-from jobs.services import job_submit, priority_classes_for
+from jobs.services import job_fit_elastic_range, job_submit, priority_classes_for
 from notify.services import asks_json, job_notify_save, preference_of
 from quotas.limits import effective_limits
 from quotas.selectors import volumes_of_teams_of
@@ -73,6 +73,8 @@ def job_new(request: HttpRequest) -> HttpResponse:
     if spec is not None:
         notify = spec.pop("notify", None)
         after = spec.pop("dependencies", [])
+        # An elastic most beyond the cluster is cut to it (job_submit cuts it too): the page says so.
+        spec, cut = job_fit_elastic_range(spec)
         try:
             with transaction.atomic():
                 job = job_submit(owner=user_request.user, **spec)
@@ -82,7 +84,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
         except DjangoValidationError as exc:  # the world changed since the check (a node went, a quota was lowered)
             form.add_api_errors(exc.message_dict)
         else:
-            messages.success(request, f"Job {job.pk} submitted.")
+            messages.success(request, f"Job {job.pk} submitted. {cut}" if cut else f"Job {job.pk} submitted.")
             return redirect("frontend:job-detail", pk=job.pk)
     return _page(user_request, form)
 

@@ -198,9 +198,38 @@ def job_check_priority_class(owner: User, priority_class: str | None, team: Team
     raise ValidationError({"priority_class": [f"{refusal} (An admin sets who may: MUSTER_PRIORITY_CLASS_ACCESS.)"]})
 
 
+def _whole_nodes_fitting(gpus_per_node: int, rdma_per_node: int) -> int:
+    """How many of the cluster's whole-GPU nodes have at least these GPUs and RDMA devices: the most a gang could hold."""
+    return sum(1 for gpus, rdma in _node_sizes() if gpus >= gpus_per_node and rdma >= rdma_per_node)
+
+
+def job_fit_elastic_range(spec: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """An elastic job whose most is beyond the nodes of the cluster that fit it, with its most cut to those, and what
+    was cut in words ("" when nothing was). sbatch takes -N 2-40 on a smaller partition when its least fits, and caps
+    the most at what exists; `muster submit -N 2-40` was refused as if the job needed 40 nodes. A most cut to the least
+    is a plain job of that many nodes (as -N 4-4 is). A least that does not fit is left for `job_check_fits_cluster`
+    to refuse. The job keeps the most it is given here: it does not grow onto nodes added to the cluster later."""
+    fitted = dict(spec)
+    low, high, gpus = spec.get("min_nodes"), spec.get("max_nodes"), spec.get("gpus_per_node")
+    if low is None or high is None or gpus is None or any(spec.get(f) for f in ("gpu_fraction", "gpu_memory_gb", "gpu_isolation")):
+        return fitted, ""
+    _known_nodes()
+    rdma = spec.get("rdma_per_node") or 0
+    most = _whole_nodes_fitting(gpus, rdma)
+    if not low <= most < high:
+        return fitted, ""
+    devices = f" and {plural(rdma, 'RDMA device')}" if rdma else ""
+    such = f"{plural(most, 'node')} with at least {plural(gpus, 'GPU')}{devices}"
+    if most == low:
+        fitted.update(nodes=most, min_nodes=None, max_nodes=None)
+        return fitted, f"Asked for {low} to {high} nodes; the cluster has {such}, so it runs on {low} (a fixed size)."
+    fitted.update(nodes=most, max_nodes=most)
+    return fitted, f"Asked for {low} to {high} nodes; the cluster has {such}, so it may grow to {most}."
+
+
 def job_check_fits_cluster(ask: ResourceAsk) -> None:
     """Reject a job that could never run on this cluster, however empty it became. An elastic job (min_nodes..max_nodes)
-    must fit at its least and at its most."""
+    must fit at its least; a most beyond the cluster is cut to it at submit (`job_fit_elastic_range`)."""
     nodes, gpus_per_node, rdma_per_node, min_nodes = ask.nodes, ask.gpus_per_node, ask.rdma_per_node, ask.min_nodes
     gpu_fraction, gpu_memory_gb, gpu_isolation = ask.gpu_fraction, ask.gpu_memory_gb, ask.gpu_isolation
     _known_nodes()
@@ -221,17 +250,19 @@ def job_check_fits_cluster(ask: ResourceAsk) -> None:
         inventory = [(gpus, rdma) for gpus, rdma in inventory if rdma >= rdma_per_node]
     known = [gpus for gpus, _ in inventory]
     largest = max(known, default=0)
-    elastic = f" (it may grow to {nodes}; ask for a max_nodes the cluster has)" if min_nodes is not None else ""
     if gpus_per_node > largest:
         raise ValidationError({"gpus_per_node": [f"No node has {plural(gpus_per_node, 'GPU')}; the largest node has {largest}."]})
     big_enough = sum(1 for g in known if g >= gpus_per_node)
-    if nodes > big_enough:
+    # An elastic job runs on its least: a most beyond the cluster is cut to it, not refused.
+    least = min_nodes if min_nodes is not None else nodes
+    if least > big_enough:
         devices = f" and {plural(rdma_per_node, 'RDMA device')}" if rdma_per_node else ""
+        needs = f"at least {plural(least, 'node')}" if min_nodes is not None else plural(least, "node")
         raise ValidationError(
             {
-                "nodes": [
-                    f"The job needs {plural(nodes, 'node')} with at least {plural(gpus_per_node, 'GPU')}{devices} each, "
-                    f"but the whole cluster has {plural(big_enough, 'such node')} ({plural(sum(known), 'GPU')} in all){elastic}."
+                "min_nodes" if min_nodes is not None else "nodes": [
+                    f"The job needs {needs} with at least {plural(gpus_per_node, 'GPU')}{devices} each, "
+                    f"but the whole cluster has {plural(big_enough, 'such node')} ({plural(sum(known), 'GPU')} in all)."
                 ]
             }
         )
@@ -387,8 +418,11 @@ def _job_row(*, owner: User, now: datetime, spec: Mapping[str, Any], **extra: An
     )
 
 
-def _submitted_event(job: Job, owner: User, now: datetime) -> JobEvent:
-    return JobEvent(job=job, at=now, from_state="", to_state=JobState.PENDING, reason=f"Submitted by {owner.get_username()}.")
+def _submitted_event(job: Job, owner: User, now: datetime, cut: str = "") -> JobEvent:
+    """Its first event; `cut`: an elastic range cut to the cluster, said where the submit's answer and the job's page
+    show it."""
+    reason = f"Submitted by {owner.get_username()}." + (f" {cut}" if cut else "")
+    return JobEvent(job=job, at=now, from_state="", to_state=JobState.PENDING, reason=reason)
 
 
 @transaction.atomic
@@ -437,11 +471,12 @@ def job_submit(
         "min_nodes": min_nodes,
         "max_nodes": max_nodes,
     }
+    spec, cut = job_fit_elastic_range(spec)
     job_submit_check(owner=owner, **spec)
     now = timezone.now()
     job = _job_row(owner=owner, now=now, spec=spec)
     job.save()
-    _submitted_event(job, owner, now).save()
+    _submitted_event(job, owner, now, cut).save()
     queue_changed()
     return job
 
@@ -455,6 +490,7 @@ def job_submit_array(*, owner: User, indices: Sequence[int], **spec: Any) -> lis
     """
     if not indices:
         raise ValidationError({"array": ["An array needs at least one index."]})
+    spec, cut = job_fit_elastic_range(spec)
     job_submit_check(owner=owner, **spec)
     now = timezone.now()
     jobs = Job.objects.bulk_create([_job_row(owner=owner, now=now, spec=spec, array_index=index) for index in indices])
@@ -462,7 +498,7 @@ def job_submit_array(*, owner: User, indices: Sequence[int], **spec: Any) -> lis
     Job.objects.filter(pk__in=[job.pk for job in jobs]).update(array_id=array_id)
     for job in jobs:
         job.array_id = array_id
-    JobEvent.objects.bulk_create([_submitted_event(job, owner, now) for job in jobs])
+    JobEvent.objects.bulk_create([_submitted_event(job, owner, now, cut) for job in jobs])
     queue_changed()
     return jobs
 

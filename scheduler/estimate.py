@@ -24,7 +24,7 @@ from django.utils import timezone
 from jobs.dependencies import waits_of as dependency_waits_of
 from jobs.lifecycle import fit_reason
 from jobs.models import Job
-from jobs.services import ResourceAsk, job_check_fits_cluster, job_submit_problems
+from jobs.services import ResourceAsk, job_check_fits_cluster, job_fit_elastic_range, job_submit_problems
 from policy.budget import budget_beside_need, budget_need, whole_gpu_node_sizes
 from policy.model import ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, ESTIMATE_RESERVED, PendingJob
 from policy.schedule import schedule
@@ -94,6 +94,7 @@ class SubmitEstimate:
     start: StartEstimate
     count: int = 1  # the jobs the submit would create (an array's elements)
     array_index: int | None = None  # an array's: the element estimated (its first)
+    note: str = ""  # what the submit would cut of the asks (an elastic range beyond the cluster), as the dry run says it
 
     @property
     def fits_limits(self) -> bool:
@@ -107,13 +108,15 @@ def job_estimate(*, owner: User, spec: dict[str, Any], now: datetime | None = No
     first task: every element asks the same and is checked once, and the others would queue behind it."""
     now = now or timezone.now()
     array = {"count": len(indices), "array_index": indices[0]} if indices else {}
+    # Estimated as it would be queued: an elastic most beyond the cluster cut to it, as the submit cuts it.
+    spec, cut = job_fit_elastic_range(spec)
     problems = job_submit_problems(owner=owner, **spec)
     job = _as_queued(owner, spec, now)
-    limits = _limit_checks(owner, spec, job, now, count=len(indices) if indices else 1)
+    limits = _limit_checks(owner, spec, job, now, count=len(indices) if indices else 1, cut=cut)
     if problems or job is None:
         refused = StartEstimate(START_UNKNOWN, None, reason="It would be refused: see why.")
-        return SubmitEstimate(False, problems, limits, refused, **array)
-    return SubmitEstimate(True, {}, limits, _start(job, now), **array)
+        return SubmitEstimate(False, problems, limits, refused, **array, note=cut)
+    return SubmitEstimate(True, {}, limits, _start(job, now), **array, note=cut)
 
 
 def _as_queued(owner: User, spec: dict[str, Any], now: datetime) -> PendingJob | None:
@@ -173,9 +176,12 @@ def _start(job: PendingJob, now: datetime) -> StartEstimate:
     return StartEstimate(kind, at, wait.reason_code, fit_reason(wait.reason), wait.position)
 
 
-def _limit_checks(owner: User, spec: dict[str, Any], job: PendingJob | None, now: datetime, *, count: int = 1) -> tuple[LimitCheck, ...]:
+def _limit_checks(
+    owner: User, spec: dict[str, Any], job: PendingJob | None, now: datetime, *, count: int = 1, cut: str = ""
+) -> tuple[LimitCheck, ...]:
     """Each limit the job meets or not, in words: the cluster's size, then the owner's and the team's limits. `count`:
-    an array's elements, each asking the same (the budget says how many of them what is left covers)."""
+    an array's elements, each asking the same (the budget says how many of them what is left covers); `cut`: what the
+    submit would cut of an elastic range the cluster cannot hold (`job_fit_elastic_range`)."""
     if spec.get("nodes") is None or spec.get("gpus_per_node") is None:
         return ()
     ask = ResourceAsk.of(spec)
@@ -184,7 +190,7 @@ def _limit_checks(owner: User, spec: dict[str, Any], job: PendingJob | None, now
     except ValidationError as exc:
         checks = [LimitCheck("cluster", REFUSED, " ".join(m for ms in exc.message_dict.values() for m in ms))]
     else:
-        checks = [LimitCheck("cluster", OK, "Fits this cluster.")]
+        checks = [LimitCheck("cluster", OK, f"Fits this cluster. {cut}" if cut else "Fits this cluster.")]
     wall = spec.get("wall_time_seconds")
     if wall is not None:
         most = settings.MUSTER_MAX_WALL_TIME_SECONDS

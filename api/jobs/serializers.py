@@ -247,7 +247,8 @@ class JobSubmitSerializer(StrictSerializer):
         required=False,
         allow_null=True,
         default=None,
-        help_text="An elastic job's most nodes, at least min_nodes (equal to it: a plain job of that many nodes).",
+        help_text="An elastic job's most nodes, at least min_nodes (equal to it: a plain job of that many nodes). Beyond "
+        "the cluster's nodes that fit the job, it is cut to those (the submit's first event says so).",
     )
     gpus_per_node = serializers.IntegerField(
         min_value=1,
@@ -1057,6 +1058,12 @@ class JobArrayEndedSerializer(JobArrayCancelledSerializer):
 class SubmitCheckSerializer(serializers.Serializer):
     valid = serializers.BooleanField()
     count = serializers.IntegerField(help_text="How many jobs the submit would create (an array's elements).")
+    note = serializers.CharField(
+        required=False,
+        help_text="What the submit would change of what was asked, in words; absent when nothing. An elastic job whose "
+        "max_nodes is beyond the cluster's nodes that fit it is cut to those (e.g. 'Asked for 2 to 40 nodes; the cluster "
+        "has 16 nodes with at least 8 GPUs, so it may grow to 16.').",
+    )
 
 
 class LimitCheckSerializer(serializers.Serializer):
@@ -1111,6 +1118,11 @@ class EstimateSerializer(serializers.Serializer):
     limits = LimitCheckSerializer(many=True)
     start = StartEstimateSerializer()
     count = serializers.IntegerField(help_text="How many jobs the submit would create (an array's elements).")
+    note = serializers.CharField(
+        help_text="What the submit would change of what was asked, in words; empty when nothing. An elastic job whose "
+        "max_nodes is beyond the cluster's nodes that fit it is cut to those (e.g. 'Asked for 2 to 40 nodes; the cluster "
+        "has 16 nodes with at least 8 GPUs, so it may grow to 16.')."
+    )
     array_index = serializers.IntegerField(
         allow_null=True,
         help_text="An array (`array` sent): the index of the element estimated, its first; `start` is that element's. "

@@ -71,6 +71,7 @@ from jobs.services import (
     job_cancel,
     job_cancel_array,
     job_cancel_many,
+    job_fit_elastic_range,
     job_hold,
     job_release,
     job_requeue_by,
@@ -171,8 +172,9 @@ class JobViewSet(JsonErrorsMixin, mixins.CreateModelMixin, mixins.ListModelMixin
         spec = dict(serializer.validated_data)
         spec.pop("notify", None)
         count = len(spec.pop("array", [None]))
+        spec, cut = job_fit_elastic_range(spec)
         job_submit_check(owner=api_user(request), **spec)
-        return Response({"valid": True, "count": count})
+        return Response({"valid": True, "count": count, **({"note": cut} if cut else {})})
 
     @extend_schema(
         request=JobCheckSerializer,

@@ -217,7 +217,21 @@ def submit(args: argparse.Namespace) -> int:
         print_json(job)
     else:
         out(f"Submitted job {job['id']} ({job['name']}): {job['state']}")
+        cut = _range_cut(spec, job)
+        if cut:
+            out(cut)
     return OK
+
+
+def _range_cut(spec: dict[str, Any], job: dict[str, Any]) -> str:
+    """What the server cut of an elastic range the cluster cannot hold (-N 2-40 on 16 nodes: it may grow to 16), in
+    its own words from the job's first event; "" when it took the range as asked."""
+    asked, got = spec.get("max_nodes"), job.get("max_nodes") or job.get("nodes")
+    if not asked or not got or got >= asked:
+        return ""
+    first = (job.get("events") or [{}])[0].get("reason", "")
+    _, _, said = first.partition(". ")
+    return said or f"It may grow to {got} nodes, not {asked}: the cluster has no more that fit it."
 
 
 def _dry_run(client: Client, spec: dict[str, Any], array: str | None, *, as_json: bool) -> int:
@@ -237,6 +251,8 @@ def _dry_run(client: Client, spec: dict[str, Any], array: str | None, *, as_json
         return OK
     count = answer.get("count", 1)
     out("Would submit:\n" + _indent(yaml.safe_dump(shown, sort_keys=False)))
+    if answer.get("note"):
+        out(answer["note"])  # what the submit would cut of the range asked
     out(f"It fits the cluster and your limits: {count} job{'s' if count != 1 else ''} would be queued. Nothing was submitted.")
     return OK
 

@@ -206,7 +206,11 @@ def test_a_rank_it_grew_by_whose_image_cannot_be_pulled_is_let_go_and_the_job_ru
         ({"min_nodes": 2}, "max_nodes", "An elastic job gives both min_nodes and max_nodes."),
         ({"min_nodes": 4, "max_nodes": 3}, "max_nodes", "max_nodes (3) must be at least min_nodes (4)."),
         ({"nodes": 3, "min_nodes": 2, "max_nodes": 8}, "nodes", "An elastic job's nodes is its max_nodes (8); leave it out."),
-        ({"nodes": None, "min_nodes": 2, "max_nodes": 40}, "nodes", "it may grow to 40; ask for a max_nodes the cluster has"),
+        (
+            {"nodes": None, "min_nodes": 17, "max_nodes": 40},
+            "min_nodes",
+            "The job needs at least 17 nodes with at least 8 GPUs each, but the whole cluster has 16 such nodes (128 GPUs in all).",
+        ),
         ({"nodes": None}, "nodes", "This field is required."),
     ],
 )
@@ -234,6 +238,41 @@ def test_a_range_whose_ends_are_equal_is_a_plain_job_of_that_many_nodes_as_dash_
     assert Job.objects.filter(state=JobState.SCHEDULED, nodes=4).count() == 2  # placed as plain 4-node gangs
 
 
+CUT = "Asked for 2 to 40 nodes; the cluster has 16 nodes with at least 8 GPUs, so it may grow to 16."
+
+
+def test_a_range_beyond_the_cluster_is_taken_when_its_least_fits_and_grows_only_to_what_the_cluster_has(
+    sim: SimHarness, api: APIClient, user: Any
+) -> None:
+    """`-N 2-40` on 16 nodes was refused as if the job needed 40 ("it may grow to 40; ask for a max_nodes the cluster
+    has"); sbatch takes it when its least fits and caps its most at what exists. The dry run, the estimate, the submit
+    and the form say what was cut."""
+    wide = job_payload(nodes=None, min_nodes=2, max_nodes=40, wall_time_seconds=7200, simulate={"duration_seconds": 600})
+    check = api.post("/api/v1/jobs/validate/", wide, format="json")
+    assert check.status_code == 200 and check.json() == {"valid": True, "count": 1, "note": CUT}, check.content
+    estimate = api.post("/api/v1/jobs/estimate/", wide, format="json").json()
+    assert estimate["accepted"] and estimate["note"] == CUT
+    assert {"name": "cluster", "status": "ok", "text": f"Fits this cluster. {CUT}"} in estimate["limits"]
+    assert (estimate["start"]["kind"], estimate["start"]["nodes"], estimate["start"]["max_nodes"]) == ("now", 16, 16)
+    body = api.post("/api/v1/jobs/", wide, format="json").json()
+    assert (body["nodes"], body["min_nodes"], body["max_nodes"]) == (16, 2, 16), body
+    assert body["events"][0]["reason"] == f"Submitted by alice. {CUT}"
+    sim.cycle()
+    assert len(live_nodes(body["id"])) == 16
+    # Cut to its least, it is a plain job of that many nodes (as -N 16-16 is).
+    plain = api.post("/api/v1/jobs/", job_payload(nodes=None, min_nodes=16, max_nodes=40), format="json").json()
+    assert (plain["nodes"], plain["min_nodes"], plain["max_nodes"]) == (16, None, None), plain
+    assert plain["events"][0]["reason"].endswith("the cluster has 16 nodes with at least 8 GPUs, so it runs on 16 (a fixed size).")
+    # The form alike: Nodes 40, at least 2.
+    browser = session_for(user)
+    response = browser.post("/jobs/new/", submit_form(nodes="40", min_nodes="2", wall_time_minutes="120"))
+    assert response.status_code == 302, response.content.decode()[:3000]
+    job = Job.objects.latest("pk")
+    assert (job.min_nodes, job.max_nodes, job.nodes) == (2, 16, 16)
+    page = browser.get(f"/jobs/{job.pk}/").content.decode()
+    assert f"Job {job.pk} submitted. {CUT}" in page
+
+
 def test_an_elastic_gpu_slice_is_refused(settings: Any, db: None, api: APIClient) -> None:
     from tests.conftest import make_sim
 
@@ -249,8 +288,8 @@ def test_the_submit_form_makes_an_elastic_job_and_its_page_shows_the_range_and_r
     from tests.frontend.forms import submit_form
 
     client = session_for(user)
-    refused = client.post("/jobs/new/", submit_form(nodes="40", min_nodes="2"))
-    assert "it may grow to 40" in refused.content.decode() and not Job.objects.exists()
+    refused = client.post("/jobs/new/", submit_form(nodes="40", min_nodes="17"))
+    assert "The job needs at least 17 nodes" in refused.content.decode() and not Job.objects.exists()
     response = client.post("/jobs/new/", submit_form(nodes="8", min_nodes="2", wall_time_minutes="120"))
     assert response.status_code == 302, response.content.decode()[:3000]
     job = Job.objects.get()
