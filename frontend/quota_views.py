@@ -75,14 +75,26 @@ def usage_view(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 @login_required
 def quotas_view(request: HttpRequest) -> HttpResponse:
+    """Every account's limits and its use this budget period (sreport's AccountUtilizationByUser), users then teams;
+    `?team=` one team and its members (GET /api/v1/quotas/users/?team=, `muster usage --all --team`)."""
     _staff_only(request)
-    users_page = Paginator(get_user_model().objects.order_by("username"), 50).get_page(request.GET.get("users_page"))
-    teams_page = Paginator(Team.objects.order_by("name"), 50).get_page(request.GET.get("teams_page"))
+    users, teams = get_user_model().objects.order_by("username"), Team.objects.order_by("name")
+    team_names = list(teams.values_list("name", flat=True))
+    shown_team = request.GET.get("team", "").strip()
+    if shown_team:
+        if shown_team not in team_names:
+            why = f"No team {shown_team}: the teams are {', '.join(team_names) or 'none yet'}."
+            return render(request, "404.html", {"request_path": request.path, "why": why}, status=404)
+        users, teams = users.filter(teams__name=shown_team), teams.filter(name=shown_team)
+    users_page = Paginator(users, 50).get_page(request.GET.get("users_page"))
+    teams_page = Paginator(teams, 50).get_page(request.GET.get("teams_page"))
     period_start, period_end = period_bounds(timezone.now())
     return render(
         request,
         "frontend/quotas.html",
         {
+            "team_names": team_names,
+            "shown_team": shown_team,
             "users_page": users_page,
             "teams_page": teams_page,
             "user_usages": account_usages(users=list(users_page)),

@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.requests import api_user
+from api.jobs.filters import named
 from api.quotas.renderers import ReportCSVRenderer
 from api.quotas.serializers import (
     GrantInputSerializer,
@@ -36,7 +37,7 @@ from apikit.renderers import JsonErrorsMixin
 from apikit.serializers import refuse_a_body
 from apikit.viewsets import VisibleViewSet
 from quotas.grants import grants_of
-from quotas.models import BudgetGrant
+from quotas.models import BudgetGrant, Team
 from quotas.periods import day_range, local_today, period_bounds
 from quotas.selectors import account_usages, teams_visible_to, usage_report, usage_summary, users_visible_to
 from quotas.services import budget_grant, budget_grant_revoke, quota_reset, quota_save
@@ -52,6 +53,12 @@ class ReadOwnWriteAdmin(BasePermission):
             return True  # a method the endpoint does not have (POST to the list): DRF's 405, for admins and others alike
         if request.method in SAFE_METHODS and getattr(view, "action", None) != "list":
             return True
+        # DRF's "You do not have permission to perform this action." said nothing of what one may read instead.
+        self.message = (
+            "Only admins list every account's quota and usage; your own and your teams': GET /api/v1/usage/ (muster usage)."
+            if getattr(view, "action", None) == "list"
+            else "Only admins change quotas and budgets."
+        )
         return bool(request.user.is_staff)
 
 
@@ -73,8 +80,29 @@ class _AccountQuotaViewSet(VisibleViewSet):
     def _detail(self, account: Model) -> Response:
         return Response(QuotaSerializer(self._usages([account])[0]).data)
 
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "team",
+                str,
+                description="Only this team's accounts: its members (users) or the team itself (teams), as "
+                "`muster usage --all --team NAME` reads them.",
+            )
+        ],
+        description="Admins: every account's limits and usage this budget period (Slurm's sreport AccountUtilizationByUser "
+        "for the current period), by name, paged; each as that account's own GET /api/v1/usage/ gives it.",
+    )
     def list(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
+        accounts = self.get_queryset()
+        team_name = request.query_params.get("team")
+        if team_name is not None:
+            team = Team.objects.filter(name=team_name).first()
+            if team is None:
+                teams = list(Team.objects.order_by("name").values_list("name", flat=True))
+                there = f"the teams are {named(teams)}" if teams else "there are no teams"
+                raise ValidationError({"team": [f"Unknown team {team_name}; {there}."]})
+            accounts = accounts.filter(teams=team) if self.kind == "user" else accounts.filter(pk=team.pk)
+        page = self.paginate_queryset(accounts)
         return self.get_paginated_response(QuotaSerializer(self._usages(list(page or [])), many=True).data)
 
     def retrieve(self, request: Request, **kwargs: str) -> Response:

@@ -655,7 +655,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", type=_non_negative, metavar="N", help="the training step the checkpoint holds")
     p.add_argument("--at", type=_at, metavar="TIME", help="when it was written, ISO 8601 with a zone (default: now)")
 
-    command("usage", commands.usage, "Your limits and use this budget period, and your teams'", "", "  muster usage")
+    p = command(
+        "usage",
+        commands.usage,
+        "Your limits and use this budget period, and your teams'",
+        "Admins: --all lists every user's and every team's, as each one's own `muster usage` says it (Slurm's sreport "
+        "cluster AccountUtilizationByUser for the current period); --team NAME only that team and its members.",
+        "  muster usage\n  muster usage --all\n  muster usage --all --team vision",
+    )
+    p.add_argument("--all", action="store_true", dest="all_accounts", help="every user's and team's (admins)")
+    p.add_argument("--team", metavar="NAME", help="with --all: only this team and its members")
     p = command(
         "nodes",
         commands.nodes,

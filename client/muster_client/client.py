@@ -262,6 +262,12 @@ class Client:
         """Your limits and usage now and this budget period, and each of your teams'."""
         return self._object("GET", "usage/")
 
+    def usage_all(self, *, team: str | None = None) -> JSON:
+        """Admins: every user's and every team's limits and usage this budget period, each as in `usage()`, every page:
+        `{"users": [...], "teams": [...]}` by name; `team` only that team and its members. AuthError for a non-admin."""
+        params = {"limit": PAGE_SIZE, **({"team": team} if team is not None else {})}
+        return {kind: [a for page in self._pages(f"quotas/{kind}/", params) for a in page["results"]] for kind in ("users", "teams")}
+
     def logs(self, job_id: int, *, rank: int = 0, attempt: int | None = None, tail: int | None = None) -> JSON:
         """One rank's output of one attempt (the latest by default): `{"logs", "attempt", "source", "note", ...}`."""
         params = {"rank": rank, "attempt": attempt, "tail": tail}

@@ -911,11 +911,32 @@ def _client_in_job(args: argparse.Namespace) -> Client | None:
 
 
 def usage(args: argparse.Namespace) -> int:
+    team = getattr(args, "team", None)
+    if team is not None and not getattr(args, "all_accounts", False):
+        raise SpecError(f"--team picks the accounts of --all: muster usage --all --team {team}")
+    if getattr(args, "all_accounts", False):
+        return _usage_all(args, team)
     summary = client_for(args).usage()
     if args.json:
         print_json(summary)
     else:
         out(render.usage_text(summary))
+    return OK
+
+
+def _usage_all(args: argparse.Namespace, team: str | None) -> int:
+    """sreport's cluster AccountUtilizationByUser for the current period: every account's use, as its own usage says."""
+    try:
+        found = client_for(args).usage_all(team=team)
+    except AuthError as exc:
+        if not str(exc).startswith("not allowed"):
+            raise
+        admins = "not allowed: muster usage --all lists every account's usage, for admins only; yours and your teams': muster usage"
+        raise AuthError(admins) from None
+    if args.json:
+        print_json(found)
+    else:
+        out(render.usage_all_text(found["users"], found["teams"]))
     return OK
 
 

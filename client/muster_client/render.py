@@ -650,6 +650,22 @@ def budget_period(start: str, end: str) -> str:
 
 def usage_text(summary: JSON) -> str:
     accounts = [summary["user"], *summary.get("teams", [])]
+    head = f"Budget period {budget_period(summary['period_start'], summary['period_end'])}"
+    return "\n".join([head, *_usage_table(accounts)])
+
+
+def usage_all_text(users: list[JSON], teams: list[JSON]) -> str:
+    """`muster usage --all` (admins): every account's row as its own `muster usage` states it, users then teams."""
+    accounts = [*users, *teams]
+    if not accounts:
+        return "No accounts."
+    usage = accounts[0]["usage"]
+    head = f"Budget period {budget_period(usage['period_start'], usage['period_end'])}"
+    return "\n".join([head, *_usage_table(accounts)])
+
+
+def _usage_table(accounts: list[JSON]) -> list[str]:
+    """The accounts' table and, after it, a line for each one above its GPU quota."""
     rows = []
     for a in accounts:
         used, left, committed = node_hours_columns(a["usage"]["node_hours_used"], _period_budget(a), a["usage"].get("node_hours_committed"))
@@ -667,7 +683,6 @@ def usage_text(summary: JSON) -> str:
                 _limit(a["max_node_hours_per_job"]),
             )
         )
-    head = f"Budget period {budget_period(summary['period_start'], summary['period_end'])}"
     headers = ["ACCOUNT", "GPUS NOW/MAX(+BORROWED)", "NODE-H USED", "NODE-H BUDGET", "LEFT", "COMMITTED", "GPU-H USED"]
     headers += ["MAX WALL", "MAX NODE-H/JOB"]
     # `64/16` read as a mistake: a quota lowered under running jobs, which are not stopped; said as the usage page says it.
@@ -678,7 +693,7 @@ def usage_text(summary: JSON) -> str:
         for a in accounts
         if _above_quota(a)
     ]
-    return "\n".join([head, table(headers, rows), *above])
+    return [table(headers, rows), *above]
 
 
 def _budget(account: JSON) -> str:
