@@ -529,7 +529,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Read live while the attempt runs, and kept after it ends: every attempt's output stays readable.",
         "  muster logs 42                  # rank 0 of the latest attempt\n"
         "  muster logs 42 --rank 3 --attempt 1\n"
-        "  muster logs -f 42               # follow as it is written (waits for the job to start)",
+        "  muster logs -f 42               # follow as it is written (waits for the job to start), each attempt in turn",
     )
     p.add_argument("job_id", type=_job_ref, metavar="ID", help=f"the job: {JOB_FORMS}")
     p.add_argument("-r", "--rank", type=_non_negative, default=0, help="which rank (default 0, the master)")
@@ -537,7 +537,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tail", type=_positive, metavar="N", help="only the last N lines (default 500; with -f: from the last N, as tail -n N -f)"
     )
-    p.add_argument("-f", "--follow", action="store_true", help="stream the output until the attempt ends")
+    p.add_argument(
+        "-f", "--follow", action="store_true", help="stream the output until the job ends, through its requeues (with -A: that attempt's)"
+    )
     p.add_argument("--poll", type=float, default=2.0, help=argparse.SUPPRESS)
 
     p = command(

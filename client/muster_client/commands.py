@@ -499,14 +499,31 @@ def _follow(client: Client, args: argparse.Namespace) -> int:
     if job["attempt"] == 0:
         warn(f"job {job['id']} ended {job['state']} without starting: it has no output")
         return OK
-    # --tail N: from the last N lines written so far, as `tail -n N -f`; without it, from the start. The attempt is
-    # the one running now: a requeue's next attempt is another output, and how this one ended is said of it.
+    # --tail N: from the last N lines written so far, as `tail -n N -f`; without it, from the start. Each attempt's
+    # output is its own (how it ended is said of it on stderr), but a user following a training run follows the job:
+    # when it is requeued (preempted, its node lost, a failed attempt within its restarts) the follow goes on to its
+    # next attempt, until the job ends. It stopped at the first requeue, with the run going on unseen. -A follows the
+    # one attempt asked for, as before.
     attempt = args.attempt or job["attempt"]
-    for chunk in client.follow_logs(args.job_id, rank=args.rank, attempt=attempt, tail=args.tail):
-        sys.stdout.write(chunk)
-        sys.stdout.flush()
-    _say_end(args.job_id, client.logs(args.job_id, rank=args.rank, attempt=attempt, tail=1))
-    return OK
+    tail = args.tail
+    while True:
+        for chunk in client.follow_logs(args.job_id, rank=args.rank, attempt=attempt, tail=tail):
+            sys.stdout.write(chunk)
+            sys.stdout.flush()
+        _say_end(args.job_id, client.logs(args.job_id, rank=args.rank, attempt=attempt, tail=1))
+        if args.attempt:
+            return OK
+        job = client.job(args.job_id)
+        if job["attempt"] == attempt and job["state"] not in TERMINAL_STATES:
+            warn(f"job {job['id']} was requeued: waiting for attempt {attempt + 1} to start (Ctrl-C stops waiting)")
+            while job["attempt"] == attempt and job["state"] not in TERMINAL_STATES:
+                time.sleep(args.poll)
+                job = client.job(args.job_id)
+        if job["attempt"] == attempt:
+            return OK  # the job has ended, with this attempt: its end was said above
+        # The next one, not the latest: an attempt that came and went meanwhile is read too (kept, it is read once).
+        attempt, tail = attempt + 1, None
+        warn(f"following job {job['id']} attempt {attempt}")
 
 
 def wait(args: argparse.Namespace) -> int:

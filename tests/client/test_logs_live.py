@@ -8,6 +8,7 @@ import dataclasses
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +88,63 @@ def test_following_from_the_last_lines_through_dropped_connections_says_each_lin
     first = whole.index(followed[0])
     assert followed == whole[first:]  # every line from where it began to the end, each once and whole
     assert len(followed) > 10 and followed[-1] == whole[-1]
+
+
+def test_following_a_job_goes_on_to_its_next_attempt_when_it_is_requeued_until_the_job_ends(
+    signed_in: Any, tx_sim: SimHarness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`muster logs -f` of a training job that is requeued (preempted, its node lost, `muster requeue`): it stopped when
+    its first attempt ended, with the job going on unseen. It follows the job, each attempt in turn, saying on stderr
+    how one ended and that the next is followed; -A follows that one attempt only."""
+    made = SimulatedCluster.from_settings
+    monkeypatch.setattr(SimulatedCluster, "from_settings", classmethod(lambda cls: dataclasses.replace(made(), clock=tx_sim.clock)))
+    spec = tmp_path / "job.json"
+    spec.write_text(
+        json.dumps(
+            {"name": "train", "image": "busybox:1.36", "command": ["python", "train.py"], "nodes": 1, "gpus_per_node": 1,
+             "wall_time_seconds": 3600, "simulate": {"duration_seconds": 30}}
+        )
+    )  # fmt: skip
+    assert cli.main(["submit", str(spec), "--json"]) == 0
+    job_id = json.loads(capsys.readouterr().out)["id"]
+    tx_sim.cycle()
+    tx_sim.advance(2)
+    codes: list[int] = []
+    follow = threading.Thread(target=lambda: codes.append(cli.main(["logs", "-f", "--poll", "0.1", str(job_id)])))
+    follow.start()
+    out, err = "", ""
+
+    def until(seen: Callable[[], bool]) -> None:
+        nonlocal out, err
+        deadline = time.monotonic() + 30
+        while True:
+            more = capsys.readouterr()
+            out, err = out + more.out, err + more.err
+            if seen() or time.monotonic() > deadline:
+                return
+            time.sleep(0.1)
+
+    # Following attempt 1 (whose output may come only as its stream ends: a follow that began after the requeue reads
+    # the ended attempt once, and goes on the same).
+    time.sleep(0.5)
+    commands.client_for(argparse.Namespace()).requeue(job_id, "a new learning rate")
+    until(lambda: "waiting for attempt 2" in err)
+    tx_sim.advance(2)  # placed again
+    tx_sim.advance(2)  # running
+    tx_sim.advance(40)  # and done
+    follow.join(timeout=60)
+    assert not follow.is_alive() and codes == [0]
+    until(lambda: True)
+    assert f"job {job_id} attempt 1 rank 0" in out and f"job {job_id} attempt 2 rank 0" in out
+    said = err.splitlines()
+    assert said[0].startswith(f"muster: job {job_id} attempt 1 requeued at ") and said[0].endswith("a new learning rate.")
+    assert said[1:3] == [
+        f"muster: job {job_id} was requeued: waiting for attempt 2 to start (Ctrl-C stops waiting)",
+        f"muster: following job {job_id} attempt 2",
+    ]
+    assert said[3].startswith(f"muster: job {job_id} attempt 2 succeeded at ") and len(said) == 4
+
+    assert cli.main(["logs", "-f", "-A", "1", str(job_id)]) == 0
+    one = capsys.readouterr()
+    assert "attempt 1 rank 0" in one.out and "attempt 2" not in one.out + one.err
+    assert one.err.startswith(f"muster: job {job_id} attempt 1 requeued at ")
