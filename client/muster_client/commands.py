@@ -856,11 +856,31 @@ def _cancel_matching(client: Client, args: argparse.Namespace, done: JSON, refus
         ordered = sorted(chosen)
         for first in range(0, len(ordered), CANCEL_MANY):
             _cancel_many(client, ordered[first : first + CANCEL_MANY], args, done, refuse)
+    whose = "of yours" if owner == me else f"of {owner}'s"
+
+    def why_not(job: JSON) -> str:
+        """Why a job named on the command line was left by the filters, in the filters' words."""
+        if job["state"] in TERMINAL_STATES:
+            return f"ended already ({job['state']})"
+        if job["state"] not in states:
+            return f"{STATE_WORDS.get(job['state'], job['state'].lower())}, not {_states_words(states)} (-t)"
+        if job["owner"] != owner:
+            mine = "without -u only your own are cancelled" if args.user is None else f"not {owner}'s (-u)"
+            return f"{job['owner']}'s, and {mine}"
+        return f"named {job['name']}, not {args.name} (-n)"
+
+    if targets:
+        # `scancel -n arr2 14_9` cancels 14_9 only if it is named arr2. Each job named but left out is said, and why
+        # (`muster cancel -n arr2 14_9` of an element named arr said "no ... job of yours named arr2 among jobs
+        # 14_[9]", and with another id that matched, nothing of it at all).
+        _say_left_out(client, targets, set(chosen), why_not, refuse)
+        if not chosen:
+            print("muster: nothing was cancelled.", file=sys.stderr, flush=True)
+        return
+    if chosen:
         return
     # In words, not flags: `no job matches --user root --state PENDING,SCHEDULED,RUNNING` named states nobody asked for.
     named = f" named {args.name}" if args.name is not None else ""
-    among = f" among jobs {' '.join(map(_target_text, targets))}" if targets else ""
-    whose = "of yours" if owner == me else f"of {owner}'s"
     others = ""
     if args.user is None:
         # An admin's `muster cancel -n sweep` looks at their own jobs only, and says whose match (the job list shows an
@@ -870,7 +890,44 @@ def _cancel_matching(client: Client, args: argparse.Namespace, done: JSON, refus
             owners = sorted({job["owner"] for job in theirs})
             matching = f"{render.plural(len(theirs), 'job')} of {' and '.join(owners)} match"
             others = f" ({matching}, but without -u only your own are cancelled: -u {owners[0]} for {owners[0]}'s)"
-    print(f"muster: no {_states_words(states)} job {whose}{named}{among}; nothing was cancelled{others}.", file=sys.stderr, flush=True)
+    print(f"muster: no {_states_words(states)} job {whose}{named}; nothing was cancelled{others}.", file=sys.stderr, flush=True)
+
+
+def _say_left_out(
+    client: Client,
+    targets: list[tuple[int, tuple[int, ...] | None]],
+    chosen: set[int],
+    why_not: Callable[[JSON], str],
+    refuse: Callable[[str], None],
+) -> None:
+    """For `muster cancel` with filters and ids: each job named (an id, an array's id, `ID_INDEX`, `ID_[INDICES]`)
+    that the filters left out, on stderr with why (an array's elements left out for the same reason on one line, as
+    scancel names them: `jobs 14_[0-8,10]`); an id that names no job you may see is refused, as without filters."""
+    for job_id, indices in targets:
+        jobs = list(client.jobs(array=job_id))
+        if indices is not None:
+            jobs = [job for job in jobs if job.get("array_index") in indices]
+            for index in sorted(set(indices) - {job["array_index"] for job in jobs}):
+                refuse(_no_element(job_id, index).message)
+        elif not jobs:
+            try:
+                jobs = [client.job(job_id)]
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+                refuse(f"No job {job_id} (or none that you may see).")
+        groups: dict[str, list[JSON]] = {}
+        for job in sorted(jobs, key=lambda job: job["id"]):
+            if job["id"] not in chosen:
+                groups.setdefault(why_not(job), []).append(job)
+        for why, left in groups.items():
+            if len(left) == 1 or left[0].get("array_id") is None:
+                for job in left:
+                    which = render.array_element(job) or job["name"]
+                    print(f"muster: job {job['id']} ({which}) was not cancelled: {why}.", file=sys.stderr, flush=True)
+            else:
+                elements = f"{job_id}_[{render.index_ranges(job['array_index'] for job in left)}]"
+                print(f"muster: jobs {elements} were not cancelled: {why}.", file=sys.stderr, flush=True)
 
 
 STATE_WORDS = {"PENDING": "pending", "SCHEDULED": "starting", "RUNNING": "running"}
@@ -889,11 +946,6 @@ def _owner_refused(owner: str, me: str, refusal: Any) -> str:
     if "only your own" in said:  # api.jobs.filters.unknown_owner's answer to anyone but an admin
         return f"you may cancel only your own jobs (you are {me}), not {owner}'s: only an admin may; nothing was cancelled."
     return f"{said.rstrip('.')}; nothing was cancelled."
-
-
-def _target_text(target: tuple[int, tuple[int, ...] | None]) -> str:
-    job_id, indices = target
-    return str(job_id) if indices is None else f"{job_id}_[{','.join(map(str, indices))}]"
 
 
 def _is_array(client: Client, job_id: int) -> bool:

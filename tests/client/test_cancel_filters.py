@@ -62,8 +62,9 @@ def test_cancel_by_name_and_state_takes_only_your_matching_jobs(
     assert json.loads(out)["cancelled"] == []
     assert err == "muster: no pending job of yours named sweep; nothing was cancelled.\n"
     # With ids, only among them.
-    code, out, _ = run_live(capsys, "cancel", "-t", "R", str(other_running), str(longer_name))
+    code, out, err = run_live(capsys, "cancel", "-t", "R", str(other_running), str(longer_name))
     assert (code, out) == (0, f"Cancelled job {other_running} (train)\n")
+    assert err == f"muster: job {longer_name} (sweep-big) was not cancelled: pending, not running (-t).\n"
     assert state(longer_name) == JobState.PENDING and state(running) == JobState.RUNNING
     # Every one of your jobs left, running or not.
     code, out, _ = run_live(capsys, "cancel", "-u", "dana")
@@ -138,3 +139,36 @@ def test_more_matches_than_one_request_takes_are_cancelled_in_several(
     assert (code, err) == (0, "")
     assert len(out.splitlines()) == 5
     assert set(Job.objects.filter(name="bulk").values_list("state", flat=True)) == {JobState.CANCELLED}
+
+
+def test_a_cancel_by_name_of_jobs_named_by_id_says_which_were_left_out_and_why(
+    signed_in: Any, tx_sim: SimHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`scancel -n arr2 14_9` cancels 14_9 only if it is named arr2. `muster cancel -n arr2 14_9` of an element named
+    arr said "no ... job of yours named arr2 among jobs 14_[9]", and with another id that matched, nothing of it."""
+    code, out, err = run_live(capsys, "submit", "-G", "8", "-t", "1h", "--image", IMAGE, "-J", "arr", "--array", "0-2", "--", "x")
+    assert code == 0, err
+    array_id = int(re.search(r"Submitted array (\d+)", out).group(1))  # type: ignore[union-attr]
+    arr2 = submit(capsys, "arr2")
+
+    code, out, err = run_live(capsys, "cancel", "-n", "arr2", f"{array_id}_1", str(arr2))
+    assert (code, out) == (0, f"Cancelled job {arr2} (arr2)\n")
+    assert err == f"muster: job {array_id + 1} ({array_id}_1) was not cancelled: named arr, not arr2 (-n).\n"
+    assert state(array_id + 1) == JobState.PENDING and state(arr2) == JobState.CANCELLED
+
+    # The whole array named: its elements left out for one reason are said on one line, as scancel names them.
+    code, out, err = run_live(capsys, "cancel", "-n", "arr2", str(array_id), str(arr2))
+    assert (code, out) == (0, "")
+    assert err == (
+        f"muster: jobs {array_id}_[0-2] were not cancelled: named arr, not arr2 (-n).\n"
+        f"muster: job {arr2} (arr2) was not cancelled: ended already (CANCELLED).\n"
+        "muster: nothing was cancelled.\n"
+    )
+    code, out, err = run_live(capsys, "cancel", "-t", "R", f"{array_id}_[0,2]")
+    assert (code, out) == (0, "")
+    assert err == f"muster: jobs {array_id}_[0,2] were not cancelled: pending, not running (-t).\nmuster: nothing was cancelled.\n"
+    # An id that names no job is refused, as without a filter.
+    code, out, err = run_live(capsys, "cancel", "-n", "arr", f"{array_id}_9")
+    assert (code, out) == (5, "")
+    assert err.startswith(f"muster: error: No job {array_id}_9: array {array_id} has no element 9")
+    assert [state(array_id + i) for i in range(3)] == [JobState.PENDING] * 3
