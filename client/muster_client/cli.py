@@ -257,11 +257,15 @@ def _gres(text: str) -> int:
 
 
 def _names(text: str) -> list[str]:
-    """-n/--name as squeue, scancel and sacct take it: one job name or several, comma-separated, each matched whole."""
+    """-n/--name as squeue and sacct take it: one job name or several, comma-separated, each matched whole.
+
+    A job's name may have a comma (sbatch -J 'lr=0.1,bs=32' is taken, here as in Slurm), which squeue's list can never
+    match: the whole text is one more name, last, so `-n 'lr=0.1,bs=32'` finds that job too (and those named lr=0.1
+    or bs=32, as squeue)."""
     names = [name.strip() for name in text.split(",") if name.strip()]
     if not names:
         raise argparse.ArgumentTypeError(f"'{text}' names no job: -n NAME, or -n NAME,NAME for several")
-    return names
+    return [*names, text.strip()] if "," in text else names
 
 
 def _whole_name(text: str) -> str:
@@ -462,7 +466,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--start", action="store_true", help="like squeue --start: the pending jobs only (-t PENDING)")
     p.add_argument(
         "-n", "--name", dest="names", action="append", type=_names, metavar="NAME[,NAME]",
-        help="only jobs of these names, as squeue -n: each name whole, comma-separated or repeated",
+        help="only jobs of these names, as squeue -n: each name whole, comma-separated or repeated (a name with a comma "
+        "matches too, given whole)",
     )  # fmt: skip
     # Long only: squeue's -n is --name (`muster queue -n 5` was the first 5 entries).
     p.add_argument("--limit", type=_non_negative, default=0, metavar="N", help="the first N entries (default: all)")
@@ -487,7 +492,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--name", dest="names", action="append", type=_names, metavar="NAME[,NAME]",
-        help="only jobs of these names, as sacct --name: each name whole, comma-separated or repeated",
+        help="only jobs of these names, as sacct --name: each name whole, comma-separated or repeated (a name with a "
+        "comma matches too, given whole)",
     )  # fmt: skip
     p.add_argument("-S", "--since", help="submitted since: 2h or 3d ago, or a date/time (2026-11-01, 2026-11-01T09:00)")
     p.add_argument("-E", "--until", help="submitted before: the same forms as --since")

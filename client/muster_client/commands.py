@@ -323,12 +323,13 @@ def queue(args: argparse.Namespace) -> int:
         seen = sorted(client.jobs(state=active), key=lambda job: job["id"])
         visible = len(seen)
         running = [job for job in seen if kept(job)][:left]
-    if names and all(name.isdigit() for name in names) and not data["results"] and not running:
+    numbers = sorted(name for name in names or () if "," not in name)  # not the whole of `-n 3,5` (cli._names)
+    if numbers and all(name.isdigit() for name in numbers) and not data["results"] and not running:
         # `muster queue -n 5` was the first 5 entries until -n became squeue's --name: an empty queue would say
         # nothing of that. A job named 5 that is queued is still listed.
-        count = sorted(names)[0]
+        count = numbers[0]
         raise SpecError(
-            f"no job in the queue is named {', '.join(sorted(names))}: -n is a job's name, as squeue -n "
+            f"no job in the queue is named {', '.join(numbers)}: -n is a job's name, as squeue -n "
             f"(the first {render.plural(int(count), 'entry', 'entries')}: --limit {count})"
         )
     if args.json:

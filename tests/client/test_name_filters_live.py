@@ -81,3 +81,24 @@ def test_jobs_limit_past_any_list_lists_them_all(signed_in: Any, capsys: pytest.
     code, out, err = run_live(capsys, "jobs", "--limit", "99999999999999999999", "-n")
     assert (code, err) == (0, "")
     assert ids(out, header=False, footer=False) == [jobs[1].pk, jobs[0].pk]
+
+
+def test_a_name_with_a_comma_is_found_by_its_whole_name_as_well_as_each_name_of_the_list(
+    signed_in: Any, tx_sim: SimHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """sbatch -J 'lr=0.1,bs=32' is taken, but squeue -n splits at the comma: such a job could never be listed by its
+    name. The whole text is one more name, so `-n 'lr=0.1,bs=32'` finds it, and the jobs named lr=0.1 or bs=32."""
+    both = JobFactory(owner=signed_in, name="lr=0.1,bs=32", nodes=16, gpus_per_node=8, queued=True, history=True)
+    lr = JobFactory(owner=signed_in, name="lr=0.1", nodes=16, gpus_per_node=8, queued=True, history=True)
+    JobFactory(owner=signed_in, name="lr=0.2,bs=32", nodes=16, gpus_per_node=8, queued=True, history=True)
+    tx_sim.cycle()
+    code, out, err = run_live(capsys, "queue", "-n", "lr=0.1,bs=32")
+    assert (code, err) == (0, "")
+    assert sorted(ids(out)) == [both.pk, lr.pk]
+    code, out, _ = run_live(capsys, "jobs", "--name", "lr=0.1,bs=32")
+    assert code == 0 and ids(out, footer=False) == [lr.pk, both.pk]
+    code, out, _ = run_live(capsys, "queue", "-n", "lr=0.1")
+    assert code == 0 and ids(out) == [lr.pk]
+    # `-n 3,5` of an empty queue still says what -n is now, without the whole text among the names.
+    code, _, err = run_live(capsys, "queue", "-n", "3,5")
+    assert code == 2 and "no job in the queue is named 3, 5: -n is a job's name" in err
