@@ -22,12 +22,13 @@ from django.views.decorators.http import require_POST
 from accounts.requests import AuthenticatedHttpRequest
 from api.quotas.serializers import QuotaInputSerializer
 from frontend.quota_forms import QuotaForm, UsageReportForm
+from policy.budget import node_hours_words
 from quotas.grants import grants_of
 from quotas.limits import effective_limits
 from quotas.models import BudgetGrant, Team
 from quotas.periods import day_range, local_today, period_bounds
 from quotas.selectors import account_usages, usage_report, usage_summary, users_visible_to
-from quotas.services import budget_grant, budget_grant_revoke, node_hours_words, quota_reset, quota_save
+from quotas.services import budget_grant, budget_grant_revoke, quota_reset, quota_save
 
 
 def _staff_only(request: HttpRequest) -> None:
@@ -178,7 +179,7 @@ def quota_grant_view(request: AuthenticatedHttpRequest, kind: str, name: str) ->
     end = timezone.localtime(usage.period_end).strftime("%Y-%m-%d %H:%M %Z")
     messages.success(
         request,
-        f"Added {grant.node_hours:g} node-hours to the budget of {kind} {name} for this period: {usage.budget_text}. "
+        f"Added {node_hours_words(grant.node_hours)} to the budget of {kind} {name} for this period: {usage.budget_text}. "
         f"Its jobs waiting for the budget may start from the next scheduling cycle; the period renews {end} with the quota's "
         f"{usage.limits.node_hours_per_period:g}.",
     )

@@ -44,6 +44,14 @@ def node_hours_text(hours: float, decimals: int = 1) -> str:
     return f"{hours:.{decimals}f}" if hours >= 1 else f"{hours:.{decimals + 1}g}"
 
 
+def node_hours_words(hours: float | str, spec: str = "g") -> str:
+    """A figure with its unit, as every message says it: '4 node-hours', '1 node-hour' for exactly one as written
+    ('1.0 node-hours' is a figure to one place), the figure formatted by `spec` or given already written (the text of
+    `node_hours_text` or of `node_hours_said`). A budget of 1 read 'its whole budget of 1 node-hours a period'."""
+    text = hours if isinstance(hours, str) else format(hours, spec)
+    return f"{text} node-hour{'' if text == '1' else 's'}"
+
+
 # The finest a node-hour figure is stated to: a millionth (3.6 ms of a whole node). A use smaller still is said as that
 # much, never as nothing; any other figure smaller still is a float's noise (a budget less a use summing to it).
 NODE_HOURS_FINEST_PLACES = 6

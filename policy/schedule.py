@@ -44,7 +44,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from policy.budget import BudgetPlan, budget_beside_need, budget_need, whole_gpu_node_sizes
+from policy.budget import BudgetPlan, budget_beside_need, budget_need, node_hours_words, whole_gpu_node_sizes
 from policy.capacity import Allowed, Capacity
 from policy.forecast import forecast
 from policy.model import (
@@ -705,7 +705,7 @@ class _Cycle:
                 hint = _update_hint(job, hours * 3600 / (job.min_nodes or job.nodes))
                 shorter = f"shorten it ({hint} fits{_array_said(job)}), or " if hint else ""
                 return (
-                    f"It may use {asked:.3g} node-hours, beyond the {hours:.3g} per job {who} allows now (lowered since it "
+                    f"It may use {node_hours_words(asked, '.3g')}, beyond the {hours:.3g} per job {who} allows now (lowered since it "
                     f"was submitted): it waits until an admin raises the limit. To run sooner, {shorter}cancel it and submit "
                     "it on fewer nodes."
                 )
@@ -760,15 +760,15 @@ class _Cycle:
         # Said briefly: with the budget's figures before it and the way to run sooner after it, a reason past
         # REASON_MAX_CHARS loses its middle (jobs.lifecycle.fit_reason).
         if not granted or need > whole + granted:
-            said = f"{_amount(whole)} node-hours a period"
+            said = f"{node_hours_words(_amount(whole))} a period"
             if granted:
-                said = f"{_amount(whole + granted)} node-hours this period ({_amount(whole)} a period, {_amount(granted)} added)"
+                said = f"{node_hours_words(_amount(whole + granted))} this period ({_amount(whole)} a period, {_amount(granted)} added)"
             return (
                 f" That is more than its whole budget of {said} (lowered since it was submitted): it waits until an admin "
                 f"raises the budget. To run sooner, {sooner}"
             )
         renews = f" ({when(account.budget_resets_at)})" if account.budget_resets_at else ""
-        only = f" Only the {_amount(granted)} node-hours added for this period fit it"
+        only = f" Only the {node_hours_words(_amount(granted))} added for this period fit it"
         if need > (account.node_hours_left or 0.0):
             return (
                 f"{only}, and less is left now; the renewal{renews} brings back {_amount(whole)}, too few: it waits until "

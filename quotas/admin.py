@@ -19,6 +19,7 @@ from audit.services import audit_changes, audit_record
 from jobs.amounts import plural
 from jobs.models import Job
 from jobs.states import TERMINAL_STATES
+from policy.budget import node_hours_words
 from quotas.limits import limits_of
 from quotas.membership import team_members_left
 from quotas.models import BudgetGrant, Quota, Team, TeamVolume, UsageCharge
@@ -89,7 +90,7 @@ def quota_words(quota: Quota | None) -> str:
     if limits.max_gpus is not None:
         said.append(plural(limits.max_gpus, "GPU"))
     if limits.node_hours_per_period is not None:
-        said.append(f"{limits.node_hours_per_period:g} node-hours {period_words()}")
+        said.append(f"{node_hours_words(limits.node_hours_per_period)} {period_words()}")
     if limits.max_wall_time_seconds is not None or limits.max_node_hours_per_job is not None:
         said.append("limits per job")
     if limits.fair_share_weight != 1:

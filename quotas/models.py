@@ -7,6 +7,8 @@ from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 
+from policy.budget import node_hours_words
+
 team_name_validator = RegexValidator(
     r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",
     "Team names are 1-63 lowercase letters, digits and hyphens, starting and ending with a letter or digit.",
@@ -171,4 +173,4 @@ class BudgetGrant(models.Model):
     def __str__(self) -> str:
         whose = f"team {self.team.name}" if self.team is not None else f"user {self.user}"
         revoked = " (revoked)" if self.revoked_at is not None else ""
-        return f"{self.node_hours:g} node-hours for {whose} in the period from {self.period_start:%Y-%m-%d}{revoked}"
+        return f"{node_hours_words(self.node_hours)} for {whose} in the period from {self.period_start:%Y-%m-%d}{revoked}"

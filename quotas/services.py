@@ -19,7 +19,7 @@ from audit.services import audit_changes, audit_record
 from jobs.amounts import duration, plural
 from jobs.models import Allocation, Job, Node, NodeState
 from jobs.states import ACTIVE_STATES, JobState
-from policy.budget import node_hours_said, node_hours_text
+from policy.budget import node_hours_said, node_hours_text, node_hours_words
 from quotas.grants import grants_by_id
 from quotas.limits import LIMIT_FIELDS, Limits, default_values, effective_limits, limits_of
 from quotas.models import BudgetGrant, Quota, Team, UsageCharge
@@ -121,12 +121,6 @@ def quota_check_job(
 def _jobs_listed(pks: Sequence[int]) -> str:
     """'job 5', 'jobs 5, 6, 9' (the first ten, then 'and more'): a bare '(5)' read as a count, not a job."""
     return f"job{'' if len(pks) == 1 else 's'} " + ", ".join(str(pk) for pk in pks[:10]) + (" and more" if len(pks) > 10 else "")
-
-
-def node_hours_words(hours: float, spec: str = "g") -> str:
-    """'4 node-hours', '1 node-hour' (it read 'at least 1 node-hours')."""
-    text = format(hours, spec)
-    return f"{text} node-hour{'' if text == '1' else 's'}"
 
 
 def _stuck_warning(pks: Sequence[int], whose: str, need: str, why: str, limit: str) -> str:
@@ -497,9 +491,9 @@ def _revoke_warnings(usage: AccountUsage, budget: float) -> list[str]:
     said = node_hours_said(used=usage.node_hours_used, budget=budget, committed=usage.node_hours_committed)
     budget_text = node_hours_words(budget)
     if usage.node_hours_used > budget:
-        used = node_hours_said(used=usage.node_hours_used, budget=None).used
+        used = node_hours_words(node_hours_said(used=usage.node_hours_used, budget=None).used)
         return [
-            f"{whose.capitalize()} has used {used} node-hours this period, above its budget of {budget_text} now: running jobs are not "
+            f"{whose.capitalize()} has used {used} this period, above its budget of {budget_text} now: running jobs are not "
             f"stopped and are charged as they run; new jobs of {whose} wait until the period renews ({renews}) or node-hours are added."
         ]
     if said.budget is not None and usage.node_hours_committed > said.budget.left:
@@ -574,14 +568,14 @@ def quota_warnings(*, account: Any, before: Limits, after: Limits, now: datetime
     if budget is not None and budget != before.node_hours_per_period and usage.node_hours_used > budget:
         renews = timezone.localtime(usage.period_end).strftime("%Y-%m-%d %H:%M %Z")
         warnings.append(
-            f"{whose} has used {node_hours_text(usage.node_hours_used)} node-hours this period, above the new budget of {budget:g}: "
+            f"{whose} has used {node_hours_words(node_hours_text(usage.node_hours_used))} this period, above the new budget of {budget:g}: "
             "running jobs are not stopped and are charged as they run; "
             f"new jobs of {whose} wait until the period renews ({renews}) or the budget is raised."
         )
     elif budget is not None and budget != before.node_hours_per_period and usage.node_hours_used + usage.node_hours_committed > budget:
         over = usage.node_hours_used + usage.node_hours_committed - budget
         warnings.append(
-            f"{whose} has used {node_hours_text(usage.node_hours_used)} node-hours this period and its running jobs may use "
+            f"{whose} has used {node_hours_words(node_hours_text(usage.node_hours_used))} this period and its running jobs may use "
             f"{node_hours_text(usage.node_hours_committed)} more by their wall times: running jobs are not stopped, so the new "
             f"budget of {budget:g} may be overspent by up to {node_hours_text(over)}; new jobs of {whose} wait until the period "
             "renews or it is raised."

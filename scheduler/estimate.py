@@ -25,7 +25,7 @@ from jobs.dependencies import waits_of as dependency_waits_of
 from jobs.lifecycle import fit_reason
 from jobs.models import Job
 from jobs.services import ResourceAsk, job_check_fits_cluster, job_fit_elastic_range, job_submit_problems
-from policy.budget import budget_beside_need, budget_need, whole_gpu_node_sizes
+from policy.budget import budget_beside_need, budget_need, node_hours_words, whole_gpu_node_sizes
 from policy.model import ESTIMATE_AFTER, ESTIMATE_NONE, ESTIMATE_PLANNED, ESTIMATE_RESERVED, PendingJob
 from policy.schedule import schedule
 from policy.sharing import Slices
@@ -255,11 +255,11 @@ def _account_checks(
     if budget is not None and need is not None:
         # In the words of the BUDGET reason: what running jobs may still use is committed, a new job fits in the rest.
         words, uses = budget_beside_need(budget, need[0])
-        text = f"Budget: this job may use {uses} node-hours ({need[1]}); {whose} has {words} this period."
+        text = f"Budget: this job may use {node_hours_words(uses)} ({need[1]}); {whose} has {words} this period."
         whole = usage.budget_this_period  # the quota's and what admins added to this period, as the submit counts it
         if least is not None and whole is not None and least > whole:
             # More than a whole period gives: the submit refuses it (quota_check_job), so it does not wait, whatever is left.
-            text += f" It gives {whole:.3g} node-hours a {settings.MUSTER_BUDGET_PERIOD} in all, so the job could never start."
+            text += f" It gives {node_hours_words(whole, '.3g')} a {settings.MUSTER_BUDGET_PERIOD} in all, so the job could never start."
             status = REFUSED
         elif count > 1:
             # An array's elements each commit their need as they start: "this job may use 1.0" read as the whole

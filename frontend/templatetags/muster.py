@@ -20,6 +20,7 @@ from jobs.holds import release_hint
 from jobs.models import Job, JobHold
 from jobs.selectors import job_gpus_held, job_nodes_shown
 from jobs.sorting import Sorting
+from policy.budget import node_hours_words as _node_hours_words
 
 register = template.Library()
 
@@ -94,6 +95,19 @@ def node_hours(value: float | int) -> str:
     """An amount of node-hours an admin typed or added: to three decimals at most, without trailing zeros (2.5, not
     the 2.500 that floatformat:"-3" wrote beside a quota's 1 and a used 0.74)."""
     return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+@register.filter
+def node_hours_words(value: float | int | str) -> str:
+    """An amount of node-hours with its unit, 'node-hour' for exactly 1 (policy.budget.node_hours_words): a number as
+    `node_hours` writes it (+2.5 node-hours, +1 node-hour), a figure already written as it is ("0.0022 node-hours")."""
+    return _node_hours_words(value if isinstance(value, str) else node_hours(value))
+
+
+@register.filter
+def node_hours_unit(value: float | int) -> str:
+    """The unit alone, for a figure shown apart from it (in its own element): 'node-hour' beside a 1, else 'node-hours'."""
+    return node_hours_words(value).partition(" ")[2]
 
 
 FACTOR_LABELS = {"fair_share": "Fair share", "age": "Age", "class": "Priority class", "size": "Size", "short": "Short wall time"}

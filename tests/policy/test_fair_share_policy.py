@@ -371,7 +371,7 @@ def test_a_job_beyond_a_whole_budget_lowered_under_it_is_not_promised_the_renewa
     assert wait.reason_code == BUDGET and wait.estimated_start is None
     assert wait.reason == (
         "The budget of user ann has 1.0 node-hours left; this job may use 2.0 (2 nodes x 1.00 h). That is more than its "
-        "whole budget of 1 node-hours a period (lowered since it was submitted): it waits until an admin raises the "
+        "whole budget of 1 node-hour a period (lowered since it was submitted): it waits until an admin raises the "
         "budget. To run sooner, shorten it (muster update 1 -t 30m fits a period's budget), or cancel it and submit it smaller."
     )
 
