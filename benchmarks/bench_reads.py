@@ -14,13 +14,19 @@ the old read-time plan computed, timed once) and what the cycle's plan writes co
 job moved one place; then nothing changed). Then one line per case with each read's ratio to the baseline
 (time, queries, rows), and a table of the same for people.
 
+Then /metrics alone at 4,000 and 300,000 starts ever recorded (`BENCH_STARTS` for the second; ended jobs' history
+bulk-created, a start each): its time, queries and rows at each, their ratio, and what the scrape no longer pays
+(every start's wait counted from the events, `telemetry.latency.wait_histogram`, as each scrape did before the running
+totals). `--metrics-only` runs this part alone (4,000 running jobs, then the history).
+
 The bar (issue 13): every read flat in the queue's length and in the number of running jobs: its queries
 and the rows they fetch the same (a page of 50 is 50 rows at any length), its time ~1x. Counts are done by
 the database (the queue's summary counts a few aggregates, the dashboard's history sums the window's events
 per chart bucket, /metrics the waits of every start ever made into its histogram's buckets, one row): those
 queries cost more at 20,000, not their rows. The node grid reads a row per GPU held;
 the dashboard's history a row per bucket with a change, more of them at 4,000 running here (a young site's
-finer buckets, docs/scheduling.md).
+finer buckets, docs/scheduling.md). /metrics flat in the starts ever recorded too, its time as well: it reads the
+running totals each start added to, never the starts.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 _TMP = tempfile.mkdtemp(prefix="muster-bench-reads-")
@@ -60,16 +67,17 @@ from django.db import connection, transaction  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from benchmarks.queue_fill import GPUS, add_pending, add_running_jobs, remove_pending_after  # noqa: E402
+from benchmarks.queue_fill import GPUS, add_pending, add_running_jobs, remove_pending_after, running_job  # noqa: E402
 from benchmarks.read_cost import read_cost  # noqa: E402
 from jobs.cluster.simulated import SimulatedCluster  # noqa: E402
-from jobs.models import Job, Node  # noqa: E402
+from jobs.models import Job, JobEvent, Node  # noqa: E402
 from jobs.services import nodes_sync  # noqa: E402
 from jobs.states import JobState  # noqa: E402
 from policy.model import Priority, Reservation, Waiting  # noqa: E402
 from policy.priority import prioritize, priority_order  # noqa: E402
 from scheduler.plans import store_plans  # noqa: E402
 from scheduler.snapshot import build_snapshot, policy_config  # noqa: E402
+from telemetry.latency import LATENCY_SECONDS_BUCKETS, latency_recount, wait_histogram  # noqa: E402
 
 USERS = 20
 PENDING = (1_000, 20_000)
@@ -78,6 +86,8 @@ RUNNING = (200, 4_000)
 CLUSTER_NODES = 500
 # The cases, in the order they are filled: pending, running. The first is the baseline of every ratio.
 CASES = ((PENDING[0], RUNNING[0]), (PENDING[1], RUNNING[0]), (PENDING[1], RUNNING[1]), (PENDING[0], RUNNING[1]))
+# Starts ever recorded for /metrics alone: the 4,000 running jobs', then a busy site's year (BENCH_STARTS).
+STARTS = (RUNNING[1], int(os.environ.get("BENCH_STARTS", "300000")))
 SUBMIT = {"name": "bench-submit", "image": "busybox:1", "command": ["true"], "nodes": 1, "gpus_per_node": 1, "wall_time_seconds": 600}
 
 
@@ -206,6 +216,51 @@ def fill(owners: list[Any], nodes: list[Node], pending: int, running: int) -> No
         cursor.execute("ANALYZE")  # the statistics a live database keeps (autovacuum), so plans are the real ones
 
 
+def add_ended_starts(owners: list[Any], first: int, count: int) -> None:
+    """`count` ended jobs, each submitted, started after a wait of up to two hours and succeeded within the last year,
+    in bulk inserts (a start each), then the latency totals counted again: bulk-created starts bypass the hook that
+    adds each as it is recorded."""
+    now = timezone.now()
+    for chunk in range(first, first + count, 10_000):
+        numbers = range(chunk, min(chunk + 10_000, first + count))
+        started = {i: now - timedelta(days=2, seconds=(i * 97) % (360 * 86400)) for i in numbers}
+        jobs = Job.objects.bulk_create((running_job(owners[i % len(owners)], i, started[i]) for i in numbers), batch_size=1000)
+        Job.objects.filter(pk__in=[job.pk for job in jobs]).update(state=JobState.SUCCEEDED, finished_at=now - timedelta(days=1))
+        events = []
+        for i, job in zip(numbers, jobs, strict=True):
+            queued = started[i] - timedelta(seconds=i % 7200, microseconds=i % 1000)
+            history = ((queued, "", JobState.PENDING), (started[i], JobState.SCHEDULED, JobState.RUNNING),
+                       (started[i] + timedelta(minutes=30), JobState.RUNNING, JobState.SUCCEEDED))  # fmt: skip
+            events += [JobEvent(job=job, at=at, from_state=was, to_state=to, reason="bench", attempt=1) for at, was, to in history]
+        JobEvent.objects.bulk_create(events, batch_size=1000)
+    latency_recount()
+
+
+def metrics_by_starts(client: Client, owners: list[Any], repeats: int) -> None:
+    """/metrics at each of STARTS starts ever recorded, and its ratio at the most to the fewest."""
+    read = Read("metrics_scrape", "/metrics")
+    results = []
+    for starts in STARTS:
+        recorded = JobEvent.objects.filter(to_state=JobState.RUNNING).count()
+        if starts > recorded:
+            add_ended_starts(owners, 1_000_000 + recorded, starts - recorded)
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+        cost = timed(client, read, repeats)
+        gc.collect()
+        start = time.perf_counter()
+        wait_histogram(LATENCY_SECONDS_BUCKETS)
+        before = round((time.perf_counter() - start) * 1000, 2)
+        results.append({"starts": starts, **cost, "counting_every_start_ms_no_longer_paid": before})
+        print(json.dumps({"name": f"metrics_scrape_starts{starts}", "repeats": repeats, **results[-1]}), flush=True)
+    few, most = results[0], results[-1]
+    ratio = {
+        key: round(most[key] / few[key], 2) if few[key] else None
+        for key in ("ms", "queries", "rows", "counting_every_start_ms_no_longer_paid")
+    }
+    print(json.dumps({"name": f"metrics_scrape_starts{most['starts']}_over_starts{few['starts']}", **ratio}), flush=True)
+
+
 def growth(case: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
     """Each read's time, queries and rows over the baseline's."""
 
@@ -233,13 +288,18 @@ def table(results: list[dict[str, Any]]) -> str:
 
 
 def main() -> None:
-    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 15
+    args = [arg for arg in sys.argv[1:] if arg != "--metrics-only"]
+    repeats = int(args[0]) if args else 15
     call_command("migrate", verbosity=0)
     nodes_sync(cluster_nodes=SimulatedCluster(nodes=CLUSTER_NODES, gpus_per_node=GPUS, racks=10).list_nodes())
     nodes = list(Node.objects.order_by("name"))
     users = get_user_model().objects
     owners = [users.create_user(username=f"user{i}") for i in range(USERS)]
     client = Client(HTTP_HOST="localhost")
+    if "--metrics-only" in sys.argv:
+        fill(owners, nodes, 0, RUNNING[1])
+        metrics_by_starts(client, owners, repeats)
+        return
     results: list[dict[str, Any]] = []
     targets: tuple[Job, Job] | None = None
     for pending, running in CASES:
@@ -256,6 +316,7 @@ def main() -> None:
         name = f"reads_growth_p{case['pending']}_r{case['running']}_over_p{base['pending']}_r{base['running']}"
         print(json.dumps({"name": name, **growth(case, base)}), flush=True)
     print(table(results), flush=True)
+    metrics_by_starts(client, owners, repeats)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,9 @@ the same transaction, as the direct calls it replaces:
 - `left_running` run inside that transaction when a job leaves RUNNING (telemetry: store the run).
 - `state_changed` run inside `job_transition`'s transaction after every move, with its event written (notify: the
   messages a job's owner asked for, written as an outbox in the same transaction).
+- `event_recorded` run when an event of a job's history is written, in the transaction that writes it, whoever
+  writes it (`JobEvent.save`: `job_transition`, holds and notes, histories written directly). Telemetry: add a
+  start's wait to /metrics' running totals, so no scrape reads the history.
 - `queue_changed` run when a job was queued, requeued or cancelled, to be acted on after the commit
   (scheduler: run a cycle soon).
 - `pod_secret_env` give environment variables each pod of a gang gets from a Secret, never from its
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
-    from jobs.models import Job
+    from jobs.models import Job, JobEvent
     from quotas.models import Team  # Job.team's model; a type-only name, see docs/architecture.md
 
 
@@ -60,6 +63,10 @@ class StateChanged(Protocol):
     def __call__(self, *, job: Job, from_state: str, to_state: str, reason: str, now: datetime) -> None: ...
 
 
+class EventRecorded(Protocol):
+    def __call__(self, *, event: JobEvent) -> None: ...
+
+
 class LeftRunning(Protocol):
     def __call__(self, *, job: Job, attempt: int, now: datetime) -> None: ...
 
@@ -76,6 +83,7 @@ class JobHooks:
     resizing: list[LeftActive] = field(default_factory=list)
     left_running: list[LeftRunning] = field(default_factory=list)
     state_changed: list[StateChanged] = field(default_factory=list)
+    event_recorded: list[EventRecorded] = field(default_factory=list)
     queue_changed: list[QueueChanged] = field(default_factory=list)
     pod_secret_env: list[PodSecretEnv] = field(default_factory=list)
 
@@ -87,6 +95,9 @@ class JobHooks:
 
     def on_state_changed(self, hook: StateChanged) -> None:
         _add_once(self.state_changed, hook)
+
+    def on_event_recorded(self, hook: EventRecorded) -> None:
+        _add_once(self.event_recorded, hook)
 
     def on_resizing(self, hook: LeftActive) -> None:
         _add_once(self.resizing, hook)

@@ -6,9 +6,10 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
 
+from jobs.hooks import job_hooks
 from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState
 
 
@@ -275,6 +276,18 @@ class JobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id}: {self.from_state or '-'} -> {self.to_state}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # A new event is told to the `event_recorded` hooks in the transaction that writes it (a new one if none is
+        # open, no savepoint inside one), whoever writes it: job_transition, a hold, or a history written directly.
+        # bulk_create bypasses save(): only submits bulk-create events (their entry into the queue, which no hook counts).
+        if not (self._state.adding and job_hooks.event_recorded):
+            super().save(*args, **kwargs)
+            return
+        with transaction.atomic(savepoint=False):
+            super().save(*args, **kwargs)
+            for event_recorded in job_hooks.event_recorded:
+                event_recorded(event=self)
 
 
 class JobDependency(models.Model):

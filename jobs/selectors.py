@@ -245,7 +245,8 @@ class QueuedAt(TypedDict):
 def starts_with_queued_at(*, after: datetime | None = None, until: datetime | None = None) -> QuerySet[WithAnnotations[JobEvent, QueuedAt]]:
     """Every start of every job (all pods running) in (after, until], with `queued_at`: when the job last entered the
     queue before it (None for a start with no entry before it). What `start_waits` reads, the dashboard's latency
-    chart ranks in the database and /metrics' latency histogram counts there (`telemetry.exporter.wait_histogram`).
+    chart ranks in the database and /metrics' latency totals add one by one as each start is recorded
+    (`telemetry.latency`; `wait_histogram` counts them all from here to check them).
 
     A wait runs from when the job last entered the queue, its submit or its requeue after a
     failed attempt or a preemption, to that start. Counting restarts from the submit would add

@@ -6,8 +6,8 @@ Everything /metrics exports is therefore read from the database when Prometheus 
 
 - queue depth, quota standing, starvation, GPUs and nodes: aggregates over Job, Allocation and
   Node (a handful of queries, whatever the size of the queue);
-- scheduling latency: a histogram of every start's wait since the job (re-)entered the queue, its buckets, sum
-  and count summed by the database (one row, however many jobs have ever started);
+- scheduling latency: a histogram of every start's wait since the job (re-)entered the queue, from running totals
+  each start adds to as it is recorded (`telemetry.latency`: a row per bucket, however many jobs have ever started);
 - what only the cycle knows (its duration, launches, launch failures, preemptions, cycles run
   or skipped): `CycleCounter` rows that the scheduler adds to at the end of every cycle with a
   single UPDATE (`scheduler.counters`).
@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import Count, F, FloatField, Min, Q, Sum
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
@@ -33,35 +32,16 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from jobs.models import Allocation, ClusterHealth, CycleCounter, Job, Node, NodeState
-from jobs.selectors import starts_with_queued_at, waiting_jobs
+from jobs.selectors import waiting_jobs
 from jobs.states import ACTIVE_STATES, TERMINAL_STATES, JobState
 from policy.model import HELD
 from quotas.selectors import accounts_above_quota
 from scheduler.counters import BUCKET_COUNTER, CYCLE_SECONDS_BUCKETS
 from scheduler.queue import starving_count
-from telemetry.dashboard.buckets import US, Microseconds
+from telemetry.latency import LATENCY_SECONDS_BUCKETS, latency_histogram
 
 logger = logging.getLogger(__name__)
 
-# Submit-to-start latency buckets: seconds for an idle cluster up to a week for a starved gang.
-LATENCY_SECONDS_BUCKETS: tuple[float, ...] = (
-    1.0,
-    5.0,
-    15.0,
-    30.0,
-    60.0,
-    120.0,
-    300.0,
-    600.0,
-    1800.0,
-    3600.0,
-    7200.0,
-    21600.0,
-    43200.0,
-    86400.0,
-    259200.0,
-    604800.0,
-)
 # Pending jobs no cycle has given a reason yet: the same name as the queue API's summary.
 NEW_REASON = "NEW"
 
@@ -71,33 +51,6 @@ NEW_REASON = "NEW"
 
 def _ts(value: datetime | None) -> float:
     return value.timestamp() if value else 0.0
-
-
-def wait_histogram(bounds: Sequence[float]) -> tuple[list[int], int, float]:
-    """Every start's wait (`jobs.selectors.starts_with_queued_at`, from the job's last entry into the queue): how many
-    were at or below each of `bounds` (seconds; Prometheus' cumulative buckets), how many there were, and their sum in
-    seconds. Counted and summed by the database in one row: /metrics read a row per start ever made on every scrape.
-
-    A start with no entry into the queue before it has no wait (NULL) and counts nowhere; one stamped before its entry
-    (a skewed clock) waited 0. Waits are whole microseconds (`Microseconds`), so a bound compares exactly on PostgreSQL
-    and SQLite alike (5.0 holds a wait of 5 s, not one of 5.000001 s) and the sum is exact until it is divided.
-    """
-    starts = starts_with_queued_at().values(waited=Microseconds(F("at"), F("queued_at"))).order_by()
-    inner, params = starts.query.sql_with_params()
-    at_or_below = ", ".join(f"COUNT(CASE WHEN waited <= {round(bound * US)} THEN 1 END)" for bound in bounds)
-    # The outer query names `waited` nineteen times: merged into it, the subquery finding each start's queue entry
-    # would run once for each. A subquery with an OFFSET (PostgreSQL) or a LIMIT (SQLite) is never merged, so each
-    # start's wait is worked out once.
-    fence = "OFFSET 0" if connection.vendor == "postgresql" else "LIMIT -1"
-    sql = (
-        f"SELECT {at_or_below}, COUNT(waited), SUM(CASE WHEN waited < 0 THEN 0 ELSE waited END)"
-        f" FROM (SELECT waited FROM ({inner}) starts {fence}) waits"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        *counts, n, total_us = cursor.fetchone()
-    # PostgreSQL sums integers to a numeric (a Decimal here); an exact integer either way.
-    return [int(c) for c in counts], int(n), int(total_us or 0) / US
 
 
 class MusterCollector(Collector):
@@ -198,13 +151,10 @@ class MusterCollector(Collector):
         yield total
 
     def _latency(self) -> HistogramMetricFamily:
-        # Summed by the database over every start ever recorded (one row). Never lower at a later scrape: each start is
-        # a JobEvent, and JobEvents are only ever added (the job's history, append-only); a start's wait runs from
-        # the job's last entry into the queue among the events before it (by id), which later events do not change.
-        # So every start counted once stays counted, in the same buckets, with the same wait in the sum; new starts
-        # only add. The one way down is an admin deleting an ended job from Django admin (its events go with it), as
-        # before: Prometheus reads that drop as a counter reset.
-        counts, n, total = wait_histogram(LATENCY_SECONDS_BUCKETS)
+        # The running totals the starts added to (a row per bucket, never the starts): never lower at a later scrape,
+        # as telemetry/latency.py says (the totals are only added to, in each start's transaction; the migration
+        # counted the starts before them).
+        counts, n, total = latency_histogram()
         buckets = [(_le(b), c) for b, c in zip(LATENCY_SECONDS_BUCKETS, counts, strict=True)] + [("+Inf", n)]
         return HistogramMetricFamily(
             "muster_scheduling_latency_seconds",

@@ -187,3 +187,28 @@ class RunStoreDue(models.Model):
 
     def __str__(self) -> str:
         return f"store job {self.job_id} attempt {self.attempt} (due {self.due_at:%Y-%m-%d %H:%M:%S})"
+
+
+class SchedulingLatencyTotal(models.Model):
+    """The starts whose wait fell in one bucket of /metrics' scheduling latency histogram, and their waits' sum.
+
+    A running total, added to in the transaction that records each start (`telemetry.latency.latency_event_recorded`), so a
+    scrape reads these few rows, never the starts. Each row is one bucket alone, not Prometheus' cumulative ones: the
+    waits above the bound below it and at or below its own (`le_us`, whole microseconds; `LE_INF` the waits past the
+    last bound). A start adds to one row only, so concurrent starts lock one row each, never several in some order.
+    """
+
+    # The bucket past the last bound (+Inf): the largest integer both databases store.
+    LE_INF = 2**63 - 1
+
+    le_us = models.BigIntegerField(unique=True)
+    starts = models.BigIntegerField(default=0)
+    # Whole microseconds, a wait recorded before its queue entry (a skewed clock) as 0: exact, as the waits are.
+    waited_us = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["le_us"]
+
+    def __str__(self) -> str:
+        bound = "+Inf" if self.le_us == self.LE_INF else f"{self.le_us / 1_000_000:g} s"
+        return f"{self.starts} starts waiting at most {bound}"
