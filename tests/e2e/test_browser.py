@@ -720,13 +720,63 @@ def test_the_job_list_at_390_px_keeps_labels_by_their_fields_and_rows_short(page
     for label, field in (("State", "#state-filter"), ("Name", "#name-filter"), ("Since (UTC)", "#after-filter")):
         text, box = page.locator(f'.filters label:text-is("{label}")').bounding_box(), page.locator(field).bounding_box()
         assert text and box and abs((text["y"] + text["height"] / 2) - (box["y"] + box["height"] / 2)) < 8, label
-    # The waiting job's long reason, and the gang's 16 nodes, take two lines at most, their whole text on hover.
+    # The waiting job's long reason, and the gang's 16 nodes, take two lines at most, their whole text on hover: each
+    # card stays short (its first line, size and time, and the reason's two lines).
     expect(page.locator(f'tr[data-job="{waiting.pk}"] td.why')).to_have_attribute("title", reason)
     expect(page.locator(f'tr[data-job="{running.pk}"] td.why span')).to_have_attribute("title", re.compile(r"(, .*){15}"))
     for job in (waiting, running):
         height = page.locator(f'tr[data-job="{job.pk}"]').bounding_box()["height"]
-        assert height <= 80, (job.name, height)
+        assert height <= 140, (job.name, height)
     shoot(page, "job-list-390px-waiting")
+
+
+def test_the_job_list_at_390_px_is_a_card_a_job_with_every_field_on_the_screen(
+    page: Any, log_in: LogIn, alice: Any, sim: BrowserSim
+) -> None:
+    """At 390 px the list was a 1,076 px table in a box scrolled sideways: ID, Name and State in sight, each row 100 px
+    tall for the columns out of it. Each job is a card now, all of it on the screen; at 1440 px it is the table still."""
+    gang = submit_job(alice, name="pretrain-7b-all-nodes", nodes=8)
+    running = [submit_job(alice, name=name, nodes=1, gpus_per_node=8) for name in ("diffusion-sdxl", "eval", "rlhf-ppo")]
+    sim.cycle()
+    sim.advance(2)
+    waiting = [
+        submit_job(alice, name="sweep-lr=3e-4,bs=1024-warmup-cosine-schedule-with-a-long-name", nodes=16),
+        submit_job(alice, name="tokenizer-bpe", nodes=16),
+        submit_job(alice, name="llama-70b-finetune-lora-r64", nodes=16),
+    ]
+    ended = submit_job(alice, name="quick-test", nodes=1, gpus_per_node=1)
+    Job.objects.filter(pk=ended.pk).update(state=JobState.CANCELLED)
+    jobs = [gang, *running, *waiting, ended]
+    assert {Job.objects.get(pk=job.pk).state for job in [gang, *running]} == {JobState.RUNNING}
+    log_in(page, alice)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/")
+    assert page_width(page) <= 390
+    table = page.locator("table.job-list")
+    assert table.evaluate("t => t.scrollWidth <= t.clientWidth")  # nothing to scroll sideways in its box
+    for job in jobs:
+        card = page.locator(f'tr[data-job="{job.pk}"]')
+        box = card.bounding_box()
+        assert box and box["height"] <= 140, (job.name, box)
+        # Every field it shows is on the screen, the state on the line of the id.
+        for cell in card.locator("td:visible").all():
+            edge = cell.bounding_box()
+            assert edge and edge["x"] >= 0 and edge["x"] + edge["width"] <= 390, (job.name, cell.inner_text())
+        first, state = card.locator("td.job-id").bounding_box(), card.locator("td.job-state").bounding_box()
+        assert first and state and abs(first["y"] - state["y"]) < 8, job.name
+        expect(card.locator("td.job-time")).to_be_visible()
+        expect(card.locator("td.size")).to_be_visible()
+    expect(page.locator(f'tr[data-job="{waiting[0].pk}"] td.why')).to_be_visible()
+    # The header is the line of sort links.
+    expect(page.locator("table.job-list thead").get_by_role("link", name=re.compile("^Submitted"))).to_be_visible()
+    shoot(page, "job-list-390px-cards")
+    # On a wide screen the list is the table it was: a row a job, every column with its header.
+    page.set_viewport_size({"width": WIDTH, "height": 900})
+    page.reload()
+    assert table.evaluate("t => getComputedStyle(t).display") == "table"
+    expect(page.locator("table.job-list thead th:visible")).to_have_count(9)
+    heights = [page.locator(f'tr[data-job="{job.pk}"]').bounding_box()["height"] for job in running]
+    assert max(heights) <= 60, heights
 
 
 def test_an_admin_cancelling_someone_elses_job_confirms_the_reason_its_owner_will_read(
