@@ -70,13 +70,14 @@ from django.utils import timezone  # noqa: E402
 from benchmarks.queue_fill import GPUS, add_pending, add_running_jobs, remove_pending_after, running_job  # noqa: E402
 from benchmarks.read_cost import read_cost  # noqa: E402
 from jobs.cluster.simulated import SimulatedCluster  # noqa: E402
-from jobs.models import Job, JobEvent, Node  # noqa: E402
+from jobs.models import Allocation, Job, JobEvent, Node  # noqa: E402
 from jobs.services import nodes_sync  # noqa: E402
 from jobs.states import JobState  # noqa: E402
 from policy.model import Priority, Reservation, Waiting  # noqa: E402
 from policy.priority import prioritize, priority_order  # noqa: E402
 from scheduler.plans import store_plans  # noqa: E402
 from scheduler.snapshot import build_snapshot, policy_config  # noqa: E402
+from telemetry.ended import ended_recount  # noqa: E402
 from telemetry.latency import LATENCY_SECONDS_BUCKETS, latency_recount, wait_histogram  # noqa: E402
 
 USERS = 20
@@ -216,16 +217,24 @@ def fill(owners: list[Any], nodes: list[Node], pending: int, running: int) -> No
         cursor.execute("ANALYZE")  # the statistics a live database keeps (autovacuum), so plans are the real ones
 
 
-def add_ended_starts(owners: list[Any], first: int, count: int) -> None:
-    """`count` ended jobs, each submitted, started after a wait of up to two hours and succeeded within the last year,
-    in bulk inserts (a start each), then the latency totals counted again: bulk-created starts bypass the hook that
-    adds each as it is recorded."""
+def add_ended_starts(owners: list[Any], nodes: list[Node], first: int, count: int) -> None:
+    """`count` ended jobs, each submitted, started after a wait of up to two hours on a GPU it released half an hour
+    later, succeeded, within the last year, in bulk inserts (a start each), then /metrics' totals counted again:
+    bulk-created starts and ends bypass the hook that adds each as it is recorded."""
     now = timezone.now()
     for chunk in range(first, first + count, 10_000):
         numbers = range(chunk, min(chunk + 10_000, first + count))
         started = {i: now - timedelta(days=2, seconds=(i * 97) % (360 * 86400)) for i in numbers}
         jobs = Job.objects.bulk_create((running_job(owners[i % len(owners)], i, started[i]) for i in numbers), batch_size=1000)
         Job.objects.filter(pk__in=[job.pk for job in jobs]).update(state=JobState.SUCCEEDED, finished_at=now - timedelta(days=1))
+        held = timedelta(minutes=30)
+        allocations = (
+            Allocation(
+                job=job, node=nodes[i % len(nodes)], attempt=1, rank=0, gpus=1, allocated_at=started[i], released_at=started[i] + held
+            )
+            for i, job in zip(numbers, jobs, strict=True)
+        )
+        Allocation.objects.bulk_create(allocations, batch_size=1000)
         events = []
         for i, job in zip(numbers, jobs, strict=True):
             queued = started[i] - timedelta(seconds=i % 7200, microseconds=i % 1000)
@@ -234,16 +243,17 @@ def add_ended_starts(owners: list[Any], first: int, count: int) -> None:
             events += [JobEvent(job=job, at=at, from_state=was, to_state=to, reason="bench", attempt=1) for at, was, to in history]
         JobEvent.objects.bulk_create(events, batch_size=1000)
     latency_recount()
+    ended_recount()
 
 
-def metrics_by_starts(client: Client, owners: list[Any], repeats: int) -> None:
+def metrics_by_starts(client: Client, owners: list[Any], nodes: list[Node], repeats: int) -> None:
     """/metrics at each of STARTS starts ever recorded, and its ratio at the most to the fewest."""
     read = Read("metrics_scrape", "/metrics")
     results = []
     for starts in STARTS:
         recorded = JobEvent.objects.filter(to_state=JobState.RUNNING).count()
         if starts > recorded:
-            add_ended_starts(owners, 1_000_000 + recorded, starts - recorded)
+            add_ended_starts(owners, nodes, 1_000_000 + recorded, starts - recorded)
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
         cost = timed(client, read, repeats)
@@ -298,7 +308,7 @@ def main() -> None:
     client = Client(HTTP_HOST="localhost")
     if "--metrics-only" in sys.argv:
         fill(owners, nodes, 0, RUNNING[1])
-        metrics_by_starts(client, owners, repeats)
+        metrics_by_starts(client, owners, nodes, repeats)
         return
     results: list[dict[str, Any]] = []
     targets: tuple[Job, Job] | None = None
@@ -316,7 +326,7 @@ def main() -> None:
         name = f"reads_growth_p{case['pending']}_r{case['running']}_over_p{base['pending']}_r{base['running']}"
         print(json.dumps({"name": name, **growth(case, base)}), flush=True)
     print(table(results), flush=True)
-    metrics_by_starts(client, owners, repeats)
+    metrics_by_starts(client, owners, nodes, repeats)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@ Web, worker and beat are separate processes (and gunicorn runs several web worke
 per-process prometheus-client counters would each see a different slice and reset on restart.
 Everything /metrics exports is therefore read from the database when Prometheus scrapes:
 
-- queue depth, quota standing, starvation, GPUs and nodes: aggregates over Job, Allocation and
-  Node (a handful of queries, whatever the size of the queue);
+- queue depth, quota standing, starvation, GPUs and nodes: aggregates over the jobs not ended, live
+  allocations and nodes (a handful of queries, whatever the size of the queue or of the history);
+- jobs ended, by final state: running totals each end adds 1 to as it is recorded (`telemetry.ended`);
 - scheduling latency: a histogram of every start's wait since the job (re-)entered the queue, from running totals
   each start adds to as it is recorded (`telemetry.latency`: a row per bucket, however many jobs have ever started);
 - what only the cycle knows (its duration, launches, launch failures, preemptions, cycles run
@@ -38,10 +39,12 @@ from policy.model import HELD
 from quotas.selectors import accounts_above_quota
 from scheduler.counters import BUCKET_COUNTER, CYCLE_SECONDS_BUCKETS
 from scheduler.queue import starving_count
+from telemetry.ended import ended_jobs
 from telemetry.latency import LATENCY_SECONDS_BUCKETS, latency_histogram
 
 logger = logging.getLogger(__name__)
 
+LIVE_STATES = [state for state in JobState.values if state not in TERMINAL_STATES]
 # Pending jobs no cycle has given a reason yet: the same name as the queue API's summary.
 NEW_REASON = "NEW"
 
@@ -68,8 +71,10 @@ class MusterCollector(Collector):
         yield from self._health()
 
     def _jobs(self, now: datetime) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        # The states not ended, named: the (state, submitted_at) index finds those jobs among every job ever submitted,
+        # where excluding the ended states read them all.
         live = (
-            Job.objects.exclude(state__in=TERMINAL_STATES)
+            Job.objects.filter(state__in=LIVE_STATES)
             .values("state", "over_quota", "pending_reason_code")
             .annotate(
                 n=Count("id"),
@@ -144,7 +149,8 @@ class MusterCollector(Collector):
             "MUSTER_STARVATION_SECONDS: the shortest starvation threshold (longer jobs' grow with their wall time).",
             value=settings.MUSTER_STARVATION_SECONDS,
         )
-        ended = dict(Job.objects.filter(state__in=TERMINAL_STATES).values_list("state").annotate(n=Count("id")).values_list("state", "n"))
+        # Running totals each end added to (telemetry/ended.py): it counted every job ever ended on each scrape.
+        ended = ended_jobs()
         total = CounterMetricFamily("muster_jobs_ended", "Jobs that have ended, by final state.", labels=["state"])
         for state in sorted(TERMINAL_STATES):
             total.add_metric([state], ended.get(state, 0))

@@ -212,3 +212,18 @@ class SchedulingLatencyTotal(models.Model):
     def __str__(self) -> str:
         bound = "+Inf" if self.le_us == self.LE_INF else f"{self.le_us / 1_000_000:g} s"
         return f"{self.starts} starts waiting at most {bound}"
+
+
+class EndedJobsTotal(models.Model):
+    """How many jobs have ended in one final state: /metrics' `muster_jobs_ended`, a running total added to in the
+    transaction that records each end (`telemetry.ended.ended_event_recorded`), so a scrape reads these four rows and
+    never counts every job ever submitted."""
+
+    state = models.CharField(max_length=16, unique=True)
+    jobs = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["state"]
+
+    def __str__(self) -> str:
+        return f"{self.jobs} jobs {self.state}"

@@ -1,9 +1,10 @@
-"""/metrics' scheduling latency histogram from running totals each start adds to as it is recorded (telemetry.latency).
+"""/metrics' scheduling latency histogram and ended jobs from running totals each start and end adds to as it is
+recorded (telemetry.latency, telemetry.ended).
 
 The totals must read what /metrics read when it counted every start from the events (`wait_histogram`, and the text
 `test_metrics_history.py` pins): after starts made through the services (a preemption, a requeued second attempt, a
 release from a hold), after the migration that counts an existing install's history, and never lower at a later
-scrape, an ended job deleted or two starts recorded at once.
+scrape, an ended job deleted or two starts recorded at once. The ended jobs by state likewise.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from django.utils import timezone
 
 from jobs.lifecycle import job_mark_running, job_preempt, job_requeue
 from jobs.models import Job, JobEvent
-from jobs.services import job_hold, job_release, job_transition
+from jobs.services import job_cancel, job_hold, job_release, job_transition
 from jobs.states import JobState
 from telemetry.exporter import metrics_text
 from telemetry.latency import LATENCY_SECONDS_BUCKETS, bucket_of, latency_histogram, wait_histogram
-from telemetry.models import SchedulingLatencyTotal
+from telemetry.models import EndedJobsTotal, SchedulingLatencyTotal
 from tests.jobs.factories import JobFactory
 from tests.telemetry.test_metrics_history import EXPECTED, NOW, history, latency_samples
 
@@ -87,12 +88,38 @@ def test_the_migration_counts_what_metrics_read_before_it(history: None) -> None
     assert SchedulingLatencyTotal.objects.count() == len(LATENCY_SECONDS_BUCKETS) + 1
 
 
+def test_the_ended_jobs_migration_counts_what_metrics_read_before_it(history: None) -> None:
+    EndedJobsTotal.objects.all().delete()
+    migration = importlib.import_module("telemetry.migrations.0005_ended_jobs_totals")
+    migration.count_ended_jobs(apps, None)
+    assert metrics_text(now=NOW).decode() == EXPECTED.lstrip("\n")
+
+
+def ended(now: Any = NOW) -> dict[str, float]:
+    text = metrics_text(now=now).decode()
+    return {line.split('"')[1]: float(line.split()[-1]) for line in text.splitlines() if line.startswith("muster_jobs_ended_total{")}
+
+
+def test_each_end_adds_one_to_its_state(history: None, user: Any) -> None:
+    """An end through the services counts once, in its final state; a move between live states or a note counts
+    nowhere."""
+    before = ended()
+    running = Job.objects.get(state=R, team__name="vision")
+    JobEvent.objects.create(job=running, at=NOW, from_state=R, to_state=R, reason="Within its owner's quota now.")
+    job_transition(running, JobState.TIMED_OUT, reason="Wall time reached.", now=NOW)
+    job_cancel(job=Job.objects.get(state=P, pending_reason_code="RESOURCES"), by=user)
+    after = ended()
+    assert {state: after[state] - before[state] for state in after} == {"CANCELLED": 1, "FAILED": 0, "SUCCEEDED": 0, "TIMED_OUT": 1}
+    assert after == {state: float(Job.objects.filter(state=state).count()) for state in after}
+
+
 def test_deleting_an_ended_job_lowers_nothing(history: None) -> None:
-    """The one way the histogram went down (an admin deleting an ended job took its starts out of the count) is gone:
-    the totals keep every start recorded."""
-    before = latency_samples(NOW)
+    """The one way the histogram and the ended jobs went down (an admin deleting an ended job took its starts and its
+    end out of the count) is gone: the totals keep every start and end recorded."""
+    before, ended_before = latency_samples(NOW), ended()
     Job.objects.filter(state__in=(JobState.SUCCEEDED, JobState.FAILED)).delete()
     assert latency_samples(NOW) == before
+    assert ended() == ended_before
 
 
 def test_a_start_rolled_back_adds_nothing(history: None) -> None:
