@@ -256,7 +256,9 @@ def starts_with_queued_at(*, after: datetime | None = None, until: datetime | No
     # Events are numbered in the order they happened: the latest entry into the queue before this start.
     # A release counts as an entry: the time a job was held is its owner's choice, not a wait for the scheduler.
     queued = JobEvent.objects.filter(job=OuterRef("job"), to_state=JobState.PENDING, id__lt=OuterRef("id")).order_by("-id")
-    starts = JobEvent.objects.filter(to_state=JobState.RUNNING)
+    # A start moves the job into RUNNING: a note on a running job (from and to RUNNING: within its quota now) is none.
+    # Counted as one, it added a start whose wait ran from the job's queue entry to the note, its run time included.
+    starts = JobEvent.objects.filter(to_state=JobState.RUNNING).exclude(from_state=JobState.RUNNING)
     if after is not None:
         starts = starts.filter(at__gt=after)
     if until is not None:

@@ -19,6 +19,9 @@ Why the histogram never goes down (Prometheus reads its buckets, count and sum a
   neither: upgrade with the worker stopped (migrations run as the web starts: the migrate init container of
   platform/kubernetes/muster.yaml, docker-compose's web command), or they are missing from the totals, which
   Prometheus reads as one reset.
+- A note on a running job (from and to RUNNING: within its quota now) counted as a start until the totals; it no
+  longer does, and the migration's count kept those before it (what /metrics read then), so nothing went down: the
+  totals are above a count of the events today (`wait_histogram`) by the notes written before the migration.
 - Buckets are read cumulatively (each bound's count sums the rows at or below it), so a bound added to
   `LATENCY_SECONDS_BUCKETS` reads at least its lower neighbour and a removed one folds into the next: no bucket reads
   fewer than the one below it. A new bound counts only the starts after it from then on, below the truth.
@@ -78,7 +81,7 @@ def latency_event_recorded(*, event: JobEvent) -> None:
     (by id: submit, requeue, release), in whole microseconds. A start with no entry before it has no wait and counts
     nowhere; one stamped before its entry (a skewed clock) waited 0 in the sum and counts in the lowest bucket.
     """
-    if event.to_state != JobState.RUNNING:
+    if event.to_state != JobState.RUNNING or event.from_state == JobState.RUNNING:  # a note on a running job: no start
         return
     queued_at = (
         JobEvent.objects.filter(job_id=event.job_id, to_state=JobState.PENDING, id__lt=event.pk)
