@@ -17,7 +17,7 @@ the same transaction, as the direct calls it replaces:
   messages a job's owner asked for, written as an outbox in the same transaction).
 - `event_recorded` run when an event of a job's history is written, in the transaction that writes it, whoever
   writes it (`JobEvent.save`: `job_transition`, holds and notes, histories written directly). Telemetry: add a
-  start's wait to /metrics' running totals, so no scrape reads the history.
+  start's wait and an end to /metrics' running totals, so no scrape reads the history.
 - `queue_changed` run when a job was queued, requeued or cancelled, to be acted on after the commit
   (scheduler: run a cycle soon).
 - `pod_secret_env` give environment variables each pod of a gang gets from a Secret, never from its
