@@ -903,7 +903,9 @@ def _say_left_out(
 ) -> None:
     """For `muster cancel` with filters and ids: each job named (an id, an array's id, `ID_INDEX`, `ID_[INDICES]`)
     that the filters left out, on stderr with why (an array's elements left out for the same reason on one line, as
-    scancel names them: `jobs 14_[0-8,10]`); an id that names no job you may see is refused, as without filters."""
+    scancel names them: `jobs 14_[0-8,10]`); an id that names no job you may see is refused, as without filters.
+    Each job is said once, however often it is named (`14 14_9`)."""
+    said: set[int] = set()
     for job_id, indices in targets:
         jobs = list(client.jobs(array=job_id))
         if indices is not None:
@@ -919,7 +921,8 @@ def _say_left_out(
                 refuse(f"No job {job_id} (or none that you may see).")
         groups: dict[str, list[JSON]] = {}
         for job in sorted(jobs, key=lambda job: job["id"]):
-            if job["id"] not in chosen:
+            if job["id"] not in chosen and job["id"] not in said:
+                said.add(job["id"])
                 groups.setdefault(why_not(job), []).append(job)
         for why, left in groups.items():
             if len(left) == 1 or left[0].get("array_id") is None:
