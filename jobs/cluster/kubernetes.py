@@ -79,6 +79,7 @@ from jobs.cluster.manifests import (
     MANAGED_BY,
     PodOptions,
     env_secret_manifest,
+    env_secret_name,
     gang_selector,
     pod_manifest,
     service_manifest,
@@ -756,6 +757,15 @@ class KubernetesCluster:
             )
         except ApiException as exc:
             if exc.status != 404:
+                raise
+        # The Secret goes with its owner by garbage collection, but not when the owner was deleted with orphaned
+        # dependents (`kubectl delete service --cascade=orphan`): then the pods were deleted above by label and the
+        # Secret, holding the gang's telemetry token, outlived the gang for good. Deleted by name here too; a Role from
+        # before rbac.yaml granted this (403) leaves it to garbage collection, as before, rather than stop the teardown.
+        try:
+            self._call("delete secret", self.core.delete_namespaced_secret, env_secret_name(job_id, attempt), namespace)
+        except ApiException as exc:
+            if exc.status not in (403, 404):
                 raise
 
     def _delete_custom(self, resource: CustomResource, name: str, grace: int) -> None:

@@ -221,6 +221,29 @@ def test_cancel_deletes_every_object_of_the_gang(api: APIClient, kube: KubeHarne
     assert state(job["id"]) == JobState.CANCELLED
 
 
+def test_a_gang_whose_service_was_deleted_orphaning_its_pods_leaves_no_object_behind(api: APIClient, kube: KubeHarness) -> None:
+    """An operator deleted the gang's Service with `kubectl delete service --cascade=orphan`: the pods and the Secret
+    lost their owner, so garbage collection no longer takes them with the gang. Cancelled, the job leaves nothing in the
+    namespace; its Secret (the job's telemetry token) stayed there for good."""
+    job = submit(api, nodes=2, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    name = gang_name(job["id"], 1)
+    kube.core.delete_namespaced_service(name, kube.namespace, propagation_policy="Orphan")
+
+    def secret_owners() -> list[Any] | None:
+        return kube.core.read_namespaced_secret(f"{name}-env", kube.namespace).metadata.owner_references
+
+    kube.cycle_until(lambda: not kube.services(gang_selector(job["id"])) and not secret_owners(), timeout=30)
+    assert api.post(f"/api/v1/jobs/{job['id']}/cancel/").status_code == 200
+
+    def gone() -> bool:
+        secrets = kube.core.list_namespaced_secret(kube.namespace, label_selector=gang_selector(job["id"])).items
+        return not kube.pods(gang_selector(job["id"])) and not secrets
+
+    kube.cycle_until(gone, timeout=30)
+    assert state(job["id"]) == JobState.CANCELLED
+
+
 def test_a_job_past_its_wall_time_is_timed_out_and_its_pods_are_gone(api: APIClient, kube: KubeHarness) -> None:
     job = submit(api, nodes=1, wall_time_seconds=3, simulate={"duration_seconds": 600})
     kube.cycle_until(lambda: state(job["id"]) == JobState.TIMED_OUT, timeout=60)
@@ -1895,6 +1918,8 @@ def test_the_shipped_rbac_is_enough_for_a_job_from_launch_to_teardown_and_no_mor
     kube.cycle_until(lambda: state(cancelled["id"]) == JobState.RUNNING)
     assert api.post(f"/api/v1/jobs/{cancelled['id']}/cancel/").status_code == 200
     kube.cycle_until(lambda: not kube.pods(gang_selector(cancelled["id"])) and not kube.services(gang_selector(cancelled["id"])))
+    # A teardown deletes the gang's Secret too, which garbage collection leaves when the Service went with --cascade=orphan.
+    assert as_muster._may("delete", "", "secrets", "namespace", kube.namespace)
     # An elastic job's shrink deletes some ranks' pods: with deletecollection, the verb the Role grants (a single
     # delete was refused with 403, and the refusal stopped every cycle).
     wide = submit(api, nodes=3, simulate={"duration_seconds": 600})
