@@ -5,7 +5,9 @@ the earliest window of its wall time in which it fits around the running jobs, t
 the jobs planned before it, as `squeue --start` does for Slurm's backfill plan. The timelines are the
 expected ones (policy.schedule._likely_timelines): running jobs, reserved jobs and the jobs planned
 before it go at their predicted run times (policy/runtime.py) where there is one, else at their wall
-times; the wall times alone made every estimate late by what jobs leave unused of theirs.
+times; the wall times alone made every estimate late by what jobs leave unused of theirs. A job the walk
+would shrink elastic jobs for is also planned on the ranks they could give up (`sooner`): it starts when the
+rest of its nodes free up, not at their ends.
 Nothing here changes a decision: a planned start is an estimate that moves when higher-priority work
 arrives or work ends early; only a reservation is a promise.
 
@@ -34,6 +36,9 @@ NotBefore = Callable[[PendingJob, str, float], float | None]
 UseLimits = Callable[[PendingJob, float], None]
 # Where a planned job goes: the nodes of a whole-GPU job, the node of a slice.
 Where = TypeVar("Where")
+# (job, its reason code, the instant its plan starts from, its plan's start or INF, whether its limits let it start at an
+# instant) -> an earlier start and its nodes, where the policy would shrink elastic jobs for it then; else None.
+Sooner = Callable[[PendingJob, str, float, float, Callable[[float], bool]], tuple[float, list[str]] | None]
 
 
 def forecast(
@@ -47,8 +52,12 @@ def forecast(
     use_limits: UseLimits,
     fitting_nodes: FittingNodes,
     slices: Slices,
+    sooner: Sooner | None = None,
 ) -> tuple[Waiting, ...]:
-    """`waiting` with an estimated start for each job (in its order, the priority order). Adds holds to `timelines`."""
+    """`waiting` with an estimated start for each job (in its order, the priority order). Adds holds to `timelines`.
+
+    `sooner`: an earlier start than the plan's for a job the policy would shrink elastic jobs for (they give up nodes
+    long before their ends), planned on those nodes from then."""
     out: list[Waiting] = []
     planned = 0
     last: float | None = None
@@ -72,6 +81,9 @@ def forecast(
             continue
         planned += 1
         found = _within_limits(partial(planner.earliest, job), job, wait.reason_code, after, not_before)
+        if sooner is not None:
+            allowed = partial(_limits_let_start, not_before, job, wait.reason_code)
+            found = sooner(job, wait.reason_code, after, INF if found is None else found[0], allowed) or found
         if found is None:
             out.append(wait)
             continue
@@ -85,6 +97,10 @@ def forecast(
         last = start if last is None else max(last, start)
         out.append(wait.estimated(start, ESTIMATE_PLANNED))
     return tuple(out)
+
+
+def _limits_let_start(not_before: NotBefore, job: PendingJob, code: str, at: float) -> bool:
+    return not_before(job, code, at) == at
 
 
 def _plan_slice(wait: Waiting, job: PendingJob, slices: Slices, now: float, not_before: NotBefore, use_limits: UseLimits) -> Waiting:

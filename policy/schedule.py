@@ -90,6 +90,8 @@ MAX_PREEMPTION_SEARCHES = 32
 SOONER_MIN_WALL_SECONDS = 10 * 60
 # Bounds that offer's cost in a cycle over a huge queue: searches for the first waiting jobs in the order only.
 MAX_SOONER_SEARCHES = 64
+# Bounds the cost of planning a waiting job on the nodes elastic jobs would give up for it: the instants looked at.
+MAX_SHRINK_INSTANTS = 64
 # Why a running job may not be preempted now (policy/schedule.py _protected).
 PROTECTED_NEW, PROTECTED_SPENT, PROTECTED_FAR = "new", "spent", "far"
 
@@ -295,6 +297,11 @@ class _Cycle:
         self.fits_unreserved: dict[tuple[int, int, int, int, int], bool] = {}
         self.sooner_texts: dict[tuple[int, int, int, int, int, int, float], str] = {}
         self.planned: dict[int, PendingJob] = {}  # the waiting jobs by id, as promises and estimates see them
+        # The estimates' timelines (run's), and the waiting jobs planned to start by shrinking elastic jobs
+        # (_shrink_start): job id -> (when, the jobs shrunk), with how many nodes of each those plans take.
+        self.plan_timelines = self.timelines
+        self.shrink_planned: dict[int, tuple[float, tuple[int, ...]]] = {}
+        self.plan_shrunk: Counter[int] = Counter()
 
     # --- the walk --------------------------------------------------------------------------------
 
@@ -340,10 +347,14 @@ class _Cycle:
             self._consider(job)
         if not any(w.reason_code == NOT_EXAMINED for w in self.waiting):
             self._grow()
+        self.plan_timelines = self._likely_timelines(opening=True)
+        # Elastic jobs above their least may give up nodes to a job with priority long before they end: the plan says
+        # so (a job waiting for one to shrink read its end at full size, hours after the cycle would shrink it).
+        shrinkable = self.config.preemption and any(r.elastic and len(r.node_names) > r.min_nodes for r in self.running.values())
         waiting = forecast(
             self.waiting,
             planned,
-            self._likely_timelines(opening=True),
+            self.plan_timelines,
             self.now,
             self.config.plan_jobs,
             self._need_on,
@@ -351,9 +362,12 @@ class _Cycle:
             self._plan_limits,
             self._plan_fitting_nodes,
             self.slices,
+            self._shrink_start if shrinkable else None,
         )
         if self.preempt_at:
             waiting = tuple(self._sooner_by_preempting(w) for w in waiting)
+        if self.shrink_planned:
+            waiting = tuple(self._said_shrink_planned(w) for w in waiting)
         reservations = tuple(sorted(self.promised.values(), key=lambda r: (r.start, r.job_id)))
         return Decisions(
             tuple(self.placements), waiting, tuple(self.preemptions), reservations, priorities, tuple(self.resizes), within_quota
@@ -395,6 +409,77 @@ class _Cycle:
         if wait.estimated_start is not None and wait.estimated_start <= at:
             return sooner
         return sooner.estimated(at, ESTIMATE_PLANNED)
+
+    def _shrink_start(
+        self, job: PendingJob, code: str, after: float, plain: float, allowed_at: Callable[[float], bool]
+    ) -> tuple[float, list[str]] | None:
+        """An estimate sooner than `plain` for a waiting job the walk would shrink elastic jobs for (`_shrink_for`):
+        the first instant, from `after`, at which the whole nodes free for its wall time and the last ranks of the
+        elastic jobs it outranks (past the minimum run time by then, down to their least, on nodes no reservation or
+        job planned before it holds) make up its gang; the nodes too. None where there is none before `plain`.
+
+        The instants looked at are those at which what it could have changes: the plan's nodes freeing or taken, and
+        each elastic job coming of age; at most MAX_SHRINK_INSTANTS of them, the first, bound the work. A job whose
+        own limits keep it waiting (quota, budget) would not shrink anyone for it, as the walk does not when it borrows."""
+        if code not in (NO_ROOM, RESERVATION, FRAGMENTATION):
+            return None
+        min_runtime = self.config.preemption_min_runtime_seconds
+        tl = self.plan_timelines
+        # Each elastic job it may shrink: from when, and the nodes it would give up, its last rank first, those the jobs
+        # planned before it take left out. In the order _shrink_offers gives them up.
+        givers: list[tuple[tuple[int, bool, int], float, int, list[str]]] = []
+        for r in self.running.values():
+            if not r.elastic or len(r.node_names) <= r.min_nodes or self._bound(job, r) is None:
+                continue
+            offers = []
+            for rank in range(len(r.node_names) - 1, r.min_nodes - 1, -1):
+                name = r.node_names[rank]
+                if not self._node_fits(job, name) or set(self.on_node.get(name, {})) != {r.id}:
+                    break  # its ranks go from the last: one that cannot go keeps those before it
+                offers.append(name)
+            offers = offers[self.plan_shrunk[r.id] + self.shrink_claimed[r.id] :]
+            if offers:
+                givers.append(((-r.class_rank, not r.over_quota, r.id), max(self.now, r.started_at + min_runtime), r.id, offers))
+        if not givers:
+            return None
+        givers.sort()
+        nodes = self._plan_fitting_nodes(job)
+        changes = {at for _, at, _, _ in givers if after <= at < plain}
+        for name in nodes:
+            changes.update(t for t in tl.profile(name)[0] if after <= t < plain)
+        changes.add(after)
+        count = job.nodes if job.whole_nodes else 1
+        for at in sorted(changes)[:MAX_SHRINK_INSTANTS]:
+            end = at + job.wall_seconds
+            free = [name for name in nodes if tl.fits(name, self._need_on(job, name), at, end)]
+            short = count - len(free)
+            if short <= 0 or not allowed_at(at):
+                continue  # the plan's own search answers where the free nodes are enough
+            taken: list[tuple[int, str]] = []
+            for _, since, victim_id, offers in givers:
+                if since > at:
+                    continue
+                for name in offers:
+                    if name in free or any(h.start < end and h.end > at for h in tl.holds.get(name, ())):
+                        break  # held for a job planned before it, or a reservation: nor those before it go
+                    taken.append((victim_id, name))
+            if len(taken) < short:
+                continue
+            taken = taken[:short]
+            self.plan_shrunk.update(victim_id for victim_id, _ in taken)
+            self.shrink_planned[job.id] = (at, tuple(sorted({victim_id for victim_id, _ in taken})))
+            return at, free[: count - short] + [name for _, name in taken]
+        return None
+
+    def _said_shrink_planned(self, wait: Waiting) -> Waiting:
+        """A waiting job planned to start by shrinking elastic jobs says so, as one waiting for them to come of age does."""
+        planned = self.shrink_planned.get(wait.job_id)
+        if planned is None or wait.estimated_start != planned[0] or wait.job_id in self.shrink_at:
+            return wait
+        ids = [str(i) for i in planned[1]]
+        jobs = f"job {ids[0]}" if len(ids) == 1 else "jobs " + ", ".join(ids[:-1]) + f" and {ids[-1]}"
+        said = f"It may shrink elastic {jobs} for the nodes it lacks from {when(planned[0])} (stopping no job)."
+        return wait._replace(reason=f"{wait.reason} {said}")
 
     # --- promises kept from the previous cycle -----------------------------------------------------
 

@@ -129,6 +129,38 @@ def test_two_jobs_waiting_for_one_elastic_job_to_be_old_enough_to_shrink_both_ex
     assert (wait[4].estimated_start or 0) >= NOW + 5 * HOUR and "shrink" not in wait[4].reason
 
 
+def test_a_job_waiting_for_work_to_end_expects_to_start_when_the_rest_can_come_from_shrinking_an_elastic_job() -> None:
+    """The plan read the elastic job's end at full size (5 hours), though once the plain job ends in an hour the cycle
+    shrinks the elastic job for the two nodes still short and starts the job: its estimate is that hour, and says so."""
+    plain = running(3, dict.fromkeys(names(0, 1, 2, 3, 4), 8), rank=1, ran=HOUR, left=HOUR)
+    flexible = elastic_running(1, names(5, 6, 7), 1, 3, rank=2, ran=HOUR, left=5 * HOUR)
+    second = pend(4, nodes=4, rank=1, age=30.0)
+    decisions = schedule(snap([pend(2, nodes=7, rank=1), second], [plain, flexible], nodes=NODES))
+    wait = waiting(decisions)
+    assert (wait[2].estimated_start, wait[2].estimate) == (NOW + HOUR, "planned")
+    assert wait[2].reason.endswith("It may shrink elastic job 1 for the nodes it lacks from 2026-11-23 13:00 UTC (stopping no job).")
+    # The next job finds nothing left to take of the elastic job (it keeps its least): it waits for the first to end.
+    assert wait[4].estimated_start == NOW + 2 * HOUR and "shrink" not in wait[4].reason
+    assert decisions.resizes == ()  # nothing is shrunk now: the plain job's nodes are not free yet
+    # An hour on, the plain job gone, the cycle does what the plan said: it shrinks the elastic job and starts the job.
+    later = schedule(snap([pend(2, nodes=7, rank=1, age=HOUR + 60.0)], [replace(flexible, started_at=NOW - 2 * HOUR)], nodes=NODES))
+    (resize,) = later.resizes
+    assert (resize.job_id, resize.node_names, resize.for_job_id) == (1, tuple(names(5)), 2)
+    assert len(placed(later)[2].node_names) == 7
+
+
+def test_the_plan_does_not_shrink_an_elastic_job_for_one_the_policy_would_not_shrink_it_for() -> None:
+    """Of the same class, the waiting job has no claim on the elastic job's nodes: it expects them at its end, as before.
+    Nor with preemption off, when the walk shrinks no one."""
+    plain = running(3, dict.fromkeys(names(0, 1, 2, 3, 4), 8), rank=1, ran=HOUR, left=HOUR)
+    flexible = elastic_running(1, names(5, 6, 7), 1, 3, rank=1, ran=HOUR, left=5 * HOUR)
+    wait = waiting(schedule(snap([pend(2, nodes=7, rank=1)], [plain, flexible], nodes=NODES)))[2]
+    assert wait.estimated_start == NOW + 5 * HOUR and "shrink" not in wait.reason
+    lower = replace(flexible, class_rank=2)
+    no_preemption = waiting(schedule(snap([pend(2, nodes=7, rank=1)], [plain, lower], nodes=NODES), config(preemption=False)))[2]
+    assert no_preemption.estimated_start == NOW + 5 * HOUR
+
+
 def test_an_elastic_job_never_shrinks_below_its_minimum() -> None:
     low = elastic_running(1, names(*range(8)), 6, 8, rank=2, ran=HOUR, left=5 * HOUR)
     decisions = schedule(snap([pend(2, nodes=4, rank=0)], [low], nodes=NODES))

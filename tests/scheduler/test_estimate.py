@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -230,3 +230,22 @@ def test_the_budget_line_agrees_with_the_cycle_on_committed_hours_and_on_a_share
     body = estimate(api, nodes=1, gpus_per_node=1, wall_time_seconds=7200)
     assert statuses(body)["budget"] == "ok" and body["start"]["kind"] == "now"
     assert "(1 of a node's 8 GPUs x 2.00 h)" in next(c["text"] for c in body["limits"] if c["name"] == "budget")
+
+
+def test_a_job_that_would_shrink_an_elastic_job_once_other_work_ends_expects_to_start_then(
+    api: APIClient, sim: SimHarness, submit: Any, classes_open: None
+) -> None:
+    """--test-only of a production job needing 12 of the 16 nodes, beside a production job on 10 that ends in an hour
+    and an elastic job of a lower class on 6 (least 2): the cycle shrinks the elastic job for the 2 still short then,
+    but the estimate read the elastic job's end at full size, 5 hours on."""
+    plain = submit(nodes=10, priority_class="production", wall_time_seconds=3600, simulate={"duration_seconds": 3600})["id"]
+    flexible = submit(nodes=None, min_nodes=2, max_nodes=6, wall_time_seconds=5 * 3600, simulate={"duration_seconds": 5 * 3600})["id"]
+    sim.cycle()
+    sim.advance(700)  # both running, the elastic job past the minimum run time
+    assert {Job.objects.get(pk=pk).state for pk in (plain, flexible)} == {JobState.RUNNING}
+    plain_ends = Job.objects.get(pk=plain).started_at + timedelta(seconds=3600)
+    body = estimate(api, nodes=12, priority_class="production", wall_time_seconds=3600)
+    start = body["start"]
+    assert start["kind"] == "planned", start
+    assert abs(datetime.fromisoformat(start["at"]) - plain_ends) <= timedelta(seconds=60), (start["at"], plain_ends)
+    assert f"It may shrink elastic job {flexible} for the nodes it lacks from " in start["reason"]
