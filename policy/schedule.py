@@ -453,7 +453,7 @@ class _Cycle:
             end = at + job.wall_seconds
             free = [name for name in nodes if tl.fits(name, self._need_on(job, name), at, end)]
             short = count - len(free)
-            if short <= 0 or not allowed_at(at):
+            if short <= 0 or not allowed_at(at) or (job.preemptible and not self._quota_room_at(job, at)):
                 continue  # the plan's own search answers where the free nodes are enough
             taken: list[tuple[int, str]] = []
             for _, since, victim_id, offers in givers:
@@ -470,6 +470,16 @@ class _Cycle:
             self.shrink_planned[job.id] = (at, tuple(sorted({victim_id for victim_id, _ in taken})))
             return at, free[: count - short] + [name for _, name in taken]
         return None
+
+    def _quota_room_at(self, job: PendingJob, at: float) -> bool:
+        """Whether the job's owners' GPU quotas have room for it at `at`, as the plan expects them to go. A preemptible
+        job's limits let it start beyond them (it borrows), but the walk shrinks no one for a borrower."""
+        if not self.limited:
+            return True
+        plans, needs = self._quota_plans(), self._quota_gpus(job)
+        return all(
+            plan.earliest(needs, at, job.likely_seconds) == at for key, _ in self._owners(job) if (plan := plans.get(key)) is not None
+        )
 
     def _said_shrink_planned(self, wait: Waiting) -> Waiting:
         """A waiting job planned to start by shrinking elastic jobs says so, as one waiting for them to come of age does."""

@@ -151,7 +151,8 @@ def test_a_job_waiting_for_work_to_end_expects_to_start_when_the_rest_can_come_f
 
 def test_the_plan_does_not_shrink_an_elastic_job_for_one_the_policy_would_not_shrink_it_for() -> None:
     """Of the same class, the waiting job has no claim on the elastic job's nodes: it expects them at its end, as before.
-    Nor with preemption off, when the walk shrinks no one."""
+    Nor with preemption off, when the walk shrinks no one, nor for a preemptible job its quota has no room for then:
+    it would borrow, and the walk shrinks no one for a borrower."""
     plain = running(3, dict.fromkeys(names(0, 1, 2, 3, 4), 8), rank=1, ran=HOUR, left=HOUR)
     flexible = elastic_running(1, names(5, 6, 7), 1, 3, rank=1, ran=HOUR, left=5 * HOUR)
     wait = waiting(schedule(snap([pend(2, nodes=7, rank=1)], [plain, flexible], nodes=NODES)))[2]
@@ -159,6 +160,17 @@ def test_the_plan_does_not_shrink_an_elastic_job_for_one_the_policy_would_not_sh
     lower = replace(flexible, class_rank=2)
     no_preemption = waiting(schedule(snap([pend(2, nodes=7, rank=1)], [plain, lower], nodes=NODES), config(preemption=False)))[2]
     assert no_preemption.estimated_start == NOW + 5 * HOUR
+    borrower = pend(2, nodes=7, rank=1, preemptible=True)
+    for quota, expected in ((8, NOW + 5 * HOUR), (56, NOW + HOUR)):
+        accounts = (Account(user_key("ann"), max_gpus=quota),)
+        wait = waiting(schedule(snap([borrower], [plain, lower], nodes=NODES, accounts=accounts)))[2]
+        assert wait.estimated_start == expected, quota
+    # An hour on it does borrow, and waits for the elastic job's end: the plan said so.
+    accounts = (Account(user_key("ann"), max_gpus=8),)
+    later = schedule(
+        snap([replace(borrower, submitted_at=NOW - HOUR)], [replace(lower, started_at=NOW - 2 * HOUR)], nodes=NODES, accounts=accounts)
+    )
+    assert later.resizes == () and later.placements == ()
 
 
 def test_an_elastic_job_never_shrinks_below_its_minimum() -> None:
