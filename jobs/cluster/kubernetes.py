@@ -83,6 +83,7 @@ from jobs.cluster.manifests import (
     gang_selector,
     pod_manifest,
     service_manifest,
+    service_manifest_of_pod,
     service_owner_reference,
 )
 
@@ -798,6 +799,8 @@ class KubernetesCluster:
             raise
         gangs: dict[tuple[int, int], list[PodStatus]] = {}
         launchers: dict[tuple[int, int], PodStatus] = {}
+        orphans: dict[tuple[int, int], client.V1Pod] = {}
+        owned: set[tuple[int, int]] = set()
         for pod in pods:
             key = _gang_key(pod.metadata.labels)
             if key is None or not _counts_for_gang(pod):
@@ -806,6 +809,13 @@ class KubernetesCluster:
                 launchers[key] = _pod_status(pod)  # an MPIJob's launcher is no rank: it decides the outcome below
                 continue
             gangs.setdefault(key, []).append(_pod_status(pod))
+            if pod.metadata.owner_references:
+                owned.add(key)
+            else:
+                orphans.setdefault(key, pod)
+        if self.options.launch_mode != LAUNCH_MPIJOB:
+            for key in sorted(orphans.keys() - owned):
+                self._restore_service(orphans[key])
         if self.options.launch_mode == LAUNCH_MPIJOB:
             for job in self._list_mpijobs():
                 key = _gang_key(job["metadata"].get("labels"))
@@ -815,6 +825,29 @@ class KubernetesCluster:
         for statuses in gangs.values():
             statuses.sort(key=lambda s: s.rank)
         return gangs
+
+    def _restore_service(self, pod: client.V1Pod) -> None:
+        """Make again the headless Service of a gang whose pods run on without it: every pod Muster makes is owned by
+        it, so a gang none of whose pods has an owner lost it to `kubectl delete service --cascade=orphan` (a plain
+        delete takes the pods with it, and the gang is requeued as pods deleted outside Muster). Without it the ranks'
+        names (MASTER_ADDR, MUSTER_HOSTS, an elastic job's rendezvous) no longer resolve, and an elastic job could not
+        grow, while the job read RUNNING. Its pods stay unowned (Muster may not patch pods), so this is a create that
+        finds it there (409) every cycle after; the teardown deletes pods by label and the Service by name regardless."""
+        container = pod.spec.containers[0]
+        ports = [(port.name or "", port.container_port) for port in container.ports or []]
+        body = service_manifest_of_pod(pod.metadata.labels or {}, ports, self.options)
+        name = body["metadata"]["name"]
+        try:
+            self._call("create service", self.core.create_namespaced_service, self.options.namespace, body)
+        except ApiException as exc:
+            if exc.status != 409:
+                logger.warning("the Service %s of a running gang is gone and could not be made again: %s", name, _api_message(exc))
+            return
+        logger.warning(
+            "the Service %s was deleted while its gang's pods ran on (kubectl delete service --cascade=orphan?): made "
+            "again, so its ranks' names resolve",
+            name,
+        )
 
     def _list_mpijobs(self) -> list[dict[str, Any]]:
         listed = self._call(

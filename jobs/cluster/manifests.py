@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,15 +123,31 @@ def gang_labels(spec: GangSpec) -> dict[str, str]:
 
 def service_manifest(spec: GangSpec, options: PodOptions) -> dict[str, Any]:
     """Headless Service: stable DNS names `<pod>.<service>` for rendezvous, and the owner of the gang's pods."""
-    labels = gang_labels(spec)
+    return _service(gang_labels(spec), gang_ports(spec, options, "port"), options)
+
+
+# The labels a gang's Service carries: its pods' but for what differs between ranks (rank, an MPIJob's index...).
+_SERVICE_LABELS = (LABEL_MANAGED, LABEL_JOB, LABEL_ATTEMPT, LABEL_USER, LABEL_TEAM, LABEL_ARRAY_ID, LABEL_ARRAY_INDEX)
+
+
+def service_manifest_of_pod(labels: Mapping[str, str], container_ports: Sequence[tuple[str, int]], options: PodOptions) -> dict[str, Any]:
+    """The Service `service_manifest` made for a running gang, made again from one of its pods (its labels, its
+    container's (name, port)s): the pods outlived it (`kubectl delete service --cascade=orphan`) and name each other by
+    it."""
+    ports = [{"name": name, "port": port, "targetPort": port} for name, port in container_ports]
+    return _service({key: labels[key] for key in _SERVICE_LABELS if key in labels}, ports, options)
+
+
+def _service(labels: dict[str, str], ports: list[dict[str, Any]], options: PodOptions) -> dict[str, Any]:
+    name = gang_name(int(labels[LABEL_JOB]), int(labels[LABEL_ATTEMPT]))
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": gang_name(spec.job_id, spec.attempt), "namespace": options.namespace, "labels": labels},
+        "metadata": {"name": name, "namespace": options.namespace, "labels": labels},
         "spec": {
             "clusterIP": "None",
             "selector": {LABEL_JOB: labels[LABEL_JOB], LABEL_ATTEMPT: labels[LABEL_ATTEMPT]},
-            "ports": gang_ports(spec, options, "port"),
+            "ports": ports,
             # Ranks must resolve each other before they are ready: rendezvous is what makes them ready.
             "publishNotReadyAddresses": True,
         },

@@ -221,24 +221,40 @@ def test_cancel_deletes_every_object_of_the_gang(api: APIClient, kube: KubeHarne
     assert state(job["id"]) == JobState.CANCELLED
 
 
-def test_a_gang_whose_service_was_deleted_orphaning_its_pods_leaves_no_object_behind(api: APIClient, kube: KubeHarness) -> None:
-    """An operator deleted the gang's Service with `kubectl delete service --cascade=orphan`: the pods and the Secret
-    lost their owner, so garbage collection no longer takes them with the gang. Cancelled, the job leaves nothing in the
-    namespace; its Secret (the job's telemetry token) stayed there for good."""
-    job = submit(api, nodes=2, simulate={"duration_seconds": 600})
+def test_a_gang_whose_service_was_deleted_orphaning_its_pods_gets_it_back_and_leaves_no_object_behind(
+    api: APIClient, kube: KubeHarness
+) -> None:
+    """An operator deleted the gang's Service with `kubectl delete service --cascade=orphan`: the pods ran on, RUNNING,
+    but their names (MASTER_ADDR, MUSTER_HOSTS) no longer resolved, and the pods and the Secret had lost their owner.
+    The next cycle makes the Service again, as it was, and the job's end leaves nothing in the namespace: its Secret (the
+    job's telemetry token) stayed there for good."""
+    job = submit(api, nodes=None, min_nodes=2, max_nodes=3, simulate={"duration_seconds": 600})
     kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
     name = gang_name(job["id"], 1)
+    (before,) = kube.services(gang_selector(job["id"]))
+    pods = sorted(p.metadata.uid for p in kube.pods(gang_selector(job["id"])))
     kube.core.delete_namespaced_service(name, kube.namespace, propagation_policy="Orphan")
 
     def secret_owners() -> list[Any] | None:
         return kube.core.read_namespaced_secret(f"{name}-env", kube.namespace).metadata.owner_references
 
-    kube.cycle_until(lambda: not kube.services(gang_selector(job["id"])) and not secret_owners(), timeout=30)
+    def service_again() -> bool:
+        return [s.metadata.uid for s in kube.services(gang_selector(job["id"]))] not in ([], [before.metadata.uid])
+
+    kube.cycle_until(lambda: not secret_owners() and service_again(), timeout=30)
+    (after,) = kube.services(gang_selector(job["id"]))
+    assert after.metadata.name == name and after.metadata.labels == before.metadata.labels
+    assert after.spec.selector == before.spec.selector and after.spec.publish_not_ready_addresses
+    assert [(p.name, p.port, p.target_port) for p in after.spec.ports] == [(p.name, p.port, p.target_port) for p in before.spec.ports]
+    assert {p.port for p in after.spec.ports} == {29500, 29400}  # the master's port and the elastic rendezvous
+    kube.cycle()
+    assert state(job["id"]) == JobState.RUNNING
+    assert sorted(p.metadata.uid for p in kube.pods(gang_selector(job["id"]))) == pods  # the same pods, never restarted
     assert api.post(f"/api/v1/jobs/{job['id']}/cancel/").status_code == 200
 
     def gone() -> bool:
         secrets = kube.core.list_namespaced_secret(kube.namespace, label_selector=gang_selector(job["id"])).items
-        return not kube.pods(gang_selector(job["id"])) and not secrets
+        return not kube.pods(gang_selector(job["id"])) and not kube.services(gang_selector(job["id"])) and not secrets
 
     kube.cycle_until(gone, timeout=30)
     assert state(job["id"]) == JobState.CANCELLED
