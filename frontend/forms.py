@@ -11,10 +11,12 @@ from typing import Any, cast
 from django import forms
 from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils.text import capfirst
 
 from api.jobs.serializers import JobSubmitSerializer
 from frontend.templatetags.muster import duration
+from jobs.arrays import array_indices
 from jobs.dependencies import DependencyTextInvalid, dependencies_parse, dependencies_text
 from jobs.models import Job
 from jobs.validators import env_errors
@@ -121,6 +123,14 @@ class JobForm(forms.Form):
         "ids as afterok:12:13, several types joined by commas. An array's id names every element, 12_3 one of them (its "
         "index 3). One that can never be met any more cancels the job, saying why.",
     )
+    array = forms.CharField(
+        max_length=1000,
+        required=False,
+        label="Array indices",
+        widget=forms.TextInput(attrs={**MONO, "placeholder": "0-99"}),
+        help_text="Empty: one job. With indices, one job per index, as sbatch --array (muster submit --array) takes them: "
+        "0-99, 1,3,5-7 or 0-98:2. Each element reads its index from MUSTER_ARRAY_INDEX and is listed as ID_INDEX.",
+    )
     notify_on = forms.MultipleChoiceField(
         choices=[("start", "it starts"), ("end", "it ends"), ("fail", "it fails"), ("requeue", "it is requeued after running")],
         required=False,
@@ -176,6 +186,7 @@ class JobForm(forms.Form):
             ),
         ),
         ("A slice of a GPU (instead of whole GPUs)", ("gpu_fraction", "gpu_memory_gb", "gpu_isolation")),
+        ("Job array", ("array",)),
         ("Dependencies", ("dependencies",)),
         ("Notifications", ("notify_on",)),
         ("Simulated cluster", ("sim_duration_seconds", "sim_exit_code")),
@@ -351,6 +362,17 @@ class JobForm(forms.Form):
         except DependencyTextInvalid as exc:
             raise forms.ValidationError(exc.problems) from exc
         return [{"type": a.kind, "job": a.job_id, **({"index": a.element} if a.element is not None else {})} for a in asked]
+
+    def clean_array(self) -> list[int]:
+        """The indices of an array submit (jobs.arrays reads them as the API and `muster submit --array` do); none, one
+        job."""
+        text = self.cleaned_data["array"].strip()
+        if not text:
+            return []
+        try:
+            return array_indices(text, max_count=settings.MUSTER_MAX_ARRAY_SIZE)
+        except DjangoValidationError as exc:
+            raise forms.ValidationError(exc.message_dict["array"]) from exc
 
     def clean_volumes(self) -> list[dict[str, Any]]:
         volumes, errors = [], []

@@ -12,15 +12,17 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts.requests import AuthenticatedHttpRequest
 from api.jobs.serializers import JobSubmitSerializer, submit_problems
 from frontend.form_stash import form_stash, form_unstash
 from frontend.forms import JobForm
+from jobs.arrays import index_ranges
 from jobs.dependencies import dependencies_save
 from jobs.selectors import jobs_visible_to, shared_pools
-from jobs.services import job_fit_elastic_range, job_submit, priority_classes_for
+from jobs.services import job_fit_elastic_range, job_submit, job_submit_array, priority_classes_for
 from notify.services import asks_json, job_notify_save, preference_of
 from quotas.limits import effective_limits
 from quotas.selectors import volumes_of_teams_of
@@ -75,15 +77,28 @@ def job_new(request: HttpRequest) -> HttpResponse:
         after = spec.pop("dependencies", [])
         # An elastic most beyond the cluster is cut to it (job_submit cuts it too): the page says so.
         spec, cut = job_fit_elastic_range(spec)
+        indices: list[int] = form.cleaned_data.get("array") or []
         try:
             with transaction.atomic():
-                job = job_submit(owner=user_request.user, **spec)
-                dependencies_save([job], after)
+                # An array is one submit of one job per index, all or none, as POST /api/v1/jobs/array/ makes it.
+                jobs = (
+                    job_submit_array(owner=user_request.user, indices=indices, **spec)
+                    if indices
+                    else [job_submit(owner=user_request.user, **spec)]
+                )
+                dependencies_save(jobs, after)
                 if notify is not None:
-                    job_notify_save(job, notify)
+                    for job in jobs:
+                        job_notify_save(job, notify)
         except DjangoValidationError as exc:  # the world changed since the check (a node went, a quota was lowered)
             form.add_api_errors(exc.message_dict)
         else:
+            if indices:
+                array_id = jobs[0].array_id
+                said = f"Array {array_id} submitted: {len(jobs)} job{'s' if len(jobs) != 1 else ''}, {array_id}_[{index_ranges(indices)}]."
+                messages.success(request, f"{said} {cut}" if cut else said)
+                return redirect(f"{reverse('frontend:job-list')}?array={array_id}")
+            job = jobs[0]
             messages.success(request, f"Job {job.pk} submitted. {cut}" if cut else f"Job {job.pk} submitted.")
             return redirect("frontend:job-detail", pk=job.pk)
     return _page(user_request, form)
@@ -116,7 +131,8 @@ def job_new_estimate(request: HttpRequest) -> HttpResponse:
     user_request: AuthenticatedHttpRequest = request  # type: ignore[assignment]  # signed in, checked above
     form = _job_form(user_request, request.POST)
     spec = _checked(form, user_request)
-    estimate = job_estimate(owner=user_request.user, spec=spec) if spec is not None else None
+    indices = form.cleaned_data.get("array") or None if spec is not None else None
+    estimate = job_estimate(owner=user_request.user, spec=spec, indices=indices) if spec is not None else None
     errors = form.errors_as_shown()
     html = render_to_string("frontend/job_new_estimate.html", {"estimate": estimate, "errors": errors}, request=request)
     return JsonResponse(

@@ -209,3 +209,45 @@ def test_the_resource_fields_keep_their_words_at_390_px(page: Any, log_in: LogIn
     nodes, low = page.get_by_label("Nodes", exact=True).bounding_box(), page.get_by_label("Elastic: at least").bounding_box()
     assert nodes["y"] == low["y"] and nodes["width"] >= 150  # the range's two ends side by side
     shoot(page, "submit-390px")
+
+
+def test_an_array_is_submitted_from_the_form_as_sbatch_array_takes_it(page: Any, log_in: LogIn, alice: Any, sim: BrowserSim) -> None:
+    log_in(page, alice)
+    page.goto("/jobs/new/")
+    fill_basics(page, name="sweep")
+    page.get_by_label("Nodes", exact=True).fill("1")
+    page.get_by_label("GPUs per node").fill("1")
+
+    # Indices it cannot read are said on the field, and nothing typed is lost.
+    page.get_by_label("Array indices").fill("7-2")
+    page.get_by_role("button", name="Submit").click()
+    expect(error_of(page, "Array indices")).to_have_text("'7-2' ends before it starts.")
+    expect(page.get_by_label("Name")).to_have_value("sweep")
+    expect(page.get_by_label("Array indices")).to_have_value("7-2")
+    assert not Job.objects.exists()
+
+    # The estimate is the first element's, and says how many there would be.
+    page.get_by_label("Array indices").fill("0-4:2,9")
+    expect(page.get_by_test_id("estimate-array")).to_have_text(
+        "The array's first element (index 0) of 4: every element asks the same, and the others queue behind it."
+    )
+    shoot(page, "submit-form-array")
+    page.get_by_role("button", name="Submit").click()
+
+    # One job per index, the array's list shown, as `muster submit --array 0-4:2,9` would have made them.
+    jobs = list(Job.objects.order_by("array_index"))
+    assert [job.array_index for job in jobs] == [0, 2, 4, 9]
+    array_id = jobs[0].pk
+    assert {job.array_id for job in jobs} == {array_id} and {job.name for job in jobs} == {"sweep"}
+    expect(page).to_have_url(re.compile(rf"/\?array={array_id}$"))
+    expect(page.get_by_role("status").filter(has_text="Array")).to_have_text(f"Array {array_id} submitted: 4 jobs, {array_id}_[0,2,4,9].")
+    expect(page.locator("table.jobs td.name .mono")).to_have_text([f"{array_id}_9", f"{array_id}_4", f"{array_id}_2", f"{array_id}_0"])
+
+    # Left empty, the form submits one job, as before.
+    page.goto("/jobs/new/")
+    fill_basics(page, name="single")
+    page.get_by_label("Nodes", exact=True).fill("1")
+    page.get_by_role("button", name="Submit").click()
+    single = Job.objects.get(name="single")
+    expect(page).to_have_url(re.compile(rf"/jobs/{single.pk}/$"))
+    assert single.array_id is None

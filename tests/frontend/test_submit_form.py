@@ -13,6 +13,7 @@ from jobs.models import Job, JobEvent
 from quotas.models import Quota, TeamVolume, UsageCharge
 from tests.conftest import PASSWORD, make_sim, session_for
 from tests.frontend.forms import submit_form
+from tests.jobs.factories import JobFactory
 from tests.quotas.factories import TeamFactory
 
 pytestmark = pytest.mark.django_db
@@ -155,3 +156,31 @@ def test_a_member_of_one_team_gets_it_chosen(user: Any, sim: Any) -> None:
     # A form posted without it (an old page, a clone of a job of no team) is still the team's job, as the API has it.
     assert client.post("/jobs/new/", submit_form(team="")).status_code == 302
     assert Job.objects.get().team.name == "vision"
+
+
+def test_an_array_submit_makes_one_job_per_index_with_its_dependencies_all_or_none(user: Any, sim: Any) -> None:
+    client = session_for(user)
+    first = JobFactory(owner=user, name="prep")
+    response = client.post("/jobs/new/", submit_form(name="sweep", nodes="1", array="1,3,5-6", dependencies=f"afterok:{first.pk}"))
+    elements = list(Job.objects.filter(name="sweep").order_by("array_index"))
+    assert [e.array_index for e in elements] == [1, 3, 5, 6]
+    array_id = elements[0].pk
+    assert response.status_code == 302 and response["Location"] == f"/?array={array_id}"
+    assert all(e.array_id == array_id and list(e.dependencies.values_list("on_id", flat=True)) == [first.pk] for e in elements)
+    # The estimate is its first element's, and counts the elements.
+    estimate = client.post("/jobs/new/estimate/", submit_form(nodes="1", array="0-9")).json()
+    assert estimate["accepted"] is True and "of 10" in estimate["html"]
+
+
+def test_an_array_the_form_cannot_read_or_too_large_is_said_on_its_field_and_nothing_is_queued(user: Any, sim: Any, settings: Any) -> None:
+    settings.MUSTER_MAX_ARRAY_SIZE = 10
+    for text, said in (
+        ("7-2", "'7-2' ends before it starts."),
+        ("0-10", "An array has at most 10 elements (MUSTER_MAX_ARRAY_SIZE); '0-10' has more."),
+        ("0-9%2", "A limit on running elements (`%N`) is not supported; the queue and quotas decide how many run at once."),
+        ("a-b", "'a-b' is not an index or a range; write 7, 0-99 or 0-98:2."),
+    ):
+        page = session_for(user).post("/jobs/new/", submit_form(array=text))
+        assert page.status_code == 200 and page.context["form"].errors["array"] == [said], text
+        assert f'value="{text}"' in page.content.decode()  # kept as typed
+    assert not Job.objects.exists()
