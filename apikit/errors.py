@@ -12,7 +12,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import status
-from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.exceptions import APIException, NotAcceptable, UnsupportedMediaType, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -65,10 +65,39 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages})
     elif isinstance(exc, DatabaseError) and database_is_away(exc):
         exc = DatabaseUnavailable()
+    elif isinstance(exc, UnsupportedMediaType) and str(exc.detail).startswith("Unsupported media type"):
+        exc = _unsupported_media_type(context)  # DRF's own words; a view's own 415 (telemetry's) says more already
+    elif isinstance(exc, NotAcceptable) and str(exc.detail) == NotAcceptable.default_detail:
+        exc = _not_acceptable(context)
     response = drf_exception_handler(exc, context)
     if response is not None and response.status_code == status.HTTP_503_SERVICE_UNAVAILABLE:
         response.headers.setdefault("Retry-After", str(RETRY_AFTER_SECONDS))
     return response
+
+
+def _either(media_types: list[str]) -> str:
+    named = list(dict.fromkeys(media_types))
+    return " or ".join(named) if len(named) < 3 else f"{', '.join(named[:-1])} or {named[-1]}"
+
+
+def _unsupported_media_type(context: dict[str, Any]) -> UnsupportedMediaType:
+    # DRF said `Unsupported media type "" in request.`: neither what was wrong (a missing Content-Type, curl's -d
+    # sending a form) nor what to send instead.
+    request = context.get("request")
+    parsers = getattr(request, "parsers", None) or []
+    sent = getattr(request, "content_type", "") or ""
+    reads = _either([parser.media_type for parser in parsers]) or "no body"
+    said = f"Content-Type {sent.split(';')[0].strip()!r}" if sent else "no Content-Type"
+    return UnsupportedMediaType(sent, detail=f"The body must be sent as {reads}; this request had {said}.")
+
+
+def _not_acceptable(context: dict[str, Any]) -> NotAcceptable:
+    # DRF said "Could not satisfy the request Accept header.", naming neither the header's value nor what would do.
+    view, request = context.get("view"), context.get("request")
+    renderers = view.get_renderers() if view is not None and hasattr(view, "get_renderers") else []
+    asked = request.headers.get("Accept", "") if request is not None else ""
+    answers = _either([renderer.media_type for renderer in renderers]) or "application/json"
+    return NotAcceptable(f"This endpoint answers {answers}; the Accept header asked for {asked!r}.")
 
 
 # What a client is told to wait before retrying when the database or the cluster is away.

@@ -2,7 +2,8 @@
 
 Every operation documents the errors it can answer with, each with its body: 400 (a field, or the
 query, is invalid), 401 (no or bad credentials), 403 (not allowed), 404 (no such object, or a page
-past the end), 413 (body too large), 429 (throttled, with Retry-After) and 503 (the database or
+past the end), 406 (an Accept header it cannot answer), 413 and 415 (a body too large, or not JSON:
+on operations that take one), 429 (throttled, with Retry-After) and 503 (the database or
 the cluster is away, with Retry-After). Request bodies of strict serializers say
 `additionalProperties: false`, as the API refuses unknown fields. A string that is blank or of a format is
 `anyOf` the two, not `oneOf` (which "" would match twice).
@@ -38,7 +39,9 @@ _ERRORS: dict[str, tuple[str, str]] = {
     "401": (DETAIL, "No credentials, or credentials that are wrong, expired or revoked."),
     "403": (DETAIL, "The account may not do this."),
     "404": (DETAIL, "No such object visible to this account, or a page past the end."),
+    "406": (DETAIL, "The Accept header names no form this operation answers in (it names those it has)."),
     "413": (DETAIL, "The request body is larger than the site allows."),
+    "415": (DETAIL, "The body's Content-Type is not one the operation reads (application/json)."),
     "429": (DETAIL, "Too many requests; retry after the number of seconds in the Retry-After header."),
     "503": (DETAIL, "The database or the cluster cannot be reached now; retry after the Retry-After header's seconds."),
 }
@@ -47,6 +50,8 @@ _OTHER_ERRORS = {
     "415": "The body's content type is not one the operation reads.",
 }
 _BODY_METHODS = {"post", "put", "patch"}
+# Said of a body, so documented only where one is sent; every other error may answer any operation.
+_BODY_ERRORS = {"413", "415"}
 
 
 def _strict_components() -> set[str]:
@@ -97,7 +102,7 @@ def document_errors(result: dict[str, Any], generator: Any, request: Any, public
                 continue
             responses = operation["responses"]
             for code, (_component, description) in _ERRORS.items():
-                if code == "413" and method not in _BODY_METHODS:
+                if code in _BODY_ERRORS and method not in _BODY_METHODS:
                     continue
                 responses.setdefault(code, {"description": description})
             for code, response in responses.items():

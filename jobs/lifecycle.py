@@ -150,6 +150,7 @@ def job_mark_running(job: Job, *, now: datetime) -> Job:
         now=now,
         started_at=now,
         launch_failures=0,
+        launch_failures_counted=0,
         launch_not_before=None,
     )
 
@@ -223,9 +224,10 @@ def job_retry_or_fail(job: Job, *, now: datetime, why: str, exit_code: int | Non
             restarts=job.restarts + 1,
             avoid_nodes=[failed_on] if failed_on else [],
             launch_failures=0,
+            launch_failures_counted=0,
         )
     reason = fit_reason(f"Attempt {job.attempt} failed: {why}")
-    return job_transition(job, JobState.FAILED, reason=reason, now=now, exit_code=exit_code, launch_failures=0)
+    return job_transition(job, JobState.FAILED, reason=reason, now=now, exit_code=exit_code, launch_failures=0, launch_failures_counted=0)
 
 
 def job_launch_failed(job: Job, *, now: datetime, why: str, transient: bool = False, avoid_nodes: Sequence[str] = ()) -> Job:
@@ -235,28 +237,32 @@ def job_launch_failed(job: Job, *, now: datetime, why: str, transient: bool = Fa
     admission policy, an image that never pulls) would be placed, fail and be requeued cycle
     after cycle, holding GPUs others could use each time. Restarts are not spent: the job's
     code never ran. A `transient` failure (the API server unreachable, overloaded, or failing
-    with a 5xx) backs off the same way but never fails the job: it is the cluster's trouble. `avoid_nodes` are
+    with a 5xx) backs off the same way but never fails the job, nor counts towards failing it: it is the cluster's trouble. `avoid_nodes` are
     avoided by the next launch where it fits elsewhere (a node that refused the pod).
     """
     failures = job.launch_failures + 1
+    # Only the job's own failed launches count towards failing it; the transient ones between them back off alike.
+    counted = job.launch_failures_counted + (0 if transient else 1)
     limit = settings.MUSTER_LAUNCH_MAX_FAILURES
     why = why.rstrip()
     if not why.endswith((".", "!", "?")):  # the API server's words end bare: "…gpu=16 Failed launch 1 in a row"
         why += "."
-    if failures >= limit and not transient:
+    if counted >= limit and not transient:
         return job_transition(
             job,
             JobState.FAILED,
-            reason=fit_reason(f"{plural(failures, 'launch', 'launches')} in a row did not come up; the last: {why}"),
+            reason=fit_reason(f"{plural(counted, 'launch', 'launches')} in a row did not come up; the last: {why}"),
             now=now,
             launch_failures=failures,
+            launch_failures_counted=counted,
         )
     delay = min(settings.MUSTER_LAUNCH_BACKOFF_MAX_SECONDS, settings.MUSTER_LAUNCH_BACKOFF_SECONDS * 2 ** (failures - 1))
     return job_requeue(
         job,
         now=now,
-        why=f"{why} Failed launch {failures}{'' if transient else f' of at most {limit}'} in a row; tried again in {delay} s.",
+        why=f"{why} Failed launch {failures if transient else f'{counted} of at most {limit}'} in a row; tried again in {delay} s.",
         launch_failures=failures,
+        launch_failures_counted=counted,
         launch_not_before=now + timedelta(seconds=delay),
         **({"avoid_nodes": list(avoid_nodes)} if avoid_nodes else {}),
     )

@@ -143,6 +143,10 @@ class Job(models.Model):
     # Launches in a row that did not come up (refused by the cluster, or not running within the launch
     # timeout); reset by one that does. Each one holds the job back longer, and too many fail it.
     launch_failures = models.PositiveIntegerField(default=0)
+    # Those of them that count towards failing the job (MUSTER_LAUNCH_MAX_FAILURES): not the cluster's own transient
+    # refusals (a namespace ResourceQuota full for now, the API server failing), which back off as the others do. One
+    # count for both failed a job at its first real failed launch after it had waited out a full quota five times.
+    launch_failures_counted = models.PositiveIntegerField(default=0)
     # After a failed launch the job is not placed again before this (the backoff).
     launch_not_before = models.DateTimeField(null=True, blank=True)
     # The node a rank of its last failed attempt failed on: the retry is placed elsewhere when it fits elsewhere then.

@@ -184,3 +184,42 @@ def test_json_that_is_no_object_is_a_400_saying_the_body_must_be_one_on_every_en
     assert Job.objects.count() == 1
     # No body at all is still none, what release takes.
     assert api.post(f"/api/v1/jobs/{job_id}/release/", "", content_type="application/json").status_code == 200
+
+
+def test_every_operation_documents_406_and_every_body_operation_415(api) -> None:
+    """A client generated from the schema met a 415 (curl's -d sends a form; a script forgot its Content-Type) and a 406
+    (an Accept header of XML) that no operation listed, so a validating client took them for a broken server."""
+    paths = api.get("/api/schema/", HTTP_ACCEPT="application/json").json()["paths"]
+    operations = [(method, path, op) for path, item in paths.items() for method, op in item.items() if "responses" in op]
+    assert [(m, p) for m, p, op in operations if "406" not in op["responses"]] == []
+    bodies = [(m, p, op) for m, p, op in operations if m in ("post", "put", "patch")]
+    assert bodies and [(m, p) for m, p, op in bodies if "415" not in op["responses"]] == []
+    submit = paths["/api/v1/jobs/"]["post"]["responses"]["415"]["content"]["application/json"]["schema"]["$ref"]
+    assert submit.endswith("ErrorDetail")
+    assert "415" not in paths["/api/v1/jobs/"]["get"]["responses"]  # a read sends no body
+
+
+@pytest.mark.parametrize(
+    ("content_type", "said"),
+    [
+        ("", "no Content-Type"),
+        ("text/plain", "Content-Type 'text/plain'"),
+        ("application/x-www-form-urlencoded", "'application/x-www-form-urlencoded'"),
+    ],
+)
+def test_a_body_that_is_not_json_is_a_415_saying_what_to_send(api, content_type: str, said: str) -> None:
+    response = api.generic("POST", "/api/v1/jobs/", json.dumps(job_payload()), content_type=content_type)
+    assert response.status_code == 415
+    detail = response.json()["detail"]
+    assert detail.startswith("The body must be sent as application/json;") and said in detail
+    assert not Job.objects.exists()
+
+
+def test_an_accept_header_the_api_cannot_answer_is_a_406_naming_what_it_answers(api) -> None:
+    response = api.get("/api/v1/jobs/", HTTP_ACCEPT="application/xml")
+    assert response.status_code == 406
+    assert response.json() == {
+        "detail": "This endpoint answers application/json or text/html; the Accept header asked for 'application/xml'."
+    }
+    logs = api.get("/api/v1/jobs/1/logs/", HTTP_ACCEPT="image/png")
+    assert logs.status_code == 406 and "text/plain" in logs.json()["detail"]

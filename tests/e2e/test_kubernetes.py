@@ -643,6 +643,34 @@ def test_a_launch_a_resourcequota_refuses_says_the_api_servers_words_and_does_no
     assert ClusterHealth.objects.get(pk=1).error == ""  # one namespace quota, not the site's cluster down
 
 
+def test_launches_a_full_quota_refused_do_not_count_towards_failing_the_job_at_its_next_real_failure(
+    api: APIClient, kube: KubeHarness
+) -> None:
+    """A job waited out a full ResourceQuota on the jobs' namespace five times (each "Failed launch N in a row", never
+    to fail it); then a LimitRange refused its pod once, and it FAILED at once, "6 launches in a row did not come up",
+    its first failed launch of its own counted as its sixth."""
+    quota = {"metadata": {"name": "gpu-cap"}, "spec": {"hard": {"requests.nvidia.com/gpu": "8"}}}
+    kube.core.create_namespaced_resource_quota(kube.namespace, quota)
+    _wait(lambda: kube.core.read_namespaced_resource_quota("gpu-cap", kube.namespace).status.hard)
+    job = submit(api, nodes=2, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).launch_failures == 1, timeout=20)
+    limits = {"metadata": {"name": "cpu-cap"}, "spec": {"limits": [{"type": "Container", "max": {"cpu": "4"}}]}}
+    kube.core.create_namespaced_limit_range(kube.namespace, limits)
+    kube.core.delete_namespaced_resource_quota("gpu-cap", kube.namespace)
+    time.sleep(2)  # the API server's admission reads both from its informers
+    # As if its backoff had been waited out four more times (15 s, 30 s, 60 s, 120 s), the quota still full.
+    Job.objects.filter(pk=job["id"]).update(launch_failures=5, launch_not_before=None)
+
+    def refused_by_the_limit_range() -> bool:
+        return "maximum cpu usage per Container is 4" in (Job.objects.get(pk=job["id"]).state_reason or "")
+
+    kube.cycle_until(refused_by_the_limit_range, timeout=30)
+    waiting = Job.objects.get(pk=job["id"])
+    assert waiting.state == JobState.PENDING, waiting.state_reason
+    assert "Failed launch 1 of at most 5 in a row; tried again in 480 s." in waiting.state_reason, waiting.state_reason
+    assert (waiting.launch_failures, waiting.launch_failures_counted) == (6, 1)
+
+
 def test_a_priority_class_the_cluster_lacks_keeps_the_job_waiting_without_failing_it(api: APIClient, kube: KubeHarness) -> None:
     """MUSTER_K8S_PRIORITY_CLASSES named a class nobody created: each launch was refused, and five failed the job."""
     absent = f"{kube.namespace}-absent"
