@@ -123,7 +123,10 @@ def factor_rows(factors: Mapping[str, tuple[float, float]]) -> list[tuple[str, f
 @register.filter
 def factor(value: float) -> str:
     """A priority factor to three decimals, or to three figures when smaller: an age of 0.0002 read 0.000 beside the
-    0.1 it adds."""
+    0.1 it adds. Never in exponent form: a job queued a second ago has an age of 9.17e-07, which read as jargon in a
+    column of decimals; below 0.0001 it is said as such."""
+    if 0 < abs(value) < 0.0001:
+        return "< 0.0001"
     return f"{value:.3g}" if 0 < abs(value) < 0.001 else f"{value:.3f}"
 
 

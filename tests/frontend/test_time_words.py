@@ -29,6 +29,8 @@ def test_a_queued_job_has_waited_a_span_not_a_moment_ago() -> None:
 def test_a_priority_factor_too_small_for_three_decimals_keeps_three_figures() -> None:
     """An age of 0.0002 read 0.000 beside the 0.1 it adds (weight 500)."""
     assert [muster.factor(v) for v in (0.0002, 0.0, 0.51234, 1.0)] == ["0.0002", "0.000", "0.512", "1.000"]
+    # A job queued a second ago: no exponent form (it read 9.17e-07) in a column of decimals.
+    assert [muster.factor(v) for v in (9.17e-07, 0.0001, 0.00099)] == ["< 0.0001", "0.0001", "0.00099"]
 
 
 def test_an_ended_elastic_job_says_the_nodes_it_held_at_its_end(user: Any) -> None:
