@@ -30,6 +30,21 @@ class Pagination(LimitOffsetPagination):
             raise ValidationError({self.offset_query_param: ["A whole number, 0 or more."]})
         return super().get_offset(request)
 
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        # DRF documents both as any integer: a client generated from the schema sent limit=0 or offset=-1, which
+        # get_limit and get_offset above refuse. A limit above the ceiling is cut, not refused: no maximum.
+        least = {self.limit_query_param: 1, self.offset_query_param: 0}
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] in least:
+                parameter["schema"]["minimum"] = least[parameter["name"]]
+            if parameter["name"] == self.limit_query_param:
+                most, default = self.max_limit, self.default_limit
+                parameter["description"] = f"How many results a page holds: 1 to {most} ({default} if left out; more is cut to {most})."
+            else:
+                parameter["description"] = "How many results to skip before the page's first: 0 or more."
+        return parameters
+
 
 def _whole_number(text: str, *, least: int) -> bool:
     # isdecimal, not isdigit: "²" is a digit that int() cannot read (a 500, not a 400).

@@ -116,3 +116,22 @@ def test_the_schema_the_check_reads_is_built_as_a_worker_boots_not_by_the_first_
     monkeypatch.setattr(check, "_paths", None)
     WSGIHandler()  # what config/wsgi.py makes as a worker imports it
     assert check._paths is not None and any(path.template == "/api/v1/jobs/" for path in check._paths)
+
+
+def test_limit_and_offset_are_documented_with_the_least_the_server_takes(api: APIClient) -> None:
+    """Both were documented as any integer: a client generated from the schema sent `limit=0`, which is a 400."""
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    pages = [
+        {p["name"]: p for p in op.get("parameters", []) if p["name"] in ("limit", "offset")}
+        for ops in schema["paths"].values()
+        for op in ops.values()
+    ]
+    pages = [found for found in pages if found]
+    assert len(pages) >= 7  # jobs, nodes, queue, both quotas, tokens, audit
+    for found in pages:
+        assert found["limit"]["schema"] == {"type": "integer", "minimum": 1}
+        assert found["offset"]["schema"] == {"type": "integer", "minimum": 0}
+        assert "500" in found["limit"]["description"]
+    assert api.get("/api/v1/jobs/", {"limit": 0}).status_code == 400
+    assert api.get("/api/v1/jobs/", {"offset": -1}).status_code == 400
+    assert api.get("/api/v1/jobs/", {"limit": 1, "offset": 0}).status_code == 200
