@@ -35,6 +35,22 @@ RANGE_LABELS = {"15m": "last 15 min", "1h": "last hour", "6h": "last 6 h", "24h"
 VIEWS = {"job": "whole job", "node": "per node", "gpu": "per GPU"}
 
 
+def lines_note(view: str, *, gpus: int, nodes: int, node: str) -> str:
+    """What the charts' lines are, said above them: the whole job's shaded band was in no legend, so a reader could
+    not tell a spread across GPUs from an error bar or a forecast."""
+    if view == "node":
+        return f"One line per node ({nodes}): the mean of that node's GPUs."
+    if view == "gpu":
+        more = "; Node picks another node" if nodes > 1 else ""
+        return f"One line per GPU of {node}{more}."
+    if gpus <= 1:
+        return "Each line is the job's one GPU."
+    return (
+        f"Each line is the mean of the job's {gpus} GPUs; the shaded band around it spans the lowest to the highest "
+        "GPU at each point, so one GPU that lags or spikes shows. Per node and per GPU draw them one by one."
+    )
+
+
 def telemetry_query_errors(params: Mapping[str, str]) -> dict[str, list[str]]:
     """Each chart option in `params` the page does not offer (`range`, `view`), with the values it does; empty when
     they are absent (or empty) or offered. Such a value was shown as the default: a mistyped link read as if obeyed."""
@@ -134,6 +150,7 @@ def job_telemetry_context(
         ranges=[{"label": RANGE_LABELS[k], "link": _link(params, range=k), "current": k == options.range} for k in (*RANGES, "all")],
         views=[{"label": label, "link": _link(params, view=k), "current": k == options.view} for k, label in VIEWS.items()],
         node_links=[{"label": n, "link": _link(params, view="gpu", node=n), "current": n == node} for n in nodes],
+        lines_note=lines_note(options.view, gpus=sum(gpus_per_node), nodes=len(nodes), node=node),
     )
     try:
         heat = reader.read(METRICS["gpu_util"], level=Level.GPU, start=start, end=end, step=heat_step)

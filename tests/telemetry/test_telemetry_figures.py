@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from typing import Any
@@ -249,3 +250,17 @@ def test_viewers_of_a_running_job_share_one_render_per_half_interval(submit, sim
     cache.clear()  # the interval has passed
     live(owner, job)
     assert renders == ["", "view=gpu", ""]
+
+
+def test_the_page_says_what_the_lines_and_the_shaded_band_are(finished, user) -> None:
+    """The whole job's band (lowest to highest GPU) was in no legend: a reader could not tell what it spanned."""
+    page = html.unescape(session_for(user).get(f"/jobs/{finished.pk}/").content.decode())
+    assert (
+        "Each line is the mean of the job's 16 GPUs; the shaded band around it spans the lowest to the highest GPU at "
+        "each point, so one GPU that lags or spikes shows." in page
+    )
+    assert context(finished, view="node")["lines_note"] == "One line per node (2): the mean of that node's GPUs."
+    node = context(finished, view="gpu")["options"].node
+    assert context(finished, view="gpu")["lines_note"] == f"One line per GPU of {node}; Node picks another node."
+    one_gpu = stored_run(user, nodes=1, gpus_per_node=1, seconds=600)
+    assert context(one_gpu)["lines_note"] == "Each line is the job's one GPU."
