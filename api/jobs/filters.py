@@ -8,7 +8,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 
-from jobs.models import Job
+from jobs.models import Job, Node, NodeState
 from jobs.selectors import jobs_visible_to, waiting_after_preemption
 from jobs.sorting import JOB_LIST_DEFAULT, Sorting, job_columns, sort_choices
 from jobs.states import JobState
@@ -197,3 +197,36 @@ class JobFilter(django_filters.FilterSet):
 
     def filter_ordering(self, qs: QuerySet[Job], name: str, value: str) -> QuerySet[Job]:
         return Sorting(job_columns(), value, default=JOB_LIST_DEFAULT).apply(qs)
+
+
+class _NodeStateField(django_filters.fields.ChoiceField):
+    """A node state in any case, as the job list takes a job's; an unknown one is answered with the states there are."""
+
+    default_error_messages = {"invalid_choice": f"Unknown node state %(value)s; the states are {', '.join(NodeState.values)}."}
+
+    def to_python(self, value: object) -> str:
+        return str(super().to_python(value)).upper()
+
+
+class NodeStateFilter(django_filters.ChoiceFilter):
+    field_class = _NodeStateField
+
+
+class NodeFilter(django_filters.FilterSet):
+    """The nodes list's filters. `?state=` was django-filter's own: `ready` (the case `muster nodes` prints in) was
+    refused with "Select a valid choice. ready is not one of the available choices.", naming none, where the job
+    list's `?state=` takes any case and names the states."""
+
+    rack = django_filters.CharFilter(help_text="The nodes of this rack (exactly as the list's `rack` says it).")
+    state = NodeStateFilter(
+        choices=NodeState.choices,
+        help_text=f"The nodes in this state, in any case: {', '.join(NodeState.values)}. A held node keeps its state; "
+        "?held=true lists those.",
+    )
+    held = StrictBooleanFilter(
+        help_text="true: the nodes held out of placement (by an admin, or by Muster after failures); false: those not held."
+    )
+
+    class Meta:
+        model = Node
+        fields = ["rack", "state", "held"]

@@ -25,7 +25,7 @@ from rest_framework.views import APIView
 from accounts.requests import api_user
 from accounts.throttling import CheckpointRateThrottle, DryRunRateThrottle
 from api.idempotency import IDEMPOTENCY_PARAMETER, REPLAYED_HEADER, Submitted, idempotency_key, submit_once
-from api.jobs.filters import JobFilter
+from api.jobs.filters import JobFilter, NodeFilter
 from api.jobs.serializers import (
     CheckpointReportSerializer,
     CheckpointSerializer,
@@ -507,7 +507,7 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
     pagination_class = NodePagination
     lookup_field = "name"
     lookup_value_regex = "[^/]+"
-    filterset_fields = ["rack", "state"]
+    filterset_class = NodeFilter
 
     def get_queryset(self) -> QuerySet[Node]:
         return nodes_with_usage()
