@@ -639,7 +639,17 @@ class KubernetesCluster:
         # Concurrent creates: a 64-node gang's pods reach the API server in a fraction of the sequential time.
         with ThreadPoolExecutor(max_workers=min(LAUNCH_CONCURRENCY, len(bodies))) as pool:
             for future in [pool.submit(self._create, "pod", self.core.create_namespaced_pod, body) for body in bodies]:
-                future.result()  # the first failure propagates; the cycle tears the partial gang down
+                try:
+                    future.result()  # the first failure propagates; the cycle tears the partial gang down
+                except LaunchRefused as exc:
+                    said = str(exc)
+                    if exc.transient and len(bodies) > 1 and (beyond := _gang_beyond_quota(said, bodies)):
+                        # Each pod fits the quota, the gang never does: its ranks admitted first use up the rest.
+                        raise LaunchRefused(
+                            f"{said.rstrip('.')}. Its {len(bodies)} pods together ask {beyond}: no launch fits until the quota is raised.",
+                            transient=False,
+                        ) from exc
+                    raise
 
     def _create_env_secret(self, spec: GangSpec, owner: dict[str, Any]) -> None:
         if spec.secret_env:
@@ -1251,16 +1261,41 @@ _QUOTA_REFUSAL = re.compile(
 )
 
 
+def _quota_amounts(text: str) -> dict[str, str]:
+    return {name: value for name, _, value in (item.partition("=") for item in text.split(",")) if value}
+
+
+def _gang_beyond_quota(said: str, bodies: list[dict[str, Any]]) -> str:
+    """What a gang's pods (`bodies`, the manifests) ask together beyond the hard limit of the ResourceQuota that refused
+    one of them ("" if they fit it): each pod fits, so the refusal read as a quota full for now, waited on forever with
+    a launch every 10 minutes (a 2 x 8-GPU gang under a quota of 8 GPUs); the gang never fits while the quota stands."""
+    found = _QUOTA_REFUSAL.search(said)
+    if found is None:
+        return ""
+    total: Counter[str] = Counter()
+    for body in bodies:
+        total.update(pod_requests(body.get("spec") or {}))
+    beyond = []
+    for key, limit in sorted(_quota_amounts(found["hard"].rstrip(".")).items()):
+        name = key.removeprefix("requests.").removeprefix("limits.")
+        try:
+            hard = parse_quantity(limit) * COMPUTE.get(name, 1)
+        except ValueError:
+            continue
+        asked = len(bodies) if name == "pods" else total[name]
+        if asked > hard:
+            amount = asked / COMPUTE[name] if name in COMPUTE else asked
+            beyond.append(f"{key}: {amount:g}, at most {limit}")
+    return f"more than ResourceQuota {found['name']} allows at all ({'; '.join(beyond)})" if beyond else ""
+
+
 def _beyond_quota(said: str) -> str:
     """What an object a ResourceQuota refused asks beyond the quota's hard limit itself ("" if it only asks beyond what
     is left now): such a launch never fits while the quota stands, however many pods end."""
     found = _QUOTA_REFUSAL.search(said)
     if found is None:
         return ""
-
-    def amounts(text: str) -> dict[str, str]:
-        return {name: value for name, _, value in (item.partition("=") for item in text.split(",")) if value}
-
+    amounts = _quota_amounts
     asked, hard = amounts(found["asked"]), amounts(found["hard"].rstrip("."))
     try:
         beyond = [

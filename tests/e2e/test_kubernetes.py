@@ -626,14 +626,23 @@ def test_an_image_that_cannot_be_pulled_fails_the_launch_at_once_and_frees_the_n
     kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"])))
 
 
+def _quota_half_used(kube: KubeHarness, gpus: int) -> None:
+    """A ResourceQuota gpu-cap of `gpus` GPUs on the jobs' namespace, half of it taken by a pod that is never bound
+    (admission counts it all the same): a 2 x 8-GPU gang fits the quota, but not what it has left now."""
+    quota = {"metadata": {"name": "gpu-cap"}, "spec": {"hard": {"requests.nvidia.com/gpu": str(gpus)}}}
+    kube.core.create_namespaced_resource_quota(kube.namespace, quota)
+    _wait(lambda: kube.core.read_namespaced_resource_quota("gpu-cap", kube.namespace).status.hard)  # admission reads it
+    container = {"name": "c", "image": "busybox:1.36", "resources": {"limits": {"nvidia.com/gpu": str(gpus // 2)}}}
+    spec = {"containers": [container], "nodeSelector": {"muster.io/no-such-node": "true"}}
+    kube.core.create_namespaced_pod(kube.namespace, {"metadata": {"name": "half-the-quota"}, "spec": spec})
+
+
 def test_a_launch_a_resourcequota_refuses_says_the_api_servers_words_and_does_not_count_towards_failing(
     api: APIClient, kube: KubeHarness
 ) -> None:
     """The reason was the client's whole dump ("(403) Reason: Forbidden HTTP response headers: HTTPHeaderDict(...") cut
     before its cause, and five such launches failed the job: the site's quota on the jobs' namespace, not the job."""
-    quota = {"metadata": {"name": "gpu-cap"}, "spec": {"hard": {"requests.nvidia.com/gpu": "8"}}}
-    kube.core.create_namespaced_resource_quota(kube.namespace, quota)
-    _wait(lambda: kube.core.read_namespaced_resource_quota("gpu-cap", kube.namespace).status.hard)  # admission reads it
+    _quota_half_used(kube, gpus=16)  # admission reads it
     job = submit(api, nodes=2, simulate={"duration_seconds": 600})
     kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).launch_failures == 1, timeout=20)
     reason = JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason
@@ -643,15 +652,33 @@ def test_a_launch_a_resourcequota_refuses_says_the_api_servers_words_and_does_no
     assert ClusterHealth.objects.get(pk=1).error == ""  # one namespace quota, not the site's cluster down
 
 
+def test_a_gang_beyond_what_a_resourcequota_allows_at_all_counts_towards_failing_though_each_pod_fits(
+    api: APIClient, kube: KubeHarness
+) -> None:
+    """A 2 x 8-GPU gang under a quota of 8 GPUs: rank 0 is admitted and uses it all, rank 1 is refused as if the quota
+    were full for now, so the job was launched again every 10 minutes forever, never told it can never fit."""
+    quota = {"metadata": {"name": "gpu-cap"}, "spec": {"hard": {"requests.nvidia.com/gpu": "8", "pods": "10"}}}
+    kube.core.create_namespaced_resource_quota(kube.namespace, quota)
+    _wait(lambda: kube.core.read_namespaced_resource_quota("gpu-cap", kube.namespace).status.hard)
+    job = submit(api, nodes=2, gpus_per_node=8, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).launch_failures == 1, timeout=20)
+    reason = JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason
+    assert "exceeded quota: gpu-cap" in reason, reason
+    assert (
+        "Its 2 pods together ask more than ResourceQuota gpu-cap allows at all (requests.nvidia.com/gpu: 16, at most 8): "
+        "no launch fits until the quota is raised. Failed launch 1 of at most 5 in a row" in reason
+    ), reason
+    assert Job.objects.get(pk=job["id"]).launch_failures_counted == 1
+    kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"])), timeout=20)  # rank 0, admitted, went with the launch
+
+
 def test_launches_a_full_quota_refused_do_not_count_towards_failing_the_job_at_its_next_real_failure(
     api: APIClient, kube: KubeHarness
 ) -> None:
     """A job waited out a full ResourceQuota on the jobs' namespace five times (each "Failed launch N in a row", never
     to fail it); then a LimitRange refused its pod once, and it FAILED at once, "6 launches in a row did not come up",
     its first failed launch of its own counted as its sixth."""
-    quota = {"metadata": {"name": "gpu-cap"}, "spec": {"hard": {"requests.nvidia.com/gpu": "8"}}}
-    kube.core.create_namespaced_resource_quota(kube.namespace, quota)
-    _wait(lambda: kube.core.read_namespaced_resource_quota("gpu-cap", kube.namespace).status.hard)
+    _quota_half_used(kube, gpus=16)
     job = submit(api, nodes=2, simulate={"duration_seconds": 600})
     kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).launch_failures == 1, timeout=20)
     limits = {"metadata": {"name": "cpu-cap"}, "spec": {"limits": [{"type": "Container", "max": {"cpu": "4"}}]}}
