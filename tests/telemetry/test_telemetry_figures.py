@@ -264,3 +264,14 @@ def test_the_page_says_what_the_lines_and_the_shaded_band_are(finished, user) ->
     assert context(finished, view="gpu")["lines_note"] == f"One line per GPU of {node}; Node picks another node."
     one_gpu = stored_run(user, nodes=1, gpus_per_node=1, seconds=600)
     assert context(one_gpu)["lines_note"] == "Each line is the job's one GPU."
+
+
+def test_a_one_node_jobs_summary_says_it_has_no_inter_node_traffic_rather_than_0_b(finished, user) -> None:
+    """It read "Inter-node TX / RX 0 B / 0 B", as if its network had been measured idle; the chart is left out for it."""
+    client = session_for(user)
+    one_node = stored_run(user, nodes=1, gpus_per_node=8, seconds=600)
+    page = html.unescape(client.get(f"/jobs/{one_node.pk}/").content.decode())
+    assert "none: a job on one node sends nothing between nodes" in page and "0 B / 0 B" not in page
+    page = html.unescape(client.get(f"/jobs/{finished.pk}/").content.decode())
+    assert "a job on one node" not in page
+    assert re.search(r'data-testid="summary-inter-node">[\d.]+ [kMGT]?B / [\d.]+ [kMGT]?B<', page)
