@@ -3,8 +3,8 @@
 Every operation documents the errors it can answer with, each with its body: 400 (a field, or the
 query, is invalid), 401 (no or bad credentials), 403 (not allowed), 404 (no such object, or a page
 past the end), 406 (an Accept header it cannot answer), 413 and 415 (a body too large, or not JSON:
-on operations that take one), 429 (throttled, with Retry-After) and 503 (the database or
-the cluster is away, with Retry-After). Request bodies of strict serializers say
+on operations that take one), 429 (throttled) and 503 (the database or the cluster is away), both
+with their Retry-After header. Request bodies of strict serializers say
 `additionalProperties: false`, as the API refuses unknown fields. A string that is blank or of a format is
 `anyOf` the two, not `oneOf` (which "" would match twice).
 """
@@ -70,6 +70,17 @@ def _error_response(component: str, description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{component}"}}}}
 
 
+# The header a 429 and a 503 always carry (the throttles, the login lockout and apikit.errors set it): the schema said
+# "retry after the Retry-After header" in words only, so a generated client had no header to read.
+_RETRY_AFTER = {
+    "Retry-After": {
+        "description": "Seconds to wait before retrying.",
+        "required": True,
+        "schema": {"type": "integer", "minimum": 0},
+    }
+}
+
+
 # drf-spectacular describes a format-checked string that may be blank (a URLField or EmailField with allow_blank) as
 # `oneOf: [{format: uri}, {maxLength: 0}]`. A validator that does not check `format` finds "" matching both branches,
 # which `oneOf` forbids, and refuses every answer with an empty webhook; `anyOf` says what is meant.
@@ -113,4 +124,7 @@ def document_errors(result: dict[str, Any], generator: Any, request: Any, public
                     if not described or described == "No response body":
                         described = _OTHER_ERRORS.get(code) or _ERRORS.get(code, (DETAIL, "An error."))[1]
                     responses[code] = _error_response(component, described)
+            for code in ("429", "503"):
+                if code in responses:
+                    responses[code].setdefault("headers", {}).update(_RETRY_AFTER)
     return result

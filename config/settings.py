@@ -293,8 +293,13 @@ SPECTACULAR_SETTINGS = {
         "EstimateKindEnum": "jobs.models.EstimateKind",
         "TokenStateEnum": ["active", "expired", "revoked"],
     },
-    # Every error each operation can answer with, and `additionalProperties: false` on strict request bodies.
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "apikit.schema.document_errors"],
+    # Every error each operation can answer with, and `additionalProperties: false` on strict request bodies; the
+    # submits' Location and Idempotent-Replayed headers.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "apikit.schema.document_errors",
+        "api.schema.document_submit_headers",
+    ],
 }
 
 # --- Celery and the cache -----------------------------------------------------

@@ -223,3 +223,25 @@ def test_an_accept_header_the_api_cannot_answer_is_a_406_naming_what_it_answers(
     }
     logs = api.get("/api/v1/jobs/1/logs/", HTTP_ACCEPT="image/png")
     assert logs.status_code == 406 and "text/plain" in logs.json()["detail"]
+
+
+def test_the_schema_documents_retry_after_and_the_submits_headers_that_the_answers_carry(api, sim) -> None:
+    """README promised `Location`, `Idempotent-Replayed: true` and `Retry-After`; the schema named none of them, so a
+    client generated from it could not follow a new job, tell a replay from a new submit, or know how long to wait."""
+    paths = api.get("/api/schema/", HTTP_ACCEPT="application/json").json()["paths"]
+    for item in paths.values():
+        for op in item.values():
+            for code in ("429", "503"):
+                if code in op.get("responses", {}):
+                    assert op["responses"][code]["headers"]["Retry-After"]["schema"]["type"] == "integer"
+    for path in ("/api/v1/jobs/", "/api/v1/jobs/array/"):
+        headers = paths[path]["post"]["responses"]["201"]["headers"]
+        assert headers["Location"]["required"] is True
+        assert headers["Idempotent-Replayed"]["schema"] == {"type": "string", "enum": ["true"]}
+    assert "headers" not in paths["/api/v1/tokens/"]["post"]["responses"]["201"]  # no Idempotency-Key there
+
+    first = api.post("/api/v1/jobs/", job_payload(), format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    again = api.post("/api/v1/jobs/", job_payload(), format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    assert first.status_code == again.status_code == 201
+    assert first["Location"].endswith(f"/api/v1/jobs/{first.json()['id']}/") and "Idempotent-Replayed" not in first
+    assert again["Idempotent-Replayed"] == "true" and again["Location"] == first["Location"]
