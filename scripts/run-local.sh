@@ -171,11 +171,18 @@ for _ in $(seq 120); do
   fi
   sleep 0.5
 done
+# Say where the data goes: with DATABASE_URL / REDIS_URL in the environment (a shell set up for `make test`, say) this is
+# PostgreSQL and Redis, not the SQLite file and spool under var/ (the password is not printed).
+database="SQLite in $MUSTER_DATA_DIR"
+[[ -n ${DATABASE_URL:-} ]] && database=$(sed -E 's#//([^:/@]*):[^@]*@#//\1:***@#' <<<"$DATABASE_URL")
+broker="embedded (a spool in $MUSTER_DATA_DIR)"
+[[ -n ${CELERY_BROKER_URL:-${REDIS_URL:-}} ]] && broker=$(sed -E 's#//([^:/@]*):[^@]*@#//\1:***@#' <<<"${CELERY_BROKER_URL:-$REDIS_URL}")
 cat <<MSG
 
   Muster is running at http://$HOST:$PORT/
   API docs: http://$HOST:$PORT/api/docs/   Django admin: http://$HOST:$PORT/admin/
   Cluster: ${MUSTER_CLUSTER:-simulated}   Data: $MUSTER_DATA_DIR
+  Database: $database   Broker: $broker
   Logins are above (also in $MUSTER_DATA_DIR/local-logins.txt). Ctrl-C stops everything.
 
 MSG
