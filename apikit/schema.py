@@ -1,8 +1,8 @@
 """The OpenAPI schema tells the truth about errors and strict bodies (a drf-spectacular postprocessing hook).
 
 Every operation documents the errors it can answer with, each with its body: 400 (a field, or the
-query, is invalid), 401 (no or bad credentials), 403 (not allowed), 404 (no such object, or a page
-past the end), 406 (an Accept header it cannot answer), 413 and 415 (a body too large, or not JSON:
+query, is invalid), 401 (no or bad credentials), 403 (not allowed), 404 (no such object: a page past
+the end of a list is an empty page, not a 404), 406 (an Accept header it cannot answer), 413 and 415 (a body too large, or not JSON:
 on operations that take one), 429 (throttled) and 503 (the database or the cluster is away), both
 with their Retry-After header. Request bodies of strict serializers say
 `additionalProperties: false`, as the API refuses unknown fields. A string that is blank or of a format is
@@ -38,7 +38,7 @@ _ERRORS: dict[str, tuple[str, str]] = {
     "400": (FIELDS, "The request is invalid; nothing was changed."),
     "401": (DETAIL, "No credentials, or credentials that are wrong, expired or revoked."),
     "403": (DETAIL, "The account may not do this."),
-    "404": (DETAIL, "No such object visible to this account, or a page past the end."),
+    "404": (DETAIL, "No such object visible to this account."),
     "406": (DETAIL, "The Accept header names no form this operation answers in (it names those it has)."),
     "413": (DETAIL, "The request body is larger than the site allows."),
     "415": (DETAIL, "The body's Content-Type is not one the operation reads (application/json)."),

@@ -14,6 +14,7 @@ from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
 from tests.accounts.factories import UserFactory
+from tests.conftest import job_payload
 from tests.quotas.factories import TeamFactory
 
 
@@ -135,3 +136,18 @@ def test_limit_and_offset_are_documented_with_the_least_the_server_takes(api: AP
     assert api.get("/api/v1/jobs/", {"limit": 0}).status_code == 400
     assert api.get("/api/v1/jobs/", {"offset": -1}).status_code == 400
     assert api.get("/api/v1/jobs/", {"limit": 1, "offset": 0}).status_code == 200
+
+
+def test_a_page_past_the_end_is_empty_and_its_previous_link_is_the_last_page(api: APIClient, sim: Any) -> None:
+    """`?offset=1000&limit=2` of 5 jobs answered `previous` offset 998, another empty page; the schema said a page past
+    the end was a 404, which the API never answered."""
+    for n in range(5):
+        assert api.post("/api/v1/jobs/", job_payload(name=f"j{n}"), format="json").status_code == 201
+    page = api.get("/api/v1/jobs/", {"limit": 2, "offset": 1000}).json()
+    assert page["count"] == 5 and page["results"] == [] and page["next"] is None
+    last = api.get(page["previous"]).json()
+    assert [job["name"] for job in last["results"]] == ["j1", "j0"] and last["next"] is None
+    assert api.get("/api/v1/jobs/", {"limit": 10, "offset": 7}).json()["previous"].endswith("/api/v1/jobs/?limit=10")
+    assert api.get("/api/v1/jobs/", {"limit": 2, "offset": 2}).json()["previous"].endswith("?limit=2")  # DRF's as before
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    assert "past the end" not in str(schema["paths"]["/api/v1/jobs/"]["get"]["responses"]["404"])
