@@ -75,7 +75,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
     if spec is not None:
         notify = spec.pop("notify", None)
         after = spec.pop("dependencies", [])
-        # An elastic most beyond the cluster is cut to it (job_submit cuts it too): the page says so.
+        # An elastic most beyond the cluster is kept; the page says how far it grows for now (job_submit says it too).
         spec, cut = job_fit_elastic_range(spec)
         indices: list[int] = form.cleaned_data.get("array") or []
         try:

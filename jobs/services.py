@@ -204,11 +204,12 @@ def _whole_nodes_fitting(gpus_per_node: int, rdma_per_node: int) -> int:
 
 
 def job_fit_elastic_range(spec: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
-    """An elastic job whose most is beyond the nodes of the cluster that fit it, with its most cut to those, and what
-    was cut in words ("" when nothing was). sbatch takes -N 2-40 on a smaller partition when its least fits, and caps
-    the most at what exists; `muster submit -N 2-40` was refused as if the job needed 40 nodes. A most cut to the least
-    is a plain job of that many nodes (as -N 4-4 is). A least that does not fit is left for `job_check_fits_cluster`
-    to refuse. The job keeps the most it is given here: it does not grow onto nodes added to the cluster later."""
+    """The submit's fields, and in words how far an elastic job whose most is beyond the cluster's nodes that fit it
+    may grow on today's cluster ("" when it may reach its most). sbatch takes -N 2-40 on a smaller partition when its
+    least fits; Muster takes it too and stores the range as asked (2-40): the scheduling cycle caps its growth at the
+    nodes there are at each decision (policy.schedule.within_cluster), so it grows onto nodes added later. A range cut
+    to its least on today's cluster (16-40 on 16 nodes) stays elastic: it runs on 16 now and grows when nodes join. A
+    least that does not fit is left for `job_check_fits_cluster` to refuse."""
     fitted = dict(spec)
     low, high, gpus = spec.get("min_nodes"), spec.get("max_nodes"), spec.get("gpus_per_node")
     if low is None or high is None or gpus is None or any(spec.get(f) for f in ("gpu_fraction", "gpu_memory_gb", "gpu_isolation")):
@@ -219,17 +220,17 @@ def job_fit_elastic_range(spec: Mapping[str, Any]) -> tuple[dict[str, Any], str]
     if not low <= most < high:
         return fitted, ""
     devices = f" and {plural(rdma, 'RDMA device')}" if rdma else ""
-    such = f"{plural(most, 'node')} with at least {plural(gpus, 'GPU')}{devices}"
-    if most == low:
-        fitted.update(nodes=most, min_nodes=None, max_nodes=None)
-        return fitted, f"Asked for {low} to {high} nodes; the cluster has {such}, so it runs on {low} (a fixed size)."
-    fitted.update(nodes=most, max_nodes=most)
-    return fitted, f"Asked for {low} to {high} nodes; the cluster has {such}, so it may grow to {most}."
+    such = f"{plural(most, 'node')} with at least {plural(gpus, 'GPU')}{devices} now"
+    asked = f"Asked for {low} to {high} nodes; the cluster has {such}"
+    if most == low:  # it stays elastic: a fixed size would never grow onto nodes added later
+        return fitted, f"{asked}, so it runs on {low} for now, and grows if nodes are added."
+    return fitted, f"{asked}, so it may grow to {most} for now, and further if nodes are added."
 
 
 def job_check_fits_cluster(ask: ResourceAsk) -> None:
     """Reject a job that could never run on this cluster, however empty it became. An elastic job (min_nodes..max_nodes)
-    must fit at its least; a most beyond the cluster is cut to it at submit (`job_fit_elastic_range`)."""
+    must fit at its least; a most beyond the cluster is taken, and the cycle caps its growth at the nodes there are
+    (`job_fit_elastic_range`)."""
     nodes, gpus_per_node, rdma_per_node, min_nodes = ask.nodes, ask.gpus_per_node, ask.rdma_per_node, ask.min_nodes
     gpu_fraction, gpu_memory_gb, gpu_isolation = ask.gpu_fraction, ask.gpu_memory_gb, ask.gpu_isolation
     _known_nodes()
@@ -253,7 +254,7 @@ def job_check_fits_cluster(ask: ResourceAsk) -> None:
     if gpus_per_node > largest:
         raise ValidationError({"gpus_per_node": [f"No node has {plural(gpus_per_node, 'GPU')}; the largest node has {largest}."]})
     big_enough = sum(1 for g in known if g >= gpus_per_node)
-    # An elastic job runs on its least: a most beyond the cluster is cut to it, not refused.
+    # An elastic job runs on its least: a most beyond the cluster is taken, not refused (it grows onto nodes added later).
     least = min_nodes if min_nodes is not None else nodes
     if least > big_enough:
         devices = f" and {plural(rdma_per_node, 'RDMA device')}" if rdma_per_node else ""
@@ -419,8 +420,8 @@ def _job_row(*, owner: User, now: datetime, spec: Mapping[str, Any], **extra: An
 
 
 def _submitted_event(job: Job, owner: User, now: datetime, cut: str = "") -> JobEvent:
-    """Its first event; `cut`: an elastic range cut to the cluster, said where the submit's answer and the job's page
-    show it."""
+    """Its first event; `cut`: how far an elastic range beyond the cluster may grow on it for now, said where the
+    submit's answer and the job's page show it."""
     reason = f"Submitted by {owner.get_username()}." + (f" {cut}" if cut else "")
     return JobEvent(job=job, at=now, from_state="", to_state=JobState.PENDING, reason=reason)
 

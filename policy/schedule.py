@@ -157,7 +157,38 @@ def schedule(snapshot: Snapshot, config: PolicyConfig | None = None, *, max_jobs
     """Decide which pending jobs start now and where, which running jobs are preempted, and why the rest wait."""
     config = config or PolicyConfig()
     with _without_cycle_collection():
-        return _Cycle(snapshot, config, max_jobs if max_jobs is not None else config.max_jobs).run()
+        return _Cycle(within_cluster(snapshot), config, max_jobs if max_jobs is not None else config.max_jobs).run()
+
+
+def within_cluster(snapshot: Snapshot) -> Snapshot:
+    """The snapshot with each elastic job's most cut to the whole-GPU nodes the cluster has now that fit it (open or
+    closed), never below its least or the nodes it holds. The job keeps the range it asked for (-N 2-40 on 16 nodes is
+    stored as 2-40): cut here, at each decision, it grows onto nodes added to the cluster later, where a most cut at
+    submit kept it at 16 for good. Cut to its least, it is a fixed size for this decision only. Jobs not elastic, and
+    so every snapshot without an elastic job, are as they were."""
+    if not any(p.min_nodes for p in snapshot.pending) and not any(r.min_nodes for r in snapshot.running):
+        return snapshot
+    counts: dict[tuple[int, int], int] = {}
+
+    def there(gpus_per_node: int, rdma_per_node: int) -> int:
+        key = (gpus_per_node, rdma_per_node)
+        if key not in counts:
+            counts[key] = sum(1 for n in snapshot.nodes if not n.sharing and n.gpus_total >= gpus_per_node and n.rdma >= rdma_per_node)
+        return counts[key]
+
+    pending = tuple(
+        replace(p, nodes=max(p.min_nodes, there(p.gpus_per_node, p.rdma_per_node)))
+        if p.elastic and p.nodes > there(p.gpus_per_node, p.rdma_per_node)
+        else p
+        for p in snapshot.pending
+    )
+    running = tuple(
+        replace(r, max_nodes=max(r.min_nodes, len(r.node_names), there(r.gpus_per_node, r.rdma_per_node)))
+        if r.elastic and r.max_nodes > there(r.gpus_per_node, r.rdma_per_node)
+        else r
+        for r in snapshot.running
+    )
+    return replace(snapshot, pending=pending, running=running)
 
 
 @contextmanager

@@ -94,7 +94,7 @@ class SubmitEstimate:
     start: StartEstimate
     count: int = 1  # the jobs the submit would create (an array's elements)
     array_index: int | None = None  # an array's: the element estimated (its first)
-    note: str = ""  # what the submit would cut of the asks (an elastic range beyond the cluster), as the dry run says it
+    note: str = ""  # how far an elastic range beyond the cluster may grow on it for now, as the dry run says it
 
     @property
     def fits_limits(self) -> bool:
@@ -108,7 +108,7 @@ def job_estimate(*, owner: User, spec: dict[str, Any], now: datetime | None = No
     first task: every element asks the same and is checked once, and the others would queue behind it."""
     now = now or timezone.now()
     array = {"count": len(indices), "array_index": indices[0]} if indices else {}
-    # Estimated as it would be queued: an elastic most beyond the cluster cut to it, as the submit cuts it.
+    # Estimated as it would be queued, with the range asked: the policy caps its growth at the nodes there are.
     spec, cut = job_fit_elastic_range(spec)
     problems = job_submit_problems(owner=owner, **spec)
     job = _as_queued(owner, spec, now)
@@ -180,8 +180,8 @@ def _limit_checks(
     owner: User, spec: dict[str, Any], job: PendingJob | None, now: datetime, *, count: int = 1, cut: str = ""
 ) -> tuple[LimitCheck, ...]:
     """Each limit the job meets or not, in words: the cluster's size, then the owner's and the team's limits. `count`:
-    an array's elements, each asking the same (the budget says how many of them what is left covers); `cut`: what the
-    submit would cut of an elastic range the cluster cannot hold (`job_fit_elastic_range`)."""
+    an array's elements, each asking the same (the budget says how many of them what is left covers); `cut`: how far an
+    elastic range the cluster cannot hold may grow on it for now (`job_fit_elastic_range`)."""
     if spec.get("nodes") is None or spec.get("gpus_per_node") is None:
         return ()
     ask = ResourceAsk.of(spec)

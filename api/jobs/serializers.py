@@ -248,7 +248,8 @@ class JobSubmitSerializer(StrictSerializer):
         allow_null=True,
         default=None,
         help_text="An elastic job's most nodes, at least min_nodes (equal to it: a plain job of that many nodes). Beyond "
-        "the cluster's nodes that fit the job, it is cut to those (the submit's first event says so).",
+        "the cluster's nodes that fit the job, it is kept as asked and the job grows to those there are at each "
+        "scheduling cycle, onto nodes added later too (the submit's first event says how far it may grow now).",
     )
     gpus_per_node = serializers.IntegerField(
         min_value=1,
@@ -1060,9 +1061,10 @@ class SubmitCheckSerializer(serializers.Serializer):
     count = serializers.IntegerField(help_text="How many jobs the submit would create (an array's elements).")
     note = serializers.CharField(
         required=False,
-        help_text="What the submit would change of what was asked, in words; absent when nothing. An elastic job whose "
-        "max_nodes is beyond the cluster's nodes that fit it is cut to those (e.g. 'Asked for 2 to 40 nodes; the cluster "
-        "has 16 nodes with at least 8 GPUs, so it may grow to 16.').",
+        help_text="What the job may not get of what was asked on today's cluster, in words; absent when nothing. An "
+        "elastic job whose max_nodes is beyond the cluster's nodes that fit it keeps it, and grows to those there are "
+        "for now (e.g. 'Asked for 2 to 40 nodes; the cluster has 16 nodes with at least 8 GPUs now, so it may grow to 16 "
+        "for now, and further if nodes are added.').",
     )
 
 
@@ -1119,9 +1121,10 @@ class EstimateSerializer(serializers.Serializer):
     start = StartEstimateSerializer()
     count = serializers.IntegerField(help_text="How many jobs the submit would create (an array's elements).")
     note = serializers.CharField(
-        help_text="What the submit would change of what was asked, in words; empty when nothing. An elastic job whose "
-        "max_nodes is beyond the cluster's nodes that fit it is cut to those (e.g. 'Asked for 2 to 40 nodes; the cluster "
-        "has 16 nodes with at least 8 GPUs, so it may grow to 16.')."
+        help_text="What the job may not get of what was asked on today's cluster, in words; empty when nothing. An "
+        "elastic job whose max_nodes is beyond the cluster's nodes that fit it keeps it, and grows to those there are "
+        "for now (e.g. 'Asked for 2 to 40 nodes; the cluster has 16 nodes with at least 8 GPUs now, so it may grow to 16 "
+        "for now, and further if nodes are added.')."
     )
     array_index = serializers.IntegerField(
         allow_null=True,

@@ -224,14 +224,15 @@ def submit(args: argparse.Namespace) -> int:
 
 
 def _range_cut(spec: dict[str, Any], job: dict[str, Any]) -> str:
-    """What the server cut of an elastic range the cluster cannot hold (-N 2-40 on 16 nodes: it may grow to 16), in
-    its own words from the job's first event; "" when it took the range as asked."""
-    asked, got = spec.get("max_nodes"), job.get("max_nodes") or job.get("nodes")
-    if not asked or not got or got >= asked:
+    """How far an elastic range the cluster cannot hold may grow on it for now (-N 2-40 on 16 nodes: to 16 for now,
+    further if nodes are added), in the server's own words from the job's first event; "" when the cluster holds the
+    range asked. The job keeps the range asked, so its max_nodes says nothing of it; a server that cut the range at
+    submit said so in the same place."""
+    if not spec.get("max_nodes"):
         return ""
-    first = (job.get("events") or [{}])[0].get("reason", "")
+    first = str((job.get("events") or [{}])[0].get("reason", ""))
     _, _, said = first.partition(". ")
-    return said or f"It may grow to {got} nodes, not {asked}: the cluster has no more that fit it."
+    return said
 
 
 def _dry_run(client: Client, spec: dict[str, Any], array: str | None, *, as_json: bool) -> int:

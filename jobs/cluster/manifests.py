@@ -233,6 +233,11 @@ def elastic_env(spec: GangSpec, options: PodOptions) -> dict[str, str]:
         return {}
     service = gang_name(spec.job_id, spec.attempt)
     return {
+        # The range the job asked for (2:40 on a cluster of 16 nodes), not the nodes there are now: a c10d rendezvous
+        # admits no more than MAX members, so a node the job grows onto once the cluster has more would wait outside
+        # it (charged to the job, running no worker) with 2:16. MAX makes no round wait for nodes that do not exist:
+        # a round closes once MIN have joined and its last-call timeout passes, and each node that joins later
+        # reopens it, up to MAX.
         "PET_NNODES": f"{spec.min_nodes}:{spec.max_nodes}",
         "PET_RDZV_BACKEND": "c10d",
         "PET_RDZV_ENDPOINT": f"{pod_name(spec.job_id, spec.attempt, 0)}.{service}.{options.namespace}.svc:{RDZV_PORT}",

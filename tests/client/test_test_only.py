@@ -43,17 +43,23 @@ def test_test_only_says_how_many_nodes_an_elastic_job_would_start_on(signed_in: 
     assert out.startswith("It would start now on 3 of 2-8 nodes (the next scheduling cycle places it).")
 
 
-def test_a_range_beyond_the_cluster_is_taken_and_every_answer_says_its_most_is_cut(signed_in: Any, tx_sim: SimHarness, capsys: Any) -> None:
-    """`-N 2-40` on 16 nodes was refused as if the job needed 40 nodes; sbatch takes it and caps it at what exists."""
-    cut = "Asked for 2 to 40 nodes; the cluster has 16 nodes with at least 8 GPUs, so it may grow to 16."
+def test_a_range_beyond_the_cluster_is_taken_as_asked_and_every_answer_says_how_far_it_grows_for_now(
+    signed_in: Any, tx_sim: SimHarness, capsys: Any
+) -> None:
+    """`-N 2-40` on 16 nodes was refused as if the job needed 40 nodes; sbatch takes it. It keeps 2-40 (it grows onto
+    nodes added later), and each answer says it grows to the 16 there are for now."""
+    cut = (
+        "Asked for 2 to 40 nodes; the cluster has 16 nodes with at least 8 GPUs now, so it may grow to 16 for now, and "
+        "further if nodes are added."
+    )
     flags = ["submit", "-N", "2-40", "-G", "8", "-t", "1h", "--image", IMAGE, "--", "python", "train.py"]
     code, out = run(capsys, *flags[:-3], "--test-only", *flags[-3:])
-    assert code == 0 and out.startswith("It would start now on 16 of 2-16 nodes") and f"[ok] Fits this cluster. {cut}" in out
+    assert code == 0 and out.startswith("It would start now on 16 of 2-40 nodes") and f"[ok] Fits this cluster. {cut}" in out
     code, out = run(capsys, *flags[:-3], "--dry-run", *flags[-3:])
     assert code == 0 and f"{cut}\nIt fits the cluster and your limits" in out
     code, out = run(capsys, *flags)
     assert code == 0 and out.endswith(f": PENDING\n{cut}\n"), out
-    assert list(Job.objects.values_list("min_nodes", "max_nodes", "nodes")) == [(2, 16, 16)]
+    assert list(Job.objects.values_list("min_nodes", "max_nodes", "nodes")) == [(2, 40, 40)]
 
 
 def test_test_only_names_every_refusal_and_exits_5(signed_in: Any, capsys: Any) -> None:

@@ -75,6 +75,22 @@ def test_an_elastic_job_grows_onto_idle_nodes_up_to_its_most() -> None:
     assert resize.reason == "Grew onto whole nodes left idle: from 2 to 4 nodes."
 
 
+def test_a_range_beyond_the_cluster_is_capped_at_the_nodes_there_are_at_each_decision() -> None:
+    # -N 2-40 is stored as asked; the policy caps it at the 8 nodes there are, and at more once the cluster has them.
+    decisions = schedule(snap([elastic(1, 2, 40)], nodes=NODES))
+    assert len(placed(decisions)[1].node_names) == NODES
+    busy = [running(10, dict.fromkeys(names(*range(1, 8)), 8), left=HOUR)]
+    assert waiting(schedule(snap([elastic(1, 2, 40)], busy, nodes=NODES)))[1].reason.startswith("Needs 2 to 8 whole nodes")
+    grown = schedule(snap([], [elastic_running(1, names(*range(NODES)), 2, 40)], nodes=NODES + 4))
+    (resize,) = grown.resizes
+    assert resize.reason == "Grew onto whole nodes left idle: from 8 to 12 nodes."
+    # Cut to its least (8-40 on 8 nodes) it starts on 8 as a gang would, and grows once nodes are added.
+    assert len(placed(schedule(snap([elastic(1, 8, 40)], nodes=NODES)))[1].node_names) == NODES
+    assert schedule(snap([], [elastic_running(1, names(*range(NODES)), 8, 40)], nodes=NODES)).resizes == ()
+    (resize,) = schedule(snap([], [elastic_running(1, names(*range(NODES)), 8, 40)], nodes=NODES + 2)).resizes
+    assert len(resize.node_names) == NODES + 2
+
+
 def test_growth_leaves_nodes_that_a_waiting_job_takes_and_that_a_reservation_needs() -> None:
     job = elastic_running(1, names(0, 1), 2, 8, left=3 * HOUR)
     # A production job takes two of the four idle nodes; a starving gang of 4 is promised the other two and the two

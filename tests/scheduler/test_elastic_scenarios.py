@@ -238,39 +238,74 @@ def test_a_range_whose_ends_are_equal_is_a_plain_job_of_that_many_nodes_as_dash_
     assert Job.objects.filter(state=JobState.SCHEDULED, nodes=4).count() == 2  # placed as plain 4-node gangs
 
 
-CUT = "Asked for 2 to 40 nodes; the cluster has 16 nodes with at least 8 GPUs, so it may grow to 16."
+CUT = (
+    "Asked for 2 to 40 nodes; the cluster has 16 nodes with at least 8 GPUs now, so it may grow to 16 for now, and further "
+    "if nodes are added."
+)
 
 
-def test_a_range_beyond_the_cluster_is_taken_when_its_least_fits_and_grows_only_to_what_the_cluster_has(
+def test_a_range_beyond_the_cluster_is_taken_as_asked_and_every_answer_says_how_far_it_grows_for_now(
     sim: SimHarness, api: APIClient, user: Any
 ) -> None:
     """`-N 2-40` on 16 nodes was refused as if the job needed 40 ("it may grow to 40; ask for a max_nodes the cluster
-    has"); sbatch takes it when its least fits and caps its most at what exists. The dry run, the estimate, the submit
-    and the form say what was cut."""
+    has"); sbatch takes it when its least fits. It is stored as asked (it grows onto nodes added later), runs on the 16
+    there are, and the dry run, the estimate, the submit and the form say so."""
     wide = job_payload(nodes=None, min_nodes=2, max_nodes=40, wall_time_seconds=7200, simulate={"duration_seconds": 600})
     check = api.post("/api/v1/jobs/validate/", wide, format="json")
     assert check.status_code == 200 and check.json() == {"valid": True, "count": 1, "note": CUT}, check.content
     estimate = api.post("/api/v1/jobs/estimate/", wide, format="json").json()
     assert estimate["accepted"] and estimate["note"] == CUT
     assert {"name": "cluster", "status": "ok", "text": f"Fits this cluster. {CUT}"} in estimate["limits"]
-    assert (estimate["start"]["kind"], estimate["start"]["nodes"], estimate["start"]["max_nodes"]) == ("now", 16, 16)
+    start = estimate["start"]
+    assert (start["kind"], start["nodes"], start["min_nodes"], start["max_nodes"]) == ("now", 16, 2, 40)
     body = api.post("/api/v1/jobs/", wide, format="json").json()
-    assert (body["nodes"], body["min_nodes"], body["max_nodes"]) == (16, 2, 16), body
+    assert (body["nodes"], body["min_nodes"], body["max_nodes"]) == (40, 2, 40), body
     assert body["events"][0]["reason"] == f"Submitted by alice. {CUT}"
     sim.cycle()
     assert len(live_nodes(body["id"])) == 16
-    # Cut to its least, it is a plain job of that many nodes (as -N 16-16 is).
-    plain = api.post("/api/v1/jobs/", job_payload(nodes=None, min_nodes=16, max_nodes=40), format="json").json()
-    assert (plain["nodes"], plain["min_nodes"], plain["max_nodes"]) == (16, None, None), plain
-    assert plain["events"][0]["reason"].endswith("the cluster has 16 nodes with at least 8 GPUs, so it runs on 16 (a fixed size).")
+    assert Job.objects.get(pk=body["id"]).max_nodes == 40  # what it may grow to once the cluster has more
+    # Cut to its least on today's cluster, it stays elastic (it grows when nodes join), unlike -N 16-16.
+    least = api.post("/api/v1/jobs/", job_payload(nodes=None, min_nodes=16, max_nodes=40), format="json").json()
+    assert (least["nodes"], least["min_nodes"], least["max_nodes"]) == (40, 16, 40), least
+    assert least["events"][0]["reason"].endswith(
+        "the cluster has 16 nodes with at least 8 GPUs now, so it runs on 16 for now, and grows if nodes are added."
+    )
     # The form alike: Nodes 40, at least 2.
     browser = session_for(user)
     response = browser.post("/jobs/new/", submit_form(nodes="40", min_nodes="2", wall_time_minutes="120"))
     assert response.status_code == 302, response.content.decode()[:3000]
     job = Job.objects.latest("pk")
-    assert (job.min_nodes, job.max_nodes, job.nodes) == (2, 16, 16)
+    assert (job.min_nodes, job.max_nodes, job.nodes) == (2, 40, 40)
     page = browser.get(f"/jobs/{job.pk}/").content.decode()
     assert f"Job {job.pk} submitted. {CUT}" in page
+
+
+@pytest.mark.parametrize("least", [2, 16])
+def test_a_range_beyond_the_cluster_grows_onto_nodes_added_to_the_cluster_later(
+    sim: SimHarness, submit: Any, api: APIClient, least: int
+) -> None:
+    """`-N 2-40` on 16 nodes was stored as 2-16 (and `-N 16-40` as a plain 16): when a node pool grew or a drained rack
+    came back, the job stayed on 16 nodes for good although it asked for up to 40. It grows onto them now, and its
+    pods' torchrun keeps the range asked (a rendezvous of 2:16 would leave the nodes it grows onto outside it)."""
+    job_id = submit(nodes=None, min_nodes=least, max_nodes=40, wall_time_seconds=7200, simulate={"duration_seconds": 600})["id"]
+    sim.cycle()
+    assert len(live_nodes(job_id)) == 16
+    sim.advance(2)
+    assert Job.objects.get(pk=job_id).state == JobState.RUNNING
+    assert SimulatedPod.objects.get(job_id=job_id, rank=0).env["MUSTER_MAX_NODES"] == "40"
+    sim.advance(30)
+    assert len(live_nodes(job_id)) == 16 and not JobResize.objects.filter(job_id=job_id).exists()  # no more nodes yet
+
+    sim.cluster.nodes = 20  # the node pool grows by four
+    sim.cycle()
+    job = Job.objects.get(pk=job_id)
+    assert job.nodes == 20 and len(live_nodes(job_id)) == 20 and (job.min_nodes, job.max_nodes) == (least, 40)
+    (resize,) = JobResize.objects.filter(job=job)
+    assert resize.reason == "Grew onto whole nodes left idle: from 16 to 20 nodes."
+    sim.advance(2)
+    assert Job.objects.get(pk=job_id).state == JobState.RUNNING  # the grown ranks started; nothing counted as failed
+    detail = api.get(f"/api/v1/jobs/{job_id}/").json()
+    assert (detail["nodes"], detail["min_nodes"], detail["max_nodes"], len(detail["assigned_nodes"])) == (20, least, 40, 20)
 
 
 def test_an_elastic_gpu_slice_is_refused(settings: Any, db: None, api: APIClient) -> None:
