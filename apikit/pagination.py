@@ -35,9 +35,10 @@ class Pagination(LimitOffsetPagination):
         # A page past the end is an empty page (a list that shrank under a script is no error), but DRF's `previous`
         # then stepped back one limit at a time through more empty pages: ?offset=1000&limit=2 of 6 jobs led to
         # offset 998. It leads to the last page that has results instead.
-        if self.count and self.offset >= self.count:
-            last = max(self.count - self.limit, 0)
-            url = replace_query_param(self.request.build_absolute_uri(), self.limit_query_param, self.limit)
+        count, offset, limit, request = self.count, self.offset, self.limit, self.request
+        if count and offset is not None and limit is not None and request is not None and offset >= count:
+            last = max(count - limit, 0)
+            url = replace_query_param(request.build_absolute_uri(), self.limit_query_param, limit)
             return replace_query_param(url, self.offset_query_param, last) if last else remove_query_param(url, self.offset_query_param)
         return super().get_previous_link()
 
