@@ -27,6 +27,13 @@ class StrictSerializer(serializers.Serializer):
     # Fields another resource takes, with where to send them: said instead of a bare "Unknown field."
     elsewhere: Mapping[str, str] = {}
 
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        for name, field in fields.items():
+            _choices_named(name, field)
+            _choices_named(name, getattr(field, "child", None))
+        return fields
+
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):
             unknown = sorted(set(data) - set(self.fields))
@@ -151,6 +158,19 @@ def json_type_error(field: serializers.Field, value: Any) -> Any:
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     errors = {key: error for key, item in items if (error := json_type_error(child, item))}
     return errors or None
+
+
+_DRF_INVALID_CHOICE = serializers.ChoiceField.default_error_messages["invalid_choice"]
+
+
+def _choices_named(name: str, field: serializers.Field | None) -> None:
+    """DRF refuses a choice with '"bogus" is not a valid choice.', naming neither the field's choices nor, in a list,
+    the field: `?group_by=Team` on the usage report, `?level=rank` on a job's metrics. A field that says more keeps it."""
+    if not isinstance(field, serializers.ChoiceField) or field.error_messages.get("invalid_choice") != _DRF_INVALID_CHOICE:
+        return
+    choices = [str(choice) for choice in field.choices]
+    listed = " or ".join(choices) if len(choices) < 3 else f"{', '.join(choices[:-1])} or {choices[-1]}"
+    field.error_messages["invalid_choice"] = f"Unknown {name} {{input!r}}; choose {listed}."
 
 
 class StrictQuerySerializer(StrictSerializer):

@@ -474,6 +474,12 @@ def test_bad_report_queries_are_400(api: APIClient, query: dict[str, str], field
         assert field in response.json()
 
 
+def test_an_unknown_choice_names_the_choices(api: APIClient) -> None:
+    """DRF said '"Team" is not a valid choice.' of `?group_by=Team`, naming neither the choices nor their case."""
+    response = api.get(REPORT, {**RANGE, "group_by": "Team"})
+    assert response.json() == {"group_by": ["Unknown group_by 'Team'; choose user or team."]}
+
+
 def test_a_range_reversed_by_a_default_names_the_date_sent_and_the_default(api: APIClient) -> None:
     """`?start=<tomorrow>` alone was refused as {"end": ["The end date is before the start date."]}: end was not sent."""
     today = local_today()

@@ -157,6 +157,12 @@ def test_unknown_metric_lists_the_catalogue(api, finished) -> None:
     assert all(key in message for key in METRICS)
 
 
+def test_an_unknown_level_names_the_levels(api, finished) -> None:
+    # DRF's '"rank" is not a valid choice.' named none of them.
+    response = api.get(metrics_url(finished.pk), {"metric": "gpu_util", "level": "rank"})
+    assert response.json() == {"level": ["Unknown level 'rank'; choose gpu, node or job."]}
+
+
 def test_a_job_without_runs_is_409(api, submit) -> None:
     job_id = submit()["id"]
     response = api.get(metrics_url(job_id), {"metric": "gpu_util"})
