@@ -12,6 +12,9 @@ from django.utils import timezone
 
 from audit.models import ACTIONS, TARGET_TYPES, AuditEntry
 
+# Django's "Enter a valid date." said no form, as the usage report's dates do.
+NOT_A_DAY = "Not a day: write it as YYYY-MM-DD (2026-11-01), a date that exists."
+
 
 def _day_start(day: date) -> datetime:
     """Midnight at the start of `day` in the site's time zone."""
@@ -50,11 +53,18 @@ class AuditFilter(django_filters.FilterSet):
     )
     actor = django_filters.CharFilter(field_name="actor_username", help_text="Username of who did it.")
     target_type = django_filters.ChoiceFilter(
-        choices=[(name, name) for name in TARGET_TYPES], help_text="What the entries are about: " + ", ".join(TARGET_TYPES) + "."
+        choices=[(name, name) for name in TARGET_TYPES],
+        help_text="What the entries are about: " + ", ".join(TARGET_TYPES) + ".",
+        # As `action` says it; Django's "Select a valid choice. x is not one of the available choices." named none.
+        error_messages={"invalid_choice": "Unknown target type %(value)s; the types are " + ", ".join(TARGET_TYPES) + "."},
     )
     job = JobNumberFilter(field_name="job_id", min_value=1, max_value=2**63 - 1, help_text="Entries about this job.")
-    since = django_filters.DateFilter(method="filter_since", help_text="From this day on (YYYY-MM-DD, site time zone).")
-    until = django_filters.DateFilter(method="filter_until", help_text="Up to and including this day (YYYY-MM-DD).")
+    since = django_filters.DateFilter(
+        method="filter_since", help_text="From this day on (YYYY-MM-DD, site time zone).", error_messages={"invalid": NOT_A_DAY}
+    )
+    until = django_filters.DateFilter(
+        method="filter_until", help_text="Up to and including this day (YYYY-MM-DD).", error_messages={"invalid": NOT_A_DAY}
+    )
 
     class Meta:
         model = AuditEntry

@@ -22,6 +22,12 @@ class _UtcDateTimeField(django_filters.fields.IsoDateTimeField):
     """An ISO 8601 instant read in UTC, so one with no UTC equivalent (9999-12-31T23:59:59-14:00) is refused as a
     malformed one is: under the parameter the client sent (`submitted_before`), not the model field it filters."""
 
+    # Django's "Enter a valid date/time." named no form: `?submitted_after=yesterday` or a US date left a script guessing.
+    default_error_messages = {
+        "invalid": "Not a date and time: write it in ISO 8601, as 2026-11-29T14:00:00Z (UTC), 2026-11-29T15:00:00+01:00 or "
+        "a day, 2026-11-29."
+    }
+
     def to_python(self, value: object) -> datetime | None:
         instant = super().to_python(value)
         if instant is None:

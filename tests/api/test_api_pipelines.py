@@ -239,6 +239,12 @@ def test_jobs_filter_by_submit_time_in_any_offset(api: APIClient, sim: Any) -> N
     assert names(submitted_before="2026-01-01T17:30:00+17:20") == ["early"]
     assert api.get(JOBS, {"submitted_after": "0001-01-01T00:00:00+17:00"}).status_code == 400
     assert api.get(JOBS, {"submitted_after": "yesterday"}).status_code == 400
+    # Django's "Enter a valid date/time." named no form a script could write.
+    assert (
+        api.get(JOBS, {"submitted_before": "11/29/2026"})
+        .json()["submitted_before"][0]
+        .startswith("Not a date and time: write it in ISO 8601, as 2026-11-29T14:00:00Z")
+    )
 
 
 @pytest.mark.parametrize(

@@ -293,6 +293,15 @@ def test_bad_filters_are_400_naming_the_field(admin_api: APIClient, query: dict[
     assert field in response.json()
 
 
+def test_a_bad_target_type_or_day_is_said_with_what_would_do(admin_api: APIClient) -> None:
+    # Django's "Select a valid choice. planet is not one of the available choices." and "Enter a valid date." named none.
+    assert admin_api.get(AUDIT, {"target_type": "planet"}).json()["target_type"][0].startswith("Unknown target type planet; the types are ")
+    for name in ("since", "until"):
+        assert admin_api.get(AUDIT, {name: "yesterday"}).json() == {
+            name: ["Not a day: write it as YYYY-MM-DD (2026-11-01), a date that exists."]
+        }
+
+
 # --- the page ---------------------------------------------------------------------------------------------
 
 
