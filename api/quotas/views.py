@@ -95,7 +95,8 @@ class _AccountQuotaViewSet(VisibleViewSet):
     def list(self, request: Request) -> Response:
         accounts = self.get_queryset()
         team_name = request.query_params.get("team")
-        if team_name is not None:
+        # An empty one is no team asked, as on the job list (django-filter's rule): it read "Unknown team ; the teams are".
+        if team_name:
             team = Team.objects.filter(name=team_name).first()
             if team is None:
                 teams = list(Team.objects.order_by("name").values_list("name", flat=True))

@@ -34,6 +34,9 @@ def test_an_admin_reads_every_accounts_use_and_one_teams_and_others_are_told_whe
     assert [t["name"] for t in teams] == ["vision"] and teams[0]["usage"] == mine["teams"][0]["usage"]
     refused = admin_api.get("/api/v1/quotas/users/", {"team": "nosuch"})
     assert refused.status_code == 400 and refused.json() == {"team": ["Unknown team nosuch; the teams are vision."]}
+    # An empty ?team= (a form's "any") is no team asked, as on the job list: it was "Unknown team ; the teams are vision."
+    for url in ("/api/v1/quotas/users/", "/api/v1/quotas/teams/"):
+        assert admin_api.get(url, {"team": ""}).json()["count"] == admin_api.get(url).json()["count"]
 
     denied = api.get("/api/v1/quotas/users/")
     assert denied.status_code == 403
