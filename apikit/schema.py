@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
+from rest_framework import serializers
+
 from apikit.serializers import StrictSerializer
 
 DETAIL = "ErrorDetail"
@@ -128,3 +131,15 @@ def document_errors(result: dict[str, Any], generator: Any, request: Any, public
                 if code in responses:
                     responses[code].setdefault("headers", {}).update(_RETRY_AFTER)
     return result
+
+
+class AutoSchema(SpectacularAutoSchema):
+    """drf-spectacular's, saying `minItems: 1` of a list that refuses to be empty (`allow_empty=False`): it said so
+    only of a `min_length`, so `{"ids": []}` to cancel-many and `"indices": []` to cancel-array were valid by the
+    schema and refused by the API ("Give at least one job id.")."""
+
+    def _map_serializer_field(self, field: Any, direction: Any, bypass_extensions: bool = False) -> dict[str, Any]:
+        schema: dict[str, Any] = super()._map_serializer_field(field, direction, bypass_extensions)
+        if isinstance(field, serializers.ListField) and not field.allow_empty and schema.get("type") == "array":
+            schema["minItems"] = max(schema.get("minItems", 0), 1)
+        return schema

@@ -266,7 +266,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "apikit.pagination.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # drf-spectacular's, saying minItems of a list that may not be empty (apikit/schema.py).
+    "DEFAULT_SCHEMA_CLASS": "apikit.schema.AutoSchema",
     # JSON only: a list-valued `command` has no unambiguous form encoding.
     # A JSON object at that: `null` or a list is a 400 saying so (apikit/parsers.py).
     "DEFAULT_PARSER_CLASSES": ["apikit.parsers.JSONObjectParser"],

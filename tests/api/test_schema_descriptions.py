@@ -62,3 +62,15 @@ def test_cancel_many_and_cancel_array_each_describe_their_own_request_and_answer
     assert ref(array["responses"]["409"]) == "JobArrayEnded"
     assert array["description"].startswith("`scancel 4`")
     assert {"array_id", "indices"} <= set(schema["components"]["schemas"]["JobArrayCancelRequest"]["properties"])
+
+
+def test_a_list_the_api_refuses_empty_has_min_items_in_the_schema(api: APIClient) -> None:
+    """`{"ids": []}` to cancel-many was valid by the schema (no minItems) and a 400 from the API."""
+    schemas = api.get("/api/schema/", {"format": "json"}).json()["components"]["schemas"]
+    assert schemas["JobsCancelRequest"]["properties"]["ids"]["minItems"] == 1
+    assert schemas["JobArrayCancelRequest"]["properties"]["indices"]["minItems"] == 1
+    assert schemas["PatchedJobArrayUpdateRequest"]["properties"]["indices"]["minItems"] == 1
+    assert schemas["JobSubmitRequest"]["properties"]["command"]["minItems"] == 1
+    assert "minItems" not in schemas["JobsCancelled"]["properties"]["not_found"]  # an answer's list may be empty
+    response = api.post("/api/v1/jobs/cancel-many/", {"ids": []}, format="json")
+    assert response.status_code == 400 and response.json() == {"ids": ["Give at least one job id."]}
