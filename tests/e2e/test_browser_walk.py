@@ -83,3 +83,26 @@ def test_the_job_list_and_a_jobs_page_say_what_they_cannot_show(page: Any, log_i
     assert response is not None and response.status == 400
     expect(page.get_by_test_id("report-errors")).to_contain_text("From: Enter a valid date.")
     expect(page.get_by_test_id("report")).to_have_count(0)
+
+
+def test_a_wide_jobs_ranks_and_nodes_stay_readable_at_390_px(page: Any, log_in: LogIn, alice: Any, sim: BrowserSim) -> None:
+    """ "rank 10: sim-node-011" broke after "sim-node-", so a rank's node read as two; the attempt's 12 nodes took 12
+    lines."""
+    job = submit_job(alice, name="wide", nodes=12)
+    sim.cycle()
+    sim.advance(2)
+    log_in(page, alice)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/jobs/{job.pk}/")
+    expect_state(page, "RUNNING")
+    chips = page.get_by_test_id("assigned-nodes").locator(".node")
+    expect(chips).to_have_count(12)
+    line = chips.first.bounding_box()["height"]
+    assert all(box["height"] == line for box in (chips.nth(i).bounding_box() for i in range(12))), "a rank wrapped"
+    # Its attempt's nodes and the job list's, as `muster queue` writes them, whole on one line; each name on hover.
+    nodes = page.get_by_test_id("attempts").locator("td.mono")
+    expect(nodes).to_have_text("sim-node-[000-011]")
+    expect(nodes).to_have_attribute("title", ", ".join(f"sim-node-{n:03d}" for n in range(12)))
+    shoot(page, "job-page-ranks-390")
+    page.goto("/")
+    expect(page.locator(f'tr[data-job="{job.pk}"] td.why')).to_have_text("sim-node-[000-011]")

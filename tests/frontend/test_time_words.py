@@ -43,3 +43,12 @@ def test_an_ended_elastic_job_says_the_nodes_it_held_at_its_end(user: Any) -> No
     assert job_size_short(ended) == "6 (2\u20136) nodes \u00d7 8 GPUs"
     never = JobFactory(owner=user, state="CANCELLED", nodes=2, min_nodes=2, max_nodes=6)
     assert job_size(never) == "2 to 6 nodes (elastic) \u00d7 8 GPUs"
+
+
+def test_a_jobs_nodes_read_as_squeues_nodelist() -> None:
+    """As `muster queue` writes them: a 12-node job's list ran to twelve lines in the attempts table at 390 px."""
+    names = [f"sim-node-{n:03d}" for n in (*range(8), 9, 10, 11, 12)]
+    assert muster.hostlist(names) == "sim-node-[000-007,009-012]"
+    assert muster.hostlist(["sim-node-003"]) == "sim-node-003"
+    assert muster.hostlist(["gpu-a", "n-1", "n-2"]) == "n-[1-2],gpu-a"
+    assert muster.hostlist([]) == ""
