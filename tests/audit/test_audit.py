@@ -325,7 +325,7 @@ def test_the_audit_page_lists_what_the_viewer_may_see(entries: dict[str, AuditEn
     bad = session_for(admin_user).get("/audit/", {"since": "nope"}).content.decode()
     assert 'data-testid="form-errors"' in bad and 'data-testid="audit-empty"' in bad
     # Said with the page's labels (From, to), not the query's names (it read "since: Enter a valid date.").
-    assert '<p class="error">From: Enter a valid date.</p>' in bad and "since:" not in bad
+    assert '<p class="error">From: Not a day: write it as YYYY-MM-DD (2026-11-01), a date that exists.</p>' in bad and "since:" not in bad
     backwards = session_for(admin_user).get("/audit/", {"since": "2026-05-02", "until": "2026-05-01", "job": "x"}).content.decode()
     assert '<p class="error">To: The end date is before the start date.</p>' in backwards
     assert '<p class="error">Job: Enter a whole number.</p>' in backwards

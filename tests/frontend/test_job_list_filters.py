@@ -42,7 +42,7 @@ def test_a_since_that_is_not_a_date_is_said_too(user: Any) -> None:
     assert response.status_code == 400
     html = response.content.decode()
     assert listed(html) == []
-    assert "Since: Enter a valid date/time." in html
+    assert "Since: Not a date and time: write it in ISO 8601, as 2026-11-29T14:00:00Z (UTC)" in html
 
 
 def test_states_in_any_case_still_filter(user: Any) -> None:
