@@ -256,3 +256,12 @@ def test_a_time_with_no_utc_equivalent_is_refused_under_the_parameter_sent(api: 
     assert response.status_code == 400
     assert list(response.json()) == [parameter]
     assert "out of range" in response.json()[parameter][0]
+
+
+def test_the_job_lists_array_filter_takes_an_array_id_only(api: APIClient, sim: Any) -> None:
+    """`?array=1.5` (and 0) listed nothing with a 200, where the schema says an integer: a script's typo read as "no jobs"."""
+    for bad in ("1.5", "0", "1e3", "abc"):
+        response = api.get(JOBS, {"array": bad})
+        assert response.status_code == 400, bad
+        assert list(response.json()) == ["array"]
+    assert api.get(JOBS, {"array": "12"}).json()["count"] == 0
