@@ -3,6 +3,7 @@ and per-user rates on writes, a submit's dry runs and raw token requests (DRF th
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 from typing import Any
 
@@ -10,6 +11,7 @@ from axes.helpers import get_cool_off
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from rest_framework.exceptions import Throttled
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
@@ -37,7 +39,39 @@ def lockout_response(request: HttpRequest, original_response: HttpResponse | Non
     return response
 
 
-class _PerUserThrottle(SimpleRateThrottle):
+_PERIODS = {1: "a second", 60: "a minute", 3600: "an hour", 86400: "a day"}
+
+
+class _RateThrottled(Throttled):
+    """A 429 whose detail is all Muster's: given to Throttled(), `wait` would add DRF's "Expected available in 36
+    seconds." to it; set after, it is still the Retry-After header."""
+
+    wait: int
+
+    def __init__(self, detail: str, wait: int) -> None:
+        super().__init__(detail=detail)
+        self.wait = wait
+
+
+class _SaidThrottle(SimpleRateThrottle):
+    """Refuses with a 429 saying which rate was passed and its setting, not DRF's "Request was throttled. Expected
+    available in 36 seconds.", which named neither; Retry-After is still the wait."""
+
+    # What is counted, in the 429's words, and the setting that gives the rate.
+    counted = "requests"
+    setting = ""
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        if super().allow_request(request, view):
+            return True
+        wait = max(math.ceil(self.wait() or 0), 1)
+        # Set by SimpleRateThrottle.__init__ from the rate (its stubs do not declare them).
+        most, seconds = int(getattr(self, "num_requests", 0)), int(getattr(self, "duration", 0))
+        per = _PERIODS.get(seconds, f"per {seconds} s")
+        raise _RateThrottled(f"Too many {self.counted}: at most {most} {per} ({self.setting}); try again in {wait} s.", wait)
+
+
+class _PerUserThrottle(_SaidThrottle):
     """Counted per signed-in user; a request without one is not counted (its 401 comes from authentication)."""
 
     def allow_request(self, request: Request, view: Any) -> bool:
@@ -53,6 +87,8 @@ class WriteRateThrottle(_PerUserThrottle):
     """Writes (POST, PUT, PATCH, DELETE) per signed-in user, at MUSTER_THROTTLE_WRITES; reads and dry runs are not counted."""
 
     scope = "writes"
+    counted = "writes from this account (submits, cancels, updates and the other POSTs, PUTs, PATCHes and DELETEs)"
+    setting = "MUSTER_THROTTLE_WRITES"
 
     def get_rate(self) -> str | None:
         return settings.MUSTER_THROTTLE_WRITES or None
@@ -68,15 +104,19 @@ class DryRunRateThrottle(_PerUserThrottle):
     have a rate of their own."""
 
     scope = "dry-runs"
+    counted = "dry runs of a submit (validate, estimate) from this account"
+    setting = "MUSTER_THROTTLE_DRY_RUNS"
 
     def get_rate(self) -> str | None:
         return settings.MUSTER_THROTTLE_DRY_RUNS or None
 
 
-class TokenRequestRateThrottle(SimpleRateThrottle):
+class TokenRequestRateThrottle(_SaidThrottle):
     """Requests to the password-exchange endpoint per client address, right or wrong (MUSTER_THROTTLE_TOKEN_REQUESTS)."""
 
     scope = "token-requests"
+    counted = "token requests from this address"
+    setting = "MUSTER_THROTTLE_TOKEN_REQUESTS"
 
     def get_rate(self) -> str | None:
         return settings.MUSTER_THROTTLE_TOKEN_REQUESTS or None
@@ -85,10 +125,12 @@ class TokenRequestRateThrottle(SimpleRateThrottle):
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
 
-class CheckpointRateThrottle(SimpleRateThrottle):
+class CheckpointRateThrottle(_SaidThrottle):
     """Checkpoint reports per job, whoever sends them (its pods or its owner), at MUSTER_THROTTLE_CHECKPOINTS."""
 
     scope = "checkpoints"
+    counted = "checkpoint reports for this job"
+    setting = "MUSTER_THROTTLE_CHECKPOINTS"
 
     def get_rate(self) -> str | None:
         return settings.MUSTER_THROTTLE_CHECKPOINTS or None

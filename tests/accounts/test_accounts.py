@@ -270,6 +270,12 @@ def test_writes_per_user_are_throttled_with_retry_after_and_reads_are_not(user: 
     assert statuses == [201, 201, 201, 429]
     throttled = api.post("/api/v1/jobs/", job_payload(), format="json")
     assert throttled.status_code == 429 and 0 < int(throttled["Retry-After"]) <= 60
+    # Which rate, and its setting, in Muster's words: DRF's "Request was throttled. Expected available in 36 seconds."
+    # named neither, and a script's author could not tell a write throttle from a dry-run's.
+    wait = throttled["Retry-After"]
+    detail = throttled.json()["detail"]
+    assert detail.startswith("Too many writes from this account (submits, cancels, updates")
+    assert detail.endswith(f": at most 3 a minute (MUSTER_THROTTLE_WRITES); try again in {wait} s.")
     assert api.get("/api/v1/jobs/").status_code == 200
 
 
@@ -297,3 +303,6 @@ def test_password_exchanges_per_address_are_throttled(user: Any, settings: Any) 
     ok = [client.post(EXCHANGE, {"username": "alice", "password": PASSWORD}, format="json", REMOTE_ADDR="192.0.2.44") for _ in range(3)]
     assert [r.status_code for r in ok] == [200, 200, 429]
     assert "Retry-After" in ok[2]
+    assert (
+        ok[2].json()["detail"].startswith("Too many token requests from this address: at most 2 a minute (MUSTER_THROTTLE_TOKEN_REQUESTS)")
+    )
