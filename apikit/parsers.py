@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +26,17 @@ def _kind(data: Any) -> str:
     return "a number"
 
 
+def _not_json(exc: ParseError) -> str:
+    """DRF said "JSON parse error - Expecting value: line 1 column 9 (char 8)", and of bytes that are not UTF-8
+    "JSON parse error - 'utf-8' codec can't decode byte 0xff in position 9: invalid start byte"."""
+    cause = exc.__context__
+    if isinstance(cause, UnicodeDecodeError):
+        return f"The body is not UTF-8 text (byte {cause.object[cause.start]:#04x} at offset {cause.start}): send JSON in UTF-8."
+    if isinstance(cause, json.JSONDecodeError):
+        return f"The body is not valid JSON: {cause.msg} at line {cause.lineno}, column {cause.colno}."
+    return str(exc.detail).replace("JSON parse error - ", "The body is not valid JSON: ", 1)
+
+
 class JSONObjectParser(JSONParser):
     """DRF's JSON parser, refusing a body that is JSON but not an object (`null`, a list, a string, a number).
 
@@ -34,7 +46,10 @@ class JSONObjectParser(JSONParser):
     """
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> Any:
-        data = super().parse(stream, media_type, parser_context)
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except ParseError as exc:
+            raise ParseError(_not_json(exc)) from exc
         if not isinstance(data, dict):
             raise ParseError(OBJECT_EXPECTED.format(kind=_kind(data)))
         return data

@@ -245,3 +245,19 @@ def test_the_schema_documents_retry_after_and_the_submits_headers_that_the_answe
     assert first.status_code == again.status_code == 201
     assert first["Location"].endswith(f"/api/v1/jobs/{first.json()['id']}/") and "Idempotent-Replayed" not in first
     assert again["Idempotent-Replayed"] == "true" and again["Location"] == first["Location"]
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (b'{"name":', "The body is not valid JSON: Expecting value at line 1, column 9."),
+        (b'{"name": "a",}', "The body is not valid JSON: Expecting property name enclosed in double quotes at line 1, column 14."),
+        (b'{"name": "\xff"}', "The body is not UTF-8 text (byte 0xff at offset 10): send JSON in UTF-8."),
+    ],
+)
+def test_a_body_that_is_not_json_says_where_in_muster_words(api, body: bytes, said: str) -> None:
+    # DRF's "JSON parse error - Expecting value: line 1 column 9 (char 8)".
+    response = api.generic("POST", "/api/v1/jobs/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json() == {"detail": said}
+    assert not Job.objects.exists()
