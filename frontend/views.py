@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
@@ -444,6 +445,15 @@ def _shown_attempt(job: Job, query: QueryDict) -> int:
     return int(asked) if asked.isdigit() and 1 <= int(asked) <= job.attempt else job.attempt
 
 
+def _logs_link(query: QueryDict, **changes: int) -> str:
+    """Another rank's or attempt's output: the page's other options kept (the charts' run, range and view) and the
+    page opened at its logs. Such a link was `?attempt=1&rank=3` alone: the page came back at its top, the charts on
+    their defaults, and the reader scrolled down past them again for each rank."""
+    merged = {k: v for k, v in query.items() if v != ""}
+    merged.update({k: str(v) for k, v in changes.items()})
+    return "?" + urlencode(merged) + "#job-logs"
+
+
 def _logs(job: Job, query: QueryDict) -> dict[str, object] | None:
     """The last lines of one rank's output in one attempt (the latest by default), or why there are none; None before
     the job first starts."""
@@ -466,8 +476,10 @@ def _logs(job: Job, query: QueryDict) -> dict[str, object] | None:
     return {
         "rank": rank,
         "ranks": ranks,
+        "rank_links": [(r, _logs_link(query, attempt=attempt, rank=r)) for r in ranks],
         "attempt": attempt,
         "attempts": range(1, job.attempt + 1),
+        "attempt_links": [(a, _logs_link(query, attempt=a, rank=rank)) for a in range(1, job.attempt + 1)],
         "text": text,
         "error": error,
         "note": note,

@@ -104,5 +104,11 @@ def test_a_wide_jobs_ranks_and_nodes_stay_readable_at_390_px(page: Any, log_in: 
     expect(nodes).to_have_text("sim-node-[000-011]")
     expect(nodes).to_have_attribute("title", ", ".join(f"sim-node-{n:03d}" for n in range(12)))
     shoot(page, "job-page-ranks-390")
+    # Another rank's output opens at the logs, the charts' options kept: it came back at the page's top.
+    page.goto(f"/jobs/{job.pk}/?view=node#job-logs")
+    page.get_by_test_id("log-ranks").get_by_role("link", name="rank 3", exact=True).click()
+    expect(page).to_have_url(re.compile(r"\?view=node&attempt=1&rank=3#job-logs$"))
+    expect(page.get_by_test_id("logs")).to_contain_text(f"job {job.pk} attempt 1 rank 3")
+    expect(page.locator("#job-logs h2")).to_be_in_viewport()
     page.goto("/")
     expect(page.locator(f'tr[data-job="{job.pk}"] td.why')).to_have_text("sim-node-[000-011]")

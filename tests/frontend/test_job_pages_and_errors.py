@@ -361,7 +361,9 @@ def test_a_rank_the_attempt_did_not_have_is_a_400_as_the_logs_api_answers(user: 
     assert logs.status_code == 400 and logs.json()["rank"] == ["Attempt 1 of the job had ranks 0 to 3."]
     # A rank it had is shown, and the page's poller is refused alike (JSON, as the API answers).
     page = client.get(f"/jobs/{job.pk}/?rank=3")
-    assert page.status_code == 200 and "<strong>3</strong>" in page.content.decode().split('data-testid="log-ranks"', 1)[1]
+    assert (
+        page.status_code == 200 and '<strong aria-current="true">3</strong>' in page.content.decode().split('data-testid="log-ranks"', 1)[1]
+    )
     live = client.get(f"/jobs/{job.pk}/live/?rank=7")
     assert live.status_code == 400 and live.json() == {"rank": [f'"7" is not a rank of it; {had}']}
     # Before its first start a job has the ranks it asked for; an attempt refused is said alone (its ranks are unknown).
@@ -369,3 +371,15 @@ def test_a_rank_the_attempt_did_not_have_is_a_400_as_the_logs_api_answers(user: 
     assert refused(client, queued.pk, "rank=2")[0] == ['?rank=: "2" is not a rank of it; the job has 2 ranks: 0 to 1.']
     assert client.get(f"/jobs/{queued.pk}/?rank=1").status_code == 200
     assert [line.split(":")[0] for line in refused(client, job.pk, "attempt=5&rank=9")[0]] == ["?attempt="]
+
+
+def test_another_ranks_logs_open_at_the_logs_with_the_charts_options_kept(user: Any) -> None:
+    """A rank's link was `?attempt=1&rank=3` alone: the page came back at its top with the charts on their defaults,
+    and the reader scrolled past them again for every rank."""
+    from tests.jobs.factories import JobFactory
+
+    job = JobFactory(owner=user, running=True, nodes=4)
+    page = session_for(user).get(f"/jobs/{job.pk}/?view=node&range=1h&rank=1").content.decode()
+    ranks = page.split('data-testid="log-ranks"', 1)[1].split("</p>", 1)[0]
+    assert '<a href="?view=node&amp;range=1h&amp;rank=3&amp;attempt=1#job-logs" aria-label="rank 3">3</a>' in ranks
+    assert '<strong aria-current="true">1</strong>' in ranks
