@@ -12,7 +12,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import status
-from rest_framework.exceptions import APIException, NotAcceptable, UnsupportedMediaType, ValidationError
+from rest_framework.exceptions import APIException, MethodNotAllowed, NotAcceptable, UnsupportedMediaType, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -69,6 +69,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = _unsupported_media_type(context)  # DRF's own words; a view's own 415 (telemetry's) says more already
     elif isinstance(exc, NotAcceptable) and str(exc.detail) == NotAcceptable.default_detail:
         exc = _not_acceptable(context)
+    elif isinstance(exc, MethodNotAllowed) and str(exc.detail).startswith("Method "):
+        exc = _method_not_allowed(context) or exc
     response = drf_exception_handler(exc, context)
     if response is not None and response.status_code == status.HTTP_503_SERVICE_UNAVAILABLE:
         response.headers.setdefault("Retry-After", str(RETRY_AFTER_SECONDS))
@@ -98,6 +100,18 @@ def _not_acceptable(context: dict[str, Any]) -> NotAcceptable:
     asked = request.headers.get("Accept", "") if request is not None else ""
     answers = _either([renderer.media_type for renderer in renderers]) or "application/json"
     return NotAcceptable(f"This endpoint answers {answers}; the Accept header asked for {asked!r}.")
+
+
+def _method_not_allowed(context: dict[str, Any]) -> MethodNotAllowed | None:
+    # DRF said 'Method "PUT" not allowed.', and only the Allow header named what is: `PUT /api/v1/jobs/{id}/` read as
+    # no update at all, where PATCH is one.
+    view, request = context.get("view"), context.get("request")
+    if view is None or request is None:
+        return None
+    taken = [method for method in getattr(view, "allowed_methods", []) if method not in ("HEAD", "OPTIONS")]
+    if not taken:
+        return None
+    return MethodNotAllowed(request.method, detail=f"{request.method} is not taken here; {request.path} takes {_either(taken)}.")
 
 
 # What a client is told to wait before retrying when the database or the cluster is away.

@@ -261,3 +261,12 @@ def test_a_body_that_is_not_json_says_where_in_muster_words(api, body: bytes, sa
     assert response.status_code == 400
     assert response.json() == {"detail": said}
     assert not Job.objects.exists()
+
+
+def test_a_method_an_endpoint_lacks_is_a_405_naming_those_it_takes(api, sim) -> None:
+    # DRF's 'Method "PUT" not allowed.' named none: PUT on a job read as "no update", where PATCH is one.
+    job = api.post("/api/v1/jobs/", job_payload(), format="json").json()
+    response = api.put(f"/api/v1/jobs/{job['id']}/", job_payload(), format="json")
+    assert response.status_code == 405 and response["Allow"]
+    assert response.json() == {"detail": f"PUT is not taken here; /api/v1/jobs/{job['id']}/ takes GET or PATCH."}
+    assert api.get(f"/api/v1/jobs/{job['id']}/cancel/").json()["detail"].endswith("cancel/ takes POST.")

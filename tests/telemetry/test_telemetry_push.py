@@ -172,7 +172,7 @@ def test_a_method_other_than_post_is_405_and_options_200_whoever_asks(running, u
     for client in (with_user_token, with_job_token, APIClient()):
         response = getattr(client, method)(url)
         assert response.status_code == 405, response.content
-        assert response.json() == {"detail": f'Method "{method.upper()}" not allowed.'}
+        assert response.json() == {"detail": f"{method.upper()} is not taken here; {url} takes POST."}
         assert response["Allow"] == "POST, OPTIONS"
         options = client.options(url)
         assert options.status_code == 200 and options.json()["name"]
