@@ -134,6 +134,7 @@ def job_telemetry_context(
     node = options.node
     reader = RunReader.open(job, run, source or get_source(), now=now)
     start, end = reader.window()
+    run_seconds = end - start
     if options.range in RANGES:
         start = max(start, end - RANGES[options.range])
     line_step = reader.step_for(step_for(end - start, reader.resolution, settings.MUSTER_TELEMETRY_MAX_POINTS))
@@ -147,7 +148,16 @@ def job_telemetry_context(
         options=options,
         nodes=nodes,
         runs=[{"attempt": a, "link": _link(params, run=a), "current": a == options.attempt} for a in attempts],
-        ranges=[{"label": RANGE_LABELS[k], "link": _link(params, range=k), "current": k == options.range} for k in (*RANGES, "all")],
+        ranges=[
+            {
+                "label": RANGE_LABELS[k],
+                "link": _link(params, range=k),
+                "current": k == options.range,
+                # A range as long as the run or longer draws the whole run: offered as a link, it looked like another view.
+                "whole_run": k in RANGES and RANGES[k] >= run_seconds,
+            }
+            for k in (*RANGES, "all")
+        ],
         views=[{"label": label, "link": _link(params, view=k), "current": k == options.view} for k, label in VIEWS.items()],
         node_links=[{"label": n, "link": _link(params, view="gpu", node=n), "current": n == node} for n in nodes],
         lines_note=lines_note(options.view, gpus=sum(gpus_per_node), nodes=len(nodes), node=node),

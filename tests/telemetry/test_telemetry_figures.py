@@ -275,3 +275,13 @@ def test_a_one_node_jobs_summary_says_it_has_no_inter_node_traffic_rather_than_0
     page = html.unescape(client.get(f"/jobs/{finished.pk}/").content.decode())
     assert "a job on one node" not in page
     assert re.search(r'data-testid="summary-inter-node">[\d.]+ [kMGT]?B / [\d.]+ [kMGT]?B<', page)
+
+
+def test_a_time_range_longer_than_the_run_is_not_offered_as_another_view(finished) -> None:
+    """A 1-hour run offered "last hour" and "last 6 h" and "last 24 h" as links that all drew the whole run."""
+    ranges = {r["label"]: r for r in context(finished)["ranges"]}
+    assert [label for label, r in ranges.items() if not r["whole_run"]] == ["last 15 min", "whole run"]
+    assert ranges["whole run"]["current"] and ranges["last hour"]["whole_run"]
+    page = session_for(finished.owner).get(f"/jobs/{finished.pk}/").content.decode()
+    shown = page.split('data-testid="telemetry-ranges"', 1)[1].split("</span>\n", 1)[0]
+    assert ">last 15 min</a>" in shown and 'aria-disabled="true"' in shown and ">last hour</a>" not in shown
