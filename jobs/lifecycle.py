@@ -191,6 +191,14 @@ def job_launch_note(job: Job, *, note: str) -> None:
         job.state_reason = reason
 
 
+def job_note(job: Job, *, now: datetime, note: str) -> None:
+    """Say in an active job's history what happened to its gang without a change of state (the cluster mended what
+    someone broke under it): its owner reads it there with the transitions."""
+    JobEvent.objects.create(
+        job=job, at=now, from_state=job.state, to_state=job.state, attempt=job.attempt, reason=fit_reason(note)
+    )  # fmt: skip
+
+
 def job_launch_overdue(job: Job, *, now: datetime) -> bool:
     """SCHEDULED for longer than a launch may take to come up."""
     return bool(

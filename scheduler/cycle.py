@@ -48,6 +48,7 @@ from jobs.lifecycle import (
     job_launch_overdue,
     job_mark_running,
     job_not_launched,
+    job_note,
     job_place,
     job_preempt,
     job_requeue,
@@ -221,6 +222,7 @@ def _observe_active(
     """Move every SCHEDULED/RUNNING job by what its pods do; returns the gangs it looked at. `deleting`: why the cluster
     is deleting every gang, when it is (ClusterDeletingGangs.cause)."""
     followed: set[tuple[int, int]] = set()
+    notes = backend.gang_notes()
     for job in Job.objects.filter(state__in=ACTIVE_STATES).select_related("owner", "team").order_by("id"):
         followed.add((job.pk, job.attempt))
         pods = gangs.get((job.pk, job.attempt), [])
@@ -228,6 +230,8 @@ def _observe_active(
             # One job's changes together: a call the cluster refuses half-way (a 403 of a role without a verb) leaves
             # none of them, and the next cycle finds the job as it was.
             with transaction.atomic():
+                for note in notes.get((job.pk, job.attempt), []):
+                    job_note(job, now=now, note=note)
                 _follow(backend, job, pods, present, now, report, deleting=deleting)
         except IllegalTransition as exc:
             # Someone (a cancel) moved the job while we looked; their move stands.

@@ -290,6 +290,11 @@ class ClusterBackend(Protocol):
 
         A gang missing from the result has no pods left."""
 
+    def gang_notes(self) -> Mapping[tuple[int, int], list[str]]:
+        """What the last observe_gangs mended of a gang on its own, by (job id, attempt), to say in its job's history:
+        the owner learns what their gang went without for a while (Kubernetes: its Service made again)."""
+        return {}
+
     def read_logs(self, job_id: int, attempt: int, rank: int, tail: int | None = None) -> str:
         """The last `tail` lines a rank's pod wrote (all when None); empty when the pod is gone."""
 

@@ -264,6 +264,8 @@ class KubernetesCluster:
     foreign_pods_seconds: float = 0.0
     # The watch's count of their changes, as the cycle last told it (`note_foreign_pods_version`); None: not told.
     _foreign_version: int | None = field(default=None, init=False, repr=False, compare=False)
+    # What the last observe_gangs mended of a gang on its own (gang_notes), by (job id, attempt).
+    _notes: dict[tuple[int, int], list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def from_settings(cls) -> KubernetesCluster:
@@ -807,6 +809,7 @@ class KubernetesCluster:
                 # to apply): a role cut so far that Muster cannot see its pods either stops the cycle the same way.
                 raise ClusterRefuses(f"Muster may not list the pods of its gangs: {_api_message(exc)}") from exc
             raise
+        self._notes = {}
         gangs: dict[tuple[int, int], list[PodStatus]] = {}
         launchers: dict[tuple[int, int], PodStatus] = {}
         orphans: dict[tuple[int, int], client.V1Pod] = {}
@@ -825,7 +828,8 @@ class KubernetesCluster:
                 orphans.setdefault(key, pod)
         if self.options.launch_mode != LAUNCH_MPIJOB:
             for key in sorted(orphans.keys() - owned):
-                self._restore_service(orphans[key])
+                if made := self._restore_service(orphans[key]):
+                    self._notes.setdefault(key, []).append(made)
         if self.options.launch_mode == LAUNCH_MPIJOB:
             for job in self._list_mpijobs():
                 key = _gang_key(job["metadata"].get("labels"))
@@ -836,13 +840,18 @@ class KubernetesCluster:
             statuses.sort(key=lambda s: s.rank)
         return gangs
 
-    def _restore_service(self, pod: client.V1Pod) -> None:
+    def gang_notes(self) -> Mapping[tuple[int, int], list[str]]:
+        return self._notes
+
+    def _restore_service(self, pod: client.V1Pod) -> str:
         """Make again the headless Service of a gang whose pods run on without it: every pod Muster makes is owned by
         it, so a gang none of whose pods has an owner lost it to `kubectl delete service --cascade=orphan` (a plain
         delete takes the pods with it, and the gang is requeued as pods deleted outside Muster). Without it the ranks'
         names (MASTER_ADDR, MUSTER_HOSTS, an elastic job's rendezvous) no longer resolve, and an elastic job could not
         grow, while the job read RUNNING. Its pods stay unowned (Muster may not patch pods), so this is a create that
-        finds it there (409) every cycle after; the teardown deletes pods by label and the Service by name regardless."""
+        finds it there (409) every cycle after; the teardown deletes pods by label and the Service by name regardless.
+        Returns what to say in the job's history when it was made ("" when not): the owner learns their ranks' names
+        did not resolve for a while, which a log line alone told only the operator."""
         container = pod.spec.containers[0]
         ports = [(port.name or "", port.container_port) for port in container.ports or []]
         body = service_manifest_of_pod(pod.metadata.labels or {}, ports, self.options)
@@ -852,11 +861,16 @@ class KubernetesCluster:
         except ApiException as exc:
             if exc.status != 409:
                 logger.warning("the Service %s of a running gang is gone and could not be made again: %s", name, _api_message(exc))
-            return
+            return ""
         logger.warning(
             "the Service %s was deleted while its gang's pods ran on (kubectl delete service --cascade=orphan?): made "
             "again, so its ranks' names resolve",
             name,
+        )
+        return (
+            f"Its Service {name} was deleted outside Muster (kubectl delete service --cascade=orphan?) while its pods ran "
+            "on: until now the ranks' names (MASTER_ADDR, MUSTER_HOSTS, an elastic job's rendezvous) did not resolve. "
+            "Made again as it was; the pods were not restarted."
         )
 
     def _list_mpijobs(self) -> list[dict[str, Any]]:

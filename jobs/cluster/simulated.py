@@ -188,6 +188,9 @@ class SimulatedCluster:
     def teardown_ranks(self, job_id: int, attempt: int, ranks: list[int], grace_seconds: int | None = None) -> None:
         SimulatedPod.objects.filter(job_id=job_id, attempt=attempt, rank__in=ranks).delete()
 
+    def gang_notes(self) -> Mapping[tuple[int, int], list[str]]:
+        return {}  # nothing of a simulated gang goes missing but its pods
+
     def observe_gangs(self) -> dict[tuple[int, int], list[PodStatus]]:
         now = self.clock()
         gangs: dict[tuple[int, int], list[PodStatus]] = {}

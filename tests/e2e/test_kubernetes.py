@@ -250,6 +250,13 @@ def test_a_gang_whose_service_was_deleted_orphaning_its_pods_gets_it_back_and_le
     kube.cycle()
     assert state(job["id"]) == JobState.RUNNING
     assert sorted(p.metadata.uid for p in kube.pods(gang_selector(job["id"]))) == pods  # the same pods, never restarted
+    # Said once on the job (the page's history), not only in the log: its owner learns the names were gone a while.
+    notes = [e["reason"] for e in api.get(f"/api/v1/jobs/{job['id']}/").json()["events"] if e["from_state"] == e["to_state"]]
+    assert notes == [
+        f"Its Service {name} was deleted outside Muster (kubectl delete service --cascade=orphan?) while its pods ran on: "
+        "until now the ranks' names (MASTER_ADDR, MUSTER_HOSTS, an elastic job's rendezvous) did not resolve. Made again "
+        "as it was; the pods were not restarted."
+    ]
     assert api.post(f"/api/v1/jobs/{job['id']}/cancel/").status_code == 200
 
     def gone() -> bool:
