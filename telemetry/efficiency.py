@@ -23,6 +23,11 @@ TENSOR_BUSY_PERCENT = 30.0
 # at each step), in buckets adding up to STRAGGLER_SHARE of the run and at least half the idle-seconds setting.
 STRAGGLER_GAP = 12.0
 STRAGGLER_SHARE = 0.2
+# Nothing is judged idle before this much of the run has reported (or the idle-seconds setting, if shorter): a run's
+# first minutes load data and build the model with its GPUs near idle, and judging 30 s of that flagged every GPU of
+# every new job. Long enough for a warm-up, short enough that a job left idle hears it while it still runs.
+JUDGE_SECONDS = 300.0
+# Nodes named in an idle-GPU flag: a 96-GPU job is summed up in a line, not listed GPU by GPU.
 LISTED = 8
 
 
@@ -52,11 +57,45 @@ def observed_seconds(gpu_util: list[Series]) -> float:
     return max((sum(1 for c in s.buckets.count if c) * s.buckets.step for s in gpu_util if s.buckets.samples), default=0.0)
 
 
-def too_short_to_judge(gpu_util: list[Series]) -> bool:
-    """No samples, or fewer than three buckets of them: nothing can be flagged yet (a run seconds old is still
-    loading), so "no problems seen" would claim what was not looked at."""
+def judging_seconds(idle_seconds: float, step: float) -> float:
+    """How much of a run must have reported before it is judged idle: JUDGE_SECONDS, or the idle-seconds setting if
+    shorter, and never fewer than three buckets."""
+    return max(min(idle_seconds, JUDGE_SECONDS), 3 * step)
+
+
+def too_short_to_judge(gpu_util: list[Series], idle_seconds: float) -> bool:
+    """No samples, or less of them than `judging_seconds`: no idleness can be flagged yet (a run minutes old may
+    still be loading), so "no problems seen" would claim what was not looked at."""
     series = [s for s in gpu_util if s.buckets.samples]
-    return not series or observed_seconds(series) < 3 * series[0].buckets.step
+    return not series or observed_seconds(series) < judging_seconds(idle_seconds, series[0].buckets.step)
+
+
+def gpu_ranges(gpus: list[int]) -> str:
+    """GPU indices as compact ranges: [0, 1, 2, 3, 6] -> "0-3, 6"."""
+    spans: list[list[int]] = []
+    for gpu in sorted(set(gpus)):
+        if spans and spans[-1][1] == gpu - 1:
+            spans[-1][1] = gpu
+        else:
+            spans.append([gpu, gpu])
+    return ", ".join(f"{lo}" if lo == hi else f"{lo}-{hi}" for lo, hi in spans)
+
+
+def idle_summary(idle: list[Series]) -> str:
+    """The idle GPUs per node, their indices as ranges: "sim-node-000 (rank 0) GPUs 0-7; sim-node-001 (rank 1) GPU 3",
+    the first LISTED nodes, then how many more nodes."""
+    by_node: dict[tuple[int, str], list[int]] = {}
+    for s in idle:
+        by_node.setdefault((s.rank if s.rank is not None else -1, s.node), []).append(s.gpu)
+    parts = []
+    for (rank, node), gpus in sorted(by_node.items())[:LISTED]:
+        where = f"{node} (rank {rank})" if rank >= 0 else node
+        if gpus == [-1]:
+            parts.append(where)
+            continue
+        parts.append(f"{where} GPU{'s' if len(gpus) > 1 else ''} {gpu_ranges(gpus)}")
+    more = len(by_node) - LISTED
+    return "; ".join(parts) + (f"; and {more} more node{'s' if more > 1 else ''}" if more > 0 else "")
 
 
 def efficiency_flags(
@@ -76,12 +115,15 @@ def efficiency_flags(
     if not gpu_util:
         return flags
     observed = observed_seconds(gpu_util)
+    step = gpu_util[0].buckets.step
+    judge = judging_seconds(idle_seconds, step)
     by_rank: dict[int, list[Series]] = {}
     for s in gpu_util:
         by_rank.setdefault(s.rank if s.rank is not None else 0, []).append(s)
 
     idle_ranks: set[int] = set()
-    if len(by_rank) > 1:
+    # A rank that loads more slowly than the others is not stuck: wait for the judging window here too.
+    if len(by_rank) > 1 and observed >= judge:
         means = {rank: samples_mean(s.buckets for s in group) or 0.0 for rank, group in by_rank.items()}
         for rank, mean in sorted(means.items()):
             others = [m for r, m in means.items() if r != rank]
@@ -96,14 +138,13 @@ def efficiency_flags(
                     )
                 )
 
-    # Sustained: the idle-seconds setting, or half the run for runs shorter than twice that, and never
-    # fewer than three buckets (a run seconds old is still loading: that is not idleness).
-    step = gpu_util[0].buckets.step
-    needed = max(min(idle_seconds, observed / 2), 3 * step)
+    # Sustained: the idle-seconds setting, or half the run for runs shorter than twice that, and never less than the
+    # judging window (a run minutes old may still be loading: that is not idleness).
+    needed = max(min(idle_seconds, observed / 2), judge)
     if observed >= needed:
         idle = [s for s in gpu_util if (s.rank or 0) not in idle_ranks and longest_idle_seconds(s, idle_percent) >= needed]
         if idle:
-            names = ", ".join(s.label for s in idle[:LISTED]) + (f" and {len(idle) - LISTED} more" if len(idle) > LISTED else "")
+            names = idle_summary(idle)
             # A slice is charged its share, not the GPU: "Idle GPUs are still charged" read as a whole GPU to a
             # researcher holding a quarter of one.
             charged = (

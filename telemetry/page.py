@@ -23,7 +23,7 @@ from django.templatetags.static import static
 from jobs.models import Job
 from telemetry.catalogue import METRICS, Level
 from telemetry.downsampling import samples_mean, step_for
-from telemetry.efficiency import site_efficiency_flags, too_short_to_judge
+from telemetry.efficiency import judging_seconds, site_efficiency_flags, too_short_to_judge
 from telemetry.figure_style import empty_figure
 from telemetry.figures import CHARTS, heatmap_figure, line_figure, max_points, not_applicable
 from telemetry.selectors import RunReader, job_runs, job_target, job_telemetry_summary, slice_held
@@ -195,7 +195,8 @@ def job_telemetry_context(
             gpu_util=heat, tensor_active_mean=samples_mean(s.buckets for s in tensor_job), slice_share=slice_held(job)
         )
         context["flags"] = [f.as_dict() for f in flags]
-    context["too_short"] = too_short_to_judge(heat)
+    context["too_short"] = too_short_to_judge(heat, settings.MUSTER_TELEMETRY_IDLE_SECONDS)
+    context["judging_seconds"] = judging_seconds(settings.MUSTER_TELEMETRY_IDLE_SECONDS, heat[0].buckets.step if heat else 0)
     # A stored run keeps where its samples came from: a simulated one is still no real GPU's.
     context["stored_from"] = reader.stored_from()
     context["figures"] = [{"id": f"telemetry-{key}", "figure": fig} for key, fig in figures]

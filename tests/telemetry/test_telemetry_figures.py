@@ -150,6 +150,21 @@ def test_flags_show_on_the_page(submit, sim, monkeypatch, user) -> None:
     assert 'data-code="IDLE_RANK"' in html and "Rank 2 (" in html
 
 
+def test_a_job_30_s_into_its_run_is_not_yet_judged_idle(submit, sim, monkeypatch, user) -> None:
+    # Its warm-up loads data with the GPUs near idle: the page flagged them as idle 30 s after the start.
+    from telemetry.sources.simulated import Profile, SimulatedTelemetry
+
+    monkeypatch.setattr("telemetry.page.get_source", lambda: SimulatedTelemetry(interval=5, profile_for=lambda job_id: Profile.IDLE_GPUS))
+    job = start_running(submit, sim, nodes=1, gpus_per_node=8, simulate={"duration_seconds": 7200}, ran_for=30)
+    html = session_for(user).get(f"/jobs/{job.pk}/").content.decode()
+    assert 'data-code="IDLE_GPUS"' not in html
+    assert "Not enough samples to judge its efficiency: nothing is flagged before the GPUs have reported for 5 min" in html
+    # An hour in, its two idle GPUs are named as one range on their node.
+    later = start_running(submit, sim, nodes=1, gpus_per_node=8, simulate={"duration_seconds": 7200}, ran_for=3600)
+    html = session_for(user).get(f"/jobs/{later.pk}/").content.decode()
+    assert 'data-code="IDLE_GPUS"' in html and re.search(r"2 of 8 GPUs sat idle [^<]*\(rank 0\) GPUs 6-7\.", html)
+
+
 def test_a_running_job_is_charted_live(submit, sim, user) -> None:
     job = start_running(submit, sim, nodes=1, gpus_per_node=4, simulate={"duration_seconds": 7200}, ran_for=600)
     ctx = context(job)

@@ -6,7 +6,7 @@ import re
 
 from telemetry.catalogue import METRICS, Level
 from telemetry.downsampling import bucketize, samples_max, samples_mean
-from telemetry.efficiency import efficiency_flags, too_short_to_judge
+from telemetry.efficiency import efficiency_flags, gpu_ranges, judging_seconds, too_short_to_judge
 from telemetry.sources import JobTarget, RankPlacement, Series, get_source
 from telemetry.sources.prometheus import PrometheusTelemetry
 from telemetry.sources.simulated import Profile, SimulatedTelemetry, job_profile
@@ -122,10 +122,23 @@ def test_an_idle_rank_is_named() -> None:
     assert re.match(r"Rank 2 \(sim-node-002\) averaged [0-5]% GPU utilisation while the other ranks averaged [6-9]\d%", flags["IDLE_RANK"])
 
 
-def test_idle_gpus_are_listed() -> None:
+def test_idle_gpus_are_named_per_node_as_ranges() -> None:
     flags = flags_for(Profile.IDLE_GPUS, target("rack-1"))
     assert set(flags) == {"IDLE_GPUS"}
-    assert "2 of 8 GPUs sat idle" in flags["IDLE_GPUS"] and "GPU 6" in flags["IDLE_GPUS"] and "GPU 7" in flags["IDLE_GPUS"]
+    assert "2 of 8 GPUs sat idle" in flags["IDLE_GPUS"] and "sim-node-000 (rank 0) GPUs 6-7." in flags["IDLE_GPUS"]
+
+
+def test_a_large_idle_gang_is_summed_up_per_node_not_listed_gpu_by_gpu() -> None:
+    # 96 idle GPUs of 12 nodes read as 96 names before: the count, then each node's GPUs as ranges, the first 8 nodes.
+    hour = bucketize([i * 60 for i in range(60)], [0.0] * 60, 60, start=0, end=3600)
+    idle = [
+        Series("gpu_util", Level.GPU, f"node-{n:02d}", g, n, hour, 60, "x") for n in range(12) for g in range(8) if not (n == 1 and g == 4)
+    ]
+    (flag,) = efficiency_flags(gpu_util=idle, tensor_active_mean=None, idle_percent=5, idle_seconds=600, large_job_gpus=8)
+    assert flag.message.startswith("95 of 95 GPUs sat idle (below 5% utilisation) for 10 min or more: node-00 (rank 0) GPUs 0-7; ")
+    assert "node-01 (rank 1) GPUs 0-3, 5-7; " in flag.message and "node-07 (rank 7) GPUs 0-7; and 4 more nodes." in flag.message
+    assert "node-08" not in flag.message and flag.message.count("GPU") <= 12
+    assert gpu_ranges([7, 0, 1, 2, 5]) == "0-2, 5, 7"
 
 
 def test_unused_tensor_cores_on_a_large_job() -> None:
@@ -159,17 +172,39 @@ def test_an_idle_gpu_slice_is_told_its_slice_is_charged_not_a_whole_gpu() -> Non
     assert quarter[0].message.endswith("Its slice (0.25 of a GPU) is still charged to your quota while idle.")
 
 
-def test_a_run_of_seconds_is_too_short_to_judge_not_free_of_problems() -> None:
+def test_a_run_minutes_old_is_too_short_to_judge_not_free_of_problems() -> None:
+    # A run's first minutes load data with its GPUs near idle: 30 s of that flagged every GPU of every new job.
     def idle_for(buckets: int) -> list[Series]:
         times = [i * 5 for i in range(buckets)]
         return [Series("gpu_util", Level.GPU, "n", 0, 0, bucketize(times, [0.0] * buckets, 5, start=0, end=5 * buckets), 5, "x")]
 
-    # Two buckets at 0%: no flag can be raised yet, and the page must not say there is no problem.
-    assert efficiency_flags(gpu_util=idle_for(2), tensor_active_mean=None, idle_percent=5, idle_seconds=600, large_job_gpus=8) == []
-    assert too_short_to_judge(idle_for(2)) and not too_short_to_judge(idle_for(3)) and too_short_to_judge([])
-    assert {
-        f.code for f in efficiency_flags(gpu_util=idle_for(3), tensor_active_mean=None, idle_percent=5, idle_seconds=600, large_job_gpus=8)
-    } == {"IDLE_GPUS"}
+    def codes(buckets: int, idle_seconds: float = 600) -> set[str]:
+        gpus = idle_for(buckets)
+        flags = efficiency_flags(gpu_util=gpus, tensor_active_mean=None, idle_percent=5, idle_seconds=idle_seconds, large_job_gpus=8)
+        return {f.code for f in flags}
+
+    # 30 s and 4 min 55 s at 0%: nothing is flagged yet, and the page must not say there is no problem.
+    assert codes(6) == set() and too_short_to_judge(idle_for(6), 600)
+    assert codes(59) == set() and too_short_to_judge(idle_for(59), 600)
+    # Five minutes of it: judged, and flagged.
+    assert codes(60) == {"IDLE_GPUS"} and not too_short_to_judge(idle_for(60), 600)
+    assert too_short_to_judge([], 600)
+    # A site that flags after 1 min of idleness judges after 1 min, not 5.
+    assert judging_seconds(60, 5) == 60 and codes(12, idle_seconds=60) == {"IDLE_GPUS"} and codes(11, idle_seconds=60) == set()
+
+
+def test_an_idle_rank_is_not_judged_while_the_gang_warms_up() -> None:
+    def rank(r: int, value: float, buckets: int) -> Series:
+        times = [i * 5 for i in range(buckets)]
+        return Series("gpu_util", Level.GPU, f"n{r}", 0, r, bucketize(times, [value] * buckets, 5, start=0, end=5 * buckets), 5, "x")
+
+    def codes(buckets: int) -> set[str]:
+        gang = [rank(0, 90.0, buckets), rank(1, 90.0, buckets), rank(2, 1.0, buckets)]
+        flags = efficiency_flags(gpu_util=gang, tensor_active_mean=None, idle_percent=5, idle_seconds=600, large_job_gpus=8)
+        return {f.code for f in flags}
+
+    assert codes(6) == set()
+    assert "IDLE_RANK" in codes(60)
 
 
 # --- the shapes of a real job --------------------------------------------------------------------
