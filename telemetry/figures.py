@@ -18,14 +18,15 @@ stored. A chart with nothing to draw says why (`telemetry.figure_style.empty_fig
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from telemetry.catalogue import METRICS, Level, Metric
 from telemetry.downsampling import Buckets
 from telemetry.figure_style import COLORS, base_layout, empty_figure
-from telemetry.sources.base import Series
+from telemetry.sources.base import RankPlacement, Series
 
 BAND_ALPHA = "33"
 PUSHED_COLOR = "#101828"
@@ -42,6 +43,8 @@ class Chart:
     # What the chart's box says while it has nothing to draw.
     empty: str
     multi_node_only: bool = False
+    # Its job- and node-level lines are means per GPU, said in the title: GPU memory read as the job's total.
+    per_gpu: bool = False
 
 
 # The job page's line charts, in order.
@@ -53,7 +56,7 @@ CHARTS = (
         ("sm_active", "tensor_active"),
         "SM and tensor-core activity appear when the job's GPUs report them (DCGM profiling metrics).",
     ),
-    Chart("memory", "GPU memory used", ("fb_used",), "GPU memory appears when the job's GPUs report it (DCGM)."),
+    Chart("memory", "GPU memory used", ("fb_used",), "GPU memory appears when the job's GPUs report it (DCGM).", per_gpu=True),
     Chart("pcie", "PCIe TX / RX", ("pcie_tx", "pcie_rx"), "PCIe traffic appears when the job's GPUs report it (DCGM)."),
     Chart("nvlink", "NVLink TX / RX", ("nvlink_tx", "nvlink_rx"), "NVLink traffic appears when the job's GPUs report it (DCGM)."),
     Chart(
@@ -86,6 +89,61 @@ HEATMAP_MIN_HEIGHT = 220
 # simulated shared nodes' "sim-time-slicing-000" and a usual "dgx-h100-rack12-node-008" whole (18 cut them mid-word:
 # "sim-time…icing-000"); the margin widens to fit (automargin).
 HEATMAP_NAME_CHARS = 24
+
+
+# A GPU's memory by product, for the memory chart's capacity line. The product label usually says it
+# ("NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-40GB"); these are the products whose name does not and whose memory
+# is one size (an "NVIDIA-A100-SXM4" without its size may be 40 or 80 GB: no line rather than a wrong one).
+# Nominal GB, which the GPUs have in GiB (an H100's 80 GB is 81,559 MiB), so the line is at that many GiB.
+_MODEL_MEMORY_GB = (("GH200", 96.0), ("H200", 141.0), ("H100 NVL", 94.0), ("H100", 80.0), ("L40S", 48.0), ("L40", 48.0), ("L4", 24.0))
+_GB_IN_NAME = re.compile(r"(?<![0-9.])(\d+(?:\.\d+)?)\s*GB(?![a-z])", re.IGNORECASE)
+CAPACITY_COLOR = "#c92a2a"
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """A GPU's memory, drawn on the memory chart as a line the axis reaches: how close to full its GPUs ran."""
+
+    mib: float
+    label: str
+
+
+def model_memory_gb(model: str) -> float | None:
+    """A GPU product's memory in (nominal) GB: from its name ("H100 80GB"), else the table of one-size products."""
+    found = _GB_IN_NAME.search(model)
+    if found:
+        return float(found.group(1))
+    words = " " + re.sub(r"[^A-Z0-9]+", " ", model.upper()) + " "
+    return next((gb for name, gb in _MODEL_MEMORY_GB if f" {name} " in words), None)
+
+
+def memory_capacity(placements: Iterable[RankPlacement]) -> Capacity | None:
+    """The memory of each GPU (or GPU slice) a run held, when it is known and one size for all of them (else None).
+
+    A slice with guaranteed memory (MIG) is charted as its instance: its memory is the slice's. A slice without
+    (time-sliced, MPS) is charted as its whole GPU, so the line is the GPU's."""
+    sizes: set[tuple[float, str]] = set()
+    for p in placements:
+        if p.slice_memory_mib:
+            sizes.add((p.slice_memory_mib, f"{p.slice_memory_mib * 2**20 / 1e9:.3g} GB per slice"))
+            continue
+        gb = model_memory_gb(p.gpu_model)
+        if gb is None:
+            return None
+        sizes.add((gb * 1024, f"{gb:g} GB per GPU ({p.gpu_model})"))
+    if len(sizes) != 1:
+        return None
+    mib, label = sizes.pop()
+    return Capacity(mib, label)
+
+
+def per_gpu_title(title: str, levels: set[Level]) -> str:
+    """A per-GPU chart's title saying what its lines are: at job level the mean of the GPUs, per node each node's."""
+    if Level.JOB in levels:
+        return f"{title} per GPU (mean of the GPUs; band: lowest to highest GPU)"
+    if Level.NODE in levels:
+        return f"{title} per GPU (each node's mean)"
+    return f"{title} per GPU"
 
 
 def x_ms(buckets: Buckets) -> list[int]:
@@ -228,22 +286,25 @@ def _name(metric: Metric, series: Series, *, several: bool, one_node: bool) -> s
     return f"{metric.short} {where}" if several else where
 
 
-def line_figure(chart: Chart, series_by_metric: dict[str, list[Series]], *, pushed: Series | None = None) -> Figure:
+def line_figure(
+    chart: Chart, series_by_metric: dict[str, list[Series]], *, pushed: Series | None = None, capacity: Capacity | None = None
+) -> Figure:
     """One chart: per metric, a band and mean line at job level, or one line per node or GPU.
 
-    With nothing to draw (no series, or only empty buckets) it is an `empty_figure` saying why.
+    `capacity` (GPU memory): a dotted line at it, labelled, and the axis up to it. With nothing to draw (no series,
+    or only empty buckets) it is an `empty_figure` saying why.
     """
     metrics = [METRICS[k] for k in chart.metrics]
     entries = [(metric, s) for metric in metrics for s in series_by_metric.get(metric.key, [])]
     peaks = [p for metric, s in entries if (p := _peak(s, s.level == Level.JOB)) is not None]
     if pushed is not None and (p := _peak(pushed, False)) is not None:
         peaks.append(p)
-    title = chart.title
+    title = per_gpu_title(chart.title, {s.level for _, s in entries}) if chart.per_gpu else chart.title
     gpu_nodes = {s.node for _, s in entries if s.level == Level.GPU}
     one_node = len(gpu_nodes) == 1
     if one_node:
         first = next(s for _, s in entries if s.level == Level.GPU)
-        title = f"{chart.title} · {first.node} (rank {first.rank})"
+        title = f"{title} · {first.node} (rank {first.rank})"
     if not peaks:
         return empty_figure(title, chart.empty)
     scale = scale_for(metrics[0], max(peaks))
@@ -288,6 +349,19 @@ def line_figure(chart: Chart, series_by_metric: dict[str, list[Series]], *, push
     legend = [str(t["name"]) for t in traces if t.get("showlegend") is not False]
     layout = base_layout(title, legend=legend)
     layout["yaxis"] = {**layout["yaxis"], **scale.yaxis}
+    if capacity is not None:
+        full = capacity.mib / scale.divisor
+        # The axis reaches the capacity (and any sample above it: a line off the chart would hide that).
+        top = max(full, max(peaks) / scale.divisor)
+        layout["yaxis"]["range"] = [0, top * 1.08]
+        layout["shapes"] = [
+            {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": full, "y1": full,
+             "line": {"color": CAPACITY_COLOR, "width": 1.2, "dash": "dot"}}
+        ]  # fmt: skip
+        layout["annotations"] = [
+            {"xref": "paper", "x": 1, "xanchor": "right", "yref": "y", "y": full, "yanchor": "bottom", "showarrow": False,
+             "text": capacity.label, "font": {"size": 11, "color": CAPACITY_COLOR}}
+        ]  # fmt: skip
     if len(traces) > 12:
         # Dozens of lines: a unified hover box would cover the chart.
         layout["hovermode"] = "closest"

@@ -25,7 +25,7 @@ from telemetry.catalogue import METRICS, Level
 from telemetry.downsampling import samples_mean, step_for
 from telemetry.efficiency import judging_seconds, site_efficiency_flags, too_short_to_judge
 from telemetry.figure_style import empty_figure
-from telemetry.figures import CHARTS, heatmap_figure, line_figure, max_points, not_applicable
+from telemetry.figures import CHARTS, heatmap_figure, line_figure, max_points, memory_capacity, not_applicable
 from telemetry.selectors import RunReader, job_runs, job_target, job_telemetry_summary, slice_held
 from telemetry.sources import TelemetrySource, TelemetryUnavailable, get_source
 from telemetry.staticfiles import PLOTLY_JS
@@ -181,7 +181,8 @@ def job_telemetry_context(
             if level == Level.JOB and "tensor_active" in by_metric:
                 tensor_job = by_metric["tensor_active"]
             pushed = reader.pushed_nccl(start=start, end=end, step=line_step) if chart.key == "nccl" else None
-            figures.append((chart.key, line_figure(chart, by_metric, pushed=pushed)))
+            capacity = memory_capacity(targets[options.attempt].ranks) if chart.key == "memory" else None
+            figures.append((chart.key, line_figure(chart, by_metric, pushed=pushed, capacity=capacity)))
         if tensor_job is None:
             tensor_job = reader.read(METRICS["tensor_active"], level=Level.JOB, start=start, end=end, step=line_step)
     except TelemetryUnavailable as exc:

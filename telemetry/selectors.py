@@ -97,7 +97,16 @@ def _placements(allocations: list[Allocation]) -> tuple[RankPlacement, ...]:
         share = last_held.gpus if last_held.gpu_slot is not None else 1.0
         slice_memory = node.slice_memory_gb * 1e9 / 2**20 if last_held.gpu_slot is not None else 0.0
         placements.append(
-            RankPlacement(last_held.rank, node.name, node.rack, max(1, int(last_held.gpus)), () if whole else windows, share, slice_memory)
+            RankPlacement(
+                last_held.rank,
+                node.name,
+                node.rack,
+                max(1, int(last_held.gpus)),
+                () if whole else windows,
+                share,
+                slice_memory,
+                gpu_model=node.gpu_model,
+            )
         )
     return tuple(sorted(placements, key=lambda p: (p.rank, p.held[0][0] if p.held else -math.inf)))
 

@@ -29,6 +29,8 @@ class RankPlacement:
     # A GPU slice (MIG, time-sliced, MPS): its share of its GPU and its guaranteed memory in MiB (0: none guaranteed).
     gpu_share: float = 1.0
     slice_memory_mib: float = 0.0
+    # The node's GPU product as the cluster reports it ("NVIDIA-H100-80GB-HBM3"; "" unknown): the memory chart's capacity.
+    gpu_model: str = ""
 
     def holds(self, t: float) -> bool:
         return not self.held or any(lo <= t and (hi is None or t < hi) for lo, hi in self.held)

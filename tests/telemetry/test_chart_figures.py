@@ -18,15 +18,18 @@ from telemetry.figures import (
     CHARTS,
     HEATMAP_EMPTY,
     HEATMAP_LABELLED_ROWS,
+    Capacity,
     band_outline,
     heatmap_figure,
     line_figure,
     max_points,
+    memory_capacity,
+    model_memory_gb,
     not_applicable,
     scale_for,
 )
 from telemetry.page import job_telemetry_context
-from telemetry.sources.base import Series
+from telemetry.sources.base import RankPlacement, Series
 from tests.telemetry.helpers import as_plotly_figure, start_running
 
 T0 = 1_779_998_400
@@ -159,6 +162,41 @@ def test_one_nodes_gpus_are_named_by_gpu_with_the_node_in_the_title() -> None:
     assert [t["name"] for t in both["data"]] == ["rank 0 · a · GPU 0", "rank 1 · b · GPU 0"]
 
 
+def test_gpu_memory_says_its_line_is_a_per_gpu_mean_and_draws_the_gpus_capacity() -> None:
+    # 60 GiB on a chart of its own scale read as the job's total, or as nearly full: neither was said.
+    used = [61_440.0] * 10
+    job = line_figure(CHART["memory"], {"fb_used": [series("fb_used", used)]}, capacity=Capacity(80 * 1024, "80 GB per GPU (H100)"))
+    as_plotly_figure(job)
+    assert job["layout"]["title"]["text"] == "GPU memory used per GPU (mean of the GPUs; band: lowest to highest GPU)"
+    (line,) = job["layout"]["shapes"]
+    assert line["y0"] == line["y1"] == 80 and line["xref"] == "paper" and job["layout"]["annotations"][0]["text"] == "80 GB per GPU (H100)"
+    assert job["layout"]["yaxis"]["range"][0] == 0 and 80 < job["layout"]["yaxis"]["range"][1] < 90
+    nodes = line_figure(CHART["memory"], {"fb_used": [series("fb_used", used, level=Level.NODE, node="n1", rank=0)]})
+    assert nodes["layout"]["title"]["text"] == "GPU memory used per GPU (each node's mean)" and "shapes" not in nodes["layout"]
+    gpus = line_figure(CHART["memory"], {"fb_used": gpu_series("fb_used", "n1", 0, 2, 61_440.0)})
+    assert gpus["layout"]["title"]["text"] == "GPU memory used per GPU · n1 (rank 0)"
+    # Other charts keep their titles.
+    assert line_figure(CHART["gpu_util"], {"gpu_util": [series("gpu_util", [50.0])]})["layout"]["title"]["text"] == "GPU utilisation"
+
+
+def test_a_gpus_memory_is_known_from_its_product_name_or_not_drawn() -> None:
+    assert model_memory_gb("NVIDIA-H100-80GB-HBM3") == 80 and model_memory_gb("NVIDIA-A100-SXM4-40GB") == 40
+    assert model_memory_gb("Simulated H100 80GB") == 80 and model_memory_gb("NVIDIA H100 NVL") == 94
+    assert model_memory_gb("NVIDIA-H200") == 141 and model_memory_gb("NVIDIA-L40S") == 48 and model_memory_gb("NVIDIA-L4") == 24
+    # Sold in two sizes, or unknown: no line rather than a wrong one.
+    assert model_memory_gb("NVIDIA-A100-SXM4") is None and model_memory_gb("") is None
+
+    def placed(model: str, slice_mib: float = 0.0) -> RankPlacement:
+        return RankPlacement(0, "n", "r", 8, slice_memory_mib=slice_mib, gpu_model=model)
+
+    assert memory_capacity([placed("NVIDIA-H100-80GB-HBM3")] * 2) == Capacity(81_920, "80 GB per GPU (NVIDIA-H100-80GB-HBM3)")
+    assert memory_capacity([placed("NVIDIA-H100-80GB-HBM3"), placed("NVIDIA-A100-SXM4-40GB")]) is None  # two sizes
+    assert memory_capacity([placed("NVIDIA-H100-80GB-HBM3"), placed("")]) is None
+    # A MIG slice's chart is its instance's memory.
+    mig = memory_capacity([placed("NVIDIA-H100-80GB-HBM3", 10e9 / 2**20)])
+    assert mig is not None and mig.label == "10 GB per slice"
+
+
 def test_a_band_is_one_outline_per_run_of_samples_so_gaps_stay_gaps() -> None:
     x = [0, 1, 2, 3, 4, 5]
     low = [1.0, 2.0, None, None, 3.0, 4.0]
@@ -272,6 +310,17 @@ def test_a_job_that_has_only_just_started_has_no_nccl_numbers_yet_and_says_so(su
     figures = figures_of(job)
     assert is_empty(figures["nccl"]) and message(figures["nccl"]).startswith("NCCL bus bandwidth appears when the job reports it")
     assert not is_empty(figures["gpu_util"])
+
+
+def test_a_running_jobs_memory_chart_reaches_its_h100s_80_gb(submit, sim) -> None:
+    job = start_running(submit, sim, nodes=2, gpus_per_node=8, simulate={"duration_seconds": 7200}, ran_for=900)
+    memory = figures_of(job)["memory"]
+    as_plotly_figure(memory)
+    assert memory["layout"]["title"]["text"].startswith("GPU memory used per GPU (mean of the GPUs")
+    assert memory["layout"]["shapes"][0]["y0"] == 80 and "80 GB per GPU (Simulated H100 80GB)" in memory["layout"]["annotations"][0]["text"]
+    # Every GPU's samples stay under the line.
+    band = memory["data"][0]["y"]
+    assert max(v for v in band if v is not None) <= 80
 
 
 def test_line_charts_start_where_the_run_does(submit, sim) -> None:
