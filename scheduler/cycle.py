@@ -326,9 +326,11 @@ def _follow(
         # restart is spent, as for a disruption the cluster marks. A gang still starting goes the same way: all or
         # nothing, as Kueue and Volcano hold a gang (before, the pod was made again under the same attempt, unsaid).
         starting = ", before it was running" if job.state == JobState.SCHEDULED else ""
+        # Where the cluster still says how (their Service deleted, which took them with it), the page names it.
+        how = backend.pods_gone_how(job.pk, job.attempt, sorted(missing)) or "deleted outside Muster (an eviction or by hand)"
         why = (
-            f"{_pods_of(len(missing), job.nodes).capitalize()} ({_ranks(missing)}) {_was(len(missing))} deleted outside Muster "
-            f"(an eviction or by hand) under attempt {job.attempt}{starting}; requeued."
+            f"{_pods_of(len(missing), job.nodes).capitalize()} ({_ranks(missing)}) {_was(len(missing))} {how} "
+            f"under attempt {job.attempt}{starting}; requeued."
         )
         if _shrunk_for_loss(backend, job, missing, why.removesuffix("; requeued."), pods, now):
             return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -289,6 +289,11 @@ class ClusterBackend(Protocol):
         """Every gang with pods on the cluster, by (job id, attempt), its pods by rank: one read per cycle.
 
         A gang missing from the result has no pods left."""
+
+    def pods_gone_how(self, job_id: int, attempt: int, ranks: Sequence[int]) -> str:
+        """How pods of a gang that Muster did not delete went, where the cluster still says, as words that follow "1 of 2
+        pods (rank 1) was": "" when it does not, and the cycle says they were deleted outside Muster."""
+        return ""
 
     def gang_notes(self) -> Mapping[tuple[int, int], list[str]]:
         """What the last observe_gangs mended of a gang on its own, by (job id, attempt), to say in its job's history:

@@ -21,7 +21,7 @@ import re
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
@@ -839,6 +839,25 @@ class KubernetesCluster:
         for statuses in gangs.values():
             statuses.sort(key=lambda s: s.rank)
         return gangs
+
+    def pods_gone_how(self, job_id: int, attempt: int, ranks: Sequence[int]) -> str:
+        """How pods of a gang that Muster did not delete went, where the cluster still says ("" when it does not).
+
+        The gang's headless Service owns its pods (ownerReferences), so a plain `kubectl delete service muster-12-1`
+        has the garbage collector delete them all: the pods are gone by the time a cycle looks, but the Service's
+        absence says why (a gang whose Service was deleted with `--cascade=orphan` keeps its pods, and
+        `_restore_service` makes it again). An MPIJob's pods belong to the MPIJob, no Service of Muster's."""
+        if self.options.launch_mode == LAUNCH_MPIJOB:
+            return ""
+        name = gang_name(job_id, attempt)
+        try:
+            self._call("read service", self.core.read_namespaced_service, name, self.options.namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return f"deleted with the gang's Service {name}, which was deleted outside Muster (the pods it owns go with it)"
+            # Any other refusal leaves the cause unknown: the job is requeued all the same, in the usual words.
+            logger.info("could not read the Service %s to say why its pods went: %s", name, _api_message(exc))
+        return ""
 
     def gang_notes(self) -> Mapping[tuple[int, int], list[str]]:
         return self._notes

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import shlex
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -187,6 +187,9 @@ class SimulatedCluster:
 
     def teardown_ranks(self, job_id: int, attempt: int, ranks: list[int], grace_seconds: int | None = None) -> None:
         SimulatedPod.objects.filter(job_id=job_id, attempt=attempt, rank__in=ranks).delete()
+
+    def pods_gone_how(self, job_id: int, attempt: int, ranks: Sequence[int]) -> str:
+        return ""  # a simulated pod leaves no trace of who deleted it
 
     def gang_notes(self) -> Mapping[tuple[int, int], list[str]]:
         return {}  # nothing of a simulated gang goes missing but its pods

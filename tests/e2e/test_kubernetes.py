@@ -267,6 +267,26 @@ def test_a_gang_whose_service_was_deleted_orphaning_its_pods_gets_it_back_and_le
     assert state(job["id"]) == JobState.CANCELLED
 
 
+def test_a_gangs_service_deleted_outside_muster_takes_its_pods_and_the_job_names_the_service(api: APIClient, kube: KubeHarness) -> None:
+    """A plain `kubectl delete service muster-<job>-1` has the garbage collector delete the pods the Service owns: the
+    job is requeued at no restart, as for pods deleted by hand, and its page names the Service, where it said only
+    that its pods were "deleted outside Muster (an eviction or by hand)"."""
+    job = submit(api, nodes=2, max_restarts=0, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    name = gang_name(job["id"], 1)
+    kube.core.delete_namespaced_service(name, kube.namespace)  # as kubectl does: background propagation
+    _wait(lambda: not [p for p in kube.pods(gang_selector(job["id"], 1)) if p.metadata.deletion_timestamp is None])
+    kube.cycle()
+    moved = Job.objects.get(pk=job["id"])
+    assert (moved.restarts, moved.attempt) == (0, 2)  # requeued (and placed again in the same cycle)
+    assert JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason == (
+        f"2 of 2 pods (ranks 0, 1) were deleted with the gang's Service {name}, which was deleted outside Muster (the "
+        "pods it owns go with it) under attempt 1; requeued."
+    )
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    assert len(kube.services(gang_selector(job["id"], 2))) == 1  # the next attempt has its own
+
+
 def test_a_job_past_its_wall_time_is_timed_out_and_its_pods_are_gone(api: APIClient, kube: KubeHarness) -> None:
     job = submit(api, nodes=1, wall_time_seconds=3, simulate={"duration_seconds": 600})
     kube.cycle_until(lambda: state(job["id"]) == JobState.TIMED_OUT, timeout=60)
