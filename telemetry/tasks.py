@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from telemetry.live_use import cluster_gpu_use_refresh
 from telemetry.services import STORE_RUN_TASK, telemetry_store_attempt, telemetry_store_due
 
 
@@ -18,3 +19,9 @@ def telemetry_store_run_task(job_id: int, attempt: int) -> int:
 @shared_task(name="telemetry.tasks.telemetry_store_due", ignore_result=True)
 def telemetry_store_due_task() -> int:
     return len(telemetry_store_due())
+
+
+# Beat fires it every USE_REFRESH_SECONDS: the dashboard's "GPUs used now" (telemetry/live_use.py), off its request.
+@shared_task(name="telemetry.tasks.cluster_gpu_use", ignore_result=True)
+def cluster_gpu_use_task() -> int:
+    return int(cluster_gpu_use_refresh()["jobs_reporting"])

@@ -40,6 +40,7 @@ from telemetry.dashboard.selectors import (
     starvation,
     window_for,
 )
+from telemetry.live_use import cluster_gpu_use
 
 
 def dashboard_context(viewer: User | AnonymousUser, window_key: str | None = None, *, now: datetime | None = None) -> dict[str, Any]:
@@ -83,6 +84,7 @@ def dashboard_context(viewer: User | AnonymousUser, window_key: str | None = Non
         "starvation": starve,
         "standing": standing,
         "gpus": g,
+        "use_now": cluster_gpu_use(now),
         "figures": figures,
         "figure_ids": {f["id"] for f in figures},
         "nodes": nodes,
