@@ -285,6 +285,12 @@ def _follow(
                 f"Rank {disrupted.rank} on {disrupted.node_name or 'its node'} was evicted for a NoExecute taint on the node "
                 f"under attempt {job.attempt}; requeued."
             )
+        elif disrupted.disruption == SCHEDULER_PREEMPTION:
+            # kube-scheduler's Preempted event on the pod names the pod it made room for, where the cluster keeps it.
+            how = backend.pods_gone_how(job.pk, job.attempt, [disrupted.rank]) or (
+                "preempted by the Kubernetes scheduler for a pod of a higher priority"
+            )
+            why = f"Rank {disrupted.rank} on {disrupted.node_name or 'its node'} was {how} under attempt {job.attempt}; requeued."
         elif Node.objects.filter(name=disrupted.node_name, state=NodeState.CORDONED).exists():
             why = _drained_why([disrupted.node_name], job.attempt)
         else:
@@ -634,6 +640,8 @@ def _teardown_or_leave_to_reconcile(backend: ClusterBackend, job: Job) -> None:
 
 # The DisruptionTarget reason of a pod the taint manager deletes for a NoExecute taint it does not tolerate.
 TAINT_EVICTION = "DeletionByTaintManager"
+# The DisruptionTarget reason of a pod kube-scheduler preempts for a pod of a higher priority.
+SCHEDULER_PREEMPTION = "PreemptionByScheduler"
 
 
 def _drained_why(nodes: list[str], attempt: int) -> str:

@@ -846,7 +846,15 @@ class KubernetesCluster:
         The gang's headless Service owns its pods (ownerReferences), so a plain `kubectl delete service muster-12-1`
         has the garbage collector delete them all: the pods are gone by the time a cycle looks, but the Service's
         absence says why (a gang whose Service was deleted with `--cascade=orphan` keeps its pods, and
-        `_restore_service` makes it again). An MPIJob's pods belong to the MPIJob, no Service of Muster's."""
+        `_restore_service` makes it again). An MPIJob's pods belong to the MPIJob, no Service of Muster's.
+
+        kube-scheduler preempting a pod for one of a higher priority sets its DisruptionTarget condition
+        (PreemptionByScheduler), records a `Preempted` event on it ("Preempted by pod <uid> on node <node>") and deletes
+        it: a cycle that looks only after it was gone (a node's kubelet that ends it at once) finds no condition, so the
+        event, kept an hour by the API server, says it, and names the pod it was preempted for."""
+        for rank in ranks:
+            if preempted := self._preempted_how(pod_name(job_id, attempt, rank)):
+                return preempted
         if self.options.launch_mode == LAUNCH_MPIJOB:
             return ""
         name = gang_name(job_id, attempt)
@@ -858,6 +866,49 @@ class KubernetesCluster:
             # Any other refusal leaves the cause unknown: the job is requeued all the same, in the usual words.
             logger.info("could not read the Service %s to say why its pods went: %s", name, _api_message(exc))
         return ""
+
+    def _preempted_how(self, name: str) -> str:
+        """'preempted by the Kubernetes scheduler for pod team-a/notebook-0 (priority 1000000)' when kube-scheduler's
+        `Preempted` event on the pod says so ("" when there is none, or Muster may not list events)."""
+        try:
+            events = self._call(
+                "list events",
+                self.core.list_namespaced_event,
+                self.options.namespace,
+                field_selector=f"involvedObject.kind=Pod,involvedObject.name={name},reason=Preempted",
+            ).items
+        except ApiException as exc:
+            logger.info("could not read the events of pod %s to say why it went: %s", name, _api_message(exc))
+            return ""
+        if not events:
+            return ""
+        said = events[-1].message or ""
+        # Since Kubernetes 1.28 the preemptor's uid; before, its namespace/name.
+        by_uid = re.match(r"Preempted by pod ([0-9a-f-]+) on node", said)
+        by_name = re.match(r"Preempted by (\S+/\S+) on node", said)
+        preemptor = self._pod_by_uid(by_uid.group(1)) if by_uid else None
+        if preemptor is not None:
+            meta, spec = preemptor.get("metadata") or {}, preemptor.get("spec") or {}
+            priority = spec.get("priority")
+            klass = f", PriorityClass {spec['priorityClassName']}" if spec.get("priorityClassName") else ""
+            of = f" (priority {priority}{klass})" if priority is not None else ""
+            return f"preempted by the Kubernetes scheduler for pod {meta.get('namespace')}/{meta.get('name')}{of}"
+        if by_name:
+            return f"preempted by the Kubernetes scheduler for pod {by_name.group(1)} (of a higher priority)"
+        # The preemptor is gone already, or Muster may not read pods beyond its namespace: its uid is what is known.
+        of = f" (uid {by_uid.group(1)})" if by_uid else ""
+        return f"preempted by the Kubernetes scheduler for a pod of a higher priority{of}"
+
+    def _pod_by_uid(self, uid: str) -> dict[str, Any] | None:
+        """A pod of any namespace by its uid (no field selector takes one), as plain JSON; None when it is not there or
+        Muster may not list pods in every namespace."""
+        try:
+            response = self._call("list pods", self.core.list_pod_for_all_namespaces, _preload_content=False)
+        except ApiException as exc:
+            logger.info("could not list pods to name the one a gang's pod was preempted for: %s", _api_message(exc))
+            return None
+        items = json.loads(response.data).get("items") or []
+        return next((pod for pod in items if (pod.get("metadata") or {}).get("uid") == uid), None)
 
     def gang_notes(self) -> Mapping[tuple[int, int], list[str]]:
         return self._notes

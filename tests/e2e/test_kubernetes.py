@@ -478,9 +478,49 @@ def test_a_pod_the_cluster_marks_for_disruption_requeues_its_gang_without_spendi
     kube.cycle_until(lambda: Job.objects.get(pk=job["id"]).attempt == 2 and state(job["id"]) == JobState.RUNNING)
     moved = api.get(f"/api/v1/jobs/{job['id']}/").json()
     assert moved["restarts"] == 0
-    expected = f"Rank 1 on {pod.spec.node_name} was stopped by the cluster (PreemptionByScheduler) under attempt 1; requeued."
+    # No Preempted event names the pod it was for (the condition was set by hand): the page says what it can.
+    expected = (
+        f"Rank 1 on {pod.spec.node_name} was preempted by the Kubernetes scheduler for a pod of a higher priority under "
+        "attempt 1; requeued."
+    )
     assert any(e["reason"] == expected for e in moved["events"])
     kube.cycle_until(lambda: not kube.pods(gang_selector(job["id"], 1)))
+
+
+def test_a_pod_kube_scheduler_preempted_for_another_names_that_pod_on_the_job(
+    api: APIClient, kube: KubeHarness, other_pods: OtherPods
+) -> None:
+    """kube-scheduler preempts a gang's pod for a pod of a higher priority that needs its node's GPUs (its own
+    preemption, not Muster's): the pod is gone before the cycle looks (the kubelet ends it at once), so no
+    DisruptionTarget condition is left to read, and the page said it was "deleted outside Muster (an eviction or by
+    hand)". The scheduler's Preempted event on it names the pod it made room for, and the page says so."""
+    job = submit(api, nodes=2, max_restarts=0, simulate={"duration_seconds": 600})
+    kube.cycle_until(lambda: state(job["id"]) == JobState.RUNNING)
+    [victim] = [p for p in kube.pods(gang_selector(job["id"], 1)) if p.metadata.labels[LABEL_RANK] == "1"]
+    node = victim.spec.node_name
+    klass = f"{kube.namespace}-urgent"
+    scheduling = client.SchedulingV1Api(kube.api)
+    scheduling.create_priority_class({"metadata": {"name": klass}, "value": 1000})
+    try:
+        container = {"name": "c", "image": "busybox:1.36", "resources": {"limits": {"nvidia.com/gpu": "8"}}}
+        spec = {
+            "containers": [container],
+            "priorityClassName": klass,
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "tolerations": [{"operator": "Exists"}],
+        }
+        urgent = kube.core.create_namespaced_pod(other_pods.namespace, {"metadata": {"name": "urgent"}, "spec": spec})
+        assert urgent.spec.priority == 1000
+        _wait(lambda: victim.metadata.uid not in [p.metadata.uid for p in kube.pods(gang_selector(job["id"], 1))], timeout=60)
+        kube.cycle()
+        moved = Job.objects.get(pk=job["id"])
+        assert (moved.restarts, moved.attempt) == (0, 2)
+        assert JobEvent.objects.filter(job_id=job["id"], to_state=JobState.PENDING).last().reason == (
+            f"1 of 2 pods (rank 1) was preempted by the Kubernetes scheduler for pod {other_pods.namespace}/urgent "
+            f"(priority 1000, PriorityClass {klass}) under attempt 1; requeued."
+        )
+    finally:
+        scheduling.delete_priority_class(klass)
 
 
 def test_a_pod_deleted_while_its_gang_starts_requeues_the_whole_gang_without_spending_a_restart(api: APIClient, kube: KubeHarness) -> None:

@@ -472,7 +472,7 @@ def test_a_pod_the_cluster_evicts_requeues_its_gang_without_spending_a_restart(s
     node = Allocation.objects.get(job_id=job_id, attempt=1, rank=1).node.name
     assert report.requeued == [job_id] and job.restarts == 0 and job.attempt == 2
     reason = JobEvent.objects.filter(job_id=job_id, to_state=JobState.PENDING).last().reason
-    assert reason == f"Rank 1 on {node} was stopped by the cluster (PreemptionByScheduler) under attempt 1; requeued."
+    assert reason == f"Rank 1 on {node} was preempted by the Kubernetes scheduler for a pod of a higher priority under attempt 1; requeued."
     assert not SimulatedPod.objects.filter(job_id=job_id, attempt=1).exists()
 
 
