@@ -3,7 +3,7 @@
 Read from the same live telemetry the job pages read (`RunReader` on each running job's current run), by a
 periodic task (`telemetry.tasks.cluster_gpu_use`, every USE_REFRESH_SECONDS), never by the dashboard: a read per
 running job (four Prometheus queries each) would make the dashboard's cost grow with the jobs. The task keeps the
-figures in the cache under one key, and the dashboard reads that key alone (docs/scheduling.md, "Reads").
+figures in one row (`ClusterGpuUse`), and the dashboard reads that row alone (docs/scheduling.md, "Reads").
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.core.cache import cache
 from django.utils import timezone
 
 from jobs.models import Job
 from jobs.states import JobState
 from telemetry.catalogue import METRICS, Level
 from telemetry.downsampling import samples_mean
+from telemetry.models import ClusterGpuUse
 from telemetry.selectors import RunReader, job_run
 from telemetry.sources import TelemetrySource, TelemetryUnavailable, get_source
 
@@ -25,7 +25,6 @@ from telemetry.sources import TelemetrySource, TelemetryUnavailable, get_source
 # to be "now". Older figures are not shown: the dashboard says no running job has reported in that long.
 USE_WINDOW_SECONDS = 300
 USE_REFRESH_SECONDS = 60
-USE_CACHE_KEY = "telemetry:cluster-gpu-use"
 
 
 def cluster_gpu_use_refresh(*, now: datetime | None = None, source: TelemetrySource | None = None) -> dict[str, Any]:
@@ -64,33 +63,38 @@ def cluster_gpu_use_refresh(*, now: datetime | None = None, source: TelemetrySou
         jobs_reporting += 1
         gpus_reporting += held
         busy += held * mean / 100
-    use = {
-        "at": now.isoformat(),
-        "window_seconds": USE_WINDOW_SECONDS,
-        "jobs_running": jobs_running,
-        "jobs_reporting": jobs_reporting,
-        "gpus_reporting": gpus_reporting,
-        "busy_gpus": busy,
-        "utilisation": busy / gpus_reporting * 100 if gpus_reporting else None,
-        "unavailable": unavailable,
-    }
-    # Kept twice the window: a figure older than the window is not shown anyway (`cluster_gpu_use`).
-    cache.set(USE_CACHE_KEY, use, timeout=2 * USE_WINDOW_SECONDS)
-    return use
+    ClusterGpuUse.objects.update_or_create(
+        pk=1,
+        defaults={
+            "at": now,
+            "window_seconds": USE_WINDOW_SECONDS,
+            "jobs_running": jobs_running,
+            "jobs_reporting": jobs_reporting,
+            "gpus_reporting": gpus_reporting,
+            "busy_gpus": busy,
+            "unavailable": unavailable[:500],
+        },
+    )
+    return cluster_gpu_use(now)
 
 
 def cluster_gpu_use(now: datetime | None = None) -> dict[str, Any]:
-    """The last measured figures (one cache read), with `measured` False when there are none from the last window or
-    no running job reported in it: the dashboard then says so rather than show a number or "unknown"."""
+    """The last measured figures (one row), with `measured` False when there are none from the last window or no
+    running job reported in it: the dashboard then says so rather than show a number or "unknown"."""
     now = now or timezone.now()
-    use = cache.get(USE_CACHE_KEY)
-    fresh = use is not None and (now - datetime.fromisoformat(use["at"])).total_seconds() <= USE_WINDOW_SECONDS
-    if not fresh:
+    use = ClusterGpuUse.objects.filter(pk=1).first()
+    if use is None or (now - use.at).total_seconds() > USE_WINDOW_SECONDS:
         return {"measured": False, "window_seconds": USE_WINDOW_SECONDS, "swept": False, "unavailable": ""}
     return {
-        **use,
-        "measured": bool(use["jobs_reporting"]),
+        "measured": bool(use.jobs_reporting),
         "swept": True,
-        "measured_at": datetime.fromisoformat(use["at"]),
-        "jobs_silent": use["jobs_running"] - use["jobs_reporting"],
+        "at": use.at,
+        "window_seconds": use.window_seconds,
+        "jobs_running": use.jobs_running,
+        "jobs_reporting": use.jobs_reporting,
+        "jobs_silent": use.jobs_running - use.jobs_reporting,
+        "gpus_reporting": use.gpus_reporting,
+        "busy_gpus": use.busy_gpus,
+        "utilisation": use.busy_gpus / use.gpus_reporting * 100 if use.gpus_reporting else None,
+        "unavailable": use.unavailable,
     }

@@ -227,3 +227,24 @@ class EndedJobsTotal(models.Model):
 
     def __str__(self) -> str:
         return f"{self.jobs} jobs {self.state}"
+
+
+class ClusterGpuUse(models.Model):
+    """The cluster's measured GPU use now (telemetry/live_use.py): one row, replaced every minute by a beat task that
+    reads every running job's live telemetry, so the dashboard reads this row and never the jobs. In the database
+    rather than the cache: without Redis each process has a cache of its own, and the web server would never see the
+    worker's."""
+
+    at = models.DateTimeField(help_text="When it was measured: the mean is over the window before it.")
+    window_seconds = models.PositiveIntegerField()
+    jobs_running = models.PositiveIntegerField(default=0)
+    jobs_reporting = models.PositiveIntegerField(default=0, help_text="Running jobs with samples in the window.")
+    gpus_reporting = models.FloatField(default=0, help_text="The GPUs the reporting jobs hold.")
+    busy_gpus = models.FloatField(default=0, help_text="Each reporting job's GPUs times its mean utilisation, summed.")
+    unavailable = models.CharField(max_length=500, blank=True, help_text="The source's last error, if it had one.")
+
+    class Meta:
+        verbose_name_plural = "cluster GPU use"
+
+    def __str__(self) -> str:
+        return f"{self.busy_gpus:.1f} of {self.gpus_reporting:g} GPUs busy at {self.at:%Y-%m-%d %H:%M:%S}"

@@ -8,18 +8,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 from django.utils import timezone
 
-from telemetry.live_use import USE_CACHE_KEY, USE_WINDOW_SECONDS, cluster_gpu_use, cluster_gpu_use_refresh
+from telemetry.live_use import USE_WINDOW_SECONDS, cluster_gpu_use, cluster_gpu_use_refresh
 from telemetry.sources.simulated import Profile, SimulatedTelemetry
 from tests.conftest import session_for
 from tests.telemetry.helpers import start_running
-
-
-@pytest.fixture(autouse=True)
-def _no_measurement_left_over() -> None:
-    cache.delete(USE_CACHE_KEY)
 
 
 def used_now(user: Any) -> str:
