@@ -27,6 +27,8 @@ ACTIONS = (
     "node.hold",
     "node.release",
     "node.update",
+    "node.maintenance",
+    "node.maintenance_cancel",
     "quota.update",
     "quota.reset",
     "quota.grant",

@@ -66,6 +66,28 @@ class Node(models.Model):
         return self.name
 
 
+class MaintenanceWindow(models.Model):
+    """Planned maintenance of some nodes (Slurm's `scontrol create reservation ... flags=maint`): from `starts_at` to
+    `ends_at` nothing new starts on them, before it no job whose wall time would reach it, and after it they take work
+    again with no one acting (policy/maintenance.py). A cancelled window is kept, with who cancelled it, for the record."""
+
+    nodes = models.ManyToManyField(Node, related_name="maintenance_windows")
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    reason = models.CharField(max_length=200)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+    cancelled_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+
+    class Meta:
+        ordering = ["starts_at", "id"]
+        indexes = [models.Index(fields=["ends_at"], name="maint_ends_at")]
+
+    def __str__(self) -> str:
+        return f"maintenance {self.pk} from {self.starts_at:%Y-%m-%d %H:%M} to {self.ends_at:%Y-%m-%d %H:%M}"
+
+
 class EstimateKind(models.TextChoices):
     """What a pending job's `estimated_start` means (the policy's `Waiting.estimate`, policy/model.py)."""
 

@@ -333,6 +333,19 @@ class PolicyConfig:
 
 
 @dataclass(frozen=True)
+class MaintenanceWindow:
+    """Nodes an admin takes out of service from `start` to `end` (seconds since the epoch), as Slurm's
+    `scontrol create reservation flags=maint`: no job is started there whose wall time would reach `start`, none from
+    `start` to `end`, and the nodes come back at `end` on their own."""
+
+    id: int
+    node_names: tuple[str, ...]
+    start: float
+    end: float
+    reason: str = ""
+
+
+@dataclass(frozen=True)
 class Snapshot:
     nodes: tuple[NodeView, ...]
     pending: tuple[PendingJob, ...]
@@ -342,6 +355,9 @@ class Snapshot:
     now: float = 0.0
     # The reservations the previous cycle held (its Decisions.reservations): promises this cycle keeps.
     reservations: tuple[Reservation, ...] = ()
+    # Planned maintenance not over yet (`POST /api/v1/nodes/maintenance/`): the policy holds the nodes from start to end and plans
+    # around that ahead of time (policy/maintenance.py).
+    maintenance: tuple[MaintenanceWindow, ...] = ()
 
 
 @dataclass(frozen=True)

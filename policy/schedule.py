@@ -47,6 +47,7 @@ from datetime import UTC, datetime
 from policy.budget import BudgetPlan, budget_beside_need, budget_need, node_hours_words, whole_gpu_node_sizes
 from policy.capacity import Allowed, Capacity
 from policy.forecast import forecast
+from policy.maintenance import close_for_maintenance, maintenance_holds, maintenance_text
 from policy.model import (
     BUDGET,
     DEPENDENCY,
@@ -157,7 +158,7 @@ def schedule(snapshot: Snapshot, config: PolicyConfig | None = None, *, max_jobs
     """Decide which pending jobs start now and where, which running jobs are preempted, and why the rest wait."""
     config = config or PolicyConfig()
     with _without_cycle_collection():
-        return _Cycle(within_cluster(snapshot), config, max_jobs if max_jobs is not None else config.max_jobs).run()
+        return _Cycle(within_cluster(close_for_maintenance(snapshot)), config, max_jobs if max_jobs is not None else config.max_jobs).run()
 
 
 def within_cluster(snapshot: Snapshot) -> Snapshot:
@@ -271,6 +272,10 @@ class _Cycle:
             for key, _ in self._owners(r):
                 self.budget_used[key] += left_hours
         self.timelines = Timelines(self.capacity.total, self.capacity.free.__getitem__, self._releases, self.now)
+        # Maintenance holds its nodes from its start to its end as a reservation would: placement, backfill, promises
+        # and estimates all plan around it (policy/maintenance.py).
+        for name, held in maintenance_holds(snapshot.maintenance, self.capacity.total):
+            self.timelines.hold(name, held)
         self.promised: dict[int, Reservation] = {}  # job id -> its reservation, kept or new
         self.moved: dict[int, str] = {}  # job id -> why the reservation it had could not be kept
         self.quota_plans: dict[str, QuotaPlan] | None = None
@@ -1553,6 +1558,12 @@ class _Cycle:
                 text += self._sooner_text(job)
             self._wait(job, NO_ROOM, text, self._expected_start(job, kept), ESTIMATE_RESERVED)
             return
+        if self.snapshot.maintenance and self._fits_unreserved(job):
+            ends = self.now + job.wall_seconds
+            text = maintenance_text(self.snapshot.maintenance, self.now, ends, lambda n: self._node_fits(job, n))
+            if text:
+                self._wait(job, RESERVATION, text + self._sooner_text(job))
+                return
         if self.promised and self._fits_unreserved(job):
             blocking = self._blocking_reservation(job)
             text = f"Behind the reservation for job {blocking.job_id}, expected to start {when(blocking.start)}."

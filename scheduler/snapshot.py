@@ -13,10 +13,11 @@ from django.utils import timezone
 
 from jobs.dependencies import waits as dependency_waits
 from jobs.holds import hold_reason
+from jobs.maintenance import maintenance_not_over
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.selectors import node_settles_until, nodes_with_usage
 from jobs.states import ACTIVE_STATES, JobState
-from policy.model import NodeView, PendingJob, PolicyConfig, Reservation, RunningJob, Snapshot, when
+from policy.model import MaintenanceWindow, NodeView, PendingJob, PolicyConfig, Reservation, RunningJob, Snapshot, when
 from policy.runtime import ONE_NODE, RECENT_JOBS, SEVERAL_NODES, SLICE, expected_runtime, runtime_kind
 from quotas.selectors import accounts_snapshot
 
@@ -332,6 +333,20 @@ def held_reservations() -> tuple[Reservation, ...]:
     )
 
 
+def maintenance_windows(now: datetime) -> tuple[MaintenanceWindow, ...]:
+    """The maintenance windows not cancelled and not over yet, as the policy reads them (policy/maintenance.py)."""
+    return tuple(
+        MaintenanceWindow(
+            id=w.pk,
+            node_names=tuple(n.name for n in w.nodes.all()),
+            start=w.starts_at.timestamp(),
+            end=w.ends_at.timestamp(),
+            reason=w.reason,
+        )
+        for w in maintenance_not_over(now)
+    )
+
+
 def build_snapshot(now: datetime, *, extra: tuple[PendingJob, ...] = ()) -> Snapshot:
     """The world as the policy sees it; `extra`: jobs not written, waiting beside the queue (a what-if estimate's)."""
     history = preemption_history()
@@ -351,4 +366,5 @@ def build_snapshot(now: datetime, *, extra: tuple[PendingJob, ...] = ()) -> Snap
         accounts=accounts_snapshot(now=now, users=users, teams=teams),
         now=now.timestamp(),
         reservations=held_reservations(),
+        maintenance=maintenance_windows(now),
     )

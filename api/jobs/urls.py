@@ -3,6 +3,7 @@ from typing import Any
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
+from api.jobs.maintenance import MaintenanceCancelView, MaintenanceListView
 from api.jobs.node_holds import NodeHoldView, NodeReleaseView
 from api.jobs.views import JobViewSet, NodeViewSet, NotifyPreferenceView, QueueView
 
@@ -40,5 +41,7 @@ urlpatterns = [
     # Before the router's nodes/<name>/, which would read "hold" as a node's name.
     path("nodes/hold/", NodeHoldView.as_view(), name="nodes-hold"),
     path("nodes/release/", NodeReleaseView.as_view(), name="nodes-release"),
+    path("nodes/maintenance/", MaintenanceListView.as_view(), name="nodes-maintenance"),
+    path("nodes/maintenance/<int:pk>/cancel/", MaintenanceCancelView.as_view(), name="nodes-maintenance-cancel"),
     *router.urls,
 ]
