@@ -78,7 +78,7 @@ def maintenance_create(
             raise MaintenanceError(
                 f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in maintenance window {clash.pk} already, "
                 f"{_said(clash.starts_at)} to {_said(clash.ends_at)} ({clash.reason}): windows on a node may not "
-                f"overlap. Cancel it (POST /api/v1/nodes/maintenance/{clash.pk}/cancel/) and schedule one window over both, or "
+                f"overlap. Cancel it (muster nodes maint --cancel {clash.pk}) and schedule one window over both, or "
                 "pick times that do not overlap."
             )
         window = MaintenanceWindow.objects.create(starts_at=starts_at, ends_at=ends_at, reason=reason, created_by=by)

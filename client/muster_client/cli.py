@@ -676,16 +676,31 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(
         "nodes",
         commands.nodes,
-        "The cluster's nodes and free GPUs, like sinfo -N; admins hold and release nodes",
+        "The cluster's nodes and free GPUs, like sinfo -N; admins hold and release nodes, and plan maintenance",
         "`muster nodes hold NODE... -r REASON` (admins; Slurm's scontrol update NodeName=... State=DRAIN Reason=...) places "
         "nothing new on the nodes until `muster nodes release NODE...` (State=RESUME); jobs running there run to their end, "
         "and are named. The reason is what users whose jobs wait for the nodes read beside HELD. Several nodes are held "
-        "or released together, all or none; each is on the audit trail.",
-        "  muster nodes\n  muster nodes hold gpu-07 gpu-08 -r 'PSU swap, back Monday'\n  muster nodes release 'gpu-[07-08]'",
+        "or released together, all or none; each is on the audit trail.\n\n"
+        "`muster nodes maint NODE... --start TIME --duration SPAN -r REASON` (admins; Slurm's scontrol create reservation "
+        "flags=maint) plans maintenance instead of holding now: before the start only jobs that end by it start there, "
+        "from the start nothing new does, and at the end (--duration, or --end TIME) the nodes take work again by "
+        "themselves. TIME is local unless it gives its zone (2026-11-28 18:00, 2026-11-28T18:00Z) or `now`; SPAN as -t "
+        "takes a wall time (8h, 90m, 1-12:00:00). Windows on a node may not overlap. `--list` shows the windows not over "
+        "yet (anyone) with the jobs running on their nodes; `--cancel ID` cancels one.",
+        "  muster nodes\n  muster nodes hold gpu-07 gpu-08 -r 'PSU swap, back Monday'\n  muster nodes release 'gpu-[07-08]'\n"
+        "  muster nodes maint 'gpu-[07-08]' --start '2026-11-28 18:00' --duration 8h -r 'firmware upgrade'\n"
+        "  muster nodes maint --list\n  muster nodes maint --cancel 3",
     )
-    p.add_argument("action", nargs="?", choices=["hold", "release"], help="hold or release the NODEs named (admins)")
+    p.add_argument(
+        "action", nargs="?", choices=["hold", "release", "maint"], help="hold, release or plan maintenance of the NODEs named (admins)"
+    )
     p.add_argument("names", nargs="*", metavar="NODE", help="a node's name, or several as squeue writes them: gpu-[07-08,12]")
-    p.add_argument("-r", "--reason", help="why the nodes are held (required with hold; up to 200 characters)")
+    p.add_argument("-r", "--reason", help="why the nodes are held or go into maintenance (required; up to 200 characters)")
+    p.add_argument("--start", metavar="TIME", help="maint: when it starts (2026-11-28 18:00, local unless zoned; or now)")
+    p.add_argument("--duration", metavar="SPAN", help="maint: how long it lasts (8h, 90m, 1-12:00:00)")
+    p.add_argument("--end", metavar="TIME", help="maint: when it ends, instead of --duration")
+    p.add_argument("--list", action="store_true", dest="list_windows", help="maint: the windows not over yet")
+    p.add_argument("--cancel", type=_positive, metavar="ID", help="maint: cancel this window")
     return parser
 
 

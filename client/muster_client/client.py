@@ -254,6 +254,22 @@ class Client:
         """`State=RESUME` (admins): the held nodes take new work again; `released`, and `not_held` left as they were."""
         return self._object("POST", "nodes/release/", json={"nodes": list(names)})
 
+    def maintenance(self) -> list[JSON]:
+        """The maintenance windows not over yet, earliest first (`scontrol show reservation`)."""
+        value = self._call("GET", "nodes/maintenance/")
+        if not isinstance(value, list):
+            raise MusterError(f"the server at {self.url} gave an unexpected answer to GET nodes/maintenance/")
+        return value
+
+    def maintenance_create(self, body: JSON) -> JSON:
+        """`scontrol create reservation flags=maint` (admins): `{"nodes", "start", "duration_seconds" or "end", "reason"}`;
+        ApiError 400 saying why it was refused (nothing is scheduled), 403 for a non-admin."""
+        return self._object("POST", "nodes/maintenance/", json=body)
+
+    def maintenance_cancel(self, window_id: int) -> JSON:
+        """`scontrol delete reservation` (admins): the window is cancelled; one on now ends at once."""
+        return self._object("POST", f"nodes/maintenance/{int(window_id)}/cancel/")
+
     def cluster(self) -> JSON:
         """Whether jobs can start on the cluster (`usable`) and, when they cannot, why (`problem`) and `since` when."""
         return dict(self._object("GET", "nodes/", params={"limit": 1})["cluster"])

@@ -1014,10 +1014,18 @@ def _usage_all(args: argparse.Namespace, team: str | None) -> int:
     return OK
 
 
+MAINT_ONLY = ("start", "duration", "end", "list_windows", "cancel")
+
+
 def nodes(args: argparse.Namespace) -> int:
     action, names, reason = getattr(args, "action", None), getattr(args, "names", []), getattr(args, "reason", None)
+    given = [f"--{name.replace('list_windows', 'list')}" for name in MAINT_ONLY if getattr(args, name, None)]
+    if action != "maint" and given:
+        raise SpecError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for maintenance: muster nodes maint ...")
     if action is None and (names or reason):
         raise SpecError("to hold or release nodes, say which: muster nodes hold NODE... -r REASON, muster nodes release NODE...")
+    if action == "maint":
+        return _nodes_maint(args, names, reason)
     if action is not None:
         return _nodes_hold_or_release(args, action, names, reason)
     client = client_for(args)
@@ -1054,6 +1062,79 @@ def _nodes_hold_or_release(args: argparse.Namespace, action: str, names: list[st
             out(f"Released {', '.join(done['released'])}: new work may be placed there again (failure count reset).")
         if done["not_held"]:
             warn(f"not held, left as they were: {', '.join(done['not_held'])}")
+    return OK
+
+
+def parse_moment(text: str, *, now: datetime | None = None) -> datetime:
+    """A time as --start and --end take it: `now`, or an ISO 8601 date and time (`2026-11-28 18:00`, `2026-11-28T18:00Z`),
+    local unless it says its zone, as --since reads a date."""
+    if text.strip().lower() == "now":
+        return now or datetime.now(timezone.utc)
+    try:
+        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        raise SpecError(f"'{text}' is not a time: write it as 2026-11-28 18:00 (local), 2026-11-28T18:00Z, or now") from None
+    return moment if moment.tzinfo else moment.astimezone()
+
+
+def _nodes_maint(args: argparse.Namespace, names: list[str], reason: str | None) -> int:
+    """scontrol create reservation flags=maint (--list: show reservation; --cancel: delete reservation)."""
+    modes = [m for m, on in (("--list", args.list_windows), ("--cancel", args.cancel is not None)) if on]
+    scheduling = bool(names or reason or args.start or args.duration or args.end)
+    if len(modes) > 1 or (modes and scheduling):
+        raise SpecError(
+            f"{' and '.join(modes) if len(modes) > 1 else modes[0]} take{'' if len(modes) > 1 else 's'} nothing else: "
+            "muster nodes maint --list, muster nodes maint --cancel ID"
+        )
+    if modes == ["--list"]:
+        client = client_for(args)
+        windows = client.maintenance()
+        if args.json:
+            print_json(windows)
+        else:
+            out(render.maintenance_table(windows))
+        return OK
+    if modes == ["--cancel"]:
+        client = client_for(args)
+        done = client.maintenance_cancel(args.cancel)
+        if args.json:
+            print_json(done)
+        else:
+            out(f"Cancelled maintenance window {done['id']} of {done['nodelist']}: the nodes take work as before.")
+        return OK
+    if not names:
+        raise SpecError("name the nodes: muster nodes maint 'gpu-[07-08]' --start '2026-11-28 18:00' --duration 8h -r REASON")
+    if not (reason or "").strip():
+        raise SpecError("say why the nodes go into maintenance (-r REASON): users whose jobs wait for them read it")
+    if not args.start:
+        raise SpecError("say when it starts: --start '2026-11-28 18:00' (local time), or --start now")
+    if bool(args.duration) == bool(args.end):
+        raise SpecError("say how long it lasts, --duration 8h, or when it ends, --end '2026-11-29 02:00': one of them")
+    try:
+        names = list(dict.fromkeys(name for text in names for name in render.hostlist_names(text)))
+    except ValueError as exc:
+        raise SpecError(str(exc)) from exc
+    start = parse_moment(args.start)
+    body: dict[str, Any] = {"nodes": names, "start": start.isoformat(), "reason": reason}
+    if args.duration:
+        body["duration_seconds"] = parse_wall_time(args.duration)
+    else:
+        body["end"] = parse_moment(args.end).isoformat()
+    client = client_for(args)
+    window = client.maintenance_create(body)
+    if args.json:
+        print_json(window)
+        return OK
+    out(
+        f"Maintenance window {window['id']}: {window['nodelist']} from {render.stamp(window['start'])} to "
+        f"{render.stamp(window['end'])} ({window['reason']}). Until then only jobs that end by its start are started "
+        "there; at its end the nodes take work again by themselves."
+    )
+    if window.get("running"):
+        running = "; ".join(
+            f"{node}: {'job' if len(ids) == 1 else 'jobs'} {', '.join(map(str, ids))}" for node, ids in window["running"].items()
+        )
+        warn(f"jobs running there now, which run on if still there at the start: {running}")
     return OK
 
 

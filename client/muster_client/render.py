@@ -783,6 +783,28 @@ def nodes_text(nodes: Sequence[JSON]) -> str:
     return f"{table_text}\n{plural(len(nodes), 'node')}, {free:g} of {total} GPUs free{sliced}{but}"
 
 
+def maintenance_table(windows: Sequence[JSON]) -> str:
+    """One row a window not over yet: its nodes as squeue writes them, when, ON while it is, why, and the jobs running on
+    its nodes now (`scontrol show reservation`, with what is in the way)."""
+    if not windows:
+        return "No maintenance planned."
+    rows = []
+    for w in windows:
+        running = sorted({job for ids in (w.get("running") or {}).values() for job in ids})
+        rows.append(
+            (
+                w["id"],
+                w["nodelist"],
+                stamp(w["start"]),
+                stamp(w["end"]),
+                "ON" if w.get("on") else "planned",
+                w["reason"],
+                ", ".join(map(str, running)) if running else "-",
+            )
+        )
+    return table(["ID", "NODES", "START", "END", "STATE", "REASON", "JOBS RUNNING THERE"], rows)
+
+
 LIMIT_MARK = {"ok": "ok", "waits": "waits", "refused": "NO"}
 
 
