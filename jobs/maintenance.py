@@ -8,7 +8,7 @@ again with no one acting. Scheduling and cancelling are on the audit trail, one 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -16,8 +16,9 @@ from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
 from audit.services import audit_record
-from jobs.models import MaintenanceWindow, Node
+from jobs.models import Allocation, MaintenanceWindow, Node
 from jobs.node_holds import jobs_running_on
+from jobs.states import ACTIVE_STATES
 
 
 class MaintenanceError(ValueError):
@@ -109,3 +110,36 @@ def maintenance_cancel(*, window: MaintenanceWindow, by: Any, request: Any = Non
 def maintenance_in_the_way(window: MaintenanceWindow) -> dict[str, list[int]]:
     """The jobs running now on the window's nodes, by node: those still there at its start run on through it."""
     return jobs_running_on(n.name for n in window.nodes.all())
+
+
+def maintenance_by_node(now: datetime | None = None) -> dict[str, dict[str, Any]]:
+    """Each node's next maintenance window not over (the one on now, else the earliest ahead), by node name, as the
+    nodes API, `muster nodes` and the cluster page say it: `id`, `start`, `end`, `reason`, `on`, and `in_the_way`, the
+    jobs running there now whose wall time reaches the window's start (they run on into it). Two queries, whatever the
+    number of nodes."""
+    now = now or timezone.now()
+    first: dict[str, MaintenanceWindow] = {}
+    for window in maintenance_not_over(now):
+        for node in window.nodes.all():
+            first.setdefault(node.name, window)
+    if not first:
+        return {}
+    reaching: dict[str, set[int]] = {name: set() for name in first}
+    live = Allocation.objects.filter(node__name__in=list(first), released_at__isnull=True, job__state__in=ACTIVE_STATES)
+    for name, job_id, scheduled, started, wall in live.values_list(
+        "node__name", "job_id", "job__scheduled_at", "job__started_at", "job__wall_time_seconds"
+    ):
+        placed = scheduled or started  # wall time counts from placement, as the cycle's snapshot counts it
+        if placed is None or placed + timedelta(seconds=wall) > first[name].starts_at:
+            reaching[name].add(job_id)
+    return {
+        name: {
+            "id": w.pk,
+            "start": w.starts_at,
+            "end": w.ends_at,
+            "reason": w.reason,
+            "on": w.starts_at <= now,
+            "in_the_way": sorted(reaching[name]),
+        }
+        for name, w in first.items()
+    }

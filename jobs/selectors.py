@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, TypedDict
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Count, F, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.db.models.lookups import Exact
 from django.utils import timezone
 
 from jobs.amounts import gpu_amount
-from jobs.models import Allocation, Job, JobEvent, Node, NodeState
+from jobs.models import Allocation, Job, JobEvent, MaintenanceWindow, Node, NodeState
 from jobs.states import ACTIVE_STATES, JobState
 from policy.model import NodeView
 
@@ -151,25 +151,31 @@ def job_run_seconds(job: Job, *, now: datetime | None = None) -> float | None:
 class NodeUsage(TypedDict):
     gpus_held: float | None  # None while the node holds no live allocation
     slices_held: int
+    in_maintenance: bool  # in a maintenance window on now (jobs/maintenance.py): it takes no new work
 
 
 def nodes_with_usage() -> QuerySet[WithAnnotations[Node, NodeUsage]]:
-    """Known nodes, each annotated with `gpus_held` by live allocations (a slice counts its share) and `slices_held`."""
+    """Known nodes, each annotated with `gpus_held` by live allocations (a slice counts its share), `slices_held`, and
+    `in_maintenance` (in a window on now)."""
     live = Q(allocations__released_at__isnull=True)
+    now = timezone.now()
+    on = MaintenanceWindow.objects.filter(nodes=OuterRef("pk"), cancelled_at__isnull=True, starts_at__lte=now, ends_at__gt=now)
     return (
         Node.objects.exclude(state=NodeState.GONE)
         .annotate(
             gpus_held=Sum("allocations__gpus", filter=live),
             slices_held=Count("allocations", filter=live & Q(allocations__gpu_slot__isnull=False)),
+            in_maintenance=Exists(on),
         )
         .order_by("name")
     )
 
 
 def node_takes_work(node: Node) -> bool:
-    """Ready, not held by an admin, not settling after being unready: the cycle's snapshot gives new work only to such
-    a node, so only its idle GPUs are free."""
-    return node.state == NodeState.READY and not node.held and node_settles_until(node) is None
+    """Ready, not held by an admin, not in maintenance, not settling after being unready: the cycle gives new work only
+    to such a node, so only its idle GPUs are free."""
+    in_maintenance = getattr(node, "in_maintenance", False)  # a node not from nodes_with_usage: not known here
+    return node.state == NodeState.READY and not node.held and not in_maintenance and node_settles_until(node) is None
 
 
 def node_gpus_idle(node: Node) -> int | float:

@@ -25,6 +25,7 @@ from jobs.dependencies import contradictions as dependency_contradictions
 from jobs.dependencies import met as dependency_met
 from jobs.dependencies import resolve as dependencies_resolve
 from jobs.logs import job_attempt_ranks, job_log_attempts, ranks_text
+from jobs.maintenance import maintenance_by_node
 from jobs.models import EstimateKind, Job, JobEvent, JobResize, Node
 from jobs.selectors import (
     job_gpus_held,
@@ -771,8 +772,23 @@ class JobDetailSerializer(JobSerializer):
         return job_log_attempts(job)
 
 
+class NodeMaintenanceSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    reason = serializers.CharField()
+    on = serializers.BooleanField(help_text="On now: the node takes no new work until `end`.")
+    in_the_way = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="The jobs running here whose wall time reaches the window's start: they run on into it.",
+    )
+
+
 class NodeSerializer(serializers.ModelSerializer):
     gpus_free = serializers.SerializerMethodField()
+    maintenance = serializers.SerializerMethodField(
+        help_text="Its maintenance window on now, else the next one planned (`muster nodes maint`); null: none."
+    )
     gpus_idle = serializers.SerializerMethodField()
     slices_free = serializers.SerializerMethodField()
     settling_until = serializers.SerializerMethodField(
@@ -803,6 +819,7 @@ class NodeSerializer(serializers.ModelSerializer):
             "slice_memory_gb",
             "slices_free",
             "slices_foreign",
+            "maintenance",
         ]
         read_only_fields = fields
         extra_kwargs = {
@@ -830,6 +847,15 @@ class NodeSerializer(serializers.ModelSerializer):
     def get_settling_until(self, node: Node) -> str | None:
         until = node_settles_until(node)
         return serializers.DateTimeField().to_representation(until) if until else None
+
+    @extend_schema_field(NodeMaintenanceSerializer(allow_null=True))
+    def get_maintenance(self, node: Node) -> dict[str, Any] | None:
+        # Worked out once for the whole list (two queries), not once a node.
+        context = self.context
+        if "node_maintenance" not in context:
+            context["node_maintenance"] = maintenance_by_node()
+        found = context["node_maintenance"].get(node.name)
+        return None if found is None else dict(NodeMaintenanceSerializer(found).data)
 
     @extend_schema_field(OpenApiTypes.INT)
     def get_slices_free(self, node: Node) -> int:

@@ -737,12 +737,28 @@ def _node_state(node: JSON) -> str:
         marks.append(node["closed_by"])  # a taint: `kubectl uncordon` does not open it
     if settles := node.get("settling_until"):
         marks.append(f"SETTLING until {when(settles)}")
+    if window := node.get("maintenance"):
+        marks.append(_maintenance_mark(window))
     return ", ".join(marks)
 
 
+def _maintenance_mark(window: JSON) -> str:
+    """`MAINT until 02:00:00 (firmware)` while on, `MAINT from 18:00:00 (firmware)` ahead; with the jobs running there
+    that run on into it (`; job 12 in the way`), which the admin may want to ask about."""
+    span = f"until {when(window['end'])}" if window.get("on") else f"from {when(window['start'])}"
+    jobs = window.get("in_the_way") or []
+    way = f"; {'job' if len(jobs) == 1 else 'jobs'} {', '.join(map(str, jobs))} in the way" if jobs else ""
+    return f"MAINT {span} ({window['reason']}{way})"
+
+
+def _in_maintenance(node: JSON) -> bool:
+    return bool((node.get("maintenance") or {}).get("on"))
+
+
 def _takes_work(node: JSON) -> bool:
-    """Ready, not held by an admin, not settling after being unready: as the server counts a node's GPUs free."""
-    return node["state"] == "READY" and not node.get("held") and not node.get("settling_until")
+    """Ready, not held by an admin, not in maintenance, not settling after being unready: as the server counts a
+    node's GPUs free."""
+    return node["state"] == "READY" and not node.get("held") and not node.get("settling_until") and not _in_maintenance(node)
 
 
 def _node_gpus(node: JSON) -> str:
@@ -758,7 +774,7 @@ def nodes_text(nodes: Sequence[JSON]) -> str:
     """One row a node; a node that takes no new work (held by an admin, settling after being unready) says so, and its
     GPUs are not counted free."""
     rows = [(n["name"], n["rack"], _node_state(n), _node_gpus(n), n["gpu_model"], _node_extras(n)) for n in nodes]
-    closed = [n for n in nodes if n.get("held") or n.get("settling_until")]
+    closed = [n for n in nodes if n.get("held") or n.get("settling_until") or _in_maintenance(n)]
     open_nodes = [n for n in nodes if _takes_work(n)]
     # As the cluster page sums them: whole-GPU nodes' GPUs (what whole-GPU jobs may take), and apart from them the
     # shares shared nodes' slices leave, which only GPU-slice jobs take (each row: 7.5/8 and its slices free).
@@ -774,10 +790,11 @@ def nodes_text(nodes: Sequence[JSON]) -> str:
         )
     table_text = table(["NODE", "RACK", "STATE", "GPUS FREE", "MODEL", "SHARING, FABRIC"], rows)
     held = sum(1 for n in closed if n.get("held"))
-    counts = [(held, "held"), (len(closed) - held, "settling after being unready")]
+    maint = sum(1 for n in closed if not n.get("held") and _in_maintenance(n))
+    counts = [(held, "held"), (maint, "in maintenance"), (len(closed) - held - maint, "settling after being unready")]
     why = [f"{k} {what}" for k, what in counts if k]
     if why:  # the first says what it counts: "1 node held, 2 settling after being unready"
-        first = counts[0][0] if held else counts[1][0]
+        first = next(k for k, _ in counts if k)
         why[0] = why[0].replace(" ", f" node{'s' if first != 1 else ''} ", 1)
     but = f" ({', '.join(why)}: no new work)" if why else ""
     return f"{table_text}\n{plural(len(nodes), 'node')}, {free:g} of {total} GPUs free{sliced}{but}"

@@ -39,6 +39,7 @@ from django.db.models.functions import Coalesce, Greatest, Least
 from django.db.models.lookups import Exact
 
 from jobs.amounts import gpu_amount
+from jobs.maintenance import maintenance_by_node
 from jobs.models import Allocation, Job, JobEvent, Node, NodeState
 from jobs.selectors import node_gpus_free, node_gpus_idle, node_settles_until, node_slices_free, nodes_with_usage, waiting_jobs
 from jobs.states import ACTIVE_STATES, JobState
@@ -385,6 +386,9 @@ class GridNode:
     gpus_idle: int | float = 0
     # The owner of each of `jobs`, in the same order: who may follow its link (jobs.selectors.job_visible_to's rule).
     job_owners: tuple[int, ...] = ()
+    # Its maintenance window on now, else the next planned (jobs.maintenance.maintenance_by_node: start, end, reason,
+    # on, in_the_way); None: none.
+    maintenance: dict[str, Any] | None = None
 
     @property
     def takes_work(self) -> bool:
@@ -440,6 +444,7 @@ def node_grid() -> list[GridNode]:
         if slot is not None:
             slots[name].add(slot)
     grid = []
+    windows = maintenance_by_node()
     for node in sorted(nodes_with_usage(), key=lambda n: (n.rack, n.name)):
         if node.slices_per_gpu:
             # A GPU any of Muster's slices is on shows as used; other pods' slices as the fewest GPUs they fill (the
@@ -456,7 +461,7 @@ def node_grid() -> list[GridNode]:
                 node.name, node.rack, node.state, node.gpu_model, node.gpus_total, node_gpus_free(node), cells, node.held,
                 node.held_reason, tuple(holders[node.name]), foreign, node_settles_until(node), node.closed_by,
                 node.sharing, node_slices_free(node), node.slices_per_gpu * node.gpus_total, node_gpus_idle(node),
-                tuple(holders[node.name].values()),
+                tuple(holders[node.name].values()), windows.get(node.name),
             )
         )  # fmt: skip
     return grid

@@ -27,7 +27,8 @@ def _local(at: datetime) -> str:
 def test_an_admin_plans_lists_and_cancels_maintenance_from_the_cli(
     signed_in: Any, tx_sim: SimHarness, django_user_model: Any, live_server: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = run(capsys, "submit", "-G", "8", "-t", "1h", "--image", IMAGE, "-J", "tune", "--", "python", "t.py")
+    # Four hours: it would still run when the window starts in three.
+    code, out, err = run(capsys, "submit", "-G", "8", "-t", "4h", "--image", IMAGE, "-J", "tune", "--", "python", "t.py")
     assert code == 0, err
     job_id = int(re.search(r"(\d+)", out).group(1))  # type: ignore[union-attr]
     tx_sim.cycle()
@@ -78,6 +79,12 @@ def test_an_admin_plans_lists_and_cancels_maintenance_from_the_cli(
     header, row = out.strip().splitlines()
     assert header.split()[:5] == ["ID", "NODES", "START", "END", "STATE"]
     assert row.split()[0] == str(window.pk) and "planned" in row and "firmware" in row and row.rstrip().endswith(str(job_id))
+
+    # `muster nodes` says it on each node, with the job that runs on into it.
+    code, out, _ = run(capsys, "nodes")
+    assert code == 0
+    assert re.search(rf"^{busy}\s.*MAINT from .* \(firmware; job {job_id} in the way\)", out, re.M), out
+    assert re.search(rf"^{idle}\s.*MAINT from .* \(firmware\)", out, re.M), out
 
     code, out, err = run(capsys, "nodes", "maint", "--cancel", str(window.pk))
     assert code == 0, err

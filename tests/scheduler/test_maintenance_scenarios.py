@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from django.test import Client
 from rest_framework.test import APIClient
 
 from jobs.models import Job
@@ -110,3 +111,43 @@ def test_refusals_say_what_is_wrong_and_schedule_nothing(
     assert again.status_code == 400 and "cancelled already" in str(again.json())
     audit = admin_api.get("/api/v1/audit/", {"action": "node.maintenance_cancel"}).json()["results"]
     assert [e["target_repr"] for e in audit] == ["sim-node-000"]
+
+
+def test_the_node_list_and_the_cluster_page_say_the_window_and_the_jobs_in_its_way(
+    world: Callable[..., SimHarness],  # noqa: F811
+    api: APIClient,
+    admin_api: APIClient,
+    user: Any,
+) -> None:
+    """A 3-hour job started before the window was planned runs on into it: the admin sees it named on the node, and
+    while the window is on the node takes no new work, as every count says."""
+    sim = world(2, racks=1)
+    long = post(api, name="long", nodes=1, wall_time_seconds=3 * HOUR, simulate={"duration_seconds": 3 * HOUR})
+    sim.cycle()
+    busy = Job.objects.get(pk=long["id"]).allocations.get().node.name
+    start = START + timedelta(hours=1)
+    made = admin_api.post(
+        MAINT,
+        {"nodes": ["sim-node-000", "sim-node-001"], "start": start.isoformat(), "duration_seconds": HOUR, "reason": "PSU"},
+        format="json",
+    )
+    assert made.status_code == 201, made.content
+    assert made.json()["running"] == {busy: [long["id"]]}
+    nodes = {n["name"]: n for n in api.get("/api/v1/nodes/").json()["results"]}
+    assert nodes[busy]["maintenance"]["in_the_way"] == [long["id"]] and nodes[busy]["maintenance"]["on"] is False
+    other = next(name for name in ("sim-node-000", "sim-node-001") if name != busy)
+    assert nodes[other]["maintenance"]["in_the_way"] == [] and nodes[other]["gpus_free"] == 8
+    client = Client()
+    client.force_login(user)
+    page = client.get("/cluster/").content.decode()
+    assert page.count('data-testid="node-maintenance"') == 2 and "MAINT from 2026-03-11 10:00" in page
+    assert "PSU; in the way: " in page and f"job {long['id']}</a>" in page
+
+    # On now: no GPU of either node is free, the job runs on.
+    sim.advance(HOUR + 60)
+    nodes = {n["name"]: n for n in api.get("/api/v1/nodes/").json()["results"]}
+    assert (nodes[busy]["gpus_free"], nodes[other]["gpus_free"]) == (0, 0)
+    assert nodes[other]["maintenance"]["on"] is True and nodes[other]["gpus_idle"] == 8
+    assert Job.objects.get(pk=long["id"]).state == JobState.RUNNING
+    page = client.get("/cluster/").content.decode()
+    assert "MAINT until 2026-03-11 11:00" in page
