@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from policy.maintenance import hostlist
-from policy.model import ESTIMATE_PLANNED, ESTIMATE_RESERVED, RESERVATION, MaintenanceWindow, Snapshot, when
+from policy.maintenance import close_for_maintenance, hostlist
+from policy.model import ESTIMATE_PLANNED, ESTIMATE_RESERVED, RESERVATION, MaintenanceWindow, NodeView, Snapshot, when
 from policy.schedule import schedule
 from tests.policy.test_fair_share_policy import HOUR, NOW, config, pend, placed, running, snap, waiting
 
@@ -85,3 +85,17 @@ def test_a_snapshot_without_windows_decides_as_before() -> None:
 def test_hostlist_writes_node_names_as_squeue_does() -> None:
     assert hostlist(("gpu-07", "gpu-08", "gpu-12")) == "gpu-[07-08,12]"
     assert hostlist(("gpu-07",)) == "gpu-07"
+
+
+def test_a_node_that_shares_its_gpus_is_closed_while_its_window_is_on_and_counted_back_from_the_end() -> None:
+    """GPU slices are not planned on timelines: the node itself is closed, as one settling after NotReady."""
+    shared = NodeView("s00", 8, 8, sharing="time-slicing", slices_per_gpu=4, slice_gpus=0.25)
+    base = Snapshot((shared, NodeView("n00", 8, 8)), (), now=NOW)
+    on = close_for_maintenance(_with(base, _window(("s00", "n00"), NOW - HOUR, NOW + HOUR)))
+    closed, whole = on.nodes
+    assert (closed.schedulable, closed.opens_at) == (False, NOW + HOUR)
+    assert closed.closed_why == f"in maintenance until {when(NOW + HOUR)}: firmware"
+    assert whole.schedulable  # a whole-GPU node is held on the timelines instead (the tests above)
+    # Over: dropped, and the node as it was.
+    over = close_for_maintenance(replace(_with(base, _window(("s00",), NOW - 2 * HOUR, NOW)), now=NOW))
+    assert over.maintenance == () and over.nodes == base.nodes

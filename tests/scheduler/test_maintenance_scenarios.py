@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from jobs.models import Job
 from jobs.states import JobState
-from tests.conftest import SimHarness
+from tests.conftest import SimHarness, job_payload
 from tests.scheduler.test_queue_scenarios import START, get, parse, post, world  # noqa: F401  (world: a fixture)
 
 MAINT = "/api/v1/nodes/maintenance/"
@@ -52,6 +52,10 @@ def test_a_window_ahead_lets_short_jobs_backfill_keeps_long_ones_off_and_gives_t
     waiting = get(api, long["id"])
     # The plan knows the nodes are gone from 11:00 to 19:00: the long job is expected at 19:00, not in the window.
     assert parse(waiting["estimated_start"]) == end
+    # So does `muster submit --test-only` (estimate/) for another such gang: after the window, not at 09:00 on idle nodes.
+    estimated = api.post("/api/v1/jobs/estimate/", job_payload(nodes=2, wall_time_seconds=3 * HOUR), format="json")
+    assert estimated.status_code == 200, estimated.content
+    assert estimated.json()["start"]["kind"] != "now" and parse(estimated.json()["start"]["at"]) >= end
 
     # In the window: the short job is long done, and a new one-hour job does not start either.
     sim.advance(2 * HOUR + 60)
