@@ -45,6 +45,10 @@ class MaintenanceCreateSerializer(NodeNamesSerializer):
         min_value=60,
         max_value=int(MAX_DURATION.total_seconds()),
         help_text="How long it lasts, in seconds (or give end): a minute to 31 days.",
+        error_messages={
+            "min_value": "A window lasts at least a minute (60).",
+            "max_value": f"A window lasts at most {MAX_DURATION.days} days ({int(MAX_DURATION.total_seconds())}): schedule another.",
+        },
     )
     reason = serializers.CharField(
         max_length=REASON_MAX,
@@ -56,7 +60,10 @@ class MaintenanceCreateSerializer(NodeNamesSerializer):
         end, duration = attrs.get("end"), attrs.pop("duration_seconds", None)
         if (end is None) == (duration is None):
             raise ValidationError({"end": ["Give the end or duration_seconds, one of them."]})
-        attrs["end"] = end if end is not None else attrs["start"] + timedelta(seconds=duration)
+        try:
+            attrs["end"] = end if end is not None else attrs["start"] + timedelta(seconds=duration)
+        except OverflowError:  # a start at the end of year 9999: no end can follow it
+            raise ValidationError({"end": ["The end would be after the year 9999."]}) from None
         if attrs["end"] - attrs["start"] > MAX_DURATION:
             raise ValidationError({"end": [f"A window lasts at most {MAX_DURATION.days} days: schedule another after it."]})
         return attrs

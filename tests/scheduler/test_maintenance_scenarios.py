@@ -100,6 +100,8 @@ def test_refusals_say_what_is_wrong_and_schedule_nothing(
     assert "No node gpu-99 in the cluster" in refused(admin_api, nodes=["sim-node-000", "gpu-99"])
     assert "Name at least one node" in refused(admin_api, nodes=[])
     assert "Say why" in refused(admin_api, reason="")
+    assert "at most 31 days" in refused(admin_api, duration_seconds=32 * 24 * HOUR)
+    assert "after the year 9999" in refused(admin_api, start="9999-12-31T23:00:00Z")
     # Now (this minute) is fine; a second window overlapping it on the same node is refused, naming the first.
     first = admin_api.post(MAINT, base, format="json")
     assert first.status_code == 201, first.content
