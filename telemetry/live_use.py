@@ -1,9 +1,12 @@
 """The cluster's measured GPU use now: what the running jobs' GPUs did over the last few minutes, for the dashboard.
 
-Read from the same live telemetry the job pages read (`RunReader` on each running job's current run), by a
-periodic task (`telemetry.tasks.cluster_gpu_use`, every USE_REFRESH_SECONDS), never by the dashboard: a read per
-running job (four Prometheus queries each) would make the dashboard's cost grow with the jobs. The task keeps the
-figures in one row (`ClusterGpuUse`), and the dashboard reads that row alone (docs/scheduling.md, "Reads").
+Measured by a periodic task (`telemetry.tasks.cluster_gpu_use`, every USE_REFRESH_SECONDS), never by the dashboard,
+at a cost that does not grow with the running jobs' events nor, on Prometheus, with the jobs: two database queries
+(the running jobs with their current run's start, and their live allocations) and one `cluster_gpu_use` of the
+source (two Prometheus queries, whatever the jobs; the simulated source computes in process). Reading each job
+through `RunReader` as its page does was four Prometheus queries per job and every event of every running job:
+16,000 queries a minute at 4,000 jobs. The task keeps the figures in one row (`ClusterGpuUse`), and the dashboard
+reads that row alone (docs/scheduling.md, "Reads").
 """
 
 from __future__ import annotations
@@ -11,15 +14,16 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from jobs.models import Job
+from jobs.cluster import gang_name
+from jobs.models import Allocation, Job, JobEvent
 from jobs.states import JobState
-from telemetry.catalogue import METRICS, Level
-from telemetry.downsampling import samples_mean
 from telemetry.models import ClusterGpuUse
-from telemetry.selectors import RunReader, job_run
-from telemetry.sources import TelemetrySource, TelemetryUnavailable, get_source
+from telemetry.selectors import expected_seconds, run_placements
+from telemetry.sources import JobTarget, TelemetrySource, TelemetryUnavailable, get_source
 
 # The window the figures are the mean of: long enough to smooth a step's all-reduce dip and a checkpoint, short enough
 # to be "now". Older figures are not shown: the dashboard says no running job has reported in that long.
@@ -27,48 +31,73 @@ USE_WINDOW_SECONDS = 300
 USE_REFRESH_SECONDS = 60
 
 
+def running_targets() -> tuple[list[JobTarget], dict[int, float]]:
+    """Each running job's current run as a source finds it (its live allocations), and the GPUs it holds, by job id.
+
+    Two queries whatever the jobs' histories: the run's start and attempt are its latest RUNNING event, found by the
+    database per job (a subquery), never by loading the job's events.
+    """
+    latest = JobEvent.objects.filter(job=OuterRef("pk"), to_state=JobState.RUNNING).order_by("-at", "-pk")
+    jobs = list(
+        Job.objects.filter(state=JobState.RUNNING)
+        .annotate(run_started=Subquery(latest.values("at")[:1]), run_attempt=Subquery(latest.values("attempt")[:1]))
+        .filter(run_started__isnull=False)
+        .only("pk", "simulate", "wall_time_seconds")
+        .order_by("pk")
+    )
+    live: dict[int, list[Allocation]] = {}
+    allocations = Allocation.objects.filter(job__state=JobState.RUNNING, released_at__isnull=True).select_related("node")
+    for allocation in allocations.order_by("job_id", "rank"):
+        live.setdefault(allocation.job_id, []).append(allocation)
+    targets, held = [], {}
+    for job in jobs:
+        mine = [a for a in live.get(job.pk, []) if a.attempt == job.run_attempt]
+        held[job.pk] = sum(float(a.gpus) for a in mine)
+        targets.append(
+            JobTarget(
+                job_id=job.pk,
+                attempt=job.run_attempt,
+                ranks=run_placements(mine),
+                started=job.run_started.timestamp(),
+                ended=None,
+                expected_seconds=expected_seconds(job),
+                namespace=settings.MUSTER_K8S_NAMESPACE,
+                pod_prefix=f"{gang_name(job.pk, job.run_attempt)}-",
+            )
+        )
+    return targets, held
+
+
 def cluster_gpu_use_refresh(*, now: datetime | None = None, source: TelemetrySource | None = None) -> dict[str, Any]:
     """Measure every running job's mean GPU utilisation over the last USE_WINDOW_SECONDS and keep the cluster's sum.
 
     `busy_gpus` is each reporting job's GPUs held times its mean utilisation (a job of 8 GPUs at 50 % is 4 busy GPUs),
-    summed; `gpus_reporting` the GPUs those jobs hold. A job whose telemetry is unavailable, or that has no sample in
-    the window (it just started, its exporter is down), is counted in `jobs_running` only.
+    summed; `gpus_reporting` the GPUs those jobs hold. A job that has no sample in the window (it just started, its
+    exporter is down), or all of them when the source is unavailable, is counted in `jobs_running` only.
     """
     now = now or timezone.now()
     source = source or get_source()
-    start = (now - timedelta(seconds=USE_WINDOW_SECONDS)).timestamp()
-    running = Job.objects.filter(state=JobState.RUNNING).prefetch_related("events", "allocations__node").order_by("pk")
-    jobs_running = jobs_reporting = 0
-    gpus_reporting = busy = 0.0
+    targets, held = running_targets()
     unavailable = ""
-    for job in running:
-        run = job_run(job)
-        if run is None or run.ended is not None:
-            continue
-        jobs_running += 1
-        held = sum(float(a.gpus) for a in job.allocations.all() if a.attempt == run.attempt and a.released_at is None)
-        try:
-            reader = RunReader.open(job, run, source, now=now)
-            lo, hi = reader.window()
-            lo = max(lo, start)
-            if hi <= lo:
-                continue
-            series = reader.read(METRICS["gpu_util"], level=Level.JOB, start=lo, end=hi, step=reader.step_for(int(hi - lo)))
-        except TelemetryUnavailable as exc:
-            unavailable = str(exc)
-            continue
-        mean = samples_mean(s.buckets for s in series)
-        if mean is None or not held:
+    try:
+        means = source.cluster_gpu_use(targets, start=(now - timedelta(seconds=USE_WINDOW_SECONDS)).timestamp(), end=now.timestamp())
+    except TelemetryUnavailable as exc:
+        means, unavailable = {}, str(exc)
+    jobs_reporting = 0
+    gpus_reporting = busy = 0.0
+    for target in targets:
+        mean = means.get(target.job_id)
+        if mean is None or not held[target.job_id]:
             continue
         jobs_reporting += 1
-        gpus_reporting += held
-        busy += held * mean / 100
+        gpus_reporting += held[target.job_id]
+        busy += held[target.job_id] * mean / 100
     ClusterGpuUse.objects.update_or_create(
         pk=1,
         defaults={
             "at": now,
             "window_seconds": USE_WINDOW_SECONDS,
-            "jobs_running": jobs_running,
+            "jobs_running": len(targets),
             "jobs_reporting": jobs_reporting,
             "gpus_reporting": gpus_reporting,
             "busy_gpus": busy,

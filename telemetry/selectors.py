@@ -68,7 +68,7 @@ def expected_seconds(job: Job) -> float:
     return float(job.wall_time_seconds)
 
 
-def _placements(allocations: list[Allocation]) -> tuple[RankPlacement, ...]:
+def run_placements(allocations: list[Allocation]) -> tuple[RankPlacement, ...]:
     """One placement per node the run held, with the windows it held it when that was not the whole run.
 
     The gang's first allocations and its last releases are the run's ends (written in the transactions of the state
@@ -123,7 +123,7 @@ def job_target(job: Job, run: Run) -> JobTarget:
     return JobTarget(
         job_id=job.pk,
         attempt=run.attempt,
-        ranks=_placements(allocations),
+        ranks=run_placements(allocations),
         started=run.started.timestamp(),
         ended=run.ended.timestamp() if run.ended else None,
         expected_seconds=expected_seconds(job),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -128,4 +129,12 @@ class TelemetrySource(Protocol):
 
         A metric of a coarser scope than `level` answers at its own scope (see Metric.finest_level).
         Raises TelemetryUnavailable when the source cannot answer.
+        """
+
+    def cluster_gpu_use(self, jobs: Sequence[JobTarget], *, start: float, end: float) -> dict[int, float]:
+        """Each job's mean GPU utilisation (percent, every sample of every GPU weighing alike) over [start, end), by
+        job id, for the jobs that have samples in it: the dashboard's "GPUs used now" (telemetry/live_use.py).
+
+        Asked of every running job once a minute, so it costs a number of queries that does not grow with the jobs
+        (a `read` per job was four Prometheus queries each). Raises TelemetryUnavailable when the source cannot answer.
         """

@@ -43,13 +43,15 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 
-from telemetry.catalogue import Level, Metric, Scope
+from jobs.cluster import gang_name
+from telemetry.catalogue import METRICS, Level, Metric, Scope
 from telemetry.downsampling import NAN, Buckets
 from telemetry.rollups import roll_up
 from telemetry.sources.base import JobTarget, Series, TelemetryUnavailable, held_only
@@ -171,6 +173,15 @@ class PrometheusTelemetry:
             rate_window=2 * self.scrape_seconds,
         )
 
+    def _fill(self, key: str, template: str, **fields: Any) -> str:
+        """A template with the placeholders `cluster_gpu_use` does not set filled as `_render` would; unavailable, naming
+        the template, when it cannot be rendered."""
+        defaults = {"nodes": ".+", "node_label": self.node_label, "resolution": self.scrape_seconds, "rate_window": 2 * self.scrape_seconds}
+        try:
+            return template.format(**{**defaults, **fields})
+        except (KeyError, IndexError, ValueError) as exc:
+            raise TelemetryUnavailable(f"The MUSTER_TELEMETRY_PROMQL template {key!r} cannot be rendered ({exc!r}): {template}") from exc
+
     # --- reading ---------------------------------------------------------------------------------
 
     def read(self, target: JobTarget, metric: Metric, *, start: float, end: float, step: int, level: Level) -> list[Series]:
@@ -207,6 +218,49 @@ class PrometheusTelemetry:
         if target.resized and level != Level.JOB:
             series = self._held(series, target)
         return sorted(series, key=lambda s: (s.rank if s.rank is not None else -1, s.node, s.gpu))
+
+    def cluster_gpu_use(self, jobs: Sequence[JobTarget], *, start: float, end: float) -> dict[int, float]:
+        """Every job's mean utilisation over [start, end) in two instant queries, whatever the jobs: the `gpu_job`
+        template's `sum` and `count` of DCGM_FI_DEV_GPU_UTIL over the window, `by (pod)` rather than summed over one
+        job's pods, across every Muster pod of the namespace (`muster-<job>-<attempt>-<rank>`); each pod is then given
+        to its job here, and pods of no job asked for (an attempt that ended, another workload) are left out. A pod
+        has samples from its attempt's start only, so a job that started inside the window is read from its start.
+
+        The window holds exactly the samples in [start, end), as a bucket of `read` does: evaluated at end - 1 ms over
+        the window less 1 ms on Prometheus 2 (closed ranges), the whole window on Prometheus 3 (left-open). (A job
+        page's read of a window that does not start on a multiple of its length takes the two whole buckets it
+        overlaps; this is the window alone: the same figure when it does.)
+        """
+        if not self.url:
+            raise TelemetryUnavailable("No Prometheus is configured (MUSTER_TELEMETRY_PROMETHEUS_URL is empty).")
+        by_prefix = {t.pod_prefix: t for t in jobs if t.pod_prefix}
+        if not by_prefix or end <= start:
+            return {}
+        key = "gpu_job"
+        template = self.templates.get(key)
+        if template is None:
+            raise TelemetryUnavailable(f"MUSTER_TELEMETRY_PROMQL has no {key!r} template.")
+        left_open = self._left_open()
+        window_ms = round((end - start) * 1000) - (0 if left_open else 1)
+        # Any attempt's pods: the gang name's numbers as patterns (one regex, not a list of the jobs' pods).
+        pods = re.sub("[0-9]+", "[0-9]+", promql_regex(gang_name(0, 0))) + "-[0-9]+"
+        totals: dict[str, dict[str, float]] = {"sum": {}, "count": {}}
+        for namespace in sorted({t.namespace for t in by_prefix.values()}):  # one: MUSTER_K8S_NAMESPACE
+            for aggregation, sums in totals.items():
+                fields = {"over": aggregation, "rollup": ROLLUPS[aggregation], "by": "pod", "namespace": namespace, "pods": pods}
+                query = self._fill(key, template, name=METRICS["gpu_util"].name, window=f"{window_ms}ms", step=round(end - start), **fields)
+                for item in self._query(query, end - 0.001):
+                    pod = (item.get("metric") or {}).get("pod", "")
+                    target = by_prefix.get(pod.rsplit("-", 1)[0] + "-")
+                    value = float((item.get("value") or [0, "nan"])[1])
+                    # Another attempt's pod, or a NaN the exporter reported (no sample): not counted.
+                    if target is not None and target.namespace == namespace and value == value:
+                        sums[target.pod_prefix] = sums.get(target.pod_prefix, 0.0) + value
+        means = {}
+        for prefix, count in totals["count"].items():
+            if count > 0 and prefix in totals["sum"]:
+                means[by_prefix[prefix].job_id] = totals["sum"][prefix] / count
+        return means
 
     def _group(self, groups: dict[tuple, _Group], target: JobTarget, metric: Metric, level: Level, labels: dict) -> _Group | None:
         """The series a result belongs to, by node and GPU: both host label spellings of one GPU land in one."""
@@ -314,6 +368,14 @@ class PrometheusTelemetry:
         data = self._get("/api/v1/query_range", params, post=True)
         if data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
             raise TelemetryUnavailable(f"Prometheus at {self.url} answered a query_range without a matrix result.")
+        return data["result"]
+
+    def _query(self, query: str, at: float) -> list[dict]:
+        """The instant vector of the query at `at` (seconds since the epoch)."""
+        params = {"query": query, "time": f"{at:.3f}", "timeout": f"{max(1, math.ceil(self.timeout))}s"}
+        data = self._get("/api/v1/query", params, post=True)
+        if data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
+            raise TelemetryUnavailable(f"Prometheus at {self.url} answered a query without a vector result.")
         return data["result"]
 
     def _secret(self, setting: str, path: str) -> str:

@@ -41,16 +41,16 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
 
-from telemetry.catalogue import Level, Metric, Scope
-from telemetry.downsampling import bucketize_regular
-from telemetry.rollups import roll_up
+from telemetry.catalogue import METRICS, Level, Metric, Scope
+from telemetry.downsampling import bucketize_regular, samples_mean
+from telemetry.rollups import reshape, roll_up
 from telemetry.sources.base import JobTarget, RankPlacement, Series
 
 _NOISE_SIZE = 4096
@@ -308,6 +308,23 @@ class SimulatedTelemetry:
                 values = self._gpu_values(shape, metric.key, placement.rank, g, window)
                 finest.append(series(held(values, placement), Level.GPU, placement.node, g, placement.rank))
         return roll_up(finest, level)
+
+    def cluster_gpu_use(self, jobs: Sequence[JobTarget], *, start: float, end: float) -> dict[int, float]:
+        """Each job's mean utilisation over [start, end) (from its run's start when later), computed here, with no query:
+        the same job-level read its page makes over that window, in buckets of the window's length."""
+        metric, means = METRICS["gpu_util"], {}
+        for target in jobs:
+            lo = max(start, target.started)
+            if end <= lo:
+                continue  # it starts now: nothing to say yet
+            # As RunReader.step_for: the window's length rounded up to a whole number of sample intervals.
+            resolution = self.resolution(target)
+            step = max(1, math.ceil(max(int(end - lo), 1) / resolution)) * resolution
+            series = reshape(self.read(target, metric, start=lo, end=end, step=step, level=Level.JOB), start=lo, end=end, step=step)
+            mean = samples_mean(s.buckets for s in series)
+            if mean is not None:
+                means[target.job_id] = mean
+        return means
 
     # --- the model ------------------------------------------------------------------------------
 

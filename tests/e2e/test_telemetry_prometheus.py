@@ -8,6 +8,7 @@ scrape k is 50 + 10 r + g + (k % 4) %, scraped every 30 s from 2024-03-01 00:00 
 
 from __future__ import annotations
 
+import dataclasses
 import http.server
 import json
 import math
@@ -24,7 +25,8 @@ from django.conf import settings as django_settings
 
 from jobs.models import Job, JobEvent
 from telemetry.catalogue import METRICS, Level
-from telemetry.downsampling import coarsen
+from telemetry.downsampling import coarsen, samples_mean
+from telemetry.live_use import USE_WINDOW_SECONDS, cluster_gpu_use_refresh
 from telemetry.models import JobSeries, JobTelemetrySummary
 from telemetry.services import telemetry_store_run
 from telemetry.sources import JobTarget, RankPlacement, Series, TelemetryUnavailable, get_source
@@ -44,7 +46,7 @@ from tests.e2e.prometheus.recorded import (
     free_port,
 )
 from tests.jobs.factories import JobFactory, NodeFactory
-from tests.telemetry.helpers import start_running
+from tests.telemetry.helpers import gpu_use_as_each_page_reads, start_running
 
 STEP = 60
 BUCKETS = RUN_SECONDS // STEP  # 30 one-minute buckets
@@ -261,6 +263,59 @@ def test_a_run_stored_from_prometheus_has_the_right_summary(prom, user) -> None:
     assert summary.ib_tx_bytes == pytest.approx((2e9 + 3e9) * RUN_SECONDS)
     assert (summary.nccl_busbw_mean_gbs, summary.nccl_samples, summary.nccl_busbw_origin) == (305.0, 100, "prometheus")
     assert summary.flags == []
+
+
+# --- the dashboard's "GPUs used now": every running job at once ----------------------------------------
+
+NOW = T0 + 1200  # 20 minutes into the run: the 5 minutes before hold scrapes 30..39
+UTIL_NOW = 50 + 5 + 3.5 + 1.7  # 50 + 10 r + g + k % 4, over both ranks, 8 GPUs and scrapes 30..39 (k % 4: 2,3,0,1,2,3,0,1,2,3)
+
+
+def running(**changes: Any) -> JobTarget:
+    return dataclasses.replace(TARGET, ended=None, **changes)
+
+
+def test_the_clusters_gpu_use_is_each_running_jobs_mean_over_the_window(prom) -> None:
+    stranger = running(job_id=JOB * 10 + 1, pod_prefix=f"muster-{JOB}1-1-")  # at 100 % on gpu-c
+    means = prom.cluster_gpu_use([running(), stranger], start=NOW - USE_WINDOW_SECONDS, end=NOW)
+    # Attempt 10 of the job (at 0 %) and a pod named like its in another namespace are no job asked for.
+    assert means == {JOB: pytest.approx(UTIL_NOW), JOB * 10 + 1: 100.0}
+    # What the job's page reads over the same window, one query per job and aggregation.
+    [job] = prom.read(running(), METRICS["gpu_util"], start=NOW - USE_WINDOW_SECONDS, end=NOW, step=USE_WINDOW_SECONDS, level=Level.JOB)
+    assert means[JOB] == pytest.approx(samples_mean([job.buckets]), rel=1e-12)
+
+
+def test_the_clusters_gpu_use_is_two_queries_however_many_jobs_run(prom, monkeypatch) -> None:
+    # It was a read per running job, four queries each: 16,000 a minute at 4,000 jobs. Every HTTP request is counted.
+    asked: list[str] = []
+    get = PrometheusTelemetry._get
+
+    def counted(self: PrometheusTelemetry, path: str, params: dict[str, str], *, post: bool = False) -> dict:
+        asked.append(path)
+        return get(self, path, params, post=post)
+
+    monkeypatch.setattr(PrometheusTelemetry, "_get", counted)
+    prom.cluster_gpu_use([running()], start=NOW - USE_WINDOW_SECONDS, end=NOW)  # build info, once per URL
+    for jobs in (20, 200):
+        asked.clear()
+        others = [running(job_id=10_000 + i, pod_prefix=f"muster-{10_000 + i}-1-") for i in range(jobs - 1)]
+        means = prom.cluster_gpu_use([running(), *others], start=NOW - USE_WINDOW_SECONDS, end=NOW)
+        assert asked == ["/api/v1/query", "/api/v1/query"] and means == {JOB: pytest.approx(UTIL_NOW)}
+
+
+def test_gpus_used_now_from_prometheus_is_what_the_running_jobs_page_reads(prom, user) -> None:
+    started = datetime.fromtimestamp(T0, tz=UTC)
+    job = JobFactory(
+        pk=JOB, owner=user, nodes=2, running=True, attempt=ATTEMPT, submitted_at=started, scheduled_at=started, started_at=started,
+        held=[NodeFactory(name=name, rack="rack-1") for name in NODES],
+    )  # fmt: skip
+    JobEvent.objects.create(job=job, at=started, from_state="STARTING", to_state="RUNNING", reason="running", attempt=ATTEMPT)
+    now = datetime.fromtimestamp(NOW, tz=UTC)
+    expected = gpu_use_as_each_page_reads(prom, now, USE_WINDOW_SECONDS)
+    assert expected == {"jobs_running": 1, "jobs_reporting": 1, "gpus_reporting": 16.0, "busy_gpus": pytest.approx(16 * UTIL_NOW / 100)}
+    use = cluster_gpu_use_refresh(source=prom, now=now)
+    assert {key: use[key] for key in expected} == pytest.approx(expected, rel=1e-12)
+    assert use["utilisation"] == pytest.approx(UTIL_NOW) and not use["unavailable"]
 
 
 # --- Prometheus down or misbehaving ------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import plotly.graph_objects as go
@@ -14,7 +14,11 @@ from django.utils import timezone
 from jobs.models import Job, JobEvent
 from jobs.states import TERMINAL_STATES
 from telemetry import tasks
+from telemetry.catalogue import METRICS, Level
+from telemetry.downsampling import samples_mean
+from telemetry.selectors import RunReader, job_run
 from telemetry.services import telemetry_store_run
+from telemetry.sources import TelemetrySource
 from tests.jobs.factories import JobFactory
 
 
@@ -88,3 +92,31 @@ def stored_run(owner: Any, *, nodes: int, gpus_per_node: int, seconds: float) ->
     )
     assert telemetry_store_run(job_id=job.pk, attempt=job.attempt) > 0
     return Job.objects.get(pk=job.pk)
+
+
+def gpu_use_as_each_page_reads(source: TelemetrySource, now: datetime, window_seconds: int) -> dict[str, float]:
+    """The dashboard's "GPUs used now" as the first version measured it (commit 8174a24): each running job read through
+    `RunReader` as its page reads it (four Prometheus queries each, every event of every job loaded), its GPUs held
+    times its mean utilisation over the window, summed. The figures the bounded measure must keep."""
+    start = (now - timedelta(seconds=window_seconds)).timestamp()
+    running = Job.objects.filter(state="RUNNING").prefetch_related("events", "allocations__node").order_by("pk")
+    use = {"jobs_running": 0, "jobs_reporting": 0, "gpus_reporting": 0.0, "busy_gpus": 0.0}
+    for job in running:
+        run = job_run(job)
+        if run is None or run.ended is not None:
+            continue
+        use["jobs_running"] += 1
+        held = sum(float(a.gpus) for a in job.allocations.all() if a.attempt == run.attempt and a.released_at is None)
+        reader = RunReader.open(job, run, source, now=now)
+        lo, hi = reader.window()
+        lo = max(lo, start)
+        if hi <= lo:
+            continue
+        series = reader.read(METRICS["gpu_util"], level=Level.JOB, start=lo, end=hi, step=reader.step_for(int(hi - lo)))
+        mean = samples_mean(s.buckets for s in series)
+        if mean is None or not held:
+            continue
+        use["jobs_reporting"] += 1
+        use["gpus_reporting"] += held
+        use["busy_gpus"] += held * mean / 100
+    return use
