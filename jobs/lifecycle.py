@@ -245,8 +245,8 @@ def job_launch_failed(job: Job, *, now: datetime, why: str, transient: bool = Fa
     admission policy, an image that never pulls) would be placed, fail and be requeued cycle
     after cycle, holding GPUs others could use each time. Restarts are not spent: the job's
     code never ran. A `transient` failure (the API server unreachable, overloaded, or failing
-    with a 5xx) backs off the same way but never fails the job, nor counts towards failing it: it is the cluster's trouble. `avoid_nodes` are
-    avoided by the next launch where it fits elsewhere (a node that refused the pod).
+    with a 5xx) backs off the same way but never fails the job, nor counts towards failing it: it is the cluster's
+    trouble. `avoid_nodes` are avoided by the next launch where it fits elsewhere (a node that refused the pod).
     """
     failures = job.launch_failures + 1
     # Only the job's own failed launches count towards failing it; the transient ones between them back off alike.

@@ -15,7 +15,23 @@ from tests.accounts.factories import UserFactory
 from tests.jobs.factories import JobFactory
 from tests.quotas.factories import TeamFactory, UsageChargeFactory
 
-HEADERS = ["ACCOUNT", "GPUS", "NOW/MAX(+BORROWED)", "NODE-H", "USED", "NODE-H", "BUDGET", "LEFT", "COMMITTED", "GPU-H", "USED", "MAX", "WALL", "MAX", "NODE-H/JOB"]
+HEADERS = [
+    "ACCOUNT",
+    "GPUS",
+    "NOW/MAX(+BORROWED)",
+    "NODE-H",
+    "USED",
+    "NODE-H",
+    "BUDGET",
+    "LEFT",
+    "COMMITTED",
+    "GPU-H",
+    "USED",
+    "MAX",
+    "WALL",
+    "MAX",
+    "NODE-H/JOB",
+]
 
 
 def rows(text: str) -> dict[str, str]:
@@ -36,8 +52,7 @@ def test_an_admin_lists_every_accounts_usage_as_each_ones_own_usage_says_it(sign
     # Not an admin: refused, saying what they may read instead.
     assert cli.main(["usage", "--all"]) == 4
     assert capsys.readouterr().err.strip() == (
-        "muster: error: not allowed: muster usage --all lists every account's usage, for admins only; yours and your "
-        "teams': muster usage"
+        "muster: error: not allowed: muster usage --all lists every account's usage, for admins only; yours and your teams': muster usage"
     )
     assert cli.main(["usage", "--team", "vision"]) == 2
     assert "--team picks the accounts of --all: muster usage --all --team vision" in capsys.readouterr().err
