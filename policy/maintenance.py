@@ -15,39 +15,12 @@ A node that shares its GPUs (GPU slices, which the timelines do not plan) is clo
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 
 from policy.model import MaintenanceWindow, NodeView, Snapshot, when
+from policy.nodelist import hostlist
 from policy.timeline import Hold
-
-
-def hostlist(names: Sequence[str]) -> str:
-    """Node names as squeue's NODELIST writes them: `gpu-[07-08,12]` (as the client's render.hostlist)."""
-    groups: dict[tuple[str, int], list[int]] = {}
-    others: list[str] = []
-    for name in names:
-        match = re.fullmatch(r"(.*?)(\d+)", name)
-        if match:
-            groups.setdefault((match.group(1), len(match.group(2))), []).append(int(match.group(2)))
-        else:
-            others.append(name)
-    parts = []
-    for (prefix, width), numbers in groups.items():
-        numbers = sorted(set(numbers))
-        if len(numbers) == 1:
-            parts.append(f"{prefix}{numbers[0]:0{width}d}")
-            continue
-        spans: list[list[int]] = []
-        for n in numbers:
-            if spans and n == spans[-1][1] + 1:
-                spans[-1][1] = n
-            else:
-                spans.append([n, n])
-        ranges = ",".join(f"{a:0{width}d}" if a == b else f"{a:0{width}d}-{b:0{width}d}" for a, b in spans)
-        parts.append(f"{prefix}[{ranges}]")
-    return ",".join(parts + others)
 
 
 def _closed(node: NodeView, window: MaintenanceWindow) -> NodeView:

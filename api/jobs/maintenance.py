@@ -20,7 +20,7 @@ from accounts.requests import api_user
 from api.jobs.node_holds import REASON_MAX, NodeNamesSerializer
 from jobs.maintenance import MaintenanceError, maintenance_cancel, maintenance_create, maintenance_in_the_way, maintenance_not_over
 from jobs.models import MaintenanceWindow, Node, NodeState
-from policy.maintenance import hostlist
+from policy.nodelist import hostlist
 
 # As Slurm's reservations: long enough for a hall's power work, short enough that a typo in the end (a year for a day)
 # is caught rather than taking nodes away for good.

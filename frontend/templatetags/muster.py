@@ -20,6 +20,7 @@ from jobs.holds import release_hint
 from jobs.models import Job, JobHold
 from jobs.selectors import job_gpus_held, job_nodes_shown
 from jobs.sorting import Sorting
+from policy import nodelist
 from policy.budget import node_hours_words as _node_hours_words
 
 register = template.Library()
@@ -230,29 +231,6 @@ def job_size(job: Job) -> str:
 
 @register.filter
 def hostlist(names: Sequence[str]) -> str:
-    """Node names as squeue's NODELIST and `muster queue` write them: numbered names of one prefix as ranges,
-    `sim-node-[000-007,009-012]` (the client's render.hostlist, which the server cannot import). A 12-node job's list
+    """Node names as squeue's NODELIST and `muster queue` write them, `sim-node-[000-007,009-012]`: a 12-node job's list
     ran to twelve lines in the attempts table at 390 px, and was cut after three names in the job list."""
-    groups: dict[tuple[str, int], list[int]] = {}
-    others: list[str] = []
-    for name in names:
-        match = re.fullmatch(r"(.*?)(\d+)", name)
-        if match:
-            groups.setdefault((match.group(1), len(match.group(2))), []).append(int(match.group(2)))
-        else:
-            others.append(name)
-    parts = []
-    for (prefix, width), numbers in groups.items():
-        numbers = sorted(set(numbers))
-        if len(numbers) == 1:
-            parts.append(f"{prefix}{numbers[0]:0{width}d}")
-            continue
-        spans: list[list[int]] = []
-        for n in numbers:
-            if spans and n == spans[-1][1] + 1:
-                spans[-1][1] = n
-            else:
-                spans.append([n, n])
-        ranges = ",".join(f"{a:0{width}d}" if a == b else f"{a:0{width}d}-{b:0{width}d}" for a, b in spans)
-        parts.append(f"{prefix}[{ranges}]")
-    return ",".join(parts + others)
+    return nodelist.hostlist(names)
