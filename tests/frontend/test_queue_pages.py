@@ -209,7 +209,7 @@ def test_a_jobs_priority_reads_the_same_on_every_page(user: Any) -> None:
     job = JobFactory(owner=user, **planned(priority=8002.79, queue_position=1))
     client = session_for(user)
     row = client.get("/").content.decode().split(f'<tr data-job="{job.pk}">', 1)[1].split("</tr>", 1)[0]
-    assert re.search(r"<td title=\"normal\">8002\.8 <span", row), row
+    assert re.search(r"<td class=\"job-priority\" title=\"normal\">8002\.8 <span", row), row
     assert 'data-testid="priority-total">8002.8<' in page_of(user, job)
     queue = client.get("/cluster/").content.decode().split(f'<tr data-job="{job.pk}">', 1)[1].split("</tr>", 1)[0]
     assert "<td>8002.8<small" in queue

@@ -391,7 +391,7 @@ def test_the_output_of_ranks_a_shrink_took_away_can_be_read_and_a_rank_it_never_
     bad = api.get(url, {"rank": 16})
     assert bad.status_code == 400 and bad.json() == {"rank": ["Attempt 1 of the job had ranks 0 to 15."]}
     html = session_for(user).get(f"/jobs/{elastic}/?rank=13").content.decode()
-    assert f"job {elastic} attempt 1 rank 13" in html and 'href="?attempt=1&amp;rank=15"' in html
+    assert f"job {elastic} attempt 1 rank 13" in html and 'href="?rank=15&amp;attempt=1#job-logs"' in html
 
 
 @pytest.mark.usefixtures("classes_open")
