@@ -456,7 +456,7 @@ def job_lines(job: JSON) -> list[str]:
         *([("borrowing", BORROWING_SHOWN)] if borrowing(job) else []),
         ("attempt", f"{job['attempt']} (restarts {job['restarts']} of {job['max_restarts']})"),
         ("exit code", job.get("exit_code")),
-        ("nodes", ", ".join(job.get("assigned_nodes") or []) or "-"),
+        ("nodes", hostlist(job.get("assigned_nodes") or []) or "-"),  # scontrol show job's NodeList=gpu-[07-08]
         ("submitted", when(job.get("submitted_at"))),
         ("placed", when(job.get("scheduled_at"))),
         ("started", when(job.get("started_at"))),
@@ -526,7 +526,7 @@ def why_lines(job: JSON) -> list[str]:
     """`sprio` and squeue's reason for one job: why it waits, where it stands, what its priority is made of."""
     head = f"Job {job['id']} ({job['name']}) is {job['state']}"
     if job["state"] in ("SCHEDULED", "RUNNING"):
-        nodes = ", ".join(job.get("assigned_nodes") or []) or "its nodes"
+        nodes = hostlist(job.get("assigned_nodes") or []) or "its nodes"
         # Since its placement, as `muster queue`'s START and TIME and its wall time count (its GPUs are its from then);
         # when its pods came up beside it. It read "since" the pods' start, two seconds after the START the queue showed.
         placed = job.get("scheduled_at") or job.get("started_at")

@@ -190,7 +190,7 @@ def test_a_researchers_day_login_submit_queue_why_logs_wait_cancel_usage(stack: 
     show = stack.muster("show", str(big.pk))
     assert show.returncode == 0, show.stderr
     assert "state           RUNNING" in show.stdout
-    assert "nodes           sim-node-000, sim-node-001" in show.stdout
+    assert "nodes           sim-node-[000-001]" in show.stdout
     assert json.loads(stack.muster("show", str(big.pk), "--json").stdout)["state"] == "RUNNING"
 
     running = stack.muster("jobs", "--state", "running")
