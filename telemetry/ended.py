@@ -18,11 +18,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from django.db import transaction
-from django.db.models import Count, F
+from django.db.models import Count
 
 from jobs.models import Job
 from jobs.states import TERMINAL_STATES
 from telemetry.models import EndedJobsTotal
+from telemetry.totals import add_to_total
 
 if TYPE_CHECKING:
     from jobs.models import JobEvent
@@ -33,12 +34,7 @@ def ended_event_recorded(*, event: JobEvent) -> None:
     that records it."""
     if event.to_state not in TERMINAL_STATES or event.from_state in TERMINAL_STATES:
         return
-    row = EndedJobsTotal.objects.filter(state=event.to_state)
-    if not row.update(jobs=F("jobs") + 1):
-        # No row yet (the migration makes them; a test database flushed): made at 0, then added to. An end racing to
-        # make the same row inserts nothing (the unique state), and both add to the one row.
-        EndedJobsTotal.objects.bulk_create([EndedJobsTotal(state=event.to_state)], ignore_conflicts=True)
-        row.update(jobs=F("jobs") + 1)
+    add_to_total(EndedJobsTotal, {"state": event.to_state}, jobs=1)
 
 
 def ended_jobs() -> dict[str, int]:

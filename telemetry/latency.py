@@ -40,6 +40,7 @@ from jobs.selectors import starts_with_queued_at
 from jobs.states import JobState
 from telemetry.dashboard.buckets import US, Microseconds
 from telemetry.models import SchedulingLatencyTotal
+from telemetry.totals import add_to_total
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -92,17 +93,7 @@ def latency_event_recorded(*, event: JobEvent) -> None:
     if queued_at is None:
         return
     waited = (event.at - queued_at) // _MICROSECOND
-    _add(bucket_of(waited), starts=1, waited_us=max(0, waited))
-
-
-def _add(le_us: int, *, starts: int, waited_us: int) -> None:
-    row = SchedulingLatencyTotal.objects.filter(le_us=le_us)
-    added = {"starts": F("starts") + starts, "waited_us": F("waited_us") + waited_us}
-    if not row.update(**added):
-        # No row yet (the migration makes them; a test database flushed, a bound added): made at 0, then added to.
-        # A start racing to make the same row inserts nothing (the unique bound), and both add to the one row.
-        SchedulingLatencyTotal.objects.bulk_create([SchedulingLatencyTotal(le_us=le_us)], ignore_conflicts=True)
-        row.update(**added)
+    add_to_total(SchedulingLatencyTotal, {"le_us": bucket_of(waited)}, starts=1, waited_us=max(0, waited))
 
 
 def latency_histogram() -> tuple[list[int], int, float]:
